@@ -1,0 +1,50 @@
+# ExaNeSt DMA: fault-tolerant virtual-address RDMA for the ExaNeSt PLDMA engine.
+#
+#   make demo    build what is missing, boot QEMU and run the demo in the guest
+#   make check   every test: host cargo test, lints, builds, model qtest, guest end-to-end
+#   make shell   boot the guest with an interactive shell (Ctrl-A X quits QEMU)
+#
+# Everything heavy (kernel, QEMU) is cached under $(CACHE), keyed by what it is built from.
+
+CACHE ?= /var/cache/exanest-dma
+export EXANEST_CACHE := $(CACHE)
+SHELL := /bin/bash
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+INITRD := $(TOP)/build/initramfs.cpio
+
+.PHONY: all check demo shell qemu setup kernel qemu-bin initramfs clean
+
+all: demo
+
+setup:
+	@$(TOP)/scripts/setup-host.sh
+
+kernel: setup
+	@$(TOP)/scripts/build-kernel.sh
+
+qemu-bin: setup
+	@$(TOP)/scripts/build-qemu.sh
+
+check:
+	@$(TOP)/scripts/check.sh
+
+# Boot helpers: build (or find in the cache) the kernel and QEMU, assemble the initramfs, boot.
+define boot
+	@set -e; kb=$$($(TOP)/scripts/build-kernel.sh); q=$$($(TOP)/scripts/build-qemu.sh); \
+	$(TOP)/scripts/build-initramfs.sh "$$kb" $(INITRD); \
+	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(INITRD) TIMEOUT=$(2) \
+		$(TOP)/scripts/run-qemu.sh $(1)
+endef
+
+demo: setup
+	$(call boot,demo,900)
+
+shell qemu: setup
+	$(call boot,shell,0)
+
+initramfs: setup
+	@kb=$$($(TOP)/scripts/build-kernel.sh) && $(TOP)/scripts/build-initramfs.sh "$$kb" $(INITRD)
+
+clean:
+	rm -rf $(TOP)/build
+	cd $(TOP)/rust && cargo clean

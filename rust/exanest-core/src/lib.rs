@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! Decision logic of the ExaNeSt DMA driver that needs no kernel: register encoding now, and the
+//! fault queue, touch-ahead planner and retransmission state machine as they arrive.
+//!
+//! The crate is `no_std` with no dependencies, so the kernel module can include this file with
+//! `#[path = "…"] mod` while `cargo test` runs the same code on the host.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+pub mod regs;

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! The Rust register map must equal the C header that the QEMU model is compiled with.
+
+use exanest_core::regs::{self, ch, ctrl, global, Caps, FaultInfo, Status};
+use std::collections::HashMap;
+
+fn header() -> HashMap<String, u64> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../include/hw/exanest-pldma-regs.h"
+    );
+    let text = std::fs::read_to_string(path).expect("read the C register header");
+    let mut defs = HashMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("#define") else {
+            continue;
+        };
+        let rest = rest.split("/*").next().unwrap_or("");
+        let Some((name, value)) = rest.trim().split_once(char::is_whitespace) else {
+            continue; // the include guard
+        };
+        let value: String = value.chars().filter(|c| !c.is_whitespace()).collect();
+        let parsed = if let Some(shift) = value.strip_prefix("(1u<<") {
+            shift
+                .strip_suffix(')')
+                .and_then(|s| s.parse::<u32>().ok())
+                .map(|s| 1u64 << s)
+        } else if let Some(hex) = value.strip_prefix("0x") {
+            u64::from_str_radix(hex.trim_end_matches('u'), 16).ok()
+        } else {
+            value.trim_end_matches('u').parse().ok()
+        };
+        let parsed = parsed.unwrap_or_else(|| panic!("cannot parse {name} = {value}"));
+        defs.insert(name.to_string(), parsed);
+    }
+    defs
+}
+
+#[test]
+fn rust_register_map_matches_c_header() {
+    let h = header();
+    let expect: &[(&str, u64)] = &[
+        ("PLDMA_PCI_VENDOR_ID", regs::PCI_VENDOR_ID.into()),
+        ("PLDMA_PCI_DEVICE_ID", regs::PCI_DEVICE_ID.into()),
+        ("PLDMA_MMIO_SIZE", regs::MMIO_SIZE as u64),
+        ("PLDMA_ID", global::ID as u64),
+        ("PLDMA_VERSION", global::VERSION as u64),
+        ("PLDMA_CAPS", global::CAPS as u64),
+        ("PLDMA_MAX_LEN", global::MAX_LEN as u64),
+        ("PLDMA_IRQ_STATUS", global::IRQ_STATUS as u64),
+        ("PLDMA_BANDWIDTH", global::BANDWIDTH as u64),
+        ("PLDMA_LATENCY", global::LATENCY as u64),
+        ("PLDMA_SCRATCH", global::SCRATCH as u64),
+        ("PLDMA_RESET", global::RESET as u64),
+        ("PLDMA_ID_MAGIC", regs::ID_MAGIC.into()),
+        ("PLDMA_VERSION_MAJOR", regs::VERSION_MAJOR.into()),
+        ("PLDMA_VERSION_MINOR", regs::VERSION_MINOR.into()),
+        ("PLDMA_RESET_MAGIC", regs::RESET_MAGIC.into()),
+        ("PLDMA_CAPS_NCHAN_MASK", Caps::NCHAN_MASK.into()),
+        ("PLDMA_CAPS_RESUME", Caps::RESUME.into()),
+        ("PLDMA_CAPS_INTX", Caps::INTX.into()),
+        ("PLDMA_CAPS_TIMING", Caps::TIMING.into()),
+        ("PLDMA_CH_BASE", regs::CH_BASE as u64),
+        ("PLDMA_CH_STRIDE", regs::CH_STRIDE as u64),
+        ("PLDMA_MAX_CHANNELS", regs::MAX_CHANNELS as u64),
+        ("PLDMA_CH_SRC_LO", ch::SRC_LO as u64),
+        ("PLDMA_CH_SRC_HI", ch::SRC_HI as u64),
+        ("PLDMA_CH_DST_LO", ch::DST_LO as u64),
+        ("PLDMA_CH_DST_HI", ch::DST_HI as u64),
+        ("PLDMA_CH_LEN", ch::LEN as u64),
+        ("PLDMA_CH_CTRL", ch::CTRL as u64),
+        ("PLDMA_CH_STATUS", ch::STATUS as u64),
+        ("PLDMA_CH_FAULT_LO", ch::FAULT_LO as u64),
+        ("PLDMA_CH_FAULT_HI", ch::FAULT_HI as u64),
+        ("PLDMA_CH_FAULT_INFO", ch::FAULT_INFO as u64),
+        ("PLDMA_CH_DONE_BYTES", ch::DONE_BYTES as u64),
+        ("PLDMA_CH_FAULTS", ch::FAULTS as u64),
+        ("PLDMA_CTRL_START", ctrl::START.into()),
+        ("PLDMA_CTRL_RESUME", ctrl::RESUME.into()),
+        ("PLDMA_CTRL_NACK", ctrl::NACK.into()),
+        ("PLDMA_CTRL_STROBES", ctrl::STROBES.into()),
+        ("PLDMA_CTRL_IRQ_EN", ctrl::IRQ_EN.into()),
+        ("PLDMA_STATUS_STATE_MASK", Status::STATE_MASK.into()),
+        ("PLDMA_STATUS_ERR_SHIFT", Status::ERR_SHIFT.into()),
+        ("PLDMA_STATUS_ERR_MASK", Status::ERR_MASK.into()),
+        ("PLDMA_STATUS_REJECTED", Status::REJECTED.into()),
+        ("PLDMA_FAULT_WRITE", FaultInfo::WRITE.into()),
+        ("PLDMA_FAULT_CAUSE_SHIFT", FaultInfo::CAUSE_SHIFT.into()),
+        ("PLDMA_FAULT_CAUSE_MASK", FaultInfo::CAUSE_MASK.into()),
+    ];
+    for (name, rust) in expect {
+        assert_eq!(h.get(*name), Some(rust), "{name}: C header vs Rust");
+    }
+    // Every #define of the header is covered above or by the enum checks below.
+    let enums = [("PLDMA_STATE_", 5), ("PLDMA_ERR_", 6), ("PLDMA_CAUSE_", 2)];
+    let covered = expect.len() + enums.iter().map(|e| e.1).sum::<usize>();
+    assert_eq!(
+        h.len(),
+        covered,
+        "the C header has constants the Rust map lacks"
+    );
+}
+
+#[test]
+fn rust_enums_match_c_header() {
+    let h = header();
+    for (name, st) in [
+        ("PLDMA_STATE_IDLE", regs::State::Idle),
+        ("PLDMA_STATE_BUSY", regs::State::Busy),
+        ("PLDMA_STATE_DONE", regs::State::Done),
+        ("PLDMA_STATE_FAULT", regs::State::Fault),
+        ("PLDMA_STATE_ERROR", regs::State::Error),
+    ] {
+        assert_eq!(Status::decode(h[name] as u32).state, st, "{name}");
+    }
+    for (name, e) in [
+        ("PLDMA_ERR_NONE", regs::Error::None),
+        ("PLDMA_ERR_BAD_LEN", regs::Error::BadLen),
+        ("PLDMA_ERR_BAD_ADDR", regs::Error::BadAddr),
+        ("PLDMA_ERR_ABORTED", regs::Error::Aborted),
+        ("PLDMA_ERR_NO_MASTER", regs::Error::NoMaster),
+        ("PLDMA_ERR_OVERLAP", regs::Error::Overlap),
+    ] {
+        assert_eq!(Status::decode((h[name] as u32) << 8).error, e, "{name}");
+    }
+    for (name, c) in [
+        ("PLDMA_CAUSE_TRANSLATION", regs::FaultCause::Translation),
+        ("PLDMA_CAUSE_BUS", regs::FaultCause::Bus),
+    ] {
+        assert_eq!(FaultInfo::decode((h[name] as u32) << 8).cause, c, "{name}");
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Assemble the guest initramfs: Debian's arm64 busybox, the init scripts and guest tools of
+# tests/guest/, and the kernel's modules. Usage: build-initramfs.sh KERNEL_BUILD_DIR OUTPUT.cpio
+. "$(dirname "$0")/common.sh"
+KBUILD=${1:?kernel build dir}
+OUTPUT=${2:?output cpio}
+MODROOT="$(dirname "$KBUILD")/modroot"
+WORK="$TOP/build/guest"
+ROOT="$WORK/root"
+
+rm -rf "$ROOT"; mkdir -p "$ROOT"/{bin,sbin,dev,proc,sys,tmp,root,etc,usr/share/exanest,lib}
+cp "$DL/busybox-arm64" "$ROOT/bin/busybox"
+install -m 755 "$TOP/tests/guest/init" "$ROOT/init"
+install -m 644 "$TOP/tests/guest/demo.sh" "$TOP/tests/guest/check.sh" "$ROOT/usr/share/exanest/"
+echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
+
+# Guest tools: static aarch64 binaries.
+CFLAGS="-static -O2 -Wall -Wextra -Werror"
+aarch64-linux-gnu-gcc $CFLAGS -o "$ROOT/bin/pldma-probe" "$TOP/tests/guest/pldma-probe.c"
+
+# Kernel modules (test_hmm.ko, later the driver).
+[ -d "$MODROOT/lib/modules" ] && cp -a "$MODROOT/lib/modules" "$ROOT/lib/"
+for ko in "${EXTRA_MODULES[@]:-}"; do [ -n "$ko" ] && cp "$ko" "$ROOT/lib/"; done
+
+(cd "$ROOT" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) >"$OUTPUT.tmp"
+mv "$OUTPUT.tmp" "$OUTPUT"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Build the arm64 guest kernel: pinned Debian source + kernel/patches + allnoconfig + kernel/exanest.config.
+# The result is cached under $CACHE/kernel-<key>, where <key> hashes everything that affects it.
+# Prints the build directory (usable as KDIR for out-of-tree modules) on stdout.
+. "$(dirname "$0")/common.sh"
+"$TOP/scripts/setup-host.sh"
+# Build chatter goes to stderr; stdout carries only the result path.
+exec 3>&1 1>&2
+
+# Bump RECIPE when this script changes how the kernel is built (the key covers the inputs).
+RECIPE=1
+KEY=$(echo "$RECIPE $(hash_of "$TOP/scripts/versions.env" "$TOP/kernel")" | sha256sum | cut -c1-16)
+OUT="$CACHE/kernel-$KEY"
+if [ -e "$OUT/.done" ]; then echo "$OUT/build" >&3; exit 0; fi
+build_lock
+if [ -e "$OUT/.done" ]; then echo "$OUT/build" >&3; exit 0; fi
+
+export PATH="$HOME/.cargo/bin:$PATH"
+RUST_LIB_SRC="$CACHE/rust-src-$RUST_VERSION/library"
+MK=(make -s ARCH=arm64 LLVM="$LLVM" RUST_LIB_SRC="$RUST_LIB_SRC" -j"$(nproc)")
+
+log "kernel $KEY: unpacking $KERNEL_SRC_PKG $KERNEL_SRC_VERSION"
+rm -rf "$OUT"; mkdir -p "$OUT/build"
+tar -C "$OUT" -xf "$DL/linux-source-$KERNEL_SRC_VERSION.tar.xz"
+mv "$OUT"/linux-source-* "$OUT/src"
+while read -r p; do
+	case "$p" in ''|'#'*) continue ;; esac
+	log "applying $p"
+	patch -d "$OUT/src" -p1 -s --no-backup-if-mismatch <"$TOP/kernel/patches/$p" || die "patch $p does not apply"
+done <"$TOP/kernel/patches/series"
+
+cd "$OUT/src"
+"${MK[@]}" O="$OUT/build" rustavailable >/dev/null || die "the Rust toolchain is not usable for the kernel (see 'make rustavailable')"
+"${MK[@]}" O="$OUT/build" allnoconfig
+scripts/kconfig/merge_config.sh -m -O "$OUT/build" "$OUT/build/.config" "$TOP/kernel/exanest.config" >/dev/null
+"${MK[@]}" O="$OUT/build" olddefconfig
+# Every symbol of the fragment must have taken effect.
+bad=0
+while IFS= read -r line; do
+	case "$line" in CONFIG_*=*) ;; *) continue ;; esac
+	sym=${line%%=*} val=${line#*=}
+	if [ "$val" = n ]; then
+		grep -q "^$sym=" "$OUT/build/.config" && { echo "config: $sym should be off" >&2; bad=1; }
+	else
+		grep -qx "$line" "$OUT/build/.config" || { echo "config: $line did not stick ($(grep "^$sym=\|# $sym " "$OUT/build/.config"))" >&2; bad=1; }
+	fi
+done <"$TOP/kernel/exanest.config"
+[ $bad = 0 ] || die "kernel config fragment did not apply; fix kernel/exanest.config"
+
+log "kernel $KEY: building (about 6 minutes at -j2)"
+"${MK[@]}" O="$OUT/build" Image modules
+"${MK[@]}" O="$OUT/build" INSTALL_MOD_PATH="$OUT/modroot" INSTALL_MOD_STRIP=1 modules_install
+touch "$OUT/.done"
+log "kernel $KEY: done"
+echo "$OUT/build" >&3

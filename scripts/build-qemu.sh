@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Build qemu-system-aarch64 from Debian's QEMU source with the PLDMA engine model compiled in.
+# Cached under $CACHE/qemu-<key>; prints the path of the binary on stdout.
+. "$(dirname "$0")/common.sh"
+"$TOP/scripts/setup-host.sh"
+# Build chatter goes to stderr; stdout carries only the result path.
+exec 3>&1 1>&2
+
+# Bump RECIPE when this script changes how QEMU is built (the key covers the inputs).
+RECIPE=1
+KEY=$(echo "$RECIPE $(hash_of "$TOP/scripts/versions.env" "$TOP/tests/qemu-model/exanest_pldma.c" "$TOP/tests/qemu-model/exanest.mak" "$TOP/include/hw")" | sha256sum | cut -c1-16)
+OUT="$CACHE/qemu-$KEY"
+BIN="$OUT/build/qemu-system-aarch64"
+if [ -e "$OUT/.done" ]; then echo "$BIN" >&3; exit 0; fi
+build_lock
+if [ -e "$OUT/.done" ]; then echo "$BIN" >&3; exit 0; fi
+
+log "qemu $KEY: unpacking QEMU ${QEMU_DEB_VERSION}"
+rm -rf "$OUT"; mkdir -p "$OUT"
+tar -C "$OUT" -xf "$DL/qemu.orig.tar.xz" --exclude='*/roms/*'
+mv "$OUT"/qemu-* "$OUT/src"
+cd "$OUT/src"
+
+# The engine model: source, register header, Kconfig symbol, meson rule.
+cp "$TOP/tests/qemu-model/exanest_pldma.c" hw/misc/
+cp "$TOP/include/hw/exanest-pldma-regs.h" hw/misc/
+cat >>hw/misc/Kconfig <<'KC'
+
+config EXANEST_PLDMA
+    bool
+    default y if TEST_DEVICES
+    depends on PCI
+KC
+echo "system_ss.add(when: 'CONFIG_EXANEST_PLDMA', if_true: files('exanest_pldma.c'))" >>hw/misc/meson.build
+cp "$TOP/tests/qemu-model/exanest.mak" configs/devices/aarch64-softmmu/exanest.mak
+
+# The +ds tarball strips the edk2 firmware blobs that pc-bios/meson.build lists: empty stand-ins.
+for f in $(sed -n "s/^ *'\(edk2-[a-z0-9_-]*\.fd\)',$/\1/p" pc-bios/meson.build); do
+	[ -e "pc-bios/$f.bz2" ] || bzip2 -c </dev/null >"pc-bios/$f.bz2"
+done
+
+log "qemu $KEY: configuring"
+mkdir -p "$OUT/build"; cd "$OUT/build"
+"$OUT/src/configure" --python=/usr/bin/python3 --target-list=aarch64-softmmu \
+	--without-default-features --without-default-devices \
+	--with-devices-aarch64=exanest --enable-fdt=system --enable-tcg \
+	--disable-docs --disable-install-blobs --disable-werror >configure.log 2>&1 ||
+	{ tail -30 configure.log >&2; die "QEMU configure failed (log: $OUT/build/configure.log)"; }
+log "qemu $KEY: building (about 3 minutes at -j2)"
+ninja -j"$(nproc)" qemu-system-aarch64 >ninja.log 2>&1 ||
+	{ grep -B2 -A8 'error' ninja.log | head -60 >&2; die "QEMU build failed (log: $OUT/build/ninja.log)"; }
+"$BIN" -device help 2>/dev/null | grep -q '"exanest-pldma"' || die "built QEMU lacks the exanest-pldma device"
+touch "$OUT/.done"
+log "qemu $KEY: done"
+echo "$BIN" >&3

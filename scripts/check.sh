@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# make check: every test of the project, in phases, with timings and one closing count line.
+# Fails on any test failure, a build failure, a timeout, or a kernel report in the guest console.
+. "$(dirname "$0")/common.sh"
+cd "$TOP"
+LOGS="$TOP/build/logs"
+mkdir -p "$LOGS"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+PASSED=0 FAILED=0
+TIMINGS=()
+FAILS=()
+
+pass() { PASSED=$((PASSED + ${1:-1})); }
+fail() { FAILED=$((FAILED + 1)); FAILS+=("$1"); echo "FAIL: $1"; }
+
+# phase NAME FUNCTION: run one phase, time it.
+phase() {
+	local name=$1 t0=$SECONDS
+	echo "=== $name"
+	"$2" || true
+	TIMINGS+=("$(printf '%-14s %5ds' "$name" $((SECONDS - t0)))")
+}
+
+show_log() { echo "--- last lines of $1:"; tail -n "${2:-40}" "$1"; }
+
+p_setup() {
+	if "$TOP/scripts/setup-host.sh" >"$LOGS/setup.log" 2>&1; then pass; else
+		fail "host set-up"; show_log "$LOGS/setup.log"; summary; exit 1; fi
+}
+
+p_host_tests() {
+	local log="$LOGS/cargo-test.log" p f
+	(cd rust && cargo test --workspace --all-targets 2>&1) >"$log"
+	p=$(awk '/^test result:/ {s += $4} END {print s + 0}' "$log")
+	f=$(awk '/^test result:/ {s += $6} END {print s + 0}' "$log")
+	pass "$p"
+	if [ "$f" != 0 ] || ! grep -q '^test result:' "$log"; then
+		fail "cargo test ($f failed)"; show_log "$log"
+	fi
+	echo "cargo test: $p passed, $f failed"
+	if python3 -m unittest discover -s tests/harness -p 'test_*.py' >"$LOGS/harness.log" 2>&1; then
+		pass "$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$LOGS/harness.log")"
+	else
+		fail "harness self-tests"; show_log "$LOGS/harness.log"
+	fi
+}
+
+p_lint() {
+	if (cd rust && cargo fmt --all -- --check) >"$LOGS/fmt.log" 2>&1; then pass; else
+		fail "rustfmt"; show_log "$LOGS/fmt.log" 20; fi
+	if (cd rust && cargo clippy --workspace --all-targets -- -D warnings) >"$LOGS/clippy.log" 2>&1; then pass; else
+		fail "clippy"; show_log "$LOGS/clippy.log" 30; fi
+}
+
+p_builds() {
+	if KBUILD=$("$TOP/scripts/build-kernel.sh" 2>"$LOGS/kernel.log"); then pass; else
+		fail "kernel build"; show_log "$LOGS/kernel.log"; fi
+	if QEMU=$("$TOP/scripts/build-qemu.sh" 2>"$LOGS/qemu-build.log"); then pass; else
+		fail "QEMU build"; show_log "$LOGS/qemu-build.log"; fi
+	export KBUILD QEMU
+}
+
+p_module() {
+	if [ ! -e "$TOP/drivers/Kbuild" ] && [ ! -e "$TOP/Kbuild" ]; then
+		echo "no driver yet: skipped"
+		return
+	fi
+	if make -C "$TOP" module KDIR="$KBUILD" >"$LOGS/module.log" 2>&1; then pass; else
+		fail "module build"; show_log "$LOGS/module.log"; fi
+}
+
+p_model() {
+	[ -x "${QEMU:-}" ] || { fail "model tests: no QEMU"; return; }
+	local log="$LOGS/model-qtest.log" ran bad
+	QEMU="$QEMU" timeout 900 python3 tests/qemu-model/test_model.py -v >"$log" 2>&1
+	ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$log")
+	bad=$(grep -c -E '^(FAIL|ERROR):' "$log")
+	pass $(( ${ran:-0} - bad ))
+	if [ -z "$ran" ] || [ "$bad" != 0 ] || ! tail -3 "$log" | grep -q '^OK'; then
+		fail "model qtest ($bad of ${ran:-?} failed)"; show_log "$log" 60
+	fi
+	echo "model qtest: ${ran:-0} run, $bad failed"
+}
+
+p_guest() {
+	[ -x "${QEMU:-}" ] && [ -n "${KBUILD:-}" ] || { fail "guest tests: no kernel or QEMU"; return; }
+	local log="$LOGS/guest-check.log" out
+	"$TOP/scripts/build-initramfs.sh" "$KBUILD" "$TOP/build/initramfs.cpio" || { fail "initramfs"; return; }
+	QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
+		TIMEOUT=1200 "$TOP/scripts/run-qemu.sh" check >"$log" 2>&1
+	echo "guest exit status $?"
+	grep -E '^(\[[ 0-9.]+\] )?GUEST-' "$log" | sed 's/^/  /'
+	out=$(python3 tests/harness/console.py "$log")
+	echo "$out" | tail -1
+	set -- $(echo "$out" | tail -1 | awk '{print $2, $4}')
+	pass "$1"
+	if [ "$2" != 0 ]; then
+		fail "guest ($2 failed)"; echo "$out" | grep '^FAIL' | sed 's/^/  /'; show_log "$log" 60
+	fi
+}
+
+summary() {
+	echo
+	echo "=== timings"
+	printf '  %s\n' "${TIMINGS[@]}"
+	[ ${#FAILS[@]} = 0 ] || { echo "=== failures"; printf '  %s\n' "${FAILS[@]}"; }
+	echo "$PASSED passed, $FAILED failed"
+}
+
+phase setup p_setup
+phase host-tests p_host_tests
+phase lint p_lint
+phase builds p_builds
+phase module p_module
+phase model-qtest p_model
+phase guest p_guest
+summary
+[ "$FAILED" = 0 ]

@@ -1,0 +1,35 @@
+# Shared helpers for the scripts under scripts/. Source it; do not run it.
+# shellcheck shell=bash
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=versions.env
+. "$TOP/scripts/versions.env"
+
+# Everything built or downloaded lives outside the clone, keyed by content hashes.
+CACHE=${EXANEST_CACHE:-/var/cache/exanest-dma}
+DL="$CACHE/dl"
+mkdir -p "$CACHE" "$DL"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# hash_of FILE|DIR... : one sha256 over the names and contents of the given paths.
+hash_of() {
+	local p
+	for p in "$@"; do
+		if [ -d "$p" ]; then
+			(cd "$p" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+		elif [ -e "$p" ]; then
+			sha256sum "$p"
+		else
+			echo "missing $p"
+		fi
+	done | sha256sum | cut -c1-16
+}
+
+# Serialise builds: the machine has two cores and two builds at once would starve both.
+build_lock() { exec 9>"$CACHE/.build.lock"; flock 9; }
+
+KERNEL_VERSION_SHORT=${KERNEL_SRC_PKG#linux-source-}
+LLVM="-$LLVM_VERSION"

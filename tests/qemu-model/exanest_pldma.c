@@ -1,0 +1,532 @@
+/*
+ * ExaNeSt PLDMA engine model: a PCI DMA copy engine that addresses memory with IOVAs through the
+ * platform IOMMU, stalls a channel on a translation fault and retransmits on RESUME.
+ *
+ * Register map: include/hw/exanest-pldma-regs.h (copied next to this file at build time) and
+ * Documentation/pldma-registers.rst.
+ *
+ * Copyright (c) 2026 The ExaNeSt DMA developers
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * Design notes:
+ *  - Every channel copies in steps of at most PLDMA_QUANTUM bytes, paced on QEMU_CLOCK_VIRTUAL by a
+ *    bandwidth shared by all channels and a per-transfer (and per-retransmission) latency.
+ *  - Before touching memory a step checks translation page by page with dma_memory_valid(). The
+ *    first page that does not translate ends the step there: one IOMMU event per fault, instead of
+ *    the one-per-4-bytes that a failing pci_dma_read/write would cause.
+ *  - Registers programmed by the guest are latched at START, so nothing the guest writes while a
+ *    transfer runs can change it; every length and address is checked before use.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/units.h"
+#include "qemu/timer.h"
+#include "qemu/module.h"
+#include "qapi/error.h"
+#include "hw/pci/pci_device.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "system/dma.h"
+#include "qom/object.h"
+#include "exanest-pldma-regs.h"
+
+#define TYPE_EXANEST_PLDMA "exanest-pldma"
+OBJECT_DECLARE_SIMPLE_TYPE(PldmaState, EXANEST_PLDMA)
+
+#define PLDMA_QUANTUM (64 * KiB)
+#define PLDMA_PAGE 4096ULL
+
+typedef struct PldmaChannel {
+    struct PldmaState *dev;
+    unsigned index;
+    /* Programmed by the guest. */
+    uint64_t src, dst;
+    uint32_t len;
+    bool irq_en;
+    /* Latched at START. */
+    uint64_t a_src, a_dst;
+    uint32_t a_len;
+    /* Progress and status. */
+    uint32_t state, err;
+    bool rejected;
+    bool finishing;        /* all bytes copied, completion pending on the timer */
+    uint64_t fault_addr;
+    uint32_t fault_info;
+    uint32_t done;
+    uint32_t faults;
+    QEMUTimer *timer;
+    uint8_t *bounce;
+} PldmaChannel;
+
+struct PldmaState {
+    PCIDevice parent_obj;
+    MemoryRegion mmio;
+    /* Properties. */
+    uint32_t nchan;
+    uint32_t bandwidth_mbs; /* MB/s = bytes per microsecond; 0 = infinitely fast */
+    uint32_t latency_ns;
+    uint32_t max_len;
+    /* State. */
+    uint32_t irq_status;
+    uint32_t scratch;
+    int64_t bus_free_ns;   /* the shared data path is busy until then */
+    PldmaChannel ch[PLDMA_MAX_CHANNELS];
+};
+
+static void pldma_update_irq(PldmaState *s)
+{
+    pci_set_irq(PCI_DEVICE(s), s->irq_status != 0);
+}
+
+/* Enter a final or waiting state and raise the channel's interrupt if enabled. */
+static void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err)
+{
+    PldmaState *s = c->dev;
+
+    c->state = state;
+    c->err = err;
+    c->finishing = false;
+    if (c->irq_en) {
+        s->irq_status |= 1u << c->index;
+        pldma_update_irq(s);
+    }
+}
+
+static void pldma_fault(PldmaChannel *c, bool write, uint64_t addr, uint32_t cause)
+{
+    c->fault_addr = addr;
+    c->fault_info = (write ? PLDMA_FAULT_WRITE : 0) | (cause << PLDMA_FAULT_CAUSE_SHIFT);
+    c->faults++;
+    pldma_notify(c, PLDMA_STATE_FAULT, PLDMA_ERR_NONE);
+}
+
+/*
+ * How many bytes from addr (up to len) translate for this direction: stops at the first page
+ * piece that does not. Each failing check costs exactly one IOMMU translation, hence one event.
+ */
+static uint64_t pldma_valid_prefix(PldmaState *s, uint64_t addr, uint64_t len, DMADirection dir)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    uint64_t off = 0;
+
+    while (off < len) {
+        uint64_t a = addr + off;
+        uint64_t piece = MIN(len - off, PLDMA_PAGE - (a & (PLDMA_PAGE - 1)));
+
+        if (!dma_memory_valid(as, a, piece, dir, MEMTXATTRS_UNSPECIFIED)) {
+            break;
+        }
+        off += piece;
+    }
+    return off;
+}
+
+static int64_t pldma_xfer_ns(PldmaState *s, uint64_t bytes)
+{
+    if (!s->bandwidth_mbs) {
+        return 0;
+    }
+    /* MB/s is bytes per microsecond. */
+    return (int64_t)(bytes * 1000 / s->bandwidth_mbs);
+}
+
+/* Timer: copy the next step of a busy channel, or complete it. */
+static void pldma_step(void *opaque)
+{
+    PldmaChannel *c = opaque;
+    PldmaState *s = c->dev;
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint64_t n, vs, vd, src, dst;
+    int64_t now, start;
+
+    if (c->state != PLDMA_STATE_BUSY) {
+        return;
+    }
+    if (c->finishing) {
+        pldma_notify(c, PLDMA_STATE_DONE, PLDMA_ERR_NONE);
+        return;
+    }
+    if (!(pci_get_word(pdev->config + PCI_COMMAND) & PCI_COMMAND_MASTER)) {
+        pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_NO_MASTER);
+        return;
+    }
+
+    src = c->a_src + c->done;
+    dst = c->a_dst + c->done;
+    n = MIN((uint64_t)(c->a_len - c->done), PLDMA_QUANTUM);
+
+    vs = pldma_valid_prefix(s, src, n, DMA_DIRECTION_TO_DEVICE);
+    if (!vs) {
+        pldma_fault(c, false, src, PLDMA_CAUSE_TRANSLATION);
+        return;
+    }
+    vd = pldma_valid_prefix(s, dst, vs, DMA_DIRECTION_FROM_DEVICE);
+    if (!vd) {
+        pldma_fault(c, true, dst, PLDMA_CAUSE_TRANSLATION);
+        return;
+    }
+    n = vd;
+    if (pci_dma_read(pdev, src, c->bounce, n) != MEMTX_OK) {
+        pldma_fault(c, false, src, PLDMA_CAUSE_BUS);
+        return;
+    }
+    if (pci_dma_write(pdev, dst, c->bounce, n) != MEMTX_OK) {
+        pldma_fault(c, true, dst, PLDMA_CAUSE_BUS);
+        return;
+    }
+    c->done += n;
+
+    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    start = MAX(now, s->bus_free_ns);
+    s->bus_free_ns = start + pldma_xfer_ns(s, n);
+    if (c->done == c->a_len) {
+        c->finishing = true;
+    }
+    timer_mod(c->timer, s->bus_free_ns);
+}
+
+static void pldma_kick(PldmaChannel *c)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    c->state = PLDMA_STATE_BUSY;
+    c->err = PLDMA_ERR_NONE;
+    c->finishing = false;
+    timer_mod(c->timer, now + c->dev->latency_ns);
+}
+
+static bool pldma_wraps(uint64_t a, uint64_t len)
+{
+    return a + len < a;
+}
+
+static void pldma_start(PldmaChannel *c)
+{
+    PldmaState *s = c->dev;
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    c->a_src = c->src;
+    c->a_dst = c->dst;
+    c->a_len = c->len;
+    c->done = 0;
+    c->faults = 0;
+    c->fault_addr = 0;
+    c->fault_info = 0;
+
+    if (!c->a_len || c->a_len > s->max_len) {
+        pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_BAD_LEN);
+    } else if (pldma_wraps(c->a_src, c->a_len) || pldma_wraps(c->a_dst, c->a_len)) {
+        pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_BAD_ADDR);
+    } else if (c->a_src < c->a_dst + c->a_len && c->a_dst < c->a_src + c->a_len) {
+        pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_OVERLAP);
+    } else if (!(pci_get_word(pdev->config + PCI_COMMAND) & PCI_COMMAND_MASTER)) {
+        pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_NO_MASTER);
+    } else {
+        pldma_kick(c);
+    }
+}
+
+static void pldma_ctrl(PldmaChannel *c, uint32_t val)
+{
+    uint32_t cmd = val & PLDMA_CTRL_STROBES;
+    bool ok = true;
+
+    c->irq_en = !!(val & PLDMA_CTRL_IRQ_EN);
+    switch (cmd) {
+    case 0:
+        return;
+    case PLDMA_CTRL_START:
+        ok = c->state != PLDMA_STATE_BUSY && c->state != PLDMA_STATE_FAULT;
+        if (ok) {
+            pldma_start(c);
+        }
+        break;
+    case PLDMA_CTRL_RESUME:
+        ok = c->state == PLDMA_STATE_FAULT;
+        if (ok) {
+            pldma_kick(c);
+        }
+        break;
+    case PLDMA_CTRL_NACK:
+        if (c->state == PLDMA_STATE_BUSY || c->state == PLDMA_STATE_FAULT) {
+            timer_del(c->timer);
+            pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_ABORTED);
+        }
+        break;
+    default:
+        ok = false; /* more than one strobe */
+        break;
+    }
+    if (!ok) {
+        qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: ch%u: command 0x%x rejected in state %u\n",
+                      c->index, cmd, c->state);
+    }
+    c->rejected = !ok;
+}
+
+static void pldma_channel_reset(PldmaChannel *c)
+{
+    timer_del(c->timer);
+    c->src = c->dst = c->a_src = c->a_dst = 0;
+    c->len = c->a_len = 0;
+    c->irq_en = false;
+    c->state = PLDMA_STATE_IDLE;
+    c->err = PLDMA_ERR_NONE;
+    c->rejected = false;
+    c->finishing = false;
+    c->fault_addr = 0;
+    c->fault_info = 0;
+    c->done = 0;
+    c->faults = 0;
+}
+
+static void pldma_reset_all(PldmaState *s)
+{
+    for (unsigned i = 0; i < s->nchan; i++) {
+        pldma_channel_reset(&s->ch[i]);
+    }
+    s->irq_status = 0;
+    s->bus_free_ns = 0;
+    pldma_update_irq(s);
+}
+
+static uint64_t pldma_ch_read(PldmaChannel *c, hwaddr off)
+{
+    switch (off) {
+    case PLDMA_CH_SRC_LO:
+        return (uint32_t)c->src;
+    case PLDMA_CH_SRC_HI:
+        return c->src >> 32;
+    case PLDMA_CH_DST_LO:
+        return (uint32_t)c->dst;
+    case PLDMA_CH_DST_HI:
+        return c->dst >> 32;
+    case PLDMA_CH_LEN:
+        return c->len;
+    case PLDMA_CH_CTRL:
+        return c->irq_en ? PLDMA_CTRL_IRQ_EN : 0;
+    case PLDMA_CH_STATUS:
+        return c->state | (c->err << PLDMA_STATUS_ERR_SHIFT) |
+               (c->rejected ? PLDMA_STATUS_REJECTED : 0);
+    case PLDMA_CH_FAULT_LO:
+        return (uint32_t)c->fault_addr;
+    case PLDMA_CH_FAULT_HI:
+        return c->fault_addr >> 32;
+    case PLDMA_CH_FAULT_INFO:
+        return c->fault_info;
+    case PLDMA_CH_DONE_BYTES:
+        return c->done;
+    case PLDMA_CH_FAULTS:
+        return c->faults;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: ch%u: read of unknown offset 0x%" HWADDR_PRIx "\n",
+                  c->index, off);
+    return 0;
+}
+
+static void pldma_ch_write(PldmaChannel *c, hwaddr off, uint32_t val)
+{
+    switch (off) {
+    case PLDMA_CH_SRC_LO:
+        c->src = deposit64(c->src, 0, 32, val);
+        return;
+    case PLDMA_CH_SRC_HI:
+        c->src = deposit64(c->src, 32, 32, val);
+        return;
+    case PLDMA_CH_DST_LO:
+        c->dst = deposit64(c->dst, 0, 32, val);
+        return;
+    case PLDMA_CH_DST_HI:
+        c->dst = deposit64(c->dst, 32, 32, val);
+        return;
+    case PLDMA_CH_LEN:
+        c->len = val;
+        return;
+    case PLDMA_CH_CTRL:
+        pldma_ctrl(c, val);
+        return;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "exanest-pldma: ch%u: write 0x%x to read-only or unknown offset 0x%" HWADDR_PRIx "\n",
+                  c->index, val, off);
+}
+
+static PldmaChannel *pldma_channel_at(PldmaState *s, hwaddr addr, hwaddr *off)
+{
+    hwaddr idx;
+
+    if (addr < PLDMA_CH_BASE) {
+        return NULL;
+    }
+    idx = (addr - PLDMA_CH_BASE) / PLDMA_CH_STRIDE;
+    if (idx >= s->nchan) {
+        return NULL;
+    }
+    *off = (addr - PLDMA_CH_BASE) % PLDMA_CH_STRIDE;
+    return &s->ch[idx];
+}
+
+static uint64_t pldma_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    PldmaState *s = opaque;
+    PldmaChannel *c;
+    hwaddr off;
+
+    switch (addr) {
+    case PLDMA_ID:
+        return PLDMA_ID_MAGIC;
+    case PLDMA_VERSION:
+        return PLDMA_VERSION_MAJOR << 16 | PLDMA_VERSION_MINOR;
+    case PLDMA_CAPS:
+        return s->nchan | PLDMA_CAPS_RESUME | PLDMA_CAPS_INTX | PLDMA_CAPS_TIMING;
+    case PLDMA_MAX_LEN:
+        return s->max_len;
+    case PLDMA_IRQ_STATUS:
+        return s->irq_status;
+    case PLDMA_BANDWIDTH:
+        return s->bandwidth_mbs;
+    case PLDMA_LATENCY:
+        return s->latency_ns;
+    case PLDMA_SCRATCH:
+        return s->scratch;
+    case PLDMA_RESET:
+        return 0;
+    }
+    c = pldma_channel_at(s, addr, &off);
+    if (c) {
+        return pldma_ch_read(c, off);
+    }
+    qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: read of unknown offset 0x%" HWADDR_PRIx "\n",
+                  addr);
+    return 0;
+}
+
+static void pldma_mmio_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+{
+    PldmaState *s = opaque;
+    PldmaChannel *c;
+    hwaddr off;
+
+    switch (addr) {
+    case PLDMA_IRQ_STATUS:
+        s->irq_status &= ~(uint32_t)val;
+        pldma_update_irq(s);
+        return;
+    case PLDMA_SCRATCH:
+        s->scratch = val;
+        return;
+    case PLDMA_RESET:
+        if (val == PLDMA_RESET_MAGIC) {
+            pldma_reset_all(s);
+        }
+        return;
+    }
+    c = pldma_channel_at(s, addr, &off);
+    if (c) {
+        pldma_ch_write(c, off, val);
+        return;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "exanest-pldma: write 0x%" PRIx64 " to read-only or unknown offset 0x%" HWADDR_PRIx "\n",
+                  val, addr);
+}
+
+static const MemoryRegionOps pldma_mmio_ops = {
+    .read = pldma_mmio_read,
+    .write = pldma_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    /* 64-bit accesses are split into two 32-bit ones (low half first). */
+    .valid = { .min_access_size = 4, .max_access_size = 8, .unaligned = false },
+    .impl = { .min_access_size = 4, .max_access_size = 4 },
+};
+
+static void pldma_realize(PCIDevice *pdev, Error **errp)
+{
+    PldmaState *s = EXANEST_PLDMA(pdev);
+
+    if (s->nchan < 1 || s->nchan > PLDMA_MAX_CHANNELS) {
+        error_setg(errp, "exanest-pldma: channels must be 1..%d", PLDMA_MAX_CHANNELS);
+        return;
+    }
+    if (s->max_len < 1 || s->max_len > 1u << 31) {
+        error_setg(errp, "exanest-pldma: max-len must be 1..2^31");
+        return;
+    }
+    pci_config_set_interrupt_pin(pdev->config, 1); /* INTA# */
+    memory_region_init_io(&s->mmio, OBJECT(s), &pldma_mmio_ops, s, "exanest-pldma-mmio",
+                          PLDMA_MMIO_SIZE);
+    pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
+    for (unsigned i = 0; i < s->nchan; i++) {
+        PldmaChannel *c = &s->ch[i];
+
+        c->dev = s;
+        c->index = i;
+        c->bounce = g_malloc(PLDMA_QUANTUM);
+        c->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, pldma_step, c);
+    }
+    pldma_reset_all(s);
+}
+
+static void pldma_exit(PCIDevice *pdev)
+{
+    PldmaState *s = EXANEST_PLDMA(pdev);
+
+    for (unsigned i = 0; i < s->nchan; i++) {
+        timer_free(s->ch[i].timer);
+        g_free(s->ch[i].bounce);
+    }
+}
+
+static void pldma_qdev_reset(DeviceState *dev)
+{
+    pldma_reset_all(EXANEST_PLDMA(dev));
+}
+
+static const Property pldma_properties[] = {
+    DEFINE_PROP_UINT32("channels", PldmaState, nchan, 4),
+    DEFINE_PROP_UINT32("bandwidth", PldmaState, bandwidth_mbs, 2000),
+    DEFINE_PROP_UINT32("latency-ns", PldmaState, latency_ns, 2000),
+    DEFINE_PROP_UINT32("max-len", PldmaState, max_len, 1u << 30),
+};
+
+static const VMStateDescription vmstate_pldma = {
+    .name = TYPE_EXANEST_PLDMA,
+    .unmigratable = 1,
+};
+
+static void pldma_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = pldma_realize;
+    k->exit = pldma_exit;
+    k->vendor_id = PLDMA_PCI_VENDOR_ID;
+    k->device_id = PLDMA_PCI_DEVICE_ID;
+    k->revision = PLDMA_VERSION_MAJOR;
+    k->class_id = PCI_CLASS_SYSTEM_OTHER;
+    dc->desc = "ExaNeSt PLDMA engine (virtual-address DMA with fault retransmission)";
+    dc->vmsd = &vmstate_pldma;
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+    device_class_set_legacy_reset(dc, pldma_qdev_reset);
+    device_class_set_props(dc, pldma_properties);
+}
+
+static const TypeInfo pldma_info = {
+    .name = TYPE_EXANEST_PLDMA,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(PldmaState),
+    .class_init = pldma_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { },
+    },
+};
+
+static void pldma_register_types(void)
+{
+    type_register_static(&pldma_info);
+}
+
+type_init(pldma_register_types)
