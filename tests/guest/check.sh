@@ -9,8 +9,9 @@ if [ -d /sys/class/iommu ] && ls /sys/class/iommu | grep -q smmu; then
 else
 	echo "GUEST-TEST: not ok smmuv3-present - no SMMU in /sys/class/iommu"
 fi
-pldma-probe selftest
+# The fault check first: the SMMU driver rate-limits its event log (10 per 5 s).
 pldma-probe fault
+pldma-probe selftest
 for m in /lib/modules/*/kernel/lib/test_hmm.ko; do
 	if insmod "$m" && rmmod test_hmm; then
 		echo "GUEST-TEST: ok module-load-unload"

@@ -38,19 +38,29 @@ struct engine {
 
 static int failures;
 
+static const char *suffix = "";
+
+/* One result line, written with a single write() so that it is not split on the console. */
 static void result(int ok, const char *name, const char *fmt, ...)
 {
+	char line[512];
+	int n;
 	va_list ap;
 
-	printf("GUEST-TEST: %s %s", ok ? "ok" : "not ok", name);
-	if (!ok && fmt) {
-		printf(" - ");
+	n = snprintf(line, sizeof(line), "GUEST-TEST: %s %s%s", ok ? "ok" : "not ok", name, suffix);
+	if (!ok && fmt && n < (int)sizeof(line)) {
+		n += snprintf(line + n, sizeof(line) - n, " - ");
 		va_start(ap, fmt);
-		vprintf(fmt, ap);
+		if (n < (int)sizeof(line))
+			n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 		va_end(ap);
 	}
-	printf("\n");
+	if (n > (int)sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
 	fflush(stdout);
+	if (write(STDOUT_FILENO, line, n) != n)
+		perror("write");
 	if (!ok)
 		failures++;
 }
@@ -255,8 +265,13 @@ static int cmd_info(struct engine *e, int n)
 
 static void check_identity(struct engine *e, int n)
 {
+	static char sfx[300];
+
 	for (int i = 0; i < n; i++) {
 		uint32_t caps = rd(&e[i], PLDMA_CAPS);
+
+		snprintf(sfx, sizeof(sfx), "@%s", e[i].bdf);
+		suffix = sfx;
 
 		result(rd(&e[i], PLDMA_ID) == PLDMA_ID_MAGIC &&
 		       rd(&e[i], PLDMA_VERSION) == (PLDMA_VERSION_MAJOR << 16 | PLDMA_VERSION_MINOR),
@@ -268,6 +283,7 @@ static void check_identity(struct engine *e, int n)
 		       "behind-smmu", "%s: group '%s' type '%s' devices %d", e[i].bdf, e[i].group,
 		       e[i].gtype, e[i].group_devices);
 	}
+	suffix = "";
 	if (n >= 2)
 		result(strcmp(e[0].group, e[1].group) != 0, "own-iommu-group",
 		       "%s and %s share group %s", e[0].bdf, e[1].bdf, e[0].group);

@@ -9,6 +9,7 @@ GUEST-DONE marker (crash or timeout) count as failures.
 import re
 import sys
 
+GUEST = re.compile(r"GUEST-TEST: ")
 TS = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 KTAP = re.compile(r"^(\s*)(ok|not ok) (\d+) ([^#]*?)(\s+#\s*(.*))?$")
 REPORTS = [
@@ -28,15 +29,17 @@ def judge(lines, expect_done=True):
     done = False
     for raw in lines:
         line = TS.sub("", raw.rstrip("\r\n"))
-        if line.startswith("GUEST-TEST: "):
-            rest = line[len("GUEST-TEST: "):]
+        # Kernel messages can land in the middle of a test's line: search, don't anchor.
+        g = GUEST.search(line)
+        if g:
+            rest = line[g.end():]
             if rest.startswith("ok "):
                 passed += 1
             else:
                 failed += 1
                 problems.append(rest)
             continue
-        if line.startswith("GUEST-DONE"):
+        if "GUEST-DONE" in line:
             done = True
             continue
         for pat, what in REPORTS:
