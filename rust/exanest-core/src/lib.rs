@@ -9,4 +9,10 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod abi;
+pub mod region;
 pub mod regs;
+pub mod sched;
+
+#[cfg(test)]
+mod testrng;

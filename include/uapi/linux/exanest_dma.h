@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
+/*
+ * ExaNeSt DMA user ABI, version 1.
+ *
+ * One character device per engine instance: /dev/exanest-dma<N>. A process opens it and owns the
+ * instance (a second opener gets EBUSY): the instance's IOMMU domain then maps that process's
+ * virtual addresses, so every address below is a plain user virtual address.
+ *
+ * Rules common to every ioctl:
+ *  - structs are fixed-size, explicitly padded, and their size is part of the ioctl number;
+ *  - every "flags" and "reserved" field must be zero unless a flag below is defined for it
+ *    (EINVAL otherwise), so that later versions can give them meaning;
+ *  - out fields are written only on success.
+ *
+ * Documentation/abi.rst describes the errors of each call, with a C example.
+ */
+#ifndef _UAPI_LINUX_EXANEST_DMA_H
+#define _UAPI_LINUX_EXANEST_DMA_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define EXANEST_DMA_ABI_VERSION		1
+
+/* Memory modes of a registered region. */
+#define EXANEST_DMA_MODE_PIN		0	/* pin and map at registration */
+#define EXANEST_DMA_MODE_PREFAULT	1	/* fault in and map at registration, no pinning */
+#define EXANEST_DMA_MODE_ON_DEMAND	2	/* map nothing until the engine faults */
+
+/* Access rights of a registered region (bitmask, at least one). */
+#define EXANEST_DMA_ACCESS_READ		(1u << 0)	/* the engine may read it (copy source) */
+#define EXANEST_DMA_ACCESS_WRITE	(1u << 1)	/* the engine may write it (copy destination) */
+
+/* EXANEST_DMA_IOC_INFO: what this instance and driver support. */
+struct exanest_dma_info {
+	__u32 abi_version;	/* out: EXANEST_DMA_ABI_VERSION */
+	__u32 hw_version;	/* out: engine VERSION register (major << 16 | minor) */
+	__u32 channels;		/* out: engine channels */
+	__u32 modes;		/* out: bit (1 << mode) for each implemented mode */
+	__u64 max_transfer;	/* out: largest copy length in bytes */
+	__u32 max_regions;	/* out: regions one process may hold */
+	__u32 max_inflight;	/* out: copies one process may have in flight */
+	__u64 reserved[4];	/* out: zero */
+};
+
+/* EXANEST_DMA_IOC_REG: register [addr, addr + length) for DMA. */
+struct exanest_dma_reg {
+	__u64 addr;		/* in: start, any alignment */
+	__u64 length;		/* in: bytes, > 0 */
+	__u32 access;		/* in: EXANEST_DMA_ACCESS_* */
+	__u32 mode;		/* in: EXANEST_DMA_MODE_* */
+	__u32 flags;		/* in: 0 */
+	__u32 handle;		/* out: region handle, never 0 */
+	__u64 reserved[2];	/* in: 0 */
+};
+
+/* EXANEST_DMA_IOC_DEREG: drop a region. EBUSY while a copy in flight uses it. */
+struct exanest_dma_dereg {
+	__u32 handle;		/* in */
+	__u32 flags;		/* in: 0 */
+};
+
+/* EXANEST_DMA_IOC_COPY: start copying length bytes from src to dst. */
+struct exanest_dma_copy {
+	__u64 src;		/* in: inside a region with ACCESS_READ */
+	__u64 dst;		/* in: inside a region with ACCESS_WRITE */
+	__u64 length;		/* in: bytes, 1..max_transfer */
+	__u32 flags;		/* in: 0 */
+	__u32 channel;		/* out: engine channel it runs on */
+	__u64 cookie;		/* out: pass to EXANEST_DMA_IOC_WAIT; never 0 */
+};
+
+/* EXANEST_DMA_IOC_WAIT: wait for a copy to end and collect its result. */
+struct exanest_dma_wait {
+	__u64 cookie;		/* in */
+	__s64 timeout_ns;	/* in: < 0 waits forever, 0 polls */
+	__u32 flags;		/* in: 0 */
+	__s32 status;		/* out: 0, or the negative errno the copy ended with */
+	__u64 bytes_done;	/* out: bytes copied */
+};
+
+/* EXANEST_DMA_IOC_COUNTERS: statistics of this open file and of the instance. */
+struct exanest_dma_counters {
+	__u64 copies;		/* copies completed successfully */
+	__u64 copy_errors;	/* copies ended with an error */
+	__u64 bytes;		/* bytes copied */
+	__u64 regions;		/* regions registered now */
+	__u64 pages_mapped;	/* pages mapped in the IOMMU domain now */
+	__u64 pages_pinned;	/* pages pinned now */
+	__u64 faults;		/* engine faults taken */
+	__u64 faults_resolved;	/* faults resolved and resumed */
+	__u64 nacks;		/* faults NACKed */
+	__u64 invalidations;	/* MMU-notifier invalidations that touched a region */
+	__u64 reserved[6];
+};
+
+#define EXANEST_DMA_IOC_MAGIC	0xE5
+#define EXANEST_DMA_IOC_INFO	_IOR(EXANEST_DMA_IOC_MAGIC, 0x00, struct exanest_dma_info)
+#define EXANEST_DMA_IOC_REG	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x01, struct exanest_dma_reg)
+#define EXANEST_DMA_IOC_DEREG	_IOW(EXANEST_DMA_IOC_MAGIC, 0x02, struct exanest_dma_dereg)
+#define EXANEST_DMA_IOC_COPY	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x03, struct exanest_dma_copy)
+#define EXANEST_DMA_IOC_WAIT	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x04, struct exanest_dma_wait)
+#define EXANEST_DMA_IOC_COUNTERS _IOR(EXANEST_DMA_IOC_MAGIC, 0x05, struct exanest_dma_counters)
+
+#endif /* _UAPI_LINUX_EXANEST_DMA_H */

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! The user ABI of `include/uapi/linux/exanest_dma.h`, and the validation of every request.
+//!
+//! The structs are `#[repr(C)]` copies of the C ones (a host test compares the layouts with the
+//! header compiled by the C compiler). Validation returns an [`Errno`]: the glue turns it into
+//! the kernel's error, so user space sees exactly the errno documented in Documentation/abi.rst.
+
+/// ABI version reported by `EXANEST_DMA_IOC_INFO`.
+pub const ABI_VERSION: u32 = 1;
+
+/// Pin and map at registration.
+pub const MODE_PIN: u32 = 0;
+/// Fault in and map at registration, without pinning.
+pub const MODE_PREFAULT: u32 = 1;
+/// Map nothing until the engine faults.
+pub const MODE_ON_DEMAND: u32 = 2;
+
+/// The engine may read the region (copy source).
+pub const ACCESS_READ: u32 = 1 << 0;
+/// The engine may write the region (copy destination).
+pub const ACCESS_WRITE: u32 = 1 << 1;
+/// Every access bit this version knows.
+pub const ACCESS_ALL: u32 = ACCESS_READ | ACCESS_WRITE;
+
+/// ioctl type byte.
+pub const IOC_MAGIC: u32 = 0xE5;
+
+/// The generic Linux ioctl encoding (arm64, x86): dir 31:30, size 29:16, type 15:8, nr 7:0.
+pub const fn ioc(dir: u32, nr: u32, size: usize) -> u32 {
+    (dir << 30) | ((size as u32) << 16) | (IOC_MAGIC << 8) | nr
+}
+const IOC_W: u32 = 1;
+const IOC_R: u32 = 2;
+
+/// `EXANEST_DMA_IOC_INFO`.
+pub const IOC_INFO: u32 = ioc(IOC_R, 0, core::mem::size_of::<Info>());
+/// `EXANEST_DMA_IOC_REG`.
+pub const IOC_REG: u32 = ioc(IOC_R | IOC_W, 1, core::mem::size_of::<Reg>());
+/// `EXANEST_DMA_IOC_DEREG`.
+pub const IOC_DEREG: u32 = ioc(IOC_W, 2, core::mem::size_of::<Dereg>());
+/// `EXANEST_DMA_IOC_COPY`.
+pub const IOC_COPY: u32 = ioc(IOC_R | IOC_W, 3, core::mem::size_of::<Copy>());
+/// `EXANEST_DMA_IOC_WAIT`.
+pub const IOC_WAIT: u32 = ioc(IOC_R | IOC_W, 4, core::mem::size_of::<Wait>());
+/// `EXANEST_DMA_IOC_COUNTERS`.
+pub const IOC_COUNTERS: u32 = ioc(IOC_R, 5, core::mem::size_of::<Counters>());
+
+/// The errors the driver reports, by name; the glue maps them to kernel error codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Errno {
+    /// Malformed request: zero length, unknown flag, mode or access bit, non-zero reserved field,
+    /// overlapping copy.
+    Inval,
+    /// `addr + length` wraps around the address space.
+    Overflow,
+    /// Address outside what the device can reach, or outside every registered region.
+    Fault,
+    /// The region does not allow this access.
+    Acces,
+    /// Unknown handle or cookie.
+    NoEnt,
+    /// Too many regions.
+    NoSpc,
+    /// Too many copies in flight.
+    Again,
+    /// Length above the engine's maximum transfer.
+    TooBig,
+    /// Mode not implemented yet.
+    OpNotSupp,
+    /// The region is in use by a copy in flight.
+    Busy,
+}
+
+/// `struct exanest_dma_info`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Info {
+    /// ABI version.
+    pub abi_version: u32,
+    /// Engine VERSION register.
+    pub hw_version: u32,
+    /// Engine channels.
+    pub channels: u32,
+    /// Bit (1 << mode) per implemented mode.
+    pub modes: u32,
+    /// Largest copy.
+    pub max_transfer: u64,
+    /// Regions per process.
+    pub max_regions: u32,
+    /// Copies in flight per process.
+    pub max_inflight: u32,
+    /// Zero.
+    pub reserved: [u64; 4],
+}
+
+/// `struct exanest_dma_reg`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reg {
+    /// Start address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// `ACCESS_*` bits.
+    pub access: u32,
+    /// `MODE_*`.
+    pub mode: u32,
+    /// Zero.
+    pub flags: u32,
+    /// Out: handle.
+    pub handle: u32,
+    /// Zero.
+    pub reserved: [u64; 2],
+}
+
+/// `struct exanest_dma_dereg`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dereg {
+    /// Handle to drop.
+    pub handle: u32,
+    /// Zero.
+    pub flags: u32,
+}
+
+/// `struct exanest_dma_copy`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Copy {
+    /// Source address.
+    pub src: u64,
+    /// Destination address.
+    pub dst: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// Zero.
+    pub flags: u32,
+    /// Out: channel.
+    pub channel: u32,
+    /// Out: cookie.
+    pub cookie: u64,
+}
+
+/// `struct exanest_dma_wait`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wait {
+    /// Cookie of the copy.
+    pub cookie: u64,
+    /// Timeout; negative waits forever, zero polls.
+    pub timeout_ns: i64,
+    /// Zero.
+    pub flags: u32,
+    /// Out: 0 or a negative errno.
+    pub status: i32,
+    /// Out: bytes copied.
+    pub bytes_done: u64,
+}
+
+/// `struct exanest_dma_counters`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Copies completed.
+    pub copies: u64,
+    /// Copies ended with an error.
+    pub copy_errors: u64,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// Regions registered now.
+    pub regions: u64,
+    /// Pages mapped now.
+    pub pages_mapped: u64,
+    /// Pages pinned now.
+    pub pages_pinned: u64,
+    /// Engine faults.
+    pub faults: u64,
+    /// Faults resolved.
+    pub faults_resolved: u64,
+    /// Faults NACKed.
+    pub nacks: u64,
+    /// Invalidations that touched a region.
+    pub invalidations: u64,
+    /// Zero.
+    pub reserved: [u64; 6],
+}
+
+/// Limits a request is checked against.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// One past the highest address the device can use (the IOMMU aperture, e.g. 2^48).
+    pub va_end: u64,
+    /// Largest copy.
+    pub max_transfer: u64,
+    /// Modes implemented, as `1 << MODE_*` bits.
+    pub modes: u32,
+}
+
+/// A half-open address range `[start, end)`, never empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+}
+
+impl Range {
+    /// `[addr, addr + len)`, checked: zero length is `Inval`, wrapping is `Overflow`, reaching
+    /// past `va_end` is `Fault`.
+    pub fn new(addr: u64, len: u64, va_end: u64) -> Result<Self, Errno> {
+        if len == 0 {
+            return Err(Errno::Inval);
+        }
+        let end = addr.checked_add(len).ok_or(Errno::Overflow)?;
+        if end > va_end {
+            return Err(Errno::Fault);
+        }
+        Ok(Range { start: addr, end })
+    }
+
+    /// Length in bytes.
+    pub const fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    /// Always false: a range is never empty.
+    pub const fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Whether `other` lies entirely inside `self`.
+    pub const fn contains(&self, other: &Range) -> bool {
+        self.start <= other.start && other.end <= self.end
+    }
+
+    /// Whether the two ranges share a byte.
+    pub const fn overlaps(&self, other: &Range) -> bool {
+        self.start < other.end && other.start < self.end
+    }
+
+    /// First and one-past-last page frame (of `1 << page_shift` bytes) the range touches.
+    pub const fn pages(&self, page_shift: u32) -> (u64, u64) {
+        (self.start >> page_shift, ((self.end - 1) >> page_shift) + 1)
+    }
+}
+
+/// A registration request that passed validation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValidReg {
+    /// The registered range.
+    pub range: Range,
+    /// `ACCESS_*` bits.
+    pub access: u32,
+    /// `MODE_*`.
+    pub mode: u32,
+}
+
+/// Check an `EXANEST_DMA_IOC_REG` request.
+pub fn check_reg(r: &Reg, lim: &Limits) -> Result<ValidReg, Errno> {
+    if r.flags != 0 || r.handle != 0 || r.reserved != [0; 2] {
+        return Err(Errno::Inval);
+    }
+    if r.access == 0 || r.access & !ACCESS_ALL != 0 {
+        return Err(Errno::Inval);
+    }
+    if r.mode > MODE_ON_DEMAND {
+        return Err(Errno::Inval);
+    }
+    let range = Range::new(r.addr, r.length, lim.va_end)?;
+    if lim.modes & (1 << r.mode) == 0 {
+        return Err(Errno::OpNotSupp);
+    }
+    Ok(ValidReg {
+        range,
+        access: r.access,
+        mode: r.mode,
+    })
+}
+
+/// A copy request that passed the checks that need no region lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValidCopy {
+    /// Source range.
+    pub src: Range,
+    /// Destination range.
+    pub dst: Range,
+}
+
+/// Check an `EXANEST_DMA_IOC_COPY` request (the region lookup comes after).
+pub fn check_copy(c: &Copy, lim: &Limits) -> Result<ValidCopy, Errno> {
+    if c.flags != 0 || c.channel != 0 || c.cookie != 0 {
+        return Err(Errno::Inval);
+    }
+    let src = Range::new(c.src, c.length, lim.va_end)?;
+    let dst = Range::new(c.dst, c.length, lim.va_end)?;
+    if c.length > lim.max_transfer {
+        return Err(Errno::TooBig);
+    }
+    if src.overlaps(&dst) {
+        return Err(Errno::Inval);
+    }
+    Ok(ValidCopy { src, dst })
+}
+
+/// Check an `EXANEST_DMA_IOC_WAIT` request.
+pub fn check_wait(w: &Wait) -> Result<(), Errno> {
+    if w.flags != 0 || w.status != 0 || w.bytes_done != 0 {
+        return Err(Errno::Inval);
+    }
+    if w.cookie == 0 {
+        return Err(Errno::NoEnt);
+    }
+    Ok(())
+}
+
+/// Check an `EXANEST_DMA_IOC_DEREG` request.
+pub fn check_dereg(d: &Dereg) -> Result<u32, Errno> {
+    if d.flags != 0 {
+        return Err(Errno::Inval);
+    }
+    if d.handle == 0 {
+        return Err(Errno::NoEnt);
+    }
+    Ok(d.handle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIM: Limits = Limits {
+        va_end: 1 << 48,
+        max_transfer: 1 << 30,
+        modes: 1 << MODE_PIN,
+    };
+
+    fn reg(addr: u64, length: u64) -> Reg {
+        Reg {
+            addr,
+            length,
+            access: ACCESS_READ,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn reg_errors() {
+        assert_eq!(check_reg(&reg(0x1000, 0), &LIM), Err(Errno::Inval));
+        assert_eq!(check_reg(&reg(u64::MAX, 2), &LIM), Err(Errno::Overflow));
+        assert_eq!(check_reg(&reg((1 << 48) - 1, 2), &LIM), Err(Errno::Fault));
+        assert!(check_reg(&reg((1 << 48) - 1, 1), &LIM).is_ok());
+        let mut r = reg(0x1000, 1);
+        r.access = 0;
+        assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
+        r.access = 4;
+        assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
+        r = reg(0x1000, 1);
+        r.flags = 1;
+        assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
+        r = reg(0x1000, 1);
+        r.reserved[1] = 1;
+        assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
+        r = reg(0x1000, 1);
+        r.mode = MODE_ON_DEMAND;
+        assert_eq!(check_reg(&r, &LIM), Err(Errno::OpNotSupp));
+        r.mode = 3;
+        assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
+    }
+
+    #[test]
+    fn copy_errors() {
+        let c = |src, dst, length| Copy {
+            src,
+            dst,
+            length,
+            ..Default::default()
+        };
+        assert_eq!(check_copy(&c(0x1000, 0x9000, 0), &LIM), Err(Errno::Inval));
+        assert_eq!(
+            check_copy(&c(0x1000, 0x9000, (1 << 30) + 1), &LIM),
+            Err(Errno::TooBig)
+        );
+        assert_eq!(
+            check_copy(&c(u64::MAX - 1, 0x9000, 4), &LIM),
+            Err(Errno::Overflow)
+        );
+        assert_eq!(
+            check_copy(&c(0x1000, 0x1800, 0x1000), &LIM),
+            Err(Errno::Inval)
+        );
+        let ok = check_copy(&c(0x1000, 0x2000, 0x1000), &LIM).unwrap();
+        assert_eq!(ok.src.len(), 0x1000);
+        let mut bad = c(0x1000, 0x2000, 1);
+        bad.cookie = 5;
+        assert_eq!(check_copy(&bad, &LIM), Err(Errno::Inval));
+    }
+
+    #[test]
+    fn range_pages() {
+        let r = Range::new(0x1fff, 2, u64::MAX).unwrap();
+        assert_eq!(r.pages(12), (1, 3));
+        let r = Range::new(0x1000, 0x1000, u64::MAX).unwrap();
+        assert_eq!(r.pages(12), (1, 2));
+        assert!(r.contains(&Range::new(0x1800, 0x800, u64::MAX).unwrap()));
+        assert!(!r.contains(&Range::new(0x1800, 0x801, u64::MAX).unwrap()));
+    }
+}

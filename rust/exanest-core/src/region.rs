@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! Bookkeeping of the memory regions a process registered: handles, lookups by address range
+//! and access, and the count of copies in flight that use each region (so that a region cannot
+//! be dropped under a running copy).
+
+use crate::abi::{Errno, Range, ValidReg};
+
+/// One registered region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// Handle given to user space, never 0.
+    pub handle: u32,
+    /// Address range.
+    pub range: Range,
+    /// `ACCESS_*` bits.
+    pub access: u32,
+    /// `MODE_*`.
+    pub mode: u32,
+    /// Copies in flight that use the region.
+    pub users: u32,
+}
+
+/// At most `N` regions, in fixed storage (no allocation after creation).
+#[derive(Debug)]
+pub struct RegionTable<const N: usize> {
+    slots: [Option<Region>; N],
+    next: u32,
+}
+
+impl<const N: usize> Default for RegionTable<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> RegionTable<N> {
+    /// An empty table.
+    pub const fn new() -> Self {
+        RegionTable {
+            slots: [None; N],
+            next: 1,
+        }
+    }
+
+    /// Number of regions.
+    pub fn len(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn slot_of(&self, handle: u32) -> Option<usize> {
+        if handle == 0 {
+            return None;
+        }
+        self.slots
+            .iter()
+            .position(|s| matches!(s, Some(r) if r.handle == handle))
+    }
+
+    /// Add a region; returns its handle. `NoSpc` when full.
+    pub fn insert(&mut self, reg: &ValidReg) -> Result<u32, Errno> {
+        let free = self
+            .slots
+            .iter()
+            .position(|s| s.is_none())
+            .ok_or(Errno::NoSpc)?;
+        // A fresh handle: not 0 and not in use (the table holds at most N < 2^32 handles).
+        let mut handle = self.next;
+        while handle == 0 || self.slot_of(handle).is_some() {
+            handle = handle.wrapping_add(1);
+        }
+        self.next = handle.wrapping_add(1);
+        self.slots[free] = Some(Region {
+            handle,
+            range: reg.range,
+            access: reg.access,
+            mode: reg.mode,
+            users: 0,
+        });
+        Ok(handle)
+    }
+
+    /// The region with this handle.
+    pub fn get(&self, handle: u32) -> Option<&Region> {
+        self.slot_of(handle).and_then(|i| self.slots[i].as_ref())
+    }
+
+    /// Remove a region: `NoEnt` for an unknown handle, `Busy` while copies use it.
+    pub fn remove(&mut self, handle: u32) -> Result<Region, Errno> {
+        let i = self.slot_of(handle).ok_or(Errno::NoEnt)?;
+        match self.slots[i] {
+            Some(r) if r.users > 0 => Err(Errno::Busy),
+            Some(r) => {
+                self.slots[i] = None;
+                Ok(r)
+            }
+            None => Err(Errno::NoEnt),
+        }
+    }
+
+    /// Remove every region, whatever its users (teardown); calls `f` on each.
+    pub fn drain(&mut self, mut f: impl FnMut(Region)) {
+        for s in self.slots.iter_mut() {
+            if let Some(r) = s.take() {
+                f(r);
+            }
+        }
+    }
+
+    /// Iterate over the regions.
+    pub fn iter(&self) -> impl Iterator<Item = &Region> {
+        self.slots.iter().flatten()
+    }
+
+    /// The handle of a region that contains all of `range` and allows `access`.
+    /// `Fault` when no region contains it, `Acces` when those that do lack the access.
+    pub fn find(&self, range: &Range, access: u32) -> Result<u32, Errno> {
+        let mut contained = false;
+        for r in self.iter() {
+            if r.range.contains(range) {
+                if r.access & access == access {
+                    return Ok(r.handle);
+                }
+                contained = true;
+            }
+        }
+        Err(if contained {
+            Errno::Acces
+        } else {
+            Errno::Fault
+        })
+    }
+
+    /// Count one more copy using the region.
+    pub fn hold(&mut self, handle: u32) -> Result<(), Errno> {
+        let i = self.slot_of(handle).ok_or(Errno::NoEnt)?;
+        if let Some(r) = self.slots[i].as_mut() {
+            r.users += 1;
+        }
+        Ok(())
+    }
+
+    /// A copy using the region ended.
+    pub fn release(&mut self, handle: u32) {
+        if let Some(i) = self.slot_of(handle) {
+            if let Some(r) = self.slots[i].as_mut() {
+                r.users = r.users.saturating_sub(1);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{ACCESS_READ, ACCESS_WRITE, MODE_PIN};
+    use crate::testrng::Rng;
+
+    fn vreg(start: u64, len: u64, access: u32) -> ValidReg {
+        ValidReg {
+            range: Range::new(start, len, u64::MAX).unwrap(),
+            access,
+            mode: MODE_PIN,
+        }
+    }
+
+    #[test]
+    fn insert_find_remove() {
+        let mut t = RegionTable::<2>::new();
+        let a = t.insert(&vreg(0x1000, 0x3000, ACCESS_READ)).unwrap();
+        let b = t.insert(&vreg(0x10000, 0x1000, ACCESS_WRITE)).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(t.insert(&vreg(0, 1, ACCESS_READ)), Err(Errno::NoSpc));
+        let r = |s, l| Range::new(s, l, u64::MAX).unwrap();
+        assert_eq!(t.find(&r(0x1800, 0x100), ACCESS_READ), Ok(a));
+        assert_eq!(t.find(&r(0x1800, 0x100), ACCESS_WRITE), Err(Errno::Acces));
+        assert_eq!(t.find(&r(0x3800, 0x1000), ACCESS_READ), Err(Errno::Fault));
+        assert_eq!(t.find(&r(0x20000, 1), ACCESS_READ), Err(Errno::Fault));
+        t.hold(a).unwrap();
+        assert_eq!(t.remove(a), Err(Errno::Busy));
+        t.release(a);
+        assert_eq!(t.remove(a).unwrap().handle, a);
+        assert_eq!(t.remove(a), Err(Errno::NoEnt));
+        assert_eq!(t.remove(0), Err(Errno::NoEnt));
+        // A handle is not reused right away.
+        let c = t.insert(&vreg(0x1000, 0x1000, ACCESS_READ)).unwrap();
+        assert!(c != a && c != b);
+    }
+
+    /// Random operations against a plain list: lookups agree, handles stay unique and non-zero.
+    #[test]
+    fn property_matches_model() {
+        let mut rng = Rng::new(42);
+        for _round in 0..200 {
+            let mut t = RegionTable::<8>::new();
+            let mut model: [Option<(u32, Range, u32)>; 64] = [None; 64];
+            for _ in 0..100 {
+                match rng.below(3) {
+                    0 => {
+                        let start = rng.below(64) << 12;
+                        let len = 1 + rng.below(16 << 12);
+                        let access = 1 + rng.below(3) as u32;
+                        let v = vreg(start, len, access);
+                        let live = model.iter().flatten().count();
+                        match t.insert(&v) {
+                            Ok(h) => {
+                                assert!(h != 0);
+                                assert!(model.iter().flatten().all(|m| m.0 != h));
+                                let free = model.iter().position(|m| m.is_none()).unwrap();
+                                model[free] = Some((h, v.range, access));
+                            }
+                            Err(e) => {
+                                assert_eq!(e, Errno::NoSpc);
+                                assert_eq!(live, 8);
+                            }
+                        }
+                    }
+                    1 => {
+                        if let Some(i) = (0..64).find(|&i| model[i].is_some() && rng.below(2) == 0)
+                        {
+                            let (h, _, _) = model[i].unwrap();
+                            assert!(t.remove(h).is_ok());
+                            model[i] = None;
+                        }
+                    }
+                    _ => {
+                        let q = Range::new(rng.below(80 << 12), 1 + rng.below(8 << 12), u64::MAX)
+                            .unwrap();
+                        let access = 1 + rng.below(3) as u32;
+                        let containing: usize =
+                            model.iter().flatten().filter(|m| m.1.contains(&q)).count();
+                        let ok = model
+                            .iter()
+                            .flatten()
+                            .any(|m| m.1.contains(&q) && m.2 & access == access);
+                        match t.find(&q, access) {
+                            Ok(h) => {
+                                let m = model.iter().flatten().find(|m| m.0 == h).unwrap();
+                                assert!(m.1.contains(&q) && m.2 & access == access);
+                            }
+                            Err(Errno::Acces) => assert!(!ok && containing > 0),
+                            Err(Errno::Fault) => assert_eq!(containing, 0),
+                            Err(e) => panic!("unexpected {e:?}"),
+                        }
+                    }
+                }
+                assert_eq!(t.len(), model.iter().flatten().count());
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! The Rust ABI structs and ioctl numbers must equal what a C compiler makes of
+//! include/uapi/linux/exanest_dma.h.
+
+use exanest_core::abi::{self, Copy, Counters, Dereg, Info, Reg, Wait};
+use std::collections::HashMap;
+use std::mem::{offset_of, size_of};
+use std::process::Command;
+
+/// (C expression, Rust value) pairs: sizes, field offsets and ioctl numbers.
+fn expectations() -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = Vec::new();
+    macro_rules! st {
+        ($c:literal, $t:ty, [$($f:ident),*]) => {
+            v.push((format!("sizeof(struct {})", $c), size_of::<$t>() as u64));
+            $(v.push((format!("offsetof(struct {}, {})", $c, stringify!($f)), offset_of!($t, $f) as u64));)*
+        };
+    }
+    st!(
+        "exanest_dma_info",
+        Info,
+        [
+            abi_version,
+            hw_version,
+            channels,
+            modes,
+            max_transfer,
+            max_regions,
+            max_inflight,
+            reserved
+        ]
+    );
+    st!(
+        "exanest_dma_reg",
+        Reg,
+        [addr, length, access, mode, flags, handle, reserved]
+    );
+    st!("exanest_dma_dereg", Dereg, [handle, flags]);
+    st!(
+        "exanest_dma_copy",
+        Copy,
+        [src, dst, length, flags, channel, cookie]
+    );
+    st!(
+        "exanest_dma_wait",
+        Wait,
+        [cookie, timeout_ns, flags, status, bytes_done]
+    );
+    st!(
+        "exanest_dma_counters",
+        Counters,
+        [
+            copies,
+            copy_errors,
+            bytes,
+            regions,
+            pages_mapped,
+            pages_pinned,
+            faults,
+            faults_resolved,
+            nacks,
+            invalidations,
+            reserved
+        ]
+    );
+    for (c, r) in [
+        ("EXANEST_DMA_IOC_INFO", abi::IOC_INFO),
+        ("EXANEST_DMA_IOC_REG", abi::IOC_REG),
+        ("EXANEST_DMA_IOC_DEREG", abi::IOC_DEREG),
+        ("EXANEST_DMA_IOC_COPY", abi::IOC_COPY),
+        ("EXANEST_DMA_IOC_WAIT", abi::IOC_WAIT),
+        ("EXANEST_DMA_IOC_COUNTERS", abi::IOC_COUNTERS),
+        ("EXANEST_DMA_ABI_VERSION", abi::ABI_VERSION),
+        ("EXANEST_DMA_MODE_PIN", abi::MODE_PIN),
+        ("EXANEST_DMA_MODE_PREFAULT", abi::MODE_PREFAULT),
+        ("EXANEST_DMA_MODE_ON_DEMAND", abi::MODE_ON_DEMAND),
+        ("EXANEST_DMA_ACCESS_READ", abi::ACCESS_READ),
+        ("EXANEST_DMA_ACCESS_WRITE", abi::ACCESS_WRITE),
+    ] {
+        v.push((format!("(unsigned long long)({c})"), r as u64));
+    }
+    v
+}
+
+#[test]
+fn c_and_rust_agree() {
+    let exp = expectations();
+    let dir = std::env::temp_dir().join(format!("exanest-uapi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut src = String::from(
+        "#include <stdio.h>\n#include <stddef.h>\n#include <linux/exanest_dma.h>\nint main(void) {\n",
+    );
+    for (i, (expr, _)) in exp.iter().enumerate() {
+        src += &format!("  printf(\"{i} %llu\\n\", (unsigned long long)({expr}));\n");
+    }
+    src += "  return 0;\n}\n";
+    std::fs::write(dir.join("layout.c"), src).unwrap();
+    let inc = concat!(env!("CARGO_MANIFEST_DIR"), "/../../include/uapi");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let st = Command::new(&cc)
+        .args(["-Wall", "-Werror", "-I", inc, "-o"])
+        .arg(dir.join("layout"))
+        .arg(dir.join("layout.c"))
+        .status()
+        .expect("run the C compiler");
+    assert!(st.success(), "the uapi header does not compile");
+    let out = Command::new(dir.join("layout")).output().unwrap();
+    let got: HashMap<usize, u64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (i, v) = l.split_once(' ').unwrap();
+            (i.parse().unwrap(), v.parse().unwrap())
+        })
+        .collect();
+    for (i, (expr, rust)) in exp.iter().enumerate() {
+        assert_eq!(got.get(&i), Some(rust), "{expr}: C vs Rust");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
