@@ -10,6 +10,7 @@ CACHE ?= /var/cache/exanest-dma
 export EXANEST_CACHE := $(CACHE)
 SHELL := /bin/bash
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+include $(TOP)/scripts/versions.env
 INITRD := $(TOP)/build/initramfs.cpio
 
 .PHONY: all check demo shell qemu setup kernel qemu-bin initramfs clean
@@ -48,3 +49,11 @@ initramfs: setup
 clean:
 	rm -rf $(TOP)/build
 	cd $(TOP)/rust && cargo clean
+
+# The kernel module, built out of tree against the cached kernel (or KDIR=...).
+KDIR ?= $(shell $(TOP)/scripts/build-kernel.sh)
+MODULE_OUT := $(TOP)/build/module
+.PHONY: module
+module:
+	@mkdir -p $(MODULE_OUT)
+	$(MAKE) -C $(KDIR) M=$(TOP) MO=$(MODULE_OUT) ARCH=arm64 LLVM=-$(LLVM_VERSION) modules

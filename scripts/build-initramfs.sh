@@ -17,10 +17,11 @@ echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
 # Guest tools: static aarch64 binaries.
 CFLAGS="-static -O2 -Wall -Wextra -Werror"
 aarch64-linux-gnu-gcc $CFLAGS -o "$ROOT/bin/pldma-probe" "$TOP/tests/guest/pldma-probe.c"
+aarch64-linux-gnu-gcc $CFLAGS -I "$TOP/include/uapi" -o "$ROOT/bin/exanest-test" "$TOP/tests/guest/exanest-test.c"
 
-# Kernel modules (test_hmm.ko, later the driver).
+# Kernel modules: the kernel's own (test_hmm.ko) and the driver, when built (make module).
 [ -d "$MODROOT/lib/modules" ] && cp -a "$MODROOT/lib/modules" "$ROOT/lib/"
-for ko in "${EXTRA_MODULES[@]:-}"; do [ -n "$ko" ] && cp "$ko" "$ROOT/lib/"; done
+[ -e "$TOP/build/module/exanest_dma.ko" ] && cp "$TOP/build/module/exanest_dma.ko" "$ROOT/lib/"
 
 (cd "$ROOT" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) >"$OUTPUT.tmp"
 mv "$OUTPUT.tmp" "$OUTPUT"

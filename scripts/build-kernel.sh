@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build the arm64 guest kernel: pinned Debian source + kernel/patches + allnoconfig + kernel/exanest.config.
+# Build the arm64 guest kernel: pinned Debian source + drivers/patches + allnoconfig +
+# drivers/kernel.config.
 # The result is cached under $CACHE/kernel-<key>, where <key> hashes everything that affects it.
 # Prints the build directory (usable as KDIR for out-of-tree modules) on stdout.
 . "$(dirname "$0")/common.sh"
@@ -9,7 +10,7 @@ exec 3>&1 1>&2
 
 # Bump RECIPE when this script changes how the kernel is built (the key covers the inputs).
 RECIPE=1
-KEY=$(echo "$RECIPE $(hash_of "$TOP/scripts/versions.env" "$TOP/kernel")" | sha256sum | cut -c1-16)
+KEY=$(echo "$RECIPE $(hash_of "$TOP/scripts/versions.env" "$TOP/drivers/patches" "$TOP/drivers/kernel.config")" | sha256sum | cut -c1-16)
 OUT="$CACHE/kernel-$KEY"
 if [ -e "$OUT/.done" ]; then echo "$OUT/build" >&3; exit 0; fi
 build_lock
@@ -26,13 +27,13 @@ mv "$OUT"/linux-source-* "$OUT/src"
 while read -r p; do
 	case "$p" in ''|'#'*) continue ;; esac
 	log "applying $p"
-	patch -d "$OUT/src" -p1 -s --no-backup-if-mismatch <"$TOP/kernel/patches/$p" || die "patch $p does not apply"
-done <"$TOP/kernel/patches/series"
+	patch -d "$OUT/src" -p1 -s --no-backup-if-mismatch <"$TOP/drivers/patches/$p" || die "patch $p does not apply"
+done <"$TOP/drivers/patches/series"
 
 cd "$OUT/src"
 "${MK[@]}" O="$OUT/build" rustavailable >/dev/null || die "the Rust toolchain is not usable for the kernel (see 'make rustavailable')"
 "${MK[@]}" O="$OUT/build" allnoconfig
-scripts/kconfig/merge_config.sh -m -O "$OUT/build" "$OUT/build/.config" "$TOP/kernel/exanest.config" >/dev/null
+scripts/kconfig/merge_config.sh -m -O "$OUT/build" "$OUT/build/.config" "$TOP/drivers/kernel.config" >/dev/null
 "${MK[@]}" O="$OUT/build" olddefconfig
 # Every symbol of the fragment must have taken effect.
 bad=0
@@ -44,8 +45,8 @@ while IFS= read -r line; do
 	else
 		grep -qx "$line" "$OUT/build/.config" || { echo "config: $line did not stick ($(grep "^$sym=\|# $sym " "$OUT/build/.config"))" >&2; bad=1; }
 	fi
-done <"$TOP/kernel/exanest.config"
-[ $bad = 0 ] || die "kernel config fragment did not apply; fix kernel/exanest.config"
+done <"$TOP/drivers/kernel.config"
+[ $bad = 0 ] || die "kernel config fragment did not apply; fix drivers/kernel.config"
 
 log "kernel $KEY: building (about 6 minutes at -j2)"
 "${MK[@]}" O="$OUT/build" Image modules

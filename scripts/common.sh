@@ -14,16 +14,18 @@ mkdir -p "$CACHE" "$DL"
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# hash_of FILE|DIR... : one sha256 over the names and contents of the given paths.
+# hash_of FILE|DIR... : one sha256 over the contents of the given paths and their names relative
+# to the clone, so that the key is the same wherever the clone is.
 hash_of() {
 	local p
 	for p in "$@"; do
+		echo "== ${p#"$TOP"/}"
 		if [ -d "$p" ]; then
-			(cd "$p" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+			(cd "$p" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
 		elif [ -e "$p" ]; then
-			sha256sum "$p"
+			sha256sum <"$p"
 		else
-			echo "missing $p"
+			echo "missing"
 		fi
 	done | sha256sum | cut -c1-16
 }

@@ -11,7 +11,7 @@
 #ifndef EXANEST_PLDMA_REGS_H
 #define EXANEST_PLDMA_REGS_H
 
-#define PLDMA_PCI_VENDOR_ID	0x1234
+#define PLDMA_PCI_VENDOR_ID	0x10ee	/* Xilinx: the engine is FPGA logic */
 #define PLDMA_PCI_DEVICE_ID	0xe0da
 #define PLDMA_MMIO_SIZE		0x1000
 

@@ -5,8 +5,8 @@
 //! Mirrors `include/hw/exanest-pldma-regs.h` (used by the QEMU model) and
 //! `Documentation/pldma-registers.rst`; a host test checks every constant against the C header.
 
-/// PCI vendor ID of the engine model.
-pub const PCI_VENDOR_ID: u16 = 0x1234;
+/// PCI vendor ID of the engine model (Xilinx: the engine is FPGA logic).
+pub const PCI_VENDOR_ID: u16 = 0x10ee;
 /// PCI device ID of the engine model.
 pub const PCI_DEVICE_ID: u16 = 0xe0da;
 /// Size of the register window (BAR0 or the devicetree `reg`).

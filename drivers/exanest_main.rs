@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! ExaNeSt DMA: virtual-address DMA for the ExaNeSt PLDMA engine.
+//!
+//! One misc device per engine instance (`/dev/exanest-dmaN`). A process opens it and owns the
+//! instance: the driver attaches a paging IOMMU domain whose IOVAs are that process's virtual
+//! addresses, and the engine copies between registered regions by virtual address.
+//!
+//! Lock order (whole module): `Engine::state` → `Session::inner` (engine.rs, session.rs).
+//!
+//! Files: engine.rs (registers, interrupt), session.rs (open file, ioctls), iommu.rs (domain,
+//! pinned pages). The decision logic is the `no_std` crate rust/exanest-core, whose files are
+//! compiled in here as modules.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{
+    device::Core,
+    fs::File,
+    irq,
+    miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
+    pci,
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
+
+// The no_std core crate, shared with the host tests. Its items are `pub` for the host crate's
+// API; here they are private modules, so some are unused or unreachable.
+#[path = "../rust/exanest-core/src/abi.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod abi;
+#[path = "../rust/exanest-core/src/region.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod region;
+#[path = "../rust/exanest-core/src/regs.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod regs;
+#[path = "../rust/exanest-core/src/sched.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod sched;
+
+mod engine;
+mod iommu;
+mod session;
+
+use engine::{Engine, IrqHandler, BAR0_SIZE};
+use session::Session;
+
+/// Device names: the misc API wants `'static` names.
+const NAMES: [&CStr; 8] = [
+    c"exanest-dma0",
+    c"exanest-dma1",
+    c"exanest-dma2",
+    c"exanest-dma3",
+    c"exanest-dma4",
+    c"exanest-dma5",
+    c"exanest-dma6",
+    c"exanest-dma7",
+];
+
+/// Instance numbers in use (bit n = /dev/exanest-dmaN).
+static INSTANCES: AtomicU32 = AtomicU32::new(0);
+
+/// A claimed instance number, given back on drop.
+struct InstanceNo(u32);
+
+impl InstanceNo {
+    fn claim() -> Result<Self> {
+        loop {
+            let used = INSTANCES.load(Ordering::Acquire);
+            let n = (!used).trailing_zeros();
+            if n as usize >= NAMES.len() {
+                return Err(ENOSPC);
+            }
+            if INSTANCES
+                .compare_exchange(used, used | (1 << n), Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Ok(InstanceNo(n));
+            }
+        }
+    }
+}
+
+impl Drop for InstanceNo {
+    fn drop(&mut self) {
+        INSTANCES.fetch_and(!(1 << self.0), Ordering::AcqRel);
+    }
+}
+
+/// The misc device of one engine, with the engine that `open` hands to new sessions.
+#[pin_data]
+struct MiscHolder {
+    #[pin]
+    reg: MiscDeviceRegistration<Session>,
+    engine: Arc<Engine>,
+}
+
+#[vtable]
+impl MiscDevice for Session {
+    type Ptr = Arc<Session>;
+
+    fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Session>> {
+        // SAFETY: Every `MiscDeviceRegistration<Session>` is the `reg` field of a `MiscHolder`
+        // (the only place one is created), and `open` runs under misc_mtx while it is
+        // registered, so the holder is alive.
+        let holder = unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), MiscHolder, reg) };
+        Session::open(holder.engine.clone())
+    }
+
+    fn release(session: Arc<Session>, _file: &File) {
+        session.shutdown(ECANCELED);
+    }
+
+    fn ioctl(this: ArcBorrow<'_, Session>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        Session::ioctl(this, cmd, arg)
+    }
+}
+
+struct ExanestDriver;
+
+/// Per bound device. Fields drop in declaration order: the interrupt first, then the misc
+/// device, then the interrupt vectors.
+#[pin_data]
+struct ExanestData<'bound> {
+    #[pin]
+    irq: irq::ThreadedRegistration<'bound, IrqHandler>,
+    #[pin]
+    misc: MiscHolder,
+    vecs: pci::IrqVectorRegistration<'bound>,
+    engine: Arc<Engine>,
+    _no: InstanceNo,
+}
+
+kernel::pci_device_table!(
+    PCI_TABLE,
+    <ExanestDriver as pci::Driver>::IdInfo,
+    [(
+        pci::DeviceId::from_id(pci::Vendor::XILINX, regs::PCI_DEVICE_ID as u32),
+        ()
+    )]
+);
+
+impl pci::Driver for ExanestDriver {
+    type IdInfo = ();
+    type Data<'bound> = ExanestData<'bound>;
+    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
+
+    fn probe<'bound>(
+        pdev: &'bound pci::Device<Core<'_>>,
+        _info: Option<&'bound Self::IdInfo>,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        pin_init::pin_init_scope(move || {
+            pdev.enable_device_mem()?;
+            pdev.set_master();
+            let bar = pdev
+                .iomap_region_sized::<BAR0_SIZE>(0, c"exanest_dma")?
+                .into_devres()?;
+            let no = InstanceNo::claim()?;
+            let engine = Arc::pin_init(Engine::new(bar, pdev.as_ref().into(), no.0)?, GFP_KERNEL)?;
+            let name = NAMES[no.0 as usize];
+            dev_info!(
+                pdev.as_ref(),
+                "PLDMA v{}.{}, {} channels, /dev/{}\n",
+                engine.hw_version >> 16,
+                engine.hw_version & 0xffff,
+                engine.channels,
+                name.to_str().unwrap_or("?")
+            );
+            let handler = IrqHandler {
+                engine: engine.clone(),
+            };
+            let misc_engine = engine.clone();
+            Ok(try_pin_init!(ExanestData {
+                vecs: pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::default().with(pci::IrqType::Intx))?,
+                // SAFETY: `vecs` is initialised above, pinned with `self`, and dropped after
+                // `irq` (declaration order); the registration is never leaked.
+                irq <- unsafe {
+                    irq::ThreadedRegistration::new(
+                        (&*core::ptr::from_ref(vecs)).index(0)?.into(),
+                        irq::Flags::SHARED | irq::Flags::ONESHOT,
+                        c"exanest_dma",
+                        Ok::<_, Error>(handler),
+                    )
+                },
+                misc <- try_pin_init!(MiscHolder {
+                    reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
+                    engine: misc_engine,
+                }? Error),
+                engine,
+                _no: no,
+            }? Error))
+        })
+    }
+
+    fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        // Stop DMA and take the domain away from any session still open; its file then fails
+        // every call with ENODEV until it is closed.
+        let mut st = this.engine.state.lock();
+        st.dead = true;
+        if let Some(s) = st.owner.take() {
+            s.teardown_locked();
+        }
+        this.engine.reset();
+    }
+}
+
+kernel::module_pci_driver! {
+    type: ExanestDriver,
+    name: "exanest_dma",
+    authors: ["ExaNeSt DMA developers"],
+    description: "ExaNeSt PLDMA: virtual-address DMA with SMMU fault handling",
+    license: "GPL v2",
+}

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The per-process IOMMU domain and the pages mapped into it.
+//!
+//! A [`Domain`] is a paging domain attached to one engine while one process owns it; its IOVAs
+//! are that process's virtual addresses. [`PageMap`] keeps one entry per mapped page with the
+//! number of regions that use it, so regions may share pages (two small buffers in one page) and
+//! a page is unmapped only when its last region goes.
+//!
+//! Locking: both are owned by `Session::inner` (see session.rs); nothing here locks.
+
+use core::ptr::NonNull;
+use kernel::{
+    bindings, device,
+    error::{from_err_ptr, to_result},
+    page::{PAGE_SHIFT, PAGE_SIZE},
+    prelude::*,
+    rbtree::RBTree,
+    sync::aref::ARef,
+};
+
+// The C shim (exanest_shim.c). Kernel structs are passed by pointer only, never by value.
+#[allow(improper_ctypes)]
+extern "C" {
+    fn exanest_shim_page_to_phys(page: *mut bindings::page) -> bindings::phys_addr_t;
+    fn exanest_shim_domain_alloc(dev: *mut bindings::device) -> *mut bindings::iommu_domain;
+}
+
+/// The raw `struct device` of a device.
+pub(crate) fn raw_dev(dev: &device::Device) -> *mut bindings::device {
+    // `device::Device` is `#[repr(transparent)]` over `Opaque<bindings::device>`, which is itself
+    // transparent, so the pointer to one is the pointer to the other (`as_raw` is crate-private).
+    core::ptr::from_ref(dev).cast_mut().cast()
+}
+
+/// An IOMMU paging domain attached to a device; detached and freed on drop.
+pub(crate) struct Domain {
+    raw: NonNull<bindings::iommu_domain>,
+    dev: ARef<device::Device>,
+}
+
+// SAFETY: The domain is only used through `&mut self` or under the session lock; the IOMMU API
+// may be called from any thread.
+unsafe impl Send for Domain {}
+// SAFETY: See above; `&Domain` gives no unsynchronised mutation.
+unsafe impl Sync for Domain {}
+
+impl Domain {
+    /// Allocate a paging domain for `dev` and attach it, replacing the default DMA domain.
+    pub(crate) fn attach(dev: ARef<device::Device>) -> Result<Self> {
+        // SAFETY: `raw_dev` is a valid, referenced device for the whole call.
+        let raw = from_err_ptr(unsafe { exanest_shim_domain_alloc(raw_dev(&dev)) })?;
+        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        // SAFETY: `raw` is a domain we own and `dev` a valid device.
+        let ret = unsafe { bindings::iommu_attach_device(raw.as_ptr(), raw_dev(&dev)) };
+        if ret != 0 {
+            // SAFETY: Allocated above, never attached.
+            unsafe { bindings::iommu_domain_free(raw.as_ptr()) };
+            return Err(Error::from_errno(ret));
+        }
+        Ok(Domain { raw, dev })
+    }
+
+    /// End of the usable IOVA range (exclusive): the domain's aperture.
+    pub(crate) fn aperture_end(&self) -> u64 {
+        // SAFETY: `raw` is a live domain; the geometry is set at allocation and not changed.
+        let end = unsafe { (*self.raw.as_ptr()).geometry.aperture_end };
+        end.saturating_add(1)
+    }
+
+    fn map(&self, iova: u64, phys: u64, prot: u32) -> Result {
+        // SAFETY: `raw` is a live domain; the caller holds a pin on the page at `phys`.
+        to_result(unsafe {
+            bindings::iommu_map(
+                self.raw.as_ptr(),
+                iova as _,
+                phys,
+                PAGE_SIZE,
+                prot as _,
+                bindings::GFP_KERNEL,
+            )
+        })
+    }
+
+    fn unmap(&self, iova: u64, size: usize) -> usize {
+        // SAFETY: `raw` is a live domain. iommu_unmap() flushes the IOTLB before returning.
+        unsafe { bindings::iommu_unmap(self.raw.as_ptr(), iova as _, size) }
+    }
+}
+
+impl Drop for Domain {
+    fn drop(&mut self) {
+        // SAFETY: Attached in `attach`; after detach the device is back on its default domain
+        // and nothing references `raw`, so it can be freed.
+        unsafe {
+            bindings::iommu_detach_device(self.raw.as_ptr(), raw_dev(&self.dev));
+            bindings::iommu_domain_free(self.raw.as_ptr());
+        }
+    }
+}
+
+/// One mapped page.
+struct PageEntry {
+    /// The pinned page (one pin, ours).
+    page: NonNull<bindings::page>,
+    /// Mapped writable for the device.
+    write: bool,
+    /// Regions using the page.
+    refs: u32,
+}
+
+// SAFETY: A pinned page may be unpinned from any thread.
+unsafe impl Send for PageEntry {}
+
+/// Pages to pin in one `pin_user_pages_fast` call.
+const PIN_BATCH: usize = 512;
+
+/// The pinned and mapped pages of one domain, keyed by virtual page number.
+pub(crate) struct PageMap {
+    tree: RBTree<u64, PageEntry>,
+    scratch: KVec<*mut bindings::page>,
+    pinned: u64,
+}
+
+// SAFETY: `scratch` only holds pointers between a pin call and the insertion into `tree`, both
+// under the owner's lock.
+unsafe impl Send for PageMap {}
+
+impl PageMap {
+    pub(crate) fn new() -> Self {
+        PageMap {
+            tree: RBTree::new(),
+            scratch: KVec::new(),
+            pinned: 0,
+        }
+    }
+
+    /// Pages pinned (and mapped) now.
+    pub(crate) fn pinned(&self) -> u64 {
+        self.pinned
+    }
+
+    fn adequate(&self, vpn: u64, write: bool) -> bool {
+        matches!(self.tree.get(&vpn), Some(e) if e.write || !write)
+    }
+
+    /// Pin and map the pages `first..last` of the current process, for device reads, and
+    /// writes when `write`. All or nothing: on error nothing new stays pinned or mapped.
+    pub(crate) fn map_pinned(&mut self, dom: &Domain, first: u64, last: u64, write: bool) -> Result {
+        let mut vpn = first;
+        while vpn < last {
+            if let Some(e) = self.tree.get_mut(&vpn) {
+                if e.write || !write {
+                    e.refs += 1;
+                    vpn += 1;
+                    continue;
+                }
+            }
+            // A run of pages that need a (new or writable) pin.
+            let mut end = vpn + 1;
+            while end < last && ((end - vpn) as usize) < PIN_BATCH && !self.adequate(end, write) {
+                end += 1;
+            }
+            if let Err(e) = self.pin_run(dom, vpn, end, write) {
+                self.unmap_pages(dom, first, vpn);
+                return Err(e);
+            }
+            vpn = end;
+        }
+        Ok(())
+    }
+
+    fn pin_run(&mut self, dom: &Domain, first: u64, end: u64, write: bool) -> Result {
+        let n = (end - first) as usize;
+        self.scratch.clear();
+        self.scratch.resize(n, core::ptr::null_mut(), GFP_KERNEL)?;
+        let mut flags = bindings::FOLL_LONGTERM;
+        if write {
+            flags |= bindings::FOLL_WRITE;
+        }
+        // SAFETY: `scratch` has room for `n` page pointers; the range is user memory of the
+        // current process (the caller checked that it owns the session).
+        let got = unsafe {
+            bindings::pin_user_pages_fast(
+                (first << PAGE_SHIFT) as _,
+                n as _,
+                flags as _,
+                self.scratch.as_mut_ptr(),
+            )
+        };
+        if got < 0 {
+            return Err(Error::from_errno(got));
+        }
+        let got = got as usize;
+        if got < n {
+            // SAFETY: The first `got` entries were pinned by the call above.
+            unsafe { bindings::unpin_user_pages_dirty_lock(self.scratch.as_mut_ptr(), got as _, false) };
+            return Err(EFAULT);
+        }
+        for i in 0..n {
+            let page = self.scratch[i];
+            if let Err(e) = self.install(dom, first + i as u64, page, write) {
+                // SAFETY: Pages `i..n` were pinned above and not installed.
+                unsafe {
+                    bindings::unpin_user_pages_dirty_lock(
+                        self.scratch.as_mut_ptr().add(i),
+                        (n - i) as _,
+                        false,
+                    )
+                };
+                self.unmap_pages(dom, first, first + i as u64);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Map a freshly pinned `page` at `vpn`, taking over the pin; replaces a read-only entry.
+    fn install(&mut self, dom: &Domain, vpn: u64, page: *mut bindings::page, write: bool) -> Result {
+        let page = NonNull::new(page).ok_or(EFAULT)?;
+        let iova = vpn << PAGE_SHIFT;
+        // SAFETY: `page` is pinned.
+        let phys = unsafe { exanest_shim_page_to_phys(page.as_ptr()) };
+        let prot = bindings::IOMMU_READ | if write { bindings::IOMMU_WRITE } else { 0 };
+        let mut refs = 0;
+        if let Some(old) = self.tree.remove(&vpn) {
+            // Upgrade to writable: the new pin is what the process sees now.
+            dom.unmap(iova, PAGE_SIZE);
+            // SAFETY: `old.page` holds our pin.
+            unsafe { bindings::unpin_user_page(old.page.as_ptr()) };
+            self.pinned -= 1;
+            refs = old.refs;
+        }
+        if let Err(e) = dom.map(iova, phys, prot) {
+            // SAFETY: We own the pin of `page`.
+            unsafe { bindings::unpin_user_page(page.as_ptr()) };
+            // Pages that lost their entry are gone for the regions that used them.
+            if refs > 0 {
+                pr_warn!("exanest_dma: remap of page {:#x} failed: {:?}\n", iova, e);
+            }
+            return Err(e);
+        }
+        self.tree.try_create_and_insert(
+            vpn,
+            PageEntry {
+                page,
+                write,
+                refs: refs + 1,
+            },
+            GFP_KERNEL,
+        )
+        .inspect_err(|_| {
+            dom.unmap(iova, PAGE_SIZE);
+            // SAFETY: We own the pin of `page`.
+            unsafe { bindings::unpin_user_page(page.as_ptr()) };
+        })?;
+        self.pinned += 1;
+        Ok(())
+    }
+
+    /// Drop one use of each page `first..last`; unmap and unpin those nobody uses any more.
+    pub(crate) fn unmap_pages(&mut self, dom: &Domain, first: u64, last: u64) {
+        for vpn in first..last {
+            let Some(e) = self.tree.get_mut(&vpn) else {
+                continue;
+            };
+            e.refs -= 1;
+            if e.refs > 0 {
+                continue;
+            }
+            if let Some(e) = self.tree.remove(&vpn) {
+                dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
+                let mut page = e.page.as_ptr();
+                // SAFETY: Our pin; the device can no longer reach the page (unmapped and the
+                // IOTLB flushed), and a page it could write is marked dirty.
+                unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.write) };
+                self.pinned -= 1;
+            }
+        }
+    }
+
+    /// Unmap and unpin everything (teardown).
+    pub(crate) fn clear(&mut self, dom: &Domain) {
+        while let Some(cursor) = self.tree.cursor_front_mut() {
+            let (vpn, _) = cursor.current();
+            let vpn = *vpn;
+            drop(cursor);
+            if let Some(e) = self.tree.remove(&vpn) {
+                dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
+                let mut page = e.page.as_ptr();
+                // SAFETY: As in `unmap_pages`.
+                unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.write) };
+                self.pinned -= 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,589 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * exanest-test: guest end-to-end tests of the exanest_dma driver through its raw ioctl ABI
+ * (include/uapi/linux/exanest_dma.h). Each check prints one "GUEST-TEST: ok|not ok NAME" line.
+ *
+ *   exanest-test copy        copy correctness: 1 B .. 64 MiB, unaligned, page-crossing
+ *   exanest-test channels    more copies than channels at once, each verified
+ *   exanest-test errors      every bad argument gets its documented errno
+ *   exanest-test twoproc     two processes on two instances at once
+ *   exanest-test teardown    close and exit with copies in flight, unbind with an open file
+ *   exanest-test demo        one copy through the SMMU, verified, with the counters
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/exanest_dma.h>
+
+static int failures;
+static char tag[64];
+
+static void result(int ok, const char *name, const char *fmt, ...)
+{
+	char line[512];
+	int n;
+	va_list ap;
+
+	n = snprintf(line, sizeof(line), "GUEST-TEST: %s %s%s", ok ? "ok" : "not ok", name, tag);
+	if (!ok && fmt && n < (int)sizeof(line)) {
+		n += snprintf(line + n, sizeof(line) - n, " - ");
+		va_start(ap, fmt);
+		if (n < (int)sizeof(line))
+			n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+		va_end(ap);
+	}
+	if (n > (int)sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	fflush(stdout);
+	if (write(STDOUT_FILENO, line, n) != n)
+		perror("write");
+	if (!ok)
+		failures++;
+}
+
+static int dev_open(int inst)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/dev/exanest-dma%d", inst);
+	return open(path, O_RDWR | O_CLOEXEC);
+}
+
+/* ioctl returning 0 or -errno */
+static int xioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? -errno : 0;
+}
+
+static int reg(int fd, const void *addr, uint64_t len, uint32_t access, uint32_t *handle)
+{
+	struct exanest_dma_reg r = { .addr = (uintptr_t)addr, .length = len, .access = access,
+				     .mode = EXANEST_DMA_MODE_PIN };
+	int ret = xioctl(fd, EXANEST_DMA_IOC_REG, &r);
+
+	if (!ret && handle)
+		*handle = r.handle;
+	return ret;
+}
+
+static int dereg(int fd, uint32_t handle)
+{
+	struct exanest_dma_dereg d = { .handle = handle };
+
+	return xioctl(fd, EXANEST_DMA_IOC_DEREG, &d);
+}
+
+static int copy(int fd, const void *src, void *dst, uint64_t len, uint64_t *cookie)
+{
+	struct exanest_dma_copy c = { .src = (uintptr_t)src, .dst = (uintptr_t)dst, .length = len };
+	int ret = xioctl(fd, EXANEST_DMA_IOC_COPY, &c);
+
+	if (!ret && cookie)
+		*cookie = c.cookie;
+	return ret;
+}
+
+/* 0 and the copy's status in *status, or -errno of the wait itself */
+static int wait_cookie(int fd, uint64_t cookie, int64_t timeout_ns, int *status, uint64_t *bytes)
+{
+	struct exanest_dma_wait w = { .cookie = cookie, .timeout_ns = timeout_ns };
+	int ret = xioctl(fd, EXANEST_DMA_IOC_WAIT, &w);
+
+	if (!ret) {
+		if (status)
+			*status = w.status;
+		if (bytes)
+			*bytes = w.bytes_done;
+	}
+	return ret;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned int seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = (uint8_t)x;
+	}
+}
+
+static void *big_alloc(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Copy len bytes from src+so to dst+do through the engine and check every byte around it. */
+static int one_copy(int fd, size_t len, size_t so, size_t doff, unsigned int seed, char *why,
+		    size_t whylen)
+{
+	size_t total = len + 8192;
+	uint8_t *src = big_alloc(total), *dst = big_alloc(total);
+	uint32_t hs, hd;
+	uint64_t cookie, bytes = 0;
+	int st = -1, ret, ok = 0;
+
+	if (!src || !dst) {
+		snprintf(why, whylen, "mmap failed");
+		goto out;
+	}
+	fill(src, total, seed);
+	memset(dst, 0xa5, total);
+	ret = reg(fd, src + so, len, EXANEST_DMA_ACCESS_READ, &hs);
+	if (ret) {
+		snprintf(why, whylen, "reg src: %s", strerror(-ret));
+		goto out;
+	}
+	ret = reg(fd, dst + doff, len, EXANEST_DMA_ACCESS_WRITE, &hd);
+	if (ret) {
+		snprintf(why, whylen, "reg dst: %s", strerror(-ret));
+		dereg(fd, hs);
+		goto out;
+	}
+	ret = copy(fd, src + so, dst + doff, len, &cookie);
+	if (!ret)
+		ret = wait_cookie(fd, cookie, 10000000000ll, &st, &bytes);
+	if (ret || st || bytes != len) {
+		snprintf(why, whylen, "copy/wait %d status %d bytes %" PRIu64, ret, st, bytes);
+	} else if (memcmp(src + so, dst + doff, len)) {
+		snprintf(why, whylen, "data differs");
+	} else {
+		ok = 1;
+		for (size_t i = 0; i < doff && ok; i++)
+			ok = dst[i] == 0xa5;
+		for (size_t i = doff + len; i < total && ok; i++)
+			ok = dst[i] == 0xa5;
+		if (!ok)
+			snprintf(why, whylen, "wrote outside the destination");
+	}
+	if (dereg(fd, hs) || dereg(fd, hd)) {
+		snprintf(why, whylen, "dereg failed");
+		ok = 0;
+	}
+out:
+	if (src)
+		munmap(src, total);
+	if (dst)
+		munmap(dst, total);
+	return ok;
+}
+
+static void t_copy(void)
+{
+	static const size_t sizes[] = { 1, 3, 64, 4095, 4096, 4097, 65537, (1 << 20) + 5,
+					16 << 20, 64 << 20 };
+	static const size_t offs[][2] = { { 0, 0 }, { 1, 7 }, { 4093, 5 } };
+	int fd = dev_open(0);
+	char why[200], name[64];
+	int ok = 1;
+
+	result(fd >= 0, "open", "%s", strerror(errno));
+	if (fd < 0)
+		return;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		for (size_t j = 0; j < 3; j++) {
+			if (sizes[i] >= (16 << 20) && j == 1)
+				continue;
+			why[0] = 0;
+			ok = one_copy(fd, sizes[i], offs[j][0], offs[j][1], i * 3 + j, why, sizeof(why));
+			snprintf(name, sizeof(name), "copy-%zu-off%zu-%zu", sizes[i], offs[j][0], offs[j][1]);
+			result(ok, name, "%s", why);
+		}
+	}
+	/* Source and destination in one page, registered as two regions sharing it. */
+	{
+		uint8_t *page = big_alloc(4096);
+		uint32_t h1, h2;
+		uint64_t cookie;
+		int st = -1;
+
+		fill(page, 2048, 99);
+		ok = page && !reg(fd, page, 2048, EXANEST_DMA_ACCESS_READ, &h1) &&
+		     !reg(fd, page + 2048, 2048, EXANEST_DMA_ACCESS_WRITE, &h2) &&
+		     !copy(fd, page, page + 2048, 2048, &cookie) &&
+		     !wait_cookie(fd, cookie, -1, &st, NULL) && st == 0 &&
+		     !memcmp(page, page + 2048, 2048);
+		result(ok, "copy-shared-page", "status %d", st);
+		dereg(fd, h1);
+		dereg(fd, h2);
+	}
+	{
+		struct exanest_dma_counters c;
+
+		ok = !xioctl(fd, EXANEST_DMA_IOC_COUNTERS, &c);
+		printf("counters: copies %llu errors %llu bytes %llu regions %llu pinned %llu\n",
+		       (unsigned long long)c.copies, (unsigned long long)c.copy_errors,
+		       (unsigned long long)c.bytes, (unsigned long long)c.regions,
+		       (unsigned long long)c.pages_pinned);
+		result(ok && c.copies >= 26 && c.copy_errors == 0 && c.regions == 0 &&
+		       c.pages_pinned == 0, "counters", "copies %llu regions %llu pinned %llu",
+		       (unsigned long long)c.copies, (unsigned long long)c.regions,
+		       (unsigned long long)c.pages_pinned);
+	}
+	close(fd);
+}
+
+static void t_channels(void)
+{
+	enum { N = 24, LEN = 300000 };
+	int fd = dev_open(0);
+	struct exanest_dma_info info;
+	uint8_t *src = big_alloc(N * LEN), *dst = big_alloc(N * LEN);
+	uint64_t cookies[N];
+	uint32_t hs, hd;
+	int ok = fd >= 0 && src && dst, used[16] = { 0 };
+
+	if (ok)
+		ok = !xioctl(fd, EXANEST_DMA_IOC_INFO, &info) && info.channels >= 4;
+	fill(src, (size_t)N * LEN, 5);
+	ok = ok && !reg(fd, src, (uint64_t)N * LEN, EXANEST_DMA_ACCESS_READ, &hs) &&
+	     !reg(fd, dst, (uint64_t)N * LEN, EXANEST_DMA_ACCESS_WRITE, &hd);
+	for (int i = 0; ok && i < N; i++) {
+		struct exanest_dma_copy c = { .src = (uintptr_t)(src + i * LEN),
+					      .dst = (uintptr_t)(dst + i * LEN), .length = LEN };
+
+		ok = !xioctl(fd, EXANEST_DMA_IOC_COPY, &c);
+		cookies[i] = c.cookie;
+		if (c.channel < 16)
+			used[c.channel] = 1;
+	}
+	for (int i = 0; ok && i < N; i++) {
+		int st = -1;
+
+		ok = !wait_cookie(fd, cookies[i], 10000000000ll, &st, NULL) && st == 0;
+	}
+	ok = ok && !memcmp(src, dst, (size_t)N * LEN);
+	result(ok, "all-channels-copies", NULL);
+	ok = 1;
+	for (unsigned int c = 0; c < 4 && c < 16; c++)
+		ok &= used[c];
+	result(ok, "all-channels-used", "channels started directly: %d%d%d%d", used[0], used[1],
+	       used[2], used[3]);
+	close(fd);
+}
+
+#define EXPECT(name, expr, want)                                                          \
+	do {                                                                              \
+		int got_ = (expr);                                                        \
+		result(got_ == -(want), name, "got %d (%s), want %s", got_,               \
+		       got_ ? strerror(-got_) : "success", strerror(want));                \
+	} while (0)
+
+static void t_errors(void)
+{
+	int fd = dev_open(0), fd2;
+	uint8_t *buf = big_alloc(64 << 20), *ro, *big;
+	uint32_t hr, hw, handles[80];
+	uint64_t cookie;
+	struct exanest_dma_reg r;
+	struct exanest_dma_copy c;
+	struct exanest_dma_wait w;
+	struct exanest_dma_dereg d;
+	const size_t H = 32 << 20;
+	int n;
+
+	if (fd < 0 || !buf) {
+		result(0, "errors-setup", "%s", strerror(errno));
+		return;
+	}
+	memset(buf, 1, 64 << 20);
+	fd2 = dev_open(0);
+	result(fd2 < 0 && errno == EBUSY, "second-open-ebusy", "fd %d errno %d", fd2, errno);
+	if (fd2 >= 0)
+		close(fd2);
+
+	EXPECT("reg-zero-length", reg(fd, buf, 0, EXANEST_DMA_ACCESS_READ, NULL), EINVAL);
+	EXPECT("reg-overflow", reg(fd, (void *)(uintptr_t)UINT64_MAX, 2, EXANEST_DMA_ACCESS_READ, NULL), EOVERFLOW);
+	EXPECT("reg-above-aperture", reg(fd, (void *)(1ull << 48), 4096, EXANEST_DMA_ACCESS_READ, NULL), EFAULT);
+	EXPECT("reg-no-access", reg(fd, buf, 4096, 0, NULL), EINVAL);
+	EXPECT("reg-unknown-access", reg(fd, buf, 4096, 4, NULL), EINVAL);
+	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = 1, .flags = 1 };
+	EXPECT("reg-unknown-flag", xioctl(fd, EXANEST_DMA_IOC_REG, &r), EINVAL);
+	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = 1, .reserved = { 0, 1 } };
+	EXPECT("reg-reserved", xioctl(fd, EXANEST_DMA_IOC_REG, &r), EINVAL);
+	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = 1, .mode = EXANEST_DMA_MODE_ON_DEMAND };
+	EXPECT("reg-on-demand-not-yet", xioctl(fd, EXANEST_DMA_IOC_REG, &r), EOPNOTSUPP);
+	r.mode = EXANEST_DMA_MODE_PREFAULT;
+	EXPECT("reg-prefault-not-yet", xioctl(fd, EXANEST_DMA_IOC_REG, &r), EOPNOTSUPP);
+	r.mode = 7;
+	EXPECT("reg-bad-mode", xioctl(fd, EXANEST_DMA_IOC_REG, &r), EINVAL);
+	big = mmap(NULL, 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	EXPECT("reg-prot-none", reg(fd, big, 8192, EXANEST_DMA_ACCESS_READ, NULL), EFAULT);
+	munmap(big, 8192);
+	EXPECT("reg-unmapped", reg(fd, big, 8192, EXANEST_DMA_ACCESS_READ, NULL), EFAULT);
+	ro = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	EXPECT("reg-readonly-for-write", reg(fd, ro, 8192, EXANEST_DMA_ACCESS_WRITE, NULL), EFAULT);
+	EXPECT("reg-readonly-for-read", reg(fd, ro, 8192, EXANEST_DMA_ACCESS_READ, &hr), 0);
+	dereg(fd, hr);
+	EXPECT("reg-bad-pointer", xioctl(fd, EXANEST_DMA_IOC_REG, (void *)16), EFAULT);
+
+	EXPECT("dereg-unknown", dereg(fd, 12345), ENOENT);
+	EXPECT("dereg-zero", dereg(fd, 0), ENOENT);
+	d = (struct exanest_dma_dereg){ .handle = 1, .flags = 2 };
+	EXPECT("dereg-flags", xioctl(fd, EXANEST_DMA_IOC_DEREG, &d), EINVAL);
+
+	EXPECT("reg-src", reg(fd, buf, 1 << 19, EXANEST_DMA_ACCESS_READ, &hr), 0);
+	EXPECT("reg-dst", reg(fd, buf + H, 1 << 19, EXANEST_DMA_ACCESS_WRITE, &hw), 0);
+	EXPECT("copy-zero-length", copy(fd, buf, buf + H, 0, NULL), EINVAL);
+	EXPECT("copy-too-big", copy(fd, buf, buf + H, (1ull << 30) + 1, NULL), E2BIG);
+	EXPECT("copy-overflow", copy(fd, (void *)(uintptr_t)(UINT64_MAX - 8), buf, 64, NULL), EOVERFLOW);
+	EXPECT("copy-src-unregistered", copy(fd, buf + 2 * H, buf + H, 64, NULL), EFAULT);
+	EXPECT("copy-src-past-region", copy(fd, buf + H - 32, buf + H + 4096, 64, NULL), EFAULT);
+	EXPECT("copy-dst-not-writable", copy(fd, buf, buf + 4096, 64, NULL), EACCES);
+	EXPECT("copy-src-not-readable", copy(fd, buf + H, buf + H + 4096, 64, NULL), EACCES);
+	EXPECT("copy-overlap", copy(fd, buf, buf + 32, 64, NULL), EINVAL);
+	c = (struct exanest_dma_copy){ .src = (uintptr_t)buf, .dst = (uintptr_t)(buf + H), .length = 64, .flags = 8 };
+	EXPECT("copy-unknown-flag", xioctl(fd, EXANEST_DMA_IOC_COPY, &c), EINVAL);
+
+	/* A copy in flight holds its regions. */
+	EXPECT("copy-ok", copy(fd, buf, buf + H, 1 << 19, &cookie), 0);
+	EXPECT("dereg-busy", dereg(fd, hr), EBUSY);
+	w = (struct exanest_dma_wait){ .cookie = cookie, .flags = 1 };
+	EXPECT("wait-flags", xioctl(fd, EXANEST_DMA_IOC_WAIT, &w), EINVAL);
+	EXPECT("wait-done", wait_cookie(fd, cookie, -1, NULL, NULL), 0);
+	EXPECT("wait-twice", wait_cookie(fd, cookie, -1, NULL, NULL), ENOENT);
+	EXPECT("wait-unknown", wait_cookie(fd, 999999, 0, NULL, NULL), ENOENT);
+	EXPECT("wait-zero-cookie", wait_cookie(fd, 0, 0, NULL, NULL), ENOENT);
+
+	/* Too many copies known at once: the 65th gets EAGAIN. */
+	for (n = 0; n < 80; n++)
+		if (copy(fd, buf, buf + H, 64, &cookie))
+			break;
+	result(n == 64 && copy(fd, buf, buf + H, 64, NULL) == -EAGAIN, "too-many-inflight-eagain",
+	       "accepted %d", n);
+	for (uint64_t k = cookie - n + 1; k <= cookie; k++)
+		wait_cookie(fd, k, -1, NULL, NULL);
+
+	EXPECT("dereg-src", dereg(fd, hr), 0);
+	EXPECT("dereg-dst", dereg(fd, hw), 0);
+	/* Too many regions: the 65th gets ENOSPC. */
+	for (n = 0; n < 80; n++)
+		if (reg(fd, buf + n * 64, 64, EXANEST_DMA_ACCESS_READ, &handles[n]))
+			break;
+	result(n == 64 && reg(fd, buf, 64, EXANEST_DMA_ACCESS_READ, NULL) == -ENOSPC,
+	       "too-many-regions-enospc", "accepted %d", n);
+	for (int i = 0; i < n; i++)
+		dereg(fd, handles[i]);
+
+	EXPECT("unknown-ioctl", xioctl(fd, _IO(EXANEST_DMA_IOC_MAGIC, 0x7f), NULL), ENOTTY);
+	{
+		struct exanest_dma_counters cnt;
+
+		xioctl(fd, EXANEST_DMA_IOC_COUNTERS, &cnt);
+		result(cnt.regions == 0 && cnt.pages_pinned == 0, "errors-leave-nothing-pinned",
+		       "regions %llu pinned %llu", (unsigned long long)cnt.regions,
+		       (unsigned long long)cnt.pages_pinned);
+	}
+	close(fd);
+	fd = dev_open(0);
+	result(fd >= 0, "reopen-after-close", "%s", strerror(errno));
+	close(fd);
+}
+
+/* Run in a child: copy through instance inst, report 0 on success. */
+static int copier(int inst, unsigned int seed)
+{
+	char why[200];
+	int fd = dev_open(inst), ok = 1;
+
+	if (fd < 0)
+		return 2;
+	for (int i = 0; i < 8 && ok; i++)
+		ok = one_copy(fd, (1 << 20) + i * 4099, i, 2 * i, seed + i, why, sizeof(why));
+	close(fd);
+	return ok ? 0 : 1;
+}
+
+static void t_twoproc(void)
+{
+	pid_t a, b;
+	int sa = -1, sb = -1;
+
+	a = fork();
+	if (!a)
+		_exit(copier(0, 100));
+	b = fork();
+	if (!b)
+		_exit(copier(1, 200));
+	waitpid(a, &sa, 0);
+	waitpid(b, &sb, 0);
+	result(WIFEXITED(sa) && !WEXITSTATUS(sa) && WIFEXITED(sb) && !WEXITSTATUS(sb),
+	       "two-processes-two-instances", "status %#x %#x", sa, sb);
+}
+
+static int sysfs_write(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok;
+}
+
+static int start_big_copies(int fd, uint8_t **bufp, size_t len)
+{
+	uint8_t *buf = big_alloc(2 * len);
+	uint32_t hs, hd;
+	int n = 0;
+
+	*bufp = buf;
+	if (!buf || reg(fd, buf, len, EXANEST_DMA_ACCESS_READ, &hs) ||
+	    reg(fd, buf + len, len, EXANEST_DMA_ACCESS_WRITE, &hd))
+		return -1;
+	for (int i = 0; i < 8; i++)
+		n += !copy(fd, buf, buf + len, len, NULL);
+	return n;
+}
+
+static void t_teardown(void)
+{
+	uint8_t *buf;
+	int fd = dev_open(0), n, status = -1;
+	pid_t pid;
+
+	n = start_big_copies(fd, &buf, 32 << 20);
+	close(fd); /* 8 copies of 32 MiB queued or running */
+	munmap(buf, 64 << 20);
+	fd = dev_open(0);
+	result(n == 8 && fd >= 0, "close-with-copies-in-flight", "started %d, reopen %d", n, fd);
+	close(fd);
+
+	pid = fork();
+	if (!pid) {
+		fd = dev_open(0);
+		start_big_copies(fd, &buf, 32 << 20);
+		_exit(0); /* exit with the copies in flight */
+	}
+	waitpid(pid, &status, 0);
+	fd = dev_open(0);
+	result(fd >= 0, "exit-with-copies-in-flight", "reopen: %s", strerror(errno));
+
+	/* Unbind with the file open and copies running, then bind again. */
+	n = start_big_copies(fd, &buf, 16 << 20);
+	{
+		char bdfs[8][32];
+		int nb = 0, ok = 1;
+		DIR *d = opendir("/sys/bus/pci/drivers/exanest_dma");
+		struct dirent *de;
+
+		while (d && (de = readdir(d)) && nb < 8)
+			if (!strncmp(de->d_name, "0000:", 5))
+				snprintf(bdfs[nb++], sizeof(bdfs[0]), "%.31s", de->d_name);
+		if (d)
+			closedir(d);
+		for (int i = 0; i < nb; i++)
+			ok &= sysfs_write("/sys/bus/pci/drivers/exanest_dma/unbind", bdfs[i]);
+		result(n > 0 && nb == 2 && ok, "unbind-with-open-file", "copies %d, devices %d", n, nb);
+		EXPECT("ioctl-after-unbind", copy(fd, buf, buf + (16 << 20), 64, NULL), ENODEV);
+		{
+			/* The last of the 8 copies queued on the shared data path: still pending. */
+			int st = 0, ret = wait_cookie(fd, n, 0, &st, NULL);
+
+			/* The copies' results stay collectable: they ended with -ENODEV. */
+			result(ret == 0 && st == -ENODEV, "wait-after-unbind-reports-enodev",
+			       "wait %d status %d", ret, st);
+		}
+		close(fd);
+		munmap(buf, 32 << 20);
+		fd = dev_open(0);
+		result(fd < 0 && errno == ENOENT, "no-device-while-unbound", "open: %s", strerror(errno));
+		ok = 1;
+		for (int i = 0; i < nb; i++)
+			ok &= sysfs_write("/sys/bus/pci/drivers/exanest_dma/bind", bdfs[i]);
+		result(nb == 2 && ok, "rebind", NULL);
+	}
+	{
+		char why[200] = "";
+
+		fd = dev_open(0);
+		result(fd >= 0 && one_copy(fd, 123457, 3, 9, 7, why, sizeof(why)), "copy-after-rebind",
+		       "fd %d %s", fd, why);
+		close(fd);
+	}
+}
+
+static void t_demo(void)
+{
+	enum { LEN = 1 << 20 };
+	struct exanest_dma_info info;
+	struct exanest_dma_counters c;
+	uint8_t *src = malloc(LEN), *dst = malloc(LEN);
+	uint32_t hs = 0, hd = 0;
+	uint64_t cookie = 0, bytes = 0;
+	struct timespec t0, t1;
+	int fd = dev_open(0), st = -1, ok;
+
+	if (fd < 0 || !src || !dst || xioctl(fd, EXANEST_DMA_IOC_INFO, &info)) {
+		result(0, "demo-copy", "open /dev/exanest-dma0: %s", strerror(errno));
+		return;
+	}
+	printf("/dev/exanest-dma0: ABI %u, engine %u.%u, %u channels, max transfer %llu bytes\n",
+	       info.abi_version, info.hw_version >> 16, info.hw_version & 0xffff, info.channels,
+	       (unsigned long long)info.max_transfer);
+	fill(src, LEN, 42);
+	memset(dst, 0, LEN);
+	printf("src %p (malloc, 1 MiB, pattern), dst %p (malloc, zeroed)\n", (void *)src, (void *)dst);
+	ok = !reg(fd, src, LEN, EXANEST_DMA_ACCESS_READ, &hs) &&
+	     !reg(fd, dst, LEN, EXANEST_DMA_ACCESS_WRITE, &hd);
+	printf("registered (mode pin): src handle %u, dst handle %u\n", hs, hd);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ok = ok && !copy(fd, src, dst, LEN, &cookie) &&
+	     !wait_cookie(fd, cookie, -1, &st, &bytes) && st == 0;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("copy cookie %llu: status %d, %llu bytes in %.1f us (engine DMA by virtual address, through the SMMU)\n",
+	       (unsigned long long)cookie, st, (unsigned long long)bytes,
+	       (t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) / 1e3);
+	ok = ok && !memcmp(src, dst, LEN);
+	printf("data %s\n", ok ? "verified: dst == src" : "DIFFERS");
+	xioctl(fd, EXANEST_DMA_IOC_COUNTERS, &c);
+	printf("counters: copies %llu, errors %llu, bytes %llu, regions %llu, pages mapped %llu, pages pinned %llu\n",
+	       (unsigned long long)c.copies, (unsigned long long)c.copy_errors,
+	       (unsigned long long)c.bytes, (unsigned long long)c.regions,
+	       (unsigned long long)c.pages_mapped, (unsigned long long)c.pages_pinned);
+	result(ok, "demo-copy", "status %d", st);
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(cmd, "copy"))
+		t_copy();
+	else if (!strcmp(cmd, "channels"))
+		t_channels();
+	else if (!strcmp(cmd, "errors"))
+		t_errors();
+	else if (!strcmp(cmd, "twoproc"))
+		t_twoproc();
+	else if (!strcmp(cmd, "teardown"))
+		t_teardown();
+	else if (!strcmp(cmd, "demo"))
+		t_demo();
+	else {
+		fprintf(stderr, "usage: %s copy|channels|errors|twoproc|teardown|demo\n", argv[0]);
+		return 2;
+	}
+	return failures ? 1 : 0;
+}
