@@ -8,7 +8,7 @@
 use crate::regs::{self, ch, ctrl, global, FaultInfo, Status};
 use crate::session::Session;
 use kernel::{
-    device, io::Io, irq, pci, prelude::*, sync::new_mutex, sync::Arc, sync::Mutex, sync::aref::ARef,
+    device, io::Io, irq, pci, prelude::*, sync::aref::ARef, sync::new_mutex, sync::Arc, sync::Mutex,
 };
 
 /// Size of the register window.
@@ -79,7 +79,13 @@ impl Engine {
             )
         };
         if id != regs::ID_MAGIC || version >> 16 != regs::VERSION_MAJOR {
-            dev_err!(dev, "not a PLDMA v{} engine (id {:#x} version {:#x})\n", regs::VERSION_MAJOR, id, version);
+            dev_err!(
+                dev,
+                "not a PLDMA v{} engine (id {:#x} version {:#x})\n",
+                regs::VERSION_MAJOR,
+                id,
+                version
+            );
             return Err(ENODEV);
         }
         if caps.channels() == 0 || !caps.has(regs::Caps::INTX) {

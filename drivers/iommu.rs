@@ -73,10 +73,10 @@ impl Domain {
         to_result(unsafe {
             bindings::iommu_map(
                 self.raw.as_ptr(),
-                iova as _,
+                iova as usize,
                 phys,
                 PAGE_SIZE,
-                prot as _,
+                prot as i32,
                 bindings::GFP_KERNEL,
             )
         })
@@ -84,7 +84,7 @@ impl Domain {
 
     fn unmap(&self, iova: u64, size: usize) -> usize {
         // SAFETY: `raw` is a live domain. iommu_unmap() flushes the IOTLB before returning.
-        unsafe { bindings::iommu_unmap(self.raw.as_ptr(), iova as _, size) }
+        unsafe { bindings::iommu_unmap(self.raw.as_ptr(), iova as usize, size) }
     }
 }
 
@@ -146,7 +146,13 @@ impl PageMap {
 
     /// Pin and map the pages `first..last` of the current process, for device reads, and
     /// writes when `write`. All or nothing: on error nothing new stays pinned or mapped.
-    pub(crate) fn map_pinned(&mut self, dom: &Domain, first: u64, last: u64, write: bool) -> Result {
+    pub(crate) fn map_pinned(
+        &mut self,
+        dom: &Domain,
+        first: u64,
+        last: u64,
+        write: bool,
+    ) -> Result {
         let mut vpn = first;
         while vpn < last {
             if let Some(e) = self.tree.get_mut(&vpn) {
@@ -182,9 +188,9 @@ impl PageMap {
         // current process (the caller checked that it owns the session).
         let got = unsafe {
             bindings::pin_user_pages_fast(
-                (first << PAGE_SHIFT) as _,
-                n as _,
-                flags as _,
+                (first << PAGE_SHIFT) as usize,
+                n as i32,
+                flags,
                 self.scratch.as_mut_ptr(),
             )
         };
@@ -194,7 +200,7 @@ impl PageMap {
         let got = got as usize;
         if got < n {
             // SAFETY: The first `got` entries were pinned by the call above.
-            unsafe { bindings::unpin_user_pages_dirty_lock(self.scratch.as_mut_ptr(), got as _, false) };
+            unsafe { bindings::unpin_user_pages_dirty_lock(self.scratch.as_mut_ptr(), got, false) };
             return Err(EFAULT);
         }
         for i in 0..n {
@@ -204,7 +210,7 @@ impl PageMap {
                 unsafe {
                     bindings::unpin_user_pages_dirty_lock(
                         self.scratch.as_mut_ptr().add(i),
-                        (n - i) as _,
+                        n - i,
                         false,
                     )
                 };
@@ -216,7 +222,13 @@ impl PageMap {
     }
 
     /// Map a freshly pinned `page` at `vpn`, taking over the pin; replaces a read-only entry.
-    fn install(&mut self, dom: &Domain, vpn: u64, page: *mut bindings::page, write: bool) -> Result {
+    fn install(
+        &mut self,
+        dom: &Domain,
+        vpn: u64,
+        page: *mut bindings::page,
+        write: bool,
+    ) -> Result {
         let page = NonNull::new(page).ok_or(EFAULT)?;
         let iova = vpn << PAGE_SHIFT;
         // SAFETY: `page` is pinned.
@@ -240,20 +252,21 @@ impl PageMap {
             }
             return Err(e);
         }
-        self.tree.try_create_and_insert(
-            vpn,
-            PageEntry {
-                page,
-                write,
-                refs: refs + 1,
-            },
-            GFP_KERNEL,
-        )
-        .inspect_err(|_| {
-            dom.unmap(iova, PAGE_SIZE);
-            // SAFETY: We own the pin of `page`.
-            unsafe { bindings::unpin_user_page(page.as_ptr()) };
-        })?;
+        self.tree
+            .try_create_and_insert(
+                vpn,
+                PageEntry {
+                    page,
+                    write,
+                    refs: refs + 1,
+                },
+                GFP_KERNEL,
+            )
+            .inspect_err(|_| {
+                dom.unmap(iova, PAGE_SIZE);
+                // SAFETY: We own the pin of `page`.
+                unsafe { bindings::unpin_user_page(page.as_ptr()) };
+            })?;
         self.pinned += 1;
         Ok(())
     }
@@ -281,10 +294,10 @@ impl PageMap {
 
     /// Unmap and unpin everything (teardown).
     pub(crate) fn clear(&mut self, dom: &Domain) {
-        while let Some(cursor) = self.tree.cursor_front_mut() {
-            let (vpn, _) = cursor.current();
-            let vpn = *vpn;
-            drop(cursor);
+        loop {
+            let Some(vpn) = self.tree.keys().next().copied() else {
+                break;
+            };
             if let Some(e) = self.tree.remove(&vpn) {
                 dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
                 let mut page = e.page.as_ptr();

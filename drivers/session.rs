@@ -14,16 +14,14 @@ use crate::region::RegionTable;
 use crate::regs::{self, State};
 use crate::sched::{Scheduler, Start};
 use kernel::{
-
     ioctl::_IOC_SIZE,
     mm::Mm,
     page::PAGE_SHIFT,
     prelude::*,
+    sync::aref::ARef,
     sync::{new_condvar, new_mutex, Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex},
-
     time::msecs_to_jiffies,
     transmute::{AsBytes, FromBytes},
-    sync::aref::ARef,
     uaccess::UserSlice,
 };
 
@@ -140,7 +138,7 @@ impl Session {
     fn limits(&self) -> abi::Limits {
         abi::Limits {
             va_end: self.va_end,
-            max_transfer: self.engine.max_len as u64,
+            max_transfer: u64::from(self.engine.max_len),
             modes: 1 << abi::MODE_PIN,
         }
     }
@@ -160,7 +158,7 @@ impl Session {
             hw_version: self.engine.hw_version,
             channels: self.engine.channels,
             modes: self.limits().modes,
-            max_transfer: self.engine.max_len as u64,
+            max_transfer: u64::from(self.engine.max_len),
             max_regions: MAX_REGIONS as u32,
             max_inflight: MAX_INFLIGHT as u32,
             reserved: [0; 4],
@@ -214,7 +212,10 @@ impl Session {
         let e = s.entry;
         inner.nacked_fault[s.channel as usize] = false;
         let len = e.copy.src.len() as u32;
-        if let Err(err) = self.engine.start(s.channel, e.copy.src.start, e.copy.dst.start, len) {
+        if let Err(err) = self
+            .engine
+            .start(s.channel, e.copy.src.start, e.copy.dst.start, len)
+        {
             // The device is gone: end the copy here.
             self.finish(inner, s.channel, err.to_errno(), 0);
         }
@@ -227,8 +228,14 @@ impl Session {
         if inner.dead {
             return Err(ENODEV);
         }
-        let src = inner.regions.find(&v.src, abi::ACCESS_READ).map_err(errno)?;
-        let dst = inner.regions.find(&v.dst, abi::ACCESS_WRITE).map_err(errno)?;
+        let src = inner
+            .regions
+            .find(&v.src, abi::ACCESS_READ)
+            .map_err(errno)?;
+        let dst = inner
+            .regions
+            .find(&v.dst, abi::ACCESS_WRITE)
+            .map_err(errno)?;
         let (cookie, start) = inner.sched.submit(v, src, dst).map_err(errno)?;
         // Both regions exist (found above), so holding them cannot fail.
         let _ = inner.regions.hold(src);
@@ -278,7 +285,7 @@ impl Session {
                 continue;
             };
             match rep.status.state {
-                State::Done => self.finish(inner, n, 0, rep.done_bytes as u64),
+                State::Done => self.finish(inner, n, 0, u64::from(rep.done_bytes)),
                 State::Error => {
                     let err = match rep.status.error {
                         regs::Error::Aborted if inner.nacked_fault[n as usize] => EFAULT,
@@ -286,7 +293,7 @@ impl Session {
                         regs::Error::NoMaster => EIO,
                         _ => EINVAL,
                     };
-                    self.finish(inner, n, err.to_errno(), rep.done_bytes as u64);
+                    self.finish(inner, n, err.to_errno(), u64::from(rep.done_bytes));
                 }
                 State::Fault => {
                     // Pinned memory never faults unless the device was handed an address we
@@ -301,7 +308,7 @@ impl Session {
                         if rep.fault.write { "write" } else { "read" }
                     );
                     if self.engine.nack(n).is_err() {
-                        self.finish(inner, n, ENODEV.to_errno(), rep.done_bytes as u64);
+                        self.finish(inner, n, ENODEV.to_errno(), u64::from(rep.done_bytes));
                     }
                 }
                 _ => {}
@@ -314,7 +321,8 @@ impl Session {
         let deadline_ms = if req.timeout_ns < 0 {
             None
         } else {
-            Some((req.timeout_ns as u64).div_ceil(1_000_000).min(u32::MAX as u64) as u32)
+            let ms = req.timeout_ns.unsigned_abs().div_ceil(1_000_000);
+            Some(u32::try_from(ms).unwrap_or(u32::MAX))
         };
         let mut jiffies = deadline_ms.map(msecs_to_jiffies);
         let mut g = self.inner.lock();
@@ -374,11 +382,7 @@ impl Session {
     pub(crate) fn shutdown(&self, status: Error) {
         let mut st = self.engine.state.lock();
         self.teardown(status);
-        if st
-            .owner
-            .as_ref()
-            .is_some_and(|o| core::ptr::eq(&**o, self))
-        {
+        if st.owner.as_ref().is_some_and(|o| core::ptr::eq(&**o, self)) {
             st.owner = None;
         }
     }
@@ -437,7 +441,6 @@ impl Session {
     }
 }
 
-
 #[kunit_tests(exanest_dma_session)]
 mod tests {
     use super::*;
@@ -471,11 +474,18 @@ mod tests {
     #[test]
     fn regions_and_scheduler_in_kernel() {
         let mut regions = RegionTable::<MAX_REGIONS>::new();
-        let src = regions.insert(&vreg(0x10000, 0x4000, abi::ACCESS_READ)).unwrap();
-        let dst = regions.insert(&vreg(0x20000, 0x4000, abi::ACCESS_WRITE)).unwrap();
+        let src = regions
+            .insert(&vreg(0x10000, 0x4000, abi::ACCESS_READ))
+            .unwrap();
+        let dst = regions
+            .insert(&vreg(0x20000, 0x4000, abi::ACCESS_WRITE))
+            .unwrap();
         let r = |s, l| Range::new(s, l, 1 << 48).unwrap();
         assert_eq!(regions.find(&r(0x10800, 0x100), abi::ACCESS_READ), Ok(src));
-        assert_eq!(regions.find(&r(0x20800, 0x100), abi::ACCESS_READ), Err(Errno::Acces));
+        assert_eq!(
+            regions.find(&r(0x20800, 0x100), abi::ACCESS_READ),
+            Err(Errno::Acces)
+        );
         let mut sched = Scheduler::<MAX_CH, MAX_INFLIGHT>::new(1);
         let copy = ValidCopy {
             src: r(0x10000, 0x1000),

@@ -66,8 +66,20 @@ p_module() {
 		echo "no driver yet: skipped"
 		return
 	fi
-	if make -C "$TOP" module KDIR="$KBUILD" >"$LOGS/module.log" 2>&1; then pass; else
-		fail "module build"; show_log "$LOGS/module.log"; fi
+	local src="$KBUILD/source"
+	# A clean rebuild with clippy: every Rust and C warning counts.
+	rm -rf "$TOP/build/module"
+	if make -C "$TOP" module KDIR="$KBUILD" CLIPPY=1 >"$LOGS/module.log" 2>&1; then pass; else
+		fail "module build"; show_log "$LOGS/module.log"; return; fi
+	if grep -q 'warning' "$LOGS/module.log"; then
+		fail "module build warnings (clippy or C)"; grep -A8 'warning' "$LOGS/module.log" | head -40
+	else pass; fi
+	if rustfmt --edition 2021 --config-path "$src/.rustfmt.toml" --check drivers/exanest_main.rs \
+		>"$LOGS/module-fmt.log" 2>&1; then pass; else
+		fail "rustfmt (drivers/, kernel style)"; show_log "$LOGS/module-fmt.log" 20; fi
+	if perl "$src/scripts/checkpatch.pl" --no-tree --quiet -f drivers/*.c drivers/*.h \
+		>"$LOGS/checkpatch.log" 2>&1; then pass; else
+		fail "checkpatch (C shim)"; show_log "$LOGS/checkpatch.log" 20; fi
 }
 
 p_model() {
