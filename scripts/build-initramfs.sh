@@ -19,6 +19,11 @@ CFLAGS="-static -O2 -Wall -Wextra -Werror"
 aarch64-linux-gnu-gcc $CFLAGS -o "$ROOT/bin/pldma-probe" "$TOP/tests/guest/pldma-probe.c"
 aarch64-linux-gnu-gcc $CFLAGS -I "$TOP/include/uapi" -o "$ROOT/bin/exanest-test" "$TOP/tests/guest/exanest-test.c"
 
+# The user library's tools and examples (scripts/build-guest-rust.sh), when built.
+for b in exanest-cli copy-rs copy-c; do
+	[ -e "$TOP/build/guest-bin/$b" ] && install -m 755 "$TOP/build/guest-bin/$b" "$ROOT/bin/"
+done
+
 # Kernel modules: the kernel's own (test_hmm.ko) and the driver, when built (make module).
 [ -d "$MODROOT/lib/modules" ] && cp -a "$MODROOT/lib/modules" "$ROOT/lib/"
 [ -e "$TOP/build/module/exanest_dma.ko" ] && cp "$TOP/build/module/exanest_dma.ko" "$ROOT/lib/"

@@ -82,6 +82,11 @@ p_module() {
 		fail "checkpatch (C shim)"; show_log "$LOGS/checkpatch.log" 20; fi
 }
 
+p_guest_rust() {
+	if "$TOP/scripts/build-guest-rust.sh" >"$LOGS/guest-rust.log" 2>&1; then pass; else
+		fail "user library and tools for aarch64"; show_log "$LOGS/guest-rust.log"; fi
+}
+
 p_model() {
 	[ -x "${QEMU:-}" ] || { fail "model tests: no QEMU"; return; }
 	local log="$LOGS/model-qtest.log" ran bad
@@ -125,6 +130,7 @@ phase host-tests p_host_tests
 phase lint p_lint
 phase builds p_builds
 phase module p_module
+phase guest-rust p_guest_rust
 phase model-qtest p_model
 phase guest p_guest
 summary

@@ -29,6 +29,19 @@ if [ -e /lib/exanest_dma.ko ]; then
 	exanest-test errors
 	exanest-test twoproc
 	exanest-test teardown
+	# The user library: its C and Rust examples and the CLI.
+	out=$(copy-c 1000003 2>&1); echo "$out"
+	echo "$out" | grep -q "copied 1000003 bytes, data verified"; t $? example-c "$out"
+	out=$(copy-rs 3000001 2>&1); echo "$out"
+	echo "$out" | grep -q "copied 3000001 bytes, data verified"; t $? example-rust "$out"
+	out=$(exanest-cli -d 1 copy --size 5M --count 3 --src-offset 3 --dst-offset 1 2>&1); echo "$out"
+	echo "$out" | grep -q "15728640 bytes .* data verified"; t $? cli-copy "$out"
+	out=$(exanest-cli -d 1 counters 2>&1); echo "$out"
+	echo "$out" | grep -q "^copies 0 errors 0"; t $? cli-counters-fresh-session "$out"
+	out=$(exanest-cli info 2>&1)
+	echo "$out" | grep -q "channels *4"; t $? cli-info "$out"
+	out=$(exanest-cli copy --mode on-demand 2>&1)
+	echo "$out" | grep -q "not supported"; t $? cli-on-demand-not-yet "$out"
 	# Unload with an open file is refused; after close it works.
 	exec 3</dev/exanest-dma0
 	rmmod exanest_dma 2>/dev/null; [ $? != 0 ]; t $? driver-unload-refused-while-open "rmmod succeeded"

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! exanest-cli: register buffers, copy them with the engine, verify, print counters.
+//!
+//! ```text
+//! exanest-cli [-d N] info
+//! exanest-cli [-d N] copy [--size BYTES] [--count N] [--src-offset B] [--dst-offset B]
+//!                         [--mode pin|prefault|on-demand] [--no-verify]
+//! exanest-cli [-d N] counters
+//! ```
+
+use exanest_dma::{Access, Device, Mode};
+use std::process::ExitCode;
+use std::time::Instant;
+
+const USAGE: &str = "usage: exanest-cli [-d N] info | counters | copy [--size BYTES] [--count N] \
+[--src-offset B] [--dst-offset B] [--mode pin|prefault|on-demand] [--no-verify]";
+
+struct CopyArgs {
+    size: usize,
+    count: usize,
+    src_off: usize,
+    dst_off: usize,
+    mode: Mode,
+    verify: bool,
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    let (num, mul) = match s.chars().last() {
+        Some('k' | 'K') => (&s[..s.len() - 1], 1 << 10),
+        Some('m' | 'M') => (&s[..s.len() - 1], 1 << 20),
+        Some('g' | 'G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .ok_or_else(|| format!("bad size '{s}'"))
+}
+
+fn parse_copy(args: &[String]) -> Result<CopyArgs, String> {
+    let mut a = CopyArgs {
+        size: 1 << 20,
+        count: 1,
+        src_off: 0,
+        dst_off: 0,
+        mode: Mode::Pin,
+        verify: true,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut val = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--size" => a.size = parse_size(val()?)?,
+            "--count" => a.count = parse_size(val()?)?,
+            "--src-offset" => a.src_off = parse_size(val()?)?,
+            "--dst-offset" => a.dst_off = parse_size(val()?)?,
+            "--mode" => {
+                a.mode = match val()?.as_str() {
+                    "pin" => Mode::Pin,
+                    "prefault" => Mode::Prefault,
+                    "on-demand" => Mode::OnDemand,
+                    m => return Err(format!("unknown mode '{m}'")),
+                }
+            }
+            "--no-verify" => a.verify = false,
+            f => return Err(format!("unknown option '{f}'")),
+        }
+    }
+    if a.size == 0 || a.count == 0 {
+        return Err("size and count must be positive".into());
+    }
+    Ok(a)
+}
+
+fn copy(dev: &Device, a: &CopyArgs) -> Result<bool, Box<dyn std::error::Error>> {
+    let src: Vec<u8> = (0..a.src_off + a.size)
+        .map(|i| (i * 131 % 253) as u8)
+        .collect();
+    let mut dst = vec![0u8; a.dst_off + a.size];
+    let s = dev.register(&src, Access::Read, a.mode)?;
+    let mut d = dev.register_mut(&mut dst, Access::Write, a.mode)?;
+    let t0 = Instant::now();
+    let mut bytes = 0;
+    for _ in 0..a.count {
+        bytes += dev.copy(&s, a.src_off, &mut d, a.dst_off, a.size)?.wait()?;
+    }
+    let dt = t0.elapsed();
+    let ok = !a.verify || d.as_slice()[a.dst_off..] == src[a.src_off..];
+    println!(
+        "copied {} x {} bytes ({:?}): {} bytes in {:.1} us, {:.1} MB/s, data {}",
+        a.count,
+        a.size,
+        a.mode,
+        bytes,
+        dt.as_secs_f64() * 1e6,
+        bytes as f64 / dt.as_secs_f64() / 1e6,
+        if !a.verify {
+            "not checked"
+        } else if ok {
+            "verified"
+        } else {
+            "DIFFERS"
+        }
+    );
+    Ok(ok)
+}
+
+fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
+    let (index, rest) = match args {
+        [d, n, rest @ ..] if d == "-d" => (
+            n.parse::<u32>().map_err(|_| format!("bad device '{n}'"))?,
+            rest,
+        ),
+        rest => (0, rest),
+    };
+    let Some((cmd, opts)) = rest.split_first() else {
+        return Err(USAGE.into());
+    };
+    let dev = Device::open(index).map_err(|e| format!("/dev/exanest-dma{index}: {e}"))?;
+    match cmd.as_str() {
+        "info" => {
+            let i = dev.info()?;
+            println!("device          /dev/exanest-dma{index}");
+            println!("abi version     {}", i.abi_version);
+            println!(
+                "engine version  {}.{}",
+                i.hw_version >> 16,
+                i.hw_version & 0xffff
+            );
+            println!("channels        {}", i.channels);
+            println!(
+                "modes           {:#x} (bit 0 pin, 1 prefault, 2 on-demand)",
+                i.modes
+            );
+            println!("max transfer    {} bytes", i.max_transfer);
+            println!("max regions     {}", i.max_regions);
+            println!("max in flight   {}", i.max_inflight);
+            Ok(true)
+        }
+        "copy" => copy(&dev, &parse_copy(opts)?),
+        "counters" => {
+            let c = dev.counters()?;
+            println!(
+                "copies {} errors {} bytes {} regions {} pages-mapped {} pages-pinned {} faults {} \
+                 faults-resolved {} nacks {} invalidations {}",
+                c.copies,
+                c.copy_errors,
+                c.bytes,
+                c.regions,
+                c.pages_mapped,
+                c.pages_pinned,
+                c.faults,
+                c.faults_resolved,
+                c.nacks,
+                c.invalidations
+            );
+            Ok(true)
+        }
+        _ => Err(USAGE.into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("exanest-cli: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("17"), Ok(17));
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn copy_options() {
+        let v = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let a = parse_copy(&v(
+            "--size 1M --count 3 --src-offset 1 --mode on-demand --no-verify",
+        ))
+        .unwrap();
+        assert_eq!(
+            (a.size, a.count, a.src_off, a.mode, a.verify),
+            (1 << 20, 3, 1, Mode::OnDemand, false)
+        );
+        assert!(parse_copy(&v("--size 0")).is_err());
+        assert!(parse_copy(&v("--mode lazy")).is_err());
+        assert!(parse_copy(&v("--bogus")).is_err());
+        assert!(parse_copy(&v("--size")).is_err());
+    }
+}
