@@ -45,6 +45,12 @@ mod session;
 use engine::{Engine, IrqHandler, BAR0_SIZE};
 use session::Session;
 
+// The C shim (exanest_shim.c). Kernel structs are passed by pointer only.
+#[allow(improper_ctypes)]
+extern "C" {
+    fn exanest_shim_add_poll(misc: *mut kernel::bindings::miscdevice);
+}
+
 /// Device names: the misc API wants `'static` names.
 const NAMES: [&CStr; 8] = [
     c"exanest-dma0",
@@ -183,7 +189,13 @@ impl pci::Driver for ExanestDriver {
                     )
                 },
                 misc <- try_pin_init!(MiscHolder {
-                    reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
+                    reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name })
+                        .pin_chain(|reg| {
+                            // SAFETY: `reg` is a registered misc device; the shim only swaps
+                            // its file operations for a copy with `.poll`.
+                            unsafe { exanest_shim_add_poll(reg.as_raw()) };
+                            Ok(())
+                        }),
                     engine: misc_engine,
                 }? Error),
                 engine,

@@ -14,16 +14,50 @@ use crate::region::RegionTable;
 use crate::regs::{self, State};
 use crate::sched::{Scheduler, Start};
 use kernel::{
+    bindings,
+    fs::File,
     ioctl::_IOC_SIZE,
     mm::Mm,
+    new_poll_condvar,
     page::PAGE_SHIFT,
     prelude::*,
     sync::aref::ARef,
-    sync::{new_condvar, new_mutex, Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex},
+    sync::{
+        new_mutex,
+        poll::{PollCondVar, PollTable},
+        Arc, ArcBorrow, CondVarTimeoutResult, Mutex,
+    },
     time::msecs_to_jiffies,
     transmute::{AsBytes, FromBytes},
+    types::ForeignOwnable,
     uaccess::UserSlice,
 };
+
+/// EPOLLIN | EPOLLRDNORM (uapi eventpoll.h; bindgen cannot see through `__force` casts).
+const POLLIN_MASK: u32 = 0x0001 | 0x0040;
+/// EPOLLERR | EPOLLHUP.
+const POLLHUP_MASK: u32 = 0x0008 | 0x0010;
+
+/// The poll file operation, called by the C shim's `.poll`.
+///
+/// # Safety
+///
+/// `file` is an open file of an exanest misc device (its private data is the `Arc<Session>` that
+/// `open` stored) and `pt` the poll table of the current poll call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn exanest_rust_poll(
+    file: *mut bindings::file,
+    pt: *mut bindings::poll_table_struct,
+) -> bindings::__poll_t {
+    // SAFETY: Per the contract, the private data is an `Arc<Session>` from `into_foreign`, alive
+    // until release, which cannot run during poll.
+    let session: ArcBorrow<'_, Session> = unsafe { <Arc<Session>>::borrow((*file).private_data) };
+    // SAFETY: `file` is valid for the duration of the call.
+    let f = unsafe { File::from_raw_file(file) };
+    // SAFETY: `pt` is the poll table of this call (or NULL), valid for its duration.
+    let table = unsafe { PollTable::from_raw(pt) };
+    session.poll_mask(f, table)
+}
 
 /// Regions one process may hold.
 pub(crate) const MAX_REGIONS: usize = 64;
@@ -91,9 +125,9 @@ pub(crate) struct Session {
     va_end: u64,
     #[pin]
     inner: Mutex<Inner>,
-    /// Notified whenever a copy ends.
+    /// Notified whenever a copy ends; poll() waits on it.
     #[pin]
-    done: CondVar,
+    done: PollCondVar,
 }
 
 impl Session {
@@ -127,7 +161,7 @@ impl Session {
                     nacked_fault: [false; MAX_CH],
                     counters: abi::Counters::default(),
                 }, "Session::inner"),
-                done <- new_condvar!("Session::done"),
+                done <- new_poll_condvar!("Session::done"),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -346,6 +380,19 @@ impl Session {
                     }
                 }
             }
+        }
+    }
+
+    /// poll(): readable when a finished copy waits to be collected; HUP once the device is gone.
+    fn poll_mask(&self, file: &File, table: PollTable<'_>) -> u32 {
+        table.register_wait(file, &self.done);
+        let g = self.inner.lock();
+        if g.sched.has_done() {
+            POLLIN_MASK
+        } else if g.dead {
+            POLLHUP_MASK
+        } else {
+            0
         }
     }
 

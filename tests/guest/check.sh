@@ -28,6 +28,7 @@ if [ -e /lib/exanest_dma.ko ]; then
 	exanest-test channels
 	exanest-test errors
 	exanest-test twoproc
+	exanest-test poll
 	exanest-test teardown
 	# The user library: its C and Rust examples and the CLI.
 	out=$(copy-c 1000003 2>&1); echo "$out"

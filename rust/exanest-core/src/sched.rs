@@ -91,6 +91,14 @@ impl<const C: usize, const Q: usize> Scheduler<C, Q> {
             .count()
     }
 
+    /// Whether a finished copy waits to be collected.
+    pub fn has_done(&self) -> bool {
+        self.entries
+            .iter()
+            .flatten()
+            .any(|e| matches!(e.state, CopyState::Done(..)))
+    }
+
     /// Accept a copy: returns its cookie, and the channel to program now if one is free.
     /// `Again` when `Q` copies are already known.
     pub fn submit(
@@ -228,11 +236,14 @@ mod tests {
         assert_eq!(s2.unwrap().channel, 1);
         assert!(s3.is_none());
         assert_eq!(s.reap(c3), Ok(None));
+        assert!(!s.has_done());
         let (ended, next) = s.complete(1, 0, 4096);
+        assert!(s.has_done());
         assert_eq!(ended.unwrap().cookie, c2);
         assert_eq!(next.unwrap().entry.cookie, c3);
         assert_eq!(next.unwrap().channel, 1);
         assert_eq!(s.reap(c2), Ok(Some((0, 4096))));
+        assert!(!s.has_done());
         assert_eq!(s.reap(c2), Err(Errno::NoEnt));
         assert_eq!(s.complete(3, 0, 0), (None, None), "no copy on that channel");
         let (ended, next) = s.complete(0, -14, 100);
