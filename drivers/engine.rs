@@ -8,7 +8,14 @@
 use crate::regs::{self, ch, ctrl, global, FaultInfo, Status};
 use crate::session::Session;
 use kernel::{
-    device, io::Io, irq, pci, prelude::*, sync::aref::ARef, sync::new_mutex, sync::Arc, sync::Mutex,
+    device,
+    io::{mem::DevresIoMem, Io},
+    irq, pci,
+    prelude::*,
+    sync::aref::ARef,
+    sync::new_mutex,
+    sync::Arc,
+    sync::Mutex,
 };
 
 /// Size of the register window.
@@ -37,6 +44,31 @@ pub(crate) trait Hw: Send + Sync {
     fn irq_pending(&self) -> bool;
 }
 
+/// The register window: a PCI BAR, or the devicetree `reg` of the platform device. Both are
+/// revoked when the device is unbound, after which every access fails with ENODEV.
+pub(crate) enum Regs {
+    /// BAR0 of the PCI function.
+    Pci(pci::DevresBar<BAR0_SIZE>),
+    /// The first memory resource of the platform device.
+    Platform(DevresIoMem<BAR0_SIZE>),
+}
+
+impl Regs {
+    fn read(&self, off: usize) -> Result<u32> {
+        match self {
+            Regs::Pci(b) => b.try_access().ok_or(ENODEV)?.try_read32(off),
+            Regs::Platform(m) => m.try_access().ok_or(ENODEV)?.try_read32(off),
+        }
+    }
+
+    fn write(&self, off: usize, val: u32) -> Result {
+        match self {
+            Regs::Pci(b) => b.try_access().ok_or(ENODEV)?.try_write32(val, off),
+            Regs::Platform(m) => m.try_access().ok_or(ENODEV)?.try_write32(val, off),
+        }
+    }
+}
+
 /// Who owns the engine.
 pub(crate) struct EngineState {
     /// The session of the process that has the engine open.
@@ -48,7 +80,7 @@ pub(crate) struct EngineState {
 /// One engine instance, shared by the PCI driver data, its interrupt handler and open files.
 #[pin_data]
 pub(crate) struct Engine {
-    bar: pci::DevresBar<BAR0_SIZE>,
+    regs: Regs,
     /// The device, for the IOMMU calls.
     pub(crate) dev: ARef<device::Device>,
     /// Channels.
@@ -65,19 +97,14 @@ pub(crate) struct Engine {
 
 impl Engine {
     pub(crate) fn new(
-        bar: pci::DevresBar<BAR0_SIZE>,
+        regs: Regs,
         dev: ARef<device::Device>,
         index: u32,
     ) -> Result<impl PinInit<Self, Error>> {
-        let (id, version, caps, max_len) = {
-            let b = bar.try_access().ok_or(ENXIO)?;
-            (
-                b.read32(global::ID),
-                b.read32(global::VERSION),
-                regs::Caps(b.read32(global::CAPS)),
-                b.read32(global::MAX_LEN),
-            )
-        };
+        let id = regs.read(global::ID)?;
+        let version = regs.read(global::VERSION)?;
+        let caps = regs::Caps(regs.read(global::CAPS)?);
+        let max_len = regs.read(global::MAX_LEN)?;
         if id != regs::ID_MAGIC || version >> 16 != regs::VERSION_MAJOR {
             dev_err!(
                 dev,
@@ -93,7 +120,7 @@ impl Engine {
             return Err(ENODEV);
         }
         Ok(try_pin_init!(Engine {
-            bar,
+            regs,
             dev,
             channels: caps.channels() as u32,
             max_len,
@@ -111,18 +138,27 @@ impl Engine {
     }
 
     fn write(&self, off: usize, val: u32) -> Result {
-        let b = self.bar.try_access().ok_or(ENODEV)?;
-        b.try_write32(val, off)
+        self.regs.write(off, val)
     }
 
     fn read(&self, off: usize) -> Result<u32> {
-        let b = self.bar.try_access().ok_or(ENODEV)?;
-        b.try_read32(off)
+        self.regs.read(off)
     }
 
     /// Stop every channel (teardown, unbind).
     pub(crate) fn reset(&self) {
         let _ = self.write(global::RESET, regs::RESET_MAGIC);
+    }
+
+    /// The device is going away: stop DMA and take the domain away from any session still
+    /// open; its file then fails every call with ENODEV until it is closed.
+    pub(crate) fn unbind(&self) {
+        let mut st = self.state.lock();
+        st.dead = true;
+        if let Some(s) = st.owner.take() {
+            s.teardown_locked();
+        }
+        self.reset();
     }
 
     /// Dispatch an interrupt to the owning session.
@@ -163,20 +199,15 @@ impl Hw for Engine {
     }
 
     fn take_irq_status(&self) -> u32 {
-        let Some(b) = self.bar.try_access() else {
-            return 0;
-        };
-        let st = b.read32(global::IRQ_STATUS);
+        let st = self.read(global::IRQ_STATUS).unwrap_or(0);
         if st != 0 {
-            b.write32(st, global::IRQ_STATUS);
+            let _ = self.write(global::IRQ_STATUS, st);
         }
         st
     }
 
     fn irq_pending(&self) -> bool {
-        self.bar
-            .try_access()
-            .is_some_and(|b| b.read32(global::IRQ_STATUS) != 0)
+        self.read(global::IRQ_STATUS).is_ok_and(|st| st != 0)
     }
 }
 

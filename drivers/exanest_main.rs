@@ -18,7 +18,7 @@ use kernel::{
     fs::File,
     irq,
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
-    pci,
+    of, pci, platform,
     prelude::*,
     sync::{Arc, ArcBorrow},
 };
@@ -42,7 +42,7 @@ mod engine;
 mod iommu;
 mod session;
 
-use engine::{Engine, IrqHandler, BAR0_SIZE};
+use engine::{Engine, IrqHandler, Regs, BAR0_SIZE};
 use session::Session;
 
 // The C shim (exanest_shim.c). Kernel structs are passed by pointer only.
@@ -99,6 +99,21 @@ struct MiscHolder {
     #[pin]
     reg: MiscDeviceRegistration<Session>,
     engine: Arc<Engine>,
+}
+
+impl MiscHolder {
+    fn new(name: &'static CStr, engine: Arc<Engine>) -> impl PinInit<Self, Error> {
+        try_pin_init!(MiscHolder {
+            reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name })
+                .pin_chain(|reg| {
+                    // SAFETY: `reg` is a registered misc device; the shim only swaps its file
+                    // operations for a copy with `.poll`.
+                    unsafe { exanest_shim_add_poll(reg.as_raw()) };
+                    Ok(())
+                }),
+            engine,
+        }? Error)
+    }
 }
 
 #[vtable]
@@ -162,7 +177,10 @@ impl pci::Driver for ExanestDriver {
                 .iomap_region_sized::<BAR0_SIZE>(0, c"exanest_dma")?
                 .into_devres()?;
             let no = InstanceNo::claim()?;
-            let engine = Arc::pin_init(Engine::new(bar, pdev.as_ref().into(), no.0)?, GFP_KERNEL)?;
+            let engine = Arc::pin_init(
+                Engine::new(Regs::Pci(bar), pdev.as_ref().into(), no.0)?,
+                GFP_KERNEL,
+            )?;
             let name = NAMES[no.0 as usize];
             dev_info!(
                 pdev.as_ref(),
@@ -188,16 +206,7 @@ impl pci::Driver for ExanestDriver {
                         Ok::<_, Error>(handler),
                     )
                 },
-                misc <- try_pin_init!(MiscHolder {
-                    reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name })
-                        .pin_chain(|reg| {
-                            // SAFETY: `reg` is a registered misc device; the shim only swaps
-                            // its file operations for a copy with `.poll`.
-                            unsafe { exanest_shim_add_poll(reg.as_raw()) };
-                            Ok(())
-                        }),
-                    engine: misc_engine,
-                }? Error),
+                misc <- MiscHolder::new(name, misc_engine),
                 engine,
                 _no: no,
             }? Error))
@@ -205,19 +214,106 @@ impl pci::Driver for ExanestDriver {
     }
 
     fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
-        // Stop DMA and take the domain away from any session still open; its file then fails
-        // every call with ENODEV until it is closed.
-        let mut st = this.engine.state.lock();
-        st.dead = true;
-        if let Some(s) = st.owner.take() {
-            s.teardown_locked();
-        }
-        this.engine.reset();
+        this.engine.unbind();
     }
 }
 
-kernel::module_pci_driver! {
-    type: ExanestDriver,
+/// The devicetree front-end, for the engine on the QFDB (Zynq UltraScale+, behind its MMU-500).
+/// Binding: Documentation/devicetree/exanest,pldma.yaml.
+struct ExanestPlatformDriver;
+
+/// Per bound platform device; fields drop in declaration order.
+#[pin_data]
+struct ExanestPlatformData<'bound> {
+    #[pin]
+    irq: irq::ThreadedRegistration<'bound, IrqHandler>,
+    #[pin]
+    misc: MiscHolder,
+    engine: Arc<Engine>,
+    _no: InstanceNo,
+}
+
+kernel::of_device_table!(
+    OF_TABLE,
+    <ExanestPlatformDriver as platform::Driver>::IdInfo,
+    [(of::DeviceId::new(c"exanest,pldma-1.0"), ())]
+);
+
+impl platform::Driver for ExanestPlatformDriver {
+    type IdInfo = ();
+    type Data<'bound> = ExanestPlatformData<'bound>;
+    const OF_ID_TABLE: Option<of::IdTable<Self::IdInfo>> = Some(&OF_TABLE);
+
+    fn probe<'bound>(
+        pdev: &'bound platform::Device<Core<'_>>,
+        _info: Option<&'bound Self::IdInfo>,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        pin_init::pin_init_scope(move || {
+            let mem = pdev
+                .io_request_by_index(0)
+                .ok_or(ENODEV)?
+                .iomap_sized::<BAR0_SIZE>()?
+                .into_devres()?;
+            let no = InstanceNo::claim()?;
+            let engine = Arc::pin_init(
+                Engine::new(Regs::Platform(mem), pdev.as_ref().into(), no.0)?,
+                GFP_KERNEL,
+            )?;
+            let name = NAMES[no.0 as usize];
+            dev_info!(
+                pdev.as_ref(),
+                "PLDMA v{}.{}, {} channels, /dev/{}\n",
+                engine.hw_version >> 16,
+                engine.hw_version & 0xffff,
+                engine.channels,
+                name.to_str().unwrap_or("?")
+            );
+            let handler = IrqHandler {
+                engine: engine.clone(),
+            };
+            let misc_engine = engine.clone();
+            Ok(try_pin_init!(ExanestPlatformData {
+                // SAFETY: The registration is a pinned field, never leaked.
+                irq <- unsafe {
+                    pdev.request_threaded_irq_by_index(
+                        irq::Flags::SHARED | irq::Flags::ONESHOT,
+                        0,
+                        c"exanest_dma",
+                        Ok::<_, Error>(handler),
+                    )
+                },
+                misc <- MiscHolder::new(name, misc_engine),
+                engine,
+                _no: no,
+            }? Error))
+        })
+    }
+
+    fn unbind<'bound>(_pdev: &'bound platform::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        this.engine.unbind();
+    }
+}
+
+/// The module: both front-ends.
+#[pin_data]
+struct ExanestModule {
+    #[pin]
+    _pci: kernel::driver::Registration<pci::Adapter<ExanestDriver>>,
+    #[pin]
+    _platform: kernel::driver::Registration<platform::Adapter<ExanestPlatformDriver>>,
+}
+
+impl kernel::InPlaceModule for ExanestModule {
+    fn init(module: &'static kernel::ThisModule) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            _pci <- kernel::driver::Registration::new(c"exanest_dma", module),
+            _platform <- kernel::driver::Registration::new(c"exanest_dma", module),
+        })
+    }
+}
+
+module! {
+    type: ExanestModule,
     name: "exanest_dma",
     authors: ["ExaNeSt DMA developers"],
     description: "ExaNeSt PLDMA: virtual-address DMA with SMMU fault handling",
