@@ -29,9 +29,12 @@ qemu-bin: setup
 check:
 	@$(TOP)/scripts/check.sh
 
-# Boot helpers: build (or find in the cache) the kernel and QEMU, assemble the initramfs, boot.
+# Boot helpers: build (or find in the cache) the kernel and QEMU, build the module and the guest
+# tools, assemble the initramfs, boot.
 define boot
 	@set -e; kb=$$($(TOP)/scripts/build-kernel.sh); q=$$($(TOP)/scripts/build-qemu.sh); \
+	$(MAKE) -s --no-print-directory module KDIR="$$kb" >/dev/null; \
+	$(TOP)/scripts/build-guest-rust.sh >/dev/null; \
 	$(TOP)/scripts/build-initramfs.sh "$$kb" $(INITRD); \
 	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(INITRD) TIMEOUT=$(2) \
 		$(TOP)/scripts/run-qemu.sh $(1)
