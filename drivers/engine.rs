@@ -5,11 +5,12 @@
 //! Lock order (whole module): `Engine::state` → `Session::inner`. The interrupt thread takes
 //! `Engine::state` only to find the owner, releases it, then takes `Session::inner`.
 
-use crate::regs::{self, ch, ctrl, global, FaultInfo, Status};
+use crate::hwregs as hw;
+use crate::regs::{self, FaultInfo, Status};
 use crate::session::Session;
 use kernel::{
     device,
-    io::{mem::DevresIoMem, Io},
+    io::{mem::DevresIoMem, register::Array, Io, IoCapable, IoLoc, MmioBackend, Region},
     irq, pci,
     prelude::*,
     sync::aref::ARef,
@@ -53,18 +54,31 @@ pub(crate) enum Regs {
     Platform(DevresIoMem<BAR0_SIZE>),
 }
 
+/// The register window's type, for the `register!` locations.
+type Window = Region<BAR0_SIZE>;
+
 impl Regs {
-    fn read(&self, off: usize) -> Result<u32> {
+    /// Read a register; ENODEV once the device is gone.
+    fn read<T, L>(&self, loc: L) -> Result<T>
+    where
+        L: IoLoc<Window, T>,
+        MmioBackend: IoCapable<L::IoType>,
+    {
         match self {
-            Regs::Pci(b) => b.try_access().ok_or(ENODEV)?.try_read32(off),
-            Regs::Platform(m) => m.try_access().ok_or(ENODEV)?.try_read32(off),
+            Regs::Pci(b) => b.try_access().ok_or(ENODEV)?.try_read(loc),
+            Regs::Platform(m) => m.try_access().ok_or(ENODEV)?.try_read(loc),
         }
     }
 
-    fn write(&self, off: usize, val: u32) -> Result {
+    /// Write a register; ENODEV once the device is gone.
+    fn write<T, L>(&self, loc: L, val: T) -> Result
+    where
+        L: IoLoc<Window, T>,
+        MmioBackend: IoCapable<L::IoType>,
+    {
         match self {
-            Regs::Pci(b) => b.try_access().ok_or(ENODEV)?.try_write32(val, off),
-            Regs::Platform(m) => m.try_access().ok_or(ENODEV)?.try_write32(val, off),
+            Regs::Pci(b) => b.try_access().ok_or(ENODEV)?.try_write(loc, val),
+            Regs::Platform(m) => m.try_access().ok_or(ENODEV)?.try_write(loc, val),
         }
     }
 }
@@ -101,10 +115,10 @@ impl Engine {
         dev: ARef<device::Device>,
         index: u32,
     ) -> Result<impl PinInit<Self, Error>> {
-        let id = regs.read(global::ID)?;
-        let version = regs.read(global::VERSION)?;
-        let caps = regs::Caps(regs.read(global::CAPS)?);
-        let max_len = regs.read(global::MAX_LEN)?;
+        let id = regs.read(hw::ID)?.into_raw();
+        let version = regs.read(hw::VERSION)?.into_raw();
+        let caps = regs::Caps(regs.read(hw::CAPS)?.into_raw());
+        let max_len = regs.read(hw::MAX_LEN)?.into_raw();
         if id != regs::ID_MAGIC || version >> 16 != regs::VERSION_MAJOR {
             dev_err!(
                 dev,
@@ -130,24 +144,17 @@ impl Engine {
         }? Error))
     }
 
-    fn chreg(&self, n: u32, reg: usize) -> Result<usize> {
+    /// Channel `n` as a register array index: EINVAL beyond the engine's channels.
+    fn ch(&self, n: u32) -> Result<usize> {
         if n >= self.channels {
             return Err(EINVAL);
         }
-        regs::ch_reg(n as usize, reg).ok_or(EINVAL)
-    }
-
-    fn write(&self, off: usize, val: u32) -> Result {
-        self.regs.write(off, val)
-    }
-
-    fn read(&self, off: usize) -> Result<u32> {
-        self.regs.read(off)
+        Ok(n as usize)
     }
 
     /// Stop every channel (teardown, unbind).
     pub(crate) fn reset(&self) {
-        let _ = self.write(global::RESET, regs::RESET_MAGIC);
+        let _ = self.regs.write((), hw::RESET::from_raw(regs::RESET_MAGIC));
     }
 
     /// The device is going away: stop DMA and take the domain away from any session still
@@ -172,42 +179,68 @@ impl Engine {
 
 impl Hw for Engine {
     fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result {
+        let c = self.ch(n)?;
         let (slo, shi) = regs::split64(src);
         let (dlo, dhi) = regs::split64(dst);
-        self.write(self.chreg(n, ch::SRC_LO)?, slo)?;
-        self.write(self.chreg(n, ch::SRC_HI)?, shi)?;
-        self.write(self.chreg(n, ch::DST_LO)?, dlo)?;
-        self.write(self.chreg(n, ch::DST_HI)?, dhi)?;
-        self.write(self.chreg(n, ch::LEN)?, len)?;
-        self.write(self.chreg(n, ch::CTRL)?, ctrl::START | ctrl::IRQ_EN)
+        let r = &self.regs;
+        r.write(
+            hw::CH_SRC_LO::try_at(c).ok_or(EINVAL)?,
+            hw::CH_SRC_LO::from_raw(slo),
+        )?;
+        r.write(
+            hw::CH_SRC_HI::try_at(c).ok_or(EINVAL)?,
+            hw::CH_SRC_HI::from_raw(shi),
+        )?;
+        r.write(
+            hw::CH_DST_LO::try_at(c).ok_or(EINVAL)?,
+            hw::CH_DST_LO::from_raw(dlo),
+        )?;
+        r.write(
+            hw::CH_DST_HI::try_at(c).ok_or(EINVAL)?,
+            hw::CH_DST_HI::from_raw(dhi),
+        )?;
+        r.write(
+            hw::CH_LEN::try_at(c).ok_or(EINVAL)?,
+            hw::CH_LEN::from_raw(len),
+        )?;
+        let ctrl = hw::CH_CTRL::zeroed().with_start(true).with_irq_en(true);
+        r.write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, ctrl)
     }
 
     fn nack(&self, n: u32) -> Result {
-        self.write(self.chreg(n, ch::CTRL)?, ctrl::NACK | ctrl::IRQ_EN)
+        let c = self.ch(n)?;
+        let ctrl = hw::CH_CTRL::zeroed().with_nack(true).with_irq_en(true);
+        self.regs.write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, ctrl)
     }
 
     fn report(&self, n: u32) -> Result<ChannelReport> {
+        let c = self.ch(n)?;
+        let r = &self.regs;
+        let status = r.read(hw::CH_STATUS::try_at(c).ok_or(EINVAL)?)?;
+        let lo = r.read(hw::CH_FAULT_LO::try_at(c).ok_or(EINVAL)?)?;
+        let hi = r.read(hw::CH_FAULT_HI::try_at(c).ok_or(EINVAL)?)?;
+        let info = r.read(hw::CH_FAULT_INFO::try_at(c).ok_or(EINVAL)?)?;
+        let done = r.read(hw::CH_DONE_BYTES::try_at(c).ok_or(EINVAL)?)?;
         Ok(ChannelReport {
-            status: Status::decode(self.read(self.chreg(n, ch::STATUS)?)?),
-            done_bytes: self.read(self.chreg(n, ch::DONE_BYTES)?)?,
-            fault_addr: regs::join64(
-                self.read(self.chreg(n, ch::FAULT_LO)?)?,
-                self.read(self.chreg(n, ch::FAULT_HI)?)?,
-            ),
-            fault: FaultInfo::decode(self.read(self.chreg(n, ch::FAULT_INFO)?)?),
+            status: Status::decode(status.into_raw()),
+            done_bytes: done.into_raw(),
+            fault_addr: regs::join64(lo.into_raw(), hi.into_raw()),
+            fault: FaultInfo::decode(info.into_raw()),
         })
     }
 
     fn take_irq_status(&self) -> u32 {
-        let st = self.read(global::IRQ_STATUS).unwrap_or(0);
+        let st = self.regs.read(hw::IRQ_STATUS).map_or(0, |v| v.into_raw());
         if st != 0 {
-            let _ = self.write(global::IRQ_STATUS, st);
+            let _ = self.regs.write((), hw::IRQ_STATUS::from_raw(st));
         }
         st
     }
 
     fn irq_pending(&self) -> bool {
-        self.read(global::IRQ_STATUS).is_ok_and(|st| st != 0)
+        self.regs
+            .read(hw::IRQ_STATUS)
+            .is_ok_and(|v| v.into_raw() != 0)
     }
 }
 

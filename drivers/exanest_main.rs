@@ -39,6 +39,7 @@ mod regs;
 mod sched;
 
 mod engine;
+mod hwregs;
 mod iommu;
 mod session;
 

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The PLDMA register map (Documentation/pldma-registers.rst) in the kernel's `register!` style.
+//!
+//! The offsets and field positions mirror `rust/exanest-core/src/regs.rs`, which the host tests
+//! check against the C header of the QEMU model; the KUnit suite below checks that these
+//! definitions agree with it.
+
+use kernel::io::register;
+use kernel::prelude::*;
+
+/// Distance between two channels' register blocks.
+const STRIDE: usize = crate::regs::CH_STRIDE;
+/// Channels the register map has room for.
+const NCH: usize = crate::regs::MAX_CHANNELS;
+
+register! {
+    /// Identification magic, "EXNS".
+    pub(crate) ID(u32) @ 0x000 {
+        31:0 value;
+    }
+
+    /// Register map version.
+    pub(crate) VERSION(u32) @ 0x004 {
+        15:0 minor;
+        31:16 major;
+    }
+
+    /// Capabilities.
+    pub(crate) CAPS(u32) @ 0x008 {
+        7:0 channels;
+        8:8 resume => bool;
+        9:9 intx => bool;
+        10:10 timing => bool;
+    }
+
+    /// Largest transfer length in bytes.
+    pub(crate) MAX_LEN(u32) @ 0x00c {
+        31:0 value;
+    }
+
+    /// Per-channel interrupt status, write one to clear.
+    pub(crate) IRQ_STATUS(u32) @ 0x010 {
+        15:0 channels;
+    }
+
+    /// Write the magic to reset every channel.
+    pub(crate) RESET(u32) @ 0x020 {
+        31:0 magic;
+    }
+
+    /// Source IOVA, low half.
+    pub(crate) CH_SRC_LO(u32)[NCH, stride = STRIDE] @ 0x100 {
+        31:0 value;
+    }
+
+    /// Source IOVA, high half.
+    pub(crate) CH_SRC_HI(u32)[NCH, stride = STRIDE] @ 0x104 {
+        31:0 value;
+    }
+
+    /// Destination IOVA, low half.
+    pub(crate) CH_DST_LO(u32)[NCH, stride = STRIDE] @ 0x108 {
+        31:0 value;
+    }
+
+    /// Destination IOVA, high half.
+    pub(crate) CH_DST_HI(u32)[NCH, stride = STRIDE] @ 0x10c {
+        31:0 value;
+    }
+
+    /// Transfer length in bytes.
+    pub(crate) CH_LEN(u32)[NCH, stride = STRIDE] @ 0x110 {
+        31:0 value;
+    }
+
+    /// Commands (one strobe per write) and the interrupt enable.
+    pub(crate) CH_CTRL(u32)[NCH, stride = STRIDE] @ 0x114 {
+        0:0 start => bool;
+        1:1 resume => bool;
+        2:2 nack => bool;
+        8:8 irq_en => bool;
+    }
+
+    /// State, error code and the rejected-command flag.
+    pub(crate) CH_STATUS(u32)[NCH, stride = STRIDE] @ 0x118 {
+        3:0 state;
+        15:8 error;
+        16:16 rejected => bool;
+    }
+
+    /// IOVA of the faulting access, low half.
+    pub(crate) CH_FAULT_LO(u32)[NCH, stride = STRIDE] @ 0x11c {
+        31:0 value;
+    }
+
+    /// IOVA of the faulting access, high half.
+    pub(crate) CH_FAULT_HI(u32)[NCH, stride = STRIDE] @ 0x120 {
+        31:0 value;
+    }
+
+    /// Direction and cause of the last fault.
+    pub(crate) CH_FAULT_INFO(u32)[NCH, stride = STRIDE] @ 0x124 {
+        0:0 write => bool;
+        15:8 cause;
+    }
+
+    /// Bytes of the transfer already copied.
+    pub(crate) CH_DONE_BYTES(u32)[NCH, stride = STRIDE] @ 0x128 {
+        31:0 value;
+    }
+}
+
+#[kunit_tests(exanest_dma_hwregs)]
+mod tests {
+    use super::*;
+    use crate::regs::{self, ch, ctrl, global, Status};
+    use kernel::io::{register::Array, IoLoc, Region};
+
+    fn off<T, L: IoLoc<Region<{ regs::MMIO_SIZE }>, T>>(l: L) -> usize {
+        l.offset()
+    }
+
+    /// The `register!` map and the core crate's map (checked against the C header) agree.
+    #[test]
+    fn offsets_match_core_map() {
+        assert_eq!(off(ID), global::ID);
+        assert_eq!(off(VERSION), global::VERSION);
+        assert_eq!(off(CAPS), global::CAPS);
+        assert_eq!(off(MAX_LEN), global::MAX_LEN);
+        assert_eq!(off(IRQ_STATUS), global::IRQ_STATUS);
+        assert_eq!(off(RESET), global::RESET);
+        for n in [0usize, 1, 3, NCH - 1] {
+            let at = |r| regs::ch_reg(n, r).unwrap();
+            assert_eq!(off(CH_SRC_LO::at(n)), at(ch::SRC_LO));
+            assert_eq!(off(CH_SRC_HI::at(n)), at(ch::SRC_HI));
+            assert_eq!(off(CH_DST_LO::at(n)), at(ch::DST_LO));
+            assert_eq!(off(CH_DST_HI::at(n)), at(ch::DST_HI));
+            assert_eq!(off(CH_LEN::at(n)), at(ch::LEN));
+            assert_eq!(off(CH_CTRL::at(n)), at(ch::CTRL));
+            assert_eq!(off(CH_STATUS::at(n)), at(ch::STATUS));
+            assert_eq!(off(CH_FAULT_LO::at(n)), at(ch::FAULT_LO));
+            assert_eq!(off(CH_FAULT_HI::at(n)), at(ch::FAULT_HI));
+            assert_eq!(off(CH_FAULT_INFO::at(n)), at(ch::FAULT_INFO));
+            assert_eq!(off(CH_DONE_BYTES::at(n)), at(ch::DONE_BYTES));
+        }
+        assert!(CH_STATUS::try_at(NCH).is_none());
+    }
+
+    /// Field encodings agree with the core crate's.
+    #[test]
+    fn fields_match_core_map() {
+        let c = CH_CTRL::zeroed().with_start(true).with_irq_en(true);
+        assert_eq!(c.into_raw(), ctrl::START | ctrl::IRQ_EN);
+        assert_eq!(CH_CTRL::zeroed().with_nack(true).into_raw(), ctrl::NACK);
+        assert_eq!(CH_CTRL::zeroed().with_resume(true).into_raw(), ctrl::RESUME);
+        let raw = 4 | (3 << 8) | Status::REJECTED;
+        let st = CH_STATUS::from_raw(raw);
+        assert_eq!(st.state().get(), 4);
+        assert_eq!(st.error().get(), 3);
+        assert!(st.rejected());
+        let caps = CAPS::from_raw(4 | regs::Caps::RESUME | regs::Caps::INTX);
+        assert_eq!(caps.channels().get(), 4);
+        assert!(caps.resume() && caps.intx() && !caps.timing());
+    }
+}
