@@ -138,6 +138,25 @@ impl MiscDevice for Session {
     }
 }
 
+/// The engine behind a bound device, its instance number and its device name.
+fn new_engine(
+    regs: Regs,
+    dev: &kernel::device::Device<kernel::device::Bound>,
+) -> Result<(InstanceNo, Arc<Engine>, &'static CStr)> {
+    let no = InstanceNo::claim()?;
+    let engine = Arc::pin_init(Engine::new(regs, dev.into(), no.0)?, GFP_KERNEL)?;
+    let name = NAMES[no.0 as usize];
+    dev_info!(
+        dev,
+        "PLDMA v{}.{}, {} channels, /dev/{}\n",
+        engine.hw_version >> 16,
+        engine.hw_version & 0xffff,
+        engine.channels,
+        name.to_str().unwrap_or("?")
+    );
+    Ok((no, engine, name))
+}
+
 struct ExanestDriver;
 
 /// Per bound device. Fields drop in declaration order: the interrupt first, then the misc
@@ -177,20 +196,7 @@ impl pci::Driver for ExanestDriver {
             let bar = pdev
                 .iomap_region_sized::<BAR0_SIZE>(0, c"exanest_dma")?
                 .into_devres()?;
-            let no = InstanceNo::claim()?;
-            let engine = Arc::pin_init(
-                Engine::new(Regs::Pci(bar), pdev.as_ref().into(), no.0)?,
-                GFP_KERNEL,
-            )?;
-            let name = NAMES[no.0 as usize];
-            dev_info!(
-                pdev.as_ref(),
-                "PLDMA v{}.{}, {} channels, /dev/{}\n",
-                engine.hw_version >> 16,
-                engine.hw_version & 0xffff,
-                engine.channels,
-                name.to_str().unwrap_or("?")
-            );
+            let (no, engine, name) = new_engine(Regs::Pci(bar), pdev.as_ref())?;
             let handler = IrqHandler {
                 engine: engine.clone(),
             };
@@ -255,20 +261,7 @@ impl platform::Driver for ExanestPlatformDriver {
                 .ok_or(ENODEV)?
                 .iomap_sized::<BAR0_SIZE>()?
                 .into_devres()?;
-            let no = InstanceNo::claim()?;
-            let engine = Arc::pin_init(
-                Engine::new(Regs::Platform(mem), pdev.as_ref().into(), no.0)?,
-                GFP_KERNEL,
-            )?;
-            let name = NAMES[no.0 as usize];
-            dev_info!(
-                pdev.as_ref(),
-                "PLDMA v{}.{}, {} channels, /dev/{}\n",
-                engine.hw_version >> 16,
-                engine.hw_version & 0xffff,
-                engine.channels,
-                name.to_str().unwrap_or("?")
-            );
+            let (no, engine, name) = new_engine(Regs::Platform(mem), pdev.as_ref())?;
             let handler = IrqHandler {
                 engine: engine.clone(),
             };

@@ -281,14 +281,19 @@ impl PageMap {
             if e.refs > 0 {
                 continue;
             }
-            if let Some(e) = self.tree.remove(&vpn) {
-                dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
-                let mut page = e.page.as_ptr();
-                // SAFETY: Our pin; the device can no longer reach the page (unmapped and the
-                // IOTLB flushed), and a page it could write is marked dirty.
-                unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.write) };
-                self.pinned -= 1;
-            }
+            self.release(dom, vpn);
+        }
+    }
+
+    /// Remove the entry of `vpn`: unmap the page, then unpin it.
+    fn release(&mut self, dom: &Domain, vpn: u64) {
+        if let Some(e) = self.tree.remove(&vpn) {
+            dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
+            let mut page = e.page.as_ptr();
+            // SAFETY: Our pin; the device can no longer reach the page (unmapped and the IOTLB
+            // flushed), and a page it could write is marked dirty.
+            unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.write) };
+            self.pinned -= 1;
         }
     }
 
@@ -298,13 +303,7 @@ impl PageMap {
             let Some(vpn) = self.tree.keys().next().copied() else {
                 break;
             };
-            if let Some(e) = self.tree.remove(&vpn) {
-                dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
-                let mut page = e.page.as_ptr();
-                // SAFETY: As in `unmap_pages`.
-                unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.write) };
-                self.pinned -= 1;
-            }
+            self.release(dom, vpn);
         }
     }
 }

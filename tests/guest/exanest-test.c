@@ -28,34 +28,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest-test.h"
+
 #include <linux/exanest_dma.h>
 
-static int failures;
-static char tag[64];
 
-static void result(int ok, const char *name, const char *fmt, ...)
-{
-	char line[512];
-	int n;
-	va_list ap;
-
-	n = snprintf(line, sizeof(line), "GUEST-TEST: %s %s%s", ok ? "ok" : "not ok", name, tag);
-	if (!ok && fmt && n < (int)sizeof(line)) {
-		n += snprintf(line + n, sizeof(line) - n, " - ");
-		va_start(ap, fmt);
-		if (n < (int)sizeof(line))
-			n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-		va_end(ap);
-	}
-	if (n > (int)sizeof(line) - 2)
-		n = sizeof(line) - 2;
-	line[n++] = '\n';
-	fflush(stdout);
-	if (write(STDOUT_FILENO, line, n) != n)
-		perror("write");
-	if (!ok)
-		failures++;
-}
 
 static int dev_open(int inst)
 {

@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest-test.h"
+
 #include "../../include/hw/exanest-pldma-regs.h"
 
 struct engine {
@@ -36,34 +38,7 @@ struct engine {
 	volatile uint32_t *regs;
 };
 
-static int failures;
 
-static const char *suffix = "";
-
-/* One result line, written with a single write() so that it is not split on the console. */
-static void result(int ok, const char *name, const char *fmt, ...)
-{
-	char line[512];
-	int n;
-	va_list ap;
-
-	n = snprintf(line, sizeof(line), "GUEST-TEST: %s %s%s", ok ? "ok" : "not ok", name, suffix);
-	if (!ok && fmt && n < (int)sizeof(line)) {
-		n += snprintf(line + n, sizeof(line) - n, " - ");
-		va_start(ap, fmt);
-		if (n < (int)sizeof(line))
-			n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-		va_end(ap);
-	}
-	if (n > (int)sizeof(line) - 2)
-		n = sizeof(line) - 2;
-	line[n++] = '\n';
-	fflush(stdout);
-	if (write(STDOUT_FILENO, line, n) != n)
-		perror("write");
-	if (!ok)
-		failures++;
-}
 
 static int read_file(const char *path, char *buf, size_t len)
 {
@@ -271,7 +246,7 @@ static void check_identity(struct engine *e, int n)
 		uint32_t caps = rd(&e[i], PLDMA_CAPS);
 
 		snprintf(sfx, sizeof(sfx), "@%s", e[i].bdf);
-		suffix = sfx;
+		result_suffix = sfx;
 
 		result(rd(&e[i], PLDMA_ID) == PLDMA_ID_MAGIC &&
 		       rd(&e[i], PLDMA_VERSION) == (PLDMA_VERSION_MAJOR << 16 | PLDMA_VERSION_MINOR),
@@ -283,7 +258,7 @@ static void check_identity(struct engine *e, int n)
 		       "behind-smmu", "%s: group '%s' type '%s' devices %d", e[i].bdf, e[i].group,
 		       e[i].gtype, e[i].group_devices);
 	}
-	suffix = "";
+	result_suffix = "";
 	if (n >= 2)
 		result(strcmp(e[0].group, e[1].group) != 0, "own-iommu-group",
 		       "%s and %s share group %s", e[0].bdf, e[1].bdf, e[0].group);
