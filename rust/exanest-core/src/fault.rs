@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! Device page faults: the queue the IOMMU fault handler fills, and the touch-ahead planner.
+//!
+//! The handler may run in hard-IRQ context (arm-smmu, the QFDB's MMU-500) or in the SMMUv3
+//! event thread: it only records the fault here (no allocation, no lock, no sleep) and kicks the
+//! worker that resolves it. Faults are few per transfer, so a small queue is scanned linearly to
+//! drop duplicates: one page already waiting is not queued twice.
+//!
+//! The queue has one producer (the handler: one fault context per domain, so calls do not
+//! overlap) and one consumer (the worker).
+
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use crate::abi::Range;
+
+/// A recorded fault: the page-aligned IOVA, and whether the access was a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// Page-aligned faulting address.
+    pub page: u64,
+    /// The access was a write.
+    pub write: bool,
+}
+
+const EMPTY: u64 = u64::MAX;
+
+/// A single-producer, single-consumer queue of faults with `N` slots (N a power of two).
+pub struct FaultQueue<const N: usize> {
+    slots: [AtomicU64; N],
+    head: AtomicU32,
+    tail: AtomicU32,
+    overflow: AtomicBool,
+}
+
+impl<const N: usize> Default for FaultQueue<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> FaultQueue<N> {
+    const MASK: u32 = {
+        assert!(N.is_power_of_two() && N <= 1 << 16);
+        (N - 1) as u32
+    };
+
+    /// An empty queue.
+    pub const fn new() -> Self {
+        FaultQueue {
+            slots: [const { AtomicU64::new(EMPTY) }; N],
+            head: AtomicU32::new(0),
+            tail: AtomicU32::new(0),
+            overflow: AtomicBool::new(false),
+        }
+    }
+
+    fn encode(f: Fault) -> u64 {
+        f.page | f.write as u64
+    }
+
+    /// Producer: record a fault on the page holding `iova`. Returns false when it was already
+    /// queued (dedup) or the queue was full (the overflow flag is then set).
+    pub fn push(&self, iova: u64, write: bool, page_shift: u32) -> bool {
+        let page = (iova >> page_shift) << page_shift;
+        let head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Acquire);
+        // Dedup against what waits: a write fault covers a read fault of the same page.
+        let mut i = tail;
+        while i != head {
+            let v = self.slots[(i & Self::MASK) as usize].load(Ordering::Relaxed);
+            if v & !1 == page && (v & 1 == 1 || !write) {
+                return false;
+            }
+            i = i.wrapping_add(1);
+        }
+        if head.wrapping_sub(tail) as usize >= N {
+            self.overflow.store(true, Ordering::Release);
+            return false;
+        }
+        self.slots[(head & Self::MASK) as usize]
+            .store(Self::encode(Fault { page, write }), Ordering::Relaxed);
+        self.head.store(head.wrapping_add(1), Ordering::Release);
+        true
+    }
+
+    /// Consumer: the oldest fault.
+    pub fn pop(&self) -> Option<Fault> {
+        let tail = self.tail.load(Ordering::Relaxed);
+        let head = self.head.load(Ordering::Acquire);
+        if tail == head {
+            return None;
+        }
+        let v = self.slots[(tail & Self::MASK) as usize].swap(EMPTY, Ordering::Relaxed);
+        self.tail.store(tail.wrapping_add(1), Ordering::Release);
+        Some(Fault {
+            page: v & !1,
+            write: v & 1 == 1,
+        })
+    }
+
+    /// Consumer: whether faults were dropped since the last call (then every stalled channel
+    /// must be looked at, not only the queued faults).
+    pub fn take_overflow(&self) -> bool {
+        self.overflow.swap(false, Ordering::AcqRel)
+    }
+
+    /// Faults waiting.
+    pub fn len(&self) -> usize {
+        self.head
+            .load(Ordering::Acquire)
+            .wrapping_sub(self.tail.load(Ordering::Acquire)) as usize
+    }
+
+    /// Whether no fault waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Pages to resolve for a fault at `addr`: the faulting page and up to `window` pages after it,
+/// never past the VMA, the region or the rest of the transfer (`limit`, exclusive end of the
+/// bytes the engine still has to access in this direction). Returns page frame numbers
+/// `[first, last)`, never empty.
+pub fn touch_ahead(
+    addr: u64,
+    window: u64,
+    page_shift: u32,
+    vma: &Range,
+    region: &Range,
+    limit: u64,
+) -> (u64, u64) {
+    let first = addr >> page_shift;
+    let page_end = |end: u64| ((end - 1) >> page_shift) + 1;
+    let mut last = first.saturating_add(1).saturating_add(window);
+    for end in [vma.end, region.end, limit] {
+        if end > addr {
+            last = last.min(page_end(end));
+        }
+    }
+    (first, last.max(first + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testrng::Rng;
+
+    #[test]
+    fn fifo_and_dedup() {
+        let q = FaultQueue::<8>::new();
+        assert!(q.push(0x1234, false, 12));
+        assert!(!q.push(0x1fff, false, 12), "same page, read again");
+        assert!(
+            q.push(0x1000, true, 12),
+            "a write is more than a queued read"
+        );
+        assert!(
+            !q.push(0x1004, false, 12),
+            "a read is covered by the queued write"
+        );
+        assert!(q.push(0x5000, false, 12));
+        assert_eq!(q.len(), 3);
+        assert_eq!(
+            q.pop(),
+            Some(Fault {
+                page: 0x1000,
+                write: false
+            })
+        );
+        assert_eq!(
+            q.pop(),
+            Some(Fault {
+                page: 0x1000,
+                write: true
+            })
+        );
+        assert_eq!(
+            q.pop(),
+            Some(Fault {
+                page: 0x5000,
+                write: false
+            })
+        );
+        assert_eq!(q.pop(), None);
+        assert!(
+            q.push(0x1000, false, 12),
+            "popped faults are no longer deduplicated"
+        );
+    }
+
+    #[test]
+    fn overflow_is_reported_once() {
+        let q = FaultQueue::<4>::new();
+        for i in 0..4 {
+            assert!(q.push(i << 12, false, 12));
+        }
+        assert!(!q.push(9 << 12, false, 12));
+        assert!(q.take_overflow());
+        assert!(!q.take_overflow());
+        assert_eq!(q.pop().unwrap().page, 0);
+        assert!(q.push(9 << 12, false, 12));
+    }
+
+    /// Random pushes and pops against a model queue: nothing is lost unless the queue is full,
+    /// nothing is duplicated while it waits, order is kept.
+    #[test]
+    fn property_matches_model() {
+        let mut rng = Rng::new(3);
+        for _ in 0..200 {
+            let q = FaultQueue::<16>::new();
+            let mut model: [(u64, bool); 64] = [(0, false); 64];
+            let (mut h, mut t) = (0usize, 0usize);
+            for _ in 0..300 {
+                if rng.below(3) > 0 {
+                    let page = rng.below(24) << 12;
+                    let write = rng.below(2) == 1;
+                    let dup =
+                        (t..h).any(|i| model[i % 64].0 == page && (model[i % 64].1 || !write));
+                    let full = h - t >= 16;
+                    let pushed = q.push(page + rng.below(4096), write, 12);
+                    assert_eq!(pushed, !dup && !full);
+                    if pushed {
+                        model[h % 64] = (page, write);
+                        h += 1;
+                    }
+                } else {
+                    let got = q.pop();
+                    if t == h {
+                        assert_eq!(got, None);
+                    } else {
+                        let (page, write) = model[t % 64];
+                        assert_eq!(got, Some(Fault { page, write }));
+                        t += 1;
+                    }
+                }
+                assert_eq!(q.len(), h - t);
+            }
+        }
+    }
+
+    #[test]
+    fn touch_ahead_clamps() {
+        let r = |s: u64, l: u64| Range::new(s, l, u64::MAX).unwrap();
+        let vma = r(0x10000, 0x100000);
+        let region = r(0x10000, 0x100000);
+        // Window of 4 pages after the fault page.
+        assert_eq!(
+            touch_ahead(0x20010, 4, 12, &vma, &region, u64::MAX),
+            (0x20, 0x25)
+        );
+        // Window 0: only the faulting page.
+        assert_eq!(
+            touch_ahead(0x20010, 0, 12, &vma, &region, u64::MAX),
+            (0x20, 0x21)
+        );
+        // The transfer ends inside page 0x22: stop there.
+        assert_eq!(
+            touch_ahead(0x20010, 64, 12, &vma, &region, 0x22001),
+            (0x20, 0x23)
+        );
+        // The VMA ends first.
+        let small = r(0x10000, 0x12000);
+        assert_eq!(
+            touch_ahead(0x20010, 64, 12, &small, &region, u64::MAX),
+            (0x20, 0x22)
+        );
+        // The region ends first.
+        let reg = r(0x20000, 0x3000);
+        assert_eq!(
+            touch_ahead(0x20010, 64, 12, &vma, &reg, u64::MAX),
+            (0x20, 0x23)
+        );
+        // Huge window does not overflow.
+        assert_eq!(
+            touch_ahead(0x20010, u64::MAX, 12, &vma, &region, u64::MAX).0,
+            0x20
+        );
+    }
+
+    #[test]
+    fn property_touch_ahead_within_bounds() {
+        let mut rng = Rng::new(11);
+        for _ in 0..10_000 {
+            let vs = rng.below(1 << 20) << 12;
+            let vma = Range::new(vs, 1 + rng.below(1 << 24), u64::MAX).unwrap();
+            let rs = vma.start + rng.below(vma.len());
+            let region = Range::new(rs, 1 + rng.below(vma.end - rs), u64::MAX).unwrap();
+            let addr = region.start + rng.below(region.len());
+            let limit = addr + 1 + rng.below(1 << 22);
+            let window = rng.below(300);
+            let (first, last) = touch_ahead(addr, window, 12, &vma, &region, limit);
+            assert_eq!(first, addr >> 12);
+            assert!(last > first && last - first <= window + 1);
+            // Never a page that starts at or past any bound.
+            for b in [vma.end, region.end, limit] {
+                assert!(
+                    (last - 1) << 12 < b,
+                    "page {:#x} past bound {b:#x}",
+                    last - 1
+                );
+            }
+        }
+    }
+}
