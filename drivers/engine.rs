@@ -35,6 +35,8 @@ pub(crate) struct ChannelReport {
 pub(crate) trait Hw: Send + Sync {
     /// Program channel `n` and start it, with its interrupt enabled.
     fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result;
+    /// Retransmit a transfer in fault-wait from its faulting offset.
+    fn resume(&self, n: u32) -> Result;
     /// End a busy or faulted transfer.
     fn nack(&self, n: u32) -> Result;
     /// The channel's state and latches.
@@ -160,12 +162,17 @@ impl Engine {
     /// The device is going away: stop DMA and take the domain away from any session still
     /// open; its file then fails every call with ENODEV until it is closed.
     pub(crate) fn unbind(&self) {
-        let mut st = self.state.lock();
-        st.dead = true;
-        if let Some(s) = st.owner.take() {
-            s.teardown_locked();
+        let (owner, notifiers) = {
+            let mut st = self.state.lock();
+            st.dead = true;
+            let owner = st.owner.take();
+            let notifiers = owner.as_ref().map(|s| s.teardown_locked());
+            self.reset();
+            (owner, notifiers)
+        };
+        if let (Some(s), Some(n)) = (owner, notifiers) {
+            s.remove_notifiers(n);
         }
-        self.reset();
     }
 
     /// Dispatch an interrupt to the owning session.
@@ -205,6 +212,12 @@ impl Hw for Engine {
         )?;
         let ctrl = hw::CH_CTRL::zeroed().with_start(true).with_irq_en(true);
         r.write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, ctrl)
+    }
+
+    fn resume(&self, n: u32) -> Result {
+        let c = self.ch(n)?;
+        let ctrl = hw::CH_CTRL::zeroed().with_resume(true).with_irq_en(true);
+        self.regs.write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, ctrl)
     }
 
     fn nack(&self, n: u32) -> Result {

@@ -28,6 +28,9 @@ use kernel::{
 #[path = "../rust/exanest-core/src/abi.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod abi;
+#[path = "../rust/exanest-core/src/fault.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod fault;
 #[path = "../rust/exanest-core/src/region.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod region;
@@ -41,6 +44,7 @@ mod sched;
 mod engine;
 mod hwregs;
 mod iommu;
+mod odp;
 mod session;
 
 use engine::{Engine, IrqHandler, Regs, BAR0_SIZE};

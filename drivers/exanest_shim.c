@@ -4,11 +4,15 @@
  * call through kernel::bindings. No logic lives here.
  */
 #include <linux/fs.h>
+#include <linux/hmm.h>
+#include <linux/jiffies.h>
 #include <linux/iommu.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
+#include <linux/slab.h>
 
 #include "exanest_shim.h"
 
@@ -45,4 +49,101 @@ void exanest_shim_add_poll(struct miscdevice *misc)
 	mutex_unlock(&exanest_fops_lock);
 	/* misc_open() reads ->fops under misc_mtx for each open. */
 	WRITE_ONCE(misc->fops, &exanest_fops);
+}
+
+/*
+ * On-demand paging: HMM and the interval notifier, whose helpers are static inline or whose
+ * structures Rust cannot see (linux/hmm.h).
+ */
+
+/*
+ * Fault in [start, end) of the notifier's mm for device access (read, or write too) and return
+ * one HMM pfn per page in pfns and the notifier sequence to check with
+ * exanest_shim_read_retry() under the driver lock. Takes the mmap lock itself.
+ */
+int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long start,
+			   unsigned long end, bool write, unsigned long *pfns,
+			   unsigned long *seq)
+{
+	struct hmm_range range = {
+		.notifier = mni,
+		.start = start,
+		.end = end,
+		.hmm_pfns = pfns,
+		.default_flags = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0),
+	};
+	int ret;
+
+	ret = hmm_range_fault_unlocked_timeout(&range,
+					       msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT));
+	*seq = range.notifier_seq;
+	return ret;
+}
+
+bool exanest_shim_read_retry(struct mmu_interval_notifier *mni, unsigned long seq)
+{
+	return mmu_interval_read_retry(mni, seq);
+}
+
+phys_addr_t exanest_shim_hmm_pfn_to_phys(unsigned long hpfn)
+{
+	return page_to_phys(hmm_pfn_to_page(hpfn));
+}
+
+bool exanest_shim_hmm_pfn_writable(unsigned long hpfn)
+{
+	return !!(hpfn & HMM_PFN_WRITE);
+}
+
+struct exanest_mni {
+	struct mmu_interval_notifier mni;
+	void *token;
+};
+
+static bool exanest_invalidate(struct mmu_interval_notifier *mni,
+			       const struct mmu_notifier_range *range,
+			       unsigned long cur_seq)
+{
+	struct exanest_mni *e = container_of(mni, struct exanest_mni, mni);
+
+	return exanest_rust_invalidate(e->token, mni, range->start, range->end,
+				       mmu_notifier_range_blockable(range), cur_seq);
+}
+
+static const struct mmu_interval_notifier_ops exanest_mni_ops = {
+	.invalidate = exanest_invalidate,
+};
+
+/* Watch [start, start + length) of mm; invalidations call exanest_rust_invalidate(token...). */
+struct mmu_interval_notifier *exanest_shim_notifier_insert(struct mm_struct *mm,
+							   unsigned long start,
+							   unsigned long length, void *token,
+							   int *err)
+{
+	struct exanest_mni *e = kzalloc(sizeof(*e), GFP_KERNEL);
+
+	if (!e) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	e->token = token;
+	*err = mmu_interval_notifier_insert(&e->mni, mm, start, length, &exanest_mni_ops);
+	if (*err) {
+		kfree(e);
+		return NULL;
+	}
+	return &e->mni;
+}
+
+/* Stop watching; waits for invalidations in progress. Call without the driver lock. */
+void exanest_shim_notifier_remove(struct mmu_interval_notifier *mni)
+{
+	mmu_interval_notifier_remove(mni);
+	kfree(container_of(mni, struct exanest_mni, mni));
+}
+
+/* Under the driver lock, from the invalidate callback. */
+void exanest_shim_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_seq)
+{
+	mmu_interval_set_seq(mni, cur_seq);
 }

@@ -9,6 +9,8 @@ struct device;
 struct file;
 struct iommu_domain;
 struct miscdevice;
+struct mm_struct;
+struct mmu_interval_notifier;
 struct page;
 struct poll_table_struct;
 
@@ -16,7 +18,23 @@ phys_addr_t exanest_shim_page_to_phys(struct page *page);
 struct iommu_domain *exanest_shim_domain_alloc(struct device *dev);
 void exanest_shim_add_poll(struct miscdevice *misc);
 
-/* Defined in Rust (session.rs). */
+int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long start,
+			   unsigned long end, bool write, unsigned long *pfns,
+			   unsigned long *seq);
+bool exanest_shim_read_retry(struct mmu_interval_notifier *mni, unsigned long seq);
+phys_addr_t exanest_shim_hmm_pfn_to_phys(unsigned long hpfn);
+bool exanest_shim_hmm_pfn_writable(unsigned long hpfn);
+struct mmu_interval_notifier *exanest_shim_notifier_insert(struct mm_struct *mm,
+							   unsigned long start,
+							   unsigned long length, void *token,
+							   int *err);
+void exanest_shim_notifier_remove(struct mmu_interval_notifier *mni);
+void exanest_shim_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_seq);
+
+/* Defined in Rust (session.rs, odp.rs). */
 __poll_t exanest_rust_poll(struct file *file, struct poll_table_struct *pt);
+bool exanest_rust_invalidate(void *token, struct mmu_interval_notifier *mni,
+			     unsigned long start, unsigned long end, bool blockable,
+			     unsigned long cur_seq);
 
 #endif /* EXANEST_SHIM_H */

@@ -7,7 +7,8 @@
 //! number of regions that use it, so regions may share pages (two small buffers in one page) and
 //! a page is unmapped only when its last region goes.
 //!
-//! Locking: both are owned by `Session::inner` (see session.rs); nothing here locks.
+//! Locking: the domain lives under `Session::map` (the lock the MMU notifier takes), the pinned
+//! [`PageMap`] under `Session::inner`; nothing here locks.
 
 use core::ptr::NonNull;
 use kernel::{
@@ -46,11 +47,23 @@ unsafe impl Send for Domain {}
 unsafe impl Sync for Domain {}
 
 impl Domain {
-    /// Allocate a paging domain for `dev` and attach it, replacing the default DMA domain.
-    pub(crate) fn attach(dev: ARef<device::Device>) -> Result<Self> {
+    /// Allocate a paging domain for `dev`, install the fault handler, and attach it, replacing
+    /// the default DMA domain. The handler is installed first: the SMMU driver publishes it
+    /// at attach.
+    ///
+    /// # Safety
+    ///
+    /// `token` must stay valid for `handler` until the domain is dropped.
+    pub(crate) unsafe fn attach(
+        dev: ARef<device::Device>,
+        handler: bindings::iommu_fault_handler_t,
+        token: *mut core::ffi::c_void,
+    ) -> Result<Self> {
         // SAFETY: `raw_dev` is a valid, referenced device for the whole call.
         let raw = from_err_ptr(unsafe { exanest_shim_domain_alloc(raw_dev(&dev)) })?;
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        // SAFETY: `raw` is a fresh domain; the caller keeps `token` valid.
+        unsafe { bindings::iommu_set_fault_handler(raw.as_ptr(), handler, token) };
         // SAFETY: `raw` is a domain we own and `dev` a valid device.
         let ret = unsafe { bindings::iommu_attach_device(raw.as_ptr(), raw_dev(&dev)) };
         if ret != 0 {
@@ -68,8 +81,16 @@ impl Domain {
         end.saturating_add(1)
     }
 
-    fn map(&self, iova: u64, phys: u64, prot: u32) -> Result {
-        // SAFETY: `raw` is a live domain; the caller holds a pin on the page at `phys`.
+    /// Map one page. `atomic` when called under a lock that an MMU notifier takes (the page
+    /// tables are then allocated without entering reclaim, which could call that notifier).
+    pub(crate) fn map(&self, iova: u64, phys: u64, prot: u32, atomic: bool) -> Result {
+        let gfp = if atomic {
+            bindings::GFP_ATOMIC
+        } else {
+            bindings::GFP_KERNEL
+        };
+        // SAFETY: `raw` is a live domain; the caller holds a pin on the page at `phys`, or maps
+        // a page HMM just returned, under the notifier sequence check.
         to_result(unsafe {
             bindings::iommu_map(
                 self.raw.as_ptr(),
@@ -77,12 +98,12 @@ impl Domain {
                 phys,
                 PAGE_SIZE,
                 prot as i32,
-                bindings::GFP_KERNEL,
+                gfp,
             )
         })
     }
 
-    fn unmap(&self, iova: u64, size: usize) -> usize {
+    pub(crate) fn unmap(&self, iova: u64, size: usize) -> usize {
         // SAFETY: `raw` is a live domain. iommu_unmap() flushes the IOTLB before returning.
         unsafe { bindings::iommu_unmap(self.raw.as_ptr(), iova as usize, size) }
     }
@@ -138,6 +159,11 @@ impl PageMap {
     /// Pages pinned (and mapped) now.
     pub(crate) fn pinned(&self) -> u64 {
         self.pinned
+    }
+
+    /// Whether `vpn` is pinned and mapped with at least the access asked.
+    pub(crate) fn covers(&self, vpn: u64, write: bool) -> bool {
+        self.adequate(vpn, write)
     }
 
     fn adequate(&self, vpn: u64, write: bool) -> bool {
@@ -243,7 +269,7 @@ impl PageMap {
             self.pinned -= 1;
             refs = old.refs;
         }
-        if let Err(e) = dom.map(iova, phys, prot) {
+        if let Err(e) = dom.map(iova, phys, prot, false) {
             // SAFETY: We own the pin of `page`.
             unsafe { bindings::unpin_user_page(page.as_ptr()) };
             // Pages that lost their entry are gone for the regions that used them.

@@ -3,15 +3,19 @@
 //! A process's use of one engine: its IOMMU domain, registered regions, copies and counters,
 //! from open to release, and the ioctls of include/uapi/linux/exanest_dma.h.
 //!
-//! Lock order (whole module): `Engine::state` → `Session::inner`.
+//! Lock order (whole module): `Engine::state` → `Session::inner` → `Session::map`, and
+//! `Session::fault_lock` → `Session::inner` (never nested with `Engine::state`). `map` is also taken by the MMU notifier callback, from reclaim among other
+//! places: nothing under it allocates with reclaim (odp.rs).
 //! `Session::inner` is a mutex: every path that takes it runs in process context (ioctls, the
 //! interrupt thread, release, unbind).
 
-use crate::abi::{self, Errno};
+use crate::abi::{self, Errno, Range};
 use crate::engine::{Engine, Hw};
+use crate::fault::FaultQueue;
 use crate::iommu::{Domain, PageMap};
+use crate::odp::{self, FaultTarget, Mirror, Notifier};
 use crate::region::RegionTable;
-use crate::regs::{self, State};
+use crate::regs::{self, FaultCause, State};
 use crate::sched::{Scheduler, Start};
 use kernel::{
     bindings,
@@ -31,6 +35,7 @@ use kernel::{
     transmute::{AsBytes, FromBytes},
     types::ForeignOwnable,
     uaccess::UserSlice,
+    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
 /// EPOLLIN | EPOLLRDNORM (uapi eventpoll.h; bindgen cannot see through `__force` casts).
@@ -59,12 +64,38 @@ pub(crate) unsafe extern "C" fn exanest_rust_poll(
     session.poll_mask(f, table)
 }
 
+/// The MMU interval notifier callback, called by the C shim.
+///
+/// # Safety
+///
+/// `token` is the session the notifier was inserted for (notifiers are removed before their
+/// session is freed) and `mni` the notifier.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn exanest_rust_invalidate(
+    token: *mut core::ffi::c_void,
+    mni: *mut bindings::mmu_interval_notifier,
+    start: usize,
+    end: usize,
+    blockable: bool,
+    cur_seq: usize,
+) -> bool {
+    // SAFETY: Per the contract.
+    let session = unsafe { &*token.cast::<Session>() };
+    session.invalidate(mni, start as u64, end as u64, blockable, cur_seq)
+}
+
 /// Regions one process may hold.
 pub(crate) const MAX_REGIONS: usize = 64;
 /// Copies one process may have queued, running or finished but not yet waited for.
 pub(crate) const MAX_INFLIGHT: usize = 64;
 /// Most channels the scheduler handles.
 const MAX_CH: usize = regs::MAX_CHANNELS;
+/// Faults the IOMMU fault handler can queue before the engine's own reports take over.
+const FAULT_QUEUE: usize = 64;
+/// Touch-ahead window (pages after the faulting one) until it is configurable per region.
+const DEFAULT_WINDOW: u64 = 16;
+/// A channel that keeps faulting at the same address after its fault was resolved is NACKed.
+const MAX_REFAULTS: u32 = 8;
 
 // SAFETY: Plain `#[repr(C)]` integer structs without padding: every bit pattern is valid and
 // every byte is initialised.
@@ -104,15 +135,32 @@ pub(crate) fn errno(e: Errno) -> Error {
     }
 }
 
+/// What the MMU notifier callback touches, under `Session::map`.
+struct MapState {
+    /// The domain; taken out (and dropped outside this lock) at teardown.
+    domain: Option<Arc<Domain>>,
+    /// Pages mapped on demand (not pinned).
+    mirror: Mirror,
+    /// Invalidations that unmapped something.
+    invalidations: u64,
+}
+
 struct Inner {
     /// Torn down (release or unbind): every call fails with ENODEV.
     dead: bool,
-    domain: Option<Domain>,
     pages: PageMap,
     regions: RegionTable<MAX_REGIONS>,
     sched: Scheduler<MAX_CH, MAX_INFLIGHT>,
-    /// The channel's last fault was NACKed by us: its ABORTED end means EFAULT.
-    nacked_fault: [bool; MAX_CH],
+    /// The MMU notifier of each prefault or on-demand region.
+    notifiers: KVec<(u32, Notifier)>,
+    /// Channels the engine reported in fault-wait, for the fault worker.
+    fault_pending: u32,
+    /// The errno a channel's NACKed transfer ends with (0: none).
+    chan_errno: [i32; MAX_CH],
+    /// Last fault address of each channel and how often it came back.
+    refaults: [(u64, u32); MAX_CH],
+    /// Touch-ahead window in pages.
+    window: u64,
     counters: abi::Counters,
 }
 
@@ -125,9 +173,55 @@ pub(crate) struct Session {
     va_end: u64,
     #[pin]
     inner: Mutex<Inner>,
+    /// The domain and the on-demand mappings: the lock the MMU notifier takes.
+    #[pin]
+    map: Mutex<MapState>,
     /// Notified whenever a copy ends; poll() waits on it.
     #[pin]
     done: PollCondVar,
+    /// Filled by the IOMMU fault handler, drained by the fault worker.
+    faults: FaultQueue<FAULT_QUEUE>,
+    /// The fault worker.
+    #[pin]
+    work: Work<Session>,
+    /// Held while faults are resolved and while notifiers are removed.
+    #[pin]
+    fault_lock: Mutex<()>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Session { self.work }
+}
+
+impl WorkItem for Session {
+    type Pointer = Arc<Session>;
+
+    fn run(this: Arc<Session>) {
+        this.service_faults();
+    }
+}
+
+/// The IOMMU fault handler: record and kick the worker. May run in hard-IRQ context
+/// (arm-smmu, `dev` NULL) or in the SMMUv3 event thread; allocates nothing, takes no lock.
+///
+/// # Safety
+///
+/// `token` is the session pointer given to `Domain::attach`; the domain (and so this handler)
+/// is gone before the session is freed.
+unsafe extern "C" fn exanest_iommu_fault(
+    _domain: *mut bindings::iommu_domain,
+    _dev: *mut bindings::device,
+    iova: usize,
+    flags: i32,
+    token: *mut core::ffi::c_void,
+) -> i32 {
+    // SAFETY: Per the contract, `token` came from `Arc::into_raw`-equivalent `&*arc` of a live
+    // session.
+    let session = unsafe { ArcBorrow::<Session>::from_raw(token.cast()) };
+    let write = flags as u32 & bindings::IOMMU_FAULT_WRITE != 0;
+    session.faults.push(iova as u64, write, PAGE_SHIFT as u32);
+    session.kick();
+    0
 }
 
 impl Session {
@@ -142,9 +236,9 @@ impl Session {
         if st.owner.is_some() {
             return Err(EBUSY);
         }
-        let domain = Domain::attach(engine.dev.clone())?;
         // The IOMMU core does not check the aperture: user addresses above it must be refused.
-        let va_end = domain.aperture_end().min(1u64 << 48);
+        // Every SMMU stage-1 domain here has a 48-bit aperture; `open` checks it below.
+        let va_end = 1u64 << 48;
         let channels = engine.channels;
         let session_engine = engine.clone();
         let session = Arc::pin_init(
@@ -154,17 +248,38 @@ impl Session {
                 va_end,
                 inner <- new_mutex!(Inner {
                     dead: false,
-                    domain: Some(domain),
                     pages: PageMap::new(),
                     regions: RegionTable::new(),
                     sched: Scheduler::new(channels),
-                    nacked_fault: [false; MAX_CH],
+                    notifiers: KVec::new(),
+                    fault_pending: 0,
+                    chan_errno: [0; MAX_CH],
+                    refaults: [(0, 0); MAX_CH],
+                    window: DEFAULT_WINDOW,
                     counters: abi::Counters::default(),
                 }, "Session::inner"),
+                map <- new_mutex!(MapState {
+                    domain: None,
+                    mirror: Mirror::new(),
+                    invalidations: 0,
+                }, "Session::map"),
                 done <- new_poll_condvar!("Session::done"),
+                faults: FaultQueue::new(),
+                work <- new_work!("Session::work"),
+                fault_lock <- new_mutex!((), "Session::fault_lock"),
             }? Error),
             GFP_KERNEL,
         )?;
+        let token = core::ptr::from_ref::<Session>(&session).cast_mut().cast();
+        // SAFETY: The session outlives its domain: teardown drops the domain, and the session
+        // is only freed after its teardown (release or unbind).
+        let domain =
+            unsafe { Domain::attach(engine.dev.clone(), Some(exanest_iommu_fault), token)? };
+        if domain.aperture_end() < va_end {
+            return Err(ENODEV);
+        }
+        let domain = Arc::new(domain, GFP_KERNEL)?;
+        session.map.lock().domain = Some(domain);
         st.owner = Some(session.clone());
         Ok(session)
     }
@@ -173,7 +288,7 @@ impl Session {
         abi::Limits {
             va_end: self.va_end,
             max_transfer: u64::from(self.engine.max_len),
-            modes: 1 << abi::MODE_PIN,
+            modes: (1 << abi::MODE_PIN) | (1 << abi::MODE_PREFAULT) | (1 << abi::MODE_ON_DEMAND),
         }
     }
 
@@ -202,6 +317,90 @@ impl Session {
     fn register(&self, req: &abi::Reg) -> Result<u32> {
         let v = abi::check_reg(req, &self.limits()).map_err(errno)?;
         self.check_caller()?;
+        if v.mode == abi::MODE_PIN {
+            return self.register_pinned(&v);
+        }
+        // Watch the range before anything can be mapped in it. Inserted without `inner`:
+        // insertion may take mm locks that an invalidation holds while it waits for `inner`.
+        let token = core::ptr::from_ref(self).cast();
+        let notifier = Notifier::insert(self.mm.as_raw(), &v.range, token)?;
+        let handle = {
+            let mut g = self.inner.lock();
+            let inner = &mut *g;
+            let r = if inner.dead {
+                Err(ENODEV)
+            } else {
+                inner.regions.insert(&v).map_err(errno)
+            };
+            match r {
+                Ok(h) => match inner.notifiers.push((h, notifier), GFP_KERNEL) {
+                    Ok(()) => Ok(h),
+                    Err(e) => {
+                        let _ = inner.regions.remove(h);
+                        Err(e.into())
+                    }
+                },
+                Err(e) => Err(e),
+            }
+        };
+        let handle = match handle {
+            Ok(h) => h,
+            Err(e) => {
+                let _g = self.fault_lock.lock();
+                // SAFETY: Not recorded anywhere, so removed once; `fault_lock` held, `inner` not.
+                unsafe { notifier.remove() };
+                return Err(e);
+            }
+        };
+        if v.mode == abi::MODE_PREFAULT {
+            let write = v.access & abi::ACCESS_WRITE != 0;
+            if let Err(e) = self.prefault(&v.range, write, notifier) {
+                let _ = self.deregister(&abi::Dereg { handle, flags: 0 });
+                return Err(e);
+            }
+        }
+        Ok(handle)
+    }
+
+    /// Fault in and map the whole range now (prefault mode), without pinning.
+    fn prefault(&self, range: &Range, write: bool, notifier: Notifier) -> Result {
+        let _g = self.fault_lock.lock();
+        let mut addr = range.start;
+        while addr < range.end {
+            let target = FaultTarget {
+                region: *range,
+                notifier,
+                window: 511,
+                limit: range.end,
+            };
+            let next = self.fault_and_map(addr, write, &target)?;
+            addr = next.max(addr + 1);
+        }
+        Ok(())
+    }
+
+    /// Fault in the window at `addr` and map it, retrying while invalidations race with it.
+    /// Returns the end of what was mapped. Called with `fault_lock` held.
+    fn fault_and_map(&self, addr: u64, write: bool, target: &FaultTarget) -> Result<u64> {
+        loop {
+            let f = odp::fault_in(&self.mm, addr, write, target)?;
+            let mut nodes = odp::reserve_nodes(&f)?;
+            let g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            let mut m = self.map.lock();
+            let ms = &mut *m;
+            let dom = ms.domain.as_ref().ok_or(ENODEV)?;
+            if ms.mirror.map(dom, target.notifier, &f, &mut nodes, |vpn| {
+                g.pages.covers(vpn, write)
+            })? {
+                return Ok(f.end());
+            }
+        }
+    }
+
+    fn register_pinned(&self, v: &abi::ValidReg) -> Result<u32> {
         let mut g = self.inner.lock();
         let inner = &mut *g;
         if inner.dead {
@@ -210,17 +409,15 @@ impl Session {
         if inner.regions.len() >= MAX_REGIONS {
             return Err(ENOSPC);
         }
-        let dom = inner.domain.as_ref().ok_or(ENODEV)?;
+        // Pinning may enter reclaim, which may call the MMU notifier: only `inner` is held.
+        let dom = self.map.lock().domain.clone().ok_or(ENODEV)?;
         let (first, last) = v.range.pages(PAGE_SHIFT as u32);
         let write = v.access & abi::ACCESS_WRITE != 0;
-        inner.pages.map_pinned(dom, first, last, write)?;
-        match inner.regions.insert(&v) {
-            Ok(h) => {
-                inner.counters.regions = inner.regions.len() as u64;
-                Ok(h)
-            }
+        inner.pages.map_pinned(&dom, first, last, write)?;
+        match inner.regions.insert(v) {
+            Ok(h) => Ok(h),
             Err(e) => {
-                inner.pages.unmap_pages(dom, first, last);
+                inner.pages.unmap_pages(&dom, first, last);
                 Err(errno(e))
             }
         }
@@ -228,23 +425,44 @@ impl Session {
 
     fn deregister(&self, req: &abi::Dereg) -> Result {
         let handle = abi::check_dereg(req).map_err(errno)?;
-        let mut g = self.inner.lock();
-        let inner = &mut *g;
-        if inner.dead {
-            return Err(ENODEV);
+        let notifier = {
+            let mut g = self.inner.lock();
+            let inner = &mut *g;
+            if inner.dead {
+                return Err(ENODEV);
+            }
+            let r = inner.regions.remove(handle).map_err(errno)?;
+            let mut notifier = None;
+            if let Some(i) = inner.notifiers.iter().position(|(h, _)| *h == handle) {
+                notifier = Some(inner.notifiers.remove(i)?.1);
+            }
+            if r.mode == abi::MODE_PIN {
+                let dom = self.map.lock().domain.clone();
+                if let Some(dom) = dom {
+                    let (first, last) = r.range.pages(PAGE_SHIFT as u32);
+                    inner.pages.unmap_pages(&dom, first, last);
+                }
+            } else {
+                let mut m = self.map.lock();
+                let ms = &mut *m;
+                if let Some(dom) = ms.domain.as_ref() {
+                    ms.mirror.unmap_range(dom, r.range.start, r.range.end);
+                }
+            }
+            notifier
+        };
+        if let Some(n) = notifier {
+            let _g = self.fault_lock.lock();
+            // SAFETY: Taken out of `notifiers`, so removed once; `fault_lock` held, `inner` not.
+            unsafe { n.remove() };
         }
-        let r = inner.regions.remove(handle).map_err(errno)?;
-        if let Some(dom) = inner.domain.as_ref() {
-            let (first, last) = r.range.pages(PAGE_SHIFT as u32);
-            inner.pages.unmap_pages(dom, first, last);
-        }
-        inner.counters.regions = inner.regions.len() as u64;
         Ok(())
     }
 
     fn start(&self, inner: &mut Inner, s: Start) {
         let e = s.entry;
-        inner.nacked_fault[s.channel as usize] = false;
+        inner.chan_errno[s.channel as usize] = 0;
+        inner.refaults[s.channel as usize] = (0, 0);
         let len = e.copy.src.len() as u32;
         if let Err(err) = self
             .engine
@@ -304,6 +522,14 @@ impl Session {
         self.done.notify_all();
     }
 
+    /// Queue the fault worker (any context).
+    fn kick(&self) {
+        // SAFETY: `self` lives in an `Arc` (sessions are only created by `Arc::pin_init`).
+        let arc: Arc<Session> = unsafe { ArcBorrow::from_raw(self) }.into();
+        // Already queued: the queued run will see this fault too.
+        let _ = workqueue::system_highpri().enqueue(arc);
+    }
+
     /// The engine raised its interrupt for the channels in `pending`.
     pub(crate) fn on_interrupt(&self, pending: u32) {
         let mut g = self.inner.lock();
@@ -322,32 +548,178 @@ impl Session {
                 State::Done => self.finish(inner, n, 0, u64::from(rep.done_bytes)),
                 State::Error => {
                     let err = match rep.status.error {
-                        regs::Error::Aborted if inner.nacked_fault[n as usize] => EFAULT,
-                        regs::Error::Aborted => ECANCELED,
-                        regs::Error::NoMaster => EIO,
-                        _ => EINVAL,
+                        regs::Error::Aborted if inner.chan_errno[n as usize] != 0 => {
+                            inner.chan_errno[n as usize]
+                        }
+                        regs::Error::Aborted => ECANCELED.to_errno(),
+                        regs::Error::NoMaster => EIO.to_errno(),
+                        _ => EINVAL.to_errno(),
                     };
-                    self.finish(inner, n, err.to_errno(), u64::from(rep.done_bytes));
+                    self.finish(inner, n, err, u64::from(rep.done_bytes));
                 }
                 State::Fault => {
-                    // Pinned memory never faults unless the device was handed an address we
-                    // did not map: refuse it.
+                    // The fault worker resolves it (or NACKs it) and resumes the channel.
                     inner.counters.faults += 1;
-                    inner.counters.nacks += 1;
-                    inner.nacked_fault[n as usize] = true;
-                    pr_warn!(
-                        "exanest_dma: channel {} faulted at {:#x} ({}), NACK\n",
-                        n,
-                        rep.fault_addr,
-                        if rep.fault.write { "write" } else { "read" }
-                    );
-                    if self.engine.nack(n).is_err() {
-                        self.finish(inner, n, ENODEV.to_errno(), u64::from(rep.done_bytes));
-                    }
+                    inner.fault_pending |= 1 << n;
+                    self.kick();
                 }
                 _ => {}
             }
         }
+    }
+
+    /// The fault worker: resolve what the IOMMU reported, then service every channel that the
+    /// engine reported in fault-wait (all running ones when IOMMU reports were lost).
+    fn service_faults(&self) {
+        let _g = self.fault_lock.lock();
+        loop {
+            let mut busy = false;
+            while let Some(f) = self.faults.pop() {
+                busy = true;
+                // Errors are the channel's business: it reports the same fault.
+                let _ = self.resolve(f.page, f.write, u64::MAX);
+            }
+            let overflow = self.faults.take_overflow();
+            let pending = {
+                let mut g = self.inner.lock();
+                if g.dead {
+                    return;
+                }
+                let mut p = core::mem::take(&mut g.fault_pending);
+                if overflow {
+                    p |= g.sched.running_mask();
+                }
+                p
+            };
+            for n in 0..self.engine.channels {
+                if pending & (1 << n) != 0 {
+                    busy = true;
+                    self.service_channel(n);
+                }
+            }
+            if !busy {
+                return;
+            }
+        }
+    }
+
+    /// Resolve the fault channel `n` waits on, then resume it, or NACK it with the errno.
+    fn service_channel(&self, n: u32) {
+        let Ok(rep) = self.engine.report(n) else {
+            return;
+        };
+        if rep.status.state != State::Fault {
+            return;
+        }
+        let limit = {
+            let g = self.inner.lock();
+            match g.sched.running(n) {
+                Some(e) if rep.fault.write => e.copy.dst.end,
+                Some(e) => e.copy.src.end,
+                None => u64::MAX,
+            }
+        };
+        let res = match rep.fault.cause {
+            FaultCause::Translation => self.resolve(rep.fault_addr, rep.fault.write, limit),
+            _ => Err(EIO),
+        };
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        if inner.dead {
+            return;
+        }
+        let i = n as usize;
+        let (last, count) = inner.refaults[i];
+        let count = if last == rep.fault_addr { count + 1 } else { 1 };
+        inner.refaults[i] = (rep.fault_addr, count);
+        let res = match res {
+            Ok(()) if count > MAX_REFAULTS => Err(EFAULT),
+            r => r,
+        };
+        match res {
+            Ok(()) => {
+                inner.counters.faults_resolved += 1;
+                if self.engine.resume(n).is_err() {
+                    self.finish(inner, n, ENODEV.to_errno(), u64::from(rep.done_bytes));
+                }
+            }
+            Err(e) => {
+                inner.counters.nacks += 1;
+                inner.chan_errno[i] = e.to_errno();
+                if self.engine.nack(n).is_err() {
+                    self.finish(inner, n, ENODEV.to_errno(), u64::from(rep.done_bytes));
+                }
+            }
+        }
+    }
+
+    /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
+    /// up to `limit`. Called with `fault_lock` held.
+    fn resolve(&self, addr: u64, write: bool, limit: u64) -> Result {
+        let target = {
+            let g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            let vpn = addr >> PAGE_SHIFT;
+            if g.pages.covers(vpn, write) || self.map.lock().mirror.covers(vpn, write) {
+                // Already resolved: both fault sources reported it.
+                return Ok(());
+            }
+            let access = if write {
+                abi::ACCESS_WRITE
+            } else {
+                abi::ACCESS_READ
+            };
+            let one = Range::new(addr, 1, u64::MAX).map_err(errno)?;
+            let h = g
+                .regions
+                .find_with(&one, access, |r| r.mode != abi::MODE_PIN)
+                .map_err(errno)?;
+            let region = g.regions.get(h).ok_or(EFAULT)?.range;
+            let notifier = g
+                .notifiers
+                .iter()
+                .find(|(x, _)| *x == h)
+                .map(|(_, n)| *n)
+                .ok_or(EFAULT)?;
+            FaultTarget {
+                region,
+                notifier,
+                window: g.window,
+                limit,
+            }
+        };
+        self.fault_and_map(addr, write, &target).map(|_| ())
+    }
+
+    /// The MMU notifier callback: unmap what the mm is about to change.
+    fn invalidate(
+        &self,
+        mni: *mut bindings::mmu_interval_notifier,
+        start: u64,
+        end: u64,
+        blockable: bool,
+        cur_seq: usize,
+    ) -> bool {
+        let mut g = if blockable {
+            self.map.lock()
+        } else {
+            match self.map.try_lock() {
+                Some(g) => g,
+                None => return false,
+            }
+        };
+        // SAFETY: `mni` is the notifier of this callback; `map`, the lock that orders it
+        // against `Mirror::map`, is held.
+        unsafe { Notifier::set_seq(mni, cur_seq) };
+        let ms = &mut *g;
+        if let Some(dom) = ms.domain.as_ref() {
+            if ms.mirror.unmap_range(dom, start, end) > 0 {
+                ms.invalidations += 1;
+            }
+        }
+        true
     }
 
     fn wait(&self, req: &abi::Wait) -> Result<(i32, u64)> {
@@ -400,43 +772,70 @@ impl Session {
         let g = self.inner.lock();
         let mut c = g.counters;
         c.regions = g.regions.len() as u64;
-        c.pages_mapped = g.pages.pinned();
+        let m = self.map.lock();
+        c.pages_mapped = g.pages.pinned() + m.mirror.len();
         c.pages_pinned = g.pages.pinned();
+        c.invalidations = m.invalidations;
         c
     }
 
     /// Stop the engine's work for this session and give everything back: end copies, unmap and
     /// unpin every page, detach the domain. Idempotent. Called with `Engine::state` held.
-    fn teardown(&self, status: Error) {
+    /// Returns the notifiers, which the caller removes once it has released `Engine::state`.
+    fn teardown(&self, status: Error) -> KVec<(u32, Notifier)> {
         let mut g = self.inner.lock();
         let inner = &mut *g;
         if inner.dead {
-            return;
+            return KVec::new();
         }
         inner.dead = true;
         // Stop the channels first: no DMA may run once pages go back to the process.
         self.engine.reset();
         inner.sched.abort_all(status.to_errno(), |_| {});
         inner.regions.drain(|_| {});
-        if let Some(dom) = inner.domain.take() {
+        let dom = {
+            let mut m = self.map.lock();
+            let ms = &mut *m;
+            if let Some(dom) = ms.domain.as_ref() {
+                ms.mirror.unmap_range(dom, 0, u64::MAX);
+            }
+            ms.domain.take()
+        };
+        if let Some(dom) = dom {
             inner.pages.clear(&dom);
+            // Detached and freed when the last user drops it, outside `map`.
             drop(dom);
         }
         self.done.notify_all();
+        core::mem::take(&mut inner.notifiers)
     }
 
-    /// The file is closed (last reference), or the device is unbound.
-    pub(crate) fn shutdown(&self, status: Error) {
-        let mut st = self.engine.state.lock();
-        self.teardown(status);
-        if st.owner.as_ref().is_some_and(|o| core::ptr::eq(&**o, self)) {
-            st.owner = None;
+    /// Remove notifiers taken out by `teardown` (without `Engine::state` or `inner`).
+    pub(crate) fn remove_notifiers(&self, notifiers: KVec<(u32, Notifier)>) {
+        let _g = self.fault_lock.lock();
+        for (_, n) in notifiers {
+            // SAFETY: Taken out of `inner.notifiers`, so removed once; `fault_lock` held.
+            unsafe { n.remove() };
         }
     }
 
-    /// Unbind: called with `Engine::state` held by the caller.
-    pub(crate) fn teardown_locked(&self) {
-        self.teardown(ENODEV);
+    /// The file is closed (last reference).
+    pub(crate) fn shutdown(&self, status: Error) {
+        let notifiers = {
+            let mut st = self.engine.state.lock();
+            let n = self.teardown(status);
+            if st.owner.as_ref().is_some_and(|o| core::ptr::eq(&**o, self)) {
+                st.owner = None;
+            }
+            n
+        };
+        self.remove_notifiers(notifiers);
+    }
+
+    /// Unbind: called with `Engine::state` held by the caller, which then removes the returned
+    /// notifiers with [`Session::remove_notifiers`].
+    pub(crate) fn teardown_locked(&self) -> KVec<(u32, Notifier)> {
+        self.teardown(ENODEV)
     }
 
     /// The ioctl entry point.

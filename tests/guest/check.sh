@@ -29,6 +29,8 @@ if [ -e /lib/exanest_dma.ko ]; then
 	exanest-test errors
 	exanest-test twoproc
 	exanest-test poll
+	exanest-test odp
+	exanest-test fork
 	exanest-test teardown
 	# The user library: its C and Rust examples and the CLI.
 	out=$(copy-c 1000003 2>&1); echo "$out"
@@ -41,8 +43,8 @@ if [ -e /lib/exanest_dma.ko ]; then
 	echo "$out" | grep -q "^copies 0 errors 0"; t $? cli-counters-fresh-session "$out"
 	out=$(exanest-cli info 2>&1)
 	echo "$out" | grep -q "channels *4"; t $? cli-info "$out"
-	out=$(exanest-cli copy --mode on-demand 2>&1)
-	echo "$out" | grep -q "not supported"; t $? cli-on-demand-not-yet "$out"
+	out=$(exanest-cli copy --size 8M --mode on-demand 2>&1); echo "$out"
+	echo "$out" | grep -q "8388608 bytes .* data verified"; t $? cli-copy-on-demand "$out"
 	# Unload with an open file is refused; after close it works.
 	exec 3</dev/exanest-dma0
 	rmmod exanest_dma 2>/dev/null; [ $? != 0 ]; t $? driver-unload-refused-while-open "rmmod succeeded"

@@ -9,6 +9,8 @@
  *   exanest-test twoproc     two processes on two instances at once
  *   exanest-test teardown    close and exit with copies in flight, unbind with an open file
  *   exanest-test poll        poll() readiness follows copy completion
+ *   exanest-test odp         on-demand and prefault modes: faults, NACKs, invalidations
+ *   exanest-test fork        DMA after fork lands in the parent's copy
  *   exanest-test demo        one copy through the SMMU, verified, with the counters
  */
 #include <dirent.h>
@@ -25,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,15 +51,21 @@ static int xioctl(int fd, unsigned long cmd, void *arg)
 	return ioctl(fd, cmd, arg) ? -errno : 0;
 }
 
-static int reg(int fd, const void *addr, uint64_t len, uint32_t access, uint32_t *handle)
+static int reg_mode(int fd, const void *addr, uint64_t len, uint32_t access, uint32_t mode,
+		    uint32_t *handle)
 {
 	struct exanest_dma_reg r = { .addr = (uintptr_t)addr, .length = len, .access = access,
-				     .mode = EXANEST_DMA_MODE_PIN };
+				     .mode = mode };
 	int ret = xioctl(fd, EXANEST_DMA_IOC_REG, &r);
 
 	if (!ret && handle)
 		*handle = r.handle;
 	return ret;
+}
+
+static int reg(int fd, const void *addr, uint64_t len, uint32_t access, uint32_t *handle)
+{
+	return reg_mode(fd, addr, len, access, EXANEST_DMA_MODE_PIN, handle);
 }
 
 static int dereg(int fd, uint32_t handle)
@@ -300,11 +309,7 @@ static void t_errors(void)
 	EXPECT("reg-unknown-flag", xioctl(fd, EXANEST_DMA_IOC_REG, &r), EINVAL);
 	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = 1, .reserved = { 0, 1 } };
 	EXPECT("reg-reserved", xioctl(fd, EXANEST_DMA_IOC_REG, &r), EINVAL);
-	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = 1, .mode = EXANEST_DMA_MODE_ON_DEMAND };
-	EXPECT("reg-on-demand-not-yet", xioctl(fd, EXANEST_DMA_IOC_REG, &r), EOPNOTSUPP);
-	r.mode = EXANEST_DMA_MODE_PREFAULT;
-	EXPECT("reg-prefault-not-yet", xioctl(fd, EXANEST_DMA_IOC_REG, &r), EOPNOTSUPP);
-	r.mode = 7;
+	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = 1, .mode = 7 };
 	EXPECT("reg-bad-mode", xioctl(fd, EXANEST_DMA_IOC_REG, &r), EINVAL);
 	big = mmap(NULL, 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	EXPECT("reg-prot-none", reg(fd, big, 8192, EXANEST_DMA_ACCESS_READ, NULL), EFAULT);
@@ -537,6 +542,174 @@ static void t_poll(void)
 	munmap(buf, 2 * LEN);
 }
 
+static struct exanest_dma_counters counters(int fd)
+{
+	struct exanest_dma_counters c = { 0 };
+
+	xioctl(fd, EXANEST_DMA_IOC_COUNTERS, &c);
+	return c;
+}
+
+/* Copy and wait; returns the copy's status (0 or -errno), or the ioctl error. */
+static int copy_wait(int fd, const void *src, void *dst, uint64_t len)
+{
+	uint64_t cookie;
+	int st = -1, ret = copy(fd, src, dst, len, &cookie);
+
+	if (ret)
+		return ret;
+	ret = wait_cookie(fd, cookie, 20000000000ll, &st, NULL);
+	return ret ? ret : st;
+}
+
+/* On-demand paging: nothing is pinned or mapped until the engine faults. */
+static void t_odp(void)
+{
+	enum { LEN = 4 << 20 };
+	int fd = dev_open(0), st;
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN), *ro, *none;
+	uint32_t hs, hd, h;
+	struct exanest_dma_counters c0, c1;
+
+	if (fd < 0 || !src || !dst) {
+		result(0, "odp-setup", "%s", strerror(errno));
+		return;
+	}
+	/* Untouched source (reads as zero) and untouched destination. */
+	EXPECT("odp-reg-src", reg_mode(fd, src, LEN, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_ON_DEMAND, &hs), 0);
+	EXPECT("odp-reg-dst", reg_mode(fd, dst, LEN, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_ON_DEMAND, &hd), 0);
+	c0 = counters(fd);
+	result(c0.pages_mapped == 0 && c0.pages_pinned == 0, "odp-nothing-mapped-at-registration",
+	       "mapped %llu pinned %llu", (unsigned long long)c0.pages_mapped,
+	       (unsigned long long)c0.pages_pinned);
+	memset(dst, 0x5a, 64); /* touch one page of the destination only */
+	st = copy_wait(fd, src, dst, LEN);
+	c1 = counters(fd);
+	result(st == 0 && dst[0] == 0 && dst[LEN - 1] == 0 && !memcmp(dst, src, LEN),
+	       "odp-untouched-source-reads-zero", "status %d", st);
+	result(c1.faults > 0 && c1.faults_resolved == c1.faults && c1.pages_pinned == 0,
+	       "odp-faults-resolved-nothing-pinned", "faults %llu resolved %llu pinned %llu",
+	       (unsigned long long)c1.faults, (unsigned long long)c1.faults_resolved,
+	       (unsigned long long)c1.pages_pinned);
+	printf("odp: %llu faults resolved for %d MiB, %llu pages mapped\n",
+	       (unsigned long long)c1.faults_resolved, LEN >> 20, (unsigned long long)c1.pages_mapped);
+
+	/* Source written by the CPU now: the DMA must see the new data (the zero page that was
+	 * mapped is replaced: the CPU's write faults, the notifier unmaps it). */
+	fill(src, LEN, 77);
+	st = copy_wait(fd, src, dst, LEN);
+	result(st == 0 && !memcmp(dst, src, LEN), "odp-sees-cpu-writes", "status %d", st);
+	result(counters(fd).invalidations > c1.invalidations, "odp-cow-invalidates", NULL);
+
+	/* madvise(DONTNEED) on the destination: unmapped, then refaulted by the next DMA. */
+	madvise(dst, LEN, MADV_DONTNEED);
+	result(dst[100] == 0, "odp-dontneed-zeroes", NULL);
+	c0 = counters(fd);
+	st = copy_wait(fd, src, dst, LEN);
+	c1 = counters(fd);
+	result(st == 0 && !memcmp(dst, src, LEN) && c1.faults > c0.faults, "odp-dontneed-refaults",
+	       "status %d faults %llu -> %llu", st, (unsigned long long)c0.faults,
+	       (unsigned long long)c1.faults);
+
+	/* mprotect: a read-only destination gets a NACK with EACCES; writable again, it works. */
+	mprotect(dst, LEN, PROT_READ);
+	st = copy_wait(fd, src, dst, LEN);
+	result(st == -EACCES, "odp-mprotect-readonly-eacces", "status %d", st);
+	mprotect(dst, LEN, PROT_READ | PROT_WRITE);
+	memset(dst, 0, LEN);
+	st = copy_wait(fd, src, dst, LEN);
+	result(st == 0 && !memcmp(dst, src, LEN), "odp-mprotect-restored", "status %d", st);
+	dereg(fd, hs);
+	dereg(fd, hd);
+
+	/* A read-only mapping registered as destination: NACK, EACCES; the process goes on. */
+	ro = mmap(NULL, 1 << 20, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg_mode(fd, src, LEN, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_ON_DEMAND, &hs);
+	EXPECT("odp-reg-readonly-dst", reg_mode(fd, ro, 1 << 20, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_ON_DEMAND, &h), 0);
+	st = copy_wait(fd, src, ro, 1 << 20);
+	result(st == -EACCES, "odp-readonly-dst-nack-eacces", "status %d", st);
+	dereg(fd, h);
+	/* PROT_NONE source: EACCES. */
+	none = mmap(NULL, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg_mode(fd, dst, LEN, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_ON_DEMAND, &hd);
+	EXPECT("odp-reg-prot-none", reg_mode(fd, none, 1 << 20, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_ON_DEMAND, &h), 0);
+	st = copy_wait(fd, none, dst, 1 << 20);
+	result(st == -EACCES, "odp-prot-none-nack-eacces", "status %d", st);
+	dereg(fd, h);
+	/* Unmapped after registration: EFAULT. */
+	EXPECT("odp-reg-then-unmap", reg_mode(fd, none, 1 << 20, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_ON_DEMAND, &h), 0);
+	munmap(none, 1 << 20);
+	st = copy_wait(fd, none, dst, 1 << 20);
+	result(st == -EFAULT, "odp-unmapped-nack-efault", "status %d", st);
+	dereg(fd, h);
+	/* The session still works after the NACKs. */
+	st = copy_wait(fd, src, dst, LEN);
+	result(st == 0 && !memcmp(dst, src, LEN), "odp-works-after-nacks", "status %d", st);
+	dereg(fd, hs);
+	dereg(fd, hd);
+
+	/* Prefault: mapped at registration, not pinned; the copy takes no fault. */
+	{
+		uint8_t *p = big_alloc(LEN), *q = big_alloc(LEN);
+
+		fill(p, LEN, 5);
+		EXPECT("prefault-reg-src", reg_mode(fd, p, LEN, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_PREFAULT, &hs), 0);
+		EXPECT("prefault-reg-dst", reg_mode(fd, q, LEN, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_PREFAULT, &hd), 0);
+		c0 = counters(fd);
+		st = copy_wait(fd, p, q, LEN);
+		c1 = counters(fd);
+		result(st == 0 && !memcmp(p, q, LEN) && c1.faults == c0.faults &&
+		       c0.pages_mapped >= 2 * (LEN >> 12) && c0.pages_pinned == 0,
+		       "prefault-no-faults-no-pins", "status %d faults %llu -> %llu mapped %llu pinned %llu",
+		       st, (unsigned long long)c0.faults, (unsigned long long)c1.faults,
+		       (unsigned long long)c0.pages_mapped, (unsigned long long)c0.pages_pinned);
+		dereg(fd, hs);
+		dereg(fd, hd);
+	}
+	close(fd);
+}
+
+/* fork: parent and child write after fork; the DMA lands in the parent's copy only. */
+static void t_fork(void)
+{
+	enum { LEN = 1 << 20 };
+	int fd = dev_open(0), st = -1, status = -1;
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	uint32_t hs, hd;
+	int pipefd[2];
+	pid_t pid;
+	char c;
+
+	fill(src, LEN, 9);
+	memset(dst, 1, LEN);
+	reg_mode(fd, src, LEN, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_ON_DEMAND, &hs);
+	reg_mode(fd, dst, LEN, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_ON_DEMAND, &hd);
+	st = copy_wait(fd, src, dst, LEN); /* dst mapped for the device */
+	if (pipe(pipefd))
+		return;
+	pid = fork();
+	if (!pid) {
+		/* Child: write its copy, wait for the parent's DMA, check it kept its own data. */
+		memset(dst, 2, LEN);
+		if (read(pipefd[0], &c, 1) != 1)
+			_exit(3);
+		for (int i = 0; i < LEN; i++)
+			if (dst[i] != 2)
+				_exit(1);
+		_exit(0);
+	}
+	memset(dst, 3, LEN); /* parent writes after fork: COW, the device mapping must follow */
+	fill(src, LEN, 10);
+	st = copy_wait(fd, src, dst, LEN);
+	if (write(pipefd[1], "x", 1) != 1)
+		perror("write");
+	waitpid(pid, &status, 0);
+	result(st == 0 && !memcmp(src, dst, LEN), "fork-dma-lands-in-parent", "status %d", st);
+	result(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork-child-copy-untouched",
+	       "child status %#x", status);
+	close(fd);
+}
+
 static void t_demo(void)
 {
 	enum { LEN = 1 << 20 };
@@ -598,8 +771,12 @@ int main(int argc, char **argv)
 		t_demo();
 	else if (!strcmp(cmd, "poll"))
 		t_poll();
+	else if (!strcmp(cmd, "odp"))
+		t_odp();
+	else if (!strcmp(cmd, "fork"))
+		t_fork();
 	else {
-		fprintf(stderr, "usage: %s copy|channels|errors|twoproc|teardown|poll|demo\n", argv[0]);
+		fprintf(stderr, "usage: %s copy|channels|errors|twoproc|teardown|poll|odp|fork|demo\n", argv[0]);
 		return 2;
 	}
 	return failures ? 1 : 0;

@@ -56,7 +56,7 @@ impl<const N: usize> FaultQueue<N> {
     }
 
     fn encode(f: Fault) -> u64 {
-        f.page | f.write as u64
+        f.page | u64::from(f.write)
     }
 
     /// Producer: record a fault on the page holding `iova`. Returns false when it was already

@@ -120,8 +120,18 @@ impl<const N: usize> RegionTable<N> {
     /// The handle of a region that contains all of `range` and allows `access`.
     /// `Fault` when no region contains it, `Acces` when those that do lack the access.
     pub fn find(&self, range: &Range, access: u32) -> Result<u32, Errno> {
+        self.find_with(range, access, |_| true)
+    }
+
+    /// [`RegionTable::find`] among the regions for which `pred` holds.
+    pub fn find_with(
+        &self,
+        range: &Range,
+        access: u32,
+        pred: impl Fn(&Region) -> bool,
+    ) -> Result<u32, Errno> {
         let mut contained = false;
-        for r in self.iter() {
+        for r in self.iter().filter(|r| pred(r)) {
             if r.range.contains(range) {
                 if r.access & access == access {
                     return Ok(r.handle);
@@ -181,6 +191,10 @@ mod tests {
         assert_eq!(t.find(&r(0x1800, 0x100), ACCESS_WRITE), Err(Errno::Acces));
         assert_eq!(t.find(&r(0x3800, 0x1000), ACCESS_READ), Err(Errno::Fault));
         assert_eq!(t.find(&r(0x20000, 1), ACCESS_READ), Err(Errno::Fault));
+        assert_eq!(
+            t.find_with(&r(0x1800, 0x100), ACCESS_READ, |x| x.handle != a),
+            Err(Errno::Fault)
+        );
         t.hold(a).unwrap();
         assert_eq!(t.remove(a), Err(Errno::Busy));
         t.release(a);

@@ -91,6 +91,22 @@ impl<const C: usize, const Q: usize> Scheduler<C, Q> {
             .count()
     }
 
+    /// The copy running on `channel`.
+    pub fn running(&self, channel: u32) -> Option<&Entry> {
+        self.entries
+            .iter()
+            .flatten()
+            .find(|e| e.state == CopyState::Running(channel))
+    }
+
+    /// Bit n set when channel n runs a copy.
+    pub fn running_mask(&self) -> u32 {
+        self.entries.iter().flatten().fold(0, |m, e| match e.state {
+            CopyState::Running(c) => m | (1 << c),
+            _ => m,
+        })
+    }
+
     /// Whether a finished copy waits to be collected.
     pub fn has_done(&self) -> bool {
         self.entries
@@ -235,6 +251,9 @@ mod tests {
         assert_eq!(s1.unwrap().channel, 0);
         assert_eq!(s2.unwrap().channel, 1);
         assert!(s3.is_none());
+        assert_eq!(s.running_mask(), 0b11);
+        assert_eq!(s.running(1).map(|e| e.cookie), Some(c2));
+        assert!(s.running(2).is_none());
         assert_eq!(s.reap(c3), Ok(None));
         assert!(!s.has_done());
         let (ended, next) = s.complete(1, 0, 4096);
