@@ -155,7 +155,7 @@ impl Mirror {
     }
 
     /// Map the faulted pages, unless an invalidation ran since they were faulted in (then the
-    /// caller faults again). Returns false to ask for a retry. `skip(vpn)` is true for pages
+    /// caller faults again). Returns the pages newly mapped, or `None` to ask for a retry. `skip(vpn)` is true for pages
     /// the domain already maps otherwise (pinned).
     ///
     /// Runs under `Session::map`, which the notifier takes: it allocates nothing that could
@@ -167,11 +167,12 @@ impl Mirror {
         f: &Faulted,
         nodes: &mut KVec<RBTreeNodeReservation<u64, bool>>,
         skip: impl Fn(u64) -> bool,
-    ) -> Result<bool> {
+    ) -> Result<Option<u64>> {
         // SAFETY: `mni` is live: the caller holds `fault_lock`.
         if unsafe { exanest_shim_read_retry(mni.raw(), f.seq) } {
-            return Ok(false);
+            return Ok(None);
         }
+        let mut mapped = 0;
         for (i, &hpfn) in f.pfns.iter().enumerate() {
             let vpn = f.first + i as u64;
             if skip(vpn) {
@@ -196,8 +197,9 @@ impl Mirror {
             };
             dom.map(vpn << PAGE_SHIFT, phys, prot, true)?;
             self.tree.insert(node.into_node(vpn, writable));
+            mapped += 1;
         }
-        Ok(true)
+        Ok(Some(mapped))
     }
 
     /// Unmap every mirrored page in `[start, end)` (bytes). Returns the pages unmapped.

@@ -17,6 +17,7 @@ use crate::odp::{self, FaultTarget, Mirror, Notifier};
 use crate::region::RegionTable;
 use crate::regs::{self, FaultCause, State};
 use crate::sched::{Scheduler, Start};
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     bindings,
     fs::File,
@@ -181,6 +182,8 @@ pub(crate) struct Session {
     done: PollCondVar,
     /// Filled by the IOMMU fault handler, drained by the fault worker.
     faults: FaultQueue<FAULT_QUEUE>,
+    /// Faults the IOMMU fault handler was called for.
+    iommu_faults: AtomicU64,
     /// The fault worker.
     #[pin]
     work: Work<Session>,
@@ -219,6 +222,7 @@ unsafe extern "C" fn exanest_iommu_fault(
     // session.
     let session = unsafe { ArcBorrow::<Session>::from_raw(token.cast()) };
     let write = flags as u32 & bindings::IOMMU_FAULT_WRITE != 0;
+    session.iommu_faults.fetch_add(1, Ordering::Relaxed);
     session.faults.push(iova as u64, write, PAGE_SHIFT as u32);
     session.kick();
     0
@@ -265,6 +269,7 @@ impl Session {
                 }, "Session::map"),
                 done <- new_poll_condvar!("Session::done"),
                 faults: FaultQueue::new(),
+                iommu_faults: AtomicU64::new(0),
                 work <- new_work!("Session::work"),
                 fault_lock <- new_mutex!((), "Session::fault_lock"),
             }? Error),
@@ -373,29 +378,33 @@ impl Session {
                 window: 511,
                 limit: range.end,
             };
-            let next = self.fault_and_map(addr, write, &target)?;
+            let (next, _) = self.fault_and_map(addr, write, &target)?;
             addr = next.max(addr + 1);
         }
         Ok(())
     }
 
     /// Fault in the window at `addr` and map it, retrying while invalidations race with it.
-    /// Returns the end of what was mapped. Called with `fault_lock` held.
-    fn fault_and_map(&self, addr: u64, write: bool, target: &FaultTarget) -> Result<u64> {
+    /// Returns the end of what was faulted in and the pages newly mapped. Called with
+    /// `fault_lock` held.
+    fn fault_and_map(&self, addr: u64, write: bool, target: &FaultTarget) -> Result<(u64, u64)> {
         loop {
             let f = odp::fault_in(&self.mm, addr, write, target)?;
             let mut nodes = odp::reserve_nodes(&f)?;
-            let g = self.inner.lock();
+            let mut g = self.inner.lock();
             if g.dead {
                 return Err(ENODEV);
             }
             let mut m = self.map.lock();
             let ms = &mut *m;
             let dom = ms.domain.as_ref().ok_or(ENODEV)?;
-            if ms.mirror.map(dom, target.notifier, &f, &mut nodes, |vpn| {
-                g.pages.covers(vpn, write)
-            })? {
-                return Ok(f.end());
+            let pages = &g.pages;
+            let mapped = ms.mirror.map(dom, target.notifier, &f, &mut nodes, |vpn| {
+                pages.covers(vpn, write)
+            })?;
+            if let Some(n) = mapped {
+                g.counters.pages_resolved += n;
+                return Ok((f.end(), n));
             }
         }
     }
@@ -639,6 +648,7 @@ impl Session {
         match res {
             Ok(()) => {
                 inner.counters.faults_resolved += 1;
+                inner.counters.retransmissions += 1;
                 if self.engine.resume(n).is_err() {
                     self.finish(inner, n, ENODEV.to_errno(), u64::from(rep.done_bytes));
                 }
@@ -690,7 +700,9 @@ impl Session {
                 limit,
             }
         };
-        self.fault_and_map(addr, write, &target).map(|_| ())
+        let (_, mapped) = self.fault_and_map(addr, write, &target)?;
+        self.inner.lock().counters.touch_ahead_pages += mapped.saturating_sub(1);
+        Ok(())
     }
 
     /// The MMU notifier callback: unmap what the mm is about to change.
@@ -776,6 +788,7 @@ impl Session {
         c.pages_mapped = g.pages.pinned() + m.mirror.len();
         c.pages_pinned = g.pages.pinned();
         c.invalidations = m.invalidations;
+        c.iommu_faults = self.iommu_faults.load(Ordering::Relaxed);
         c
     }
 

@@ -16,6 +16,12 @@ for m in /lib/modules/*/kernel/lib/test_hmm.ko; do
 	insmod "$m" && rmmod test_hmm; t $? kernel-module-load-unload "test_hmm.ko"
 done
 
+# Swap on zram, for the on-demand paging swap test.
+if [ -e /sys/block/zram0/disksize ] || { [ -e /sys/class/zram-control/hot_add ] && cat /sys/class/zram-control/hot_add >/dev/null; }; then
+	echo 256M >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0
+	t $? zram-swap-on "zram swap set-up failed"
+fi
+
 # The driver.
 if [ -e /lib/exanest_dma.ko ]; then
 	# The module's KUnit suites run at load and print KTAP at info level: show it on the console.
@@ -31,6 +37,8 @@ if [ -e /lib/exanest_dma.ko ]; then
 	exanest-test poll
 	exanest-test odp
 	exanest-test fork
+	exanest-test odp-more
+	exanest-test isolation
 	exanest-test teardown
 	# The user library: its C and Rust examples and the CLI.
 	out=$(copy-c 1000003 2>&1); echo "$out"

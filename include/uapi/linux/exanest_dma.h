@@ -87,11 +87,15 @@ struct exanest_dma_counters {
 	__u64 regions;		/* regions registered now */
 	__u64 pages_mapped;	/* pages mapped in the IOMMU domain now */
 	__u64 pages_pinned;	/* pages pinned now */
-	__u64 faults;		/* engine faults taken */
+	__u64 faults;		/* engine faults taken (channel stopped in fault-wait) */
 	__u64 faults_resolved;	/* faults resolved and resumed */
-	__u64 nacks;		/* faults NACKed */
-	__u64 invalidations;	/* MMU-notifier invalidations that touched a region */
-	__u64 reserved[6];
+	__u64 nacks;		/* faults NACKed (the copy ends with the errno) */
+	__u64 invalidations;	/* MMU-notifier invalidations that unmapped pages */
+	__u64 iommu_faults;	/* faults the IOMMU reported (the engine reports them too) */
+	__u64 pages_resolved;	/* pages faulted in and mapped on demand */
+	__u64 touch_ahead_pages;	/* of which past the faulting page */
+	__u64 retransmissions;	/* RESUMEs after a resolved fault */
+	__u64 reserved[2];
 };
 
 #define EXANEST_DMA_IOC_MAGIC	0xE5

@@ -180,10 +180,18 @@ pub struct Counters {
     pub faults_resolved: u64,
     /// Faults NACKed.
     pub nacks: u64,
-    /// Invalidations that touched a region.
+    /// Invalidations that unmapped pages.
     pub invalidations: u64,
+    /// Faults the IOMMU reported.
+    pub iommu_faults: u64,
+    /// Pages faulted in and mapped on demand.
+    pub pages_resolved: u64,
+    /// Of which past the faulting page.
+    pub touch_ahead_pages: u64,
+    /// RESUMEs after a resolved fault.
+    pub retransmissions: u64,
     /// Zero.
-    pub reserved: [u64; 6],
+    pub reserved: [u64; 2],
 }
 
 /// Limits a request is checked against.

@@ -143,7 +143,8 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
             let c = dev.counters()?;
             println!(
                 "copies {} errors {} bytes {} regions {} pages-mapped {} pages-pinned {} faults {} \
-                 faults-resolved {} nacks {} invalidations {}",
+                 faults-resolved {} nacks {} invalidations {} iommu-faults {} pages-resolved {} \
+                 touch-ahead-pages {} retransmissions {}",
                 c.copies,
                 c.copy_errors,
                 c.bytes,
@@ -153,7 +154,11 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
                 c.faults,
                 c.faults_resolved,
                 c.nacks,
-                c.invalidations
+                c.invalidations,
+                c.iommu_faults,
+                c.pages_resolved,
+                c.touch_ahead_pages,
+                c.retransmissions
             );
             Ok(true)
         }
