@@ -7,6 +7,7 @@
 #include <linux/hmm.h>
 #include <linux/jiffies.h>
 #include <linux/iommu.h>
+#include <linux/irq_work.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
@@ -147,3 +148,35 @@ void exanest_shim_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_s
 {
 	mmu_interval_set_seq(mni, cur_seq);
 }
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/* KUnit: run fn(arg) in hard-IRQ context (an irq_work raised on this CPU); report if it was. */
+struct exanest_hardirq_call {
+	struct irq_work work;
+	void (*fn)(void *arg);
+	void *arg;
+	bool in_hardirq;
+};
+
+static void exanest_hardirq_fn(struct irq_work *work)
+{
+	struct exanest_hardirq_call *c = container_of(work, struct exanest_hardirq_call, work);
+
+	c->in_hardirq = in_hardirq();
+	c->fn(c->arg);
+}
+
+bool exanest_shim_call_in_hardirq(void (*fn)(void *arg), void *arg)
+{
+	struct exanest_hardirq_call c = {
+		.work = IRQ_WORK_INIT_HARD(exanest_hardirq_fn),
+		.fn = fn,
+		.arg = arg,
+	};
+
+	if (!irq_work_queue(&c.work))
+		return false;
+	irq_work_sync(&c.work);
+	return c.in_hardirq;
+}
+#endif

@@ -30,6 +30,7 @@ struct mmu_interval_notifier *exanest_shim_notifier_insert(struct mm_struct *mm,
 							   int *err);
 void exanest_shim_notifier_remove(struct mmu_interval_notifier *mni);
 void exanest_shim_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_seq);
+bool exanest_shim_call_in_hardirq(void (*fn)(void *arg), void *arg);
 
 /* Defined in Rust (session.rs, odp.rs). */
 __poll_t exanest_rust_poll(struct file *file, struct poll_table_struct *pt);

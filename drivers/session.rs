@@ -119,6 +119,8 @@ unsafe impl FromBytes for abi::Wait {}
 unsafe impl AsBytes for abi::Wait {}
 // SAFETY: See above.
 unsafe impl AsBytes for abi::Counters {}
+// SAFETY: See above.
+unsafe impl FromBytes for abi::Advise {}
 
 /// The kernel error for each ABI error.
 pub(crate) fn errno(e: Errno) -> Error {
@@ -160,8 +162,6 @@ struct Inner {
     chan_errno: [i32; MAX_CH],
     /// Last fault address of each channel and how often it came back.
     refaults: [(u64, u32); MAX_CH],
-    /// Touch-ahead window in pages.
-    window: u64,
     counters: abi::Counters,
 }
 
@@ -222,10 +222,30 @@ unsafe extern "C" fn exanest_iommu_fault(
     // session.
     let session = unsafe { ArcBorrow::<Session>::from_raw(token.cast()) };
     let write = flags as u32 & bindings::IOMMU_FAULT_WRITE != 0;
-    session.iommu_faults.fetch_add(1, Ordering::Relaxed);
-    session.faults.push(iova as u64, write, PAGE_SHIFT as u32);
-    session.kick();
+    record_fault(
+        &session.faults,
+        &session.iommu_faults,
+        iova as u64,
+        write,
+        || session.kick(),
+    );
     0
+}
+
+/// The part of the IOMMU fault handler that must be safe in hard-IRQ context: count, record
+/// (deduplicated, no allocation), and kick the worker.
+fn record_fault(
+    queue: &FaultQueue<FAULT_QUEUE>,
+    count: &AtomicU64,
+    iova: u64,
+    write: bool,
+    kick: impl FnOnce(),
+) {
+    count.fetch_add(1, Ordering::Relaxed);
+    queue.push(iova, write, PAGE_SHIFT as u32);
+    // Even when the push was a duplicate or overflowed: a kick of a queued worker is free,
+    // and after an overflow the worker must look at every channel.
+    kick();
 }
 
 impl Session {
@@ -259,7 +279,6 @@ impl Session {
                     fault_pending: 0,
                     chan_errno: [0; MAX_CH],
                     refaults: [(0, 0); MAX_CH],
-                    window: DEFAULT_WINDOW,
                     counters: abi::Counters::default(),
                 }, "Session::inner"),
                 map <- new_mutex!(MapState {
@@ -294,6 +313,7 @@ impl Session {
             va_end: self.va_end,
             max_transfer: u64::from(self.engine.max_len),
             modes: (1 << abi::MODE_PIN) | (1 << abi::MODE_PREFAULT) | (1 << abi::MODE_ON_DEMAND),
+            default_window: DEFAULT_WINDOW as u32,
         }
     }
 
@@ -359,7 +379,11 @@ impl Session {
         };
         if v.mode == abi::MODE_PREFAULT {
             let write = v.access & abi::ACCESS_WRITE != 0;
-            if let Err(e) = self.prefault(&v.range, write, notifier) {
+            let res = {
+                let _g = self.fault_lock.lock();
+                self.prefault(&v.range, &v.range, write, notifier)
+            };
+            if let Err(e) = res {
                 let _ = self.deregister(&abi::Dereg { handle, flags: 0 });
                 return Err(e);
             }
@@ -367,15 +391,15 @@ impl Session {
         Ok(handle)
     }
 
-    /// Fault in and map the whole range now (prefault mode), without pinning.
-    fn prefault(&self, range: &Range, write: bool, notifier: Notifier) -> Result {
-        let _g = self.fault_lock.lock();
+    /// Fault in and map `range` of `region` now (prefault mode, advise), without pinning.
+    /// Called with `fault_lock` held.
+    fn prefault(&self, range: &Range, region: &Range, write: bool, notifier: Notifier) -> Result {
         let mut addr = range.start;
         while addr < range.end {
             let target = FaultTarget {
-                region: *range,
+                region: *region,
                 notifier,
-                window: 511,
+                window: u64::from(abi::MAX_WINDOW),
                 limit: range.end,
             };
             let (next, _) = self.fault_and_map(addr, write, &target)?;
@@ -686,7 +710,8 @@ impl Session {
                 .regions
                 .find_with(&one, access, |r| r.mode != abi::MODE_PIN)
                 .map_err(errno)?;
-            let region = g.regions.get(h).ok_or(EFAULT)?.range;
+            let r = g.regions.get(h).ok_or(EFAULT)?;
+            let (region, window) = (r.range, u64::from(r.window));
             let notifier = g
                 .notifiers
                 .iter()
@@ -696,13 +721,45 @@ impl Session {
             FaultTarget {
                 region,
                 notifier,
-                window: g.window,
+                window,
                 limit,
             }
         };
         let (_, mapped) = self.fault_and_map(addr, write, &target)?;
         self.inner.lock().counters.touch_ahead_pages += mapped.saturating_sub(1);
         Ok(())
+    }
+
+    /// EXANEST_DMA_IOC_ADVISE: map a sub-range of a prefault or on-demand region now.
+    fn advise(&self, req: &abi::Advise) -> Result {
+        let (range, write) = abi::check_advise(req, &self.limits()).map_err(errno)?;
+        self.check_caller()?;
+        let _f = self.fault_lock.lock();
+        let (region, notifier) = {
+            let g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            let access = if write {
+                abi::ACCESS_WRITE
+            } else {
+                abi::ACCESS_READ
+            };
+            let h = g.regions.find(&range, access).map_err(errno)?;
+            let r = g.regions.get(h).ok_or(EFAULT)?;
+            if r.mode == abi::MODE_PIN {
+                // Pinned regions are mapped from registration on.
+                return Ok(());
+            }
+            let n = g
+                .notifiers
+                .iter()
+                .find(|(x, _)| *x == h)
+                .map(|(_, n)| *n)
+                .ok_or(EFAULT)?;
+            (r.range, n)
+        };
+        self.prefault(&range, &region, write, notifier)
     }
 
     /// The MMU notifier callback: unmap what the mm is about to change.
@@ -894,6 +951,10 @@ impl Session {
             abi::IOC_COUNTERS => {
                 slice.writer().write(&this.counters())?;
             }
+            abi::IOC_ADVISE => {
+                let req: abi::Advise = slice.reader().read()?;
+                this.advise(&req)?;
+            }
             _ => return Err(ENOTTY),
         }
         Ok(0)
@@ -903,13 +964,14 @@ impl Session {
 #[kunit_tests(exanest_dma_session)]
 mod tests {
     use super::*;
-    use crate::abi::{Range, ValidCopy, ValidReg};
+    use crate::abi::{ValidCopy, ValidReg};
 
     fn vreg(start: u64, len: u64, access: u32) -> ValidReg {
         ValidReg {
             range: Range::new(start, len, 1 << 48).unwrap(),
             access,
             mode: abi::MODE_PIN,
+            window: 0,
         }
     }
 
@@ -926,6 +988,82 @@ mod tests {
         assert_eq!(errno(Errno::TooBig), E2BIG);
         assert_eq!(errno(Errno::OpNotSupp), EOPNOTSUPP);
         assert_eq!(errno(Errno::Busy), EBUSY);
+    }
+
+    /// The IOMMU fault handler's recording path, called from hard-IRQ context (as arm-smmu
+    /// calls it on the QFDB): it allocates nothing and takes no sleeping lock (lockdep and
+    /// DEBUG_ATOMIC_SLEEP would report it), and the worker it queues from there runs.
+    #[test]
+    fn fault_handler_records_from_hard_irq() {
+        use kernel::sync::Completion;
+        #[pin_data]
+        struct Ctx {
+            q: FaultQueue<FAULT_QUEUE>,
+            n: AtomicU64,
+            #[pin]
+            ran: Completion,
+            #[pin]
+            work: Work<Ctx>,
+        }
+        impl_has_work! { impl HasWork<Self> for Ctx { self.work } }
+        impl WorkItem for Ctx {
+            type Pointer = Arc<Ctx>;
+            fn run(this: Arc<Ctx>) {
+                this.ran.complete_all();
+            }
+        }
+        extern "C" fn in_irq(arg: *mut core::ffi::c_void) {
+            // SAFETY: `arg` is the `Ctx` below, alive until `call_in_hardirq` returned.
+            let ctx = unsafe { ArcBorrow::<Ctx>::from_raw(arg.cast()) };
+            let kick = || {
+                let _ = workqueue::system_highpri().enqueue(Arc::<Ctx>::from(ctx));
+            };
+            record_fault(&ctx.q, &ctx.n, 0x7f12_3456_7abc, true, kick);
+            record_fault(&ctx.q, &ctx.n, 0x7f12_3456_7000, false, || {});
+            record_fault(&ctx.q, &ctx.n, 0x7f12_3456_9000, false, || {});
+        }
+        extern "C" {
+            fn exanest_shim_call_in_hardirq(
+                f: extern "C" fn(*mut core::ffi::c_void),
+                arg: *mut core::ffi::c_void,
+            ) -> bool;
+        }
+        let ctx = Arc::pin_init(
+            pin_init!(Ctx {
+                q: FaultQueue::new(),
+                n: AtomicU64::new(0),
+                ran <- Completion::new(),
+                work <- new_work!("test"),
+            }),
+            GFP_KERNEL,
+        )
+        .unwrap();
+        let arg = core::ptr::from_ref::<Ctx>(&ctx).cast_mut().cast();
+        // SAFETY: `ctx` outlives the call, which waits for the irq_work to finish.
+        let hard = unsafe { exanest_shim_call_in_hardirq(in_irq, arg) };
+        assert!(hard);
+        ctx.ran.wait_for_completion();
+        assert_eq!(ctx.n.load(Ordering::Relaxed), 3);
+        // The read of the page already queued for a write is a duplicate.
+        assert_eq!(ctx.q.len(), 2);
+        let f = ctx.q.pop().unwrap();
+        assert_eq!((f.page, f.write), (0x7f12_3456_7000, true));
+        assert_eq!(ctx.q.pop().map(|f| f.page), Some(0x7f12_3456_9000));
+    }
+
+    /// The touch-ahead planner as compiled into the module.
+    #[test]
+    fn touch_ahead_in_kernel() {
+        let r = |s, l| Range::new(s, l, 1 << 48).unwrap();
+        let (first, last) = crate::fault::touch_ahead(
+            0x20010,
+            DEFAULT_WINDOW,
+            PAGE_SHIFT as u32,
+            &r(0x10000, 0x100000),
+            &r(0x20000, 0x3000),
+            u64::MAX,
+        );
+        assert_eq!((first, last), (0x20, 0x23));
     }
 
     /// The session's region table and scheduler, as compiled into the module: a copy holds its

@@ -27,6 +27,12 @@ int exanest_dma_info(const struct exanest_dma *dev, struct exanest_dma_info *inf
 /* Register [addr, addr + len): access is EXANEST_DMA_ACCESS_*, mode EXANEST_DMA_MODE_*. */
 int exanest_dma_reg(const struct exanest_dma *dev, const void *addr, size_t len, uint32_t access,
 		    uint32_t mode, uint32_t *handle);
+/* The same with a touch-ahead window: pages resolved past a faulting one (on-demand mode). */
+int exanest_dma_reg_window(const struct exanest_dma *dev, const void *addr, size_t len,
+			   uint32_t access, uint32_t mode, uint32_t window, uint32_t *handle);
+/* Map [addr, addr + len) of a prefault or on-demand region now; flags: EXANEST_DMA_ADVISE_*. */
+int exanest_dma_advise(const struct exanest_dma *dev, const void *addr, size_t len,
+		       uint32_t flags);
 int exanest_dma_dereg(const struct exanest_dma *dev, uint32_t handle);
 /* Start a copy between registered ranges; *cookie names it. */
 int exanest_dma_copy(const struct exanest_dma *dev, const void *src, void *dst, size_t len,

@@ -39,6 +39,7 @@ if [ -e /lib/exanest_dma.ko ]; then
 	exanest-test fork
 	exanest-test odp-more
 	exanest-test isolation
+	exanest-test window
 	exanest-test teardown
 	# The user library: its C and Rust examples and the CLI.
 	out=$(copy-c 1000003 2>&1); echo "$out"
@@ -53,6 +54,8 @@ if [ -e /lib/exanest_dma.ko ]; then
 	echo "$out" | grep -q "channels *4"; t $? cli-info "$out"
 	out=$(exanest-cli copy --size 8M --mode on-demand 2>&1); echo "$out"
 	echo "$out" | grep -q "8388608 bytes .* data verified"; t $? cli-copy-on-demand "$out"
+	out=$(exanest-cli copy --size 2M --mode on-demand --advise 2>&1); echo "$out"
+	echo "$out" | grep -q "^faults 0 "; t $? cli-advise-no-faults "$out"
 	# Unload with an open file is refused; after close it works.
 	exec 3</dev/exanest-dma0
 	rmmod exanest_dma 2>/dev/null; [ $? != 0 ]; t $? driver-unload-refused-while-open "rmmod succeeded"

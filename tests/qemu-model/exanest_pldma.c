@@ -12,8 +12,8 @@
  *  - Every channel copies in steps of at most PLDMA_QUANTUM bytes, paced on QEMU_CLOCK_VIRTUAL by a
  *    bandwidth shared by all channels and a per-transfer (and per-retransmission) latency.
  *  - Before touching memory a step checks translation page by page with dma_memory_valid(). The
- *    first page that does not translate ends the step there: one IOMMU event per fault, instead of
- *    the one-per-4-bytes that a failing pci_dma_read/write would cause.
+ *    first page that does not translate is the fault: one IOMMU event per fault, instead of the
+ *    one-per-4-bytes that a failing pci_dma_read/write would cause.
  *  - Registers programmed by the guest are latched at START, so nothing the guest writes while a
  *    transfer runs can change it; every length and address is checked before use.
  */
@@ -101,27 +101,6 @@ static void pldma_fault(PldmaChannel *c, bool write, uint64_t addr, uint32_t cau
     pldma_notify(c, PLDMA_STATE_FAULT, PLDMA_ERR_NONE);
 }
 
-/*
- * How many bytes from addr (up to len) translate for this direction: stops at the first page
- * piece that does not. Each failing check costs exactly one IOMMU translation, hence one event.
- */
-static uint64_t pldma_valid_prefix(PldmaState *s, uint64_t addr, uint64_t len, DMADirection dir)
-{
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
-    uint64_t off = 0;
-
-    while (off < len) {
-        uint64_t a = addr + off;
-        uint64_t piece = MIN(len - off, PLDMA_PAGE - (a & (PLDMA_PAGE - 1)));
-
-        if (!dma_memory_valid(as, a, piece, dir, MEMTXATTRS_UNSPECIFIED)) {
-            break;
-        }
-        off += piece;
-    }
-    return off;
-}
-
 static int64_t pldma_xfer_ns(PldmaState *s, uint64_t bytes)
 {
     if (!s->bandwidth_mbs) {
@@ -137,7 +116,7 @@ static void pldma_step(void *opaque)
     PldmaChannel *c = opaque;
     PldmaState *s = c->dev;
     PCIDevice *pdev = PCI_DEVICE(s);
-    uint64_t n, vs, vd, src, dst;
+    uint64_t n, src, dst;
     int64_t now, start;
 
     if (c->state != PLDMA_STATE_BUSY) {
@@ -156,26 +135,49 @@ static void pldma_step(void *opaque)
     dst = c->a_dst + c->done;
     n = MIN((uint64_t)(c->a_len - c->done), PLDMA_QUANTUM);
 
-    vs = pldma_valid_prefix(s, src, n, DMA_DIRECTION_TO_DEVICE);
-    if (!vs) {
-        pldma_fault(c, false, src, PLDMA_CAUSE_TRANSLATION);
-        return;
+    /*
+     * Check translation piece by piece (a piece stays within one source and one destination
+     * page), source then destination, and stop at the first piece that does not translate:
+     * that check cost exactly one IOMMU event, and it is the fault. Copy what translated,
+     * then stop in fault-wait at once, so the retransmission starts at the faulting piece.
+     */
+    {
+        AddressSpace *as = pci_get_address_space(pdev);
+        uint64_t off = 0;
+        int fault = -1; /* 0: source, 1: destination */
+
+        while (off < n) {
+            uint64_t piece = MIN(n - off, PLDMA_PAGE - ((src + off) & (PLDMA_PAGE - 1)));
+
+            piece = MIN(piece, PLDMA_PAGE - ((dst + off) & (PLDMA_PAGE - 1)));
+            if (!dma_memory_valid(as, src + off, piece, DMA_DIRECTION_TO_DEVICE,
+                                  MEMTXATTRS_UNSPECIFIED)) {
+                fault = 0;
+                break;
+            }
+            if (!dma_memory_valid(as, dst + off, piece, DMA_DIRECTION_FROM_DEVICE,
+                                  MEMTXATTRS_UNSPECIFIED)) {
+                fault = 1;
+                break;
+            }
+            off += piece;
+        }
+        if (off) {
+            if (pci_dma_read(pdev, src, c->bounce, off) != MEMTX_OK) {
+                pldma_fault(c, false, src, PLDMA_CAUSE_BUS);
+                return;
+            }
+            if (pci_dma_write(pdev, dst, c->bounce, off) != MEMTX_OK) {
+                pldma_fault(c, true, dst, PLDMA_CAUSE_BUS);
+                return;
+            }
+            c->done += off;
+        }
+        if (fault >= 0) {
+            pldma_fault(c, fault == 1, (fault ? dst : src) + off, PLDMA_CAUSE_TRANSLATION);
+            return;
+        }
     }
-    vd = pldma_valid_prefix(s, dst, vs, DMA_DIRECTION_FROM_DEVICE);
-    if (!vd) {
-        pldma_fault(c, true, dst, PLDMA_CAUSE_TRANSLATION);
-        return;
-    }
-    n = vd;
-    if (pci_dma_read(pdev, src, c->bounce, n) != MEMTX_OK) {
-        pldma_fault(c, false, src, PLDMA_CAUSE_BUS);
-        return;
-    }
-    if (pci_dma_write(pdev, dst, c->bounce, n) != MEMTX_OK) {
-        pldma_fault(c, true, dst, PLDMA_CAUSE_BUS);
-        return;
-    }
-    c->done += n;
 
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     start = MAX(now, s->bus_free_ns);

@@ -43,15 +43,22 @@ struct exanest_dma_info {
 	__u64 reserved[4];	/* out: zero */
 };
 
+/* Flags of struct exanest_dma_reg. */
+#define EXANEST_DMA_REG_WINDOW		(1u << 0)	/* touch_ahead is set */
+#define EXANEST_DMA_MAX_WINDOW		511		/* largest touch_ahead, in pages */
+
 /* EXANEST_DMA_IOC_REG: register [addr, addr + length) for DMA. */
 struct exanest_dma_reg {
 	__u64 addr;		/* in: start, any alignment */
 	__u64 length;		/* in: bytes, > 0 */
 	__u32 access;		/* in: EXANEST_DMA_ACCESS_* */
 	__u32 mode;		/* in: EXANEST_DMA_MODE_* */
-	__u32 flags;		/* in: 0 */
+	__u32 flags;		/* in: EXANEST_DMA_REG_* */
 	__u32 handle;		/* out: region handle, never 0 */
-	__u64 reserved[2];	/* in: 0 */
+	__u32 touch_ahead;	/* in, with EXANEST_DMA_REG_WINDOW: pages resolved past a
+				 * faulting one (on-demand), 0..EXANEST_DMA_MAX_WINDOW */
+	__u32 reserved0;	/* in: 0 */
+	__u64 reserved;		/* in: 0 */
 };
 
 /* EXANEST_DMA_IOC_DEREG: drop a region. EBUSY while a copy in flight uses it. */
@@ -77,6 +84,21 @@ struct exanest_dma_wait {
 	__u32 flags;		/* in: 0 */
 	__s32 status;		/* out: 0, or the negative errno the copy ended with */
 	__u64 bytes_done;	/* out: bytes copied */
+};
+
+/* Flags of struct exanest_dma_advise. */
+#define EXANEST_DMA_ADVISE_WRITE	(1u << 0)	/* map for device writes too */
+
+/*
+ * EXANEST_DMA_IOC_ADVISE: fault in and map [addr, addr + length) now, without pinning, so that
+ * the engine takes no fault there (like ibv_advise_mr() PREFETCH). The range must lie in one
+ * prefault or on-demand region (a pinned one is already mapped: nothing to do).
+ */
+struct exanest_dma_advise {
+	__u64 addr;		/* in */
+	__u64 length;		/* in: bytes, > 0 */
+	__u32 flags;		/* in: EXANEST_DMA_ADVISE_* */
+	__u32 reserved;		/* in: 0 */
 };
 
 /* EXANEST_DMA_IOC_COUNTERS: statistics of this open file and of the instance. */
@@ -105,5 +127,6 @@ struct exanest_dma_counters {
 #define EXANEST_DMA_IOC_COPY	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x03, struct exanest_dma_copy)
 #define EXANEST_DMA_IOC_WAIT	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x04, struct exanest_dma_wait)
 #define EXANEST_DMA_IOC_COUNTERS _IOR(EXANEST_DMA_IOC_MAGIC, 0x05, struct exanest_dma_counters)
+#define EXANEST_DMA_IOC_ADVISE	_IOW(EXANEST_DMA_IOC_MAGIC, 0x06, struct exanest_dma_advise)
 
 #endif /* _UAPI_LINUX_EXANEST_DMA_H */

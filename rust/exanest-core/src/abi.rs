@@ -46,6 +46,15 @@ pub const IOC_WAIT: u32 = ioc(IOC_R | IOC_W, 4, core::mem::size_of::<Wait>());
 /// `EXANEST_DMA_IOC_COUNTERS`.
 pub const IOC_COUNTERS: u32 = ioc(IOC_R, 5, core::mem::size_of::<Counters>());
 
+/// `EXANEST_DMA_REG_WINDOW`: the touch-ahead field is set.
+pub const REG_WINDOW: u32 = 1 << 0;
+/// Largest touch-ahead window, in pages.
+pub const MAX_WINDOW: u32 = 511;
+/// `EXANEST_DMA_ADVISE_WRITE`.
+pub const ADVISE_WRITE: u32 = 1 << 0;
+/// `EXANEST_DMA_IOC_ADVISE`.
+pub const IOC_ADVISE: u32 = ioc(IOC_W, 6, core::mem::size_of::<Advise>());
+
 /// The errors the driver reports, by name; the glue maps them to kernel error codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Errno {
@@ -110,8 +119,26 @@ pub struct Reg {
     pub flags: u32,
     /// Out: handle.
     pub handle: u32,
+    /// Touch-ahead pages, with [`REG_WINDOW`].
+    pub touch_ahead: u32,
     /// Zero.
-    pub reserved: [u64; 2],
+    pub reserved0: u32,
+    /// Zero.
+    pub reserved: u64,
+}
+
+/// `struct exanest_dma_advise`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Advise {
+    /// Start address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// `ADVISE_*` flags.
+    pub flags: u32,
+    /// Zero.
+    pub reserved: u32,
 }
 
 /// `struct exanest_dma_dereg`.
@@ -203,6 +230,8 @@ pub struct Limits {
     pub max_transfer: u64,
     /// Modes implemented, as `1 << MODE_*` bits.
     pub modes: u32,
+    /// Touch-ahead window of a region registered without [`REG_WINDOW`].
+    pub default_window: u32,
 }
 
 /// A half-open address range `[start, end)`, never empty.
@@ -263,13 +292,26 @@ pub struct ValidReg {
     pub access: u32,
     /// `MODE_*`.
     pub mode: u32,
+    /// Touch-ahead window in pages.
+    pub window: u32,
 }
 
 /// Check an `EXANEST_DMA_IOC_REG` request.
 pub fn check_reg(r: &Reg, lim: &Limits) -> Result<ValidReg, Errno> {
-    if r.flags != 0 || r.handle != 0 || r.reserved != [0; 2] {
+    if r.flags & !REG_WINDOW != 0 || r.handle != 0 || r.reserved0 != 0 || r.reserved != 0 {
         return Err(Errno::Inval);
     }
+    let window = if r.flags & REG_WINDOW != 0 {
+        if r.touch_ahead > MAX_WINDOW {
+            return Err(Errno::Inval);
+        }
+        r.touch_ahead
+    } else {
+        if r.touch_ahead != 0 {
+            return Err(Errno::Inval);
+        }
+        lim.default_window
+    };
     if r.access == 0 || r.access & !ACCESS_ALL != 0 {
         return Err(Errno::Inval);
     }
@@ -284,7 +326,17 @@ pub fn check_reg(r: &Reg, lim: &Limits) -> Result<ValidReg, Errno> {
         range,
         access: r.access,
         mode: r.mode,
+        window,
     })
+}
+
+/// Check an `EXANEST_DMA_IOC_ADVISE` request: the range and whether it asks for write access.
+pub fn check_advise(a: &Advise, lim: &Limits) -> Result<(Range, bool), Errno> {
+    if a.flags & !ADVISE_WRITE != 0 || a.reserved != 0 {
+        return Err(Errno::Inval);
+    }
+    let range = Range::new(a.addr, a.length, lim.va_end)?;
+    Ok((range, a.flags & ADVISE_WRITE != 0))
 }
 
 /// A copy request that passed the checks that need no region lookup.
@@ -342,6 +394,7 @@ mod tests {
         va_end: 1 << 48,
         max_transfer: 1 << 30,
         modes: 1 << MODE_PIN,
+        default_window: 16,
     };
 
     fn reg(addr: u64, length: u64) -> Reg {
@@ -365,11 +418,42 @@ mod tests {
         r.access = 4;
         assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
         r = reg(0x1000, 1);
-        r.flags = 1;
+        r.flags = 2;
         assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
         r = reg(0x1000, 1);
-        r.reserved[1] = 1;
+        r.reserved = 1;
         assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
+        r = reg(0x1000, 1);
+        assert_eq!(check_reg(&r, &LIM).unwrap().window, 16);
+        r.touch_ahead = 4;
+        assert_eq!(
+            check_reg(&r, &LIM),
+            Err(Errno::Inval),
+            "window without the flag"
+        );
+        r.flags = REG_WINDOW;
+        assert_eq!(check_reg(&r, &LIM).unwrap().window, 4);
+        r.touch_ahead = 0;
+        assert_eq!(check_reg(&r, &LIM).unwrap().window, 0);
+        r.touch_ahead = MAX_WINDOW + 1;
+        assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
+        let adv = |addr, length, flags| Advise {
+            addr,
+            length,
+            flags,
+            reserved: 0,
+        };
+        assert_eq!(check_advise(&adv(0x1000, 0, 0), &LIM), Err(Errno::Inval));
+        assert_eq!(check_advise(&adv(0x1000, 1, 2), &LIM), Err(Errno::Inval));
+        assert_eq!(
+            check_advise(&adv(u64::MAX, 2, 0), &LIM),
+            Err(Errno::Overflow)
+        );
+        assert!(
+            check_advise(&adv(0x1000, 10, ADVISE_WRITE), &LIM)
+                .unwrap()
+                .1
+        );
         r = reg(0x1000, 1);
         r.mode = MODE_ON_DEMAND;
         assert_eq!(check_reg(&r, &LIM), Err(Errno::OpNotSupp));

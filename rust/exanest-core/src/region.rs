@@ -17,6 +17,8 @@ pub struct Region {
     pub access: u32,
     /// `MODE_*`.
     pub mode: u32,
+    /// Touch-ahead window in pages.
+    pub window: u32,
     /// Copies in flight that use the region.
     pub users: u32,
 }
@@ -80,6 +82,7 @@ impl<const N: usize> RegionTable<N> {
             range: reg.range,
             access: reg.access,
             mode: reg.mode,
+            window: reg.window,
             users: 0,
         });
         Ok(handle)
@@ -176,6 +179,7 @@ mod tests {
             range: Range::new(start, len, u64::MAX).unwrap(),
             access,
             mode: MODE_PIN,
+            window: 0,
         }
     }
 

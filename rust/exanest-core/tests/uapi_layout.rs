@@ -3,7 +3,7 @@
 //! The Rust ABI structs and ioctl numbers must equal what a C compiler makes of
 //! include/uapi/linux/exanest_dma.h.
 
-use exanest_core::abi::{self, Copy, Counters, Dereg, Info, Reg, Wait};
+use exanest_core::abi::{self, Advise, Copy, Counters, Dereg, Info, Reg, Wait};
 use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
 use std::process::Command;
@@ -34,7 +34,22 @@ fn expectations() -> Vec<(String, u64)> {
     st!(
         "exanest_dma_reg",
         Reg,
-        [addr, length, access, mode, flags, handle, reserved]
+        [
+            addr,
+            length,
+            access,
+            mode,
+            flags,
+            handle,
+            touch_ahead,
+            reserved0,
+            reserved
+        ]
+    );
+    st!(
+        "exanest_dma_advise",
+        Advise,
+        [addr, length, flags, reserved]
     );
     st!("exanest_dma_dereg", Dereg, [handle, flags]);
     st!(
@@ -71,6 +86,10 @@ fn expectations() -> Vec<(String, u64)> {
         ("EXANEST_DMA_IOC_COPY", abi::IOC_COPY),
         ("EXANEST_DMA_IOC_WAIT", abi::IOC_WAIT),
         ("EXANEST_DMA_IOC_COUNTERS", abi::IOC_COUNTERS),
+        ("EXANEST_DMA_IOC_ADVISE", abi::IOC_ADVISE),
+        ("EXANEST_DMA_REG_WINDOW", abi::REG_WINDOW),
+        ("EXANEST_DMA_MAX_WINDOW", abi::MAX_WINDOW),
+        ("EXANEST_DMA_ADVISE_WRITE", abi::ADVISE_WRITE),
         ("EXANEST_DMA_ABI_VERSION", abi::ABI_VERSION),
         ("EXANEST_DMA_MODE_PIN", abi::MODE_PIN),
         ("EXANEST_DMA_MODE_PREFAULT", abi::MODE_PREFAULT),

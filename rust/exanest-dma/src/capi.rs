@@ -126,6 +126,58 @@ pub unsafe extern "C" fn exanest_dma_reg(
     }
 }
 
+/// [`exanest_dma_reg`] with a touch-ahead window in pages (on-demand mode).
+///
+/// # Safety
+///
+/// As for `exanest_dma_reg`.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_reg_window(
+    dev: *const ExanestDma,
+    addr: *const core::ffi::c_void,
+    len: usize,
+    access_bits: u32,
+    mode_raw: u32,
+    window: u32,
+    handle: *mut u32,
+) -> i32 {
+    let d = dev!(dev);
+    let (Some(a), Some(m)) = (access(access_bits), mode(mode_raw)) else {
+        return -libc::EINVAL;
+    };
+    if handle.is_null() {
+        return -libc::EINVAL;
+    }
+    // SAFETY: The caller keeps the memory valid until deregistration.
+    match unsafe { d.register_raw_window(addr as u64, len as u64, a, m, Some(window)) } {
+        Ok(h) => {
+            // SAFETY: Checked non-NULL; valid per the contract.
+            unsafe { *handle = h };
+            0
+        }
+        Err(e) => -e.errno(),
+    }
+}
+
+/// Map `[addr, addr + len)` of a prefault or on-demand region now (`flags`:
+/// `EXANEST_DMA_ADVISE_*`).
+///
+/// # Safety
+///
+/// `dev` is a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_advise(
+    dev: *const ExanestDma,
+    addr: *const core::ffi::c_void,
+    len: usize,
+    flags: u32,
+) -> i32 {
+    if flags & !abi::ADVISE_WRITE != 0 {
+        return -libc::EINVAL;
+    }
+    code(dev!(dev).advise(addr as u64, len as u64, flags & abi::ADVISE_WRITE != 0))
+}
+
 /// Drop a region.
 ///
 /// # Safety

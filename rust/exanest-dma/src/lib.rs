@@ -213,15 +213,47 @@ impl Device {
         access: Access,
         mode: Mode,
     ) -> Result<u32> {
+        // SAFETY: Same contract.
+        unsafe { self.register_raw_window(addr, len, access, mode, None) }
+    }
+
+    /// [`Device::register_raw`] with a touch-ahead window (pages resolved past a faulting one,
+    /// on-demand mode; `None`: the driver's default).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Device::register_raw`].
+    pub unsafe fn register_raw_window(
+        &self,
+        addr: u64,
+        len: u64,
+        access: Access,
+        mode: Mode,
+        window: Option<u32>,
+    ) -> Result<u32> {
         let mut r = abi::Reg {
             addr,
             length: len,
             access: access.bits(),
             mode: mode.raw(),
+            flags: if window.is_some() { abi::REG_WINDOW } else { 0 },
+            touch_ahead: window.unwrap_or(0),
             ..Default::default()
         };
         ioctl(&self.fd, abi::IOC_REG, &mut r)?;
         Ok(r.handle)
+    }
+
+    /// Fault in and map `[addr, addr + len)` of a prefault or on-demand region now, for device
+    /// reads, and writes too when `write` (like `ibv_advise_mr` PREFETCH).
+    pub fn advise(&self, addr: u64, len: u64, write: bool) -> Result<()> {
+        let mut a = abi::Advise {
+            addr,
+            length: len,
+            flags: if write { abi::ADVISE_WRITE } else { 0 },
+            reserved: 0,
+        };
+        ioctl(&self.fd, abi::IOC_ADVISE, &mut a)
     }
 
     /// Drop a region by handle.

@@ -5,7 +5,8 @@
 //! ```text
 //! exanest-cli [-d N] info
 //! exanest-cli [-d N] copy [--size BYTES] [--count N] [--src-offset B] [--dst-offset B]
-//!                         [--mode pin|prefault|on-demand] [--no-verify]
+//!                         [--mode pin|prefault|on-demand] [--window PAGES] [--advise]
+//!                         [--no-verify]
 //! exanest-cli [-d N] counters
 //! ```
 
@@ -14,7 +15,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 const USAGE: &str = "usage: exanest-cli [-d N] info | counters | copy [--size BYTES] [--count N] \
-[--src-offset B] [--dst-offset B] [--mode pin|prefault|on-demand] [--no-verify]";
+[--src-offset B] [--dst-offset B] [--mode pin|prefault|on-demand] [--window PAGES] [--advise] \
+[--no-verify]";
 
 struct CopyArgs {
     size: usize,
@@ -22,6 +24,8 @@ struct CopyArgs {
     src_off: usize,
     dst_off: usize,
     mode: Mode,
+    window: Option<u32>,
+    advise: bool,
     verify: bool,
 }
 
@@ -45,6 +49,8 @@ fn parse_copy(args: &[String]) -> Result<CopyArgs, String> {
         src_off: 0,
         dst_off: 0,
         mode: Mode::Pin,
+        window: None,
+        advise: false,
         verify: true,
     };
     let mut it = args.iter();
@@ -63,6 +69,11 @@ fn parse_copy(args: &[String]) -> Result<CopyArgs, String> {
                     m => return Err(format!("unknown mode '{m}'")),
                 }
             }
+            "--window" => {
+                let w = parse_size(val()?)?;
+                a.window = Some(u32::try_from(w).map_err(|_| format!("bad window {w}"))?);
+            }
+            "--advise" => a.advise = true,
             "--no-verify" => a.verify = false,
             f => return Err(format!("unknown option '{f}'")),
         }
@@ -78,15 +89,39 @@ fn copy(dev: &Device, a: &CopyArgs) -> Result<bool, Box<dyn std::error::Error>> 
         .map(|i| (i * 131 % 253) as u8)
         .collect();
     let mut dst = vec![0u8; a.dst_off + a.size];
-    let s = dev.register(&src, Access::Read, a.mode)?;
-    let mut d = dev.register_mut(&mut dst, Access::Write, a.mode)?;
+    let (s_addr, s_len) = (src.as_ptr() as u64, src.len() as u64);
+    let (d_addr, d_len) = (dst.as_mut_ptr() as u64, dst.len() as u64);
+    let c0 = dev.counters()?;
+    // SAFETY: Both buffers outlive their regions (deregistered below, before they are
+    // dropped), and nothing touches `dst` while a copy may write it.
+    let (hs, hd) = unsafe {
+        (
+            dev.register_raw_window(s_addr, s_len, Access::Read, a.mode, a.window)?,
+            dev.register_raw_window(d_addr, d_len, Access::Write, a.mode, a.window)?,
+        )
+    };
+    if a.advise {
+        dev.advise(s_addr, s_len, false)?;
+        dev.advise(d_addr, d_len, true)?;
+    }
     let t0 = Instant::now();
     let mut bytes = 0;
     for _ in 0..a.count {
-        bytes += dev.copy(&s, a.src_off, &mut d, a.dst_off, a.size)?.wait()?;
+        // SAFETY: Inside the registered buffers; waited for before `dst` is read.
+        let cookie = unsafe {
+            dev.copy_raw(
+                s_addr + a.src_off as u64,
+                d_addr + a.dst_off as u64,
+                a.size as u64,
+            )?
+        };
+        bytes += dev.wait_cookie(cookie, None)?;
     }
     let dt = t0.elapsed();
-    let ok = !a.verify || d.as_slice()[a.dst_off..] == src[a.src_off..];
+    let c1 = dev.counters()?;
+    dev.deregister(hs)?;
+    dev.deregister(hd)?;
+    let ok = !a.verify || dst[a.dst_off..] == src[a.src_off..];
     println!(
         "copied {} x {} bytes ({:?}): {} bytes in {:.1} us, {:.1} MB/s, data {}",
         a.count,
@@ -102,6 +137,14 @@ fn copy(dev: &Device, a: &CopyArgs) -> Result<bool, Box<dyn std::error::Error>> 
         } else {
             "DIFFERS"
         }
+    );
+    println!(
+        "faults {} (iommu {}), pages resolved {} (touch-ahead {}), pinned {}",
+        c1.faults - c0.faults,
+        c1.iommu_faults - c0.iommu_faults,
+        c1.pages_resolved - c0.pages_resolved,
+        c1.touch_ahead_pages - c0.touch_ahead_pages,
+        c1.pages_pinned
     );
     Ok(ok)
 }
