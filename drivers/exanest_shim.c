@@ -96,6 +96,12 @@ bool exanest_shim_hmm_pfn_writable(unsigned long hpfn)
 	return !!(hpfn & HMM_PFN_WRITE);
 }
 
+/* Order of the CPU mapping of the page (9 for a PMD-mapped THP with 4 KiB pages). */
+unsigned int exanest_shim_hmm_pfn_order(unsigned long hpfn)
+{
+	return hmm_pfn_to_map_order(hpfn);
+}
+
 struct exanest_mni {
 	struct mmu_interval_notifier mni;
 	void *token;

@@ -24,6 +24,7 @@ int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long star
 bool exanest_shim_read_retry(struct mmu_interval_notifier *mni, unsigned long seq);
 phys_addr_t exanest_shim_hmm_pfn_to_phys(unsigned long hpfn);
 bool exanest_shim_hmm_pfn_writable(unsigned long hpfn);
+unsigned int exanest_shim_hmm_pfn_order(unsigned long hpfn);
 struct mmu_interval_notifier *exanest_shim_notifier_insert(struct mm_struct *mm,
 							   unsigned long start,
 							   unsigned long length, void *token,

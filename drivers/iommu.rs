@@ -84,6 +84,18 @@ impl Domain {
     /// Map one page. `atomic` when called under a lock that an MMU notifier takes (the page
     /// tables are then allocated without entering reclaim, which could call that notifier).
     pub(crate) fn map(&self, iova: u64, phys: u64, prot: u32, atomic: bool) -> Result {
+        self.map_size(iova, phys, PAGE_SIZE, prot, atomic)
+    }
+
+    /// Map `size` bytes (a page or an aligned block the domain supports).
+    pub(crate) fn map_size(
+        &self,
+        iova: u64,
+        phys: u64,
+        size: usize,
+        prot: u32,
+        atomic: bool,
+    ) -> Result {
         let gfp = if atomic {
             bindings::GFP_ATOMIC
         } else {
@@ -96,7 +108,7 @@ impl Domain {
                 self.raw.as_ptr(),
                 iova as usize,
                 phys,
-                PAGE_SIZE,
+                size,
                 prot as i32,
                 gfp,
             )

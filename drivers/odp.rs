@@ -47,6 +47,7 @@ extern "C" {
     fn exanest_shim_read_retry(mni: *mut bindings::mmu_interval_notifier, seq: usize) -> bool;
     fn exanest_shim_hmm_pfn_to_phys(hpfn: usize) -> bindings::phys_addr_t;
     fn exanest_shim_hmm_pfn_writable(hpfn: usize) -> bool;
+    fn exanest_shim_hmm_pfn_order(hpfn: usize) -> u32;
     fn exanest_shim_notifier_insert(
         mm: *mut bindings::mm_struct,
         start: usize,
@@ -132,31 +133,81 @@ impl Faulted {
     }
 }
 
-/// The map of pages mirrored into the domain (not pinned): virtual page number → writable.
+/// Pages in a 2 MiB IOMMU block (4 KiB pages).
+const BLOCK_PAGES: u64 = 512;
+/// Mirror entry flag: mapped writable.
+const M_WRITE: u8 = 1;
+/// Mirror entry flag: the first page of a 2 MiB block.
+const M_BLOCK: u8 = 2;
+
+/// The map of pages mirrored into the domain (not pinned): virtual page number → flags. A
+/// 2 MiB block (for a transparent huge page) has one entry, at its first page.
 pub(crate) struct Mirror {
-    tree: RBTree<u64, bool>,
+    tree: RBTree<u64, u8>,
+    blocks: u64,
 }
 
 impl Mirror {
     pub(crate) fn new() -> Self {
         Mirror {
             tree: RBTree::new(),
+            blocks: 0,
         }
     }
 
     /// Pages mapped now.
     pub(crate) fn len(&self) -> u64 {
-        self.tree.iter().count() as u64
+        self.tree
+            .values()
+            .map(|f| if f & M_BLOCK != 0 { BLOCK_PAGES } else { 1 })
+            .sum()
+    }
+
+    /// 2 MiB blocks mapped so far.
+    pub(crate) fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    /// The entry mapping `vpn`: its first page and flags.
+    fn entry(&self, vpn: u64) -> Option<(u64, u8)> {
+        if let Some(f) = self.tree.get(&vpn) {
+            return Some((vpn, *f));
+        }
+        let head = vpn & !(BLOCK_PAGES - 1);
+        match self.tree.get(&head) {
+            Some(f) if f & M_BLOCK != 0 => Some((head, *f)),
+            _ => None,
+        }
     }
 
     /// Whether `vpn` is mapped with at least the access asked.
     pub(crate) fn covers(&self, vpn: u64, write: bool) -> bool {
-        matches!(self.tree.get(&vpn), Some(w) if *w || !write)
+        matches!(self.entry(vpn), Some((_, f)) if f & M_WRITE != 0 || !write)
+    }
+
+    fn any_in(&self, first: u64, last: u64) -> bool {
+        self.tree
+            .cursor_lower_bound(&first)
+            .is_some_and(|c| *c.current().0 < last)
+            || self.entry(first).is_some()
+    }
+
+    fn unmap_entry(&mut self, dom: &Domain, head: u64) {
+        if let Some(f) = self.tree.remove(&head) {
+            let size = if f & M_BLOCK != 0 {
+                BLOCK_PAGES as usize * PAGE_SIZE
+            } else {
+                PAGE_SIZE
+            };
+            dom.unmap(head << PAGE_SHIFT, size);
+        }
     }
 
     /// Map the faulted pages, unless an invalidation ran since they were faulted in (then the
-    /// caller faults again). Returns the pages newly mapped, or `None` to ask for a retry. `skip(vpn)` is true for pages
-    /// the domain already maps otherwise (pinned).
+    /// caller faults again). Returns the pages newly mapped, or `None` to ask for a retry.
+    /// `skip(vpn)` is true for pages the domain already maps otherwise (pinned). Where the
+    /// CPU maps a transparent huge page and the whole of it was faulted in, one 2 MiB block
+    /// is mapped.
     ///
     /// Runs under `Session::map`, which the notifier takes: it allocates nothing that could
     /// enter reclaim. `nodes` are tree nodes reserved beforehand, one per page of `f`.
@@ -165,47 +216,75 @@ impl Mirror {
         dom: &Domain,
         mni: Notifier,
         f: &Faulted,
-        nodes: &mut KVec<RBTreeNodeReservation<u64, bool>>,
+        nodes: &mut KVec<RBTreeNodeReservation<u64, u8>>,
         skip: impl Fn(u64) -> bool,
     ) -> Result<Option<u64>> {
         // SAFETY: `mni` is live: the caller holds `fault_lock`.
         if unsafe { exanest_shim_read_retry(mni.raw(), f.seq) } {
             return Ok(None);
         }
+        let n = f.pfns.len();
+        let bp = BLOCK_PAGES as usize;
         let mut mapped = 0;
-        for (i, &hpfn) in f.pfns.iter().enumerate() {
+        let mut i = 0;
+        while i < n {
             let vpn = f.first + i as u64;
-            if skip(vpn) {
-                continue;
-            }
+            let hpfn = f.pfns[i];
             // Writable only for a write fault on a writable PTE: the mm then knows the page
             // may be dirtied (HMM made it so).
             // SAFETY: `hpfn` came from a successful hmm_range_fault and the sequence has not
             // moved, so it names a valid, present page.
             let writable = f.write && unsafe { exanest_shim_hmm_pfn_writable(hpfn) };
-            if self.covers(vpn, writable) {
-                continue;
-            }
-            if self.tree.remove(&vpn).is_some() {
-                dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
-            }
+            let prot = bindings::IOMMU_READ | if writable { bindings::IOMMU_WRITE } else { 0 };
+            let flags = if writable { M_WRITE } else { 0 };
             // SAFETY: As above.
             let phys = unsafe { exanest_shim_hmm_pfn_to_phys(hpfn) };
-            let prot = bindings::IOMMU_READ | if writable { bindings::IOMMU_WRITE } else { 0 };
+            // SAFETY: As above.
+            let order = unsafe { exanest_shim_hmm_pfn_order(hpfn) };
+            let block = vpn % BLOCK_PAGES == 0
+                && i + bp <= n
+                && order >= 9
+                && phys % (BLOCK_PAGES << PAGE_SHIFT) == 0
+                && !self.any_in(vpn, vpn + BLOCK_PAGES)
+                && !(vpn..vpn + BLOCK_PAGES).any(&skip);
+            if block {
+                let Some(node) = nodes.pop() else {
+                    return Err(ENOMEM);
+                };
+                dom.map_size(vpn << PAGE_SHIFT, phys, bp * PAGE_SIZE, prot, true)?;
+                self.tree.insert(node.into_node(vpn, flags | M_BLOCK));
+                self.blocks += 1;
+                mapped += BLOCK_PAGES;
+                i += bp;
+                continue;
+            }
+            i += 1;
+            if skip(vpn) || self.covers(vpn, writable) {
+                continue;
+            }
+            // Mapped with less access, alone or in a block: unmap that first.
+            if let Some((head, _)) = self.entry(vpn) {
+                self.unmap_entry(dom, head);
+            }
             let Some(node) = nodes.pop() else {
                 return Err(ENOMEM);
             };
             dom.map(vpn << PAGE_SHIFT, phys, prot, true)?;
-            self.tree.insert(node.into_node(vpn, writable));
+            self.tree.insert(node.into_node(vpn, flags));
             mapped += 1;
         }
         Ok(Some(mapped))
     }
 
-    /// Unmap every mirrored page in `[start, end)` (bytes). Returns the pages unmapped.
+    /// Unmap every mirrored page in `[start, end)` (bytes), whole blocks included. Returns
+    /// the entries unmapped.
     pub(crate) fn unmap_range(&mut self, dom: &Domain, start: u64, end: u64) -> u64 {
-        let (first, last) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE as u64));
+        let (mut first, last) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE as u64));
         let mut n = 0;
+        // A block that starts before the range but covers its first page goes too.
+        if let Some((head, _)) = self.entry(first) {
+            first = first.min(head);
+        }
         loop {
             let next = self
                 .tree
@@ -215,8 +294,7 @@ impl Mirror {
             let Some(vpn) = next else {
                 break;
             };
-            self.tree.remove(&vpn);
-            dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
+            self.unmap_entry(dom, vpn);
             n += 1;
         }
         n
@@ -224,7 +302,7 @@ impl Mirror {
 }
 
 /// Tree nodes for the pages of `f`, reserved without any lock held.
-pub(crate) fn reserve_nodes(f: &Faulted) -> Result<KVec<RBTreeNodeReservation<u64, bool>>> {
+pub(crate) fn reserve_nodes(f: &Faulted) -> Result<KVec<RBTreeNodeReservation<u64, u8>>> {
     let mut v = KVec::with_capacity(f.pfns.len(), GFP_KERNEL)?;
     for _ in 0..f.pfns.len() {
         v.push(RBTreeNodeReservation::new(GFP_KERNEL)?, GFP_KERNEL)?;

@@ -845,6 +845,7 @@ impl Session {
         c.pages_mapped = g.pages.pinned() + m.mirror.len();
         c.pages_pinned = g.pages.pinned();
         c.invalidations = m.invalidations;
+        c.huge_mappings = m.mirror.blocks();
         c.iommu_faults = self.iommu_faults.load(Ordering::Relaxed);
         c
     }

@@ -844,6 +844,75 @@ static void t_odp_more(void)
 		munmap(raw, 8 << 20);
 	}
 
+	/* THP mapped as 2 MiB IOMMU blocks: advise maps whole huge pages; a split unmaps them. */
+	{
+		uint8_t *raw = big_alloc(8 << 20), *thp = (uint8_t *)(((uintptr_t)raw + (2 << 20) - 1) & ~(uintptr_t)((2 << 20) - 1));
+		struct exanest_dma_counters c0, c1, c2;
+
+		madvise(thp, 4 << 20, MADV_HUGEPAGE);
+		memset(thp, 1, 4 << 20); /* two huge pages, writable */
+		reg_mode(fd, thp, 4 << 20, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_ON_DEMAND, &h1);
+		c0 = counters(fd);
+		EXPECT("odp-thp-advise", advise(fd, thp, 4 << 20, EXANEST_DMA_ADVISE_WRITE), 0);
+		c1 = counters(fd);
+		st = copy_wait(fd, src, thp, 4 << 20);
+		c2 = counters(fd);
+		result(st == 0 && !memcmp(thp, src, 4 << 20) && c1.huge_mappings >= c0.huge_mappings + 2 &&
+		       c2.faults == c1.faults, "odp-thp-iommu-blocks",
+		       "status %d blocks %llu -> %llu faults %llu -> %llu", st,
+		       (unsigned long long)c0.huge_mappings, (unsigned long long)c1.huge_mappings,
+		       (unsigned long long)c1.faults, (unsigned long long)c2.faults);
+		madvise(thp + (1 << 20), 4096, MADV_DONTNEED); /* split the first huge page */
+		st = copy_wait(fd, src + (4 << 20), thp, 4 << 20);
+		result(st == 0 && !memcmp(thp, src + (4 << 20), 4 << 20), "odp-thp-block-split-then-dma",
+		       "status %d", st);
+		dereg(fd, h1);
+		munmap(raw, 8 << 20);
+	}
+
+	/* Compaction (page migration) after the pages are mapped: the next DMA must follow. */
+	{
+		int cfd = open("/proc/sys/vm/compact_memory", O_WRONLY);
+		struct exanest_dma_counters c0, c1;
+
+		st = copy_wait(fd, src, dst, LEN);
+		c0 = counters(fd);
+		ok = cfd >= 0 && write(cfd, "1", 1) == 1;
+		if (cfd >= 0)
+			close(cfd);
+		fill(src, LEN, 22);
+		memset(dst, 0, LEN);
+		st = copy_wait(fd, src, dst, LEN);
+		c1 = counters(fd);
+		result(ok && st == 0 && !memcmp(dst, src, LEN), "odp-compaction-then-dma",
+		       "compact %d status %d invalidations %llu -> %llu", ok, st,
+		       (unsigned long long)c0.invalidations, (unsigned long long)c1.invalidations);
+	}
+
+	/* THP collapse (MADV_COLLAPSE) of small pages the device has mapped. */
+	{
+		uint8_t *raw = big_alloc(4 << 20);
+		uint8_t *al = (uint8_t *)(((uintptr_t)raw + (2 << 20) - 1) & ~(uintptr_t)((2 << 20) - 1));
+		struct exanest_dma_counters c0, c1;
+
+		madvise(al, 2 << 20, MADV_NOHUGEPAGE);
+		memset(al, 7, 2 << 20);
+		madvise(al, 2 << 20, MADV_HUGEPAGE);
+		reg_mode(fd, al, 2 << 20, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_ON_DEMAND, &h1);
+		st = copy_wait(fd, src, al, 2 << 20);
+		c0 = counters(fd);
+		ok = !madvise(al, 2 << 20, 25 /* MADV_COLLAPSE */);
+		c1 = counters(fd);
+		memset(dst, 0, 4096);
+		st = copy_wait(fd, src + (2 << 20), al, 2 << 20);
+		result(st == 0 && !memcmp(al, src + (2 << 20), 2 << 20) &&
+		       (!ok || c1.invalidations > c0.invalidations), "odp-thp-collapse-then-dma",
+		       "collapse %d status %d invalidations %llu -> %llu", ok, st,
+		       (unsigned long long)c0.invalidations, (unsigned long long)c1.invalidations);
+		dereg(fd, h1);
+		munmap(raw, 4 << 20);
+	}
+
 	/* Swap: page the source out to zram, then DMA from it. */
 	{
 		struct exanest_dma_counters c0 = counters(fd), c1;

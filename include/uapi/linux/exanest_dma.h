@@ -117,7 +117,8 @@ struct exanest_dma_counters {
 	__u64 pages_resolved;	/* pages faulted in and mapped on demand */
 	__u64 touch_ahead_pages;	/* of which past the faulting page */
 	__u64 retransmissions;	/* RESUMEs after a resolved fault */
-	__u64 reserved[2];
+	__u64 huge_mappings;	/* 2 MiB IOMMU blocks mapped for transparent huge pages */
+	__u64 reserved;
 };
 
 #define EXANEST_DMA_IOC_MAGIC	0xE5

@@ -217,8 +217,10 @@ pub struct Counters {
     pub touch_ahead_pages: u64,
     /// RESUMEs after a resolved fault.
     pub retransmissions: u64,
+    /// 2 MiB IOMMU blocks mapped for transparent huge pages.
+    pub huge_mappings: u64,
     /// Zero.
-    pub reserved: [u64; 2],
+    pub reserved: u64,
 }
 
 /// Limits a request is checked against.

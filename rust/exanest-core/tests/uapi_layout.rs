@@ -76,6 +76,11 @@ fn expectations() -> Vec<(String, u64)> {
             faults_resolved,
             nacks,
             invalidations,
+            iommu_faults,
+            pages_resolved,
+            touch_ahead_pages,
+            retransmissions,
+            huge_mappings,
             reserved
         ]
     );
