@@ -14,6 +14,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
+    debugfs,
     device::Core,
     fs::File,
     irq,
@@ -98,6 +99,15 @@ impl Drop for InstanceNo {
     }
 }
 
+/// debugfs `exanest-dmaN/stats`: the owning session's counters, regions and latencies.
+fn stats_fmt(engine: &Arc<Engine>, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    let owner = engine.state.lock().owner.clone();
+    match owner {
+        Some(s) => s.write_stats(f),
+        None => writeln!(f, "idle"),
+    }
+}
+
 /// The misc device of one engine, with the engine that `open` hands to new sessions.
 #[pin_data]
 struct MiscHolder {
@@ -171,6 +181,9 @@ struct ExanestData<'bound> {
     irq: irq::ThreadedRegistration<'bound, IrqHandler>,
     #[pin]
     misc: MiscHolder,
+    #[pin]
+    stats: debugfs::File<Arc<Engine>>,
+    _debugfs: debugfs::Dir,
     vecs: pci::IrqVectorRegistration<'bound>,
     engine: Arc<Engine>,
     _no: InstanceNo,
@@ -205,6 +218,8 @@ impl pci::Driver for ExanestDriver {
                 engine: engine.clone(),
             };
             let misc_engine = engine.clone();
+            let stats_engine = engine.clone();
+            let dir = debugfs::Dir::new(name);
             Ok(try_pin_init!(ExanestData {
                 vecs: pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::default().with(pci::IrqType::Intx))?,
                 // SAFETY: `vecs` is initialised above, pinned with `self`, and dropped after
@@ -218,6 +233,8 @@ impl pci::Driver for ExanestDriver {
                     )
                 },
                 misc <- MiscHolder::new(name, misc_engine),
+                stats <- dir.read_callback_file(c"stats", stats_engine, &stats_fmt),
+                _debugfs: dir,
                 engine,
                 _no: no,
             }? Error))
@@ -240,6 +257,9 @@ struct ExanestPlatformData<'bound> {
     irq: irq::ThreadedRegistration<'bound, IrqHandler>,
     #[pin]
     misc: MiscHolder,
+    #[pin]
+    stats: debugfs::File<Arc<Engine>>,
+    _debugfs: debugfs::Dir,
     engine: Arc<Engine>,
     _no: InstanceNo,
 }
@@ -270,6 +290,8 @@ impl platform::Driver for ExanestPlatformDriver {
                 engine: engine.clone(),
             };
             let misc_engine = engine.clone();
+            let stats_engine = engine.clone();
+            let dir = debugfs::Dir::new(name);
             Ok(try_pin_init!(ExanestPlatformData {
                 // SAFETY: The registration is a pinned field, never leaked.
                 irq <- unsafe {
@@ -281,6 +303,8 @@ impl platform::Driver for ExanestPlatformDriver {
                     )
                 },
                 misc <- MiscHolder::new(name, misc_engine),
+                stats <- dir.read_callback_file(c"stats", stats_engine, &stats_fmt),
+                _debugfs: dir,
                 engine,
                 _no: no,
             }? Error))

@@ -32,7 +32,7 @@ use kernel::{
         poll::{PollCondVar, PollTable},
         Arc, ArcBorrow, CondVarTimeoutResult, Mutex,
     },
-    time::msecs_to_jiffies,
+    time::{msecs_to_jiffies, Instant, Monotonic},
     transmute::{AsBytes, FromBytes},
     types::ForeignOwnable,
     uaccess::UserSlice,
@@ -121,6 +121,12 @@ unsafe impl AsBytes for abi::Wait {}
 unsafe impl AsBytes for abi::Counters {}
 // SAFETY: See above.
 unsafe impl FromBytes for abi::Advise {}
+// SAFETY: See above.
+unsafe impl AsBytes for abi::Latency {}
+// SAFETY: See above.
+unsafe impl FromBytes for abi::RegionStats {}
+// SAFETY: See above.
+unsafe impl AsBytes for abi::RegionStats {}
 
 /// The kernel error for each ABI error.
 pub(crate) fn errno(e: Errno) -> Error {
@@ -162,6 +168,10 @@ struct Inner {
     chan_errno: [i32; MAX_CH],
     /// Last fault address of each channel and how often it came back.
     refaults: [(u64, u32); MAX_CH],
+    /// When each channel's pending fault was reported by the engine.
+    fault_at: [Option<Instant<Monotonic>>; MAX_CH],
+    /// Fault resolution times.
+    latency: abi::Latency,
     counters: abi::Counters,
 }
 
@@ -279,6 +289,8 @@ impl Session {
                     fault_pending: 0,
                     chan_errno: [0; MAX_CH],
                     refaults: [(0, 0); MAX_CH],
+                    fault_at: [None; MAX_CH],
+                    latency: abi::Latency::default(),
                     counters: abi::Counters::default(),
                 }, "Session::inner"),
                 map <- new_mutex!(MapState {
@@ -594,6 +606,7 @@ impl Session {
                     // The fault worker resolves it (or NACKs it) and resumes the channel.
                     inner.counters.faults += 1;
                     inner.fault_pending |= 1 << n;
+                    inner.fault_at[n as usize] = Some(Instant::now());
                     self.kick();
                 }
                 _ => {}
@@ -662,6 +675,22 @@ impl Session {
             return;
         }
         let i = n as usize;
+        if let Some(t) = inner.fault_at[i].take() {
+            let us = u64::try_from(t.elapsed().as_micros_ceil()).unwrap_or(0);
+            inner.latency.record(us);
+        }
+        if let Ok(one) = Range::new(rep.fault_addr, 1, u64::MAX) {
+            let access = if rep.fault.write {
+                abi::ACCESS_WRITE
+            } else {
+                abi::ACCESS_READ
+            };
+            if let Ok(h) = inner.regions.find(&one, access) {
+                if let Some(r) = inner.regions.get_mut(h) {
+                    r.faults += 1;
+                }
+            }
+        }
         let (last, count) = inner.refaults[i];
         let count = if last == rep.fault_addr { count + 1 } else { 1 };
         inner.refaults[i] = (rep.fault_addr, count);
@@ -718,16 +747,78 @@ impl Session {
                 .find(|(x, _)| *x == h)
                 .map(|(_, n)| *n)
                 .ok_or(EFAULT)?;
-            FaultTarget {
-                region,
-                notifier,
-                window,
-                limit,
-            }
+            (
+                h,
+                FaultTarget {
+                    region,
+                    notifier,
+                    window,
+                    limit,
+                },
+            )
         };
+        let (h, target) = target;
         let (_, mapped) = self.fault_and_map(addr, write, &target)?;
-        self.inner.lock().counters.touch_ahead_pages += mapped.saturating_sub(1);
+        let mut g = self.inner.lock();
+        g.counters.touch_ahead_pages += mapped.saturating_sub(1);
+        if let Some(r) = g.regions.get_mut(h) {
+            r.pages_resolved += mapped;
+        }
         Ok(())
+    }
+
+    /// The debugfs view of the session: counters, regions, the latency histogram.
+    pub(crate) fn write_stats(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (c, lat) = (self.counters(), self.inner.lock().latency);
+        writeln!(
+            f,
+            "copies {} errors {} bytes {}\nregions {} pages-mapped {} pages-pinned {}\n\
+             faults {} resolved {} nacks {} retransmissions {} iommu-faults {}\n\
+             pages-resolved {} touch-ahead-pages {} huge-mappings {} invalidations {}",
+            c.copies,
+            c.copy_errors,
+            c.bytes,
+            c.regions,
+            c.pages_mapped,
+            c.pages_pinned,
+            c.faults,
+            c.faults_resolved,
+            c.nacks,
+            c.retransmissions,
+            c.iommu_faults,
+            c.pages_resolved,
+            c.touch_ahead_pages,
+            c.huge_mappings,
+            c.invalidations
+        )?;
+        let g = self.inner.lock();
+        for r in g.regions.iter() {
+            writeln!(
+                f,
+                "region {} mode {} {:#x}-{:#x} access {} window {} faults {} pages-resolved {}",
+                r.handle,
+                ["pin", "prefault", "on-demand"][(r.mode as usize).min(2)],
+                r.range.start,
+                r.range.end,
+                r.access,
+                r.window,
+                r.faults,
+                r.pages_resolved
+            )?;
+        }
+        drop(g);
+        write!(f, "resolve-latency-us")?;
+        for (i, n) in lat.buckets.iter().enumerate() {
+            if *n != 0 {
+                write!(f, " <{}:{}", 2u64 << i, n)?;
+            }
+        }
+        writeln!(
+            f,
+            "\nresolve-latency-us p50 <{} p99 <{}",
+            lat.percentile(50).unwrap_or(0),
+            lat.percentile(99).unwrap_or(0)
+        )
     }
 
     /// EXANEST_DMA_IOC_ADVISE: map a sub-range of a prefault or on-demand region now.
@@ -955,6 +1046,25 @@ impl Session {
             abi::IOC_ADVISE => {
                 let req: abi::Advise = slice.reader().read()?;
                 this.advise(&req)?;
+            }
+            abi::IOC_LATENCY => {
+                let l = this.inner.lock().latency;
+                slice.writer().write(&l)?;
+            }
+            abi::IOC_REGION_STATS => {
+                let (mut r, mut w) = slice.reader_writer();
+                let req: abi::RegionStats = r.read()?;
+                let g = this.inner.lock();
+                let reg = g.regions.get(req.handle).ok_or(ENOENT)?;
+                let out = abi::RegionStats {
+                    handle: req.handle,
+                    mode: reg.mode,
+                    faults: reg.faults,
+                    pages_resolved: reg.pages_resolved,
+                    reserved: [0; 2],
+                };
+                drop(g);
+                w.write(&out)?;
             }
             _ => return Err(ENOTTY),
         }

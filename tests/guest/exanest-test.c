@@ -607,6 +607,36 @@ static void t_odp(void)
 	       (unsigned long long)c1.pages_resolved, (unsigned long long)c1.pages_mapped,
 	       (unsigned long long)c1.touch_ahead_pages);
 
+	/* Statistics: the latency histogram, per-region counters, debugfs. */
+	{
+		struct exanest_dma_latency lat;
+		struct exanest_dma_region_stats rs = { .handle = hd };
+		uint64_t total = 0;
+		char text[4096] = "";
+		int dfd = open("/sys/kernel/debug/exanest-dma0/stats", O_RDONLY);
+		ssize_t n = dfd >= 0 ? read(dfd, text, sizeof(text) - 1) : -1;
+
+		if (n > 0)
+			text[n] = 0;
+		if (dfd >= 0)
+			close(dfd);
+		EXPECT("latency-ioctl", xioctl(fd, EXANEST_DMA_IOC_LATENCY, &lat), 0);
+		for (int i = 0; i < EXANEST_DMA_LATENCY_BUCKETS; i++)
+			total += lat.buckets[i];
+		result(total == c1.faults_resolved + c1.nacks, "latency-histogram-counts-every-fault",
+		       "histogram %llu, resolved %llu + nacks %llu", (unsigned long long)total,
+		       (unsigned long long)c1.faults_resolved, (unsigned long long)c1.nacks);
+		EXPECT("region-stats-ioctl", xioctl(fd, EXANEST_DMA_IOC_REGION_STATS, &rs), 0);
+		result(rs.mode == EXANEST_DMA_MODE_ON_DEMAND && rs.faults > 0 && rs.pages_resolved >= LEN >> 12,
+		       "region-stats-counts-faults", "mode %u faults %llu pages %llu", rs.mode,
+		       (unsigned long long)rs.faults, (unsigned long long)rs.pages_resolved);
+		rs.handle = 4242;
+		EXPECT("region-stats-unknown-handle", xioctl(fd, EXANEST_DMA_IOC_REGION_STATS, &rs), ENOENT);
+		result(strstr(text, "mode on-demand") && strstr(text, "resolve-latency-us p50 <"),
+		       "debugfs-stats", "read %zd: %.200s", n, text);
+		printf("debugfs exanest-dma0/stats:\n%s", text);
+	}
+
 	/* Source written by the CPU now: the DMA must see the new data (the zero page that was
 	 * mapped is replaced: the CPU's write faults, the notifier unmaps it). */
 	fill(src, LEN, 77);

@@ -121,6 +121,25 @@ struct exanest_dma_counters {
 	__u64 reserved;
 };
 
+/*
+ * EXANEST_DMA_IOC_LATENCY: how long fault resolutions took, from the engine's fault interrupt
+ * to the RESUME (or NACK): bucket 0 counts those under 2 us, bucket i (i > 0) those in
+ * [2^i, 2^(i+1)) us, the last bucket everything longer.
+ */
+#define EXANEST_DMA_LATENCY_BUCKETS	24
+struct exanest_dma_latency {
+	__u64 buckets[EXANEST_DMA_LATENCY_BUCKETS];	/* out */
+};
+
+/* EXANEST_DMA_IOC_REGION_STATS: the counters of one region. */
+struct exanest_dma_region_stats {
+	__u32 handle;		/* in */
+	__u32 mode;		/* out: EXANEST_DMA_MODE_* */
+	__u64 faults;		/* out: engine faults resolved or NACKed in the region */
+	__u64 pages_resolved;	/* out: pages faulted in and mapped on demand */
+	__u64 reserved[2];	/* out: zero */
+};
+
 #define EXANEST_DMA_IOC_MAGIC	0xE5
 #define EXANEST_DMA_IOC_INFO	_IOR(EXANEST_DMA_IOC_MAGIC, 0x00, struct exanest_dma_info)
 #define EXANEST_DMA_IOC_REG	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x01, struct exanest_dma_reg)
@@ -129,5 +148,8 @@ struct exanest_dma_counters {
 #define EXANEST_DMA_IOC_WAIT	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x04, struct exanest_dma_wait)
 #define EXANEST_DMA_IOC_COUNTERS _IOR(EXANEST_DMA_IOC_MAGIC, 0x05, struct exanest_dma_counters)
 #define EXANEST_DMA_IOC_ADVISE	_IOW(EXANEST_DMA_IOC_MAGIC, 0x06, struct exanest_dma_advise)
+#define EXANEST_DMA_IOC_LATENCY	_IOR(EXANEST_DMA_IOC_MAGIC, 0x07, struct exanest_dma_latency)
+#define EXANEST_DMA_IOC_REGION_STATS \
+	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x08, struct exanest_dma_region_stats)
 
 #endif /* _UAPI_LINUX_EXANEST_DMA_H */

@@ -55,6 +55,80 @@ pub const ADVISE_WRITE: u32 = 1 << 0;
 /// `EXANEST_DMA_IOC_ADVISE`.
 pub const IOC_ADVISE: u32 = ioc(IOC_W, 6, core::mem::size_of::<Advise>());
 
+/// Buckets of [`Latency`].
+pub const LATENCY_BUCKETS: usize = 24;
+/// `EXANEST_DMA_IOC_LATENCY`.
+pub const IOC_LATENCY: u32 = ioc(IOC_R, 7, core::mem::size_of::<Latency>());
+/// `EXANEST_DMA_IOC_REGION_STATS`.
+pub const IOC_REGION_STATS: u32 = ioc(IOC_R | IOC_W, 8, core::mem::size_of::<RegionStats>());
+
+/// `struct exanest_dma_latency`: a log2 histogram of fault resolution times in microseconds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Latency {
+    /// Bucket 0: under 2 us; bucket i: [2^i, 2^(i+1)) us; the last: longer.
+    pub buckets: [u64; LATENCY_BUCKETS],
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency {
+            buckets: [0; LATENCY_BUCKETS],
+        }
+    }
+}
+
+impl Latency {
+    /// The bucket of a duration in microseconds.
+    pub fn bucket(us: u64) -> usize {
+        let b = if us < 2 {
+            0
+        } else {
+            63 - us.leading_zeros() as usize
+        };
+        b.min(LATENCY_BUCKETS - 1)
+    }
+
+    /// Count one duration.
+    pub fn record(&mut self, us: u64) {
+        self.buckets[Self::bucket(us)] += 1;
+    }
+
+    /// The smallest duration bound (us) below which at least `pct` percent of the samples lie,
+    /// as the upper edge of a bucket; `None` without samples.
+    pub fn percentile(&self, pct: u64) -> Option<u64> {
+        let total: u64 = self.buckets.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let want = (total * pct).div_ceil(100);
+        let mut seen = 0;
+        for (i, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= want {
+                return Some(2u64 << i);
+            }
+        }
+        Some(u64::MAX)
+    }
+}
+
+/// `struct exanest_dma_region_stats`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegionStats {
+    /// In: the region.
+    pub handle: u32,
+    /// `MODE_*`.
+    pub mode: u32,
+    /// Engine faults resolved or NACKed in the region.
+    pub faults: u64,
+    /// Pages faulted in and mapped on demand.
+    pub pages_resolved: u64,
+    /// Zero.
+    pub reserved: [u64; 2],
+}
+
 /// The errors the driver reports, by name; the glue maps them to kernel error codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Errno {
@@ -489,6 +563,23 @@ mod tests {
         let mut bad = c(0x1000, 0x2000, 1);
         bad.cookie = 5;
         assert_eq!(check_copy(&bad, &LIM), Err(Errno::Inval));
+    }
+
+    #[test]
+    fn latency_buckets() {
+        assert_eq!(Latency::bucket(0), 0);
+        assert_eq!(Latency::bucket(1), 0);
+        assert_eq!(Latency::bucket(2), 1);
+        assert_eq!(Latency::bucket(3), 1);
+        assert_eq!(Latency::bucket(1000), 9);
+        assert_eq!(Latency::bucket(u64::MAX), LATENCY_BUCKETS - 1);
+        let mut l = Latency::default();
+        assert_eq!(l.percentile(50), None);
+        for us in [1, 3, 3, 100, 5000] {
+            l.record(us);
+        }
+        assert_eq!(l.percentile(50), Some(4));
+        assert_eq!(l.percentile(99), Some(8192));
     }
 
     #[test]

@@ -21,6 +21,10 @@ pub struct Region {
     pub window: u32,
     /// Copies in flight that use the region.
     pub users: u32,
+    /// Engine faults resolved or NACKed in the region.
+    pub faults: u64,
+    /// Pages faulted in and mapped on demand.
+    pub pages_resolved: u64,
 }
 
 /// At most `N` regions, in fixed storage (no allocation after creation).
@@ -84,6 +88,8 @@ impl<const N: usize> RegionTable<N> {
             mode: reg.mode,
             window: reg.window,
             users: 0,
+            faults: 0,
+            pages_resolved: 0,
         });
         Ok(handle)
     }
@@ -91,6 +97,11 @@ impl<const N: usize> RegionTable<N> {
     /// The region with this handle.
     pub fn get(&self, handle: u32) -> Option<&Region> {
         self.slot_of(handle).and_then(|i| self.slots[i].as_ref())
+    }
+
+    /// The region with this handle, to update its counters.
+    pub fn get_mut(&mut self, handle: u32) -> Option<&mut Region> {
+        self.slot_of(handle).and_then(|i| self.slots[i].as_mut())
     }
 
     /// Remove a region: `NoEnt` for an unknown handle, `Busy` while copies use it.

@@ -3,7 +3,9 @@
 //! The Rust ABI structs and ioctl numbers must equal what a C compiler makes of
 //! include/uapi/linux/exanest_dma.h.
 
-use exanest_core::abi::{self, Advise, Copy, Counters, Dereg, Info, Reg, Wait};
+use exanest_core::abi::{
+    self, Advise, Copy, Counters, Dereg, Info, Latency, Reg, RegionStats, Wait,
+};
 use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
 use std::process::Command;
@@ -51,6 +53,12 @@ fn expectations() -> Vec<(String, u64)> {
         Advise,
         [addr, length, flags, reserved]
     );
+    st!("exanest_dma_latency", Latency, [buckets]);
+    st!(
+        "exanest_dma_region_stats",
+        RegionStats,
+        [handle, mode, faults, pages_resolved, reserved]
+    );
     st!("exanest_dma_dereg", Dereg, [handle, flags]);
     st!(
         "exanest_dma_copy",
@@ -92,6 +100,9 @@ fn expectations() -> Vec<(String, u64)> {
         ("EXANEST_DMA_IOC_WAIT", abi::IOC_WAIT),
         ("EXANEST_DMA_IOC_COUNTERS", abi::IOC_COUNTERS),
         ("EXANEST_DMA_IOC_ADVISE", abi::IOC_ADVISE),
+        ("EXANEST_DMA_IOC_LATENCY", abi::IOC_LATENCY),
+        ("EXANEST_DMA_IOC_REGION_STATS", abi::IOC_REGION_STATS),
+        ("EXANEST_DMA_LATENCY_BUCKETS", abi::LATENCY_BUCKETS as u32),
         ("EXANEST_DMA_REG_WINDOW", abi::REG_WINDOW),
         ("EXANEST_DMA_MAX_WINDOW", abi::MAX_WINDOW),
         ("EXANEST_DMA_ADVISE_WRITE", abi::ADVISE_WRITE),
