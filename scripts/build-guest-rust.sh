@@ -17,6 +17,7 @@ RUSTC_BOOTSTRAP=1 cargo build --quiet --release --locked -Zbuild-std=std,panic_a
 R="$CARGO_TARGET_DIR/$T/release"
 cp "$R/exanest-cli" "$OUT/"
 cp "$R/examples/copy" "$OUT/copy-rs"
+cp "$R/examples/odp" "$OUT/odp-rs"
 # An installed-library layout (what `make install-lib` would put under a prefix): headers,
 # the static library and its pkg-config file.
 SYS="$OUT/sysroot"
@@ -31,4 +32,7 @@ export PKG_CONFIG_PATH="$SYS/lib/pkgconfig"
 # shellcheck disable=SC2046
 aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror $($PKG --cflags exanest-dma) \
 	-o "$OUT/copy-c" "$TOP/examples/copy.c" $($PKG --libs exanest-dma) 2>"$OUT/copy-c.ld.log"
+# shellcheck disable=SC2046
+aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror $($PKG --cflags exanest-dma) \
+	-o "$OUT/odp-c" "$TOP/examples/odp.c" $($PKG --libs exanest-dma) 2>"$OUT/odp-c.ld.log"
 echo "$OUT" >&3

@@ -20,7 +20,7 @@ aarch64-linux-gnu-gcc $CFLAGS -o "$ROOT/bin/pldma-probe" "$TOP/tests/guest/pldma
 aarch64-linux-gnu-gcc $CFLAGS -I "$TOP/include/uapi" -o "$ROOT/bin/exanest-test" "$TOP/tests/guest/exanest-test.c"
 
 # The user library's tools and examples (scripts/build-guest-rust.sh), when built.
-for b in exanest-cli copy-rs copy-c; do
+for b in exanest-cli copy-rs copy-c odp-rs odp-c; do
 	[ -e "$TOP/build/guest-bin/$b" ] && install -m 755 "$TOP/build/guest-bin/$b" "$ROOT/bin/"
 done
 
