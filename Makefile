@@ -13,7 +13,7 @@ TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 include $(TOP)/scripts/versions.env
 INITRD := $(TOP)/build/initramfs.cpio
 
-.PHONY: all check demo shell qemu setup kernel qemu-bin initramfs clean
+.PHONY: all check demo shell qemu setup kernel qemu-bin initramfs clean evaluate
 
 all: demo
 
@@ -28,6 +28,10 @@ qemu-bin: setup
 
 check:
 	@$(TOP)/scripts/check.sh
+
+# The whole evaluation (about 20 minutes): regenerates Documentation/evaluation.rst.
+evaluate: setup
+	@$(TOP)/scripts/evaluate.sh
 
 # Boot helpers: build (or find in the cache) the kernel and QEMU, build the module and the guest
 # tools, assemble the initramfs, boot.

@@ -15,7 +15,7 @@ cd "$TOP/rust"
 RUSTC_BOOTSTRAP=1 cargo build --quiet --release --locked -Zbuild-std=std,panic_abort --target $T \
 	-p exanest-dma -p exanest-tools --bins --examples --lib
 R="$CARGO_TARGET_DIR/$T/release"
-cp "$R/exanest-cli" "$OUT/"
+cp "$R/exanest-cli" "$R/exanest-bench" "$OUT/"
 cp "$R/examples/copy" "$OUT/copy-rs"
 cp "$R/examples/odp" "$OUT/odp-rs"
 # An installed-library layout (what `make install-lib` would put under a prefix): headers,

@@ -11,7 +11,8 @@ ROOT="$WORK/root"
 rm -rf "$ROOT"; mkdir -p "$ROOT"/{bin,sbin,dev,proc,sys,tmp,root,etc,usr/share/exanest,lib}
 cp "$DL/busybox-arm64" "$ROOT/bin/busybox"
 install -m 755 "$TOP/tests/guest/init" "$ROOT/init"
-install -m 644 "$TOP/tests/guest/demo.sh" "$TOP/tests/guest/check.sh" "$ROOT/usr/share/exanest/"
+install -m 644 "$TOP/tests/guest/demo.sh" "$TOP/tests/guest/check.sh" "$TOP/tests/guest/eval.sh" \
+	"$ROOT/usr/share/exanest/"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
 
 # Guest tools: static aarch64 binaries.
@@ -20,7 +21,7 @@ aarch64-linux-gnu-gcc $CFLAGS -o "$ROOT/bin/pldma-probe" "$TOP/tests/guest/pldma
 aarch64-linux-gnu-gcc $CFLAGS -I "$TOP/include/uapi" -o "$ROOT/bin/exanest-test" "$TOP/tests/guest/exanest-test.c"
 
 # The user library's tools and examples (scripts/build-guest-rust.sh), when built.
-for b in exanest-cli copy-rs copy-c odp-rs odp-c; do
+for b in exanest-cli exanest-bench copy-rs copy-c odp-rs odp-c; do
 	[ -e "$TOP/build/guest-bin/$b" ] && install -m 755 "$TOP/build/guest-bin/$b" "$ROOT/bin/"
 done
 

@@ -116,6 +116,13 @@ p_guest() {
 	if [ "$2" != 0 ]; then
 		fail "guest ($2 failed)"; echo "$out" | grep '^FAIL' | sed 's/^/  /'; show_log "$log" 60
 	fi
+	# The evaluation's smoke run: the bench works and its numbers are sane (no timings asserted).
+	grep -a -E '^\{"(run|bench)"' "$log" >"$LOGS/eval-smoke.jsonl" || true
+	out=$(python3 tests/eval/report.py --check "$LOGS/eval-smoke.jsonl")
+	echo "$out" | tail -1
+	set -- $(echo "$out" | tail -1 | awk '{print $2, $4}')
+	pass "$1"
+	[ "$2" = 0 ] || { fail "evaluation smoke ($2 failed)"; echo "$out" | grep '^FAIL'; }
 }
 
 summary() {

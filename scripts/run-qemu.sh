@@ -3,14 +3,15 @@
 # PCI slots (so their own IOMMU groups), the console on stdio.
 # Usage: run-qemu.sh RUN [extra QEMU args...]   RUN is demo, check or shell (see tests/guest/init).
 # Environment: QEMU, KERNEL, INITRD (set by the Makefile), TIMEOUT seconds (0 = none),
-# QEMU_APPEND (more kernel arguments), PLDMA_OPTS (engine properties, e.g. bandwidth=1000).
+# QEMU_APPEND (more kernel arguments), PLDMA_OPTS (engine properties, e.g. bandwidth=1000),
+# QEMU_MEM (guest memory, default 2G).
 . "$(dirname "$0")/common.sh"
 RUN=${1:?demo, check or shell}; shift
 : "${QEMU:?}" "${KERNEL:?}" "${INITRD:?}"
 TIMEOUT=${TIMEOUT:-0}
 opts=${PLDMA_OPTS:+,$PLDMA_OPTS}
 
-cmd=("$QEMU" -machine virt,iommu=smmuv3,gic-version=3 -cpu max -smp 2 -m 2G
+cmd=("$QEMU" -machine virt,iommu=smmuv3,gic-version=3 -cpu max -smp 2 -m "${QEMU_MEM:-2G}"
 	-nographic -nic none -no-reboot
 	-kernel "$KERNEL" -initrd "$INITRD"
 	-append "console=ttyAMA0 panic=-1 oops=panic exanest.run=$RUN ${QEMU_APPEND:-}"

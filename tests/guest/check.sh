@@ -62,6 +62,9 @@ if [ -e /lib/exanest_dma.ko ]; then
 	echo "$out" | grep -q "8388608 bytes .* data verified"; t $? cli-copy-on-demand "$out"
 	out=$(exanest-cli copy --size 2M --mode on-demand --advise 2>&1); echo "$out"
 	echo "$out" | grep -q "^faults 0 "; t $? cli-advise-no-faults "$out"
+	# The benchmark's short smoke run; scripts/check.sh checks its numbers are sane.
+	echo '{"run": 1}'
+	exanest-bench all --quick
 	# Unload with an open file is refused; after close it works.
 	exec 3</dev/exanest-dma0
 	rmmod exanest_dma 2>/dev/null; [ $? != 0 ]; t $? driver-unload-refused-while-open "rmmod succeeded"

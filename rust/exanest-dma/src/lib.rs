@@ -149,6 +149,8 @@ impl Mode {
 pub type Info = abi::Info;
 /// Driver statistics.
 pub type Counters = abi::Counters;
+/// Fault resolution times (log2 histogram in microseconds).
+pub type Latency = abi::Latency;
 
 /// An open engine instance (`/dev/exanest-dmaN`).
 #[derive(Debug)]
@@ -191,6 +193,13 @@ impl Device {
         let mut i = Info::default();
         ioctl(&self.fd, abi::IOC_INFO, &mut i)?;
         Ok(i)
+    }
+
+    /// How long fault resolutions took.
+    pub fn latency(&self) -> Result<Latency> {
+        let mut l = Latency::default();
+        ioctl(&self.fd, abi::IOC_LATENCY, &mut l)?;
+        Ok(l)
     }
 
     /// Statistics.

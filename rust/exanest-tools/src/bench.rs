@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! exanest-bench: the measurements behind Documentation/evaluation.rst. Runs in the guest and
+//! prints one JSON object per measurement on stdout (`{"bench":…, …}`); tests/eval/report.py
+//! turns runs of them into the report. Times are the guest's CLOCK_MONOTONIC: under QEMU with
+//! `-icount` they are emulated time, repeatable from run to run.
+//!
+//! ```text
+//! exanest-bench latency      [--modes pin,prefault,on-demand] [--reps N]
+//! exanest-bench first-touch  [--size BYTES]
+//! exanest-bench register     [--max BYTES]
+//! exanest-bench touch-ahead  [--size BYTES]
+//! exanest-bench memory       [--size BYTES]
+//! exanest-bench cpu-fault    [--pages N]
+//! exanest-bench all          [--quick]
+//! ```
+
+use exanest_dma::{Access, Device, Mode};
+use std::time::Instant;
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Pin => "pin",
+        Mode::Prefault => "prefault",
+        Mode::OnDemand => "on-demand",
+    }
+}
+
+const MODES: [Mode; 3] = [Mode::Pin, Mode::Prefault, Mode::OnDemand];
+
+/// A fresh anonymous mapping that nothing has touched (the allocator would reuse pages).
+struct Buf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Buf {
+    fn new(len: usize, thp: bool) -> Res<Self> {
+        // SAFETY: A private anonymous mapping; checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err("mmap failed".into());
+        }
+        let advice = if thp {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
+        // SAFETY: `p` is our mapping of `len` bytes.
+        unsafe { libc::madvise(p, len, advice) };
+        Ok(Buf { ptr: p.cast(), len })
+    }
+
+    fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    fn fill(&mut self, seed: u8) {
+        // SAFETY: Our mapping of `len` bytes; no copy is pending.
+        let s = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
+        for (i, b) in s.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(31).wrapping_add(seed);
+        }
+    }
+
+    fn slice(&self) -> &[u8] {
+        // SAFETY: Our mapping; no copy is pending.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Buf {
+    fn drop(&mut self) {
+        // SAFETY: Our mapping.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+fn us(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e6
+}
+
+fn copy(dev: &Device, src: u64, dst: u64, len: usize) -> Res<()> {
+    // SAFETY: The callers pass ranges inside registered buffers they do not touch meanwhile.
+    let c = unsafe { dev.copy_raw(src, dst, len as u64)? };
+    dev.wait_cookie(c, None)?;
+    Ok(())
+}
+
+fn register(dev: &Device, b: &Buf, access: Access, mode: Mode, window: Option<u32>) -> Res<u32> {
+    // SAFETY: The buffer outlives the region (callers deregister before dropping it).
+    Ok(unsafe { dev.register_raw_window(b.addr(), b.len as u64, access, mode, window)? })
+}
+
+/// Latency of one copy with warm mappings, per size and mode; throughput of 64 MiB copies.
+fn latency(dev: &Device, modes: &[Mode], reps: usize, max: usize) -> Res<()> {
+    for &mode in modes {
+        let mut src = Buf::new(max, false)?;
+        let dst = Buf::new(max, false)?;
+        src.fill(1);
+        let hs = register(dev, &src, Access::Read, mode, None)?;
+        let hd = register(dev, &dst, Access::Write, mode, None)?;
+        copy(dev, src.addr(), dst.addr(), max)?; // warm: every page mapped
+        let mut size = 64;
+        while size <= max {
+            let mut t = Vec::new();
+            for _ in 0..reps {
+                let t0 = Instant::now();
+                copy(dev, src.addr(), dst.addr(), size)?;
+                t.push(us(t0));
+            }
+            t.sort_by(f64::total_cmp);
+            let med = t[t.len() / 2];
+            println!(
+                "{{\"bench\":\"latency\",\"mode\":\"{}\",\"size\":{size},\"us\":{med:.3},\"mbps\":{:.1}}}",
+                mode_name(mode),
+                size as f64 / med
+            );
+            size *= 4;
+        }
+        dev.deregister(hs)?;
+        dev.deregister(hd)?;
+    }
+    Ok(())
+}
+
+/// First touch: register never-touched buffers and copy them once; the time includes the
+/// registration, and every fault for the on-demand mode.
+fn first_touch(dev: &Device, size: usize) -> Res<()> {
+    for mode in MODES {
+        let mut src = Buf::new(size, false)?;
+        let dst = Buf::new(size, false)?;
+        src.fill(2);
+        let c0 = dev.counters()?;
+        let t0 = Instant::now();
+        let hs = register(dev, &src, Access::Read, mode, None)?;
+        let hd = register(dev, &dst, Access::Write, mode, None)?;
+        let treg = us(t0);
+        copy(dev, src.addr(), dst.addr(), size)?;
+        let total = us(t0);
+        let c1 = dev.counters()?;
+        let ok = src.slice() == dst.slice();
+        dev.deregister(hs)?;
+        dev.deregister(hd)?;
+        println!(
+            "{{\"bench\":\"first-touch\",\"mode\":\"{}\",\"size\":{size},\"register_us\":{treg:.1},\"total_us\":{total:.1},\"faults\":{},\"ok\":{ok}}}",
+            mode_name(mode),
+            c1.faults - c0.faults
+        );
+    }
+    Ok(())
+}
+
+/// Registration cost against region size, when 1 MiB of the region is then used.
+fn register_cost(dev: &Device, max: usize) -> Res<()> {
+    let mut size = 1 << 20;
+    while size <= max {
+        for mode in MODES {
+            let buf = Buf::new(size, false)?;
+            let dst = Buf::new(1 << 20, false)?;
+            let hd = register(dev, &dst, Access::Write, Mode::Pin, None)?;
+            let t0 = Instant::now();
+            let hs = match register(dev, &buf, Access::Read, mode, None) {
+                Ok(h) => h,
+                Err(e) => {
+                    println!(
+                        "{{\"bench\":\"register\",\"mode\":\"{}\",\"size\":{size},\"error\":\"{e}\"}}",
+                        mode_name(mode)
+                    );
+                    dev.deregister(hd)?;
+                    continue;
+                }
+            };
+            let treg = us(t0);
+            copy(dev, buf.addr(), dst.addr(), 1 << 20)?;
+            let total = us(t0);
+            let c = dev.counters()?;
+            // The 1 MiB destination is pinned in every mode: count the region's pages only.
+            println!(
+                "{{\"bench\":\"register\",\"mode\":\"{}\",\"size\":{size},\"register_us\":{treg:.1},\"with_use_us\":{total:.1},\"pinned_pages\":{}}}",
+                mode_name(mode),
+                c.pages_pinned.saturating_sub(256)
+            );
+            dev.deregister(hs)?;
+            dev.deregister(hd)?;
+        }
+        size *= 4;
+    }
+    Ok(())
+}
+
+/// Touch-ahead sweep: faults per MiB and time, sequential and strided, THP on and off.
+fn touch_ahead(dev: &Device, size: usize) -> Res<()> {
+    for thp in [false, true] {
+        for pattern in ["sequential", "strided"] {
+            for window in [0u32, 1, 4, 16, 64, 256, 511] {
+                let mut src = Buf::new(size, thp)?;
+                let dst = Buf::new(size, thp)?;
+                src.fill(3);
+                let hs = register(dev, &src, Access::Read, Mode::OnDemand, Some(window))?;
+                let hd = register(dev, &dst, Access::Write, Mode::OnDemand, Some(window))?;
+                let c0 = dev.counters()?;
+                let t0 = Instant::now();
+                if pattern == "sequential" {
+                    copy(dev, src.addr(), dst.addr(), size)?;
+                } else {
+                    // 4 KiB every 64 KiB: the access pattern a touch-ahead window can waste.
+                    let mut off = 0;
+                    while off < size {
+                        copy(dev, src.addr() + off as u64, dst.addr() + off as u64, 4096)?;
+                        off += 64 << 10;
+                    }
+                }
+                let t = us(t0);
+                let c1 = dev.counters()?;
+                dev.deregister(hs)?;
+                dev.deregister(hd)?;
+                let mib = size as f64 / (1 << 20) as f64;
+                println!(
+                    "{{\"bench\":\"touch-ahead\",\"thp\":{thp},\"pattern\":\"{pattern}\",\"window\":{window},\"us\":{t:.1},\"faults_per_mib\":{:.2},\"pages_mapped\":{}}}",
+                    (c1.faults - c0.faults) as f64 / mib,
+                    c1.pages_resolved - c0.pages_resolved
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |p| p * 4)
+}
+
+/// Memory footprint of a sparse workload: a large region of which 1/64 is used.
+fn memory(dev: &Device, size: usize) -> Res<()> {
+    for mode in MODES {
+        let src = Buf::new(size, false)?;
+        let dst = Buf::new(64 << 10, false)?;
+        let hd = register(dev, &dst, Access::Write, Mode::Pin, None)?;
+        let r0 = rss_kib();
+        let hs = register(dev, &src, Access::Read, mode, None)?;
+        let mut off = 0;
+        while off < size {
+            copy(dev, src.addr() + off as u64, dst.addr(), 4096)?;
+            off += 256 << 10;
+        }
+        let r1 = rss_kib();
+        let c = dev.counters()?;
+        println!(
+            "{{\"bench\":\"memory\",\"mode\":\"{}\",\"size\":{size},\"rss_kib\":{},\"pinned_kib\":{},\"mapped_kib\":{}}}",
+            mode_name(mode),
+            r1.saturating_sub(r0),
+            c.pages_pinned.saturating_sub(16) * 4,
+            c.pages_mapped.saturating_sub(16) * 4
+        );
+        dev.deregister(hs)?;
+        dev.deregister(hd)?;
+    }
+    Ok(())
+}
+
+/// The CPU's own page fault on the same kind of page, for comparison with the device's.
+fn cpu_fault(pages: usize) -> Res<()> {
+    let b = Buf::new(pages * 4096, false)?;
+    let t0 = Instant::now();
+    for i in 0..pages {
+        // SAFETY: Inside our mapping.
+        unsafe { b.ptr.add(i * 4096).write_volatile(1) };
+    }
+    let t = us(t0);
+    println!(
+        "{{\"bench\":\"cpu-fault\",\"pages\":{pages},\"us_per_fault\":{:.3}}}",
+        t / pages as f64
+    );
+    Ok(())
+}
+
+/// Device fault service time: the driver's histogram (engine fault interrupt to RESUME).
+fn fault_service(dev: &Device, size: usize) -> Res<()> {
+    let mut src = Buf::new(size, false)?;
+    let dst = Buf::new(size, false)?;
+    src.fill(4);
+    let hs = register(dev, &src, Access::Read, Mode::OnDemand, Some(0))?;
+    let hd = register(dev, &dst, Access::Write, Mode::OnDemand, Some(0))?;
+    let l0 = dev.latency()?;
+    let t0 = Instant::now();
+    copy(dev, src.addr(), dst.addr(), size)?;
+    let t = us(t0);
+    let l1 = dev.latency()?;
+    let mut d = exanest_dma::Latency::default();
+    for i in 0..d.buckets.len() {
+        d.buckets[i] = l1.buckets[i] - l0.buckets[i];
+    }
+    let n: u64 = d.buckets.iter().sum();
+    println!(
+        "{{\"bench\":\"fault-service\",\"faults\":{n},\"us_per_fault\":{:.2},\"p50_us_below\":{},\"p99_us_below\":{}}}",
+        t / n.max(1) as f64,
+        d.percentile(50).unwrap_or(0),
+        d.percentile(99).unwrap_or(0)
+    );
+    dev.deregister(hs)?;
+    dev.deregister(hd)?;
+    Ok(())
+}
+
+fn arg(args: &[String], name: &str, default: usize) -> usize {
+    args.windows(2)
+        .find(|w| w[0] == name)
+        .and_then(|w| w[1].parse().ok())
+        .unwrap_or(default)
+}
+
+fn run(args: &[String]) -> Res<()> {
+    let dev = Device::open(0)?;
+    let quick = args.iter().any(|a| a == "--quick");
+    let (reps, max, big) = if quick {
+        (3, 1 << 20, 4 << 20)
+    } else {
+        (5, 64 << 20, 1 << 30)
+    };
+    match args.first().map(String::as_str) {
+        Some("latency") => latency(&dev, &MODES, arg(args, "--reps", reps), max),
+        Some("first-touch") => first_touch(&dev, arg(args, "--size", 16 << 20)),
+        Some("register") => register_cost(&dev, arg(args, "--max", big)),
+        Some("touch-ahead") => touch_ahead(&dev, arg(args, "--size", if quick { 1 << 20 } else { 8 << 20 })),
+        Some("memory") => memory(&dev, arg(args, "--size", if quick { 16 << 20 } else { 256 << 20 })),
+        Some("cpu-fault") => cpu_fault(arg(args, "--pages", 4096)),
+        Some("fault-service") => fault_service(&dev, arg(args, "--size", 4 << 20)),
+        Some("all") => {
+            latency(&dev, &MODES, reps, max)?;
+            first_touch(&dev, if quick { 1 << 20 } else { 16 << 20 })?;
+            register_cost(&dev, big)?;
+            touch_ahead(&dev, if quick { 1 << 20 } else { 8 << 20 })?;
+            memory(&dev, if quick { 16 << 20 } else { 256 << 20 })?;
+            cpu_fault(if quick { 512 } else { 4096 })?;
+            fault_service(&dev, if quick { 1 << 20 } else { 4 << 20 })
+        }
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|all [--quick]".into()),
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("exanest-bench: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

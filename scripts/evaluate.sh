@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# make evaluate: run exanest-bench in the guest under a deterministic virtual clock and
+# regenerate Documentation/evaluation.rst and its figures.
+# Usage: evaluate.sh [--quick] [--runs N]
+. "$(dirname "$0")/common.sh"
+runs=5 quick=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) quick=1 ;;
+	--runs) runs=$2; shift ;;
+	*) die "usage: evaluate.sh [--quick] [--runs N]" ;;
+	esac
+	shift
+done
+KB=$("$TOP/scripts/build-kernel.sh")
+QEMU=$("$TOP/scripts/build-qemu.sh")
+make -s -C "$TOP" --no-print-directory module KDIR="$KB" >/dev/null
+"$TOP/scripts/build-guest-rust.sh" >/dev/null
+"$TOP/scripts/build-initramfs.sh" "$KB" "$TOP/build/initramfs.cpio"
+OUT="$TOP/build/eval"
+mkdir -p "$OUT"
+log "evaluation: $runs run(s)$([ $quick = 1 ] && echo ', quick'), QEMU -icount shift=0,sleep=off"
+t0=$SECONDS
+QEMU="$QEMU" KERNEL="$KB/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" TIMEOUT=7200 \
+	QEMU_MEM=4G QEMU_APPEND="exanest.runs=$runs exanest.quick=$quick" \
+	"$TOP/scripts/run-qemu.sh" /usr/share/exanest/eval.sh -icount shift=0,sleep=off >"$OUT/console.log" 2>&1 ||
+	{ tail -30 "$OUT/console.log" >&2; die "the evaluation run failed (log: $OUT/console.log)"; }
+grep -a -E '^\{"(run|bench)"' "$OUT/console.log" >"$OUT/raw.jsonl"
+meta=$(sed -n 's/^EVAL-META: //p' "$OUT/console.log" | head -1)
+log "evaluation: guest done in $((SECONDS - t0)) s; writing the report"
+if [ $quick = 1 ]; then
+	python3 "$TOP/tests/eval/report.py" --check "$OUT/raw.jsonl"
+else
+	mkdir -p "$TOP/Documentation/eval"
+	cp "$OUT/raw.jsonl" "$TOP/Documentation/eval/raw.jsonl"
+	python3 "$TOP/tests/eval/report.py" "$OUT/raw.jsonl" "$TOP/Documentation/evaluation.rst" \
+		"$TOP/Documentation/eval" --meta "Guest: $meta. Engine model: 2000 MB/s, 2 us latency. Host time for the whole run: $((SECONDS - t0)) s."
+	log "wrote Documentation/evaluation.rst and Documentation/eval/*.svg"
+fi

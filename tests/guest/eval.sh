@@ -1,0 +1,18 @@
+# Evaluation runs (sourced by /init via exanest.run=/usr/share/exanest/eval.sh). Kernel command
+# line: exanest.runs=N (default 5), exanest.quick=1 for the short smoke version.
+runs=5 quick=
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	exanest.runs=*) runs=${arg#exanest.runs=} ;;
+	exanest.quick=1) quick=--quick ;;
+	esac
+done
+insmod /lib/exanest_dma.ko || exit 1
+echo "EVAL-META: kernel $(uname -r), $(nproc) cpus, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB, runs $runs $quick"
+i=1
+while [ "$i" -le "$runs" ]; do
+	echo "{\"run\": $i}"
+	exanest-bench all $quick || echo "{\"bench\": \"all\", \"error\": \"exit $?\"}"
+	i=$((i + 1))
+done
+rmmod exanest_dma
