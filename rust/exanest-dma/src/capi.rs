@@ -108,22 +108,8 @@ pub unsafe extern "C" fn exanest_dma_reg(
     mode_raw: u32,
     handle: *mut u32,
 ) -> i32 {
-    let d = dev!(dev);
-    let (Some(a), Some(m)) = (access(access_bits), mode(mode_raw)) else {
-        return -libc::EINVAL;
-    };
-    if handle.is_null() {
-        return -libc::EINVAL;
-    }
-    // SAFETY: The caller keeps the memory valid until deregistration.
-    match unsafe { d.register_raw(addr as u64, len as u64, a, m) } {
-        Ok(h) => {
-            // SAFETY: Checked non-NULL; valid per the contract.
-            unsafe { *handle = h };
-            0
-        }
-        Err(e) => -e.errno(),
-    }
+    // SAFETY: Same contract.
+    unsafe { reg(dev, addr, len, access_bits, mode_raw, None, handle) }
 }
 
 /// [`exanest_dma_reg`] with a touch-ahead window in pages (on-demand mode).
@@ -141,6 +127,22 @@ pub unsafe extern "C" fn exanest_dma_reg_window(
     window: u32,
     handle: *mut u32,
 ) -> i32 {
+    // SAFETY: Same contract.
+    unsafe { reg(dev, addr, len, access_bits, mode_raw, Some(window), handle) }
+}
+
+/// # Safety
+///
+/// As for `exanest_dma_reg`.
+unsafe fn reg(
+    dev: *const ExanestDma,
+    addr: *const core::ffi::c_void,
+    len: usize,
+    access_bits: u32,
+    mode_raw: u32,
+    window: Option<u32>,
+    handle: *mut u32,
+) -> i32 {
     let d = dev!(dev);
     let (Some(a), Some(m)) = (access(access_bits), mode(mode_raw)) else {
         return -libc::EINVAL;
@@ -149,7 +151,7 @@ pub unsafe extern "C" fn exanest_dma_reg_window(
         return -libc::EINVAL;
     }
     // SAFETY: The caller keeps the memory valid until deregistration.
-    match unsafe { d.register_raw_window(addr as u64, len as u64, a, m, Some(window)) } {
+    match unsafe { d.register_raw_window(addr as u64, len as u64, a, m, window) } {
         Ok(h) => {
             // SAFETY: Checked non-NULL; valid per the contract.
             unsafe { *handle = h };

@@ -12,6 +12,8 @@
 //! exanest-bench touch-ahead  [--size BYTES]
 //! exanest-bench memory       [--size BYTES]
 //! exanest-bench cpu-fault    [--pages N]
+//! exanest-bench fault-service [--size BYTES]
+//! exanest-bench memcg        [--limit BYTES]
 //! exanest-bench all          [--quick]
 //! ```
 
@@ -135,28 +137,60 @@ fn latency(dev: &Device, modes: &[Mode], reps: usize, max: usize) -> Res<()> {
     Ok(())
 }
 
+/// CPU time so far: this process (user, system) and the whole machine's system time (which
+/// includes the driver's fault workers), in microseconds.
+fn cpu_times() -> (f64, f64, f64) {
+    // SAFETY: `ru` is written by getrusage.
+    let mut ru: libc::rusage = unsafe { core::mem::zeroed() };
+    // SAFETY: A valid rusage to fill.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    // /proc/stat "cpu" line: user nice system idle iowait irq softirq, in USER_HZ (1/100 s).
+    let sys = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            let f: Vec<f64> = s
+                .lines()
+                .next()?
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            Some((f.get(2)? + f.get(5)? + f.get(6)?) * 1e4)
+        })
+        .unwrap_or(0.0);
+    (tv(ru.ru_utime), tv(ru.ru_stime), sys)
+}
+
 /// First touch: register never-touched buffers and copy them once; the time includes the
-/// registration, and every fault for the on-demand mode.
+/// registration, and every fault for the on-demand mode. Also the CPU time it cost.
 fn first_touch(dev: &Device, size: usize) -> Res<()> {
     for mode in MODES {
         let mut src = Buf::new(size, false)?;
         let dst = Buf::new(size, false)?;
         src.fill(2);
         let c0 = dev.counters()?;
+        let (u0, s0, k0) = cpu_times();
         let t0 = Instant::now();
         let hs = register(dev, &src, Access::Read, mode, None)?;
         let hd = register(dev, &dst, Access::Write, mode, None)?;
         let treg = us(t0);
         copy(dev, src.addr(), dst.addr(), size)?;
         let total = us(t0);
+        let (u1, s1, k1) = cpu_times();
         let c1 = dev.counters()?;
         let ok = src.slice() == dst.slice();
         dev.deregister(hs)?;
         dev.deregister(hd)?;
+        // Kernel time outside this process: the fault workers and interrupt handling
+        // (/proc/stat has 10 ms resolution).
+        let other = ((k1 - k0) - (s1 - s0)).max(0.0);
         println!(
-            "{{\"bench\":\"first-touch\",\"mode\":\"{}\",\"size\":{size},\"register_us\":{treg:.1},\"total_us\":{total:.1},\"faults\":{},\"ok\":{ok}}}",
+            "{{\"bench\":\"first-touch\",\"mode\":\"{}\",\"size\":{size},\"register_us\":{treg:.1},\"total_us\":{total:.1},\"faults\":{},\"ok\":{ok},\"user_us\":{:.0},\"sys_us\":{:.0},\"other_kernel_us\":{other:.0}}}",
             mode_name(mode),
-            c1.faults - c0.faults
+            c1.faults - c0.faults,
+            u1 - u0,
+            s1 - s0
         );
     }
     Ok(())
@@ -321,6 +355,69 @@ fn fault_service(dev: &Device, size: usize) -> Res<()> {
     Ok(())
 }
 
+/// Under a memory cgroup limit of `limit` bytes, register a region of twice that size and use
+/// 1/64 of it: pinning must charge the whole region and fails; on-demand keeps working. Each
+/// mode runs in a child process (the OOM killer may end it), which opens the engine itself.
+fn memcg(limit: usize) -> Res<()> {
+    let cg = "/sys/fs/cgroup/exanest-bench";
+    let _ = std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
+    let _ = std::fs::create_dir(cg);
+    std::fs::write(format!("{cg}/memory.max"), limit.to_string())?;
+    std::fs::write(format!("{cg}/memory.swap.max"), "0").ok();
+    for mode in MODES {
+        // SAFETY: The child only runs the code below and exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let code = (|| -> Res<i32> {
+                std::fs::write(format!("{cg}/cgroup.procs"), std::process::id().to_string())?;
+                let dev = Device::open(0)?;
+                let size = 2 * limit;
+                let src = Buf::new(size, false)?;
+                let dst = Buf::new(64 << 10, false)?;
+                let hd = register(&dev, &dst, Access::Write, Mode::OnDemand, None)?;
+                let hs = match register(&dev, &src, Access::Read, mode, None) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        println!(
+                            "{{\"bench\":\"memcg\",\"mode\":\"{}\",\"limit\":{limit},\"size\":{size},\"result\":\"register failed: {e}\"}}",
+                            mode_name(mode)
+                        );
+                        return Ok(1);
+                    }
+                };
+                let mut off = 0;
+                while off < size {
+                    copy(&dev, src.addr() + off as u64, dst.addr(), 4096)?;
+                    off += 256 << 10;
+                }
+                println!(
+                    "{{\"bench\":\"memcg\",\"mode\":\"{}\",\"limit\":{limit},\"size\":{size},\"result\":\"ok\"}}",
+                    mode_name(mode)
+                );
+                dev.deregister(hs)?;
+                dev.deregister(hd)?;
+                Ok(0)
+            })()
+            .unwrap_or(2);
+            // SAFETY: Leave the child without running the parent's atexit handlers.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: `pid` is our child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        if libc::WIFSIGNALED(status) {
+            println!(
+                "{{\"bench\":\"memcg\",\"mode\":\"{}\",\"limit\":{limit},\"size\":{},\"result\":\"killed by signal {} (out of memory)\"}}",
+                mode_name(mode),
+                2 * limit,
+                libc::WTERMSIG(status)
+            );
+        }
+    }
+    let _ = std::fs::remove_dir(cg);
+    Ok(())
+}
+
 fn arg(args: &[String], name: &str, default: usize) -> usize {
     args.windows(2)
         .find(|w| w[0] == name)
@@ -329,6 +426,9 @@ fn arg(args: &[String], name: &str, default: usize) -> usize {
 }
 
 fn run(args: &[String]) -> Res<()> {
+    if args.first().map(String::as_str) == Some("memcg") {
+        return memcg(arg(args, "--limit", 64 << 20));
+    }
     let dev = Device::open(0)?;
     let quick = args.iter().any(|a| a == "--quick");
     let (reps, max, big) = if quick {
@@ -351,9 +451,11 @@ fn run(args: &[String]) -> Res<()> {
             touch_ahead(&dev, if quick { 1 << 20 } else { 8 << 20 })?;
             memory(&dev, if quick { 16 << 20 } else { 256 << 20 })?;
             cpu_fault(if quick { 512 } else { 4096 })?;
-            fault_service(&dev, if quick { 1 << 20 } else { 4 << 20 })
+            fault_service(&dev, if quick { 1 << 20 } else { 4 << 20 })?;
+            drop(dev);
+            memcg(if quick { 16 << 20 } else { 64 << 20 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|all [--quick]".into()),
     }
 }
 
