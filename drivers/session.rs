@@ -85,6 +85,16 @@ pub(crate) unsafe extern "C" fn exanest_rust_invalidate(
     session.invalidate(mni, start as u64, end as u64, blockable, cur_seq)
 }
 
+/// Microseconds since `t`.
+fn micros(t: Instant<Monotonic>) -> u64 {
+    u64::try_from(t.elapsed().as_micros_ceil()).unwrap_or(0)
+}
+
+/// Microseconds from `a` to `b`.
+fn micros_between(a: Instant<Monotonic>, b: Instant<Monotonic>) -> u64 {
+    u64::try_from((b - a).as_micros_ceil()).unwrap_or(0)
+}
+
 /// Regions one process may hold.
 pub(crate) const MAX_REGIONS: usize = 64;
 /// Copies one process may have queued, running or finished but not yet waited for.
@@ -425,7 +435,9 @@ impl Session {
     /// `fault_lock` held.
     fn fault_and_map(&self, addr: u64, write: bool, target: &FaultTarget) -> Result<(u64, u64)> {
         loop {
+            let t0 = Instant::<Monotonic>::now();
             let f = odp::fault_in(&self.mm, addr, write, target)?;
+            let t1 = Instant::<Monotonic>::now();
             let mut nodes = odp::reserve_nodes(&f)?;
             let mut g = self.inner.lock();
             if g.dead {
@@ -438,7 +450,9 @@ impl Session {
             let mapped = ms.mirror.map(dom, target.notifier, &f, &mut nodes, |vpn| {
                 pages.covers(vpn, write)
             })?;
+            g.latency.fault_in.record(micros_between(t0, t1));
             if let Some(n) = mapped {
+                g.latency.map.record(micros(t1));
                 g.counters.pages_resolved += n;
                 return Ok((f.end(), n));
             }
@@ -651,6 +665,12 @@ impl Session {
 
     /// Resolve the fault channel `n` waits on, then resume it, or NACK it with the errno.
     fn service_channel(&self, n: u32) {
+        {
+            let mut g = self.inner.lock();
+            if let Some(t) = g.fault_at[n as usize] {
+                g.latency.queue.record(micros(t));
+            }
+        }
         let Ok(rep) = self.engine.report(n) else {
             return;
         };
@@ -676,8 +696,7 @@ impl Session {
         }
         let i = n as usize;
         if let Some(t) = inner.fault_at[i].take() {
-            let us = u64::try_from(t.elapsed().as_micros_ceil()).unwrap_or(0);
-            inner.latency.record(us);
+            inner.latency.total.record(micros(t));
         }
         if let Ok(one) = Range::new(rep.fault_addr, 1, u64::MAX) {
             let access = if rep.fault.write {
@@ -807,18 +826,26 @@ impl Session {
             )?;
         }
         drop(g);
-        write!(f, "resolve-latency-us")?;
-        for (i, n) in lat.buckets.iter().enumerate() {
-            if *n != 0 {
-                write!(f, " <{}:{}", 2u64 << i, n)?;
+        for (name, h) in [
+            ("resolve-latency-us", &lat.total),
+            ("queue-us", &lat.queue),
+            ("fault-in-us", &lat.fault_in),
+            ("map-us", &lat.map),
+        ] {
+            write!(f, "{name}")?;
+            for (i, n) in h.buckets.iter().enumerate() {
+                if *n != 0 {
+                    write!(f, " <{}:{}", 2u64 << i, n)?;
+                }
             }
+            writeln!(
+                f,
+                "\n{name} p50 <{} p99 <{}",
+                h.percentile(50).unwrap_or(0),
+                h.percentile(99).unwrap_or(0)
+            )?;
         }
-        writeln!(
-            f,
-            "\nresolve-latency-us p50 <{} p99 <{}",
-            lat.percentile(50).unwrap_or(0),
-            lat.percentile(99).unwrap_or(0)
-        )
+        Ok(())
     }
 
     /// EXANEST_DMA_IOC_ADVISE: map a sub-range of a prefault or on-demand region now.

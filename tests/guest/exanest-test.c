@@ -622,7 +622,7 @@ static void t_odp(void)
 			close(dfd);
 		EXPECT("latency-ioctl", xioctl(fd, EXANEST_DMA_IOC_LATENCY, &lat), 0);
 		for (int i = 0; i < EXANEST_DMA_LATENCY_BUCKETS; i++)
-			total += lat.buckets[i];
+			total += lat.total[i];
 		result(total == c1.faults_resolved + c1.nacks, "latency-histogram-counts-every-fault",
 		       "histogram %llu, resolved %llu + nacks %llu", (unsigned long long)total,
 		       (unsigned long long)c1.faults_resolved, (unsigned long long)c1.nacks);

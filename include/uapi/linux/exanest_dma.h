@@ -122,13 +122,16 @@ struct exanest_dma_counters {
 };
 
 /*
- * EXANEST_DMA_IOC_LATENCY: how long fault resolutions took, from the engine's fault interrupt
- * to the RESUME (or NACK): bucket 0 counts those under 2 us, bucket i (i > 0) those in
- * [2^i, 2^(i+1)) us, the last bucket everything longer.
+ * EXANEST_DMA_IOC_LATENCY: how long fault resolutions took, as log2 histograms in microseconds:
+ * bucket 0 counts durations under 2 us, bucket i (i > 0) those in [2^i, 2^(i+1)) us, the last
+ * bucket everything longer.
  */
 #define EXANEST_DMA_LATENCY_BUCKETS	24
 struct exanest_dma_latency {
-	__u64 buckets[EXANEST_DMA_LATENCY_BUCKETS];	/* out */
+	__u64 total[EXANEST_DMA_LATENCY_BUCKETS];	/* engine fault interrupt to RESUME/NACK */
+	__u64 queue[EXANEST_DMA_LATENCY_BUCKETS];	/* interrupt to the fault worker taking it */
+	__u64 fault_in[EXANEST_DMA_LATENCY_BUCKETS];	/* each hmm_range_fault (handle_mm_fault) */
+	__u64 map[EXANEST_DMA_LATENCY_BUCKETS];		/* each IOMMU map of the faulted pages */
 };
 
 /* EXANEST_DMA_IOC_REGION_STATS: the counters of one region. */

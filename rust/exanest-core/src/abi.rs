@@ -62,23 +62,37 @@ pub const IOC_LATENCY: u32 = ioc(IOC_R, 7, core::mem::size_of::<Latency>());
 /// `EXANEST_DMA_IOC_REGION_STATS`.
 pub const IOC_REGION_STATS: u32 = ioc(IOC_R | IOC_W, 8, core::mem::size_of::<RegionStats>());
 
-/// `struct exanest_dma_latency`: a log2 histogram of fault resolution times in microseconds.
+/// A log2 histogram of durations in microseconds.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Latency {
+pub struct Histogram {
     /// Bucket 0: under 2 us; bucket i: [2^i, 2^(i+1)) us; the last: longer.
     pub buckets: [u64; LATENCY_BUCKETS],
 }
 
-impl Default for Latency {
+impl Default for Histogram {
     fn default() -> Self {
-        Latency {
+        Histogram {
             buckets: [0; LATENCY_BUCKETS],
         }
     }
 }
 
-impl Latency {
+/// `struct exanest_dma_latency`: fault resolution times, whole and by stage.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Latency {
+    /// Engine fault interrupt to RESUME or NACK.
+    pub total: Histogram,
+    /// Interrupt to the fault worker taking the channel.
+    pub queue: Histogram,
+    /// Each `hmm_range_fault`.
+    pub fault_in: Histogram,
+    /// Each IOMMU map of the faulted pages.
+    pub map: Histogram,
+}
+
+impl Histogram {
     /// The bucket of a duration in microseconds.
     pub fn bucket(us: u64) -> usize {
         let b = if us < 2 {
@@ -567,13 +581,13 @@ mod tests {
 
     #[test]
     fn latency_buckets() {
-        assert_eq!(Latency::bucket(0), 0);
-        assert_eq!(Latency::bucket(1), 0);
-        assert_eq!(Latency::bucket(2), 1);
-        assert_eq!(Latency::bucket(3), 1);
-        assert_eq!(Latency::bucket(1000), 9);
-        assert_eq!(Latency::bucket(u64::MAX), LATENCY_BUCKETS - 1);
-        let mut l = Latency::default();
+        assert_eq!(Histogram::bucket(0), 0);
+        assert_eq!(Histogram::bucket(1), 0);
+        assert_eq!(Histogram::bucket(2), 1);
+        assert_eq!(Histogram::bucket(3), 1);
+        assert_eq!(Histogram::bucket(1000), 9);
+        assert_eq!(Histogram::bucket(u64::MAX), LATENCY_BUCKETS - 1);
+        let mut l = Histogram::default();
         assert_eq!(l.percentile(50), None);
         for us in [1, 3, 3, 100, 5000] {
             l.record(us);

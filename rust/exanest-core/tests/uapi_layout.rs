@@ -53,7 +53,11 @@ fn expectations() -> Vec<(String, u64)> {
         Advise,
         [addr, length, flags, reserved]
     );
-    st!("exanest_dma_latency", Latency, [buckets]);
+    st!(
+        "exanest_dma_latency",
+        Latency,
+        [total, queue, fault_in, map]
+    );
     st!(
         "exanest_dma_region_stats",
         RegionStats,

@@ -149,8 +149,10 @@ impl Mode {
 pub type Info = abi::Info;
 /// Driver statistics.
 pub type Counters = abi::Counters;
-/// Fault resolution times (log2 histogram in microseconds).
+/// Fault resolution times (log2 histograms in microseconds), whole and by stage.
 pub type Latency = abi::Latency;
+/// One log2 histogram in microseconds.
+pub type Histogram = abi::Histogram;
 
 /// An open engine instance (`/dev/exanest-dmaN`).
 #[derive(Debug)]

@@ -339,13 +339,30 @@ fn fault_service(dev: &Device, size: usize) -> Res<()> {
     copy(dev, src.addr(), dst.addr(), size)?;
     let t = us(t0);
     let l1 = dev.latency()?;
-    let mut d = exanest_dma::Latency::default();
-    for i in 0..d.buckets.len() {
-        d.buckets[i] = l1.buckets[i] - l0.buckets[i];
-    }
+    let diff = |a: &exanest_dma::Histogram, b: &exanest_dma::Histogram| {
+        let mut d = exanest_dma::Histogram::default();
+        for i in 0..d.buckets.len() {
+            d.buckets[i] = b.buckets[i] - a.buckets[i];
+        }
+        d
+    };
+    let d = diff(&l0.total, &l1.total);
     let n: u64 = d.buckets.iter().sum();
+    let mut stages = String::new();
+    for (name, a, b) in [
+        ("queue", &l0.queue, &l1.queue),
+        ("fault_in", &l0.fault_in, &l1.fault_in),
+        ("map", &l0.map, &l1.map),
+    ] {
+        let h = diff(a, b);
+        stages += &format!(
+            ",\"{name}_p50_us_below\":{},\"{name}_p99_us_below\":{}",
+            h.percentile(50).unwrap_or(0),
+            h.percentile(99).unwrap_or(0)
+        );
+    }
     println!(
-        "{{\"bench\":\"fault-service\",\"faults\":{n},\"us_per_fault\":{:.2},\"p50_us_below\":{},\"p99_us_below\":{}}}",
+        "{{\"bench\":\"fault-service\",\"faults\":{n},\"us_per_fault\":{:.2},\"p50_us_below\":{},\"p99_us_below\":{}{stages}}}",
         t / n.max(1) as f64,
         d.percentile(50).unwrap_or(0),
         d.percentile(99).unwrap_or(0)
