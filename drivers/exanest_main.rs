@@ -171,6 +171,34 @@ fn new_engine(
     Ok((no, engine, name))
 }
 
+/// What both front-ends keep for an engine besides its interrupt: the misc device and the
+/// debugfs view.
+#[pin_data]
+struct EngineDevices {
+    #[pin]
+    misc: MiscHolder,
+    #[pin]
+    stats: debugfs::File<Arc<Engine>>,
+    _debugfs: debugfs::Dir,
+    engine: Arc<Engine>,
+    _no: InstanceNo,
+}
+
+impl EngineDevices {
+    fn new(no: InstanceNo, engine: Arc<Engine>, name: &'static CStr) -> impl PinInit<Self, Error> {
+        let misc_engine = engine.clone();
+        let stats_engine = engine.clone();
+        let dir = debugfs::Dir::new(name);
+        try_pin_init!(EngineDevices {
+            misc <- MiscHolder::new(name, misc_engine),
+            stats <- dir.read_callback_file(c"stats", stats_engine, &stats_fmt),
+            _debugfs: dir,
+            engine,
+            _no: no,
+        }? Error)
+    }
+}
+
 struct ExanestDriver;
 
 /// Per bound device. Fields drop in declaration order: the interrupt first, then the misc
@@ -180,13 +208,8 @@ struct ExanestData<'bound> {
     #[pin]
     irq: irq::ThreadedRegistration<'bound, IrqHandler>,
     #[pin]
-    misc: MiscHolder,
-    #[pin]
-    stats: debugfs::File<Arc<Engine>>,
-    _debugfs: debugfs::Dir,
+    devices: EngineDevices,
     vecs: pci::IrqVectorRegistration<'bound>,
-    engine: Arc<Engine>,
-    _no: InstanceNo,
 }
 
 kernel::pci_device_table!(
@@ -217,9 +240,6 @@ impl pci::Driver for ExanestDriver {
             let handler = IrqHandler {
                 engine: engine.clone(),
             };
-            let misc_engine = engine.clone();
-            let stats_engine = engine.clone();
-            let dir = debugfs::Dir::new(name);
             Ok(try_pin_init!(ExanestData {
                 vecs: pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::default().with(pci::IrqType::Intx))?,
                 // SAFETY: `vecs` is initialised above, pinned with `self`, and dropped after
@@ -232,17 +252,13 @@ impl pci::Driver for ExanestDriver {
                         Ok::<_, Error>(handler),
                     )
                 },
-                misc <- MiscHolder::new(name, misc_engine),
-                stats <- dir.read_callback_file(c"stats", stats_engine, &stats_fmt),
-                _debugfs: dir,
-                engine,
-                _no: no,
+                devices <- EngineDevices::new(no, engine, name),
             }? Error))
         })
     }
 
     fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
-        this.engine.unbind();
+        this.devices.engine.unbind();
     }
 }
 
@@ -256,12 +272,7 @@ struct ExanestPlatformData<'bound> {
     #[pin]
     irq: irq::ThreadedRegistration<'bound, IrqHandler>,
     #[pin]
-    misc: MiscHolder,
-    #[pin]
-    stats: debugfs::File<Arc<Engine>>,
-    _debugfs: debugfs::Dir,
-    engine: Arc<Engine>,
-    _no: InstanceNo,
+    devices: EngineDevices,
 }
 
 kernel::of_device_table!(
@@ -289,9 +300,6 @@ impl platform::Driver for ExanestPlatformDriver {
             let handler = IrqHandler {
                 engine: engine.clone(),
             };
-            let misc_engine = engine.clone();
-            let stats_engine = engine.clone();
-            let dir = debugfs::Dir::new(name);
             Ok(try_pin_init!(ExanestPlatformData {
                 // SAFETY: The registration is a pinned field, never leaked.
                 irq <- unsafe {
@@ -302,17 +310,13 @@ impl platform::Driver for ExanestPlatformDriver {
                         Ok::<_, Error>(handler),
                     )
                 },
-                misc <- MiscHolder::new(name, misc_engine),
-                stats <- dir.read_callback_file(c"stats", stats_engine, &stats_fmt),
-                _debugfs: dir,
-                engine,
-                _no: no,
+                devices <- EngineDevices::new(no, engine, name),
             }? Error))
         })
     }
 
     fn unbind<'bound>(_pdev: &'bound platform::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
-        this.engine.unbind();
+        this.devices.engine.unbind();
     }
 }
 
