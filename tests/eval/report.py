@@ -132,6 +132,10 @@ def svg_plot(path, title, xlabel, ylabel, series, logx=True, logy=True, xticks=N
     open(path, "w").write("\n".join(out) + "\n")
 
 
+def heading(title):
+    return f"{title}\n{'-' * len(title)}\n"
+
+
 def table(header, rows):
     widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
     sep = "  ".join("=" * w for w in widths)
@@ -197,17 +201,17 @@ def report(raw, out, figdir, meta):
       "but not the speed of real hardware. On a QFDB the engine, the MMU-500 and the A53 cores set\n"
       "the absolute figures; what carries over is the shape: which mode wins where, and by how\n"
       "much fault handling costs relative to a copy.\n")
-    w("Latency of one copy, warm mappings\n" + "-" * 34 + "\n")
+    w(heading("Latency of one copy, warm mappings"))
     w(".. image:: eval/latency.svg\n")
     w(table(["size", "pin us", "prefault us", "on-demand us", "on-demand / pin"], rows) + "\n")
     w("With every page mapped, the three modes take the same path through the engine: what\n"
       "differs is the emulated CPU work around the copy, not the engine's.\n")
     mb, _ = group(runs, "latency", ["mode", "size"], "mbps")
     big = [sz for sz in sizes if sz >= 1 << 20]
-    w("Throughput (one copy at a time, warm mappings; the model's data path is 2000 MB/s)\n" + "-" * 80 + "\n")
+    w(heading("Throughput (one copy at a time, warm mappings; the model's data path is 2000 MB/s)"))
     w(table(["size", "pin MB/s", "prefault MB/s", "on-demand MB/s"],
             [[fmt_size(sz)] + [f"{mb.get((m, sz), 0):.0f}" for m in MODES] for sz in big]) + "\n")
-    w(f"First touch ({fmt_size(ftsize)} never-touched source and destination)\n" + "-" * 60 + "\n")
+    w(heading(f"First touch ({fmt_size(ftsize)} never-touched source and destination)"))
     ftu, _ = group(runs, "first-touch", ["mode"], "user_us")
     fts, _ = group(runs, "first-touch", ["mode"], "sys_us")
     fto, _ = group(runs, "first-touch", ["mode"], "other_kernel_us")
@@ -221,7 +225,7 @@ def report(raw, out, figdir, meta):
       "the rest of the machine's system, IRQ and softirq time over the same span, which holds the\n"
       "driver's fault workers (from /proc/stat, so in 10 ms steps). Pinning and prefaulting\n"
       "spend their CPU in the registering process; on-demand paging spends it in the workers.\n")
-    w("Registration cost against region size\n" + "-" * 37 + "\n")
+    w(heading("Registration cost against region size"))
     w(".. image:: eval/register.svg\n")
     w(table(["size", "mode", "register us", "+ use 1 MiB us", "pinned pages", "register / pin"],
             [[fmt_size(s), m, f"{reg.get((m, s), 0):.0f}", f"{regu.get((m, s), 0):.0f}",
@@ -230,12 +234,12 @@ def report(raw, out, figdir, meta):
              for s in rsizes for m in MODES if (m, s) in reg]) + "\n")
     w("Pinning and pre-faulting scale with the region; on-demand registration is constant and\n"
       "the cost moves to what the engine touches.\n")
-    w("Touch-ahead sweep\n" + "-" * 17 + "\n")
+    w(heading("Touch-ahead sweep"))
     w(".. image:: eval/touch-ahead.svg\n")
     w(table(["THP", "pattern", "window", "faults/MiB", "us", "pages mapped"],
             [["on" if k[0] else "off", k[1], k[2], f"{ta[k]:.1f}", f"{tat[k]:.0f}", f"{tap[k]:.0f}"]
              for k in sorted(ta)]) + "\n")
-    w("Fault service time\n" + "-" * 18 + "\n")
+    w(heading("Fault service time"))
     w(table(["measure", "value"],
             [["device fault, engine interrupt to RESUME, median below (us)", f"{fs50.get((), 0):.0f}"],
              ["same, p99 below (us)", f"{fs99.get((), 0):.0f}"]] +
@@ -251,7 +255,7 @@ def report(raw, out, figdir, meta):
       "channel; *fault_in*, one ``hmm_range_fault`` (``handle_mm_fault`` for what is missing);\n"
       "*map*, mapping the faulted pages into the IOMMU domain, IOTLB included. With the SMMU's\n"
       "own report the worker often resolves the page before the engine's interrupt is handled.\n")
-    w(f"Memory: sparse workload ({fmt_size(memsize)} region, 4 KiB used every 256 KiB)\n" + "-" * 60 + "\n")
+    w(heading(f"Memory: sparse workload ({fmt_size(memsize)} region, 4 KiB used every 256 KiB)"))
     w(table(["mode", "resident KiB added", "pinned KiB", "IOMMU-mapped KiB"],
             [[m, f"{mem.get((m,), 0):.0f}", f"{memp.get((m,), 0):.0f}", f"{memm.get((m,), 0):.0f}"]
              for m in MODES]) + "\n")
@@ -262,14 +266,14 @@ def report(raw, out, figdir, meta):
                 mc.setdefault(o["mode"], o)
     if mc:
         anyo = next(iter(mc.values()))
-        w(f"Under a memory cgroup limit ({fmt_size(anyo['limit'])}, region {fmt_size(anyo['size'])}, "
-          "1/64 of it used)\n" + "-" * 70 + "\n")
+        w(heading(f"Under a memory cgroup limit ({fmt_size(anyo['limit'])}, region {fmt_size(anyo['size'])}, "
+          "1/64 of it used)"))
         w(table(["mode", "result (first run)"], [[m, mc[m]["result"]] for m in MODES if m in mc]) + "\n")
         w("Pinning charges the whole region to the cgroup, which cannot hold it: the pinning\n"
           "process is OOM-killed. On-demand paging brings in only what the engine touches and\n"
           "keeps working. Prefaulting a region the engine only reads maps untouched memory to the\n"
           "shared zero page, which is not charged either (a writable region would be).\n")
-    w("Not measured yet\n" + "-" * 16 + "\n")
+    w(heading("Not measured yet"))
     w("* The SMMU event to fault handler step of the fault service time: QEMU's event records\n"
       "  carry no time stamp. The stages above start at the engine's interrupt.\n"
       "* An adaptive touch-ahead window, and the choice of the default window from these\n"

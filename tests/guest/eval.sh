@@ -8,7 +8,7 @@ for arg in $(cat /proc/cmdline); do
 	esac
 done
 insmod /lib/exanest_dma.ko || exit 1
-echo "EVAL-META: kernel $(uname -r), $(nproc) cpus, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB, runs $runs $quick"
+echo "EVAL-META: kernel $(uname -r), $(nproc) cpus, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB, runs $runs${quick:+ (quick)}"
 i=1
 while [ "$i" -le "$runs" ]; do
 	echo "{\"run\": $i}"
