@@ -103,8 +103,10 @@ pub(crate) const MAX_INFLIGHT: usize = 64;
 const MAX_CH: usize = regs::MAX_CHANNELS;
 /// Faults the IOMMU fault handler can queue before the engine's own reports take over.
 const FAULT_QUEUE: usize = 64;
-/// Touch-ahead window (pages after the faulting one) until it is configurable per region.
-const DEFAULT_WINDOW: u64 = 16;
+/// Touch-ahead window of regions registered without one: adaptive (1 page, doubling on
+/// sequential faults up to 511), chosen from the evaluation's sweep (Documentation/evaluation.rst):
+/// as few faults as a large window on streams, as little memory as a small one on sparse access.
+const DEFAULT_WINDOW: u64 = abi::WINDOW_ADAPTIVE as u64;
 /// A channel that keeps faulting at the same address after its fault was resolved is NACKed.
 const MAX_REFAULTS: u32 = 8;
 
@@ -739,7 +741,7 @@ impl Session {
     /// up to `limit`. Called with `fault_lock` held.
     fn resolve(&self, addr: u64, write: bool, limit: u64) -> Result {
         let target = {
-            let g = self.inner.lock();
+            let mut g = self.inner.lock();
             if g.dead {
                 return Err(ENODEV);
             }
@@ -758,8 +760,13 @@ impl Session {
                 .regions
                 .find_with(&one, access, |r| r.mode != abi::MODE_PIN)
                 .map_err(errno)?;
-            let r = g.regions.get(h).ok_or(EFAULT)?;
-            let (region, window) = (r.range, u64::from(r.window));
+            let r = g.regions.get_mut(h).ok_or(EFAULT)?;
+            let window = if r.window == abi::WINDOW_ADAPTIVE {
+                r.adapt.window_for(addr >> PAGE_SHIFT)
+            } else {
+                u64::from(r.window)
+            };
+            let region = r.range;
             let notifier = g
                 .notifiers
                 .iter()
@@ -777,11 +784,12 @@ impl Session {
             )
         };
         let (h, target) = target;
-        let (_, mapped) = self.fault_and_map(addr, write, &target)?;
+        let (end, mapped) = self.fault_and_map(addr, write, &target)?;
         let mut g = self.inner.lock();
         g.counters.touch_ahead_pages += mapped.saturating_sub(1);
         if let Some(r) = g.regions.get_mut(h) {
             r.pages_resolved += mapped;
+            r.adapt.resolved(end >> PAGE_SHIFT);
         }
         Ok(())
     }

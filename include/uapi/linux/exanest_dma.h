@@ -46,6 +46,7 @@ struct exanest_dma_info {
 /* Flags of struct exanest_dma_reg. */
 #define EXANEST_DMA_REG_WINDOW		(1u << 0)	/* touch_ahead is set */
 #define EXANEST_DMA_MAX_WINDOW		511		/* largest touch_ahead, in pages */
+#define EXANEST_DMA_WINDOW_ADAPTIVE	0xffffffffu	/* touch_ahead that grows on streams */
 
 /* EXANEST_DMA_IOC_REG: register [addr, addr + length) for DMA. */
 struct exanest_dma_reg {
@@ -56,7 +57,8 @@ struct exanest_dma_reg {
 	__u32 flags;		/* in: EXANEST_DMA_REG_* */
 	__u32 handle;		/* out: region handle, never 0 */
 	__u32 touch_ahead;	/* in, with EXANEST_DMA_REG_WINDOW: pages resolved past a
-				 * faulting one (on-demand), 0..EXANEST_DMA_MAX_WINDOW */
+				 * faulting one (on-demand), 0..EXANEST_DMA_MAX_WINDOW, or
+				 * EXANEST_DMA_WINDOW_ADAPTIVE */
 	__u32 reserved0;	/* in: 0 */
 	__u64 reserved;		/* in: 0 */
 };

@@ -50,6 +50,8 @@ pub const IOC_COUNTERS: u32 = ioc(IOC_R, 5, core::mem::size_of::<Counters>());
 pub const REG_WINDOW: u32 = 1 << 0;
 /// Largest touch-ahead window, in pages.
 pub const MAX_WINDOW: u32 = 511;
+/// `EXANEST_DMA_WINDOW_ADAPTIVE`: a touch-ahead window that grows on sequential faults.
+pub const WINDOW_ADAPTIVE: u32 = u32::MAX;
 /// `EXANEST_DMA_ADVISE_WRITE`.
 pub const ADVISE_WRITE: u32 = 1 << 0;
 /// `EXANEST_DMA_IOC_ADVISE`.
@@ -392,7 +394,7 @@ pub fn check_reg(r: &Reg, lim: &Limits) -> Result<ValidReg, Errno> {
         return Err(Errno::Inval);
     }
     let window = if r.flags & REG_WINDOW != 0 {
-        if r.touch_ahead > MAX_WINDOW {
+        if r.touch_ahead > MAX_WINDOW && r.touch_ahead != WINDOW_ADAPTIVE {
             return Err(Errno::Inval);
         }
         r.touch_ahead
@@ -527,6 +529,8 @@ mod tests {
         assert_eq!(check_reg(&r, &LIM).unwrap().window, 0);
         r.touch_ahead = MAX_WINDOW + 1;
         assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
+        r.touch_ahead = WINDOW_ADAPTIVE;
+        assert_eq!(check_reg(&r, &LIM).unwrap().window, WINDOW_ADAPTIVE);
         let adv = |addr, length, flags| Advise {
             addr,
             length,

@@ -141,6 +141,50 @@ pub fn touch_ahead(
     (first, last.max(first + 1))
 }
 
+/// Window value asking for the adaptive policy ([`Adaptive`]) instead of a fixed window.
+pub const ADAPTIVE_WINDOW: u32 = u32::MAX;
+
+/// An adaptive touch-ahead window, like the kernel's readahead: a fault right where the last
+/// resolved window ended is a sequential stream, and the window doubles (up to `max`); any other
+/// fault starts over from `min`. Sparse access then maps little more than it touches, a
+/// sequential stream soon takes few faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Adaptive {
+    /// Page just past the last resolved window (`u64::MAX`: none yet).
+    next: u64,
+    /// The window the next sequential fault gets.
+    window: u64,
+    min: u64,
+    max: u64,
+}
+
+impl Adaptive {
+    /// A policy starting at `min` pages and growing to `max`.
+    pub const fn new(min: u64, max: u64) -> Self {
+        Adaptive {
+            next: u64::MAX,
+            window: min,
+            min,
+            max,
+        }
+    }
+
+    /// The window for a fault at page `vpn`.
+    pub fn window_for(&mut self, vpn: u64) -> u64 {
+        if vpn == self.next {
+            self.window = (self.window * 2 + 1).min(self.max);
+        } else {
+            self.window = self.min;
+        }
+        self.window
+    }
+
+    /// The fault was resolved up to page `end` (exclusive).
+    pub fn resolved(&mut self, end: u64) {
+        self.next = end;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +280,53 @@ mod tests {
                 }
                 assert_eq!(q.len(), h - t);
             }
+        }
+    }
+
+    #[test]
+    fn adaptive_grows_on_streams_and_resets_on_jumps() {
+        let mut a = Adaptive::new(1, 511);
+        // First fault: the minimum.
+        assert_eq!(a.window_for(100), 1);
+        a.resolved(102);
+        // The stream continues where the window ended: it doubles.
+        assert_eq!(a.window_for(102), 3);
+        a.resolved(106);
+        assert_eq!(a.window_for(106), 7);
+        a.resolved(114);
+        // A jump (sparse access): back to the minimum.
+        assert_eq!(a.window_for(500), 1);
+        a.resolved(502);
+        let mut w = 0;
+        let mut at = 502;
+        for _ in 0..20 {
+            w = a.window_for(at);
+            at += w + 1;
+            a.resolved(at);
+        }
+        assert_eq!(w, 511, "capped");
+    }
+
+    /// Sequential faults over N pages take O(log N) faults with the adaptive window, sparse
+    /// ones never map more than twice the minimum window per fault.
+    #[test]
+    fn property_adaptive_fault_counts() {
+        let mut a = Adaptive::new(1, 511);
+        let (mut vpn, mut faults) = (0u64, 0);
+        while vpn < 1 << 16 {
+            let w = a.window_for(vpn);
+            vpn += w + 1;
+            a.resolved(vpn);
+            faults += 1;
+        }
+        assert!(faults < 160, "{faults} faults for 65536 sequential pages");
+        let mut rng = Rng::new(5);
+        let mut a = Adaptive::new(1, 511);
+        for _ in 0..1000 {
+            let v = rng.below(1 << 30) * 16;
+            let w = a.window_for(v);
+            assert!(w <= 3);
+            a.resolved(v + w + 1);
         }
     }
 

@@ -25,6 +25,8 @@ pub struct Region {
     pub faults: u64,
     /// Pages faulted in and mapped on demand.
     pub pages_resolved: u64,
+    /// State of the adaptive touch-ahead window (used when `window` is `WINDOW_ADAPTIVE`).
+    pub adapt: crate::fault::Adaptive,
 }
 
 /// At most `N` regions, in fixed storage (no allocation after creation).
@@ -90,6 +92,7 @@ impl<const N: usize> RegionTable<N> {
             users: 0,
             faults: 0,
             pages_resolved: 0,
+            adapt: crate::fault::Adaptive::new(1, u64::from(crate::abi::MAX_WINDOW)),
         });
         Ok(handle)
     }

@@ -109,6 +109,7 @@ fn expectations() -> Vec<(String, u64)> {
         ("EXANEST_DMA_LATENCY_BUCKETS", abi::LATENCY_BUCKETS as u32),
         ("EXANEST_DMA_REG_WINDOW", abi::REG_WINDOW),
         ("EXANEST_DMA_MAX_WINDOW", abi::MAX_WINDOW),
+        ("EXANEST_DMA_WINDOW_ADAPTIVE", abi::WINDOW_ADAPTIVE),
         ("EXANEST_DMA_ADVISE_WRITE", abi::ADVISE_WRITE),
         ("EXANEST_DMA_ABI_VERSION", abi::ABI_VERSION),
         ("EXANEST_DMA_MODE_PIN", abi::MODE_PIN),

@@ -238,7 +238,7 @@ fn register_cost(dev: &Device, max: usize) -> Res<()> {
 fn touch_ahead(dev: &Device, size: usize) -> Res<()> {
     for thp in [false, true] {
         for pattern in ["sequential", "strided"] {
-            for window in [0u32, 1, 4, 16, 64, 256, 511] {
+            for window in [0u32, 1, 4, 16, 64, 256, 511, u32::MAX] {
                 let mut src = Buf::new(size, thp)?;
                 let dst = Buf::new(size, thp)?;
                 src.fill(3);
