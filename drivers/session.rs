@@ -85,6 +85,12 @@ pub(crate) unsafe extern "C" fn exanest_rust_invalidate(
     session.invalidate(mni, start as u64, end as u64, blockable, cur_seq)
 }
 
+/// The monotonic clock in nanoseconds (callable in any context).
+fn ktime_ns() -> u64 {
+    // SAFETY: ktime_get() may be called from any context, hard IRQ included.
+    u64::try_from(unsafe { bindings::ktime_get() }).unwrap_or(0)
+}
+
 /// Microseconds since `t`.
 fn micros(t: Instant<Monotonic>) -> u64 {
     u64::try_from(t.elapsed().as_micros_ceil()).unwrap_or(0)
@@ -264,7 +270,7 @@ fn record_fault(
     kick: impl FnOnce(),
 ) {
     count.fetch_add(1, Ordering::Relaxed);
-    queue.push(iova, write, PAGE_SHIFT as u32);
+    queue.push_at(iova, write, PAGE_SHIFT as u32, ktime_ns());
     // Even when the push was a duplicate or overflowed: a kick of a queued worker is free,
     // and after an overflow the worker must look at every channel.
     kick();
@@ -636,10 +642,13 @@ impl Session {
         let _g = self.fault_lock.lock();
         loop {
             let mut busy = false;
-            while let Some(f) = self.faults.pop() {
+            while let Some((f, stamp)) = self.faults.pop_stamped() {
                 busy = true;
                 // Errors are the channel's business: it reports the same fault.
-                let _ = self.resolve(f.page, f.write, u64::MAX);
+                if self.resolve(f.page, f.write, u64::MAX).is_ok() {
+                    let us = ktime_ns().saturating_sub(stamp) / 1000;
+                    self.inner.lock().latency.handler.record(us);
+                }
             }
             let overflow = self.faults.take_overflow();
             let pending = {
@@ -839,6 +848,7 @@ impl Session {
             ("queue-us", &lat.queue),
             ("fault-in-us", &lat.fault_in),
             ("map-us", &lat.map),
+            ("handler-us", &lat.handler),
         ] {
             write!(f, "{name}")?;
             for (i, n) in h.buckets.iter().enumerate() {

@@ -255,15 +255,17 @@ def report(raw, out, figdir, meta):
             [[f"  stage {st}: median / p99 below (us)",
               f"{group(runs, 'fault-service', [], st + '_p50_us_below')[0].get((), 0):.0f} / "
               f"{group(runs, 'fault-service', [], st + '_p99_us_below')[0].get((), 0):.0f}"]
-             for st in ("queue", "fault_in", "map")] +
+             for st in ("queue", "fault_in", "map", "handler")] +
             [
              ["device fault, copy time / faults, window 0 (us)", f"{fs.get((), 0):.1f}"],
              ["CPU page fault on a fresh anonymous page (us)", f"{cpuf.get((), 0):.2f}"]]) + "\n")
     w("The histogram buckets are powers of two, so medians are upper bounds of a bucket.\n"
       "Stages: *queue*, from the engine's fault interrupt until the fault worker takes the\n"
       "channel; *fault_in*, one ``hmm_range_fault`` (``handle_mm_fault`` for what is missing);\n"
-      "*map*, mapping the faulted pages into the IOMMU domain, IOTLB included. With the SMMU's\n"
-      "own report the worker often resolves the page before the engine's interrupt is handled.\n")
+      "*map*, mapping the faulted pages into the IOMMU domain, IOTLB included; *handler*, from\n"
+      "the IOMMU fault handler's call (the SMMU's own report) to the page mapped, for the faults\n"
+      "it reported. The worker often resolves a page from that report before the engine's\n"
+      "interrupt is handled.\n")
     w(heading(f"Memory: sparse workload ({fmt_size(memsize)} region, 4 KiB used every 256 KiB)"))
     w(table(["mode", "resident KiB added", "pinned KiB", "IOMMU-mapped KiB"],
             [[m, f"{mem.get((m,), 0):.0f}", f"{memp.get((m,), 0):.0f}", f"{memm.get((m,), 0):.0f}"]
@@ -283,8 +285,8 @@ def report(raw, out, figdir, meta):
           "keeps working. Prefaulting a region the engine only reads maps untouched memory to the\n"
           "shared zero page, which is not charged either (a writable region would be).\n")
     w(heading("Not measured yet"))
-    w("* The SMMU event to fault handler step of the fault service time: QEMU's event records\n"
-      "  carry no time stamp. The stages above start at the engine's interrupt.\n"
+    w("* The step from the SMMU recording an event to the driver's fault handler: QEMU's event\n"
+      "  records carry no time stamp (on a QFDB the MMU-500 interrupt latency would go here).\n"
       "")
     open(out, "w").write("\n".join(doc))
 

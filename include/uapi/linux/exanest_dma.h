@@ -134,6 +134,7 @@ struct exanest_dma_latency {
 	__u64 queue[EXANEST_DMA_LATENCY_BUCKETS];	/* interrupt to the fault worker taking it */
 	__u64 fault_in[EXANEST_DMA_LATENCY_BUCKETS];	/* each hmm_range_fault (handle_mm_fault) */
 	__u64 map[EXANEST_DMA_LATENCY_BUCKETS];		/* each IOMMU map of the faulted pages */
+	__u64 handler[EXANEST_DMA_LATENCY_BUCKETS];	/* IOMMU fault handler to page mapped */
 };
 
 /* EXANEST_DMA_IOC_REGION_STATS: the counters of one region. */

@@ -92,6 +92,8 @@ pub struct Latency {
     pub fault_in: Histogram,
     /// Each IOMMU map of the faulted pages.
     pub map: Histogram,
+    /// From the IOMMU fault handler's call to the page mapped.
+    pub handler: Histogram,
 }
 
 impl Histogram {

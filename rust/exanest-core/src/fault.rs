@@ -28,6 +28,8 @@ const EMPTY: u64 = u64::MAX;
 /// A single-producer, single-consumer queue of faults with `N` slots (N a power of two).
 pub struct FaultQueue<const N: usize> {
     slots: [AtomicU64; N],
+    /// When each fault was recorded (the caller's clock, e.g. ktime in ns).
+    stamps: [AtomicU64; N],
     head: AtomicU32,
     tail: AtomicU32,
     overflow: AtomicBool,
@@ -49,6 +51,7 @@ impl<const N: usize> FaultQueue<N> {
     pub const fn new() -> Self {
         FaultQueue {
             slots: [const { AtomicU64::new(EMPTY) }; N],
+            stamps: [const { AtomicU64::new(0) }; N],
             head: AtomicU32::new(0),
             tail: AtomicU32::new(0),
             overflow: AtomicBool::new(false),
@@ -62,6 +65,12 @@ impl<const N: usize> FaultQueue<N> {
     /// Producer: record a fault on the page holding `iova`. Returns false when it was already
     /// queued (dedup) or the queue was full (the overflow flag is then set).
     pub fn push(&self, iova: u64, write: bool, page_shift: u32) -> bool {
+        self.push_at(iova, write, page_shift, 0)
+    }
+
+    /// [`FaultQueue::push`] with the time the fault was reported (returned by
+    /// [`FaultQueue::pop_stamped`]).
+    pub fn push_at(&self, iova: u64, write: bool, page_shift: u32, stamp: u64) -> bool {
         let page = (iova >> page_shift) << page_shift;
         let head = self.head.load(Ordering::Relaxed);
         let tail = self.tail.load(Ordering::Acquire);
@@ -78,6 +87,7 @@ impl<const N: usize> FaultQueue<N> {
             self.overflow.store(true, Ordering::Release);
             return false;
         }
+        self.stamps[(head & Self::MASK) as usize].store(stamp, Ordering::Relaxed);
         self.slots[(head & Self::MASK) as usize]
             .store(Self::encode(Fault { page, write }), Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
@@ -86,17 +96,26 @@ impl<const N: usize> FaultQueue<N> {
 
     /// Consumer: the oldest fault.
     pub fn pop(&self) -> Option<Fault> {
+        self.pop_stamped().map(|(f, _)| f)
+    }
+
+    /// Consumer: the oldest fault and the time it was recorded.
+    pub fn pop_stamped(&self) -> Option<(Fault, u64)> {
         let tail = self.tail.load(Ordering::Relaxed);
         let head = self.head.load(Ordering::Acquire);
         if tail == head {
             return None;
         }
         let v = self.slots[(tail & Self::MASK) as usize].swap(EMPTY, Ordering::Relaxed);
+        let stamp = self.stamps[(tail & Self::MASK) as usize].load(Ordering::Relaxed);
         self.tail.store(tail.wrapping_add(1), Ordering::Release);
-        Some(Fault {
-            page: v & !1,
-            write: v & 1 == 1,
-        })
+        Some((
+            Fault {
+                page: v & !1,
+                write: v & 1 == 1,
+            },
+            stamp,
+        ))
     }
 
     /// Consumer: whether faults were dropped since the last call (then every stalled channel

@@ -56,7 +56,7 @@ fn expectations() -> Vec<(String, u64)> {
     st!(
         "exanest_dma_latency",
         Latency,
-        [total, queue, fault_in, map]
+        [total, queue, fault_in, map, handler]
     );
     st!(
         "exanest_dma_region_stats",

@@ -353,6 +353,7 @@ fn fault_service(dev: &Device, size: usize) -> Res<()> {
         ("queue", &l0.queue, &l1.queue),
         ("fault_in", &l0.fault_in, &l1.fault_in),
         ("map", &l0.map, &l1.map),
+        ("handler", &l0.handler, &l1.handler),
     ] {
         let h = diff(a, b);
         stages += &format!(
