@@ -806,27 +806,7 @@ impl Session {
     /// The debugfs view of the session: counters, regions, the latency histogram.
     pub(crate) fn write_stats(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let (c, lat) = (self.counters(), self.inner.lock().latency);
-        writeln!(
-            f,
-            "copies {} errors {} bytes {}\nregions {} pages-mapped {} pages-pinned {}\n\
-             faults {} resolved {} nacks {} retransmissions {} iommu-faults {}\n\
-             pages-resolved {} touch-ahead-pages {} huge-mappings {} invalidations {}",
-            c.copies,
-            c.copy_errors,
-            c.bytes,
-            c.regions,
-            c.pages_mapped,
-            c.pages_pinned,
-            c.faults,
-            c.faults_resolved,
-            c.nacks,
-            c.retransmissions,
-            c.iommu_faults,
-            c.pages_resolved,
-            c.touch_ahead_pages,
-            c.huge_mappings,
-            c.invalidations
-        )?;
+        writeln!(f, "{c}")?;
         let g = self.inner.lock();
         for r in g.regions.iter() {
             writeln!(

@@ -315,6 +315,33 @@ pub struct Counters {
     pub reserved: u64,
 }
 
+/// One line, `name value` pairs: what `exanest-cli counters` and debugfs print.
+impl core::fmt::Display for Counters {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "copies {} errors {} bytes {} regions {} pages-mapped {} pages-pinned {} faults {} \
+             faults-resolved {} nacks {} retransmissions {} invalidations {} iommu-faults {} \
+             pages-resolved {} touch-ahead-pages {} huge-mappings {}",
+            self.copies,
+            self.copy_errors,
+            self.bytes,
+            self.regions,
+            self.pages_mapped,
+            self.pages_pinned,
+            self.faults,
+            self.faults_resolved,
+            self.nacks,
+            self.retransmissions,
+            self.invalidations,
+            self.iommu_faults,
+            self.pages_resolved,
+            self.touch_ahead_pages,
+            self.huge_mappings
+        )
+    }
+}
+
 /// Limits a request is checked against.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {

@@ -183,26 +183,7 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         }
         "copy" => copy(&dev, &parse_copy(opts)?),
         "counters" => {
-            let c = dev.counters()?;
-            println!(
-                "copies {} errors {} bytes {} regions {} pages-mapped {} pages-pinned {} faults {} \
-                 faults-resolved {} nacks {} invalidations {} iommu-faults {} pages-resolved {} \
-                 touch-ahead-pages {} retransmissions {}",
-                c.copies,
-                c.copy_errors,
-                c.bytes,
-                c.regions,
-                c.pages_mapped,
-                c.pages_pinned,
-                c.faults,
-                c.faults_resolved,
-                c.nacks,
-                c.invalidations,
-                c.iommu_faults,
-                c.pages_resolved,
-                c.touch_ahead_pages,
-                c.retransmissions
-            );
+            println!("{}", dev.counters()?);
             Ok(true)
         }
         _ => Err(USAGE.into()),
