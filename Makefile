@@ -61,6 +61,10 @@ clean:
 KDIR ?= $(shell $(TOP)/scripts/build-kernel.sh)
 MODULE_OUT := $(TOP)/build/module
 .PHONY: module
+# drivers/ffi.rs includes the shim's declarations, generated from drivers/exanest_shim.h.
+SHIM_BINDINGS := $(MODULE_OUT)/generated/exanest_shim.rs
 module:
 	@mkdir -p $(MODULE_OUT)
-	$(MAKE) -C $(KDIR) M=$(TOP) MO=$(MODULE_OUT) ARCH=arm64 LLVM=-$(LLVM_VERSION) modules
+	@$(TOP)/scripts/shim-bindings.sh $(KDIR) $(SHIM_BINDINGS)
+	EXANEST_SHIM_BINDINGS=$(SHIM_BINDINGS) \
+		$(MAKE) -C $(KDIR) M=$(TOP) MO=$(MODULE_OUT) ARCH=arm64 LLVM=-$(LLVM_VERSION) modules

@@ -1,43 +1,50 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! One PLDMA engine instance: register access behind the [`Hw`] trait, and interrupt dispatch.
+//! The engine's hardware operations, behind the small [`Hw`] trait: the MMIO implementation
+//! ([`Engine`]) and, for KUnit, a fake one (`channel.rs`). Register values stay typed from the
+//! `register!` map (regs.rs) to the MMIO access; the core's enums name the field values.
 //!
-//! Lock order (whole module): `Engine::state` → `Session::inner`. The interrupt thread takes
-//! `Engine::state` only to find the owner, releases it, then takes `Session::inner`.
+//! Nothing here locks: callers serialise channel commands under `Process::inner` (process.rs).
 
-use crate::hwregs as hw;
-use crate::regs::{self, FaultInfo, Status};
-use crate::session::Session;
+use crate::exanest_core::regs::{self as map, Error as ChError, FaultCause, State};
+use crate::regs as hw;
 use kernel::{
     device,
     io::{mem::DevresIoMem, register::Array, Io, IoCapable, IoLoc, MmioBackend, Region},
-    irq, pci,
+    pci,
     prelude::*,
     sync::aref::ARef,
-    sync::new_mutex,
-    sync::Arc,
-    sync::Mutex,
 };
 
 /// Size of the register window.
-pub(crate) const BAR0_SIZE: usize = regs::MMIO_SIZE;
+pub(crate) const BAR0_SIZE: usize = map::MMIO_SIZE;
 
 /// What a channel reports when it stops.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ChannelReport {
-    pub(crate) status: Status,
+    /// STATUS.state.
+    pub(crate) state: State,
+    /// STATUS.error (meaningful in [`State::Error`]).
+    pub(crate) error: ChError,
+    /// Bytes of the transfer already copied.
     pub(crate) done_bytes: u32,
+    /// IOVA of the faulting access (meaningful in [`State::Fault`]).
     pub(crate) fault_addr: u64,
-    pub(crate) fault: FaultInfo,
+    /// The fault was on the destination (a write).
+    pub(crate) fault_write: bool,
+    /// Why the access faulted.
+    pub(crate) fault_cause: FaultCause,
 }
 
-/// The engine operations the driver uses (an FPGA, the QEMU model, or a KUnit fake).
+/// The engine operations the driver uses: an FPGA, the QEMU model, or the KUnit fake.
 pub(crate) trait Hw: Send + Sync {
+    /// Channels the engine has.
+    fn channels(&self) -> u32;
     /// Program channel `n` and start it, with its interrupt enabled.
     fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result;
     /// Retransmit a transfer in fault-wait from its faulting offset.
     fn resume(&self, n: u32) -> Result;
-    /// End a busy or faulted transfer.
+    /// End a busy or faulted transfer (it then reports [`ChError::Aborted`]).
     fn nack(&self, n: u32) -> Result;
     /// The channel's state and latches.
     fn report(&self, n: u32) -> Result<ChannelReport>;
@@ -45,6 +52,8 @@ pub(crate) trait Hw: Send + Sync {
     fn take_irq_status(&self) -> u32;
     /// Whether any interrupt is pending, without acknowledging it.
     fn irq_pending(&self) -> bool;
+    /// Stop every channel.
+    fn reset(&self);
 }
 
 /// The register window: a PCI BAR, or the devicetree `reg` of the platform device. Both are
@@ -85,16 +94,7 @@ impl Regs {
     }
 }
 
-/// Who owns the engine.
-pub(crate) struct EngineState {
-    /// The session of the process that has the engine open.
-    pub(crate) owner: Option<Arc<Session>>,
-    /// The device is gone (unbound): no new sessions.
-    pub(crate) dead: bool,
-}
-
-/// One engine instance, shared by the PCI driver data, its interrupt handler and open files.
-#[pin_data]
+/// One engine's registers and what its identification registers said at probe.
 pub(crate) struct Engine {
     regs: Regs,
     /// The device, for the IOMMU calls.
@@ -104,46 +104,49 @@ pub(crate) struct Engine {
     /// Largest transfer.
     pub(crate) max_len: u32,
     /// VERSION register.
-    pub(crate) hw_version: u32,
-    /// Instance number (the N of /dev/exanest-dmaN).
-    pub(crate) index: u32,
-    #[pin]
-    pub(crate) state: Mutex<EngineState>,
+    pub(crate) version: hw::VERSION,
+    /// Modelled bandwidth (MB/s) and latency (ns), when CAPS.timing says they mean something.
+    pub(crate) timing: Option<(u32, u32)>,
 }
 
 impl Engine {
-    pub(crate) fn new(
-        regs: Regs,
-        dev: ARef<device::Device>,
-        index: u32,
-    ) -> Result<impl PinInit<Self, Error>> {
-        let id = regs.read(hw::ID)?.into_raw();
-        let version = regs.read(hw::VERSION)?.into_raw();
-        let caps = regs::Caps(regs.read(hw::CAPS)?.into_raw());
-        let max_len = regs.read(hw::MAX_LEN)?.into_raw();
-        if id != regs::ID_MAGIC || version >> 16 != regs::VERSION_MAJOR {
+    /// Identify the engine behind `regs`: ENODEV unless it is a PLDMA of this major version
+    /// with channels and a wired interrupt.
+    pub(crate) fn probe(regs: Regs, dev: ARef<device::Device>) -> Result<Self> {
+        let id = regs.read(hw::ID)?;
+        let version = regs.read(hw::VERSION)?;
+        let caps = regs.read(hw::CAPS)?;
+        let max_len = regs.read(hw::MAX_LEN)?.value().get();
+        if id.value().get() != map::ID_MAGIC || version.major().get() != map::VERSION_MAJOR {
             dev_err!(
                 dev,
                 "not a PLDMA v{} engine (id {:#x} version {:#x})\n",
-                regs::VERSION_MAJOR,
-                id,
-                version
+                map::VERSION_MAJOR,
+                id.value().get(),
+                version.into_raw()
             );
             return Err(ENODEV);
         }
-        if caps.channels() == 0 || !caps.has(regs::Caps::INTX) {
-            dev_err!(dev, "unusable engine capabilities {:#x}\n", caps.0);
+        let channels = caps.channels().get();
+        if channels == 0 || channels as usize > map::MAX_CHANNELS || !caps.intx() {
+            dev_err!(dev, "unusable engine capabilities {:#x}\n", caps.into_raw());
             return Err(ENODEV);
         }
-        Ok(try_pin_init!(Engine {
+        let timing = if caps.timing() {
+            let bw = regs.read(hw::BANDWIDTH)?.mbps().get();
+            let lat = regs.read(hw::LATENCY)?.ns().get();
+            Some((bw, lat))
+        } else {
+            None
+        };
+        Ok(Engine {
             regs,
             dev,
-            channels: caps.channels() as u32,
+            channels,
             max_len,
-            hw_version: version,
-            index,
-            state <- new_mutex!(EngineState { owner: None, dead: false }, "Engine::state"),
-        }? Error))
+            version,
+            timing,
+        })
     }
 
     /// Channel `n` as a register array index: EINVAL beyond the engine's channels.
@@ -154,130 +157,88 @@ impl Engine {
         Ok(n as usize)
     }
 
-    /// Stop every channel (teardown, unbind).
-    pub(crate) fn reset(&self) {
-        let _ = self.regs.write((), hw::RESET::from_raw(regs::RESET_MAGIC));
+    /// `CH_CTRL` of channel `n` with only the interrupt enable set.
+    fn ctrl(&self, n: u32) -> Result<(hw::CH_CTRL, usize)> {
+        Ok((hw::CH_CTRL::zeroed().with_irq_en(true), self.ch(n)?))
     }
 
-    /// The device is going away: stop DMA and take the domain away from any session still
-    /// open; its file then fails every call with ENODEV until it is closed.
-    pub(crate) fn unbind(&self) {
-        let (owner, notifiers) = {
-            let mut st = self.state.lock();
-            st.dead = true;
-            let owner = st.owner.take();
-            let notifiers = owner.as_ref().map(|s| s.teardown_locked());
-            self.reset();
-            (owner, notifiers)
-        };
-        if let (Some(s), Some(n)) = (owner, notifiers) {
-            s.remove_notifiers(n);
-        }
-    }
-
-    /// Dispatch an interrupt to the owning session.
-    fn dispatch(&self, pending: u32) {
-        let owner = self.state.lock().owner.clone();
-        if let Some(s) = owner {
-            s.on_interrupt(pending);
-        }
+    fn write_ctrl(&self, c: usize, v: hw::CH_CTRL) -> Result {
+        self.regs.write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, v)
     }
 }
 
 impl Hw for Engine {
+    fn channels(&self) -> u32 {
+        self.channels
+    }
+
     fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result {
-        let c = self.ch(n)?;
-        let (slo, shi) = regs::split64(src);
-        let (dlo, dhi) = regs::split64(dst);
+        let (ctrl, c) = self.ctrl(n)?;
+        let (slo, shi) = map::split64(src);
+        let (dlo, dhi) = map::split64(dst);
         let r = &self.regs;
-        r.write(
-            hw::CH_SRC_LO::try_at(c).ok_or(EINVAL)?,
-            hw::CH_SRC_LO::from_raw(slo),
-        )?;
-        r.write(
-            hw::CH_SRC_HI::try_at(c).ok_or(EINVAL)?,
-            hw::CH_SRC_HI::from_raw(shi),
-        )?;
-        r.write(
-            hw::CH_DST_LO::try_at(c).ok_or(EINVAL)?,
-            hw::CH_DST_LO::from_raw(dlo),
-        )?;
-        r.write(
-            hw::CH_DST_HI::try_at(c).ok_or(EINVAL)?,
-            hw::CH_DST_HI::from_raw(dhi),
-        )?;
-        r.write(
-            hw::CH_LEN::try_at(c).ok_or(EINVAL)?,
-            hw::CH_LEN::from_raw(len),
-        )?;
-        let ctrl = hw::CH_CTRL::zeroed().with_start(true).with_irq_en(true);
-        r.write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, ctrl)
+        let src_lo = hw::CH_SRC_LO::try_at(c).ok_or(EINVAL)?;
+        let src_hi = hw::CH_SRC_HI::try_at(c).ok_or(EINVAL)?;
+        let dst_lo = hw::CH_DST_LO::try_at(c).ok_or(EINVAL)?;
+        let dst_hi = hw::CH_DST_HI::try_at(c).ok_or(EINVAL)?;
+        let len_at = hw::CH_LEN::try_at(c).ok_or(EINVAL)?;
+        r.write(src_lo, hw::CH_SRC_LO::zeroed().with_value(slo))?;
+        r.write(src_hi, hw::CH_SRC_HI::zeroed().with_value(shi))?;
+        r.write(dst_lo, hw::CH_DST_LO::zeroed().with_value(dlo))?;
+        r.write(dst_hi, hw::CH_DST_HI::zeroed().with_value(dhi))?;
+        r.write(len_at, hw::CH_LEN::zeroed().with_value(len))?;
+        self.write_ctrl(c, ctrl.with_start(true))
     }
 
     fn resume(&self, n: u32) -> Result {
-        let c = self.ch(n)?;
-        let ctrl = hw::CH_CTRL::zeroed().with_resume(true).with_irq_en(true);
-        self.regs.write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, ctrl)
+        let (ctrl, c) = self.ctrl(n)?;
+        self.write_ctrl(c, ctrl.with_resume(true))
     }
 
     fn nack(&self, n: u32) -> Result {
-        let c = self.ch(n)?;
-        let ctrl = hw::CH_CTRL::zeroed().with_nack(true).with_irq_en(true);
-        self.regs.write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, ctrl)
+        let (ctrl, c) = self.ctrl(n)?;
+        self.write_ctrl(c, ctrl.with_nack(true))
     }
 
     fn report(&self, n: u32) -> Result<ChannelReport> {
         let c = self.ch(n)?;
         let r = &self.regs;
-        let status = r.read(hw::CH_STATUS::try_at(c).ok_or(EINVAL)?)?;
+        let st = r.read(hw::CH_STATUS::try_at(c).ok_or(EINVAL)?)?;
         let lo = r.read(hw::CH_FAULT_LO::try_at(c).ok_or(EINVAL)?)?;
         let hi = r.read(hw::CH_FAULT_HI::try_at(c).ok_or(EINVAL)?)?;
         let info = r.read(hw::CH_FAULT_INFO::try_at(c).ok_or(EINVAL)?)?;
         let done = r.read(hw::CH_DONE_BYTES::try_at(c).ok_or(EINVAL)?)?;
         Ok(ChannelReport {
-            status: Status::decode(status.into_raw()),
-            done_bytes: done.into_raw(),
-            fault_addr: regs::join64(lo.into_raw(), hi.into_raw()),
-            fault: FaultInfo::decode(info.into_raw()),
+            state: st.state(),
+            error: st.error(),
+            done_bytes: done.value().get(),
+            fault_addr: map::join64(lo.value().get(), hi.value().get()),
+            fault_write: info.write(),
+            fault_cause: info.cause(),
         })
     }
 
     fn take_irq_status(&self) -> u32 {
-        let st = self.regs.read(hw::IRQ_STATUS).map_or(0, |v| v.into_raw());
-        if st != 0 {
-            let _ = self.regs.write((), hw::IRQ_STATUS::from_raw(st));
+        let Ok(st) = self.regs.read(hw::IRQ_STATUS) else {
+            return 0;
+        };
+        let pending = st.channels().get();
+        if pending != 0 {
+            // Write-one-to-clear exactly the bits seen.
+            let _ = self.regs.write((), st);
         }
-        st
+        pending
     }
 
     fn irq_pending(&self) -> bool {
         self.regs
             .read(hw::IRQ_STATUS)
-            .is_ok_and(|v| v.into_raw() != 0)
-    }
-}
-
-/// The engine's wired interrupt: a level-triggered line, shared, with the work in the thread.
-pub(crate) struct IrqHandler {
-    pub(crate) engine: Arc<Engine>,
-}
-
-impl irq::ThreadedHandler for IrqHandler {
-    fn handle(&self) -> irq::ThreadedIrqReturn {
-        if self.engine.irq_pending() {
-            // IRQF_ONESHOT keeps the line masked until the thread has acknowledged it.
-            irq::ThreadedIrqReturn::WakeThread
-        } else {
-            irq::ThreadedIrqReturn::None
-        }
+            .is_ok_and(|v| v.channels().get() != 0)
     }
 
-    fn handle_threaded(&self) -> irq::IrqReturn {
-        let pending = self.engine.take_irq_status();
-        if pending == 0 {
-            return irq::IrqReturn::None;
-        }
-        self.engine.dispatch(pending);
-        irq::IrqReturn::Handled
+    fn reset(&self) {
+        let _ = self
+            .regs
+            .write((), hw::RESET::zeroed().with_magic(map::RESET_MAGIC));
     }
 }

@@ -17,6 +17,9 @@
 
 #include "exanest_shim.h"
 
+const __poll_t exanest_shim_pollin = EPOLLIN | EPOLLRDNORM;
+const __poll_t exanest_shim_pollhup = EPOLLERR | EPOLLHUP;
+
 phys_addr_t exanest_shim_page_to_phys(struct page *page)
 {
 	return page_to_phys(page);

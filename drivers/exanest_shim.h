@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The C shim's functions, called from Rust (iommu.rs, exanest_main.rs declare them again). */
+/*
+ * The C shim's functions, called from Rust. drivers/ffi.rs is generated from this header by
+ * bindgen at build time, so this is the only declaration of the interface.
+ */
 #ifndef EXANEST_SHIM_H
 #define EXANEST_SHIM_H
 
@@ -13,6 +16,10 @@ struct mm_struct;
 struct mmu_interval_notifier;
 struct page;
 struct poll_table_struct;
+
+/* EPOLLIN | EPOLLRDNORM and EPOLLERR | EPOLLHUP (bindgen cannot expand the __force casts). */
+extern const __poll_t exanest_shim_pollin;
+extern const __poll_t exanest_shim_pollhup;
 
 phys_addr_t exanest_shim_page_to_phys(struct page *page);
 struct iommu_domain *exanest_shim_domain_alloc(struct device *dev);
@@ -33,7 +40,7 @@ void exanest_shim_notifier_remove(struct mmu_interval_notifier *mni);
 void exanest_shim_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_seq);
 bool exanest_shim_call_in_hardirq(void (*fn)(void *arg), void *arg);
 
-/* Defined in Rust (session.rs, odp.rs). */
+/* Defined in Rust (device.rs, odp.rs). */
 __poll_t exanest_rust_poll(struct file *file, struct poll_table_struct *pt);
 bool exanest_rust_invalidate(void *token, struct mmu_interval_notifier *mni,
 			     unsigned long start, unsigned long end, bool blockable,

@@ -1,49 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! The per-process IOMMU domain and the pages mapped into it.
+//! The per-process IOMMU domain and the pinned pages mapped into it.
 //!
 //! A [`Domain`] is a paging domain attached to one engine while one process owns it; its IOVAs
-//! are that process's virtual addresses. [`PageMap`] keeps one entry per mapped page with the
+//! are that process's virtual addresses. [`PageMap`] keeps one entry per pinned page with the
 //! number of regions that use it, so regions may share pages (two small buffers in one page) and
 //! a page is unmapped only when its last region goes.
 //!
-//! Locking: the domain lives under `Session::map` (the lock the MMU notifier takes), the pinned
-//! [`PageMap`] under `Session::inner`; nothing here locks.
+//! Nothing here locks: the domain lives under `Process::map`, the [`PageMap`] under
+//! `Process::inner` (lock order: process.rs).
 
+use crate::ffi;
 use core::ptr::NonNull;
 use kernel::{
     bindings, device,
-    error::{from_err_ptr, to_result},
+    error::to_result,
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
     rbtree::RBTree,
     sync::aref::ARef,
 };
 
-// The C shim (exanest_shim.c). Kernel structs are passed by pointer only, never by value.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn exanest_shim_page_to_phys(page: *mut bindings::page) -> bindings::phys_addr_t;
-    fn exanest_shim_domain_alloc(dev: *mut bindings::device) -> *mut bindings::iommu_domain;
-}
-
-/// The raw `struct device` of a device.
-pub(crate) fn raw_dev(dev: &device::Device) -> *mut bindings::device {
-    // `device::Device` is `#[repr(transparent)]` over `Opaque<bindings::device>`, which is itself
-    // transparent, so the pointer to one is the pointer to the other (`as_raw` is crate-private).
-    core::ptr::from_ref(dev).cast_mut().cast()
-}
-
 /// An IOMMU paging domain attached to a device; detached and freed on drop.
+///
+/// # Invariants
+///
+/// `raw` is a live paging domain, allocated for `dev` and attached to it, with the fault
+/// handler installed at attach; nothing else frees or detaches it.
 pub(crate) struct Domain {
     raw: NonNull<bindings::iommu_domain>,
     dev: ARef<device::Device>,
 }
 
-// SAFETY: The domain is only used through `&mut self` or under the session lock; the IOMMU API
-// may be called from any thread.
+// SAFETY: The IOMMU API may be called on a domain from any thread; the domain has no thread
+// affinity.
 unsafe impl Send for Domain {}
-// SAFETY: See above; `&Domain` gives no unsynchronised mutation.
+// SAFETY: `&Domain` only maps and unmaps, which the IOMMU core serialises per domain (the page
+// table code takes its own lock); concurrent callers of the driver hold `Process::map` anyway.
 unsafe impl Sync for Domain {}
 
 impl Domain {
@@ -59,24 +52,24 @@ impl Domain {
         handler: bindings::iommu_fault_handler_t,
         token: *mut core::ffi::c_void,
     ) -> Result<Self> {
-        // SAFETY: `raw_dev` is a valid, referenced device for the whole call.
-        let raw = from_err_ptr(unsafe { exanest_shim_domain_alloc(raw_dev(&dev)) })?;
-        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        let raw = ffi::domain_alloc(&dev)?;
         // SAFETY: `raw` is a fresh domain; the caller keeps `token` valid.
         unsafe { bindings::iommu_set_fault_handler(raw.as_ptr(), handler, token) };
-        // SAFETY: `raw` is a domain we own and `dev` a valid device.
-        let ret = unsafe { bindings::iommu_attach_device(raw.as_ptr(), raw_dev(&dev)) };
+        // SAFETY: `raw` is a domain we own, not attached anywhere, and `dev` a valid device.
+        let ret = unsafe { bindings::iommu_attach_device(raw.as_ptr(), ffi::raw_dev(&dev)) };
         if ret != 0 {
             // SAFETY: Allocated above, never attached.
             unsafe { bindings::iommu_domain_free(raw.as_ptr()) };
             return Err(Error::from_errno(ret));
         }
+        // INVARIANT: Allocated for `dev` and attached to it above.
         Ok(Domain { raw, dev })
     }
 
     /// End of the usable IOVA range (exclusive): the domain's aperture.
     pub(crate) fn aperture_end(&self) -> u64 {
-        // SAFETY: `raw` is a live domain; the geometry is set at allocation and not changed.
+        // SAFETY: `raw` is a live domain (type invariant); the geometry is set at allocation and
+        // not changed afterwards.
         let end = unsafe { (*self.raw.as_ptr()).geometry.aperture_end };
         end.saturating_add(1)
     }
@@ -101,8 +94,9 @@ impl Domain {
         } else {
             bindings::GFP_KERNEL
         };
-        // SAFETY: `raw` is a live domain; the caller holds a pin on the page at `phys`, or maps
-        // a page HMM just returned, under the notifier sequence check.
+        // SAFETY: `raw` is a live domain (type invariant). Mapping never touches the memory at
+        // `phys`; what makes the mapping correct (a pin, or an HMM sequence check under the
+        // notifier's lock) is the caller's business, as `iommu_map` allows.
         to_result(unsafe {
             bindings::iommu_map(
                 self.raw.as_ptr(),
@@ -116,23 +110,31 @@ impl Domain {
     }
 
     pub(crate) fn unmap(&self, iova: u64, size: usize) -> usize {
-        // SAFETY: `raw` is a live domain. iommu_unmap() flushes the IOTLB before returning.
+        // SAFETY: `raw` is a live domain (type invariant). iommu_unmap() flushes the IOTLB
+        // before returning.
         unsafe { bindings::iommu_unmap(self.raw.as_ptr(), iova as usize, size) }
     }
 }
 
 impl Drop for Domain {
     fn drop(&mut self) {
-        // SAFETY: Attached in `attach`; after detach the device is back on its default domain
-        // and nothing references `raw`, so it can be freed.
+        // SAFETY: By the type invariant `raw` is attached to `dev`, and this is its only
+        // detach; after it the device is back on its default domain and nothing else
+        // references `raw` (it is not `Clone`), so it is freed once.
         unsafe {
-            bindings::iommu_detach_device(self.raw.as_ptr(), raw_dev(&self.dev));
+            bindings::iommu_detach_device(self.raw.as_ptr(), ffi::raw_dev(&self.dev));
             bindings::iommu_domain_free(self.raw.as_ptr());
         }
     }
 }
 
-/// One mapped page.
+/// One pinned, mapped page.
+///
+/// # Invariants
+///
+/// `page` holds exactly one pin of ours (`FOLL_LONGTERM`, writable when `write`), and the page
+/// is mapped at its virtual address in the domain with that access while the entry exists.
+/// `refs` > 0.
 struct PageEntry {
     /// The pinned page (one pin, ours).
     page: NonNull<bindings::page>,
@@ -142,7 +144,7 @@ struct PageEntry {
     refs: u32,
 }
 
-// SAFETY: A pinned page may be unpinned from any thread.
+// SAFETY: A pinned page may be unpinned from any thread; the entry is only a pointer and flags.
 unsafe impl Send for PageEntry {}
 
 /// Pages to pin in one `pin_user_pages_fast` call.
@@ -155,8 +157,9 @@ pub(crate) struct PageMap {
     pinned: u64,
 }
 
-// SAFETY: `scratch` only holds pointers between a pin call and the insertion into `tree`, both
-// under the owner's lock.
+// SAFETY: `scratch` only holds page pointers between a pin call and their insertion into `tree`
+// within one method call; between calls it holds no meaningful pointer. The tree's entries are
+// `Send`.
 unsafe impl Send for PageMap {}
 
 impl PageMap {
@@ -269,20 +272,21 @@ impl PageMap {
     ) -> Result {
         let page = NonNull::new(page).ok_or(EFAULT)?;
         let iova = vpn << PAGE_SHIFT;
-        // SAFETY: `page` is pinned.
-        let phys = unsafe { exanest_shim_page_to_phys(page.as_ptr()) };
+        // SAFETY: `page` was just pinned by `pin_run` and the pin is not released yet.
+        let phys = unsafe { ffi::page_to_phys(page) };
         let prot = bindings::IOMMU_READ | if write { bindings::IOMMU_WRITE } else { 0 };
         let mut refs = 0;
         if let Some(old) = self.tree.remove(&vpn) {
             // Upgrade to writable: the new pin is what the process sees now.
             dom.unmap(iova, PAGE_SIZE);
-            // SAFETY: `old.page` holds our pin.
+            // SAFETY: By the `PageEntry` invariant `old.page` holds one pin of ours; the IOMMU
+            // no longer maps it (unmapped just above, IOTLB flushed).
             unsafe { bindings::unpin_user_page(old.page.as_ptr()) };
             self.pinned -= 1;
             refs = old.refs;
         }
         if let Err(e) = dom.map(iova, phys, prot, false) {
-            // SAFETY: We own the pin of `page`.
+            // SAFETY: `page` holds the pin `pin_run` took and that nothing else released.
             unsafe { bindings::unpin_user_page(page.as_ptr()) };
             // Pages that lost their entry are gone for the regions that used them.
             if refs > 0 {
@@ -302,7 +306,7 @@ impl PageMap {
             )
             .inspect_err(|_| {
                 dom.unmap(iova, PAGE_SIZE);
-                // SAFETY: We own the pin of `page`.
+                // SAFETY: `page` holds the pin `pin_run` took; the mapping of it is gone.
                 unsafe { bindings::unpin_user_page(page.as_ptr()) };
             })?;
         self.pinned += 1;
@@ -328,8 +332,9 @@ impl PageMap {
         if let Some(e) = self.tree.remove(&vpn) {
             dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
             let mut page = e.page.as_ptr();
-            // SAFETY: Our pin; the device can no longer reach the page (unmapped and the IOTLB
-            // flushed), and a page it could write is marked dirty.
+            // SAFETY: By the `PageEntry` invariant this is our one pin of the page; the device
+            // can no longer reach it (unmapped and the IOTLB flushed), and a page it could write
+            // is marked dirty.
             unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.write) };
             self.pinned -= 1;
         }

@@ -1,127 +1,122 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! On-demand paging: resolving the engine's faults on the owning mm, and keeping the IOMMU
-//! domain coherent with it through MMU interval notifiers. Nothing here pins memory.
+//! On-demand paging's memory side: the MMU interval notifier of each prefault or on-demand
+//! region, the mirror of the pages mapped into the domain without pinning, and faulting pages
+//! in with HMM. The fault path that uses them is fault.rs.
 //!
-//! Two sources report a fault. The IOMMU fault handler ([`exanest_iommu_fault`], called by
-//! arm-smmu-v3 with this project's patch from its event thread, or by arm-smmu from hard-IRQ
-//! context) only records the page in the session's preallocated [`FaultQueue`] and kicks the
-//! fault worker. The engine's interrupt reports each channel that stopped in fault-wait, with
-//! the faulting address; it covers SMMU events that were lost (queue overflow, rate limits).
-//! The worker resolves both the same way:
-//!
-//! 1. find the region (EFAULT if none, EACCES if it lacks the access);
-//! 2. `mmget_not_zero` (EFAULT once the process is gone), then under the mmap read lock look
-//!    up the VMA and check VM_READ/VM_WRITE (EACCES);
-//! 3. plan a touch-ahead window inside the VMA, the region and the transfer;
-//! 4. `hmm_range_fault` (through the shim), which calls `handle_mm_fault` for what is missing;
-//! 5. under `Session::inner`, retry if the notifier sequence moved, else map the pages.
-//!
-//! Lock order (whole module): `Session::fault_lock` → (mmap lock, inside HMM);
-//! `Engine::state` → `Session::inner` → `Session::map`. The notifier callback takes only
-//! `Session::map` (try-lock when the invalidation may not block), so nothing under `map` may
-//! enter reclaim: allocations there are atomic or reserved beforehand. Notifiers are removed
-//! with `fault_lock` held and `inner`/`map` released, so no resolution uses one that is going
-//! away and no invalidation waits on us.
+//! The notifier callback takes only `Process::map` ([`MapState`]), with a try-lock when the
+//! invalidation may not block, so nothing under that lock may enter reclaim: allocations there
+//! are atomic or reserved beforehand ([`reserve_nodes`]). Lock order: process.rs.
 
-use crate::abi::Range;
-use crate::fault::touch_ahead;
+use crate::error::hmm_errno;
+use crate::exanest_core::{abi::Range, fault::touch_ahead};
+use crate::ffi::{self, HmmPfn, MniPtr};
 use crate::iommu::Domain;
 use kernel::{
     bindings,
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
+    sync::{Arc, Mutex},
 };
 
-#[allow(improper_ctypes)]
-extern "C" {
-    fn exanest_shim_hmm_fault(
-        mni: *mut bindings::mmu_interval_notifier,
-        start: usize,
-        end: usize,
-        write: bool,
-        pfns: *mut usize,
-        seq: *mut usize,
-    ) -> i32;
-    fn exanest_shim_read_retry(mni: *mut bindings::mmu_interval_notifier, seq: usize) -> bool;
-    fn exanest_shim_hmm_pfn_to_phys(hpfn: usize) -> bindings::phys_addr_t;
-    fn exanest_shim_hmm_pfn_writable(hpfn: usize) -> bool;
-    fn exanest_shim_hmm_pfn_order(hpfn: usize) -> u32;
-    fn exanest_shim_notifier_insert(
-        mm: *mut bindings::mm_struct,
-        start: usize,
-        length: usize,
-        token: *mut core::ffi::c_void,
-        err: *mut i32,
-    ) -> *mut bindings::mmu_interval_notifier;
-    fn exanest_shim_notifier_remove(mni: *mut bindings::mmu_interval_notifier);
-    fn exanest_shim_set_seq(mni: *mut bindings::mmu_interval_notifier, cur_seq: usize);
+/// What the MMU notifier callback touches: the state behind `Process::map`.
+pub(crate) struct MapState {
+    /// The domain; taken out (and dropped outside this lock) at teardown.
+    pub(crate) domain: Option<Arc<Domain>>,
+    /// Pages mapped on demand (not pinned).
+    pub(crate) mirror: Mirror,
+    /// Invalidations that unmapped something.
+    pub(crate) invalidations: u64,
 }
 
-/// An MMU interval notifier over one region. Removed explicitly ([`Notifier::remove`]), never
-/// on drop: removal waits for invalidations, so it must not run under `Session::inner`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Notifier(*mut bindings::mmu_interval_notifier);
+impl MapState {
+    pub(crate) fn new() -> Self {
+        MapState {
+            domain: None,
+            mirror: Mirror::new(),
+            invalidations: 0,
+        }
+    }
+}
 
-// SAFETY: The notifier is a C object usable from any thread; the driver serialises its removal
-// against its use with `Session::fault_lock`.
-unsafe impl Send for Notifier {}
+/// The MMU interval notifier callback, called by the C shim: unmap what the mm is about to
+/// change. Returns false only when it may not block and `map` is busy (the mm then retries).
+///
+/// # Safety
+///
+/// `token` is the `Process::map` the notifier was inserted with ([`Notifier::insert`]), alive
+/// until the notifier is removed; `mni` is the notifier of this callback.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn exanest_rust_invalidate(
+    token: *mut core::ffi::c_void,
+    mni: *mut bindings::mmu_interval_notifier,
+    start: usize,
+    end: usize,
+    blockable: bool,
+    cur_seq: usize,
+) -> bool {
+    // SAFETY: Per the contract, `token` is a live `Mutex<MapState>`: notifiers are removed
+    // before the process that owns the lock is freed.
+    let map = unsafe { &*token.cast::<Mutex<MapState>>() };
+    let mut g = if blockable {
+        map.lock()
+    } else {
+        match map.try_lock() {
+            Some(g) => g,
+            None => return false,
+        }
+    };
+    // SAFETY: `mni` is the notifier of this callback, and `map`, the lock that orders it
+    // against `Mirror::map`'s sequence check, is held.
+    unsafe { ffi::set_seq(mni, cur_seq) };
+    let ms = &mut *g;
+    if let Some(dom) = ms.domain.as_ref() {
+        if ms.mirror.unmap_range(dom, start as u64, end as u64) > 0 {
+            ms.invalidations += 1;
+        }
+    }
+    true
+}
+ffi::check_callback!(ffi::raw::exanest_rust_invalidate, exanest_rust_invalidate);
+
+/// The MMU interval notifier over one prefault or on-demand region.
+///
+/// # Invariants
+///
+/// `mni` watches exactly the region's range of the process's mm, with the process's
+/// `Process::map` as token. It is removed when the last reference goes (`Drop`), which waits
+/// for callbacks in progress: the last reference is never dropped under `Process::inner` or
+/// `Process::map`. Shared as `Arc<Notifier>` between the region table and the resolvers using
+/// it, so a resolver's notifier stays live even if the region goes meanwhile.
+pub(crate) struct Notifier {
+    mni: MniPtr,
+}
 
 impl Notifier {
-    /// Watch `range` of `mm`; invalidations call `exanest_rust_invalidate(token, …)`.
-    pub(crate) fn insert(
+    /// Watch `range` of `mm`, reporting to `map`.
+    ///
+    /// # Safety
+    ///
+    /// `mm` is the live mm of the calling process, and `map` outlives the notifier.
+    pub(crate) unsafe fn insert(
         mm: *mut bindings::mm_struct,
         range: &Range,
-        token: *const core::ffi::c_void,
-    ) -> Result<Self> {
-        let mut err = 0;
-        // SAFETY: `mm` is the live mm of the calling process (the owner of the session), and
-        // `token` stays valid until the notifier is removed.
-        let mni = unsafe {
-            exanest_shim_notifier_insert(
-                mm,
-                range.start as usize,
-                range.len() as usize,
-                token.cast_mut(),
-                &mut err,
-            )
-        };
-        if mni.is_null() {
-            return Err(Error::from_errno(err));
-        }
-        Ok(Notifier(mni))
-    }
-
-    /// Stop watching. Waits for invalidations in progress.
-    ///
-    /// # Safety
-    ///
-    /// Called once, without `Session::inner` held, with `Session::fault_lock` held.
-    pub(crate) unsafe fn remove(self) {
-        // SAFETY: Per the contract, the notifier is live and not used concurrently.
-        unsafe { exanest_shim_notifier_remove(self.0) };
-    }
-
-    /// Record the invalidation sequence (from the invalidate callback, under `inner`).
-    ///
-    /// # Safety
-    ///
-    /// `mni` is the notifier passed to the callback.
-    pub(crate) unsafe fn set_seq(mni: *mut bindings::mmu_interval_notifier, cur_seq: usize) {
-        // SAFETY: Per the contract.
-        unsafe { exanest_shim_set_seq(mni, cur_seq) };
-    }
-
-    fn raw(&self) -> *mut bindings::mmu_interval_notifier {
-        self.0
+        map: &Mutex<MapState>,
+    ) -> Result<Arc<Self>> {
+        let token = core::ptr::from_ref(map).cast();
+        // SAFETY: Per the contract: `mm` is live and `map`, the token the callback casts back,
+        // outlives the notifier.
+        let mni = unsafe { MniPtr::insert(mm, range.start, range.len(), token)? };
+        // INVARIANT: Inserted over `range` with `map` as token.
+        Ok(Arc::new(Notifier { mni }, GFP_KERNEL)?)
     }
 }
 
 /// Pages faulted in by HMM, not yet mapped: their HMM pfns and the notifier sequence.
 pub(crate) struct Faulted {
     first: u64,
-    pfns: KVec<usize>,
+    pfns: KVec<HmmPfn>,
     seq: usize,
     write: bool,
 }
@@ -214,13 +209,12 @@ impl Mirror {
     pub(crate) fn map(
         &mut self,
         dom: &Domain,
-        mni: Notifier,
+        mni: &Notifier,
         f: &Faulted,
         nodes: &mut KVec<RBTreeNodeReservation<u64, u8>>,
         skip: impl Fn(u64) -> bool,
     ) -> Result<Option<u64>> {
-        // SAFETY: `mni` is live: the caller holds `fault_lock`.
-        if unsafe { exanest_shim_read_retry(mni.raw(), f.seq) } {
+        if mni.mni.read_retry(f.seq) {
             return Ok(None);
         }
         let n = f.pfns.len();
@@ -232,15 +226,14 @@ impl Mirror {
             let hpfn = f.pfns[i];
             // Writable only for a write fault on a writable PTE: the mm then knows the page
             // may be dirtied (HMM made it so).
-            // SAFETY: `hpfn` came from a successful hmm_range_fault and the sequence has not
-            // moved, so it names a valid, present page.
-            let writable = f.write && unsafe { exanest_shim_hmm_pfn_writable(hpfn) };
+            let writable = f.write && hpfn.writable();
             let prot = bindings::IOMMU_READ | if writable { bindings::IOMMU_WRITE } else { 0 };
             let flags = if writable { M_WRITE } else { 0 };
-            // SAFETY: As above.
-            let phys = unsafe { exanest_shim_hmm_pfn_to_phys(hpfn) };
-            // SAFETY: As above.
-            let order = unsafe { exanest_shim_hmm_pfn_order(hpfn) };
+            // SAFETY: The caller holds `Process::map`, the lock the invalidation callback takes
+            // before it records a new sequence, and `read_retry` just said the sequence of
+            // these pfns has not moved: the pages are still the ones mapped.
+            let phys = unsafe { hpfn.phys() };
+            let order = hpfn.order();
             let block = vpn % BLOCK_PAGES == 0
                 && i + bp <= n
                 && order >= 9
@@ -310,28 +303,18 @@ pub(crate) fn reserve_nodes(f: &Faulted) -> Result<KVec<RBTreeNodeReservation<u6
     Ok(v)
 }
 
-/// Errors of `hmm_range_fault`, as the copy's errno.
-fn hmm_errno(ret: i32) -> Error {
-    match -ret {
-        x if x == EPERM.to_errno().abs() => EACCES,
-        x if x == EBUSY.to_errno().abs() => ETIMEDOUT,
-        x if x == EINTR.to_errno().abs() => EINTR,
-        _ => EFAULT,
-    }
-}
-
 /// What [`fault_in`] needs to know about the region of the fault.
 pub(crate) struct FaultTarget {
     pub(crate) region: Range,
-    pub(crate) notifier: Notifier,
+    pub(crate) notifier: Arc<Notifier>,
     /// Touch-ahead window in pages.
     pub(crate) window: u64,
     /// End (exclusive) of the bytes the engine still has to access, or `u64::MAX`.
     pub(crate) limit: u64,
 }
 
-/// Steps 2–4 of the resolution: check the VMA and fault the window in. Runs without
-/// `Session::inner`, with `fault_lock` held (so the notifier stays).
+/// Check the VMA and fault the touch-ahead window at `addr` in. Runs without `Process::inner`
+/// or `Process::map`: HMM takes the mmap lock and may sleep in the fault handler.
 pub(crate) fn fault_in(
     mm: &kernel::mm::Mm,
     addr: u64,
@@ -357,24 +340,13 @@ pub(crate) fn fault_in(
         }
     };
     let (first, last) = touch_ahead(addr, t.window, PAGE_SHIFT as u32, &vma, &t.region, t.limit);
-    let n = (last - first) as usize;
-    let mut pfns = KVec::from_elem(0usize, n, GFP_KERNEL)?;
-    let mut seq = 0usize;
-    // SAFETY: The notifier is live (the caller holds `fault_lock`); `pfns` has `n` entries.
-    let ret = unsafe {
-        exanest_shim_hmm_fault(
-            t.notifier.raw(),
-            (first << PAGE_SHIFT) as usize,
-            (last << PAGE_SHIFT) as usize,
-            write,
-            pfns.as_mut_ptr(),
-            &mut seq,
-        )
-    };
+    let mut pfns = KVec::from_elem(HmmPfn::default(), (last - first) as usize, GFP_KERNEL)?;
+    let seq = t
+        .notifier
+        .mni
+        .hmm_fault(first << PAGE_SHIFT, last << PAGE_SHIFT, write, &mut pfns)
+        .map_err(hmm_errno)?;
     drop(user);
-    if ret != 0 {
-        return Err(hmm_errno(ret));
-    }
     Ok(Faulted {
         first,
         pfns,

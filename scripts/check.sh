@@ -39,14 +39,20 @@ p_host_tests() {
 		fail "cargo test ($f failed)"; show_log "$log"
 	fi
 	echo "cargo test: $p passed, $f failed"
-	if python3 -m unittest discover -s tests/harness -p 'test_*.py' >"$LOGS/harness.log" 2>&1; then
-		pass "$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$LOGS/harness.log")"
-	else
-		fail "harness self-tests"; show_log "$LOGS/harness.log"
-	fi
+	local d
+	for d in harness lint; do
+		if python3 -m unittest discover -s "tests/$d" -p 'test_*.py' >"$LOGS/$d.log" 2>&1; then
+			pass "$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$LOGS/$d.log")"
+		else
+			fail "$d self-tests"; show_log "$LOGS/$d.log"
+		fi
+	done
 }
 
 p_lint() {
+	# One concept per driver file: size, import cycles, SAFETY comments, one lock order.
+	if python3 tests/lint/driver_layout.py >"$LOGS/driver-layout.log" 2>&1; then pass; else
+		fail "driver layout"; show_log "$LOGS/driver-layout.log" 20; fi
 	if (cd rust && cargo fmt --all -- --check) >"$LOGS/fmt.log" 2>&1; then pass; else
 		fail "rustfmt"; show_log "$LOGS/fmt.log" 20; fi
 	if (cd rust && cargo clippy --workspace --all-targets -- -D warnings) >"$LOGS/clippy.log" 2>&1; then pass; else
@@ -78,7 +84,8 @@ p_module() {
 		>"$LOGS/module-fmt.log" 2>&1; then pass; else
 		fail "rustfmt (drivers/, kernel style)"; show_log "$LOGS/module-fmt.log" 20; fi
 	# CONST_STRUCT: the shim's file_operations copy is written once, on purpose (see the shim).
-	if perl "$src/scripts/checkpatch.pl" --no-tree --quiet --ignore CONST_STRUCT -f drivers/*.c drivers/*.h \
+	if perl "$src/scripts/checkpatch.pl" --no-tree --quiet --strict --ignore CONST_STRUCT \
+		-f drivers/*.c drivers/*.h \
 		>"$LOGS/checkpatch.log" 2>&1; then pass; else
 		fail "checkpatch (C shim)"; show_log "$LOGS/checkpatch.log" 20; fi
 }

@@ -12,7 +12,7 @@
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use crate::abi::Range;
+use super::abi::Range;
 
 /// A recorded fault: the page-aligned IOVA, and whether the access was a write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

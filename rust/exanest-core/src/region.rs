@@ -4,7 +4,7 @@
 //! and access, and the count of copies in flight that use each region (so that a region cannot
 //! be dropped under a running copy).
 
-use crate::abi::{Errno, Range, ValidReg};
+use super::abi::{Errno, Range, ValidReg};
 
 /// One registered region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct Region {
     /// Pages faulted in and mapped on demand.
     pub pages_resolved: u64,
     /// State of the adaptive touch-ahead window (used when `window` is `WINDOW_ADAPTIVE`).
-    pub adapt: crate::fault::Adaptive,
+    pub adapt: super::fault::Adaptive,
 }
 
 /// At most `N` regions, in fixed storage (no allocation after creation).
@@ -92,7 +92,7 @@ impl<const N: usize> RegionTable<N> {
             users: 0,
             faults: 0,
             pages_resolved: 0,
-            adapt: crate::fault::Adaptive::new(1, u64::from(crate::abi::MAX_WINDOW)),
+            adapt: super::fault::Adaptive::new(1, u64::from(super::abi::MAX_WINDOW)),
         });
         Ok(handle)
     }

@@ -148,6 +148,32 @@ pub enum State {
     Unknown(u8),
 }
 
+impl State {
+    /// The state for the value of the STATUS.state field.
+    pub const fn from_field(v: u8) -> Self {
+        match v {
+            0 => State::Idle,
+            1 => State::Busy,
+            2 => State::Done,
+            3 => State::Fault,
+            4 => State::Error,
+            s => State::Unknown(s),
+        }
+    }
+
+    /// The value of the STATUS.state field for this state.
+    pub const fn field(self) -> u8 {
+        match self {
+            State::Idle => 0,
+            State::Busy => 1,
+            State::Done => 2,
+            State::Fault => 3,
+            State::Error => 4,
+            State::Unknown(v) => v,
+        }
+    }
+}
+
 /// Error code, bits 15:8 of [`ch::STATUS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
@@ -165,6 +191,34 @@ pub enum Error {
     Overlap,
     /// A value this version does not know.
     Unknown(u8),
+}
+
+impl Error {
+    /// The error for the value of the STATUS.error field.
+    pub const fn from_field(v: u8) -> Self {
+        match v {
+            0 => Error::None,
+            1 => Error::BadLen,
+            2 => Error::BadAddr,
+            3 => Error::Aborted,
+            4 => Error::NoMaster,
+            5 => Error::Overlap,
+            e => Error::Unknown(e),
+        }
+    }
+
+    /// The value of the STATUS.error field for this error.
+    pub const fn field(self) -> u8 {
+        match self {
+            Error::None => 0,
+            Error::BadLen => 1,
+            Error::BadAddr => 2,
+            Error::Aborted => 3,
+            Error::NoMaster => 4,
+            Error::Overlap => 5,
+            Error::Unknown(v) => v,
+        }
+    }
 }
 
 /// A decoded [`ch::STATUS`] value.
@@ -190,49 +244,17 @@ impl Status {
 
     /// Decode a raw STATUS value.
     pub const fn decode(raw: u32) -> Self {
-        let state = match raw & Self::STATE_MASK {
-            0 => State::Idle,
-            1 => State::Busy,
-            2 => State::Done,
-            3 => State::Fault,
-            4 => State::Error,
-            s => State::Unknown(s as u8),
-        };
-        let error = match (raw & Self::ERR_MASK) >> Self::ERR_SHIFT {
-            0 => Error::None,
-            1 => Error::BadLen,
-            2 => Error::BadAddr,
-            3 => Error::Aborted,
-            4 => Error::NoMaster,
-            5 => Error::Overlap,
-            e => Error::Unknown(e as u8),
-        };
         Status {
-            state,
-            error,
+            state: State::from_field((raw & Self::STATE_MASK) as u8),
+            error: Error::from_field(((raw & Self::ERR_MASK) >> Self::ERR_SHIFT) as u8),
             rejected: raw & Self::REJECTED != 0,
         }
     }
 
     /// Encode back to the raw register value (what the hardware would show).
     pub const fn encode(self) -> u32 {
-        let s = match self.state {
-            State::Idle => 0,
-            State::Busy => 1,
-            State::Done => 2,
-            State::Fault => 3,
-            State::Error => 4,
-            State::Unknown(v) => (v as u32) & Self::STATE_MASK,
-        };
-        let e = match self.error {
-            Error::None => 0,
-            Error::BadLen => 1,
-            Error::BadAddr => 2,
-            Error::Aborted => 3,
-            Error::NoMaster => 4,
-            Error::Overlap => 5,
-            Error::Unknown(v) => v as u32,
-        };
+        let s = self.state.field() as u32 & Self::STATE_MASK;
+        let e = self.error.field() as u32;
         s | (e << Self::ERR_SHIFT) | if self.rejected { Self::REJECTED } else { 0 }
     }
 }
@@ -246,6 +268,26 @@ pub enum FaultCause {
     Bus,
     /// A value this version does not know.
     Unknown(u8),
+}
+
+impl FaultCause {
+    /// The cause for the value of the FAULT_INFO.cause field.
+    pub const fn from_field(v: u8) -> Self {
+        match v {
+            1 => FaultCause::Translation,
+            2 => FaultCause::Bus,
+            c => FaultCause::Unknown(c),
+        }
+    }
+
+    /// The value of the FAULT_INFO.cause field for this cause.
+    pub const fn field(self) -> u8 {
+        match self {
+            FaultCause::Translation => 1,
+            FaultCause::Bus => 2,
+            FaultCause::Unknown(v) => v,
+        }
+    }
 }
 
 /// A decoded [`ch::FAULT_INFO`] value.
@@ -267,14 +309,9 @@ impl FaultInfo {
 
     /// Decode a raw FAULT_INFO value.
     pub const fn decode(raw: u32) -> Self {
-        let cause = match (raw & Self::CAUSE_MASK) >> Self::CAUSE_SHIFT {
-            1 => FaultCause::Translation,
-            2 => FaultCause::Bus,
-            c => FaultCause::Unknown(c as u8),
-        };
         FaultInfo {
             write: raw & Self::WRITE != 0,
-            cause,
+            cause: FaultCause::from_field(((raw & Self::CAUSE_MASK) >> Self::CAUSE_SHIFT) as u8),
         }
     }
 }

@@ -6,7 +6,7 @@
 //! Fixed storage: at most `Q` copies are known at once (queued, running or finished but not yet
 //! waited for); at most `C` run, one per channel.
 
-use crate::abi::{Errno, ValidCopy};
+use super::abi::{Errno, ValidCopy};
 
 /// Where a copy is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,18 +1,43 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! The PLDMA register map (Documentation/pldma-registers.rst) in the kernel's `register!` style.
+//! The PLDMA register map (Documentation/pldma-registers.rst) in the kernel's `register!` style:
+//! the only description of the registers the driver's MMIO accesses use (engine.rs).
 //!
 //! The offsets and field positions mirror `rust/exanest-core/src/regs.rs`, which the host tests
 //! check against the C header of the QEMU model; the KUnit suite below checks that these
 //! definitions agree with it.
 
+use crate::exanest_core::regs::{Error as ChError, FaultCause, State};
 use kernel::io::register;
+use kernel::num::Bounded;
 use kernel::prelude::*;
 
+/// Field values as the core's enums, in both directions (`=>` fields below).
+macro_rules! field_enum {
+    ($ty:ty, $bits:literal) => {
+        impl From<Bounded<u32, $bits>> for $ty {
+            fn from(v: Bounded<u32, $bits>) -> Self {
+                // A field of at most 8 bits: the cast keeps every bit.
+                <$ty>::from_field(v.get() as u8)
+            }
+        }
+
+        impl From<$ty> for Bounded<u32, $bits> {
+            fn from(v: $ty) -> Self {
+                Bounded::<u32, $bits>::try_new(u32::from(v.field()))
+                    .unwrap_or(Bounded::<u32, $bits>::new::<0>())
+            }
+        }
+    };
+}
+field_enum!(State, 4);
+field_enum!(ChError, 8);
+field_enum!(FaultCause, 8);
+
 /// Distance between two channels' register blocks.
-const STRIDE: usize = crate::regs::CH_STRIDE;
+const STRIDE: usize = crate::exanest_core::regs::CH_STRIDE;
 /// Channels the register map has room for.
-const NCH: usize = crate::regs::MAX_CHANNELS;
+const NCH: usize = crate::exanest_core::regs::MAX_CHANNELS;
 
 register! {
     /// Identification magic, "EXNS".
@@ -42,6 +67,16 @@ register! {
     /// Per-channel interrupt status, write one to clear.
     pub(crate) IRQ_STATUS(u32) @ 0x010 {
         15:0 channels;
+    }
+
+    /// Modelled data-path bandwidth in MB/s (0: instantaneous); meaningful with CAPS.timing.
+    pub(crate) BANDWIDTH(u32) @ 0x014 {
+        31:0 mbps;
+    }
+
+    /// Modelled per-transfer latency in ns; meaningful with CAPS.timing.
+    pub(crate) LATENCY(u32) @ 0x018 {
+        31:0 ns;
     }
 
     /// Write the magic to reset every channel.
@@ -84,8 +119,8 @@ register! {
 
     /// State, error code and the rejected-command flag.
     pub(crate) CH_STATUS(u32)[NCH, stride = STRIDE] @ 0x118 {
-        3:0 state;
-        15:8 error;
+        3:0 state => State;
+        15:8 error => ChError;
         16:16 rejected => bool;
     }
 
@@ -102,7 +137,7 @@ register! {
     /// Direction and cause of the last fault.
     pub(crate) CH_FAULT_INFO(u32)[NCH, stride = STRIDE] @ 0x124 {
         0:0 write => bool;
-        15:8 cause;
+        15:8 cause => FaultCause;
     }
 
     /// Bytes of the transfer already copied.
@@ -111,10 +146,10 @@ register! {
     }
 }
 
-#[kunit_tests(exanest_dma_hwregs)]
+#[kunit_tests(exanest_dma_regs)]
 mod tests {
     use super::*;
-    use crate::regs::{self, ch, ctrl, global, Status};
+    use crate::exanest_core::regs::{self, ch, ctrl, global, Status};
     use kernel::io::{register::Array, IoLoc, Region};
 
     fn off<T, L: IoLoc<Region<{ regs::MMIO_SIZE }>, T>>(l: L) -> usize {
@@ -129,6 +164,8 @@ mod tests {
         assert_eq!(off(CAPS), global::CAPS);
         assert_eq!(off(MAX_LEN), global::MAX_LEN);
         assert_eq!(off(IRQ_STATUS), global::IRQ_STATUS);
+        assert_eq!(off(BANDWIDTH), global::BANDWIDTH);
+        assert_eq!(off(LATENCY), global::LATENCY);
         assert_eq!(off(RESET), global::RESET);
         for n in [0usize, 1, 3, NCH - 1] {
             let at = |r| regs::ch_reg(n, r).unwrap();
@@ -156,11 +193,38 @@ mod tests {
         assert_eq!(CH_CTRL::zeroed().with_resume(true).into_raw(), ctrl::RESUME);
         let raw = 4 | (3 << 8) | Status::REJECTED;
         let st = CH_STATUS::from_raw(raw);
-        assert_eq!(st.state().get(), 4);
-        assert_eq!(st.error().get(), 3);
+        assert_eq!(st.state(), State::Error);
+        assert_eq!(st.error(), ChError::Aborted);
         assert!(st.rejected());
         let caps = CAPS::from_raw(4 | regs::Caps::RESUME | regs::Caps::INTX);
+        let info = CH_FAULT_INFO::from_raw(1 | (1 << 8));
+        assert!(info.write());
+        assert_eq!(info.cause(), FaultCause::Translation);
         assert_eq!(caps.channels().get(), 4);
         assert!(caps.resume() && caps.intx() && !caps.timing());
+    }
+
+    /// Every channel state and error survives the typed field in both directions, as the
+    /// core encodes it.
+    #[test]
+    fn status_fields_round_trip() {
+        for v in 0u8..16 {
+            let s = State::from_field(v);
+            let st = CH_STATUS::zeroed().with_state(s);
+            assert_eq!(st.state(), s);
+            assert_eq!(
+                st.into_raw(),
+                Status {
+                    state: s,
+                    error: ChError::None,
+                    rejected: false
+                }
+                .encode()
+            );
+        }
+        for v in 0u8..=255 {
+            let e = ChError::from_field(v);
+            assert_eq!(CH_STATUS::zeroed().with_error(e).error(), e);
+        }
     }
 }

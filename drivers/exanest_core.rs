@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The `no_std` core crate rust/exanest-core, compiled into the module: the decision logic that
+//! `cargo test` runs on the host (validation of requests, region table, copy scheduler, fault
+//! queue and touch-ahead planner, register encoding). Its items are `pub` for the host crate's
+//! API; here some are unused.
+
+#![allow(dead_code, unreachable_pub)]
+
+#[path = "../rust/exanest-core/src/abi.rs"]
+pub(crate) mod abi;
+#[path = "../rust/exanest-core/src/fault.rs"]
+pub(crate) mod fault;
+#[path = "../rust/exanest-core/src/region.rs"]
+pub(crate) mod region;
+#[path = "../rust/exanest-core/src/regs.rs"]
+pub(crate) mod regs;
+#[path = "../rust/exanest-core/src/sched.rs"]
+pub(crate) mod sched;

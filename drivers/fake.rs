@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! A fake engine for KUnit: the second implementation of [`Hw`], so the channel state machine
+//! (channel.rs) runs without QEMU. It keeps each channel's state as the register map describes
+//! it (Documentation/pldma-registers.rst: commands valid only in some states, NACK ends in
+//! ERROR/ABORTED), and the test plays the data path: [`FakeHw::complete`], [`FakeHw::fault`],
+//! [`FakeHw::fail`]. Interrupts are only latched; a test "loses" one by not delivering it.
+
+use crate::engine::{ChannelReport, Hw};
+use crate::exanest_core::regs::{Error as ChError, FaultCause, State};
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{Arc, SpinLock},
+};
+
+/// Channels of the fake.
+const N: usize = 4;
+
+/// One fake channel.
+#[derive(Clone, Copy)]
+struct Chan {
+    rep: ChannelReport,
+    len: u32,
+    src: u64,
+}
+
+/// What the fake's lock protects.
+pub(crate) struct FakeState {
+    ch: [Chan; N],
+    irq: u32,
+    /// START, RESUME and NACK commands accepted.
+    pub(crate) starts: u32,
+    pub(crate) resumes: u32,
+    pub(crate) nacks: u32,
+    /// Commands the state of their channel did not allow.
+    pub(crate) rejected: u32,
+    /// Make START fail as a removed device does.
+    pub(crate) gone: bool,
+}
+
+/// The fake engine.
+#[pin_data]
+pub(crate) struct FakeHw {
+    channels: u32,
+    #[pin]
+    st: SpinLock<FakeState>,
+}
+
+impl FakeHw {
+    /// A fake with `channels` channels (at most 4), all idle.
+    pub(crate) fn new(channels: u32) -> Result<Arc<Self>> {
+        let idle = Chan {
+            rep: ChannelReport {
+                state: State::Idle,
+                error: ChError::None,
+                done_bytes: 0,
+                fault_addr: 0,
+                fault_write: false,
+                fault_cause: FaultCause::Unknown(0),
+            },
+            len: 0,
+            src: 0,
+        };
+        Arc::pin_init(
+            pin_init!(FakeHw {
+                channels: channels.min(N as u32),
+                st <- new_spinlock!(FakeState {
+                    ch: [idle; N],
+                    irq: 0,
+                    starts: 0,
+                    resumes: 0,
+                    nacks: 0,
+                    rejected: 0,
+                    gone: false,
+                }),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Run `f` on the fake's state.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut FakeState) -> R) -> R {
+        f(&mut self.st.lock())
+    }
+
+    /// Channel `n`'s state now.
+    pub(crate) fn state(&self, n: u32) -> State {
+        self.st.lock().ch[n as usize].rep.state
+    }
+
+    /// The source address channel `n` was last started with.
+    pub(crate) fn started_src(&self, n: u32) -> u64 {
+        self.st.lock().ch[n as usize].src
+    }
+
+    /// The busy transfer on `n` finishes; its interrupt is latched.
+    pub(crate) fn complete(&self, n: u32) {
+        let mut s = self.st.lock();
+        let c = &mut s.ch[n as usize];
+        if c.rep.state == State::Busy {
+            c.rep.state = State::Done;
+            c.rep.done_bytes = c.len;
+            s.irq |= 1 << n;
+        }
+    }
+
+    /// The busy transfer on `n` faults at `addr` after `done` bytes, and waits.
+    pub(crate) fn fault(&self, n: u32, addr: u64, write: bool, done: u32, cause: FaultCause) {
+        let mut s = self.st.lock();
+        let c = &mut s.ch[n as usize];
+        if c.rep.state == State::Busy {
+            c.rep.state = State::Fault;
+            c.rep.done_bytes = done;
+            c.rep.fault_addr = addr;
+            c.rep.fault_write = write;
+            c.rep.fault_cause = cause;
+            s.irq |= 1 << n;
+        }
+    }
+
+    /// The busy transfer on `n` ends with an engine error.
+    pub(crate) fn fail(&self, n: u32, error: ChError) {
+        let mut s = self.st.lock();
+        let c = &mut s.ch[n as usize];
+        if c.rep.state == State::Busy {
+            c.rep.state = State::Error;
+            c.rep.error = error;
+            s.irq |= 1 << n;
+        }
+    }
+}
+
+impl Hw for FakeHw {
+    fn channels(&self) -> u32 {
+        self.channels
+    }
+
+    fn start(&self, n: u32, src: u64, _dst: u64, len: u32) -> Result {
+        let mut s = self.st.lock();
+        if s.gone {
+            return Err(ENODEV);
+        }
+        let c = &mut s.ch[n as usize];
+        if matches!(c.rep.state, State::Busy | State::Fault) {
+            s.rejected += 1;
+            return Ok(());
+        }
+        c.rep.state = State::Busy;
+        c.rep.error = ChError::None;
+        c.rep.done_bytes = 0;
+        c.len = len;
+        c.src = src;
+        s.starts += 1;
+        Ok(())
+    }
+
+    fn resume(&self, n: u32) -> Result {
+        let mut s = self.st.lock();
+        let c = &mut s.ch[n as usize];
+        if c.rep.state == State::Fault {
+            c.rep.state = State::Busy;
+            s.resumes += 1;
+        } else {
+            s.rejected += 1;
+        }
+        Ok(())
+    }
+
+    fn nack(&self, n: u32) -> Result {
+        let mut s = self.st.lock();
+        let c = &mut s.ch[n as usize];
+        if matches!(c.rep.state, State::Busy | State::Fault) {
+            c.rep.state = State::Error;
+            c.rep.error = ChError::Aborted;
+            s.irq |= 1 << n;
+            s.nacks += 1;
+        } else {
+            s.rejected += 1;
+        }
+        Ok(())
+    }
+
+    fn report(&self, n: u32) -> Result<ChannelReport> {
+        if n >= self.channels {
+            return Err(EINVAL);
+        }
+        Ok(self.st.lock().ch[n as usize].rep)
+    }
+
+    fn take_irq_status(&self) -> u32 {
+        core::mem::take(&mut self.st.lock().irq)
+    }
+
+    fn irq_pending(&self) -> bool {
+        self.st.lock().irq != 0
+    }
+
+    fn reset(&self) {
+        let mut s = self.st.lock();
+        for c in s.ch.iter_mut() {
+            c.rep.state = State::Idle;
+        }
+        s.irq = 0;
+    }
+}

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The fault path, top to bottom:
+//!
+//! 1. **SMMU handler** ([`exanest_iommu_fault`]): called by arm-smmu-v3 (with this project's
+//!    patch) from its event thread, or by arm-smmu from hard-IRQ context. It only records the
+//!    page in the process's preallocated [`FaultQueue`] and kicks the worker.
+//! 2. **Queue**: the fault queue (deduplicated, no allocation), and the engine's own reports of
+//!    channels in fault-wait (channel.rs), which cover SMMU events that were lost (queue
+//!    overflow, rate limits).
+//! 3. **Resolver** ([`Process::resolve`]), in the worker: find the region (EFAULT if none,
+//!    EACCES if it lacks the access); `mmget_not_zero` (EFAULT once the process is gone); under
+//!    the mmap read lock check the VMA (EACCES); plan a touch-ahead window inside the VMA, the
+//!    region and the transfer; fault it in with HMM (odp.rs); under `Process::map`, retry if
+//!    the notifier sequence moved, else map the pages.
+//! 4. **Resume or NACK** ([`Process::service_channel`]): the channel retransmits from the
+//!    faulting offset, or its copy ends with the resolver's errno (channel.rs decides).
+//!
+//! Locks: `Process::fault_lock` for the whole worker run; `inner` and `map` only around the
+//! table lookups and the mapping (order: process.rs).
+
+use crate::channel::micros;
+use crate::exanest_core::{
+    abi::{self, Range},
+    fault::FaultQueue,
+    regs::FaultCause,
+};
+use crate::ffi;
+use crate::odp::{self, FaultTarget};
+use crate::process::{Process, FAULT_QUEUE};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::{
+    bindings,
+    page::PAGE_SHIFT,
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+    time::{Instant, Monotonic},
+    workqueue::WorkItem,
+};
+
+/// The IOMMU fault handler: record and kick the worker. May run in hard-IRQ context
+/// (arm-smmu, `dev` NULL) or in the SMMUv3 event thread; allocates nothing, takes no lock.
+/// Returns 0: the fault is the driver's to resolve.
+///
+/// # Safety
+///
+/// `token` is the process pointer given to `Domain::attach` (process.rs); the domain, and so
+/// this handler, is gone before the process is freed.
+pub(crate) unsafe extern "C" fn exanest_iommu_fault(
+    _domain: *mut bindings::iommu_domain,
+    _dev: *mut bindings::device,
+    iova: usize,
+    flags: i32,
+    token: *mut core::ffi::c_void,
+) -> i32 {
+    // SAFETY: Per the contract `token` points to a live `Process`, which lives in an `Arc`
+    // (processes are only created by `Process::new`).
+    let process = unsafe { ArcBorrow::<Process>::from_raw(token.cast()) };
+    let write = flags as u32 & bindings::IOMMU_FAULT_WRITE != 0;
+    record_fault(
+        &process.faults,
+        &process.iommu_faults,
+        iova as u64,
+        write,
+        || process.kick(),
+    );
+    0
+}
+
+/// The part of the IOMMU fault handler that must be safe in hard-IRQ context: count, record
+/// (deduplicated, no allocation), and kick the worker.
+pub(crate) fn record_fault(
+    queue: &FaultQueue<FAULT_QUEUE>,
+    count: &AtomicU64,
+    iova: u64,
+    write: bool,
+    kick: impl FnOnce(),
+) {
+    count.fetch_add(1, Ordering::Relaxed);
+    queue.push_at(iova, write, PAGE_SHIFT as u32, ffi::ktime_ns());
+    // Even when the push was a duplicate or overflowed: a kick of a queued worker is free,
+    // and after an overflow the worker must look at every channel.
+    kick();
+}
+
+impl WorkItem for Process {
+    type Pointer = Arc<Process>;
+
+    fn run(this: Arc<Process>) {
+        this.service_faults();
+    }
+}
+
+impl Process {
+    /// The fault worker: resolve what the IOMMU reported, then serve every channel that the
+    /// engine reported in fault-wait (every running one when IOMMU reports were lost or came
+    /// without an engine report).
+    fn service_faults(&self) {
+        let _g = self.fault_lock.lock();
+        loop {
+            let mut busy = false;
+            while let Some((f, stamp)) = self.faults.pop_stamped() {
+                busy = true;
+                // Errors are the channel's business: it reports the same fault.
+                if self.resolve(f.page, f.write, u64::MAX).is_ok() {
+                    let us = ffi::ktime_ns().saturating_sub(stamp) / 1000;
+                    self.inner.lock().chans.latency.handler.record(us);
+                }
+            }
+            let all = self.faults.take_overflow() || busy;
+            let pending = {
+                let mut g = self.inner.lock();
+                if g.dead {
+                    return;
+                }
+                g.chans.take_fault_pending(all)
+            };
+            for n in 0..self.engine.channels {
+                if pending & (1 << n) != 0 && self.service_channel(n) {
+                    busy = true;
+                }
+            }
+            if !busy {
+                return;
+            }
+        }
+    }
+
+    /// Resolve the fault channel `n` waits on, then resume it, or NACK it with the errno.
+    /// Returns whether the channel was in fault-wait.
+    fn service_channel(&self, n: u32) -> bool {
+        let Some(w) = self.inner.lock().chans.fault_wait(self.hw(), n) else {
+            return false;
+        };
+        let rep = w.report;
+        let res = match rep.fault_cause {
+            FaultCause::Translation => self.resolve(rep.fault_addr, rep.fault_write, w.limit),
+            _ => Err(EIO),
+        };
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        if inner.dead {
+            return true;
+        }
+        if let Ok(one) = Range::new(rep.fault_addr, 1, u64::MAX) {
+            if let Ok(h) = inner.regions.find(&one, access(rep.fault_write)) {
+                if let Some(r) = inner.regions.get_mut(h) {
+                    r.faults += 1;
+                }
+            }
+        }
+        let crate::process::Inner { regions, chans, .. } = inner;
+        let _ = chans.decide(self.hw(), n, &w, res, &mut |e| {
+            regions.release(e.src_handle);
+            regions.release(e.dst_handle);
+        });
+        drop(g);
+        self.done.notify_all();
+        true
+    }
+
+    /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
+    /// up to `limit`. Called with `fault_lock` held.
+    fn resolve(&self, addr: u64, write: bool, limit: u64) -> Result {
+        let (h, target) = {
+            let mut g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            let vpn = addr >> PAGE_SHIFT;
+            if g.pages.covers(vpn, write) || self.map.lock().mirror.covers(vpn, write) {
+                // Already resolved: both fault sources reported it.
+                return Ok(());
+            }
+            let one = Range::new(addr, 1, u64::MAX)?;
+            let h = g
+                .regions
+                .find_with(&one, access(write), |r| r.mode != abi::MODE_PIN)?;
+            let notifier = g.notifier(h).ok_or(EFAULT)?;
+            let r = g.regions.get_mut(h).ok_or(EFAULT)?;
+            let window = if r.window == abi::WINDOW_ADAPTIVE {
+                r.adapt.window_for(vpn)
+            } else {
+                u64::from(r.window)
+            };
+            let target = FaultTarget {
+                region: r.range,
+                notifier,
+                window,
+                limit,
+            };
+            (h, target)
+        };
+        let (end, mapped) = self.fault_and_map(addr, write, &target)?;
+        let mut g = self.inner.lock();
+        g.chans.counters.touch_ahead_pages += mapped.saturating_sub(1);
+        if let Some(r) = g.regions.get_mut(h) {
+            r.pages_resolved += mapped;
+            r.adapt.resolved(end >> PAGE_SHIFT);
+        }
+        Ok(())
+    }
+
+    /// Fault in the window at `addr` and map it, retrying while invalidations race with it.
+    /// Returns the end of what was faulted in and the pages newly mapped. Called with
+    /// `fault_lock` held (resolver, prefault, advise).
+    pub(crate) fn fault_and_map(
+        &self,
+        addr: u64,
+        write: bool,
+        target: &FaultTarget,
+    ) -> Result<(u64, u64)> {
+        loop {
+            let t0 = Instant::<Monotonic>::now();
+            let f = odp::fault_in(&self.mm, addr, write, target)?;
+            let fault_in_us = micros(t0);
+            let t1 = Instant::<Monotonic>::now();
+            let mut nodes = odp::reserve_nodes(&f)?;
+            let mut g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            let mut m = self.map.lock();
+            let ms = &mut *m;
+            let dom = ms.domain.as_ref().ok_or(ENODEV)?;
+            let pages = &g.pages;
+            let mapped = ms
+                .mirror
+                .map(dom, &target.notifier, &f, &mut nodes, |vpn| {
+                    pages.covers(vpn, write)
+                })?;
+            drop(m);
+            g.chans.latency.fault_in.record(fault_in_us);
+            if let Some(n) = mapped {
+                g.chans.latency.map.record(micros(t1));
+                g.chans.counters.pages_resolved += n;
+                return Ok((f.end(), n));
+            }
+        }
+    }
+}
+
+/// The access bit a fault in this direction needs.
+pub(crate) fn access(write: bool) -> u32 {
+    if write {
+        abi::ACCESS_WRITE
+    } else {
+        abi::ACCESS_READ
+    }
+}
+
+#[kunit_tests(exanest_dma_fault)]
+mod tests {
+    use super::*;
+    use crate::exanest_core::fault::{touch_ahead, Adaptive};
+    use crate::process::DEFAULT_WINDOW;
+    use kernel::sync::Completion;
+    use kernel::workqueue::{self, impl_has_work, new_work, Work};
+
+    fn r(s: u64, l: u64) -> Range {
+        Range::new(s, l, 1 << 48).unwrap()
+    }
+
+    const PS: u32 = PAGE_SHIFT as u32;
+
+    /// The IOMMU fault handler's recording path, called from hard-IRQ context (as arm-smmu
+    /// calls it on the QFDB): it allocates nothing and takes no sleeping lock (lockdep and
+    /// DEBUG_ATOMIC_SLEEP would report it), and the worker it queues from there runs.
+    #[test]
+    fn fault_handler_records_from_hard_irq() {
+        #[pin_data]
+        struct Ctx {
+            q: FaultQueue<FAULT_QUEUE>,
+            n: AtomicU64,
+            #[pin]
+            ran: Completion,
+            #[pin]
+            work: Work<Ctx>,
+        }
+        impl_has_work! { impl HasWork<Self> for Ctx { self.work } }
+        impl WorkItem for Ctx {
+            type Pointer = Arc<Ctx>;
+            fn run(this: Arc<Ctx>) {
+                this.ran.complete_all();
+            }
+        }
+        /// # Safety
+        ///
+        /// `arg` points to a live `Ctx` in an `Arc`.
+        unsafe extern "C" fn in_irq(arg: *mut core::ffi::c_void) {
+            // SAFETY: `arg` is the `Ctx` below, alive until `call_in_hardirq` returned.
+            let ctx = unsafe { ArcBorrow::<Ctx>::from_raw(arg.cast()) };
+            let kick = || {
+                let _ = workqueue::system_highpri().enqueue(Arc::<Ctx>::from(ctx));
+            };
+            record_fault(&ctx.q, &ctx.n, 0x7f12_3456_7abc, true, kick);
+            record_fault(&ctx.q, &ctx.n, 0x7f12_3456_7000, false, || {});
+            record_fault(&ctx.q, &ctx.n, 0x7f12_3456_9000, false, || {});
+        }
+        let ctx = Arc::pin_init(
+            pin_init!(Ctx {
+                q: FaultQueue::new(),
+                n: AtomicU64::new(0),
+                ran <- Completion::new(),
+                work <- new_work!("test"),
+            }),
+            GFP_KERNEL,
+        )
+        .unwrap();
+        let arg = core::ptr::from_ref::<Ctx>(&ctx).cast_mut().cast();
+        // SAFETY: `ctx` outlives the call, which waits for the irq_work to finish.
+        let hard = unsafe { ffi::call_in_hardirq(in_irq, arg) };
+        assert!(hard);
+        ctx.ran.wait_for_completion();
+        assert_eq!(ctx.n.load(Ordering::Relaxed), 3);
+        // The read of the page already queued for a write is a duplicate.
+        assert_eq!(ctx.q.len(), 2);
+        let f = ctx.q.pop().unwrap();
+        assert_eq!((f.page, f.write), (0x7f12_3456_7000, true));
+        assert_eq!(ctx.q.pop().map(|f| f.page), Some(0x7f12_3456_9000));
+    }
+
+    /// Past FAULT_QUEUE distinct pages the queue overflows: the worker then scans channels.
+    #[test]
+    fn fault_queue_overflow_is_reported() {
+        let q = FaultQueue::<FAULT_QUEUE>::new();
+        let n = AtomicU64::new(0);
+        let mut kicks = 0;
+        for i in 0..=FAULT_QUEUE as u64 {
+            record_fault(&q, &n, 0x10_0000 + (i << PAGE_SHIFT), false, || kicks += 1);
+        }
+        assert_eq!(kicks, FAULT_QUEUE + 1);
+        assert_eq!(q.len(), FAULT_QUEUE);
+        assert!(q.take_overflow());
+        assert!(!q.take_overflow());
+    }
+
+    /// A fault needs the access bit of its direction.
+    #[test]
+    fn access_of_direction() {
+        assert_eq!(access(true), abi::ACCESS_WRITE);
+        assert_eq!(access(false), abi::ACCESS_READ);
+    }
+
+    /// The default (adaptive) window, as compiled in, stops at the region's end.
+    #[test]
+    fn touch_ahead_stops_at_region() {
+        let (first, last) = touch_ahead(
+            0x20010,
+            DEFAULT_WINDOW,
+            PS,
+            &r(0x10000, 0x100000),
+            &r(0x20000, 0x3000),
+            u64::MAX,
+        );
+        assert_eq!((first, last), (0x20, 0x23));
+    }
+
+    /// The window stops at the VMA's end, and at the rest of the transfer.
+    #[test]
+    fn touch_ahead_stops_at_vma_and_transfer() {
+        let big = r(0, 1 << 40);
+        assert_eq!(
+            touch_ahead(0x5000, 100, PS, &r(0, 0x8000), &big, u64::MAX),
+            (5, 8)
+        );
+        assert_eq!(touch_ahead(0x5000, 100, PS, &big, &big, 0x6001), (5, 7));
+        // A window of 0 is the faulting page alone.
+        assert_eq!(touch_ahead(0x5fff, 0, PS, &big, &big, u64::MAX), (5, 6));
+    }
+
+    /// The adaptive window doubles on a stream and starts over on a jump.
+    #[test]
+    fn adaptive_window() {
+        let mut a = Adaptive::new(1, u64::from(abi::MAX_WINDOW));
+        assert_eq!(a.window_for(100), 1);
+        a.resolved(102);
+        assert_eq!(a.window_for(102), 3);
+        a.resolved(106);
+        assert_eq!(a.window_for(106), 7);
+        a.resolved(114);
+        assert_eq!(a.window_for(500), 1);
+        let mut w = 1;
+        for _ in 0..20 {
+            a.resolved(1000);
+            w = a.window_for(1000);
+        }
+        assert_eq!(w, u64::from(abi::MAX_WINDOW));
+    }
+}

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The C shim (`exanest_shim.c`), the only place the driver declares it, and the few raw kernel
+//! bindings the driver calls directly, each behind a wrapper that states its contract.
+//!
+//! The declarations are not written by hand: `make module` runs bindgen on `exanest_shim.h` and
+//! this file includes the result, so a Rust call whose types differ from the header does not
+//! compile, and the shim's C definitions are compiled against that same header. The two
+//! functions the shim calls back into Rust are checked against the header too
+//! ([`check_callback!`]).
+
+use core::ptr::NonNull;
+use kernel::{bindings, device, prelude::*};
+
+/// The bindgen output for `exanest_shim.h`. Struct types come from `kernel::bindings`.
+#[allow(
+    dead_code,
+    non_camel_case_types,
+    non_upper_case_globals,
+    missing_docs,
+    unreachable_pub,
+    improper_ctypes,
+    clippy::all,
+    clippy::pedantic
+)]
+pub(crate) mod raw {
+    #[allow(unused_imports)]
+    use kernel::bindings::*;
+    include!(env!("EXANEST_SHIM_BINDINGS"));
+}
+
+/// Fails to compile unless the Rust function `$def` has the signature the shim header declares
+/// for `$decl` (both coerce to one function pointer type only if they agree).
+macro_rules! check_callback {
+    ($decl:path, $def:path) => {
+        const _: () = {
+            let _same = if true { $decl } else { $def };
+        };
+    };
+}
+pub(crate) use check_callback;
+
+/// `EPOLLIN | EPOLLRDNORM`, from the kernel's headers (through the shim).
+pub(crate) fn poll_readable() -> u32 {
+    // SAFETY: A `const` object defined in the shim, initialised at compile time.
+    unsafe { raw::exanest_shim_pollin }
+}
+
+/// `EPOLLERR | EPOLLHUP`, from the kernel's headers (through the shim).
+pub(crate) fn poll_hangup() -> u32 {
+    // SAFETY: A `const` object defined in the shim, initialised at compile time.
+    unsafe { raw::exanest_shim_pollhup }
+}
+
+/// The monotonic clock in nanoseconds; callable in any context, hard IRQ included.
+pub(crate) fn ktime_ns() -> u64 {
+    // SAFETY: `ktime_get()` has no preconditions and may be called from any context.
+    u64::try_from(unsafe { bindings::ktime_get() }).unwrap_or(0)
+}
+
+/// The raw `struct device` of a device.
+pub(crate) fn raw_dev(dev: &device::Device) -> *mut bindings::device {
+    // `device::Device` is `#[repr(transparent)]` over `Opaque<bindings::device>`, which is itself
+    // transparent, so the pointer to one is the pointer to the other (`as_raw` is crate-private).
+    core::ptr::from_ref(dev).cast_mut().cast()
+}
+
+/// Allocate an IOMMU paging domain suited to `dev` (`iommu_paging_domain_alloc`).
+pub(crate) fn domain_alloc(dev: &device::Device) -> Result<NonNull<bindings::iommu_domain>> {
+    // SAFETY: `raw_dev` is a valid device, referenced by `dev` for the whole call.
+    let raw = kernel::error::from_err_ptr(unsafe { raw::exanest_shim_domain_alloc(raw_dev(dev)) })?;
+    NonNull::new(raw).ok_or(ENOMEM)
+}
+
+/// The physical address of a page.
+///
+/// # Safety
+///
+/// `page` points to a live `struct page` (the caller holds a pin or a reference on it).
+pub(crate) unsafe fn page_to_phys(page: NonNull<bindings::page>) -> u64 {
+    // SAFETY: Per the contract, `page` is a live page.
+    unsafe { raw::exanest_shim_page_to_phys(page.as_ptr()) }
+}
+
+/// Give a registered misc device's file operations a `.poll` that calls
+/// [`raw::exanest_rust_poll`].
+///
+/// # Safety
+///
+/// `misc` is a registered misc device whose `fops` are the Rust abstraction's, and whose files'
+/// private data is what `exanest_rust_poll` expects.
+pub(crate) unsafe fn add_poll(misc: *mut bindings::miscdevice) {
+    // SAFETY: Per the contract.
+    unsafe { raw::exanest_shim_add_poll(misc) }
+}
+
+/// One HMM pfn entry: empty ([`Default`]) until [`MniPtr::hmm_fault`] fills it.
+///
+/// # Invariants
+///
+/// Every value that [`HmmPfn::phys`] is called on came from a successful `hmm_range_fault`,
+/// which leaves every requested page present.
+#[derive(Clone, Copy, Default)]
+#[repr(transparent)]
+pub(crate) struct HmmPfn(usize);
+
+impl HmmPfn {
+    /// Whether the CPU maps the page writable.
+    pub(crate) fn writable(self) -> bool {
+        // SAFETY: A pure bit test on the value, valid for any value.
+        unsafe { raw::exanest_shim_hmm_pfn_writable(self.0) }
+    }
+
+    /// Order of the CPU mapping (9 for a PMD-mapped transparent huge page, 4 KiB pages).
+    pub(crate) fn order(self) -> u32 {
+        // SAFETY: A pure bit extraction on the value, valid for any value.
+        unsafe { raw::exanest_shim_hmm_pfn_order(self.0) }
+    }
+
+    /// The physical address of the page.
+    ///
+    /// # Safety
+    ///
+    /// The notifier sequence the pfns were returned with has not moved since (checked under
+    /// the lock that the invalidation callback takes), so the page is still the one mapped.
+    pub(crate) unsafe fn phys(self) -> u64 {
+        // SAFETY: By the type invariant the pfn names a present page; per the contract it is
+        // still mapped, hence alive.
+        unsafe { raw::exanest_shim_hmm_pfn_to_phys(self.0) }
+    }
+}
+
+/// An interval notifier allocated by the shim (`struct exanest_mni`), watching part of an mm.
+///
+/// # Invariants
+///
+/// `0` points to a live, inserted `mmu_interval_notifier` from `exanest_shim_notifier_insert`;
+/// it is removed and freed exactly once, when the `MniPtr` is dropped. The type is neither
+/// `Copy` nor `Clone`.
+pub(crate) struct MniPtr(NonNull<bindings::mmu_interval_notifier>);
+
+// SAFETY: The notifier is a C object usable from any thread; its removal takes `self` by value.
+unsafe impl Send for MniPtr {}
+// SAFETY: Shared references only read the sequence (`read_retry`) or pass the pointer to
+// `hmm_range_fault`, both of which the mm core allows concurrently.
+unsafe impl Sync for MniPtr {}
+
+impl MniPtr {
+    /// Watch `[start, start + length)` of `mm`; invalidations call
+    /// `exanest_rust_invalidate(token, ...)`.
+    ///
+    /// # Safety
+    ///
+    /// `mm` is a live mm with a user (`mmget`) or the current process's; `token` stays valid
+    /// for the callback until the notifier is removed.
+    pub(crate) unsafe fn insert(
+        mm: *mut bindings::mm_struct,
+        start: u64,
+        length: u64,
+        token: *const core::ffi::c_void,
+    ) -> Result<Self> {
+        let mut err = 0;
+        // SAFETY: Per the contract; `err` is a valid out pointer.
+        let mni = unsafe {
+            raw::exanest_shim_notifier_insert(
+                mm,
+                start as usize,
+                length as usize,
+                token.cast_mut(),
+                &mut err,
+            )
+        };
+        // INVARIANT: A non-NULL return is an inserted notifier.
+        NonNull::new(mni)
+            .map(MniPtr)
+            .ok_or_else(|| Error::from_errno(err))
+    }
+
+    /// Fault `[start, end)` in for device access (read, or write too): one pfn per page into
+    /// `pfns`, and the notifier sequence to check with [`MniPtr::read_retry`] before using them.
+    /// Takes the mmap lock itself.
+    pub(crate) fn hmm_fault(
+        &self,
+        start: u64,
+        end: u64,
+        write: bool,
+        pfns: &mut [HmmPfn],
+    ) -> Result<usize> {
+        if start >= end || pfns.len() != ((end - start) >> kernel::page::PAGE_SHIFT) as usize {
+            return Err(EINVAL);
+        }
+        let mut seq = 0usize;
+        // SAFETY: The notifier is live (type invariant); `pfns` has one entry per page of the
+        // range, and `HmmPfn` is a transparent `usize`.
+        let ret = unsafe {
+            raw::exanest_shim_hmm_fault(
+                self.0.as_ptr(),
+                start as usize,
+                end as usize,
+                write,
+                pfns.as_mut_ptr().cast(),
+                &mut seq,
+            )
+        };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        // INVARIANT: `hmm_range_fault` succeeded: every entry names a present page.
+        Ok(seq)
+    }
+
+    /// Whether an invalidation ran since `seq` was read.
+    pub(crate) fn read_retry(&self, seq: usize) -> bool {
+        // SAFETY: The notifier is live (type invariant).
+        unsafe { raw::exanest_shim_read_retry(self.0.as_ptr(), seq) }
+    }
+}
+
+impl Drop for MniPtr {
+    /// Stop watching and free; waits for invalidation callbacks in progress, so it must not
+    /// run under a lock those callbacks take.
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the notifier is live, and this is its only removal.
+        unsafe { raw::exanest_shim_notifier_remove(self.0.as_ptr()) }
+    }
+}
+
+/// Record the invalidation sequence, from the invalidate callback.
+///
+/// # Safety
+///
+/// `mni` is the notifier the callback was called for, and the caller holds the lock that
+/// orders the callback against [`MniPtr::read_retry`] users.
+pub(crate) unsafe fn set_seq(mni: *mut bindings::mmu_interval_notifier, cur_seq: usize) {
+    // SAFETY: Per the contract.
+    unsafe { raw::exanest_shim_set_seq(mni, cur_seq) }
+}
+
+/// KUnit: run `f(arg)` in hard-IRQ context (an irq_work on this CPU), wait for it, and report
+/// whether it really ran in hard-IRQ context.
+///
+/// # Safety
+///
+/// `arg` is valid for `f` until this returns.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) unsafe fn call_in_hardirq(
+    f: unsafe extern "C" fn(*mut core::ffi::c_void),
+    arg: *mut core::ffi::c_void,
+) -> bool {
+    // SAFETY: Per the contract; the shim waits for the irq_work before returning.
+    unsafe { raw::exanest_shim_call_in_hardirq(Some(f), arg) }
+}

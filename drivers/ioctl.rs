@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The ioctls of include/uapi/linux/exanest_dma.h: dispatch, copy-in and copy-out only. What
+//! each one does is a method of [`Process`] in the file of its concept.
+
+use crate::exanest_core::abi;
+use crate::process::Process;
+use kernel::{
+    ioctl::_IOC_SIZE,
+    prelude::*,
+    sync::ArcBorrow,
+    transmute::{AsBytes, FromBytes},
+    uaccess::UserSlice,
+};
+
+/// Marks the ABI structs as plain bytes for `UserSlice` reads and writes.
+macro_rules! plain_abi_struct {
+    ($($t:ty),* $(,)?) => {$(
+        // SAFETY: `$t` is `#[repr(C)]` with only integer fields (and arrays of them) and no
+        // padding: rust/exanest-core/tests/uapi_layout.rs checks its size and every field
+        // offset against the C header. So every bit pattern is a valid value, and every byte
+        // of a value is initialised.
+        unsafe impl FromBytes for $t {}
+        // SAFETY: `$t` is `#[repr(C)]` with only integer fields and no padding (checked
+        // against the C header by rust/exanest-core/tests/uapi_layout.rs), so all its bytes
+        // are initialised.
+        unsafe impl AsBytes for $t {}
+    )*};
+}
+
+plain_abi_struct!(
+    abi::Info,
+    abi::Reg,
+    abi::Dereg,
+    abi::Copy,
+    abi::Wait,
+    abi::Counters,
+    abi::Advise,
+    abi::Latency,
+    abi::RegionStats,
+);
+
+/// The ioctl entry point.
+pub(crate) fn dispatch(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Result<isize> {
+    let slice = UserSlice::new(UserPtr::from_addr(arg), _IOC_SIZE(cmd));
+    match cmd {
+        abi::IOC_INFO => {
+            slice.writer().write(&this.info())?;
+        }
+        abi::IOC_REG => {
+            let (mut r, mut w) = slice.reader_writer();
+            let mut req: abi::Reg = r.read()?;
+            req.handle = this.register(&req)?;
+            if let Err(e) = w.write(&req) {
+                // User space cannot learn the handle: drop the region again.
+                let _ = this.deregister(&abi::Dereg {
+                    handle: req.handle,
+                    flags: 0,
+                });
+                return Err(e);
+            }
+        }
+        abi::IOC_DEREG => {
+            let req: abi::Dereg = slice.reader().read()?;
+            this.deregister(&req)?;
+        }
+        abi::IOC_COPY => {
+            let (mut r, mut w) = slice.reader_writer();
+            let mut req: abi::Copy = r.read()?;
+            let (cookie, channel) = this.copy(&req)?;
+            req.cookie = cookie;
+            req.channel = channel;
+            w.write(&req)?;
+        }
+        abi::IOC_WAIT => {
+            let (mut r, mut w) = slice.reader_writer();
+            let mut req: abi::Wait = r.read()?;
+            let (status, bytes) = this.wait(&req)?;
+            req.status = status;
+            req.bytes_done = bytes;
+            w.write(&req)?;
+        }
+        abi::IOC_COUNTERS => {
+            slice.writer().write(&this.counters())?;
+        }
+        abi::IOC_ADVISE => {
+            let req: abi::Advise = slice.reader().read()?;
+            this.advise(&req)?;
+        }
+        abi::IOC_LATENCY => {
+            slice.writer().write(&this.latency())?;
+        }
+        abi::IOC_REGION_STATS => {
+            let (mut r, mut w) = slice.reader_writer();
+            let req: abi::RegionStats = r.read()?;
+            w.write(&this.region_stats(req.handle)?)?;
+        }
+        _ => return Err(ENOTTY),
+    }
+    Ok(0)
+}

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! A process's use of one engine (binder's word for it): its IOMMU domain, registered regions,
+//! copies and counters, from open to release. What it does lives beside it, one concept per
+//! file: registration (region.rs), copies (transfer.rs), the fault path (fault.rs), counters
+//! (stats.rs), the ioctls (ioctl.rs).
+//!
+//! # Lock order
+//!
+//! The order for the whole driver, written here only. Locks are taken top to bottom, never the
+//! other way; a lock may be skipped.
+//!
+//! 1. `Instance::state` (device.rs): which process owns the engine instance, and whether the
+//!    device is gone.
+//! 2. [`Process::fault_lock`]: one fault resolution, prefault or advise at a time. Held across
+//!    HMM faults, which take the mmap lock. Never held with `Instance::state`.
+//! 3. [`Process::inner`]: regions, pinned pages, notifiers, the channels and their counters.
+//! 4. [`Process::map`]: the domain and the on-demand mirror. The MMU notifier callback takes it
+//!    (odp.rs), from reclaim among other places, so nothing under it allocates with reclaim.
+//!
+//! The MMU notifier of a region is removed (which waits for its callbacks) with neither `inner`
+//! nor `map` held. The interrupt thread takes `Instance::state` only to find the owner, then
+//! releases it before taking `inner`.
+
+use crate::channel::{Channels, MAX_INFLIGHT};
+use crate::engine::{Engine, Hw};
+use crate::exanest_core::{abi, fault::FaultQueue, region::RegionTable};
+use crate::iommu::{Domain, PageMap};
+use crate::odp::{MapState, Notifier};
+use core::sync::atomic::AtomicU64;
+use kernel::{
+    bindings,
+    mm::Mm,
+    new_poll_condvar,
+    prelude::*,
+    sync::aref::ARef,
+    sync::{new_mutex, poll::PollCondVar, Arc, ArcBorrow, Mutex},
+    workqueue::{self, impl_has_work, new_work, Work},
+};
+
+/// Regions one process may hold.
+pub(crate) const MAX_REGIONS: usize = 64;
+/// Faults the IOMMU fault handler can queue before the engine's own reports take over.
+pub(crate) const FAULT_QUEUE: usize = 64;
+/// Touch-ahead window of regions registered without one: adaptive (1 page, doubling on
+/// sequential faults up to 511), chosen from the evaluation's sweep (Documentation/evaluation.rst):
+/// as few faults as a large window on streams, as little memory as a small one on sparse access.
+pub(crate) const DEFAULT_WINDOW: u64 = abi::WINDOW_ADAPTIVE as u64;
+
+/// What [`Process::inner`] protects.
+pub(crate) struct Inner {
+    /// Torn down (release or unbind): every call fails with ENODEV.
+    pub(crate) dead: bool,
+    /// Pinned pages of pin-mode regions.
+    pub(crate) pages: PageMap,
+    /// Registered regions.
+    pub(crate) regions: RegionTable<MAX_REGIONS>,
+    /// The MMU notifier of each prefault or on-demand region, by handle.
+    pub(crate) notifiers: KVec<(u32, Arc<Notifier>)>,
+    /// Copies and the channels they run on.
+    pub(crate) chans: Channels,
+}
+
+impl Inner {
+    /// The notifier of region `h`.
+    pub(crate) fn notifier(&self, h: u32) -> Option<Arc<Notifier>> {
+        self.notifiers
+            .iter()
+            .find(|(x, _)| *x == h)
+            .map(|(_, n)| n.clone())
+    }
+}
+
+/// One open file of an engine, and the process that opened it.
+#[pin_data]
+pub(crate) struct Process {
+    /// The engine's hardware.
+    pub(crate) engine: Arc<Engine>,
+    /// The address space of the process that opened the engine (mmgrab'd for identity checks).
+    pub(crate) mm: ARef<Mm>,
+    /// One past the highest address the engine can reach (the domain's aperture).
+    pub(crate) va_end: u64,
+    /// Regions, pinned pages, notifiers, channels ([`Inner`]).
+    #[pin]
+    pub(crate) inner: Mutex<Inner>,
+    /// The domain and the on-demand mirror ([`MapState`]): the lock the MMU notifier takes.
+    #[pin]
+    pub(crate) map: Mutex<MapState>,
+    /// Notified whenever a copy ends, and at teardown; `wait` and `poll` wait on it.
+    #[pin]
+    pub(crate) done: PollCondVar,
+    /// Filled by the IOMMU fault handler, drained by the fault worker.
+    pub(crate) faults: FaultQueue<FAULT_QUEUE>,
+    /// Faults the IOMMU fault handler was called for.
+    pub(crate) iommu_faults: AtomicU64,
+    /// The fault worker (fault.rs).
+    #[pin]
+    work: Work<Process>,
+    /// Serialises fault resolution; protects no data of its own.
+    #[pin]
+    pub(crate) fault_lock: Mutex<()>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Process { self.work }
+}
+
+impl Process {
+    /// The process state for the current task on `engine`, with a fresh paging domain attached
+    /// whose faults go to `handler` (fault.rs). The caller (device.rs) checks ownership.
+    pub(crate) fn new(
+        engine: Arc<Engine>,
+        handler: bindings::iommu_fault_handler_t,
+    ) -> Result<Arc<Self>> {
+        let task = kernel::current!();
+        let mm: ARef<Mm> = ARef::from(&**task.mm().ok_or(EINVAL)?);
+        // The IOMMU core does not check the aperture: user addresses above it must be refused.
+        // Every SMMU stage-1 domain here has a 48-bit aperture; checked below.
+        let va_end = 1u64 << 48;
+        let channels = engine.channels;
+        let dev = engine.dev.clone();
+        let process = Arc::pin_init(
+            try_pin_init!(Process {
+                engine,
+                mm,
+                va_end,
+                inner <- new_mutex!(Inner {
+                    dead: false,
+                    pages: PageMap::new(),
+                    regions: RegionTable::new(),
+                    notifiers: KVec::new(),
+                    chans: Channels::new(channels),
+                }, "Process::inner"),
+                map <- new_mutex!(MapState::new(), "Process::map"),
+                done <- new_poll_condvar!("Process::done"),
+                faults: FaultQueue::new(),
+                iommu_faults: AtomicU64::new(0),
+                work <- new_work!("Process::work"),
+                fault_lock <- new_mutex!((), "Process::fault_lock"),
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        let token = core::ptr::from_ref::<Process>(&process).cast_mut().cast();
+        // SAFETY: The process outlives its domain, hence the handler's use of `token`: teardown
+        // drops the domain, and a process is only freed after its teardown (release or unbind).
+        let domain = unsafe { Domain::attach(dev, handler, token)? };
+        if domain.aperture_end() < va_end {
+            return Err(ENODEV);
+        }
+        process.map.lock().domain = Some(Arc::new(domain, GFP_KERNEL)?);
+        Ok(process)
+    }
+
+    /// The engine as the [`Hw`] the channels drive.
+    pub(crate) fn hw(&self) -> &dyn Hw {
+        &*self.engine
+    }
+
+    /// What requests are checked against.
+    pub(crate) fn limits(&self) -> abi::Limits {
+        abi::Limits {
+            va_end: self.va_end,
+            max_transfer: u64::from(self.engine.max_len),
+            modes: (1 << abi::MODE_PIN) | (1 << abi::MODE_PREFAULT) | (1 << abi::MODE_ON_DEMAND),
+            default_window: DEFAULT_WINDOW as u32,
+        }
+    }
+
+    /// Calls that touch memory must come from the process that opened the engine: EPERM.
+    pub(crate) fn check_caller(&self) -> Result {
+        let task = kernel::current!();
+        match task.mm() {
+            Some(mm) if core::ptr::eq(mm.as_raw(), self.mm.as_raw()) => Ok(()),
+            _ => Err(EPERM),
+        }
+    }
+
+    /// EXANEST_DMA_IOC_INFO.
+    pub(crate) fn info(&self) -> abi::Info {
+        abi::Info {
+            abi_version: abi::ABI_VERSION,
+            hw_version: self.engine.version.into_raw(),
+            channels: self.engine.channels,
+            modes: self.limits().modes,
+            max_transfer: u64::from(self.engine.max_len),
+            max_regions: MAX_REGIONS as u32,
+            max_inflight: MAX_INFLIGHT as u32,
+            reserved: [0; 4],
+        }
+    }
+
+    /// Queue the fault worker (any context, hard IRQ included).
+    pub(crate) fn kick(&self) {
+        // SAFETY: `self` lives in an `Arc`: processes are only created by `Arc::pin_init` in
+        // `Process::new`, and `&self` keeps that `Arc` alive for the call.
+        let arc: Arc<Process> = unsafe { ArcBorrow::from_raw(self) }.into();
+        // Already queued: the queued run will see this fault too.
+        let _ = workqueue::system_highpri().enqueue(arc);
+    }
+
+    /// Stop the engine's work for this process and give everything back: end copies, unmap and
+    /// unpin every page, detach the domain. Idempotent. Called with `Instance::state` held.
+    /// Returns the notifiers, which the caller drops (removing them) once it has released
+    /// `Instance::state`.
+    pub(crate) fn teardown(&self, status: Error) -> KVec<(u32, Arc<Notifier>)> {
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        if inner.dead {
+            return KVec::new();
+        }
+        inner.dead = true;
+        // Stop the channels first: no DMA may run once pages go back to the process.
+        self.engine.reset();
+        inner.chans.abort_all(status.to_errno());
+        inner.regions.drain(|_| {});
+        let dom = {
+            let mut m = self.map.lock();
+            let ms = &mut *m;
+            if let Some(dom) = ms.domain.as_ref() {
+                ms.mirror.unmap_range(dom, 0, u64::MAX);
+            }
+            ms.domain.take()
+        };
+        if let Some(dom) = dom {
+            inner.pages.clear(&dom);
+            // Detached and freed when the last user drops it, outside `map`.
+            drop(dom);
+        }
+        self.done.notify_all();
+        core::mem::take(&mut inner.notifiers)
+    }
+}

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Registered regions and their modes (Documentation/abi.rst, "Modes"):
+//!
+//! - **pin**: pinned and mapped at registration ([`crate::iommu::PageMap`]);
+//! - **prefault**: faulted in and mapped at registration, not pinned, kept coherent by the
+//!   region's MMU notifier;
+//! - **on-demand**: nothing mapped until the engine faults (fault.rs).
+//!
+//! Registration, deregistration, and advise (map part of a region now).
+
+use crate::exanest_core::abi::{self, Range};
+use crate::odp::{FaultTarget, Notifier};
+use crate::process::{Process, MAX_REGIONS};
+use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
+
+impl Process {
+    /// EXANEST_DMA_IOC_REG: returns the new region's handle.
+    pub(crate) fn register(&self, req: &abi::Reg) -> Result<u32> {
+        let v = abi::check_reg(req, &self.limits())?;
+        self.check_caller()?;
+        if v.mode == abi::MODE_PIN {
+            return self.register_pinned(&v);
+        }
+        // Watch the range before anything can be mapped in it. Inserted without `inner`:
+        // insertion may take mm locks that an invalidation holds while it waits for `map`.
+        // SAFETY: `check_caller` passed, so `self.mm` is the current process's live mm; `map`
+        // is a field of `self`, which outlives its notifiers (removed at deregistration or
+        // teardown, before the process is freed).
+        let notifier = unsafe { Notifier::insert(self.mm.as_raw(), &v.range, &self.map)? };
+        let handle = {
+            let mut g = self.inner.lock();
+            let inner = &mut *g;
+            if inner.dead {
+                return Err(ENODEV);
+            }
+            let h = inner.regions.insert(&v)?;
+            if let Err(e) = inner.notifiers.push((h, notifier.clone()), GFP_KERNEL) {
+                let _ = inner.regions.remove(h);
+                return Err(e.into());
+            }
+            h
+        };
+        // Our reference goes here, outside `inner`: on an error above it was the last one.
+        drop(notifier);
+        if v.mode == abi::MODE_PREFAULT {
+            let write = v.access & abi::ACCESS_WRITE != 0;
+            if let Err(e) = self.prefault_region(handle, &v.range, write) {
+                let _ = self.deregister(&abi::Dereg { handle, flags: 0 });
+                return Err(e);
+            }
+        }
+        Ok(handle)
+    }
+
+    fn register_pinned(&self, v: &abi::ValidReg) -> Result<u32> {
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        if inner.dead {
+            return Err(ENODEV);
+        }
+        if inner.regions.len() >= MAX_REGIONS {
+            return Err(ENOSPC);
+        }
+        // Pinning may enter reclaim, which may call the MMU notifier: only `inner` is held.
+        let dom = self.map.lock().domain.clone().ok_or(ENODEV)?;
+        let (first, last) = v.range.pages(PAGE_SHIFT as u32);
+        let write = v.access & abi::ACCESS_WRITE != 0;
+        inner.pages.map_pinned(&dom, first, last, write)?;
+        match inner.regions.insert(v) {
+            Ok(h) => Ok(h),
+            Err(e) => {
+                inner.pages.unmap_pages(&dom, first, last);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// EXANEST_DMA_IOC_DEREG. The region's notifier is removed last, with no lock held.
+    pub(crate) fn deregister(&self, req: &abi::Dereg) -> Result {
+        let handle = abi::check_dereg(req)?;
+        let notifier: Option<Arc<Notifier>> = {
+            let mut g = self.inner.lock();
+            let inner = &mut *g;
+            if inner.dead {
+                return Err(ENODEV);
+            }
+            let r = inner.regions.remove(handle)?;
+            let mut notifier = None;
+            if let Some(i) = inner.notifiers.iter().position(|(h, _)| *h == handle) {
+                notifier = Some(inner.notifiers.remove(i)?.1);
+            }
+            if r.mode == abi::MODE_PIN {
+                let dom = self.map.lock().domain.clone();
+                if let Some(dom) = dom {
+                    let (first, last) = r.range.pages(PAGE_SHIFT as u32);
+                    inner.pages.unmap_pages(&dom, first, last);
+                }
+            } else {
+                let mut m = self.map.lock();
+                let ms = &mut *m;
+                if let Some(dom) = ms.domain.as_ref() {
+                    ms.mirror.unmap_range(dom, r.range.start, r.range.end);
+                }
+            }
+            notifier
+        };
+        // Removed here (if no resolver still holds it), without `inner` or `map`.
+        drop(notifier);
+        Ok(())
+    }
+
+    /// EXANEST_DMA_IOC_ADVISE: map a sub-range of a prefault or on-demand region now.
+    pub(crate) fn advise(&self, req: &abi::Advise) -> Result {
+        let (range, write) = abi::check_advise(req, &self.limits())?;
+        self.check_caller()?;
+        let handle = {
+            let g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            let h = g.regions.find(&range, crate::fault::access(write))?;
+            if g.regions.get(h).ok_or(EFAULT)?.mode == abi::MODE_PIN {
+                // Pinned regions are mapped from registration on.
+                return Ok(());
+            }
+            h
+        };
+        self.prefault_region(handle, &range, write)
+    }
+
+    /// Fault in and map `range` of region `handle` now (prefault mode, advise), without
+    /// pinning.
+    fn prefault_region(&self, handle: u32, range: &Range, write: bool) -> Result {
+        let _f = self.fault_lock.lock();
+        let (region, notifier) = {
+            let g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            let r = g.regions.get(handle).ok_or(ENOENT)?;
+            (r.range, g.notifier(handle).ok_or(EFAULT)?)
+        };
+        let target = FaultTarget {
+            region,
+            notifier,
+            window: u64::from(abi::MAX_WINDOW),
+            limit: range.end,
+        };
+        let mut addr = range.start;
+        while addr < range.end {
+            let (next, _) = self.fault_and_map(addr, write, &target)?;
+            addr = next.max(addr + 1);
+        }
+        Ok(())
+    }
+}
+
+#[kunit_tests(exanest_dma_region)]
+mod tests {
+    use super::*;
+    use crate::exanest_core::{abi::ValidReg, region::RegionTable};
+
+    fn vreg(start: u64, len: u64, access: u32, mode: u32) -> ValidReg {
+        ValidReg {
+            range: Range::new(start, len, 1 << 48).unwrap(),
+            access,
+            mode,
+            window: 0,
+        }
+    }
+
+    fn r(s: u64, l: u64) -> Range {
+        Range::new(s, l, 1 << 48).unwrap()
+    }
+
+    const RW: u32 = abi::ACCESS_READ | abi::ACCESS_WRITE;
+
+    /// A range is found in the region that contains all of it, with the access asked.
+    #[test]
+    fn lookup_by_containment_and_access() {
+        let mut t = RegionTable::<MAX_REGIONS>::new();
+        let src = t
+            .insert(&vreg(0x10000, 0x4000, abi::ACCESS_READ, 0))
+            .unwrap();
+        let dst = t
+            .insert(&vreg(0x20000, 0x4000, abi::ACCESS_WRITE, 0))
+            .unwrap();
+        assert_eq!(t.find(&r(0x10800, 0x100), abi::ACCESS_READ), Ok(src));
+        assert_eq!(t.find(&r(0x23f00, 0x100), abi::ACCESS_WRITE), Ok(dst));
+        // Straddling the end of a region, or outside all: EFAULT; wrong access: EACCES.
+        let e = |x| Error::from(t.find(&x, abi::ACCESS_READ).unwrap_err());
+        assert_eq!(e(r(0x13f00, 0x200)), EFAULT);
+        assert_eq!(e(r(0x30000, 0x10)), EFAULT);
+        assert_eq!(e(r(0x20800, 0x100)), EACCES);
+    }
+
+    /// Overlapping regions share pages: either serves a lookup, and removing one leaves the
+    /// other's lookups intact.
+    #[test]
+    fn overlapping_regions() {
+        let mut t = RegionTable::<MAX_REGIONS>::new();
+        let a = t.insert(&vreg(0x10000, 0x8000, RW, abi::MODE_PIN)).unwrap();
+        let b = t
+            .insert(&vreg(0x14000, 0x8000, RW, abi::MODE_ON_DEMAND))
+            .unwrap();
+        assert_ne!(a, b);
+        let mid = r(0x15000, 0x1000);
+        assert!(matches!(t.find(&mid, RW), Ok(h) if h == a || h == b));
+        assert!(t.remove(a).is_ok());
+        assert_eq!(t.find(&mid, RW), Ok(b));
+        assert_eq!(t.find(&r(0x1a000, 0x1000), RW), Ok(b));
+        assert!(t.find(&r(0x10000, 0x1000), RW).is_err());
+    }
+
+    /// The fault resolver only considers regions that are not pinned.
+    #[test]
+    fn resolver_skips_pinned() {
+        let mut t = RegionTable::<MAX_REGIONS>::new();
+        t.insert(&vreg(0x10000, 0x8000, RW, abi::MODE_PIN)).unwrap();
+        let one = r(0x11000, 1);
+        let not_pin = |x: &crate::exanest_core::region::Region| x.mode != abi::MODE_PIN;
+        assert_eq!(t.find_with(&one, RW, not_pin), Err(abi::Errno::Fault));
+        let od = t
+            .insert(&vreg(0x10000, 0x2000, RW, abi::MODE_ON_DEMAND))
+            .unwrap();
+        assert_eq!(t.find_with(&one, RW, not_pin), Ok(od));
+    }
+
+    /// A region in use by a copy cannot go (EBUSY); an unknown handle is ENOENT.
+    #[test]
+    fn busy_and_unknown_handles() {
+        let mut t = RegionTable::<MAX_REGIONS>::new();
+        let h = t.insert(&vreg(0x10000, 0x1000, RW, 0)).unwrap();
+        t.hold(h).unwrap();
+        assert_eq!(Error::from(t.remove(h).unwrap_err()), EBUSY);
+        t.release(h);
+        assert!(t.remove(h).is_ok());
+        assert_eq!(Error::from(t.remove(h).unwrap_err()), ENOENT);
+        assert_eq!(Error::from(t.hold(h).unwrap_err()), ENOENT);
+        assert_eq!(Error::from(t.remove(0).unwrap_err()), ENOENT);
+    }
+
+    /// The table holds MAX_REGIONS regions with distinct non-zero handles; one more is ENOSPC.
+    #[test]
+    fn limit_and_unique_handles() {
+        let mut t = RegionTable::<MAX_REGIONS>::new();
+        let mut seen = KVec::new();
+        for i in 0..MAX_REGIONS as u64 {
+            let h = t.insert(&vreg(0x10000 * (i + 1), 0x1000, RW, 0)).unwrap();
+            assert!(h != 0 && !seen.contains(&h));
+            seen.push(h, GFP_KERNEL).unwrap();
+        }
+        let e = t.insert(&vreg(0x1000, 0x1000, RW, 0)).unwrap_err();
+        assert_eq!(Error::from(e), ENOSPC);
+        assert_eq!(t.len(), MAX_REGIONS);
+    }
+
+    /// Registration requests are validated before anything happens, with abi.rst's errnos.
+    #[test]
+    fn registration_validation() {
+        let lim = abi::Limits {
+            va_end: 1 << 48,
+            max_transfer: 1 << 30,
+            modes: 7,
+            default_window: 0,
+        };
+        let req = |addr, length, access, mode| abi::Reg {
+            addr,
+            length,
+            access,
+            mode,
+            ..Default::default()
+        };
+        let e = |q: abi::Reg| Error::from(abi::check_reg(&q, &lim).unwrap_err());
+        assert_eq!(e(req(0x1000, 0, RW, 0)), EINVAL);
+        assert_eq!(e(req(u64::MAX - 10, 0x100, RW, 0)), EOVERFLOW);
+        assert_eq!(e(req(1 << 48, 0x100, RW, 0)), EFAULT);
+        assert_eq!(e(req(0x1000, 0x100, 1 << 7, 0)), EINVAL);
+        assert_eq!(e(req(0x1000, 0x100, RW, 9)), EINVAL);
+        assert!(abi::check_reg(&req(0x1000, 0x100, RW, abi::MODE_ON_DEMAND), &lim).is_ok());
+        let lim_pin_only = abi::Limits { modes: 1, ..lim };
+        let q = req(0x1000, 0x100, RW, abi::MODE_PREFAULT);
+        let e = Error::from(abi::check_reg(&q, &lim_pin_only).unwrap_err());
+        assert_eq!(e, EOPNOTSUPP);
+    }
+}

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Copies of a process: submit (EXANEST_DMA_IOC_COPY), the engine's interrupt, and collecting
+//! the result (EXANEST_DMA_IOC_WAIT, poll). The channel state machine itself is channel.rs.
+
+use crate::exanest_core::{abi, sched::Entry};
+use crate::ffi;
+use crate::process::{Inner, Process};
+use kernel::{
+    fs::File,
+    prelude::*,
+    sync::{poll::PollTable, CondVarTimeoutResult},
+    time::msecs_to_jiffies,
+};
+
+/// The closure that gives back the regions of a copy that ended.
+fn release_regions(inner: &mut Inner) -> (&mut crate::channel::Channels, impl FnMut(&Entry) + '_) {
+    let Inner { regions, chans, .. } = inner;
+    (chans, move |e: &Entry| {
+        regions.release(e.src_handle);
+        regions.release(e.dst_handle);
+    })
+}
+
+impl Process {
+    /// Queue a copy between two registered regions; start it if a channel is free. Returns the
+    /// cookie and the channel (`u32::MAX` when queued).
+    pub(crate) fn copy(&self, req: &abi::Copy) -> Result<(u64, u32)> {
+        let v = abi::check_copy(req, &self.limits())?;
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        if inner.dead {
+            return Err(ENODEV);
+        }
+        let src = inner.regions.find(&v.src, abi::ACCESS_READ)?;
+        let dst = inner.regions.find(&v.dst, abi::ACCESS_WRITE)?;
+        let (cookie, start) = inner.chans.submit(v, src, dst)?;
+        // Both regions exist (found above), so holding them cannot fail.
+        let _ = inner.regions.hold(src);
+        let _ = inner.regions.hold(dst);
+        let channel = match start {
+            Some(s) => {
+                let (chans, mut ended) = release_regions(inner);
+                chans.start(self.hw(), s, &mut ended);
+                s.channel
+            }
+            None => u32::MAX,
+        };
+        self.done.notify_all();
+        Ok((cookie, channel))
+    }
+
+    /// The engine raised its interrupt for the channels in `pending` (the interrupt thread).
+    pub(crate) fn on_interrupt(&self, pending: u32) {
+        {
+            let mut g = self.inner.lock();
+            if g.dead {
+                return;
+            }
+            let (chans, mut ended) = release_regions(&mut g);
+            if chans.interrupt(self.hw(), pending, &mut ended) {
+                // The fault worker resolves it (or NACKs it) and resumes the channel.
+                self.kick();
+            }
+        }
+        self.done.notify_all();
+    }
+
+    /// Wait for a copy to end (`timeout_ns` < 0: forever): its status and bytes.
+    pub(crate) fn wait(&self, req: &abi::Wait) -> Result<(i32, u64)> {
+        abi::check_wait(req)?;
+        let deadline_ms = if req.timeout_ns < 0 {
+            None
+        } else {
+            let ms = req.timeout_ns.unsigned_abs().div_ceil(1_000_000);
+            Some(u32::try_from(ms).unwrap_or(u32::MAX))
+        };
+        let mut jiffies = deadline_ms.map(msecs_to_jiffies);
+        let mut g = self.inner.lock();
+        loop {
+            if let Some(r) = g.chans.reap(req.cookie)? {
+                return Ok(r);
+            }
+            if g.dead {
+                return Err(ENODEV);
+            }
+            match jiffies {
+                Some(0) => return Err(ETIMEDOUT),
+                Some(j) => match self.done.wait_interruptible_timeout(&mut g, j) {
+                    CondVarTimeoutResult::Timeout => jiffies = Some(0),
+                    CondVarTimeoutResult::Woken { jiffies: left } => jiffies = Some(left),
+                    CondVarTimeoutResult::Signal { .. } => return Err(ERESTARTSYS),
+                },
+                None => {
+                    if self.done.wait_interruptible(&mut g) {
+                        return Err(ERESTARTSYS);
+                    }
+                }
+            }
+        }
+    }
+
+    /// poll(): readable when a finished copy waits to be collected; HUP once the device is gone.
+    pub(crate) fn poll_mask(&self, file: &File, table: PollTable<'_>) -> u32 {
+        table.register_wait(file, &self.done);
+        let g = self.inner.lock();
+        if g.chans.has_done() {
+            ffi::poll_readable()
+        } else if g.dead {
+            ffi::poll_hangup()
+        } else {
+            0
+        }
+    }
+}

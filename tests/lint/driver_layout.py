@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Checks the driver's layout rules (issue: one concept per file), on drivers/*.rs:
+
+- no file over MAX_LINES lines;
+- no import cycle among the driver's modules (`crate::name` references, tests excluded);
+- every `unsafe` block or `unsafe impl` has a `// SAFETY:` comment just above it, and no
+  SAFETY comment leans on another ("See above");
+- the lock order is written in exactly one file (a `# Lock order` section).
+
+Prints one line per problem and exits 1 if there is any.
+"""
+import pathlib
+import re
+import sys
+
+MAX_LINES = 500
+TOP = pathlib.Path(__file__).resolve().parents[2]
+
+
+def code_without_tests(text):
+    """The file up to its KUnit module (`#[kunit_tests(...)]`)."""
+    m = re.search(r"^#\[kunit_tests\(", text, re.M)
+    return text[: m.start()] if m else text
+
+
+def main(argv):
+    drivers = pathlib.Path(argv[1]) if len(argv) > 1 else TOP / "drivers"
+    files = sorted(drivers.glob("*.rs"))
+    mods = {f.stem for f in files}
+    problems = []
+    graph = {}
+    lock_order_files = []
+    for f in files:
+        text = f.read_text()
+        lines = text.splitlines()
+        if len(lines) > MAX_LINES:
+            problems.append(f"{f.name}: {len(lines)} lines (limit {MAX_LINES})")
+        deps = set(re.findall(r"\bcrate::(\w+)", code_without_tests(text))) & mods
+        deps.discard(f.stem)
+        graph[f.stem] = deps
+        if re.search(r"^//! # Lock order", text, re.M):
+            lock_order_files.append(f.name)
+        for i, line in enumerate(lines):
+            if re.search(r"SAFETY:.*\bSee above\b", line, re.I):
+                problems.append(f"{f.name}:{i + 1}: SAFETY comment that does not stand alone")
+            if re.search(r"(^|[^\w])unsafe (\{|impl\b)", line) and not line.lstrip().startswith("//"):
+                above = "\n".join(lines[max(0, i - 6): i + 1])
+                if "SAFETY:" not in above:
+                    problems.append(f"{f.name}:{i + 1}: unsafe without a // SAFETY: comment")
+    if len(lock_order_files) != 1:
+        problems.append(f"the lock order is written in {len(lock_order_files)} files: {lock_order_files}")
+    # Cycles: depth-first search with colours.
+    colour = {m: 0 for m in graph}
+
+    def visit(m, path):
+        colour[m] = 1
+        for d in sorted(graph.get(m, ())):
+            if colour.get(d) == 1:
+                cyc = path[path.index(d):] + [d]
+                problems.append("import cycle: " + " -> ".join(cyc))
+            elif colour.get(d) == 0:
+                visit(d, path + [d])
+        colour[m] = 2
+
+    for m in sorted(graph):
+        if colour[m] == 0:
+            visit(m, [m])
+    for p in problems:
+        print(p)
+    print(f"driver layout: {len(files)} files, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,62 @@
+"""Self-tests of driver_layout.py: each rule fails on a tree that breaks it."""
+import io
+import pathlib
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import driver_layout  # noqa: E402
+
+LOCKS = "//! # Lock order\n"
+
+
+def run(files):
+    with tempfile.TemporaryDirectory() as d:
+        for name, text in files.items():
+            pathlib.Path(d, name).write_text(text)
+        out = io.StringIO()
+        with redirect_stdout(out):
+            rc = driver_layout.main(["x", d])
+        return rc, out.getvalue()
+
+
+class Layout(unittest.TestCase):
+    def test_clean_tree_passes(self):
+        rc, out = run({"a.rs": LOCKS + "use crate::b;\n", "b.rs": "fn f() {}\n"})
+        self.assertEqual(rc, 0, out)
+
+    def test_cycle_found(self):
+        rc, out = run({"a.rs": LOCKS + "use crate::b::X;\n", "b.rs": "use crate::a::Y;\n"})
+        self.assertEqual(rc, 1)
+        self.assertIn("import cycle: a -> b -> a", out)
+
+    def test_test_modules_do_not_count_for_cycles(self):
+        b = "fn f() {}\n#[kunit_tests(t)]\nmod tests { use crate::a::Y; }\n"
+        rc, out = run({"a.rs": LOCKS + "use crate::b::X;\n", "b.rs": b})
+        self.assertEqual(rc, 0, out)
+
+    def test_long_file(self):
+        rc, out = run({"a.rs": LOCKS + "\n" * 501})
+        self.assertIn("lines (limit 500)", out)
+
+    def test_unsafe_needs_safety(self):
+        rc, out = run({"a.rs": LOCKS + "fn f() {\n    unsafe { g() };\n}\n"})
+        self.assertIn("unsafe without a // SAFETY: comment", out)
+        ok = LOCKS + "fn f() {\n    // SAFETY: g has no contract.\n    unsafe { g() };\n}\n"
+        self.assertEqual(run({"a.rs": ok})[0], 0)
+
+    def test_see_above(self):
+        rc, out = run({"a.rs": LOCKS + "// SAFETY: See above.\nunsafe impl Send for X {}\n"})
+        self.assertIn("does not stand alone", out)
+
+    def test_lock_order_once(self):
+        rc, out = run({"a.rs": LOCKS, "b.rs": LOCKS})
+        self.assertIn("lock order is written in 2 files", out)
+        rc, out = run({"a.rs": "fn f() {}\n"})
+        self.assertIn("lock order is written in 0 files", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
