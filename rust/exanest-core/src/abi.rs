@@ -173,6 +173,149 @@ pub enum Errno {
     Busy,
 }
 
+impl Errno {
+    /// Every variant, for tables and tests.
+    pub const ALL: [Errno; 10] = [
+        Errno::Inval,
+        Errno::Overflow,
+        Errno::Fault,
+        Errno::Acces,
+        Errno::NoEnt,
+        Errno::NoSpc,
+        Errno::Again,
+        Errno::TooBig,
+        Errno::OpNotSupp,
+        Errno::Busy,
+    ];
+
+    /// The positive Linux errno number (asm-generic numbering, as on arm64 and x86), e.g.
+    /// `Errno::NoEnt.code() == 2`. The one mapping: the driver returns `-code()`, the user
+    /// library maps an errno back with [`Errno::from_code`].
+    pub const fn code(self) -> i32 {
+        match self {
+            Errno::Inval => 22,
+            Errno::Overflow => 75,
+            Errno::Fault => 14,
+            Errno::Acces => 13,
+            Errno::NoEnt => 2,
+            Errno::NoSpc => 28,
+            Errno::Again => 11,
+            Errno::TooBig => 7,
+            Errno::OpNotSupp => 95,
+            Errno::Busy => 16,
+        }
+    }
+
+    /// The variant whose [`Errno::code`] is `code` (positive); `None` for any other errno.
+    pub fn from_code(code: i32) -> Option<Errno> {
+        Errno::ALL.into_iter().find(|e| e.code() == code)
+    }
+
+    /// The C name, e.g. `"ENOENT"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Errno::Inval => "EINVAL",
+            Errno::Overflow => "EOVERFLOW",
+            Errno::Fault => "EFAULT",
+            Errno::Acces => "EACCES",
+            Errno::NoEnt => "ENOENT",
+            Errno::NoSpc => "ENOSPC",
+            Errno::Again => "EAGAIN",
+            Errno::TooBig => "E2BIG",
+            Errno::OpNotSupp => "EOPNOTSUPP",
+            Errno::Busy => "EBUSY",
+        }
+    }
+}
+
+/// The memory modes of a region, by name: the `MODE_*` values of the ABI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// [`MODE_PIN`]: pin and map at registration.
+    Pin,
+    /// [`MODE_PREFAULT`]: fault in and map at registration, without pinning.
+    Prefault,
+    /// [`MODE_ON_DEMAND`]: map nothing until the engine faults.
+    OnDemand,
+}
+
+impl Mode {
+    /// Every mode, in `MODE_*` order.
+    pub const ALL: [Mode; 3] = [Mode::Pin, Mode::Prefault, Mode::OnDemand];
+
+    /// The `MODE_*` value.
+    pub const fn raw(self) -> u32 {
+        match self {
+            Mode::Pin => MODE_PIN,
+            Mode::Prefault => MODE_PREFAULT,
+            Mode::OnDemand => MODE_ON_DEMAND,
+        }
+    }
+
+    /// The mode of a `MODE_*` value; `None` for an unknown one.
+    pub const fn from_raw(raw: u32) -> Option<Mode> {
+        match raw {
+            MODE_PIN => Some(Mode::Pin),
+            MODE_PREFAULT => Some(Mode::Prefault),
+            MODE_ON_DEMAND => Some(Mode::OnDemand),
+            _ => None,
+        }
+    }
+
+    /// The name the CLI, the benchmark, debugfs and the documentation use: `pin`, `prefault`,
+    /// `on-demand`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Mode::Pin => "pin",
+            Mode::Prefault => "prefault",
+            Mode::OnDemand => "on-demand",
+        }
+    }
+}
+
+impl core::fmt::Display for Mode {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// A name that is not one of [`Mode::name`]'s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownMode;
+
+impl core::fmt::Display for UnknownMode {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("unknown mode (expected pin, prefault or on-demand)")
+    }
+}
+
+impl core::str::FromStr for Mode {
+    type Err = UnknownMode;
+
+    /// Parse a [`Mode::name`] (exactly, lower case).
+    fn from_str(s: &str) -> Result<Self, UnknownMode> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or(UnknownMode)
+    }
+}
+
+impl From<Mode> for u32 {
+    fn from(m: Mode) -> u32 {
+        m.raw()
+    }
+}
+
+impl TryFrom<u32> for Mode {
+    type Error = Errno;
+
+    /// An unknown `MODE_*` value is `Errno::Inval`, as `check_reg` reports it.
+    fn try_from(raw: u32) -> Result<Self, Errno> {
+        Mode::from_raw(raw).ok_or(Errno::Inval)
+    }
+}
+
 /// `struct exanest_dma_info`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -610,6 +753,99 @@ mod tests {
         let mut bad = c(0x1000, 0x2000, 1);
         bad.cookie = 5;
         assert_eq!(check_copy(&bad, &LIM), Err(Errno::Inval));
+    }
+
+    #[test]
+    fn errno_codes_both_ways() {
+        // Linux's numbers (include/uapi/asm-generic/errno-base.h and errno.h).
+        let linux = [
+            (Errno::Inval, 22, "EINVAL"),
+            (Errno::Overflow, 75, "EOVERFLOW"),
+            (Errno::Fault, 14, "EFAULT"),
+            (Errno::Acces, 13, "EACCES"),
+            (Errno::NoEnt, 2, "ENOENT"),
+            (Errno::NoSpc, 28, "ENOSPC"),
+            (Errno::Again, 11, "EAGAIN"),
+            (Errno::TooBig, 7, "E2BIG"),
+            (Errno::OpNotSupp, 95, "EOPNOTSUPP"),
+            (Errno::Busy, 16, "EBUSY"),
+        ];
+        assert_eq!(linux.len(), Errno::ALL.len());
+        for (e, code, name) in linux {
+            assert!(Errno::ALL.contains(&e), "{e:?} missing from ALL");
+            assert_eq!(e.code(), code, "{e:?}");
+            assert_eq!(Errno::from_code(code), Some(e), "{code}");
+            assert_eq!(e.name(), name);
+        }
+        // Errnos the driver returns that are not request errors, and nonsense, map to nothing.
+        for code in [0, -2, 1, 4, 5, 19, 25, 110, 125, i32::MAX, i32::MIN] {
+            assert_eq!(Errno::from_code(code), None, "{code}");
+        }
+    }
+
+    #[test]
+    fn mode_names_and_values() {
+        use core::str::FromStr;
+        let table = [
+            (Mode::Pin, MODE_PIN, "pin"),
+            (Mode::Prefault, MODE_PREFAULT, "prefault"),
+            (Mode::OnDemand, MODE_ON_DEMAND, "on-demand"),
+        ];
+        assert_eq!(table.map(|t| t.0), Mode::ALL);
+        for (m, raw, name) in table {
+            assert_eq!(m.raw(), raw);
+            assert_eq!(u32::from(m), raw);
+            assert_eq!(Mode::from_raw(raw), Some(m));
+            assert_eq!(Mode::try_from(raw), Ok(m));
+            assert_eq!(m.name(), name);
+            assert_eq!(Mode::from_str(name), Ok(m));
+            // Display writes the name, and honours width (for tables).
+            let mut buf = [0u8; 16];
+            let mut w = Buf(&mut buf, 0);
+            core::fmt::write(&mut w, format_args!("{m}")).unwrap();
+            let n = w.1;
+            assert_eq!(&buf[..n], name.as_bytes());
+            let mut w = Buf(&mut buf, 0);
+            core::fmt::write(&mut w, format_args!("{m:>10}")).unwrap();
+            assert_eq!(w.1, 10);
+            assert_eq!(&buf[10 - name.len()..10], name.as_bytes());
+            assert!(buf[..10 - name.len()].iter().all(|&b| b == b' '));
+        }
+        assert_eq!(Mode::from_raw(3), None);
+        assert_eq!(Mode::try_from(u32::MAX), Err(Errno::Inval));
+        for bad in ["", "Pin", "PIN", "ondemand", "on_demand", "pin ", "lazy"] {
+            assert_eq!(Mode::from_str(bad), Err(UnknownMode), "{bad:?}");
+        }
+        // The request check agrees on which values are modes.
+        for raw in 0..8 {
+            let r = Reg {
+                addr: 0x1000,
+                length: 1,
+                access: ACCESS_READ,
+                mode: raw,
+                ..Default::default()
+            };
+            let all = Limits {
+                modes: 0b111,
+                ..LIM
+            };
+            assert_eq!(check_reg(&r, &all).is_ok(), Mode::from_raw(raw).is_some());
+        }
+    }
+
+    /// A `fmt::Write` into a byte array (the crate is `no_std`, without alloc).
+    struct Buf<'a>(&'a mut [u8], usize);
+
+    impl core::fmt::Write for Buf<'_> {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            let end = self.1 + s.len();
+            self.0
+                .get_mut(self.1..end)
+                .ok_or(core::fmt::Error)?
+                .copy_from_slice(s.as_bytes());
+            self.1 = end;
+            Ok(())
+        }
     }
 
     #[test]
