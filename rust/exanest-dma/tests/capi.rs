@@ -20,7 +20,14 @@ fn run(cmd: &mut Command) -> String {
 fn static_lib() -> PathBuf {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-target");
     run(Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--offline", "--lib", "-p", "exanest-dma"])
+        .args([
+            "build",
+            "--quiet",
+            "--offline",
+            "--lib",
+            "-p",
+            "exanest-dma",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("CARGO_TARGET_DIR", &target));
     target.join("debug/libexanest_dma.a")
