@@ -68,3 +68,36 @@ module:
 	@$(TOP)/scripts/shim-bindings.sh $(KDIR) $(SHIM_BINDINGS)
 	EXANEST_SHIM_BINDINGS=$(SHIM_BINDINGS) \
 		$(MAKE) -C $(KDIR) M=$(TOP) MO=$(MODULE_OUT) ARCH=arm64 LLVM=-$(LLVM_VERSION) modules
+
+# Your own program in the guest (Documentation/user-programs.rst).
+#   make install-lib [PREFIX=DIR]   the user library for the guest (aarch64): headers, static
+#                                   library and pkg-config file under PREFIX
+#                                   (default build/guest-bin/sysroot)
+#   make run-prog PROG=FILE [ARGS='...'] [RUN_TIMEOUT=S]
+#                                   boot the guest, load the driver, run the static aarch64
+#                                   program FILE with ARGS, power off
+PREFIX ?= $(TOP)/build/guest-bin/sysroot
+RUN_TIMEOUT ?= 900
+RUN_DIR := $(TOP)/build/run-prog
+.PHONY: install-lib run-prog
+
+install-lib: setup
+	@SYSROOT="$(abspath $(PREFIX))" $(TOP)/scripts/build-guest-rust.sh >/dev/null
+	@echo "installed under $(abspath $(PREFIX)); build with:"
+	@echo "  PKG_CONFIG_PATH=$(abspath $(PREFIX))/lib/pkgconfig pkg-config --static --cflags --libs exanest-dma"
+
+run-prog: setup
+	@[ -f "$(PROG)" ] || { echo "usage: make run-prog PROG=static-aarch64-binary [ARGS='...']" >&2; exit 2; }
+	@set -e; kb=$$($(TOP)/scripts/build-kernel.sh); q=$$($(TOP)/scripts/build-qemu.sh); \
+	$(MAKE) -s --no-print-directory module KDIR="$$kb" >/dev/null; \
+	$(TOP)/scripts/build-guest-rust.sh >/dev/null; \
+	$(TOP)/scripts/build-initramfs.sh "$$kb" $(INITRD); \
+	rm -rf $(RUN_DIR); mkdir -p $(RUN_DIR)/root/bin $(RUN_DIR)/root/usr/share/exanest; \
+	install -m 755 "$(PROG)" $(RUN_DIR)/root/bin/; \
+	printf '%s\n' 'insmod /lib/exanest_dma.ko || exit 1' \
+		'$(notdir $(PROG)) $(ARGS); echo "run-prog: $(notdir $(PROG)) exited with $$?"' \
+		>$(RUN_DIR)/root/usr/share/exanest/run-prog.sh; \
+	(cd $(RUN_DIR)/root && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >$(RUN_DIR)/extra.cpio; \
+	cat $(INITRD) $(RUN_DIR)/extra.cpio >$(RUN_DIR)/initramfs.cpio; \
+	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(RUN_DIR)/initramfs.cpio \
+		TIMEOUT=$(RUN_TIMEOUT) $(TOP)/scripts/run-qemu.sh /usr/share/exanest/run-prog.sh

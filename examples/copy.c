@@ -11,7 +11,8 @@ int main(int argc, char **argv)
 	char *src = malloc(n), *dst = calloc(1, n);
 	struct exanest_dma *dev;
 	uint32_t hs, hd;
-	uint64_t cookie, bytes = 0;
+	uint64_t cookie, bytes;
+	int32_t status = 0; /* the copy's result; err is the calls' */
 	int err;
 
 	for (size_t i = 0; i < n; i++)
@@ -24,9 +25,10 @@ int main(int argc, char **argv)
 	if (!err)
 		err = exanest_dma_copy(dev, src, dst, n, &cookie);
 	if (!err)
-		err = exanest_dma_wait(dev, cookie, -1, &bytes);
-	if (err) {
-		fprintf(stderr, "exanest-dma: %s\n", strerror(-err));
+		err = exanest_dma_wait(dev, cookie, -1, &status, &bytes);
+	if (err || status) {
+		fprintf(stderr, "exanest-dma: %s%s\n", err ? "" : "copy failed: ",
+			strerror(err ? -err : -status));
 		return 1;
 	}
 	printf("copied %llu bytes, data %s\n", (unsigned long long)bytes,

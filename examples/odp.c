@@ -13,6 +13,7 @@ int main(int argc, char **argv)
 	struct exanest_dma_counters c;
 	uint32_t hs, hd;
 	uint64_t cookie;
+	int32_t status = 0; /* the copy's result; err is the calls' */
 	int err;
 
 	memset(src, 'x', n);
@@ -24,11 +25,12 @@ int main(int argc, char **argv)
 	if (!err)
 		err = exanest_dma_copy(dev, src, dst, n, &cookie);
 	if (!err)
-		err = exanest_dma_wait(dev, cookie, -1, NULL);
+		err = exanest_dma_wait(dev, cookie, -1, &status, NULL);
 	if (!err)
 		err = exanest_dma_counters(dev, &c);
-	if (err) {
-		fprintf(stderr, "exanest-dma: %s\n", strerror(-err));
+	if (err || status) {
+		fprintf(stderr, "exanest-dma: %s%s\n", err ? "" : "copy failed: ",
+			strerror(err ? -err : -status));
 		return 1;
 	}
 	printf("copied %zu bytes on demand: %llu faults resolved, %llu pages pinned, data %s\n", n,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 //! DMA into a freshly allocated, never-touched buffer: nothing pinned, faults resolved on demand.
-use exanest_dma::{Access, Device, Mode};
+use exanest_dma::{Device, Mode};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size: usize = std::env::args()
@@ -10,8 +10,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let src = vec![b'x'; size];
     // Zeroed by the allocator's fresh mmap: the pages do not exist until the engine writes.
     let mut dst = vec![0u8; size];
-    let s = dev.register(&src, Access::Read, Mode::OnDemand)?;
-    let mut d = dev.register_mut(&mut dst, Access::Write, Mode::OnDemand)?;
+    let s = dev.register(&src, Mode::OnDemand)?;
+    let mut d = dev.register_mut(&mut dst, Mode::OnDemand)?;
     dev.copy(&s, 0, &mut d, 0, size)?.wait()?;
     let c = dev.counters()?;
     let same = d.as_slice() == &src[..];

@@ -1,57 +1,96 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 
-//! The C ABI, declared in `include/exanest_dma.h`. Every function returns 0 or a negative errno.
+//! The C ABI, declared in `include/exanest_dma.h`.
+//!
+//! Every `int` function returns 0 or a negative errno: the driver's, unchanged (see
+//! [`crate::Error`]), or `-EINVAL` for a NULL pointer or bad argument the library refuses
+//! itself. Out parameters are always written when non-NULL: on failure with 0 (NULL for the
+//! handle), so a program never reads a stale value.
 
-use crate::{Access, Device, Error, Mode};
+use crate::{Access, Completion, Device, Mode};
+use core::ffi::{c_char, c_int, c_void};
 use exanest_core::abi;
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 /// The C handle: an open device.
 pub struct ExanestDma(Device);
 
-fn code(r: crate::Result<()>) -> i32 {
+/// Write `v` through `p` when it is not NULL.
+///
+/// # Safety
+///
+/// `p` is NULL or valid for a write of `T`.
+unsafe fn put<T>(p: *mut T, v: T) {
+    if !p.is_null() {
+        // SAFETY: Non-NULL, and valid for a write per this function's contract.
+        unsafe { p.write(v) };
+    }
+}
+
+/// 0, or the negative errno of `e`.
+fn ret<T>(r: crate::Result<T>) -> c_int {
     match r {
-        Ok(()) => 0,
+        Ok(_) => 0,
         Err(e) => -e.errno(),
     }
 }
 
-fn access(bits: u32) -> Option<Access> {
-    match bits {
-        abi::ACCESS_READ => Some(Access::Read),
-        abi::ACCESS_WRITE => Some(Access::Write),
-        abi::ACCESS_ALL => Some(Access::ReadWrite),
-        _ => None,
-    }
+/// Store a new handle in `*out` (NULL on failure).
+///
+/// # Safety
+///
+/// `out` is valid for a pointer write (checked for NULL by the caller).
+unsafe fn opened(r: crate::Result<Device>, out: *mut *mut ExanestDma) -> c_int {
+    let (p, code) = match r {
+        Ok(d) => (Box::into_raw(Box::new(ExanestDma(d))), 0),
+        Err(e) => (core::ptr::null_mut(), -e.errno()),
+    };
+    // SAFETY: `out` is valid per the contract.
+    unsafe { put(out, p) };
+    code
 }
 
-fn mode(raw: u32) -> Option<Mode> {
-    match raw {
-        abi::MODE_PIN => Some(Mode::Pin),
-        abi::MODE_PREFAULT => Some(Mode::Prefault),
-        abi::MODE_ON_DEMAND => Some(Mode::OnDemand),
-        _ => None,
-    }
-}
-
-/// Open `/dev/exanest-dma<index>`; `*out` gets the handle.
+/// Open `/dev/exanest-dma<index>`; `*out` gets the handle (NULL on failure).
 ///
 /// # Safety
 ///
 /// `out` must be valid for a pointer write.
 #[no_mangle]
-pub unsafe extern "C" fn exanest_dma_open(index: u32, out: *mut *mut ExanestDma) -> i32 {
+pub unsafe extern "C" fn exanest_dma_open(index: u32, out: *mut *mut ExanestDma) -> c_int {
     if out.is_null() {
         return -libc::EINVAL;
     }
-    match Device::open(index) {
-        Ok(d) => {
-            // SAFETY: `out` is valid per the contract.
-            unsafe { *out = Box::into_raw(Box::new(ExanestDma(d))) };
-            0
-        }
-        Err(e) => -e.errno(),
+    // SAFETY: `out` is non-NULL and valid per the contract.
+    unsafe { opened(Device::open(index), out) }
+}
+
+/// Open a device node by path; `*out` gets the handle (NULL on failure).
+///
+/// # Safety
+///
+/// `path` is NULL or a NUL-terminated string; `out` must be valid for a pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_open_path(
+    path: *const c_char,
+    out: *mut *mut ExanestDma,
+) -> c_int {
+    if out.is_null() {
+        return -libc::EINVAL;
     }
+    if path.is_null() {
+        // SAFETY: `out` is non-NULL and valid per the contract.
+        unsafe { put(out, core::ptr::null_mut()) };
+        return -libc::EINVAL;
+    }
+    // SAFETY: `path` is a non-NULL NUL-terminated string per the contract.
+    let path = unsafe { core::ffi::CStr::from_ptr(path) };
+    let r = match path.to_str() {
+        Ok(p) => Device::open_path(p),
+        Err(_) => Err(crate::Error::Invalid("the path is not UTF-8")),
+    };
+    // SAFETY: `out` is non-NULL and valid per the contract.
+    unsafe { opened(r, out) }
 }
 
 /// Close a handle (NULL is ignored). Regions and pending copies end with it.
@@ -62,19 +101,32 @@ pub unsafe extern "C" fn exanest_dma_open(index: u32, out: *mut *mut ExanestDma)
 #[no_mangle]
 pub unsafe extern "C" fn exanest_dma_close(dev: *mut ExanestDma) {
     if !dev.is_null() {
-        // SAFETY: Per the contract, `dev` is ours and not used again.
+        // SAFETY: `dev` came from `Box::into_raw` in `opened` and, per the contract, is
+        // closed once and not used again.
         drop(unsafe { Box::from_raw(dev) });
     }
 }
 
 macro_rules! dev {
     ($p:expr) => {
-        // SAFETY: The caller passes a handle from `exanest_dma_open` (checked for NULL).
+        // SAFETY: The caller passes NULL or a live handle from `exanest_dma_open`, which points
+        // to an `ExanestDma` until `exanest_dma_close`.
         match unsafe { $p.as_ref() } {
             Some(d) => &d.0,
             None => return -libc::EINVAL,
         }
     };
+}
+
+/// The device's file descriptor, for `poll()` (readable while a finished copy waits to be
+/// collected); `-EINVAL` for NULL. It stays owned by the handle.
+///
+/// # Safety
+///
+/// `dev` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_fd(dev: *const ExanestDma) -> c_int {
+    dev!(dev).as_raw_fd()
 }
 
 /// Engine and driver facts.
@@ -83,15 +135,16 @@ macro_rules! dev {
 ///
 /// `dev` is a live handle; `info` is valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn exanest_dma_info(dev: *const ExanestDma, info: *mut abi::Info) -> i32 {
-    let d = dev!(dev);
+pub unsafe extern "C" fn exanest_dma_info(dev: *const ExanestDma, info: *mut abi::Info) -> c_int {
     if info.is_null() {
         return -libc::EINVAL;
     }
-    code(d.info().map(|i| {
-        // SAFETY: Checked non-NULL; valid per the contract.
-        unsafe { *info = i }
-    }))
+    // SAFETY: Non-NULL, and valid for a write per the contract.
+    unsafe { info.write(abi::Info::default()) };
+    let r = dev!(dev).info();
+    // SAFETY: `info` was checked non-NULL and is valid for a write per the contract.
+    unsafe { info.write(r.unwrap_or_default()) };
+    ret(r)
 }
 
 /// Register `[addr, addr + len)` with `EXANEST_DMA_ACCESS_*` bits and an `EXANEST_DMA_MODE_*`.
@@ -102,13 +155,13 @@ pub unsafe extern "C" fn exanest_dma_info(dev: *const ExanestDma, info: *mut abi
 #[no_mangle]
 pub unsafe extern "C" fn exanest_dma_reg(
     dev: *const ExanestDma,
-    addr: *const core::ffi::c_void,
+    addr: *const c_void,
     len: usize,
     access_bits: u32,
     mode_raw: u32,
     handle: *mut u32,
-) -> i32 {
-    // SAFETY: Same contract.
+) -> c_int {
+    // SAFETY: `reg` has this function's contract.
     unsafe { reg(dev, addr, len, access_bits, mode_raw, None, handle) }
 }
 
@@ -120,14 +173,14 @@ pub unsafe extern "C" fn exanest_dma_reg(
 #[no_mangle]
 pub unsafe extern "C" fn exanest_dma_reg_window(
     dev: *const ExanestDma,
-    addr: *const core::ffi::c_void,
+    addr: *const c_void,
     len: usize,
     access_bits: u32,
     mode_raw: u32,
     window: u32,
     handle: *mut u32,
-) -> i32 {
-    // SAFETY: Same contract.
+) -> c_int {
+    // SAFETY: `reg` has this function's contract.
     unsafe { reg(dev, addr, len, access_bits, mode_raw, Some(window), handle) }
 }
 
@@ -136,29 +189,28 @@ pub unsafe extern "C" fn exanest_dma_reg_window(
 /// As for `exanest_dma_reg`.
 unsafe fn reg(
     dev: *const ExanestDma,
-    addr: *const core::ffi::c_void,
+    addr: *const c_void,
     len: usize,
     access_bits: u32,
     mode_raw: u32,
     window: Option<u32>,
     handle: *mut u32,
-) -> i32 {
-    let d = dev!(dev);
-    let (Some(a), Some(m)) = (access(access_bits), mode(mode_raw)) else {
-        return -libc::EINVAL;
-    };
+) -> c_int {
     if handle.is_null() {
         return -libc::EINVAL;
     }
-    // SAFETY: The caller keeps the memory valid until deregistration.
-    match unsafe { d.register_raw_window(addr as u64, len as u64, a, m, window) } {
-        Ok(h) => {
-            // SAFETY: Checked non-NULL; valid per the contract.
-            unsafe { *handle = h };
-            0
-        }
-        Err(e) => -e.errno(),
-    }
+    // SAFETY: `handle` is non-NULL and writable per the contract.
+    unsafe { handle.write(0) };
+    let d = dev!(dev);
+    let (Some(a), Some(m)) = (Access::from_bits(access_bits), Mode::from_raw(mode_raw)) else {
+        return -libc::EINVAL;
+    };
+    // SAFETY: The caller keeps the memory valid and leaves it to the engine until
+    // deregistration, which is `register_raw_window`'s contract.
+    let r = unsafe { d.register_raw_window(addr as u64, len as u64, a, m, window) };
+    // SAFETY: `handle` was checked non-NULL and is writable per the contract.
+    unsafe { handle.write(*r.as_ref().unwrap_or(&0)) };
+    ret(r)
 }
 
 /// Map `[addr, addr + len)` of a prefault or on-demand region now (`flags`:
@@ -170,14 +222,15 @@ unsafe fn reg(
 #[no_mangle]
 pub unsafe extern "C" fn exanest_dma_advise(
     dev: *const ExanestDma,
-    addr: *const core::ffi::c_void,
+    addr: *const c_void,
     len: usize,
     flags: u32,
-) -> i32 {
+) -> c_int {
+    let d = dev!(dev);
     if flags & !abi::ADVISE_WRITE != 0 {
         return -libc::EINVAL;
     }
-    code(dev!(dev).advise(addr as u64, len as u64, flags & abi::ADVISE_WRITE != 0))
+    ret(d.advise(addr as u64, len as u64, flags & abi::ADVISE_WRITE != 0))
 }
 
 /// Drop a region.
@@ -186,11 +239,12 @@ pub unsafe extern "C" fn exanest_dma_advise(
 ///
 /// `dev` is a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn exanest_dma_dereg(dev: *const ExanestDma, handle: u32) -> i32 {
-    code(dev!(dev).deregister(handle))
+pub unsafe extern "C" fn exanest_dma_dereg(dev: *const ExanestDma, handle: u32) -> c_int {
+    ret(dev!(dev).deregister(handle))
 }
 
-/// Start copying `len` bytes; `*cookie` identifies the copy for `exanest_dma_wait`.
+/// Start copying `len` bytes; `*cookie` identifies the copy for `exanest_dma_wait` (0 on
+/// failure).
 ///
 /// # Safety
 ///
@@ -198,52 +252,63 @@ pub unsafe extern "C" fn exanest_dma_dereg(dev: *const ExanestDma, handle: u32) 
 #[no_mangle]
 pub unsafe extern "C" fn exanest_dma_copy(
     dev: *const ExanestDma,
-    src: *const core::ffi::c_void,
-    dst: *mut core::ffi::c_void,
+    src: *const c_void,
+    dst: *mut c_void,
     len: usize,
     cookie: *mut u64,
-) -> i32 {
-    let d = dev!(dev);
+) -> c_int {
     if cookie.is_null() {
         return -libc::EINVAL;
     }
-    // SAFETY: The caller does not touch `dst` until the copy is waited for.
-    match unsafe { d.copy_raw(src as u64, dst as u64, len as u64) } {
-        Ok(c) => {
-            // SAFETY: Checked non-NULL; valid per the contract.
-            unsafe { *cookie = c };
-            0
-        }
-        Err(e) => -e.errno(),
-    }
+    // SAFETY: `cookie` is non-NULL and writable per the contract.
+    unsafe { cookie.write(0) };
+    let d = dev!(dev);
+    // SAFETY: The caller does not touch `dst` until the copy is waited for, which is
+    // `copy_raw`'s contract.
+    let r = unsafe { d.copy_raw(src as u64, dst as u64, len as u64) };
+    // SAFETY: `cookie` was checked non-NULL and is writable per the contract.
+    unsafe { cookie.write(*r.as_ref().unwrap_or(&0)) };
+    ret(r)
 }
 
-/// Wait for a copy (`timeout_ns` < 0: forever). 0 when it succeeded; its negative errno when it
-/// failed; or the wait's own error. `bytes` (may be NULL) gets the bytes copied.
+/// Wait for a copy (`timeout_ns` < 0: forever; 0: just look).
+///
+/// Returns 0 when the wait collected the copy: then `*status` is 0 or the copy's negative errno
+/// and `*bytes` (may be NULL) what it copied. Otherwise the wait's negative errno (`-ENOENT`
+/// unknown cookie; `-ETIMEDOUT` and `-EINTR`: the copy is still pending), with `*status` and
+/// `*bytes` 0. `status` must not be NULL (`-EINVAL`).
 ///
 /// # Safety
 ///
-/// `dev` is a live handle; `bytes` is NULL or writable.
+/// `dev` is a live handle; `status` is writable; `bytes` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn exanest_dma_wait(
     dev: *const ExanestDma,
     cookie: u64,
     timeout_ns: i64,
+    status: *mut i32,
     bytes: *mut u64,
-) -> i32 {
+) -> c_int {
+    // SAFETY: `bytes` is NULL or writable per the contract.
+    unsafe { put(bytes, 0) };
+    if status.is_null() {
+        return -libc::EINVAL;
+    }
+    // SAFETY: `status` is non-NULL and writable per the contract.
+    unsafe { status.write(0) };
     let d = dev!(dev);
     let timeout = u64::try_from(timeout_ns).ok().map(Duration::from_nanos);
-    match d.wait_cookie(cookie, timeout) {
-        Ok(b) => {
-            if !bytes.is_null() {
-                // SAFETY: Non-NULL and writable per the contract.
-                unsafe { *bytes = b };
-            }
-            0
-        }
-        Err(Error::Copy(e)) | Err(Error::Os(e)) => -e,
-        Err(e) => -e.errno(),
+    let r = d.wait_completion(cookie, timeout);
+    let c = r.unwrap_or(Completion {
+        status: 0,
+        bytes: 0,
+    });
+    // SAFETY: `status` was checked non-NULL and is writable; `bytes` is NULL or writable.
+    unsafe {
+        status.write(c.status);
+        put(bytes, c.bytes);
     }
+    ret(r)
 }
 
 /// Statistics.
@@ -255,13 +320,14 @@ pub unsafe extern "C" fn exanest_dma_wait(
 pub unsafe extern "C" fn exanest_dma_counters(
     dev: *const ExanestDma,
     out: *mut abi::Counters,
-) -> i32 {
-    let d = dev!(dev);
+) -> c_int {
     if out.is_null() {
         return -libc::EINVAL;
     }
-    code(d.counters().map(|c| {
-        // SAFETY: Checked non-NULL; valid per the contract.
-        unsafe { *out = c }
-    }))
+    // SAFETY: Non-NULL, and valid for a write per the contract.
+    unsafe { out.write(abi::Counters::default()) };
+    let r = dev!(dev).counters();
+    // SAFETY: `out` was checked non-NULL and is valid for a write per the contract.
+    unsafe { out.write(r.unwrap_or_default()) };
+    ret(r)
 }

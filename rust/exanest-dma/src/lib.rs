@@ -3,66 +3,64 @@
 //! User library for the ExaNeSt DMA driver.
 //!
 //! ```no_run
-//! use exanest_dma::{Access, Device, Mode};
+//! use exanest_dma::{Device, Mode};
 //! let dev = Device::open(0)?;
 //! let src = vec![7u8; 1 << 20];
 //! let mut dst = vec![0u8; 1 << 20];
-//! let s = dev.register(&src, Access::Read, Mode::Pin)?;
-//! let mut d = dev.register_mut(&mut dst, Access::Write, Mode::Pin)?;
-//! dev.copy(&s, 0, &mut d, 0, 1 << 20)?.wait()?;
-//! drop((s, d));
-//! assert_eq!(src, dst);
+//! let s = dev.register(&src, Mode::Pin)?; // a shared borrow: the engine may read it
+//! let mut d = dev.register_mut(&mut dst, Mode::OnDemand)?; // exclusive: it may write it
+//! let bytes = dev.copy(&s, 0, &mut d, 0, 1 << 20)?.wait()?;
+//! assert_eq!(bytes, 1 << 20);
+//! assert_eq!(d.as_slice(), &src[..]);
 //! # Ok::<(), exanest_dma::Error>(())
 //! ```
 //!
-//! The same calls work for every memory mode; [`Mode::Pin`] is the one the driver implements
-//! today, and the others fail with [`Error::NotSupported`] until it does.
+//! Every [`Mode`] works the same way: [`Mode::Pin`] pins and maps the buffer at registration,
+//! [`Mode::Prefault`] maps it without pinning, and [`Mode::OnDemand`] maps nothing until the
+//! engine touches it (the driver resolves the engine's page faults). The buffer's borrow gives
+//! the access: [`Device::register`] takes `&[u8]` and lets the engine read it (a copy source),
+//! [`Device::register_mut`] takes `&mut [u8]` and lets it write it (a destination).
 //!
-//! The C ABI of this crate is declared in `include/exanest_dma.h` (see [`capi`]).
+//! Errors carry the errno the driver returned, exactly as `Documentation/abi.rst` lists it
+//! ([`Error`]). The C ABI of this crate is declared in `include/exanest_dma.h` (see [`capi`]);
+//! `Documentation/user-programs.rst` shows how to build a C or Rust program for the guest.
 
-use exanest_core::abi;
 use std::fmt;
 use std::marker::PhantomData;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
+
+pub use exanest_core::abi::{Errno, Mode, UnknownMode};
+
+use exanest_core::abi;
 
 pub mod capi;
 
-/// An error: the errno the driver (or the C library) returned.
+/// An error of this library.
+///
+/// One mapping, [`Error::from_errno`] and its inverse [`Error::errno`]: the request errors
+/// of the ABI (`EINVAL`, `EOVERFLOW`, `EFAULT`, `EACCES`, `ENOENT`, `ENOSPC`, `EAGAIN`, `E2BIG`,
+/// `EOPNOTSUPP`, `EBUSY`) are [`Error::Abi`]; every other errno of a system call (`EPERM`,
+/// `ENODEV`, `ETIMEDOUT`, `EINTR`, `ENOTTY`, …) is [`Error::Os`] with the number unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
-    /// The device is busy: another process has it open (EBUSY), or a region is in use.
-    Busy,
-    /// No such device (ENOENT/ENODEV): not loaded, unbound, or a bad index.
-    NoDevice,
-    /// The memory mode is not implemented by this driver (EOPNOTSUPP).
-    NotSupported,
-    /// An address is outside every registered region or not mapped (EFAULT).
-    BadAddress,
-    /// The region does not allow this access (EACCES).
-    Access,
-    /// Too many regions or copies (ENOSPC, EAGAIN).
-    Limit,
-    /// A wait timed out (ETIMEDOUT).
-    Timeout,
-    /// A copy ended with this errno (positive).
-    Copy(i32),
-    /// Any other errno (positive).
+    /// A system call failed with one of the ABI's request errors (see `Documentation/abi.rst`
+    /// for what each means for each call; `ENOENT` from [`Device::open`]: no such device node).
+    Abi(Errno),
+    /// A system call failed with another errno (positive).
     Os(i32),
+    /// The wait worked but the copy itself failed with this errno (positive): `EFAULT`,
+    /// `EACCES`, `ECANCELED`, `ENODEV` or `EIO`, see `Documentation/abi.rst`.
+    Copy(i32),
+    /// The library refused the request without making a system call; says why. Its
+    /// [`Error::errno`] is `EINVAL`.
+    Invalid(&'static str),
 }
 
 impl Error {
-    fn from_errno(e: i32) -> Self {
-        match e {
-            libc::EBUSY => Error::Busy,
-            libc::ENOENT | libc::ENODEV | libc::ENXIO => Error::NoDevice,
-            libc::EOPNOTSUPP => Error::NotSupported,
-            libc::EFAULT => Error::BadAddress,
-            libc::EACCES => Error::Access,
-            libc::ENOSPC | libc::EAGAIN => Error::Limit,
-            libc::ETIMEDOUT => Error::Timeout,
-            e => Error::Os(e),
-        }
+    /// The error of a system call that failed with `errno` (positive).
+    pub fn from_errno(errno: i32) -> Self {
+        Errno::from_code(errno).map_or(Error::Os(errno), Error::Abi)
     }
 
     fn last() -> Self {
@@ -73,37 +71,53 @@ impl Error {
         )
     }
 
-    /// The positive errno this error stands for.
+    /// The positive errno this error stands for (the C functions return its negation).
     pub fn errno(self) -> i32 {
         match self {
-            Error::Busy => libc::EBUSY,
-            Error::NoDevice => libc::ENODEV,
-            Error::NotSupported => libc::EOPNOTSUPP,
-            Error::BadAddress => libc::EFAULT,
-            Error::Access => libc::EACCES,
-            Error::Limit => libc::EAGAIN,
-            Error::Timeout => libc::ETIMEDOUT,
-            Error::Copy(e) | Error::Os(e) => e,
+            Error::Abi(e) => e.code(),
+            Error::Os(e) | Error::Copy(e) => e,
+            Error::Invalid(_) => libc::EINVAL,
         }
+    }
+
+    /// Whether a bounded wait ran out of time (`ETIMEDOUT`).
+    pub fn is_timeout(self) -> bool {
+        self == Error::Os(libc::ETIMEDOUT)
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = std::io::Error::from_raw_os_error(self.errno());
-        match self {
-            Error::Copy(_) => write!(f, "copy failed: {what}"),
-            _ => write!(f, "{what}"),
+        match *self {
+            Error::Abi(e) => write!(
+                f,
+                "{} ({})",
+                std::io::Error::from_raw_os_error(e.code()),
+                e.name()
+            ),
+            Error::Os(e) => write!(f, "{}", std::io::Error::from_raw_os_error(e)),
+            Error::Copy(e) => write!(f, "copy failed: {}", std::io::Error::from_raw_os_error(e)),
+            Error::Invalid(why) => write!(f, "invalid request: {why}"),
         }
     }
 }
 
 impl std::error::Error for Error {}
 
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Invalid(why) => std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+            e => std::io::Error::from_raw_os_error(e.errno()),
+        }
+    }
+}
+
 /// Result of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// What the engine may do with a region.
+/// What the engine may do with a region ([`Device::register_raw`]; the safe calls derive it
+/// from the borrow).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     /// Read it (copy source).
@@ -115,32 +129,22 @@ pub enum Access {
 }
 
 impl Access {
-    fn bits(self) -> u32 {
+    /// The `EXANEST_DMA_ACCESS_*` bits.
+    pub const fn bits(self) -> u32 {
         match self {
             Access::Read => abi::ACCESS_READ,
             Access::Write => abi::ACCESS_WRITE,
-            Access::ReadWrite => abi::ACCESS_READ | abi::ACCESS_WRITE,
+            Access::ReadWrite => abi::ACCESS_ALL,
         }
     }
-}
 
-/// How the driver makes a region's memory reachable by the engine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Pin and map at registration.
-    Pin,
-    /// Fault in and map at registration, without pinning.
-    Prefault,
-    /// Map nothing until the engine touches it.
-    OnDemand,
-}
-
-impl Mode {
-    fn raw(self) -> u32 {
-        match self {
-            Mode::Pin => abi::MODE_PIN,
-            Mode::Prefault => abi::MODE_PREFAULT,
-            Mode::OnDemand => abi::MODE_ON_DEMAND,
+    /// The access of `EXANEST_DMA_ACCESS_*` bits; `None` for 0 or unknown bits.
+    pub const fn from_bits(bits: u32) -> Option<Access> {
+        match bits {
+            abi::ACCESS_READ => Some(Access::Read),
+            abi::ACCESS_WRITE => Some(Access::Write),
+            abi::ACCESS_ALL => Some(Access::ReadWrite),
+            _ => None,
         }
     }
 }
@@ -154,20 +158,48 @@ pub type Latency = abi::Latency;
 /// One log2 histogram in microseconds.
 pub type Histogram = abi::Histogram;
 
+/// How a copy ended, as `EXANEST_DMA_IOC_WAIT` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// 0, or the copy's negative errno.
+    pub status: i32,
+    /// Bytes copied.
+    pub bytes: u64,
+}
+
+impl Completion {
+    /// `Ok(bytes)`, or [`Error::Copy`] with the copy's errno.
+    pub fn result(self) -> Result<u64> {
+        match self.status {
+            0 => Ok(self.bytes),
+            s => Err(Error::Copy(s.saturating_neg())),
+        }
+    }
+}
+
 /// An open engine instance (`/dev/exanest-dmaN`).
+///
+/// Its file descriptor ([`AsFd`]) can be `poll()`ed: it is readable while a finished copy
+/// waits to be collected.
 #[derive(Debug)]
 pub struct Device {
     fd: OwnedFd,
 }
 
 fn ioctl<T>(fd: &OwnedFd, cmd: u32, arg: &mut T) -> Result<()> {
-    // SAFETY: `arg` is a live, exclusively borrowed struct of the type the ioctl number encodes.
+    // SAFETY: `fd` is an open descriptor and `arg` a live, exclusively borrowed struct of the
+    // type and size that the ioctl number `cmd` encodes, so the kernel reads and writes only it.
     let r = unsafe { libc::ioctl(fd.as_raw_fd(), cmd as _, arg as *mut T) };
     if r < 0 {
         Err(Error::last())
     } else {
         Ok(())
     }
+}
+
+/// `timeout` as the ABI's `timeout_ns`: `None` is -1 (forever); saturates at `i64::MAX`.
+fn timeout_ns(timeout: Option<Duration>) -> i64 {
+    timeout.map_or(-1, |t| i64::try_from(t.as_nanos()).unwrap_or(i64::MAX))
 }
 
 impl Device {
@@ -178,16 +210,16 @@ impl Device {
 
     /// Open a device node by path.
     pub fn open_path(path: &str) -> Result<Self> {
-        let c = std::ffi::CString::new(path).map_err(|_| Error::Os(libc::EINVAL))?;
-        // SAFETY: `c` is a valid NUL-terminated string.
+        let c = std::ffi::CString::new(path)
+            .map_err(|_| Error::Invalid("the path contains a NUL byte"))?;
+        // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
         let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
         if fd < 0 {
             return Err(Error::last());
         }
-        // SAFETY: `fd` was just opened and is owned by nobody else.
-        Ok(Device {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        // SAFETY: `open` just returned `fd`, so it is a valid descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Device { fd })
     }
 
     /// Engine and driver facts.
@@ -224,7 +256,7 @@ impl Device {
         access: Access,
         mode: Mode,
     ) -> Result<u32> {
-        // SAFETY: Same contract.
+        // SAFETY: The caller gives `register_raw`'s guarantees, which are this call's.
         unsafe { self.register_raw_window(addr, len, access, mode, None) }
     }
 
@@ -273,42 +305,23 @@ impl Device {
         ioctl(&self.fd, abi::IOC_DEREG, &mut d)
     }
 
-    /// Register a buffer the engine may read.
-    pub fn register<'a>(&'a self, buf: &'a [u8], access: Access, mode: Mode) -> Result<Region<'a>> {
-        if access != Access::Read {
-            // A shared borrow cannot be written by the engine.
-            return Err(Error::Access);
-        }
-        // SAFETY: The region borrows `buf` immutably for its lifetime; the engine only reads it.
-        let handle =
-            unsafe { self.register_raw(buf.as_ptr() as u64, buf.len() as u64, access, mode)? };
-        Ok(Region {
-            dev: self,
-            handle,
-            addr: buf.as_ptr() as u64,
-            len: buf.len(),
-            _buf: PhantomData,
-        })
+    /// Register a buffer the engine may read (a copy source).
+    pub fn register<'a>(&'a self, buf: &'a [u8], mode: Mode) -> Result<Region<'a>> {
+        let (addr, len) = (buf.as_ptr() as u64, buf.len());
+        // SAFETY: The region borrows `buf` immutably for its lifetime and is deregistered when
+        // dropped; the engine only reads it, as Rust may.
+        let handle = unsafe { self.register_raw(addr, len as u64, Access::Read, mode)? };
+        Ok(Registered::new(self, handle, addr, len, mode))
     }
 
-    /// Register a buffer the engine may write (and read).
-    pub fn register_mut<'a>(
-        &'a self,
-        buf: &'a mut [u8],
-        access: Access,
-        mode: Mode,
-    ) -> Result<RegionMut<'a>> {
-        // SAFETY: The region borrows `buf` mutably for its lifetime: Rust cannot touch it while
-        // the engine may write it.
-        let handle =
-            unsafe { self.register_raw(buf.as_ptr() as u64, buf.len() as u64, access, mode)? };
-        Ok(RegionMut {
-            dev: self,
-            handle,
-            addr: buf.as_mut_ptr() as u64,
-            len: buf.len(),
-            _buf: PhantomData,
-        })
+    /// Register a buffer the engine may write (a copy destination).
+    pub fn register_mut<'a>(&'a self, buf: &'a mut [u8], mode: Mode) -> Result<RegionMut<'a>> {
+        let (addr, len) = (buf.as_mut_ptr() as u64, buf.len());
+        // SAFETY: The region borrows `buf` mutably for its lifetime and is deregistered when
+        // dropped: Rust reaches the bytes only through the region, and not while a copy into it
+        // is pending (the `Pending` borrows the region mutably).
+        let handle = unsafe { self.register_raw(addr, len as u64, Access::Write, mode)? };
+        Ok(Registered::new(self, handle, addr, len, mode))
     }
 
     /// Start a copy between raw addresses inside registered regions. Returns the cookie.
@@ -327,21 +340,30 @@ impl Device {
         Ok(c.cookie)
     }
 
-    /// Wait for a copy by cookie: Ok(bytes) or the copy's error. `None` waits forever.
-    pub fn wait_cookie(&self, cookie: u64, timeout: Option<Duration>) -> Result<u64> {
+    /// Wait for a copy by cookie (`None`: forever; zero: just look) and collect how it ended.
+    /// The wait's own errors: `ENOENT` unknown cookie, `ETIMEDOUT`, `EINTR` (the copy is then
+    /// still pending).
+    pub fn wait_completion(&self, cookie: u64, timeout: Option<Duration>) -> Result<Completion> {
         let mut w = abi::Wait {
             cookie,
-            timeout_ns: timeout.map_or(-1, |t| i64::try_from(t.as_nanos()).unwrap_or(i64::MAX)),
+            timeout_ns: timeout_ns(timeout),
             ..Default::default()
         };
         ioctl(&self.fd, abi::IOC_WAIT, &mut w)?;
-        if w.status != 0 {
-            return Err(Error::Copy(-w.status));
-        }
-        Ok(w.bytes_done)
+        Ok(Completion {
+            status: w.status,
+            bytes: w.bytes_done,
+        })
     }
 
-    /// Copy `len` bytes from `src` at `src_off` to `dst` at `dst_off`.
+    /// Wait for a copy by cookie: `Ok(bytes)`, the copy's error ([`Error::Copy`]) or the
+    /// wait's ([`Device::wait_completion`]).
+    pub fn wait_cookie(&self, cookie: u64, timeout: Option<Duration>) -> Result<u64> {
+        self.wait_completion(cookie, timeout)?.result()
+    }
+
+    /// Copy `len` bytes from `src` at `src_off` to `dst` at `dst_off`. The destination stays
+    /// borrowed until the returned [`Pending`] is waited for or dropped.
     pub fn copy<'d>(
         &'d self,
         src: &Region<'_>,
@@ -351,11 +373,16 @@ impl Device {
         len: usize,
     ) -> Result<Pending<'d>> {
         let in_bounds = |off: usize, size: usize| off.checked_add(len).is_some_and(|e| e <= size);
-        if !in_bounds(src_off, src.len) || !in_bounds(dst_off, dst.len) {
-            return Err(Error::BadAddress);
+        if !in_bounds(src_off, src.len) {
+            return Err(Error::Invalid("the copy reaches past the source region"));
         }
-        // SAFETY: Both ranges are inside registered, borrowed buffers; the destination stays
-        // mutably borrowed by the `Pending` until the copy is waited for.
+        if !in_bounds(dst_off, dst.len) {
+            return Err(Error::Invalid(
+                "the copy reaches past the destination region",
+            ));
+        }
+        // SAFETY: Both ranges lie inside registered, borrowed buffers; the destination stays
+        // mutably borrowed by the `Pending`, which waits for the copy at the latest on drop.
         let cookie = unsafe {
             self.copy_raw(
                 src.addr + src_off as u64,
@@ -366,73 +393,114 @@ impl Device {
         Ok(Pending {
             dev: self,
             cookie,
-            waited: false,
+            result: None,
             _dst: PhantomData,
         })
     }
 }
 
-/// A registered buffer the engine may read; deregistered on drop.
+impl AsFd for Device {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl AsRawFd for Device {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// A registered buffer, deregistered on drop. `B` is the borrow that registered it and says
+/// what the engine may do: see [`Region`] and [`RegionMut`].
 #[derive(Debug)]
-pub struct Region<'a> {
+pub struct Registered<'a, B> {
     dev: &'a Device,
     handle: u32,
     addr: u64,
     len: usize,
-    _buf: PhantomData<&'a [u8]>,
+    mode: Mode,
+    _buf: PhantomData<B>,
 }
 
-impl Region<'_> {
+/// A registered buffer the engine may read ([`Device::register`]).
+pub type Region<'a> = Registered<'a, &'a [u8]>;
+/// A registered buffer the engine may write ([`Device::register_mut`]).
+pub type RegionMut<'a> = Registered<'a, &'a mut [u8]>;
+
+impl<'a, B> Registered<'a, B> {
+    fn new(dev: &'a Device, handle: u32, addr: u64, len: usize, mode: Mode) -> Self {
+        Registered {
+            dev,
+            handle,
+            addr,
+            len,
+            mode,
+            _buf: PhantomData,
+        }
+    }
+
     /// The driver's handle.
     pub fn handle(&self) -> u32 {
         self.handle
     }
-}
 
-impl Drop for Region<'_> {
-    fn drop(&mut self) {
-        let _ = self.dev.deregister(self.handle);
+    /// The buffer's start: the virtual address the engine is given.
+    pub fn addr(&self) -> u64 {
+        self.addr
     }
-}
 
-/// A registered buffer the engine may write; deregistered on drop.
-#[derive(Debug)]
-pub struct RegionMut<'a> {
-    dev: &'a Device,
-    handle: u32,
-    addr: u64,
-    len: usize,
-    _buf: PhantomData<&'a mut [u8]>,
+    /// The buffer's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer is empty (the driver refuses to register one, so never true).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The memory mode it was registered with.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
 }
 
 impl RegionMut<'_> {
-    /// The driver's handle.
-    pub fn handle(&self) -> u32 {
-        self.handle
-    }
-
     /// The buffer's current contents (no copy may be pending: `copy` borrows the region).
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: The region mutably borrows a buffer of `len` bytes at `addr`; no copy into it
-        // is pending, since a pending copy borrows `self` mutably.
+        // SAFETY: The region mutably borrows a buffer of `len` bytes at `addr` for its lifetime;
+        // no copy into it is pending, since a pending copy borrows `self` mutably.
         unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
     }
 }
 
-impl Drop for RegionMut<'_> {
+impl<B> Drop for Registered<'_, B> {
     fn drop(&mut self) {
         let _ = self.dev.deregister(self.handle);
     }
 }
 
-/// A copy in flight. Waiting consumes it; dropping it waits too, so the destination is never
-/// handed back to Rust while the engine may still write it.
+/// A copy in flight. Waiting collects its result; dropping it waits too, so the destination is
+/// never handed back to Rust while the engine may still write it.
 #[derive(Debug)]
 pub struct Pending<'d> {
     dev: &'d Device,
     cookie: u64,
-    waited: bool,
+    /// The result once collected (the driver forgets the cookie then).
+    result: Option<Result<u64>>,
     _dst: PhantomData<&'d mut ()>,
+}
+
+/// A wait's outcome for a pending copy: `Ok(None)` when a bounded wait ran out of time, and
+/// whether the driver has handed out the copy's result (every outcome but a bounded wait's
+/// `ETIMEDOUT` and `EINTR`, after which the copy is still pending).
+fn settle(r: Result<u64>, bounded: bool) -> (Result<Option<u64>>, bool) {
+    match r {
+        Err(e) if e.is_timeout() && bounded => (Ok(None), false),
+        Err(e @ Error::Os(libc::EINTR)) => (Err(e), false),
+        r => (r.map(Some), true),
+    }
 }
 
 impl Pending<'_> {
@@ -441,17 +509,40 @@ impl Pending<'_> {
         self.cookie
     }
 
-    /// Wait for the copy; Ok(bytes copied).
+    fn collect(&mut self, timeout: Option<Duration>) -> Result<Option<u64>> {
+        if let Some(r) = self.result {
+            return r.map(Some);
+        }
+        let (r, collected) = settle(
+            self.dev.wait_cookie(self.cookie, timeout),
+            timeout.is_some(),
+        );
+        if collected {
+            self.result = Some(r.map(|b| b.unwrap_or(0)));
+        }
+        r
+    }
+
+    /// Wait for the copy; `Ok(bytes copied)`, the copy's error ([`Error::Copy`]), or the
+    /// wait's (`EINTR`; the copy stays pending and dropping `Pending` waits again).
     pub fn wait(mut self) -> Result<u64> {
-        self.waited = true;
-        self.dev.wait_cookie(self.cookie, None)
+        self.collect(None)?.ok_or(Error::Os(libc::ETIMEDOUT))
+    }
+
+    /// Wait at most `timeout` (zero: just look): `Ok(Some(bytes))` when the copy is done,
+    /// `Ok(None)` while it is still running. Once done, every further wait returns the same
+    /// result.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Option<u64>> {
+        self.collect(Some(timeout))
     }
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        if !self.waited {
-            let _ = self.dev.wait_cookie(self.cookie, None);
+        // Only `EINTR` leaves the result uncollected: the engine may still write the
+        // destination, so wait again.
+        while self.result.is_none() {
+            let _ = self.collect(None);
         }
     }
 }
@@ -460,35 +551,176 @@ impl Drop for Pending<'_> {
 mod tests {
     use super::*;
 
+    /// Every errno `Documentation/abi.rst` names, with what the library must make of it.
+    const DOCUMENTED: [(i32, Option<Errno>); 19] = [
+        (libc::EINVAL, Some(Errno::Inval)),
+        (libc::EOVERFLOW, Some(Errno::Overflow)),
+        (libc::EFAULT, Some(Errno::Fault)),
+        (libc::EACCES, Some(Errno::Acces)),
+        (libc::ENOENT, Some(Errno::NoEnt)),
+        (libc::ENOSPC, Some(Errno::NoSpc)),
+        (libc::EAGAIN, Some(Errno::Again)),
+        (libc::E2BIG, Some(Errno::TooBig)),
+        (libc::EOPNOTSUPP, Some(Errno::OpNotSupp)),
+        (libc::EBUSY, Some(Errno::Busy)),
+        (libc::EPERM, None),
+        (libc::ENODEV, None),
+        (libc::ETIMEDOUT, None),
+        (libc::EINTR, None),
+        (libc::ECANCELED, None),
+        (libc::EIO, None),
+        (libc::ENOTTY, None),
+        (libc::ENXIO, None),
+        (libc::EMFILE, None),
+    ];
+
     #[test]
-    fn missing_device_is_no_device() {
+    fn errno_mapping_both_ways() {
+        for (code, abi) in DOCUMENTED {
+            let e = Error::from_errno(code);
+            assert_eq!(e, abi.map_or(Error::Os(code), Error::Abi), "{code}");
+            assert_eq!(e.errno(), code, "{e:?}");
+            assert_eq!(std::io::Error::from(e).raw_os_error(), Some(code));
+        }
+        // Every variant of the core's Errno carries the host libc's number.
+        for e in Errno::ALL {
+            assert!(DOCUMENTED.contains(&(e.code(), Some(e))), "{e:?}");
+            assert_eq!(Error::from_errno(e.code()), Error::Abi(e));
+        }
+        // The two cases the issue named: an unknown handle or cookie, the 65th region.
+        assert_eq!(Error::from_errno(libc::ENOENT).errno(), libc::ENOENT);
+        assert_eq!(Error::from_errno(libc::ENOSPC).errno(), libc::ENOSPC);
+        assert_eq!(Error::from_errno(libc::EAGAIN).errno(), libc::EAGAIN);
+        assert_eq!(Error::from_errno(libc::ENODEV).errno(), libc::ENODEV);
+    }
+
+    #[test]
+    fn error_text() {
         assert_eq!(
-            Device::open_path("/nonexistent/exanest-dma9").unwrap_err(),
-            Error::NoDevice
+            Error::Abi(Errno::NoSpc).to_string(),
+            format!(
+                "{} (ENOSPC)",
+                std::io::Error::from_raw_os_error(libc::ENOSPC)
+            )
+        );
+        assert!(Error::Copy(libc::EFAULT)
+            .to_string()
+            .starts_with("copy failed: "));
+        // A refusal without a system call does not pose as an OS error.
+        let e = Error::Invalid("the copy reaches past the source region");
+        assert_eq!(
+            e.to_string(),
+            "invalid request: the copy reaches past the source region"
+        );
+        assert_eq!(e.errno(), libc::EINVAL);
+        let io = std::io::Error::from(e);
+        assert_eq!(io.raw_os_error(), None);
+        assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(Error::Os(libc::ETIMEDOUT).is_timeout());
+        assert!(!Error::Copy(libc::ETIMEDOUT).is_timeout());
+    }
+
+    #[test]
+    fn missing_device_is_enoent() {
+        let e = Device::open_path("/nonexistent/exanest-dma9").unwrap_err();
+        assert_eq!(e, Error::Abi(Errno::NoEnt));
+        assert!(Device::open_path("/dev/\0null")
+            .unwrap_err()
+            .to_string()
+            .starts_with("invalid request"));
+    }
+
+    /// `/dev/null` is a file descriptor that accepts no ioctl: every call must reach the kernel
+    /// and come back with its errno, `ENOTTY`, unchanged.
+    #[test]
+    fn calls_on_a_non_device_give_enotty() {
+        let dev = Device::open_path("/dev/null").unwrap();
+        assert!(dev.as_raw_fd() >= 0);
+        assert_eq!(dev.as_fd().as_raw_fd(), dev.as_raw_fd());
+        let enotty = Err(Error::Os(libc::ENOTTY));
+        assert_eq!(dev.info().map(|_| ()), enotty);
+        assert_eq!(dev.counters().map(|_| ()), enotty);
+        assert_eq!(dev.deregister(1), enotty);
+        assert_eq!(dev.wait_cookie(1, Some(Duration::ZERO)).map(|_| ()), enotty);
+        let buf = [0u8; 64];
+        assert_eq!(dev.register(&buf, Mode::Pin).map(|_| ()), enotty);
+    }
+
+    #[test]
+    fn region_accessors_and_copy_bounds() {
+        let dev = Device::open_path("/dev/null").unwrap();
+        let src = [1u8; 64];
+        let mut dst = [0u8; 32];
+        // Built by hand: `/dev/null` cannot register (dropping them deregisters: ENOTTY,
+        // ignored).
+        let s: Region<'_> = Registered::new(&dev, 7, src.as_ptr() as u64, 64, Mode::Prefault);
+        let mut d: RegionMut<'_> =
+            Registered::new(&dev, 8, dst.as_mut_ptr() as u64, 32, Mode::OnDemand);
+        assert_eq!(
+            (s.handle(), s.addr(), s.len()),
+            (7, src.as_ptr() as u64, 64)
+        );
+        assert_eq!((s.mode(), d.mode()), (Mode::Prefault, Mode::OnDemand));
+        assert!(!d.is_empty());
+        assert_eq!(d.as_slice(), &[0u8; 32]);
+        // Out of bounds: refused before any system call.
+        let past = |r: Result<Pending<'_>>| matches!(r, Err(Error::Invalid(_)));
+        assert!(past(dev.copy(&s, 0, &mut d, 0, 33)));
+        assert!(past(dev.copy(&s, 1, &mut d, 0, 64)));
+        assert!(past(dev.copy(&s, usize::MAX, &mut d, 0, 2)));
+        assert!(past(dev.copy(&s, 0, &mut d, 31, 2)));
+        // In bounds: the system call is made (and fails on `/dev/null`).
+        assert_eq!(
+            dev.copy(&s, 32, &mut d, 0, 32).map(|_| ()).unwrap_err(),
+            Error::Os(libc::ENOTTY)
         );
     }
 
     #[test]
-    fn errno_round_trip() {
-        for e in [
-            libc::EBUSY,
-            libc::EOPNOTSUPP,
-            libc::EFAULT,
-            libc::EACCES,
-            libc::ETIMEDOUT,
-            libc::E2BIG,
-        ] {
-            assert_eq!(Error::from_errno(e).errno(), e);
-        }
-        assert_eq!(Error::from_errno(libc::ENOSPC), Error::Limit);
-        assert!(Error::Copy(libc::EFAULT)
-            .to_string()
-            .contains("copy failed"));
+    fn wait_outcomes() {
+        let t = Err(Error::Os(libc::ETIMEDOUT));
+        assert_eq!(settle(t, true), (Ok(None), false));
+        assert_eq!(
+            settle(t, false),
+            (t.map(Some), true),
+            "unbounded: no retry loop"
+        );
+        let i = Err(Error::Os(libc::EINTR));
+        assert_eq!(settle(i, true), (i.map(Some), false));
+        assert_eq!(settle(Ok(5), true), (Ok(Some(5)), true));
+        let c = Err(Error::Copy(libc::EFAULT));
+        assert_eq!(settle(c, true), (c.map(Some), true));
+        let n = Err(Error::Abi(Errno::NoEnt));
+        assert_eq!(settle(n, false), (n.map(Some), true));
+        assert_eq!(
+            Completion {
+                status: 0,
+                bytes: 9
+            }
+            .result(),
+            Ok(9)
+        );
+        assert_eq!(
+            Completion {
+                status: -libc::ECANCELED,
+                bytes: 4
+            }
+            .result(),
+            Err(Error::Copy(libc::ECANCELED))
+        );
     }
 
     #[test]
-    fn modes_and_access_encode_as_the_abi() {
-        assert_eq!(Mode::OnDemand.raw(), abi::MODE_ON_DEMAND);
+    fn access_and_timeout_encode_as_the_abi() {
         assert_eq!(Access::ReadWrite.bits(), abi::ACCESS_ALL);
+        for a in [Access::Read, Access::Write, Access::ReadWrite] {
+            assert_eq!(Access::from_bits(a.bits()), Some(a));
+        }
+        assert_eq!(Access::from_bits(0), None);
+        assert_eq!(Access::from_bits(4), None);
+        assert_eq!(timeout_ns(None), -1);
+        assert_eq!(timeout_ns(Some(Duration::ZERO)), 0);
+        assert_eq!(timeout_ns(Some(Duration::from_micros(3))), 3000);
+        assert_eq!(timeout_ns(Some(Duration::MAX)), i64::MAX);
     }
 }

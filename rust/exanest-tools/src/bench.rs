@@ -22,15 +22,7 @@ use std::time::Instant;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn mode_name(m: Mode) -> &'static str {
-    match m {
-        Mode::Pin => "pin",
-        Mode::Prefault => "prefault",
-        Mode::OnDemand => "on-demand",
-    }
-}
-
-const MODES: [Mode; 3] = [Mode::Pin, Mode::Prefault, Mode::OnDemand];
+const MODES: [Mode; 3] = Mode::ALL;
 
 /// A fresh anonymous mapping that nothing has touched (the allocator would reuse pages).
 struct Buf {
@@ -126,7 +118,7 @@ fn latency(dev: &Device, modes: &[Mode], reps: usize, max: usize) -> Res<()> {
             let med = t[t.len() / 2];
             println!(
                 "{{\"bench\":\"latency\",\"mode\":\"{}\",\"size\":{size},\"us\":{med:.3},\"mbps\":{:.1}}}",
-                mode_name(mode),
+                mode,
                 size as f64 / med
             );
             size *= 4;
@@ -187,7 +179,7 @@ fn first_touch(dev: &Device, size: usize) -> Res<()> {
         let other = ((k1 - k0) - (s1 - s0)).max(0.0);
         println!(
             "{{\"bench\":\"first-touch\",\"mode\":\"{}\",\"size\":{size},\"register_us\":{treg:.1},\"total_us\":{total:.1},\"faults\":{},\"ok\":{ok},\"user_us\":{:.0},\"sys_us\":{:.0},\"other_kernel_us\":{other:.0}}}",
-            mode_name(mode),
+            mode,
             c1.faults - c0.faults,
             u1 - u0,
             s1 - s0
@@ -210,7 +202,7 @@ fn register_cost(dev: &Device, max: usize) -> Res<()> {
                 Err(e) => {
                     println!(
                         "{{\"bench\":\"register\",\"mode\":\"{}\",\"size\":{size},\"error\":\"{e}\"}}",
-                        mode_name(mode)
+                        mode
                     );
                     dev.deregister(hd)?;
                     continue;
@@ -223,7 +215,7 @@ fn register_cost(dev: &Device, max: usize) -> Res<()> {
             // The 1 MiB destination is pinned in every mode: count the region's pages only.
             println!(
                 "{{\"bench\":\"register\",\"mode\":\"{}\",\"size\":{size},\"register_us\":{treg:.1},\"with_use_us\":{total:.1},\"pinned_pages\":{}}}",
-                mode_name(mode),
+                mode,
                 c.pages_pinned.saturating_sub(256)
             );
             dev.deregister(hs)?;
@@ -300,7 +292,7 @@ fn memory(dev: &Device, size: usize) -> Res<()> {
         let c = dev.counters()?;
         println!(
             "{{\"bench\":\"memory\",\"mode\":\"{}\",\"size\":{size},\"rss_kib\":{},\"pinned_kib\":{},\"mapped_kib\":{}}}",
-            mode_name(mode),
+            mode,
             r1.saturating_sub(r0),
             c.pages_pinned.saturating_sub(16) * 4,
             c.pages_mapped.saturating_sub(16) * 4
@@ -398,7 +390,7 @@ fn memcg(limit: usize) -> Res<()> {
                     Err(e) => {
                         println!(
                             "{{\"bench\":\"memcg\",\"mode\":\"{}\",\"limit\":{limit},\"size\":{size},\"result\":\"register failed: {e}\"}}",
-                            mode_name(mode)
+                            mode
                         );
                         return Ok(1);
                     }
@@ -410,7 +402,7 @@ fn memcg(limit: usize) -> Res<()> {
                 }
                 println!(
                     "{{\"bench\":\"memcg\",\"mode\":\"{}\",\"limit\":{limit},\"size\":{size},\"result\":\"ok\"}}",
-                    mode_name(mode)
+                    mode
                 );
                 dev.deregister(hs)?;
                 dev.deregister(hd)?;
@@ -426,7 +418,7 @@ fn memcg(limit: usize) -> Res<()> {
         if libc::WIFSIGNALED(status) {
             println!(
                 "{{\"bench\":\"memcg\",\"mode\":\"{}\",\"limit\":{limit},\"size\":{},\"result\":\"killed by signal {} (out of memory)\"}}",
-                mode_name(mode),
+                mode,
                 2 * limit,
                 libc::WTERMSIG(status)
             );
@@ -443,6 +435,17 @@ fn arg(args: &[String], name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// `--modes pin,on-demand`: the modes to measure (default all), by their names.
+fn modes(args: &[String]) -> Res<Vec<Mode>> {
+    match args.windows(2).find(|w| w[0] == "--modes") {
+        None => Ok(MODES.to_vec()),
+        Some(w) => w[1]
+            .split(',')
+            .map(|m| m.parse().map_err(|e| format!("--modes '{m}': {e}").into()))
+            .collect(),
+    }
+}
+
 fn run(args: &[String]) -> Res<()> {
     if args.first().map(String::as_str) == Some("memcg") {
         return memcg(arg(args, "--limit", 64 << 20));
@@ -455,7 +458,7 @@ fn run(args: &[String]) -> Res<()> {
         (5, 64 << 20, 1 << 30)
     };
     match args.first().map(String::as_str) {
-        Some("latency") => latency(&dev, &MODES, arg(args, "--reps", reps), max),
+        Some("latency") => latency(&dev, &modes(args)?, arg(args, "--reps", reps), max),
         Some("first-touch") => first_touch(&dev, arg(args, "--size", 16 << 20)),
         Some("register") => register_cost(&dev, arg(args, "--max", big)),
         Some("touch-ahead") => touch_ahead(&dev, arg(args, "--size", if quick { 1 << 20 } else { 8 << 20 })),
@@ -485,5 +488,21 @@ fn main() -> std::process::ExitCode {
             eprintln!("exanest-bench: {e}");
             std::process::ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_list() {
+        let v = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(modes(&v("latency")).unwrap(), Mode::ALL);
+        assert_eq!(
+            modes(&v("latency --modes on-demand,pin")).unwrap(),
+            [Mode::OnDemand, Mode::Pin]
+        );
+        assert!(modes(&v("latency --modes pin,lazy")).is_err());
     }
 }

@@ -62,12 +62,8 @@ fn parse_copy(args: &[String]) -> Result<CopyArgs, String> {
             "--src-offset" => a.src_off = parse_size(val()?)?,
             "--dst-offset" => a.dst_off = parse_size(val()?)?,
             "--mode" => {
-                a.mode = match val()?.as_str() {
-                    "pin" => Mode::Pin,
-                    "prefault" => Mode::Prefault,
-                    "on-demand" => Mode::OnDemand,
-                    m => return Err(format!("unknown mode '{m}'")),
-                }
+                let m = val()?;
+                a.mode = m.parse().map_err(|e| format!("'{m}': {e}"))?;
             }
             "--window" => {
                 let w = parse_size(val()?)?;
@@ -123,7 +119,7 @@ fn copy(dev: &Device, a: &CopyArgs) -> Result<bool, Box<dyn std::error::Error>> 
     dev.deregister(hd)?;
     let ok = !a.verify || dst[a.dst_off..] == src[a.src_off..];
     println!(
-        "copied {} x {} bytes ({:?}): {} bytes in {:.1} us, {:.1} MB/s, data {}",
+        "copied {} x {} bytes ({}): {} bytes in {:.1} us, {:.1} MB/s, data {}",
         a.count,
         a.size,
         a.mode,
@@ -172,10 +168,12 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
                 i.hw_version & 0xffff
             );
             println!("channels        {}", i.channels);
-            println!(
-                "modes           {:#x} (bit 0 pin, 1 prefault, 2 on-demand)",
-                i.modes
-            );
+            let modes: Vec<_> = Mode::ALL
+                .iter()
+                .filter(|m| i.modes & (1 << m.raw()) != 0)
+                .map(|m| m.name())
+                .collect();
+            println!("modes           {} ({:#x})", modes.join(" "), i.modes);
             println!("max transfer    {} bytes", i.max_transfer);
             println!("max regions     {}", i.max_regions);
             println!("max in flight   {}", i.max_inflight);
@@ -228,6 +226,10 @@ mod tests {
         );
         assert!(parse_copy(&v("--size 0")).is_err());
         assert!(parse_copy(&v("--mode lazy")).is_err());
+        for m in Mode::ALL {
+            let a = parse_copy(&v(&format!("--mode {m}"))).unwrap();
+            assert_eq!(a.mode, m);
+        }
         assert!(parse_copy(&v("--bogus")).is_err());
         assert!(parse_copy(&v("--size")).is_err());
     }

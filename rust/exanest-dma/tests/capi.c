@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * The C API's error reporting, on the host: /dev/null stands in for the device, so every call
+ * that reaches the kernel fails with ENOTTY. Checks the return values and that out parameters
+ * are written on failure. Built and run by tests/capi.rs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <exanest_dma.h>
+
+static int failed;
+
+static void check(int ok, const char *what, long got)
+{
+	printf("%s %s (got %ld)\n", ok ? "ok" : "FAIL", what, got);
+	failed |= !ok;
+}
+
+int main(void)
+{
+	struct exanest_dma *dev = (struct exanest_dma *)&failed; /* garbage: must be overwritten */
+	struct exanest_dma_info info;
+	struct exanest_dma_counters c;
+	char buf[64];
+	uint32_t handle = 77;
+	uint64_t cookie = 77, bytes = 77;
+	int32_t status = 77;
+	int r, fd;
+
+	r = exanest_dma_open_path("/nonexistent/exanest-dma9", &dev);
+	check(r == -ENOENT && !dev, "open a missing node: -ENOENT, handle NULL", r);
+	check(exanest_dma_open(0, NULL) == -EINVAL, "open into NULL: -EINVAL", 0);
+	r = exanest_dma_open_path(NULL, &dev);
+	check(r == -EINVAL && !dev, "open NULL path: -EINVAL", r);
+	r = exanest_dma_open_path("/dev/null", &dev);
+	check(r == 0 && dev, "open /dev/null", r);
+	if (r)
+		return 1;
+
+	fd = exanest_dma_fd(dev);
+	check(fd >= 0 && fcntl(fd, F_GETFD) >= 0, "fd is an open descriptor", fd);
+	check(exanest_dma_fd(NULL) == -EINVAL, "fd of NULL: -EINVAL", exanest_dma_fd(NULL));
+
+	memset(&info, 0xff, sizeof(info));
+	r = exanest_dma_info(dev, &info);
+	check(r == -ENOTTY && info.channels == 0 && info.max_transfer == 0,
+	      "info: the kernel's -ENOTTY, struct zeroed", r);
+
+	r = exanest_dma_reg(dev, buf, sizeof(buf), EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_PIN,
+			    &handle);
+	check(r == -ENOTTY && handle == 0, "reg: -ENOTTY, handle 0", r);
+	handle = 77;
+	r = exanest_dma_reg(dev, buf, sizeof(buf), 0, EXANEST_DMA_MODE_PIN, &handle);
+	check(r == -EINVAL && handle == 0, "reg, access 0: -EINVAL, handle 0", r);
+	handle = 77;
+	r = exanest_dma_reg_window(dev, buf, sizeof(buf), EXANEST_DMA_ACCESS_WRITE, 9, 4, &handle);
+	check(r == -EINVAL && handle == 0, "reg, unknown mode: -EINVAL, handle 0", r);
+	r = exanest_dma_dereg(dev, 1);
+	check(r == -ENOTTY, "dereg: -ENOTTY", r);
+	r = exanest_dma_advise(dev, buf, sizeof(buf), 1u << 5);
+	check(r == -EINVAL, "advise, unknown flag: -EINVAL", r);
+	r = exanest_dma_advise(dev, buf, sizeof(buf), EXANEST_DMA_ADVISE_WRITE);
+	check(r == -ENOTTY, "advise: -ENOTTY", r);
+
+	r = exanest_dma_copy(dev, buf, buf + 32, 32, &cookie);
+	check(r == -ENOTTY && cookie == 0, "copy: -ENOTTY, cookie 0", r);
+	r = exanest_dma_wait(dev, 1, -1, &status, &bytes);
+	check(r == -ENOTTY && status == 0 && bytes == 0, "wait: -ENOTTY, status 0, bytes 0", r);
+	status = 77;
+	r = exanest_dma_wait(dev, 1, 0, &status, NULL);
+	check(r == -ENOTTY && status == 0, "wait, bytes NULL: -ENOTTY, status 0", r);
+	bytes = 77;
+	r = exanest_dma_wait(dev, 1, 0, NULL, &bytes);
+	check(r == -EINVAL && bytes == 0, "wait, status NULL: -EINVAL, bytes 0", r);
+
+	memset(&c, 0xff, sizeof(c));
+	r = exanest_dma_counters(dev, &c);
+	check(r == -ENOTTY && c.copies == 0 && c.faults == 0, "counters: -ENOTTY, zeroed", r);
+
+	status = 77;
+	r = exanest_dma_wait(NULL, 1, 0, &status, NULL);
+	check(r == -EINVAL && status == 0, "wait on NULL handle: -EINVAL", r);
+	check(exanest_dma_dereg(NULL, 1) == -EINVAL, "dereg on NULL handle: -EINVAL", 0);
+	check(exanest_dma_counters(dev, NULL) == -EINVAL, "counters into NULL: -EINVAL", 0);
+
+	exanest_dma_close(dev);
+	exanest_dma_close(NULL);
+	check(fcntl(fd, F_GETFD) < 0 && errno == EBADF, "close closes the fd", fd);
+	return failed;
+}
