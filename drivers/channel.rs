@@ -349,7 +349,7 @@ mod tests {
         );
         assert_eq!(hw.state(0), State::Error);
         ch.interrupt(&*hw, hw.take_irq_status(), &mut |_| rel += 2);
-        assert_eq!(ch.reap(c), Ok(Some((EFAULT.to_errno(), 0))));
+        assert_eq!(ch.reap(c), Ok(Some((EFAULT.to_errno(), 0x2000))));
         assert_eq!((rel, ch.counters.nacks, ch.counters.copy_errors), (2, 1, 1));
     }
 
