@@ -252,7 +252,7 @@ pub(crate) fn access(write: bool) -> u32 {
 #[kunit_tests(exanest_dma_fault)]
 mod tests {
     use super::*;
-    use crate::exanest_core::fault::{touch_ahead, Adaptive};
+    use crate::exanest_core::fault::touch_ahead;
     use crate::process::DEFAULT_WINDOW;
     use kernel::sync::Completion;
     use kernel::workqueue::{self, impl_has_work, new_work, Work};
@@ -369,22 +369,32 @@ mod tests {
         assert_eq!(touch_ahead(0x5fff, 0, PS, &big, &big, u64::MAX), (5, 6));
     }
 
-    /// The adaptive window doubles on a stream and starts over on a jump.
+    /// A region registered without a window gets the adaptive one: a stream of faults
+    /// through it, resolved as the resolver does (window, then `resolved` at the planned
+    /// end), maps ever larger windows, bounded by the region.
     #[test]
-    fn adaptive_window() {
-        let mut a = Adaptive::new(1, u64::from(abi::MAX_WINDOW));
-        assert_eq!(a.window_for(100), 1);
-        a.resolved(102);
-        assert_eq!(a.window_for(102), 3);
-        a.resolved(106);
-        assert_eq!(a.window_for(106), 7);
-        a.resolved(114);
-        assert_eq!(a.window_for(500), 1);
-        let mut w = 1;
-        for _ in 0..20 {
-            a.resolved(1000);
-            w = a.window_for(1000);
+    fn region_window_adapts_along_a_stream() {
+        use crate::exanest_core::{abi::ValidReg, region::RegionTable};
+        let mut t = RegionTable::<4>::new();
+        let region = r(0x100_0000, 64 << PAGE_SHIFT);
+        let v = ValidReg {
+            range: region,
+            access: abi::ACCESS_READ,
+            mode: abi::MODE_ON_DEMAND,
+            window: abi::WINDOW_ADAPTIVE,
+        };
+        let h = t.insert(&v).unwrap();
+        let mut addr = region.start;
+        let mut planned = KVec::new();
+        while addr < region.end {
+            let reg = t.get_mut(h).unwrap();
+            let w = reg.adapt.window_for(addr >> PAGE_SHIFT);
+            let (first, last) = touch_ahead(addr, w, PS, &region, &reg.range, u64::MAX);
+            reg.adapt.resolved(last);
+            planned.push(last - first, GFP_KERNEL).unwrap();
+            addr = last << PAGE_SHIFT;
         }
-        assert_eq!(w, u64::from(abi::MAX_WINDOW));
+        // 2, 4, 8, 16, 32 pages, then the 2 left in the region.
+        assert_eq!(&planned[..], &[2, 4, 8, 16, 32, 2]);
     }
 }
