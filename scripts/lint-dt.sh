@@ -2,7 +2,7 @@
 # Validate the devicetree bindings under Documentation/devicetree/bindings/ as the kernel does:
 # each is copied to the same path in a pristine copy of the pinned kernel tree, and
 # `make dt_binding_check DT_SCHEMA_FILES=...` runs dt-doc-validate, yamllint, the DTS style check
-# and dt-validate of the examples, with dtschema and yamllint at the versions of versions.env.
+# and dt-validate of the examples, with dtschema and yamllint at the versions of lint-env.sh.
 # dt_binding_check only applies a binding's own schema to its example when DT_SCHEMA_FILES is
 # given, so each example is then validated again against every schema of the kernel (as a DTB
 # using the binding would be by `make dtbs_check`). Fails on any diagnostic: the kernel's make

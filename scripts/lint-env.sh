@@ -2,8 +2,12 @@
 # Source it after common.sh; do not run it.
 # shellcheck shell=bash
 
-# dtschema, yamllint and every package they pull in, pinned (the versions pip resolved for
-# dtschema $DTSCHEMA_VERSION on Python 3.11), so that a new release cannot change the verdict.
+# dtschema and yamllint from PyPI. They are pinned here rather than in versions.env because the
+# kernel and QEMU cache keys hash versions.env, and a linter must not invalidate those builds.
+DTSCHEMA_VERSION=2026.9
+YAMLLINT_VERSION=1.38.0
+# Every package they pull in, pinned too (the versions pip resolved for dtschema 2026.9 on
+# Python 3.11), so that a new release cannot change the verdict.
 LINT_PIP_PKGS=(
 	"dtschema==$DTSCHEMA_VERSION" "yamllint==$YAMLLINT_VERSION"
 	attrs==26.1.0 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 pathspec==1.1.1
