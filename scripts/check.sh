@@ -57,6 +57,12 @@ p_lint() {
 		fail "rustfmt"; show_log "$LOGS/fmt.log" 20; fi
 	if (cd rust && cargo clippy --workspace --all-targets -- -D warnings) >"$LOGS/clippy.log" 2>&1; then pass; else
 		fail "clippy"; show_log "$LOGS/clippy.log" 30; fi
+	# The kernel's checkpatch.pl --strict on the patch series and the C shim.
+	if "$TOP/scripts/lint-patches.sh" >"$LOGS/lint-patches.log" 2>&1; then pass; else
+		fail "checkpatch --strict (patches, C shim)"; show_log "$LOGS/lint-patches.log" 30; fi
+	# dt_binding_check of the devicetree binding, pinned dtschema (2 minutes when it changed).
+	if "$TOP/scripts/lint-dt.sh" >"$LOGS/lint-dt.log" 2>&1; then pass; else
+		fail "devicetree binding (dt_binding_check)"; show_log "$LOGS/lint-dt.log" 30; fi
 }
 
 p_builds() {

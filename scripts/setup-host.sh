@@ -5,10 +5,11 @@
 
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
-STAMP="$CACHE/.host-setup-$(hash_of "$TOP/scripts/versions.env" "$TOP/scripts/setup-host.sh")"
+. "$TOP/scripts/lint-env.sh"
+STAMP="$CACHE/.host-setup-$(hash_of "$TOP/scripts/versions.env" "$TOP/scripts/setup-host.sh" "$TOP/scripts/lint-env.sh")"
 # Fast path: already done for these versions, and the tools are still there.
 if [ -e "$STAMP" ] && command -v "clang-$LLVM_VERSION" aarch64-linux-gnu-gcc meson ninja >/dev/null &&
-	PATH="$HOME/.cargo/bin:$PATH" command -v bindgen >/dev/null; then
+	PATH="$HOME/.cargo/bin:$PATH" command -v bindgen >/dev/null && [ -x "$LINT_VENV/bin/dt-validate" ]; then
 	exit 0
 fi
 
@@ -132,6 +133,18 @@ if [ ! -e "$DL/qemu.orig.tar.xz" ]; then
 	echo "$QEMU_ORIG_SHA256  $f" | sha256sum -c --quiet || die "QEMU source checksum mismatch: $f"
 	mv "$f" "$DL/qemu.orig.tar.xz"
 	rm -rf "$tmp"
+fi
+
+# 7. Linters (scripts/lint-*.sh): dtschema and yamllint from PyPI, every package pinned, in a venv.
+#    The kernel's own checkpatch.pl and dtc are used from the pinned kernel source.
+if [ ! -x "$LINT_VENV/bin/dt-validate" ]; then
+	log "installing dtschema $DTSCHEMA_VERSION and yamllint $YAMLLINT_VERSION"
+	rm -rf "$LINT_VENV"
+	if ! { python3 -m venv "$LINT_VENV" &&
+		"$LINT_VENV/bin/pip" install -q --disable-pip-version-check "${LINT_PIP_PKGS[@]}"; }; then
+		rm -rf "$LINT_VENV"
+		die "cannot install dtschema $DTSCHEMA_VERSION and yamllint $YAMLLINT_VERSION from PyPI"
+	fi
 fi
 
 touch "$STAMP"
