@@ -92,7 +92,8 @@ impl Instance {
         if st.owner.is_some() {
             return Err(EBUSY);
         }
-        let p = Process::new(self.engine.clone(), Some(exanest_iommu_fault))?;
+        let late = crate::module_parameters::fault_handler_late.value();
+        let p = Process::new(self.engine.clone(), Some(exanest_iommu_fault), late)?;
         st.owner = Some(p.clone());
         Ok(p)
     }

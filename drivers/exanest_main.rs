@@ -115,7 +115,7 @@ impl pci::Driver for ExanestDriver {
 }
 
 /// The devicetree front-end, for the engine on the QFDB (Zynq UltraScale+, behind its MMU-500).
-/// Binding: Documentation/devicetree/exanest,pldma.yaml.
+/// Binding: Documentation/devicetree/bindings/dma/exanest,pldma.yaml.
 struct ExanestPlatformDriver;
 
 /// Per bound platform device; fields drop in declaration order.
@@ -194,4 +194,10 @@ module! {
     authors: ["ExaNeSt DMA developers"],
     description: "ExaNeSt PLDMA: virtual-address DMA with SMMU fault handling",
     license: "GPL v2",
+    params: {
+        fault_handler_late: bool {
+            default: false,
+            description: "Install the IOMMU fault handler after attaching each process's domain (tests that the SMMU driver looks it up at fault time)",
+        },
+    },
 }

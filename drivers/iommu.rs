@@ -41,8 +41,11 @@ unsafe impl Sync for Domain {}
 
 impl Domain {
     /// Allocate a paging domain for `dev`, install the fault handler, and attach it, replacing
-    /// the default DMA domain. The handler is installed first: the SMMU driver publishes it
-    /// at attach.
+    /// the default DMA domain. The handler is installed before the attach unless `late`: the
+    /// IOMMU core installs a handler and its token with plain stores, so a fault reported
+    /// while they change could see one without the other. `late` (a module parameter) exists
+    /// to test that the SMMU driver looks the handler up when a fault is reported; no DMA can
+    /// run between the attach and the handler here, since no copy can be queued yet.
     ///
     /// # Safety
     ///
@@ -51,16 +54,25 @@ impl Domain {
         dev: ARef<device::Device>,
         handler: bindings::iommu_fault_handler_t,
         token: *mut core::ffi::c_void,
+        late: bool,
     ) -> Result<Self> {
         let raw = ffi::domain_alloc(&dev)?;
-        // SAFETY: `raw` is a fresh domain; the caller keeps `token` valid.
-        unsafe { bindings::iommu_set_fault_handler(raw.as_ptr(), handler, token) };
+        if !late {
+            // SAFETY: `raw` is a fresh domain that nothing else uses; the caller keeps `token`
+            // valid for `handler` as long as the domain lives.
+            unsafe { bindings::iommu_set_fault_handler(raw.as_ptr(), handler, token) };
+        }
         // SAFETY: `raw` is a domain we own, not attached anywhere, and `dev` a valid device.
         let ret = unsafe { bindings::iommu_attach_device(raw.as_ptr(), ffi::raw_dev(&dev)) };
         if ret != 0 {
             // SAFETY: Allocated above, never attached.
             unsafe { bindings::iommu_domain_free(raw.as_ptr()) };
             return Err(Error::from_errno(ret));
+        }
+        if late {
+            // SAFETY: `raw` is live and attached; no DMA of this process can run yet (see
+            // above), and the caller keeps `token` valid as long as the domain lives.
+            unsafe { bindings::iommu_set_fault_handler(raw.as_ptr(), handler, token) };
         }
         // INVARIANT: Allocated for `dev` and attached to it above.
         Ok(Domain { raw, dev })

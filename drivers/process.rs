@@ -107,10 +107,12 @@ impl_has_work! {
 
 impl Process {
     /// The process state for the current task on `engine`, with a fresh paging domain attached
-    /// whose faults go to `handler` (fault.rs). The caller (device.rs) checks ownership.
+    /// whose faults go to `handler` (fault.rs), installed after the attach when
+    /// `late_handler`. The caller (device.rs) checks ownership.
     pub(crate) fn new(
         engine: Arc<Engine>,
         handler: bindings::iommu_fault_handler_t,
+        late_handler: bool,
     ) -> Result<Arc<Self>> {
         let task = kernel::current!();
         let mm: ARef<Mm> = ARef::from(&**task.mm().ok_or(EINVAL)?);
@@ -143,7 +145,7 @@ impl Process {
         let token = core::ptr::from_ref::<Process>(&process).cast_mut().cast();
         // SAFETY: The process outlives its domain, hence the handler's use of `token`: teardown
         // drops the domain, and a process is only freed after its teardown (release or unbind).
-        let domain = unsafe { Domain::attach(dev, handler, token)? };
+        let domain = unsafe { Domain::attach(dev, handler, token, late_handler)? };
         if domain.aperture_end() < va_end {
             return Err(ENODEV);
         }
