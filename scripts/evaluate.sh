@@ -29,6 +29,7 @@ grep -a -E '^\{"(run|bench|engine)"' "$OUT/console.log" >"$OUT/raw.jsonl"
 # The engine's bandwidth and latency come from the device (debugfs, printed by eval.sh).
 grep -q '^{"engine"' "$OUT/raw.jsonl" ||
 	die "no engine line in the guest's output: /sys/kernel/debug/exanest-dma0/engine missing? (log: $OUT/console.log)"
+log "evaluation: the engine says $(grep -m1 '^{"engine"' "$OUT/raw.jsonl")"
 meta=$(sed -n 's/^EVAL-META: //p' "$OUT/console.log" | head -1)
 log "evaluation: guest done in $((SECONDS - t0)) s; writing the report"
 if [ $quick = 1 ]; then
