@@ -668,12 +668,13 @@ static const Property pldma_properties[] = {
 };
 
 /*
- * Not migratable, on purpose. The engine is a test vehicle for on-demand
- * paging: its guests run from an initramfs and are never migrated, and
- * migration would also have to carry the state of QEMU's SMMUv3 mid-fault
- * and of the driver's per-process I/O page tables to mean anything. Rather
- * than ship migration state that nothing exercises, the device blocks
- * migration and savevm.
+ * Not migratable, on purpose. Nothing in this project migrates or snapshots
+ * a VM: each guest boots from an initramfs for one test or evaluation run.
+ * Migration state for transfers in flight (the channel timers, the shared
+ * data path's clock, the latched registers, a fault waiting to be raised)
+ * would be code that no test exercises, so the device blocks migration and
+ * savevm instead: a migration attempt fails cleanly rather than losing or
+ * corrupting a transfer.
  */
 static const VMStateDescription vmstate_pldma = {
     .name = TYPE_EXANEST_PLDMA,

@@ -461,6 +461,21 @@ class Timing(ModelTest):
         self.assertEqual(t, 5000 + (1 << 20) + copied)
 
 
+class Migration(unittest.TestCase):
+    def test_migration_is_blocked(self):
+        """The device is unmigratable: a migration fails at once and names it."""
+        path = os.path.join(tempfile.mkdtemp(prefix="pldma-migrate-"), "state")
+        q = Qtest()
+        try:
+            r = q.vm.qmp("migrate", uri=f"file:{path}")
+            self.assertIn("error", r, r)
+            self.assertIn("exanest-pldma", r["error"]["desc"])
+            self.assertTrue(q.alive())
+            self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
+        finally:
+            q.close()
+
+
 class Tracing(unittest.TestCase):
     def test_trace_events_follow_a_faulting_transfer(self):
         """The model's trace events (QEMU's -trace, log back end) report what the engine did."""
