@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Build qemu-system-aarch64 from Debian's QEMU source with the PLDMA engine model compiled in.
-# Cached under $CACHE/qemu-<key>; prints the path of the binary on stdout.
+# Cached under $CACHE/qemu-<key>; prints the path of the binary on stdout. The unpacked source
+# stays next to it in $CACHE/qemu-<key>/src: the model tests use its python/ package
+# (qemu.machine) and `make check` its scripts/checkpatch.pl.
 . "$(dirname "$0")/common.sh"
 "$TOP/scripts/setup-host.sh"
 # Build chatter goes to stderr; stdout carries only the result path.
 exec 3>&1 1>&2
 
 # Bump RECIPE when this script changes how QEMU is built (the key covers the inputs).
-RECIPE=1
-KEY=$(echo "$RECIPE $(hash_of "$TOP/scripts/versions.env" "$TOP/tests/qemu-model/exanest_pldma.c" "$TOP/tests/qemu-model/exanest.mak" "$TOP/include/hw")" | sha256sum | cut -c1-16)
+RECIPE=2
+KEY=$(echo "$RECIPE $(hash_of "$TOP/scripts/versions.env" "$TOP/tests/qemu-model/exanest_pldma.c" \
+	"$TOP/tests/qemu-model/trace-events" "$TOP/tests/qemu-model/exanest.mak" "$TOP/include/hw")" |
+	sha256sum | cut -c1-16)
 OUT="$CACHE/qemu-$KEY"
 BIN="$OUT/build/qemu-system-aarch64"
 if [ -e "$OUT/.done" ]; then echo "$BIN" >&3; exit 0; fi
@@ -21,9 +25,10 @@ tar -C "$OUT" -xf "$DL/qemu.orig.tar.xz" --exclude='*/roms/*'
 mv "$OUT"/qemu-* "$OUT/src"
 cd "$OUT/src"
 
-# The engine model: source, register header, Kconfig symbol, meson rule.
+# The engine model: source, register header, trace events, Kconfig symbol, meson rule.
 cp "$TOP/tests/qemu-model/exanest_pldma.c" hw/misc/
 cp "$TOP/include/hw/exanest-pldma-regs.h" hw/misc/
+cat "$TOP/tests/qemu-model/trace-events" >>hw/misc/trace-events
 cat >>hw/misc/Kconfig <<'KC'
 
 config EXANEST_PLDMA

@@ -8,6 +8,10 @@ for arg in $(cat /proc/cmdline); do
 	esac
 done
 insmod /lib/exanest_dma.ko || exit 1
+# The engine's own description, bandwidth and latency included (its BANDWIDTH and LATENCY
+# registers): one JSON line that tests/eval/report.py quotes. No line, no report.
+cat /sys/kernel/debug/exanest-dma0/engine ||
+	echo '{"engine": null, "error": "no /sys/kernel/debug/exanest-dma0/engine"}'
 echo "EVAL-META: kernel $(uname -r), $(nproc) cpus, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB, runs $runs${quick:+ (quick)}"
 i=1
 while [ "$i" -le "$runs" ]; do

@@ -7,34 +7,40 @@ disabled (bypass), so IOVA = guest physical address; an address outside RAM stan
 untranslatable one. Fault reporting through the SMMU itself is checked in the guest
 (tests/guest/pldma-probe.c).
 
+QEMU is started and spoken to by QEMU's own Python test machinery (qemu.machine.QEMUQtestMachine,
+from the python/ directory of the pinned QEMU source that scripts/build-qemu.sh built). Register
+offsets and values come from one table that the C compiler generates from the header the model
+is compiled with (regtable.py).
+
 Usage: QEMU=/path/to/qemu-system-aarch64 test_model.py [-v]
+       (QEMU_PYTHON=/path/to/qemu/src/python when the binary is not in scripts/build-qemu.sh's
+       cache layout, <dir>/build/qemu-system-aarch64 next to <dir>/src)
 """
 import base64
 import os
 import random
 import re
-import socket
-import subprocess
 import sys
 import tempfile
 import unittest
 
-HDR = os.path.join(os.path.dirname(__file__), "../../include/hw/exanest-pldma-regs.h")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import regtable  # noqa: E402
 
+QEMU = os.environ.get("QEMU")
+QEMU_PYTHON = os.environ.get("QEMU_PYTHON") or (
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(QEMU))), "src", "python")
+    if QEMU else None)
+if QEMU_PYTHON:
+    sys.path.insert(0, QEMU_PYTHON)
+try:
+    from qemu.machine import QEMUQtestMachine
+    from qemu.machine.machine import VMLaunchFailure
+except ImportError as e:
+    QEMUQtestMachine = None
+    IMPORT_ERROR = f"QEMU's python package not found in {QEMU_PYTHON}: {e}"
 
-def load_header():
-    """The register map, from the same C header the model is compiled with."""
-    regs = {}
-    for line in open(HDR):
-        m = re.match(r"#define\s+(PLDMA_\w+)\s+(.*?)\s*(/\*.*)?$", line)
-        if not m:
-            continue
-        val = m.group(2).replace("u", "")
-        regs[m.group(1)] = eval(val, {}, {})  # only integers and shifts in this header
-    return regs
-
-
-R = load_header()
+R = regtable.load()
 RAM = 0x40000000
 RAM_SIZE = 256 << 20
 BAR = 0x10000000
@@ -42,55 +48,38 @@ SLOT = 4
 UNMAPPED = RAM + RAM_SIZE  # first byte past RAM: no memory there
 
 
+def machine(args):
+    """A QEMUQtestMachine for the virt board with the SMMUv3, not launched yet."""
+    if not QEMU:
+        raise unittest.SkipTest("QEMU not set")
+    if QEMUQtestMachine is None:
+        raise RuntimeError(IMPORT_ERROR)
+    # The machine makes (and on shutdown removes) its own directory for sockets and its log.
+    return QEMUQtestMachine(QEMU, base_temp_dir=tempfile.gettempdir(), args=[
+        "-machine", "virt,iommu=smmuv3", "-cpu", "max", "-nodefaults", "-nic", "none",
+        "-m", f"{RAM_SIZE >> 20}M", *args])
+
+
 class Qtest:
     def __init__(self, props="", extra=()):
-        qemu = os.environ.get("QEMU")
-        if not qemu:
-            raise unittest.SkipTest("QEMU not set")
-        self.dir = tempfile.mkdtemp(prefix="pldma-qtest-")
-        path = os.path.join(self.dir, "qtest.sock")
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        srv.bind(path)
-        srv.listen(1)
         dev = f"exanest-pldma,addr={SLOT:#x}" + (f",{props}" if props else "")
-        self.log = open(os.path.join(self.dir, "qemu.log"), "w+")
-        self.proc = subprocess.Popen(
-            [qemu, "-machine", "virt,iommu=smmuv3", "-cpu", "max", "-accel", "qtest",
-             "-qtest", f"unix:{path}", "-display", "none", "-nic", "none", "-nodefaults",
-             "-m", f"{RAM_SIZE >> 20}M", "-device", dev, *extra],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        srv.settimeout(20)
-        try:
-            self.sock, _ = srv.accept()
-        except socket.timeout:
-            self.proc.kill()
-            self.log.seek(0)
-            raise RuntimeError("QEMU did not connect: " + self.log.read())
-        srv.close()
-        self.sock.settimeout(60)
-        self.buf = b""
+        self.vm = machine(["-device", dev, *extra])
+        self.vm.launch()
         self.ecam = self._find_ecam()
         self.cfg_write(0x10, BAR)            # BAR0
         self.cfg_write(0x04, 0x0006)         # memory decoding + bus mastering
 
     def close(self):
-        self.sock.close()
-        self.proc.kill()
-        self.proc.wait()
-        self.log.close()
+        self.vm.shutdown()
 
     def alive(self):
-        return self.proc.poll() is None
+        return self.vm.is_running()
 
     def cmd(self, line, accept_fail=False):
-        self.sock.sendall(line.encode() + b"\n")
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise RuntimeError(f"QEMU closed the qtest socket after '{line[:60]}'")
-            self.buf += chunk
-        resp, self.buf = self.buf.split(b"\n", 1)
-        resp = resp.decode()
+        resp = self.vm.qtest(line)
+        if not resp:
+            raise RuntimeError(f"QEMU closed the qtest socket after '{line[:60]}'")
+        resp = resp.rstrip("\n")
         if accept_fail and resp.startswith("FAIL "):
             return resp[5:]
         if not resp.startswith("OK"):
@@ -163,7 +152,9 @@ class Qtest:
 
     def status(self, n):
         st = self.chreg(n, R["PLDMA_CH_STATUS"])
-        return st & 0xF, (st >> 8) & 0xFF, bool(st & R["PLDMA_STATUS_REJECTED"])
+        return (st & R["PLDMA_STATUS_STATE_MASK"],
+                (st & R["PLDMA_STATUS_ERR_MASK"]) >> R["PLDMA_STATUS_ERR_SHIFT"],
+                bool(st & R["PLDMA_STATUS_REJECTED"]))
 
     def run_until_settled(self, n, limit_ns=10**10):
         """Advance virtual time to each pending timer until channel n leaves BUSY."""
@@ -430,6 +421,89 @@ class Timing(ModelTest):
         q.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"])
         self.assertEqual(q.run_until_settled(0), 5000)
 
+    def test_fault_charges_the_bytes_copied_before_it(self):
+        """A step that faults after copying N bytes holds the data path for N bytes, and the
+        channel enters FAULT when the data path reaches the faulting page, not at once."""
+        q = self.q
+        copied = 3 * 4096
+        q.program(2, UNMAPPED - copied, RAM + 0x4000000, 5 * 4096,
+                  R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"])
+        q.step(5000 + copied - 1)  # 1 byte per ns: one ns before the data path is through
+        self.assertEqual(q.status(2)[0], R["PLDMA_STATE_BUSY"])
+        self.assertEqual(q.chreg(2, R["PLDMA_CH_FAULTS"]), 0)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_STATUS"]), 0, "fault raised before its time")
+        q.step(1)
+        self.assertEqual(q.status(2)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(q.chreg(2, R["PLDMA_CH_FAULTS"]), 1)
+        self.assertEqual(q.chreg(2, R["PLDMA_CH_DONE_BYTES"]), copied)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_STATUS"]), 1 << 2)
+
+    def test_faulting_transfer_cost(self):
+        """The virtual-time cost of a faulting transfer, START to FAULT: latency + copied bytes."""
+        for copied in (0, 100, 4096, 3 * 4096 + 100, 70000):
+            with self.subTest(copied=copied):
+                self.setUp()
+                self.q.program(0, UNMAPPED - copied, RAM + 0x4000000, copied + 8192,
+                               R["PLDMA_CTRL_START"])
+                self.assertEqual(self.q.run_until_settled(0), 5000 + copied)
+                self.assertEqual(self.q.status(0)[0], R["PLDMA_STATE_FAULT"])
+                self.assertEqual(self.q.chreg(0, R["PLDMA_CH_DONE_BYTES"]), copied)
+
+    def test_bytes_before_a_fault_share_the_data_path(self):
+        """Another channel waits for the bytes a faulting channel moved."""
+        q = self.q
+        copied = 3 * 4096
+        q.program(0, UNMAPPED - copied, RAM + 0x4000000, 5 * 4096, R["PLDMA_CTRL_START"])
+        q.program(1, RAM, RAM + 0x1000000, 1 << 20, R["PLDMA_CTRL_START"])
+        t = q.run_until_settled(1)
+        self.assertEqual(q.status(1)[0], R["PLDMA_STATE_DONE"])
+        self.assertEqual(q.status(0)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(t, 5000 + (1 << 20) + copied)
+
+
+class Migration(unittest.TestCase):
+    def test_migration_is_blocked(self):
+        """The device is unmigratable: a migration fails at once and names it."""
+        path = os.path.join(tempfile.mkdtemp(prefix="pldma-migrate-"), "state")
+        q = Qtest()
+        try:
+            r = q.vm.qmp("migrate", uri=f"file:{path}")
+            self.assertIn("error", r, r)
+            self.assertIn("exanest-pldma", r["error"]["desc"])
+            self.assertTrue(q.alive())
+            self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
+        finally:
+            q.close()
+
+
+class Tracing(unittest.TestCase):
+    def test_trace_events_follow_a_faulting_transfer(self):
+        """The model's trace events (QEMU's -trace, log back end) report what the engine did."""
+        log = os.path.join(tempfile.mkdtemp(prefix="pldma-trace-"), "trace.log")
+        q = Qtest("bandwidth=1000,latency-ns=5000", extra=("-trace", "exanest_pldma_*", "-D", log))
+        try:
+            t0 = q.now()
+            q.program(0, UNMAPPED - 4096, RAM + 0x100000, 3 * 4096, R["PLDMA_CTRL_START"])
+            q.run_until_settled(0)
+            self.assertEqual(q.status(0)[0], R["PLDMA_STATE_FAULT"])
+        finally:
+            q.close()
+        with open(log, encoding="utf-8") as f:
+            text = f.read()
+        self.assertRegex(text, rf"exanest_pldma_start ch 0 src {UNMAPPED - 4096:#x} "
+                               rf"dst {RAM + 0x100000:#x} len 12288")
+        m = re.search(r"exanest_pldma_step ch 0 at byte 0: (\d+) bytes on the data path "
+                      r"from (\d+) to (\d+) ns", text)
+        self.assertIsNotNone(m, text)
+        self.assertEqual([int(x) for x in m.groups()], [4096, t0 + 5000, t0 + 5000 + 4096])
+        m = re.search(r"exanest_pldma_fault ch 0 write 0 at (0x[0-9a-f]+) cause (\d+), "
+                      r"raised at (\d+) ns", text)
+        self.assertIsNotNone(m, text)
+        self.assertEqual((int(m[1], 16), int(m[2]), int(m[3])),
+                         (UNMAPPED, R["PLDMA_CAUSE_TRANSLATION"], t0 + 5000 + 4096))
+        self.assertRegex(text, rf"exanest_pldma_state ch 0 state {R['PLDMA_STATE_FAULT']} error 0")
+        self.assertIn("exanest_pldma_mmio_write", text)
+
 
 class Properties(unittest.TestCase):
     def test_channel_count_and_max_len(self):
@@ -445,15 +519,12 @@ class Properties(unittest.TestCase):
             q.close()
 
     def test_bad_properties_refused(self):
-        qemu = os.environ.get("QEMU")
-        if not qemu:
-            self.skipTest("QEMU not set")
         for props in ("channels=0", "channels=17", "max-len=0"):
-            r = subprocess.run([qemu, "-machine", "virt", "-accel", "qtest", "-display", "none",
-                                "-nodefaults", "-device", f"exanest-pldma,{props}"],
-                               capture_output=True, text=True, timeout=30)
-            self.assertNotEqual(r.returncode, 0, props)
-            self.assertIn("exanest-pldma", r.stderr, props)
+            vm = machine(["-device", f"exanest-pldma,{props}"])
+            with self.assertRaises(VMLaunchFailure, msg=props) as cm:
+                vm.launch()
+            self.assertNotEqual(cm.exception.exitcode, 0, props)
+            self.assertIn("exanest-pldma", cm.exception.output, props)
 
 
 if __name__ == "__main__":
