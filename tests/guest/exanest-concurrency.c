@@ -207,7 +207,6 @@ TEST_F_TIMEOUT(concurrency, munmap_during_copy, 60)
 
 	ASSERT_NE(NULL, victim);
 	ASSERT_NE(NULL, from);
-	memset(victim, 1, 64 << 20);
 	ASSERT_EQ(0, reg(self->fd, from, 64 << 20, RD, variant->mode, NO_WINDOW, &h1));
 	ASSERT_EQ(0, reg(self->fd, victim, 64 << 20, WR, variant->mode, NO_WINDOW, &h2));
 	ASSERT_EQ(0, pthread_create(&t, NULL, unmapper, victim));

@@ -102,14 +102,15 @@ TEST_F_TIMEOUT(fork, exit_with_copies_in_flight, 60)
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		int cfd = dev_open(0), n = 0;
-		uint8_t *x = big_alloc(64 << 20), *y = big_alloc(64 << 20);
+		uint8_t *x = big_alloc(32 << 20), *y = big_alloc(32 << 20);
 
 		if (cfd < 0 || !x || !y ||
-		    reg(cfd, x, 64 << 20, RD, variant->mode, NO_WINDOW, NULL) ||
-		    reg(cfd, y, 64 << 20, WR, variant->mode, NO_WINDOW, NULL))
+		    reg(cfd, x, 32 << 20, RD, variant->mode, NO_WINDOW, NULL) ||
+		    reg(cfd, y, 32 << 20, WR, variant->mode, NO_WINDOW, NULL))
 			_exit(2);
+		/* 8 copies of 4 MiB: the last ones still queued at exit. */
 		for (int i = 0; i < 8; i++)
-			n += !copy(cfd, x + i * (8 << 20), y + i * (8 << 20), 8 << 20, NULL);
+			n += !copy(cfd, x + i * (4 << 20), y + i * (4 << 20), 4 << 20, NULL);
 		_exit(n == 8 ? 0 : 1);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
