@@ -183,7 +183,8 @@ TEST_F(coherence, region_stats_and_debugfs)
 }
 
 /* The CPU writes the source after registration: the DMA sees the new data (the zero page the
- * device had is replaced: the CPU's write faults, the notifier unmaps it). */
+ * device had is replaced: the CPU's write faults, the notifier unmaps it).
+ */
 TEST_F(coherence, sees_cpu_writes)
 {
 	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
@@ -244,7 +245,8 @@ TEST_F(coherence, mprotect_readonly_then_restored)
 }
 
 /* File-backed: a private mapping as source, a shared one as destination (the data must reach
- * the file). */
+ * the file).
+ */
 TEST_F(coherence, file_mappings)
 {
 	char path[] = "/tmp/exanest-file-XXXXXX";
@@ -299,7 +301,8 @@ TEST_F(coherence, thp_destination_split_then_dma)
 }
 
 /* THP mapped as 2 MiB IOMMU blocks (by advise, or by prefault's registration); a split unmaps
- * them and the next DMA lands right. */
+ * them and the next DMA lands right.
+ */
 TEST_F(coherence, thp_iommu_blocks)
 {
 	uint8_t *src = big_alloc(2 * LEN), *thp = thp_alloc(LEN);
@@ -332,7 +335,8 @@ TEST_F(coherence, thp_iommu_blocks)
 }
 
 /* Compaction (page migration) after the pages are mapped: the next DMA must follow (pinned
- * pages are not migrated). */
+ * pages are not migrated).
+ */
 TEST_F(coherence, compaction_then_dma)
 {
 	uint8_t *src = big_alloc(2 * LEN), *dst = big_alloc(LEN);
@@ -353,7 +357,8 @@ TEST_F(coherence, compaction_then_dma)
 }
 
 /* THP collapse (MADV_COLLAPSE) of small pages the device has mapped (refused for pinned
- * pages). */
+ * pages).
+ */
 TEST_F(coherence, thp_collapse_then_dma)
 {
 	uint8_t *src = big_alloc(LEN), *al = thp_alloc(2 << 20);

@@ -124,7 +124,8 @@ TEST_F_TIMEOUT(concurrency, two_processes_two_instances, 60)
 }
 
 /* Two processes on two instances, at the same virtual address: each engine sees only its own
- * process's memory. */
+ * process's memory.
+ */
 TEST_F_TIMEOUT(concurrency, same_address_two_processes_isolated, 60)
 {
 	void *want = (void *)0x7e0000000000ull;
@@ -276,7 +277,8 @@ TEST_F_TIMEOUT(concurrency, unbind_with_open_file, 90)
 	EXPECT_TRUE(ok) TH_LOG("unbind");
 	EXPECT_EQ(-ENODEV, copy(self->fd, buf, buf + (16 << 20), 64, NULL)) TH_LOG("ioctl after unbind");
 	/* The last of the copies, queued behind the others when the device went: its result stays
-	 * collectable, -ENODEV. */
+	 * collectable, -ENODEV.
+	 */
 	ret = wait_cookie(self->fd, n, 0, &st, NULL);
 	EXPECT_EQ(0, ret);
 	EXPECT_EQ(-ENODEV, st);
