@@ -250,7 +250,7 @@ TEST_F(coherence, mprotect_readonly_then_restored)
 TEST_F(coherence, file_mappings)
 {
 	char path[] = "/tmp/exanest-file-XXXXXX";
-	uint8_t *src = big_alloc(2 * LEN), *dst = big_alloc(LEN), *check = malloc(LEN);
+	uint8_t *src = big_alloc(2 * LEN), *dst = big_alloc(2 * LEN), *check = malloc(LEN);
 	uint8_t *priv, *shared;
 	uint32_t hs, hd, h1, h2;
 	int file = mkstemp(path);
@@ -258,7 +258,7 @@ TEST_F(coherence, file_mappings)
 	ASSERT_LE(0, file);
 	unlink(path);
 	ASSERT_NE(NULL, check);
-	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	reg2(_metadata, self->fd, variant->mode, src, dst, 2 * LEN, &hs, &hd);
 	fill(src, 2 * LEN, 21);
 	ASSERT_EQ(0, ftruncate(file, LEN));
 	ASSERT_EQ(LEN, pwrite(file, src, LEN, 0));
@@ -323,6 +323,7 @@ TEST_F(coherence, thp_iommu_blocks)
 		EXPECT_LE(c0.huge_mappings + 2, counters(self->fd).huge_mappings);
 	}
 	EXPECT_EQ(0, advise(self->fd, thp, LEN, EXANEST_DMA_ADVISE_WRITE));
+	EXPECT_EQ(0, advise(self->fd, src, 2 * LEN, 0));
 	c1 = counters(self->fd);
 	EXPECT_EQ(0, copy_wait(self->fd, src, thp, LEN));
 	c2 = counters(self->fd);

@@ -35,16 +35,18 @@ FIXTURE_VARIANT_ADD(concurrency, on_demand) {
 };
 
 /*
- * More copies than channels: long copies (8 MiB, about 4 ms each, more when sharing the data
+ * More copies than channels: long copies (4 MiB, about 2 ms each, more when sharing the data
  * path), submitted back to back without printing: the first four find the four channels free.
+ * Each copy has its own pair of regions, so that on demand each stream grows its own adaptive
+ * touch-ahead window (sixteen streams through one region keep it small: one fault per page).
  */
 TEST_F_TIMEOUT(concurrency, all_channels, 90)
 {
-	enum { N = 16, LEN = 8 << 20 };
+	enum { N = 16, LEN = 4 << 20 };
 	uint8_t *src = big_alloc((size_t)N * LEN), *dst = big_alloc((size_t)N * LEN);
 	struct exanest_dma_info info;
 	uint64_t cookies[N];
-	uint32_t hs, hd;
+	uint32_t h[2 * N];
 	int used[16] = { 0 }, n = 0;
 
 	ASSERT_NE(NULL, src);
@@ -52,8 +54,12 @@ TEST_F_TIMEOUT(concurrency, all_channels, 90)
 	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &info));
 	ASSERT_LE(4, info.channels);
 	fill(src, (size_t)N * LEN, 5);
-	ASSERT_EQ(0, reg(self->fd, src, (uint64_t)N * LEN, RD, variant->mode, NO_WINDOW, &hs));
-	ASSERT_EQ(0, reg(self->fd, dst, (uint64_t)N * LEN, WR, variant->mode, NO_WINDOW, &hd));
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(0, reg(self->fd, src + (size_t)i * LEN, LEN, RD, variant->mode, NO_WINDOW,
+				 &h[2 * i]));
+		ASSERT_EQ(0, reg(self->fd, dst + (size_t)i * LEN, LEN, WR, variant->mode, NO_WINDOW,
+				 &h[2 * i + 1]));
+	}
 	for (int i = 0; i < N; i++) {
 		struct exanest_dma_copy c = { .src = (uintptr_t)(src + (size_t)i * LEN),
 					      .dst = (uintptr_t)(dst + (size_t)i * LEN),
@@ -75,6 +81,9 @@ TEST_F_TIMEOUT(concurrency, all_channels, 90)
 	EXPECT_EQ(0, memcmp(src, dst, (size_t)N * LEN));
 	EXPECT_TRUE(used[0] && used[1] && used[2] && used[3])
 		TH_LOG("channels started directly: %d%d%d%d", used[0], used[1], used[2], used[3]);
+	for (int i = 0; i < 2 * N; i++) {
+		EXPECT_EQ(0, dereg(self->fd, h[i]));
+	}
 }
 
 /* Run in a child: eight copies through instance inst, verified; 0 on success. */
