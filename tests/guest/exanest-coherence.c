@@ -416,7 +416,7 @@ TEST_F(coherence, swap_out_then_dma)
 /* Many faults on all channels at once. */
 TEST_F(coherence, faults_on_all_channels)
 {
-	enum { BIG = 8 << 20 };
+	enum { BIG = 4 << 20 };
 	uint8_t *src = big_alloc(BIG), *dst = big_alloc(BIG);
 	struct exanest_dma_counters c0;
 	uint64_t cookies[16];
@@ -443,33 +443,34 @@ TEST_F(coherence, faults_on_all_channels)
 /* Touch-ahead per region: window 0 takes one fault per page, a larger one fewer. */
 TEST_F(coherence, touch_ahead_window)
 {
+	enum { WLEN = 2 << 20 };
 	static const uint32_t window[3] = { 0, 16, 256 };
 	uint64_t f[3];
 
 	SKIP_WITHOUT_FAULTS();
 	for (int i = 0; i < 3; i++) {
-		uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+		uint8_t *src = big_alloc(WLEN), *dst = big_alloc(WLEN);
 		struct exanest_dma_counters c0, c1;
 		uint32_t hs, hd;
 
 		ASSERT_NE(NULL, src);
 		ASSERT_NE(NULL, dst);
-		fill(src, LEN, i);
-		ASSERT_EQ(0, reg(self->fd, src, LEN, RD, variant->mode, window[i], &hs));
-		ASSERT_EQ(0, reg(self->fd, dst, LEN, WR, variant->mode, window[i], &hd));
+		fill(src, WLEN, i);
+		ASSERT_EQ(0, reg(self->fd, src, WLEN, RD, variant->mode, window[i], &hs));
+		ASSERT_EQ(0, reg(self->fd, dst, WLEN, WR, variant->mode, window[i], &hd));
 		c0 = counters(self->fd);
-		EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN)) TH_LOG("window %u", window[i]);
+		EXPECT_EQ(0, copy_wait(self->fd, src, dst, WLEN)) TH_LOG("window %u", window[i]);
 		c1 = counters(self->fd);
-		EXPECT_EQ(0, memcmp(src, dst, LEN)) TH_LOG("window %u", window[i]);
+		EXPECT_EQ(0, memcmp(src, dst, WLEN)) TH_LOG("window %u", window[i]);
 		f[i] = c1.faults - c0.faults;
 		TH_LOG("touch-ahead %u pages: %llu faults for 2 x %d MiB", window[i],
-		       (unsigned long long)f[i], LEN >> 20);
+		       (unsigned long long)f[i], WLEN >> 20);
 		EXPECT_EQ(0, dereg(self->fd, hs));
 		EXPECT_EQ(0, dereg(self->fd, hd));
-		munmap(src, LEN);
-		munmap(dst, LEN);
+		munmap(src, WLEN);
+		munmap(dst, WLEN);
 	}
-	EXPECT_LE(2 * PAGES(LEN), f[0]);
+	EXPECT_LE(2 * PAGES(WLEN), f[0]);
 	EXPECT_LT(f[1] * 8, f[0]);
 	EXPECT_LT(f[2], f[1]);
 }

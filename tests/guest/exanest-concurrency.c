@@ -200,27 +200,29 @@ TEST_F(concurrency, poll)
 	EXPECT_EQ(0, poll(&p, 1, 0)) TH_LOG("quiet after the result was collected");
 }
 
+#define VICTIM (16 << 20)	/* 8 ms of engine time, pinned; much longer on demand */
+
 static void *unmapper(void *arg)
 {
 	usleep(500);
-	munmap(arg, 64 << 20);
+	munmap(arg, VICTIM);
 	return NULL;
 }
 
 /* munmap from another thread while the copy runs: NACK or done, never an oops. */
 TEST_F_TIMEOUT(concurrency, munmap_during_copy, 60)
 {
-	uint8_t *victim = big_alloc(64 << 20), *from = big_alloc(64 << 20);
+	uint8_t *victim = big_alloc(VICTIM), *from = big_alloc(VICTIM);
 	uint32_t h1, h2;
 	pthread_t t;
 	int st;
 
 	ASSERT_NE(NULL, victim);
 	ASSERT_NE(NULL, from);
-	ASSERT_EQ(0, reg(self->fd, from, 64 << 20, RD, variant->mode, NO_WINDOW, &h1));
-	ASSERT_EQ(0, reg(self->fd, victim, 64 << 20, WR, variant->mode, NO_WINDOW, &h2));
+	ASSERT_EQ(0, reg(self->fd, from, VICTIM, RD, variant->mode, NO_WINDOW, &h1));
+	ASSERT_EQ(0, reg(self->fd, victim, VICTIM, WR, variant->mode, NO_WINDOW, &h2));
 	ASSERT_EQ(0, pthread_create(&t, NULL, unmapper, victim));
-	st = copy_wait(self->fd, from, victim, 64 << 20);
+	st = copy_wait(self->fd, from, victim, VICTIM);
 	pthread_join(t, NULL);
 	if (variant->munmap_may_nack) {
 		EXPECT_TRUE(st == 0 || st == -EFAULT) TH_LOG("status %d", st);
@@ -228,7 +230,7 @@ TEST_F_TIMEOUT(concurrency, munmap_during_copy, 60)
 		EXPECT_EQ(0, st);
 	}
 	/* The session is alive: the next call gets its own errno (a read-only destination). */
-	EXPECT_EQ(-EACCES, copy_wait(self->fd, from, from + (32 << 20), 4096));
+	EXPECT_EQ(-EACCES, copy_wait(self->fd, from, from + VICTIM / 2, 4096));
 	EXPECT_EQ(0, dereg(self->fd, h1));
 	EXPECT_EQ(0, dereg(self->fd, h2));
 }
@@ -252,11 +254,12 @@ static int start_big_copies(int fd, uint32_t mode, uint8_t **bufp, size_t len, i
 TEST_F_TIMEOUT(concurrency, close_with_copies_in_flight, 60)
 {
 	uint8_t *buf;
-	int n = start_big_copies(self->fd, variant->mode, &buf, 32 << 20, 8);
+	/* 8 copies of 8 MiB, about 32 ms of engine time: queued or running at the close. */
+	int n = start_big_copies(self->fd, variant->mode, &buf, 8 << 20, 8);
 
 	EXPECT_EQ(8, n);
 	RELEASE_DEVICE();
-	munmap(buf, 64 << 20);
+	munmap(buf, 16 << 20);
 	self->fd = dev_open(0);
 	EXPECT_LE(0, self->fd) TH_LOG("reopen: %s", strerror(errno));
 }
