@@ -108,9 +108,9 @@ p_guest() {
 	QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
 		TIMEOUT=1200 "$TOP/scripts/run-qemu.sh" check >"$log" 2>&1
 	echo "guest exit status $?"
-	grep -E '^(\[[ 0-9.]+\] )?GUEST-' "$log" | sed 's/^/  /'
-	# The kselftest-harness binaries: their failures and their totals.
-	grep -aE '^(not ok [0-9]+ |# Totals: )' "$log" | sed 's/^/  /'
+	# GUEST- lines, and of the kselftest-harness binaries their failures and totals (each
+	# followed by the binary's GUEST-TIME line).
+	grep -aE '^((\[[ 0-9.]+\] )?GUEST-|not ok [0-9]+ |# Totals: )' "$log" | sed 's/^/  /'
 	out=$(python3 tests/harness/console.py "$log")
 	echo "$out" | tail -1
 	# "console: P passed, F failed, S skipped": skips (a scenario that does not apply to a
