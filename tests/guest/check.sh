@@ -40,11 +40,11 @@ if [ -e /lib/exanest_dma.ko ]; then
 	# Concurrency last: it unbinds and rebinds the devices.
 	# Exit status 1 means failures, which the TAP lines report; anything else (not found,
 	# killed) would lose the binary's lines silently: report it.
-	for t in sizes errors coherence fork concurrency; do
+	for topic in sizes errors coherence fork concurrency; do
 		t0=$(cut -d' ' -f1 /proc/uptime)
-		exanest-$t; rc=$?
-		[ "$rc" -le 1 ] || t 1 "exanest-$t" "exit status $rc"
-		echo "GUEST-TIME: exanest-$t $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
+		exanest-$topic; rc=$?
+		[ "$rc" -le 1 ] || t 1 "exanest-$topic" "exit status $rc"
+		echo "GUEST-TIME: exanest-$topic $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
 	done
 	# The user library: its C and Rust examples and the CLI.
 	out=$(copy-c 1000003 2>&1); echo "$out"
