@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Assemble the guest initramfs: Debian's arm64 busybox, the init scripts and guest tools of
-# tests/guest/, and the kernel's modules. Usage: build-initramfs.sh KERNEL_BUILD_DIR OUTPUT.cpio
+# tests/guest/, the raw-ABI example examples/demo.c, and the kernel's modules.
+# Usage: build-initramfs.sh KERNEL_BUILD_DIR OUTPUT.cpio
 . "$(dirname "$0")/common.sh"
 KBUILD=${1:?kernel build dir}
 OUTPUT=${2:?output cpio}
@@ -18,7 +19,17 @@ echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
 # Guest tools: static aarch64 binaries.
 CFLAGS="-static -O2 -Wall -Wextra -Werror"
 aarch64-linux-gnu-gcc $CFLAGS -o "$ROOT/bin/pldma-probe" "$TOP/tests/guest/pldma-probe.c"
-aarch64-linux-gnu-gcc $CFLAGS -I "$TOP/include/uapi" -o "$ROOT/bin/exanest-test" "$TOP/tests/guest/exanest-test.c"
+# The raw-ABI example that `make demo` runs.
+aarch64-linux-gnu-gcc $CFLAGS -I "$TOP/include/uapi" -o "$ROOT/bin/exanest-demo" "$TOP/examples/demo.c"
+# The driver's end-to-end tests, one binary per topic, on the kselftest harness of the pinned
+# kernel source (kselftest_harness.h and kselftest.h, used from there, not copied). The harness's
+# EXPECT_* macros compare across signedness: -Wsign-compare is off for them.
+KSFT="$KBUILD/source/tools/testing/selftests"
+[ -e "$KSFT/kselftest_harness.h" ] || die "no kselftest_harness.h in $KSFT (kernel source)"
+for t in sizes coherence fork errors concurrency; do
+	aarch64-linux-gnu-gcc $CFLAGS -Wno-sign-compare -I "$KSFT" -I "$TOP/include/uapi" \
+		-o "$ROOT/bin/exanest-$t" "$TOP/tests/guest/exanest-$t.c" -lpthread
+done
 
 # The user library's tools and examples (scripts/build-guest-rust.sh), when built.
 for b in exanest-cli exanest-bench copy-rs copy-c odp-rs odp-c; do

@@ -144,11 +144,16 @@ p_guest() {
 	QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
 		TIMEOUT=1200 "$TOP/scripts/run-qemu.sh" check >"$log" 2>&1
 	echo "guest exit status $?"
-	grep -E '^(\[[ 0-9.]+\] )?GUEST-' "$log" | sed 's/^/  /'
+	# GUEST- lines, and of the kselftest-harness binaries their failures and totals (each
+	# followed by the binary's GUEST-TIME line).
+	grep -aE '^((\[[ 0-9.]+\] )?GUEST-|not ok [0-9]+ |# Totals: )' "$log" | sed 's/^/  /'
 	out=$(python3 tests/harness/console.py "$log")
 	echo "$out" | tail -1
-	set -- $(echo "$out" | tail -1 | awk '{print $2, $4}')
+	# "console: P passed, F failed, S skipped": skips (a scenario that does not apply to a
+	# memory mode) are neither passed nor failed; SKIPPED carries them to the summary.
+	set -- $(echo "$out" | tail -1 | awk '{print $2, $4, $6}')
 	pass "$1"
+	SKIPPED=$(( ${SKIPPED:-0} + ${3:-0} ))
 	if [ "$2" != 0 ]; then
 		fail "guest ($2 failed)"; echo "$out" | grep '^FAIL' | sed 's/^/  /'; show_log "$log" 60
 	fi

@@ -14,6 +14,6 @@ if [ -e /lib/exanest_dma.ko ]; then
 	insmod /lib/exanest_dma.ko && ls -l /dev/exanest-dma*
 	echo
 	echo "=== A copy from one malloc'd buffer to another, by virtual address, through the SMMU ==="
-	exanest-test demo
+	exanest-demo
 	rmmod exanest_dma
 fi

@@ -1,17 +1,31 @@
 #!/usr/bin/env python3
-"""Judge a guest console log: count GUEST-TEST and KUnit (KTAP) results and find kernel reports.
+"""Judge a guest console log: count GUEST-TEST, KUnit (KTAP) and kselftest-harness (TAP) results
+and find kernel reports.
 
-Usage: console.py LOG [--expect-done]
-Prints one line per failure and a final "console: P passed, F failed" line; exits non-zero when
-anything failed. Kernel reports (Oops, BUG, WARNING, KASAN, lockdep, panic) and a missing
-GUEST-DONE marker (crash or timeout) count as failures.
+Usage: console.py LOG [--no-done]
+Prints one line per failure and a final "console: P passed, F failed, S skipped" line; exits
+non-zero when anything failed. Kernel reports (Oops, BUG, WARNING, KASAN, lockdep, panic) and a
+missing GUEST-DONE marker (crash or timeout) count as failures.
+
+Three result formats share the console:
+- "GUEST-TEST: ok NAME" / "GUEST-TEST: not ok NAME - why" (scripts and pldma-probe);
+- KTAP from the module's KUnit suites, copied from dmesg (so with a "[ time]" prefix), after a
+  "KTAP version" line: nested cases count, a suite line only when it has no cases;
+- TAP from the kselftest-harness test binaries, after an unprefixed "TAP version" line, up to its
+  "# Totals:" line: "ok N NAME", "not ok N NAME", "ok N NAME # SKIP why" (skipped, neither passed
+  nor failed), "# XFAIL" (passed), "# XPASS" (failed). A run must end with "# Totals:" agreeing
+  with its lines and its "1..N" plan, or it counts as a failure (a crash, or lines lost).
 """
 import re
 import sys
+from collections import namedtuple
 
 GUEST = re.compile(r"GUEST-TEST: ")
 TS = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 KTAP = re.compile(r"^(\s*)(ok|not ok) (\d+) ([^#]*?)(\s+#\s*(.*))?$")
+TAP = re.compile(r"^(ok|not ok) (\d+) (\S+)(?:\s+#\s*(.*))?$")
+TAP_PLAN = re.compile(r"^1\.\.(\d+)$")
+TAP_TOTALS = re.compile(r"^# Totals: pass:(\d+) fail:(\d+) xfail:(\d+) xpass:(\d+) skip:(\d+) error:(\d+)")
 REPORTS = [
     (re.compile(r"Internal error: Oops|\bOops\b"), "kernel Oops"),
     (re.compile(r"kernel BUG at|\bBUG: "), "kernel BUG"),
@@ -23,12 +37,59 @@ REPORTS = [
 ]
 
 
+Verdict = namedtuple("Verdict", "passed failed problems skipped")
+
+
+class _TapRun:
+    """One kselftest-harness run, from "TAP version" to "# Totals:"."""
+
+    def __init__(self):
+        self.plan = None
+        self.counts = {"pass": 0, "fail": 0, "xfail": 0, "xpass": 0, "skip": 0}
+        self.last = None
+
+    def result(self, ok, name, directive):
+        self.last = name
+        word = directive.split()[0].upper() if directive.strip() else ""
+        if word == "SKIP":
+            self.counts["skip"] += 1
+            return "skip"
+        if word == "XFAIL" and ok:
+            self.counts["xfail"] += 1
+            return "pass"
+        if word == "XPASS" and ok:
+            self.counts["xpass"] += 1
+            return "fail"
+        self.counts["pass" if ok else "fail"] += 1
+        return "pass" if ok else "fail"
+
+    def check_totals(self, m):
+        """Problems with the "# Totals:" line m against the lines and the plan."""
+        totals = dict(zip(["pass", "fail", "xfail", "xpass", "skip"], map(int, m.groups()[:5])))
+        problems = []
+        if totals != self.counts:
+            problems.append(f"kselftest totals {totals} disagree with the TAP lines {self.counts} (lines lost?)")
+        seen = sum(self.counts.values())
+        if self.plan is not None and seen != self.plan:
+            problems.append(f"kselftest plan 1..{self.plan} but {seen} results (after {self.last})")
+        if int(m.group(6)):
+            problems.append(f"kselftest reports {m.group(6)} error(s)")
+        return problems
+
+
 def judge(lines, expect_done=True):
-    passed, failed, problems = 0, 0, []
+    passed, failed, skipped, problems = 0, 0, 0, []
     in_ktap, suite_cases = False, 0
+    tap = None
     done = False
+
+    def unfinished(run):
+        return f"kselftest run ended without its '# Totals:' line (crash or hang after {run.last})"
+
     for raw in lines:
-        line = TS.sub("", raw.rstrip("\r\n"))
+        raw = raw.rstrip("\r\n")
+        stamped = TS.match(raw) is not None
+        line = TS.sub("", raw)
         # Kernel messages can land in the middle of a test's line: search, don't anchor.
         g = GUEST.search(line)
         if g:
@@ -47,6 +108,38 @@ def judge(lines, expect_done=True):
                 failed += 1
                 problems.append(f"{what}: {line.strip()}")
                 break
+        # kselftest-harness TAP: printed by a test binary, so never with a kernel time stamp.
+        if not stamped and line.startswith("TAP version"):
+            if tap is not None:
+                failed += 1
+                problems.append(unfinished(tap))
+            tap, in_ktap = _TapRun(), False
+            continue
+        if tap is not None:
+            if stamped:
+                continue
+            m = TAP.match(line)
+            if m:
+                what = tap.result(m.group(1) == "ok", m.group(3), m.group(4) or "")
+                if what == "pass":
+                    passed += 1
+                elif what == "skip":
+                    skipped += 1
+                else:
+                    failed += 1
+                    problems.append(f"kselftest: {line.strip()}")
+                continue
+            m = TAP_PLAN.match(line)
+            if m:
+                tap.plan = int(m.group(1))
+                continue
+            m = TAP_TOTALS.match(line)
+            if m:
+                bad = tap.check_totals(m)
+                failed += len(bad)
+                problems += bad
+                tap = None
+            continue
         if line.startswith("KTAP version"):
             in_ktap = True
             continue
@@ -58,6 +151,7 @@ def judge(lines, expect_done=True):
             if depth >= 1:
                 suite_cases += 1
                 if directive.startswith("SKIP"):
+                    skipped += 1
                     continue
                 if ok:
                     passed += 1
@@ -65,16 +159,22 @@ def judge(lines, expect_done=True):
                     failed += 1
                     problems.append(f"KUnit: {line.strip()}")
             else:
-                if suite_cases == 0 and not directive.startswith("SKIP"):
-                    passed += ok
-                    failed += not ok
-                    if not ok:
-                        problems.append(f"KUnit suite: {line.strip()}")
+                if suite_cases == 0:
+                    if directive.startswith("SKIP"):
+                        skipped += 1
+                    else:
+                        passed += ok
+                        failed += not ok
+                        if not ok:
+                            problems.append(f"KUnit suite: {line.strip()}")
                 suite_cases = 0
+    if tap is not None:
+        failed += 1
+        problems.append(unfinished(tap))
     if expect_done and not done:
         failed += 1
         problems.append("the guest did not reach GUEST-DONE (crash, hang or timeout)")
-    return passed, failed, problems
+    return Verdict(passed, failed, problems, skipped)
 
 
 def main():
@@ -82,11 +182,11 @@ def main():
         print(__doc__)
         return 2
     with open(sys.argv[1], errors="replace") as f:
-        passed, failed, problems = judge(f, "--no-done" not in sys.argv)
-    for p in problems:
+        v = judge(f, "--no-done" not in sys.argv)
+    for p in v.problems:
         print(f"FAIL: {p}")
-    print(f"console: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"console: {v.passed} passed, {v.failed} failed, {v.skipped} skipped")
+    return 1 if v.failed else 0
 
 
 if __name__ == "__main__":

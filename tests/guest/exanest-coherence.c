@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * exanest-coherence: the device's view of memory follows the process's mm, in every memory
+ * mode: CPU writes (COW), MADV_DONTNEED, mprotect, file mappings, transparent huge pages (split,
+ * collapse, 2 MiB IOMMU blocks), compaction, swap; engine faults, touch-ahead, advise, and the
+ * statistics that count them.
+ *
+ * Pinned pages do not follow the mm: where the mm replaces a pinned page (MADV_DONTNEED), the
+ * device keeps the old one, and the variant says so.
+ */
+#include <stdlib.h>
+
+#include "exanest-test.h"
+
+DEVICE_FIXTURE(coherence);
+
+FIXTURE_VARIANT(coherence) {
+	MODE_FIELDS;
+	bool dontneed_sees_dma;	/* after MADV_DONTNEED, the next DMA is seen by the CPU */
+	int mprotect_ro_status;	/* status of a copy into a region made read-only */
+	bool blocks_at_reg;	/* registration maps THP as 2 MiB IOMMU blocks */
+};
+
+FIXTURE_VARIANT_ADD(coherence, pin) {
+	PIN_MODE,
+	.dontneed_sees_dma = false,	/* the DMA lands in the old, pinned page */
+	.mprotect_ro_status = 0,	/* the pinned pages stay writable for the device */
+	.blocks_at_reg = false,
+};
+
+FIXTURE_VARIANT_ADD(coherence, prefault) {
+	PREFAULT_MODE,
+	.dontneed_sees_dma = true,
+	.mprotect_ro_status = -EACCES,
+	.blocks_at_reg = true,
+};
+
+FIXTURE_VARIANT_ADD(coherence, on_demand) {
+	ON_DEMAND_MODE,
+	.dontneed_sees_dma = true,
+	.mprotect_ro_status = -EACCES,
+	.blocks_at_reg = false,
+};
+
+#define LEN (4 << 20)
+
+/*
+ * Make the engine fault on the registered destination: on demand it does anyway; prefault
+ * mapped it at registration, so drop it from the mm (the notifier unmaps it and the engine
+ * refaults); pinned pages never fault: SKIP.
+ */
+#define FAULT_ON_DST_OR_SKIP(dst, len)						\
+	do {									\
+		if (variant->pins)						\
+			SKIP(return, "pin mode: pinned pages are mapped, the engine never faults"); \
+		if (!variant->faults)						\
+			ASSERT_EQ(0, madvise(dst, len, MADV_DONTNEED));		\
+	} while (0)
+
+/* Register src (read) and dst (write) of LEN in the variant's mode. */
+static void reg2(struct __test_metadata *_metadata, int fd, uint32_t mode, uint8_t *src,
+		 uint8_t *dst, size_t len, uint32_t *hs, uint32_t *hd)
+{
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_EQ(0, reg(fd, src, len, RD, mode, NO_WINDOW, hs));
+	ASSERT_EQ(0, reg(fd, dst, len, WR, mode, NO_WINDOW, hd));
+}
+
+/* Check dst == src, except for a page the mm dropped under a pinned region: zero there. */
+static void check_after_drop(struct __test_metadata *_metadata, bool sees, const uint8_t *dst,
+			     const uint8_t *src, size_t len, size_t off, size_t dlen)
+{
+	if (sees) {
+		EXPECT_EQ(0, memcmp(dst, src, len));
+		return;
+	}
+	EXPECT_EQ(0, memcmp(dst, src, off));
+	EXPECT_TRUE(all_bytes(dst + off, dlen, 0)) TH_LOG("the dropped page is the CPU's new one");
+	EXPECT_EQ(0, memcmp(dst + off + dlen, src + off + dlen, len - off - dlen));
+}
+
+/* An untouched source reads as zero; nothing touched is pinned outside pin mode. */
+TEST_F(coherence, untouched_source_reads_zero)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_counters c0, c1;
+	uint32_t hs, hd;
+
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	c0 = counters(self->fd);
+	memset(dst, 0x5a, 64); /* touch one page of the destination only */
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	c1 = counters(self->fd);
+	EXPECT_EQ(0, dst[0]);
+	EXPECT_EQ(0, dst[LEN - 1]);
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+	EXPECT_EQ(variant->pins ? 2 * PAGES(LEN) : 0, c1.pages_pinned);
+	if (variant->faults) {
+		EXPECT_LT(c0.faults, c1.faults);
+		EXPECT_EQ(c1.faults, c1.faults_resolved);
+	} else {
+		EXPECT_EQ(0, c1.faults);
+	}
+	TH_LOG("%llu engine faults resolved for %d MiB (%llu reported by the SMMU), %llu pages mapped, %llu by touch-ahead",
+	       (unsigned long long)c1.faults_resolved, LEN >> 20,
+	       (unsigned long long)c1.iommu_faults, (unsigned long long)c1.pages_mapped,
+	       (unsigned long long)c1.touch_ahead_pages);
+}
+
+/* The patched arm-smmu-v3 hands every translation fault to the driver's handler. */
+TEST_F(coherence, smmu_reports_faults_to_handler)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	uint32_t hs, hd;
+
+	if (variant->pins)
+		SKIP(return, "pin mode: pinned pages are mapped, the engine never faults");
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	FAULT_ON_DST_OR_SKIP(dst, LEN);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	EXPECT_LT(0, counters(self->fd).iommu_faults);
+}
+
+/* One fault maps the pages ahead of it too. */
+TEST_F(coherence, touch_ahead_maps_ahead)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_counters c0, c1;
+	uint32_t hs, hd;
+
+	if (variant->pins)
+		SKIP(return, "pin mode: pinned pages are mapped, the engine never faults");
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	FAULT_ON_DST_OR_SKIP(dst, LEN);
+	c0 = counters(self->fd);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	c1 = counters(self->fd);
+	EXPECT_LT(c0.touch_ahead_pages, c1.touch_ahead_pages);
+	EXPECT_LT(c1.faults - c0.faults, c1.pages_resolved - c0.pages_resolved);
+	if (variant->faults) {
+		EXPECT_EQ(c1.pages_resolved, c1.pages_mapped) TH_LOG("every mapped page resolved");
+	}
+}
+
+/* Statistics: the latency histogram counts every fault. */
+TEST_F(coherence, latency_histogram_counts_every_fault)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_latency lat;
+	struct exanest_dma_counters c;
+	uint64_t total = 0;
+	uint32_t hs, hd;
+
+	if (variant->pins)
+		SKIP(return, "pin mode: pinned pages are mapped, the engine never faults");
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	FAULT_ON_DST_OR_SKIP(dst, LEN);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	c = counters(self->fd);
+	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_LATENCY, &lat));
+	for (int i = 0; i < EXANEST_DMA_LATENCY_BUCKETS; i++)
+		total += lat.total[i];
+	EXPECT_LT(0, total);
+	EXPECT_EQ(c.faults_resolved + c.nacks, total);
+}
+
+/* Per-region statistics and the debugfs view name the mode and count the region's faults. */
+TEST_F(coherence, region_stats_and_debugfs)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_region_stats rs;
+	char text[8192] = "", want[64];
+	uint32_t hs, hd;
+	ssize_t n = -1;
+	int dfd;
+
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	rs = (struct exanest_dma_region_stats){ .handle = hd };
+	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_REGION_STATS, &rs));
+	EXPECT_EQ(variant->mode, rs.mode);
+	if (variant->faults) {
+		EXPECT_LT(0, rs.faults);
+		EXPECT_LE(PAGES(LEN), rs.pages_resolved);
+	} else {
+		EXPECT_EQ(0, rs.faults);
+	}
+	dfd = open("/sys/kernel/debug/exanest-dma0/stats", O_RDONLY);
+	ASSERT_LE(0, dfd) TH_LOG("debugfs: %s", strerror(errno));
+	n = read(dfd, text, sizeof(text) - 1);
+	close(dfd);
+	ASSERT_LT(0, n);
+	text[n] = 0;
+	snprintf(want, sizeof(want), "mode %s ", variant->name);
+	EXPECT_NE(NULL, strstr(text, want)) TH_LOG("no '%s' in: %.300s", want, text);
+	EXPECT_NE(NULL, strstr(text, "resolve-latency-us p50 <")) TH_LOG("%.300s", text);
+}
+
+/* The CPU writes the source after registration: the DMA sees the new data (the zero page the
+ * device had is replaced: the CPU's write faults, the notifier unmaps it).
+ */
+TEST_F(coherence, sees_cpu_writes)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_counters c0;
+	uint32_t hs, hd;
+
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	c0 = counters(self->fd);
+	fill(src, LEN, 77);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+	if (variant->notifier) {
+		EXPECT_LT(c0.invalidations, counters(self->fd).invalidations) TH_LOG("COW unmaps");
+	} else {
+		EXPECT_EQ(0, counters(self->fd).invalidations);
+	}
+}
+
+/* MADV_DONTNEED on the destination: unmapped, then refaulted by the next DMA. */
+TEST_F(coherence, dontneed_then_dma)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_counters c0, c1;
+	uint32_t hs, hd;
+
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	fill(src, LEN, 78);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	ASSERT_EQ(0, madvise(dst, LEN, MADV_DONTNEED));
+	EXPECT_EQ(0, dst[100]);
+	c0 = counters(self->fd);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	c1 = counters(self->fd);
+	check_after_drop(_metadata, variant->dontneed_sees_dma, dst, src, LEN, 0, LEN);
+	if (variant->notifier) {
+		EXPECT_LT(c0.faults, c1.faults) TH_LOG("refaults after the invalidation");
+	} else {
+		EXPECT_EQ(c0.faults, c1.faults);
+	}
+}
+
+/* mprotect: a read-only destination gets a NACK with EACCES; writable again, it works. */
+TEST_F(coherence, mprotect_readonly_then_restored)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	uint32_t hs, hd;
+
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	fill(src, LEN, 79);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	ASSERT_EQ(0, mprotect(dst, LEN, PROT_READ));
+	EXPECT_EQ(variant->mprotect_ro_status, copy_wait(self->fd, src, dst, LEN));
+	ASSERT_EQ(0, mprotect(dst, LEN, PROT_READ | PROT_WRITE));
+	memset(dst, 0, LEN);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+}
+
+/* File-backed: a private mapping as source, a shared one as destination (the data must reach
+ * the file).
+ */
+TEST_F(coherence, file_mappings)
+{
+	char path[] = "/tmp/exanest-file-XXXXXX";
+	uint8_t *src = big_alloc(2 * LEN), *dst = big_alloc(2 * LEN), *check = malloc(LEN);
+	uint8_t *priv, *shared;
+	uint32_t hs, hd, h1, h2;
+	int file = mkstemp(path);
+
+	ASSERT_LE(0, file);
+	unlink(path);
+	ASSERT_NE(NULL, check);
+	reg2(_metadata, self->fd, variant->mode, src, dst, 2 * LEN, &hs, &hd);
+	fill(src, 2 * LEN, 21);
+	ASSERT_EQ(0, ftruncate(file, LEN));
+	ASSERT_EQ(LEN, pwrite(file, src, LEN, 0));
+	priv = mmap(NULL, LEN, PROT_READ, MAP_PRIVATE, file, 0);
+	ASSERT_NE(MAP_FAILED, priv);
+	ASSERT_EQ(0, reg(self->fd, priv, LEN, RD, variant->mode, NO_WINDOW, &h1));
+	EXPECT_EQ(0, copy_wait(self->fd, priv, dst, LEN)) TH_LOG("private file source");
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+	EXPECT_EQ(0, dereg(self->fd, h1));
+	shared = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
+	ASSERT_NE(MAP_FAILED, shared);
+	ASSERT_EQ(0, reg(self->fd, shared, LEN, WR, variant->mode, NO_WINDOW, &h2));
+	EXPECT_EQ(0, copy_wait(self->fd, src + LEN, shared, LEN)) TH_LOG("shared file destination");
+	ASSERT_EQ(LEN, pread(file, check, LEN, 0));
+	EXPECT_EQ(0, memcmp(check, src + LEN, LEN)) TH_LOG("the data reached the file");
+	EXPECT_EQ(0, dereg(self->fd, h2));
+	close(file);
+}
+
+/* A transparent huge page region as destination; then split under the mapping. */
+TEST_F(coherence, thp_destination_split_then_dma)
+{
+	uint8_t *src = big_alloc(2 * LEN), *thp = thp_alloc(LEN);
+	uint32_t hs, h1;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, thp);
+	fill(src, 2 * LEN, 30);
+	madvise(thp, LEN, MADV_HUGEPAGE);
+	thp[0] = 1; /* fault in as huge pages */
+	thp[2 << 20] = 1;
+	ASSERT_EQ(0, reg(self->fd, src, 2 * LEN, RD, variant->mode, NO_WINDOW, &hs));
+	ASSERT_EQ(0, reg(self->fd, thp, LEN, WR, variant->mode, NO_WINDOW, &h1));
+	EXPECT_EQ(0, copy_wait(self->fd, src, thp, LEN));
+	EXPECT_EQ(0, memcmp(thp, src, LEN));
+	/* Split the huge page under the mapping: the next DMA must still land right. */
+	ASSERT_EQ(0, madvise(thp + 4096, 4096, MADV_DONTNEED));
+	EXPECT_EQ(0, copy_wait(self->fd, src + LEN, thp, LEN));
+	check_after_drop(_metadata, variant->dontneed_sees_dma, thp, src + LEN, LEN, 4096, 4096);
+}
+
+/* THP mapped as 2 MiB IOMMU blocks (by advise, or by prefault's registration); a split unmaps
+ * them and the next DMA lands right.
+ */
+TEST_F(coherence, thp_iommu_blocks)
+{
+	uint8_t *src = big_alloc(2 * LEN), *thp = thp_alloc(LEN);
+	struct exanest_dma_counters c0, c1, c2;
+	uint32_t hs, h1;
+
+	if (variant->pins)
+		SKIP(return, "pin mode maps pinned pages one by one, never as 2 MiB blocks");
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, thp);
+	fill(src, 2 * LEN, 31);
+	madvise(thp, LEN, MADV_HUGEPAGE);
+	memset(thp, 1, LEN); /* two huge pages, writable */
+	ASSERT_EQ(0, reg(self->fd, src, 2 * LEN, RD, variant->mode, NO_WINDOW, &hs));
+	c0 = counters(self->fd);
+	ASSERT_EQ(0, reg(self->fd, thp, LEN, WR, variant->mode, NO_WINDOW, &h1));
+	if (variant->blocks_at_reg) {
+		EXPECT_LE(c0.huge_mappings + 2, counters(self->fd).huge_mappings);
+	}
+	EXPECT_EQ(0, advise(self->fd, thp, LEN, EXANEST_DMA_ADVISE_WRITE));
+	EXPECT_EQ(0, advise(self->fd, src, 2 * LEN, 0));
+	c1 = counters(self->fd);
+	EXPECT_EQ(0, copy_wait(self->fd, src, thp, LEN));
+	c2 = counters(self->fd);
+	EXPECT_EQ(0, memcmp(thp, src, LEN));
+	EXPECT_LE(c0.huge_mappings + 2, c1.huge_mappings);
+	EXPECT_EQ(c1.faults, c2.faults);
+	ASSERT_EQ(0, madvise(thp + (1 << 20), 4096, MADV_DONTNEED)); /* split the first one */
+	EXPECT_EQ(0, copy_wait(self->fd, src + LEN, thp, LEN));
+	EXPECT_EQ(0, memcmp(thp, src + LEN, LEN));
+}
+
+/* Compaction (page migration) after the pages are mapped: the next DMA must follow (pinned
+ * pages are not migrated).
+ */
+TEST_F(coherence, compaction_then_dma)
+{
+	uint8_t *src = big_alloc(2 * LEN), *dst = big_alloc(LEN);
+	uint32_t hs, hd;
+	int cfd;
+
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	fill(src, LEN, 22);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	cfd = open("/proc/sys/vm/compact_memory", O_WRONLY);
+	ASSERT_LE(0, cfd);
+	EXPECT_EQ(1, write(cfd, "1", 1));
+	close(cfd);
+	fill(src, LEN, 23);
+	memset(dst, 0, LEN);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+}
+
+/* THP collapse (MADV_COLLAPSE) of small pages the device has mapped (refused for pinned
+ * pages).
+ */
+TEST_F(coherence, thp_collapse_then_dma)
+{
+	uint8_t *src = big_alloc(LEN), *al = thp_alloc(2 << 20);
+	struct exanest_dma_counters c0, c1;
+	uint32_t hs, h1;
+	int collapsed;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, al);
+	fill(src, LEN, 24);
+	madvise(al, 2 << 20, MADV_NOHUGEPAGE);
+	memset(al, 7, 2 << 20);
+	madvise(al, 2 << 20, MADV_HUGEPAGE);
+	ASSERT_EQ(0, reg(self->fd, src, LEN, RD, variant->mode, NO_WINDOW, &hs));
+	ASSERT_EQ(0, reg(self->fd, al, 2 << 20, WR, variant->mode, NO_WINDOW, &h1));
+	EXPECT_EQ(0, copy_wait(self->fd, src, al, 2 << 20));
+	c0 = counters(self->fd);
+	collapsed = !madvise(al, 2 << 20, 25 /* MADV_COLLAPSE */);
+	c1 = counters(self->fd);
+	TH_LOG("collapse %s", collapsed ? "done" : strerror(errno));
+	EXPECT_EQ(0, copy_wait(self->fd, src + (2 << 20), al, 2 << 20));
+	EXPECT_EQ(0, memcmp(al, src + (2 << 20), 2 << 20));
+	if (variant->notifier && collapsed) {
+		EXPECT_LT(c0.invalidations, c1.invalidations);
+	}
+	if (variant->pins) {
+		EXPECT_FALSE(collapsed) TH_LOG("pinned pages cannot be collapsed");
+	}
+}
+
+/* Swap: page the source out to zram, then DMA from it (pinned pages are not reclaimed). */
+TEST_F(coherence, swap_out_then_dma)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_counters c0, c1;
+	uint32_t hs, hd;
+
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	fill(src, LEN, 25);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN)); /* source mapped for the device */
+	c0 = counters(self->fd);
+	ASSERT_EQ(0, madvise(src, LEN, 21 /* MADV_PAGEOUT */));
+	memset(dst, 0, LEN);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	c1 = counters(self->fd);
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+	if (variant->notifier) {
+		EXPECT_LT(c0.invalidations, c1.invalidations);
+	} else {
+		EXPECT_EQ(0, c1.invalidations);
+	}
+}
+
+/* Many faults on all channels at once. */
+TEST_F(coherence, faults_on_all_channels)
+{
+	enum { BIG = 4 << 20 };
+	uint8_t *src = big_alloc(BIG), *dst = big_alloc(BIG);
+	struct exanest_dma_counters c0;
+	uint64_t cookies[16];
+	uint32_t hs, hd;
+	int n = 0, st = -1;
+
+	if (variant->pins)
+		SKIP(return, "pinned pages take no fault");
+	reg2(_metadata, self->fd, variant->mode, src, dst, BIG, &hs, &hd);
+	fill(src, BIG, 26);
+	ASSERT_EQ(0, madvise(dst, BIG, MADV_DONTNEED));
+	c0 = counters(self->fd);
+	for (int i = 0; i < 16; i++)
+		n += !copy(self->fd, src + i * (BIG / 16), dst + i * (BIG / 16), BIG / 16, &cookies[i]);
+	ASSERT_EQ(16, n);
+	for (int i = 0; i < 16; i++) {
+		EXPECT_EQ(0, wait_cookie(self->fd, cookies[i], 20 * SEC, &st, NULL));
+		EXPECT_EQ(0, st);
+	}
+	EXPECT_EQ(0, memcmp(dst, src, BIG));
+	EXPECT_LT(c0.faults, counters(self->fd).faults);
+}
+
+/* Touch-ahead per region: window 0 takes one fault per page, a larger one fewer. */
+TEST_F(coherence, touch_ahead_window)
+{
+	enum { WLEN = 2 << 20 };
+	static const uint32_t window[3] = { 0, 16, 256 };
+	uint64_t f[3];
+
+	if (variant->pins)
+		SKIP(return, "pin mode: pinned pages are mapped, the engine never faults");
+	for (int i = 0; i < 3; i++) {
+		uint8_t *src = big_alloc(WLEN), *dst = big_alloc(WLEN);
+		struct exanest_dma_counters c0, c1;
+		uint32_t hs, hd;
+
+		ASSERT_NE(NULL, src);
+		ASSERT_NE(NULL, dst);
+		fill(src, WLEN, i);
+		ASSERT_EQ(0, reg(self->fd, src, WLEN, RD, variant->mode, window[i], &hs));
+		ASSERT_EQ(0, reg(self->fd, dst, WLEN, WR, variant->mode, window[i], &hd));
+		FAULT_ON_DST_OR_SKIP(dst, WLEN);
+		c0 = counters(self->fd);
+		EXPECT_EQ(0, copy_wait(self->fd, src, dst, WLEN)) TH_LOG("window %u", window[i]);
+		c1 = counters(self->fd);
+		EXPECT_EQ(0, memcmp(src, dst, WLEN)) TH_LOG("window %u", window[i]);
+		f[i] = c1.faults - c0.faults;
+		TH_LOG("touch-ahead %u pages: %llu faults for 2 x %d MiB", window[i],
+		       (unsigned long long)f[i], WLEN >> 20);
+		EXPECT_EQ(0, dereg(self->fd, hs));
+		EXPECT_EQ(0, dereg(self->fd, hd));
+		munmap(src, WLEN);
+		munmap(dst, WLEN);
+	}
+	/* Window 0: one fault per page, of both buffers (on demand) or the destination (prefault). */
+	EXPECT_LE((variant->faults ? 2 : 1) * PAGES(WLEN), f[0]);
+	EXPECT_LT(f[1] * 8, f[0]);
+	EXPECT_LT(f[2], f[1]);
+}
+
+/* Advise: map ahead, then the copy takes no fault (a pinned region: nothing to do). */
+TEST_F(coherence, advise_then_no_faults)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_counters c0, c1;
+	uint32_t hs, hd;
+
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	fill(src, LEN, 99);
+	EXPECT_EQ(0, advise(self->fd, src, LEN, 0));
+	EXPECT_EQ(0, advise(self->fd, dst, LEN, EXANEST_DMA_ADVISE_WRITE));
+	c0 = counters(self->fd);
+	EXPECT_LE(2 * PAGES(LEN), c0.pages_mapped);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	c1 = counters(self->fd);
+	EXPECT_EQ(0, memcmp(src, dst, LEN));
+	EXPECT_EQ(c0.faults, c1.faults);
+	EXPECT_EQ(variant->pins ? 2 * PAGES(LEN) : 0, c1.pages_pinned);
+}
+
+TEST_HARNESS_MAIN

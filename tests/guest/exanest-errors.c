@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * exanest-errors: every bad argument gets its documented errno (Documentation/abi.rst), in
+ * every memory mode; memory the mode cannot use is refused at registration (pin, prefault) or
+ * NACKed by the copy (on-demand), and the session goes on.
+ */
+#include <stdlib.h>
+
+#include "exanest-test.h"
+
+DEVICE_FIXTURE(errors);
+
+FIXTURE_VARIANT(errors) {
+	MODE_FIELDS;
+	int reg_prot_none;	/* REG of a PROT_NONE mapping */
+	int reg_unmapped;	/* REG of an unmapped range */
+	int reg_readonly_write;	/* REG for writing of a read-only mapping */
+	int copy_after_munmap;	/* status of a copy from a region munmap'ed after REG */
+};
+
+FIXTURE_VARIANT_ADD(errors, pin) {
+	PIN_MODE,
+	.reg_prot_none = -EFAULT,
+	.reg_unmapped = -EFAULT,
+	.reg_readonly_write = -EFAULT,
+	.copy_after_munmap = 0,		/* the pinned pages stay with the device */
+};
+
+FIXTURE_VARIANT_ADD(errors, prefault) {
+	PREFAULT_MODE,
+	.reg_prot_none = -EACCES,
+	.reg_unmapped = -EFAULT,
+	.reg_readonly_write = -EACCES,
+	.copy_after_munmap = -EFAULT,	/* the notifier unmapped them: the fault is NACKed */
+};
+
+FIXTURE_VARIANT_ADD(errors, on_demand) {
+	ON_DEMAND_MODE,
+	.reg_prot_none = 0,		/* nothing is looked at before the engine faults */
+	.reg_unmapped = 0,
+	.reg_readonly_write = 0,
+	.copy_after_munmap = -EFAULT,
+};
+
+TEST_F(errors, second_open_ebusy)
+{
+	int fd2 = dev_open(0);
+
+	EXPECT_EQ(-1, fd2);
+	EXPECT_EQ(EBUSY, errno);
+	if (fd2 >= 0)
+		close(fd2);
+}
+
+TEST_F(errors, reopen_after_close)
+{
+	RELEASE_DEVICE();
+	self->fd = dev_open(0);
+	EXPECT_LE(0, self->fd) TH_LOG("reopen: %s", strerror(errno));
+}
+
+TEST_F(errors, reg_bad_arguments)
+{
+	uint8_t *buf = big_alloc(8192);
+	struct exanest_dma_reg r;
+	uint32_t m = variant->mode;
+	int fd = self->fd;
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 1, 8192);
+	EXPECT_EQ(-EINVAL, reg(fd, buf, 0, RD, m, NO_WINDOW, NULL));
+	EXPECT_EQ(-EOVERFLOW, reg(fd, (void *)(uintptr_t)UINT64_MAX, 2, RD, m, NO_WINDOW, NULL));
+	EXPECT_EQ(-EFAULT, reg(fd, (void *)(1ull << 48), 4096, RD, m, NO_WINDOW, NULL));
+	EXPECT_EQ(-EINVAL, reg(fd, buf, 4096, 0, m, NO_WINDOW, NULL));
+	EXPECT_EQ(-EINVAL, reg(fd, buf, 4096, 4, m, NO_WINDOW, NULL));
+	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = RD,
+				      .mode = m, .flags = 2 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("unknown flag");
+	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = RD,
+				      .mode = m, .reserved = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("reserved");
+	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = RD,
+				      .mode = m, .reserved0 = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("reserved0");
+	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = RD,
+				      .mode = 7 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("unknown mode");
+	EXPECT_EQ(-EFAULT, xioctl(fd, EXANEST_DMA_IOC_REG, (void *)16)) TH_LOG("bad pointer");
+	/* The touch-ahead window: too big, or set without its flag. */
+	EXPECT_EQ(-EINVAL, reg(fd, buf, 4096, RD, m, EXANEST_DMA_MAX_WINDOW + 1, NULL));
+	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = RD,
+				      .mode = m, .touch_ahead = 3 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("window without flag");
+	EXPECT_EQ(0, counters(fd).regions);
+}
+
+/* Memory the mode cannot use: pin and prefault look at it at registration, on-demand not. */
+TEST_F(errors, reg_bad_memory)
+{
+	uint8_t *none = mmap(NULL, 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *ro = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct exanest_dma_counters c;
+	uint32_t h[4];
+	int n = 0, ret;
+
+	ASSERT_NE(MAP_FAILED, none);
+	ASSERT_NE(MAP_FAILED, ro);
+	ret = reg(self->fd, none, 8192, RD, variant->mode, NO_WINDOW, &h[n]);
+	EXPECT_EQ(variant->reg_prot_none, ret) TH_LOG("PROT_NONE");
+	n += !ret;
+	munmap(none, 8192);
+	ret = reg(self->fd, none, 8192, RD, variant->mode, NO_WINDOW, &h[n]);
+	EXPECT_EQ(variant->reg_unmapped, ret) TH_LOG("unmapped");
+	n += !ret;
+	ret = reg(self->fd, ro, 8192, WR, variant->mode, NO_WINDOW, &h[n]);
+	EXPECT_EQ(variant->reg_readonly_write, ret) TH_LOG("read-only for writing");
+	n += !ret;
+	ret = reg(self->fd, ro, 8192, RD, variant->mode, NO_WINDOW, &h[n]);
+	EXPECT_EQ(0, ret) TH_LOG("read-only for reading");
+	n += !ret;
+	for (int i = 0; i < n; i++) {
+		EXPECT_EQ(0, dereg(self->fd, h[i]));
+	}
+	/* The refusals leave nothing registered, mapped or pinned. */
+	c = counters(self->fd);
+	EXPECT_EQ(0, c.regions);
+	EXPECT_EQ(0, c.pages_mapped);
+	EXPECT_EQ(0, c.pages_pinned);
+}
+
+TEST_F(errors, dereg_errors)
+{
+	struct exanest_dma_dereg d = { .handle = 1, .flags = 2 };
+
+	EXPECT_EQ(-ENOENT, dereg(self->fd, 12345));
+	EXPECT_EQ(-ENOENT, dereg(self->fd, 0));
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, EXANEST_DMA_IOC_DEREG, &d));
+}
+
+TEST_F(errors, unknown_ioctl)
+{
+	EXPECT_EQ(-ENOTTY, xioctl(self->fd, _IO(EXANEST_DMA_IOC_MAGIC, 0x7f), NULL));
+}
+
+TEST_F(errors, region_stats_unknown_handle)
+{
+	struct exanest_dma_region_stats rs = { .handle = 4242 };
+
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, EXANEST_DMA_IOC_REGION_STATS, &rs));
+}
+
+/* A buffer of 2 * H: a readable region over its first half, a writable one over the second. */
+struct two_regions {
+	uint8_t *buf;
+	uint32_t hr, hw;
+};
+
+static void two_regions(struct __test_metadata *_metadata, int fd, uint32_t mode, size_t H,
+			struct two_regions *t)
+{
+	t->buf = big_alloc(3 * H);
+	ASSERT_NE(NULL, t->buf);
+	memset(t->buf, 1, 2 * H);
+	ASSERT_EQ(0, reg(fd, t->buf, H, RD, mode, NO_WINDOW, &t->hr));
+	ASSERT_EQ(0, reg(fd, t->buf + H, H, WR, mode, NO_WINDOW, &t->hw));
+}
+
+TEST_F(errors, copy_bad_arguments)
+{
+	const size_t H = 1 << 20;
+	struct two_regions t;
+	struct exanest_dma_copy c;
+	uint8_t *buf;
+	int fd = self->fd;
+
+	two_regions(_metadata, fd, variant->mode, H, &t);
+	buf = t.buf;
+	EXPECT_EQ(-EINVAL, copy(fd, buf, buf + H, 0, NULL)) TH_LOG("zero length");
+	EXPECT_EQ(-E2BIG, copy(fd, buf, buf + H, (1ull << 30) + 1, NULL));
+	EXPECT_EQ(-EOVERFLOW, copy(fd, (void *)(uintptr_t)(UINT64_MAX - 8), buf, 64, NULL));
+	EXPECT_EQ(-EFAULT, copy(fd, buf + 2 * H, buf + H, 64, NULL)) TH_LOG("src unregistered");
+	EXPECT_EQ(-EFAULT, copy(fd, buf + H - 32, buf + H + 4096, 64, NULL)) TH_LOG("past region");
+	EXPECT_EQ(-EACCES, copy(fd, buf, buf + 4096, 64, NULL)) TH_LOG("dst not writable");
+	EXPECT_EQ(-EACCES, copy(fd, buf + H, buf + H + 4096, 64, NULL)) TH_LOG("src not readable");
+	EXPECT_EQ(-EINVAL, copy(fd, buf, buf + 32, 64, NULL)) TH_LOG("overlap");
+	c = (struct exanest_dma_copy){ .src = (uintptr_t)buf, .dst = (uintptr_t)(buf + H),
+				       .length = 64, .flags = 8 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_COPY, &c)) TH_LOG("unknown flag");
+	EXPECT_EQ(0, counters(fd).copies);
+}
+
+/* A copy in flight holds its regions; its cookie is collected once. */
+TEST_F_TIMEOUT(errors, copy_in_flight_holds_regions, 60)
+{
+	const size_t H = 16 << 20; /* 8 ms of engine time: in flight at the next call */
+	struct two_regions t;
+	struct exanest_dma_wait w;
+	uint64_t cookie = 0;
+	int fd = self->fd, ret, busy;
+
+	two_regions(_metadata, fd, variant->mode, H, &t);
+	/* Nothing printed in between: a console write can take longer than a copy. */
+	ret = copy(fd, t.buf, t.buf + H, H, &cookie);
+	busy = dereg(fd, t.hr);
+	EXPECT_EQ(0, ret);
+	EXPECT_EQ(-EBUSY, busy);
+	w = (struct exanest_dma_wait){ .cookie = cookie, .flags = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_WAIT, &w)) TH_LOG("wait flags");
+	EXPECT_EQ(0, wait_cookie(fd, cookie, -1, NULL, NULL));
+	EXPECT_EQ(-ENOENT, wait_cookie(fd, cookie, -1, NULL, NULL)) TH_LOG("wait twice");
+	EXPECT_EQ(-ENOENT, wait_cookie(fd, 999999, 0, NULL, NULL)) TH_LOG("unknown cookie");
+	EXPECT_EQ(-ENOENT, wait_cookie(fd, 0, 0, NULL, NULL)) TH_LOG("cookie 0");
+	EXPECT_EQ(0, dereg(fd, t.hr));
+	EXPECT_EQ(0, dereg(fd, t.hw));
+}
+
+/* Too many copies known at once: the 65th gets EAGAIN. */
+TEST_F(errors, too_many_inflight_eagain)
+{
+	const size_t H = 1 << 20;
+	struct two_regions t;
+	uint64_t cookie = 0;
+	int fd = self->fd, n;
+
+	two_regions(_metadata, fd, variant->mode, H, &t);
+	for (n = 0; n < 80; n++)
+		if (copy(fd, t.buf, t.buf + H, 64, &cookie))
+			break;
+	EXPECT_EQ(64, n);
+	EXPECT_EQ(-EAGAIN, copy(fd, t.buf, t.buf + H, 64, NULL));
+	for (uint64_t k = cookie - n + 1; k <= cookie; k++) {
+		EXPECT_EQ(0, wait_cookie(fd, k, -1, NULL, NULL));
+	}
+	EXPECT_EQ(0, copy_wait(fd, t.buf, t.buf + H, 64)) TH_LOG("room again after the waits");
+}
+
+/* Too many regions: the 65th gets ENOSPC. */
+TEST_F(errors, too_many_regions_enospc)
+{
+	uint8_t *buf = big_alloc(80 * 64);
+	uint32_t handles[80];
+	struct exanest_dma_counters c;
+	int n;
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 1, 80 * 64);
+	for (n = 0; n < 80; n++)
+		if (reg(self->fd, buf + n * 64, 64, RD, variant->mode, NO_WINDOW, &handles[n]))
+			break;
+	EXPECT_EQ(64, n);
+	EXPECT_EQ(-ENOSPC, reg(self->fd, buf, 64, RD, variant->mode, NO_WINDOW, NULL));
+	for (int i = 0; i < n; i++) {
+		EXPECT_EQ(0, dereg(self->fd, handles[i]));
+	}
+	c = counters(self->fd);
+	EXPECT_EQ(0, c.regions);
+	EXPECT_EQ(0, c.pages_pinned);
+	EXPECT_EQ(0, c.pages_mapped);
+}
+
+TEST_F(errors, advise_errors)
+{
+	enum { LEN = 1 << 20 };
+	uint8_t *src = big_alloc(2 * LEN);
+	uint32_t hs;
+
+	ASSERT_NE(NULL, src);
+	fill(src, LEN, 3);
+	ASSERT_EQ(0, reg(self->fd, src, LEN, RD, variant->mode, NO_WINDOW, &hs));
+	EXPECT_EQ(-EACCES, advise(self->fd, src, 4096, EXANEST_DMA_ADVISE_WRITE))
+		TH_LOG("write on a read region");
+	EXPECT_EQ(-EFAULT, advise(self->fd, src + LEN, 4096, 0)) TH_LOG("outside every region");
+	EXPECT_EQ(-EINVAL, advise(self->fd, src, 4096, 8)) TH_LOG("unknown flags");
+	EXPECT_EQ(-EINVAL, advise(self->fd, src, 0, 0)) TH_LOG("zero length");
+	EXPECT_EQ(0, advise(self->fd, src, LEN, 0));
+	EXPECT_EQ(0, dereg(self->fd, hs));
+}
+
+/* A read-only mapping registered as destination. */
+TEST_F(errors, readonly_destination)
+{
+	enum { LEN = 1 << 20 };
+	uint8_t *src = big_alloc(2 * LEN);
+	uint8_t *ro = mmap(NULL, LEN, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint32_t hs, hd, h = 0;
+	int ret;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(MAP_FAILED, ro);
+	fill(src, LEN, 4);
+	ASSERT_EQ(0, reg(self->fd, src, LEN, RD, variant->mode, NO_WINDOW, &hs));
+	ASSERT_EQ(0, reg(self->fd, src + LEN, LEN, WR, variant->mode, NO_WINDOW, &hd));
+	ret = reg(self->fd, ro, LEN, WR, variant->mode, NO_WINDOW, &h);
+	EXPECT_EQ(variant->reg_readonly_write, ret);
+	if (!ret) {
+		/* Registered: the engine's write faults and the driver NACKs it. */
+		EXPECT_EQ(-EACCES, copy_wait(self->fd, src, ro, LEN));
+		EXPECT_EQ(1, counters(self->fd).copy_errors);
+		EXPECT_EQ(0, dereg(self->fd, h));
+	}
+	/* The session goes on. */
+	EXPECT_EQ(0, copy_wait(self->fd, src, src + LEN, LEN));
+	EXPECT_EQ(0, memcmp(src, src + LEN, LEN));
+	EXPECT_EQ(0, dereg(self->fd, hs));
+	EXPECT_EQ(0, dereg(self->fd, hd));
+}
+
+/* A PROT_NONE source. */
+TEST_F(errors, prot_none_source)
+{
+	enum { LEN = 1 << 20 };
+	uint8_t *dst = big_alloc(LEN);
+	uint8_t *none = mmap(NULL, LEN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint32_t hd, h = 0;
+	int ret;
+
+	ASSERT_NE(NULL, dst);
+	ASSERT_NE(MAP_FAILED, none);
+	ASSERT_EQ(0, reg(self->fd, dst, LEN, WR, variant->mode, NO_WINDOW, &hd));
+	ret = reg(self->fd, none, LEN, RD, variant->mode, NO_WINDOW, &h);
+	EXPECT_EQ(variant->reg_prot_none, ret);
+	if (!ret) {
+		EXPECT_EQ(-EACCES, copy_wait(self->fd, none, dst, LEN));
+		EXPECT_EQ(0, dereg(self->fd, h));
+	}
+	EXPECT_EQ(0, dereg(self->fd, hd));
+}
+
+/* A source unmapped after registration, then a copy from it; then the session still works. */
+TEST_F(errors, unmapped_after_registration)
+{
+	enum { LEN = 1 << 20 };
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN), *gone = big_alloc(LEN);
+	uint32_t hs, hd, h = 0;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_NE(NULL, gone);
+	fill(src, LEN, 8);
+	memset(gone, 0x3c, LEN);
+	ASSERT_EQ(0, reg(self->fd, src, LEN, RD, variant->mode, NO_WINDOW, &hs));
+	ASSERT_EQ(0, reg(self->fd, dst, LEN, WR, variant->mode, NO_WINDOW, &hd));
+	ASSERT_EQ(0, reg(self->fd, gone, LEN, RD, variant->mode, NO_WINDOW, &h));
+	munmap(gone, LEN);
+	EXPECT_EQ(variant->copy_after_munmap, copy_wait(self->fd, gone, dst, LEN));
+	if (!variant->copy_after_munmap) {
+		EXPECT_TRUE(all_bytes(dst, LEN, 0x3c)) TH_LOG("the pinned pages' data");
+	}
+	EXPECT_EQ(0, dereg(self->fd, h));
+	/* The session still works after the NACK. */
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+	EXPECT_EQ(0, dereg(self->fd, hs));
+	EXPECT_EQ(0, dereg(self->fd, hd));
+}
+
+TEST_HARNESS_MAIN
