@@ -7,7 +7,7 @@ LOGS="$TOP/build/logs"
 mkdir -p "$LOGS"
 export PATH="$HOME/.cargo/bin:$PATH"
 
-PASSED=0 FAILED=0
+PASSED=0 FAILED=0 SKIPPED=0
 TIMINGS=()
 FAILS=()
 
@@ -171,7 +171,7 @@ summary() {
 	echo "=== timings"
 	printf '  %s\n' "${TIMINGS[@]}"
 	[ ${#FAILS[@]} = 0 ] || { echo "=== failures"; printf '  %s\n' "${FAILS[@]}"; }
-	echo "$PASSED passed, $FAILED failed"
+	echo "$PASSED passed, $FAILED failed${SKIPPED:+, $SKIPPED skipped}"
 }
 
 phase setup p_setup
