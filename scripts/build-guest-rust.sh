@@ -9,7 +9,9 @@
 . "$(dirname "$0")/common.sh"
 exec 3>&1 1>&2
 export PATH="$HOME/.cargo/bin:$PATH"
-export CARGO_TARGET_DIR="$CACHE/guest-target"
+# One target directory per clone: cargo does not copy a fresh artifact out again, so clones
+# sharing a directory would pick up each other's binaries.
+export CARGO_TARGET_DIR="$CACHE/guest-target-$(echo "$TOP" | sha256sum | cut -c1-12)"
 T=aarch64-unknown-linux-gnu
 OUT="$TOP/build/guest-bin"
 SYS=${SYSROOT:-$OUT/sysroot}
