@@ -29,7 +29,8 @@ qemu-bin: setup
 check:
 	@$(TOP)/scripts/check.sh
 
-# The whole evaluation (about 20 minutes): regenerates Documentation/evaluation.rst.
+# The whole evaluation (11.5 minutes on a 2-core machine, `time make evaluate`): regenerates
+# Documentation/evaluation.rst.
 evaluate: setup
 	@$(TOP)/scripts/evaluate.sh
 
