@@ -168,7 +168,8 @@ impl Process {
         }
     }
 
-    /// Calls that touch memory must come from the process that opened the engine: EPERM.
+    /// REG, DEREG, COPY, WAIT and ADVISE must come from the process that opened the engine
+    /// (not a forked child holding the inherited file): EPERM.
     pub(crate) fn check_caller(&self) -> Result {
         let task = kernel::current!();
         match task.mm() {

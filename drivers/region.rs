@@ -79,6 +79,7 @@ impl Process {
     /// EXANEST_DMA_IOC_DEREG. The region's notifier is removed last, with no lock held.
     pub(crate) fn deregister(&self, req: &abi::Dereg) -> Result {
         let handle = abi::check_dereg(req)?;
+        self.check_caller()?;
         let notifier: Option<Arc<Notifier>> = {
             let mut g = self.inner.lock();
             let inner = &mut *g;

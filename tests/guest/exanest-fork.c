@@ -86,6 +86,52 @@ TEST_F(fork, reg_from_child_eperm)
 }
 
 /*
+ * A child that inherited the file can make the engine touch neither its memory nor the
+ * parent's: COPY, DEREG, WAIT and ADVISE are EPERM there, with the parent's handles, cookie and
+ * addresses (the child's copies of them). Closing the inherited file works, and the parent's
+ * regions, copy and results are untouched.
+ */
+TEST_F(fork, child_calls_eperm)
+{
+	enum { LEN = 8192 };
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	uint32_t hs, hd;
+	uint64_t cookie;
+	int status = -1, st = -1;
+	pid_t pid;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	fill(src, LEN, 11);
+	memset(dst, 0, LEN);
+	ASSERT_EQ(0, reg(self->fd, src, LEN, RD, variant->mode, NO_WINDOW, &hs));
+	ASSERT_EQ(0, reg(self->fd, dst, LEN, WR, variant->mode, NO_WINDOW, &hd));
+	ASSERT_EQ(0, copy(self->fd, src, dst, LEN, &cookie));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int bad = 0;
+
+		bad |= (copy(self->fd, src, dst, LEN, NULL) != -EPERM) << 0;
+		bad |= (dereg(self->fd, hs) != -EPERM) << 1;
+		bad |= (wait_cookie(self->fd, cookie, 0, NULL, NULL) != -EPERM) << 2;
+		bad |= (advise(self->fd, dst, 4096, EXANEST_DMA_ADVISE_WRITE) != -EPERM) << 3;
+		bad |= (close(self->fd) != 0) << 4;
+		_exit(bad);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("child: failed checks (bit 0 copy, 1 dereg, 2 wait, 3 advise, 4 close): %#x",
+		       WIFEXITED(status) ? WEXITSTATUS(status) : status);
+	/* The parent's copy is still its own to collect, once, and did its work. */
+	EXPECT_EQ(0, wait_cookie(self->fd, cookie, 20 * SEC, &st, NULL));
+	EXPECT_EQ(0, st);
+	EXPECT_EQ(0, memcmp(src, dst, LEN));
+	EXPECT_EQ(0, dereg(self->fd, hs));
+	EXPECT_EQ(0, dereg(self->fd, hd));
+}
+
+/*
  * Exit with copies in flight: the child leaves mid-copy (on demand, with faults pending); the
  * engine is free again and works.
  */
