@@ -45,7 +45,7 @@ pub(crate) fn dispatch(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Re
     let slice = UserSlice::new(UserPtr::from_addr(arg), _IOC_SIZE(cmd));
     match cmd {
         abi::IOC_INFO => {
-            slice.writer().write(&this.info())?;
+            slice.writer().write(&this.info()?)?;
         }
         abi::IOC_REG => {
             let (mut r, mut w) = slice.reader_writer();
@@ -88,12 +88,12 @@ pub(crate) fn dispatch(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Re
             this.advise(&req)?;
         }
         abi::IOC_LATENCY => {
-            slice.writer().write(&this.latency())?;
+            slice.writer().write(&this.latency()?)?;
         }
         abi::IOC_REGION_STATS => {
             let (mut r, mut w) = slice.reader_writer();
             let req: abi::RegionStats = r.read()?;
-            w.write(&this.region_stats(req.handle)?)?;
+            w.write(&this.region_stats(&req)?)?;
         }
         _ => return Err(ENOTTY),
     }

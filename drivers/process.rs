@@ -178,9 +178,12 @@ impl Process {
         }
     }
 
-    /// EXANEST_DMA_IOC_INFO.
-    pub(crate) fn info(&self) -> abi::Info {
-        abi::Info {
+    /// EXANEST_DMA_IOC_INFO: ENODEV once the device is gone.
+    pub(crate) fn info(&self) -> Result<abi::Info> {
+        if self.inner.lock().dead {
+            return Err(ENODEV);
+        }
+        Ok(abi::Info {
             abi_version: abi::ABI_VERSION,
             hw_version: self.engine.version.into_raw(),
             channels: self.engine.channels,
@@ -189,7 +192,7 @@ impl Process {
             max_regions: MAX_REGIONS as u32,
             max_inflight: MAX_INFLIGHT as u32,
             reserved: [0; 4],
-        }
+        })
     }
 
     /// Queue the fault worker (any context, hard IRQ included).

@@ -26,14 +26,23 @@ impl Process {
         c
     }
 
-    /// EXANEST_DMA_IOC_LATENCY.
-    pub(crate) fn latency(&self) -> abi::Latency {
-        self.inner.lock().chans.latency
+    /// EXANEST_DMA_IOC_LATENCY: ENODEV once the device is gone.
+    pub(crate) fn latency(&self) -> Result<abi::Latency> {
+        let g = self.inner.lock();
+        if g.dead {
+            return Err(ENODEV);
+        }
+        Ok(g.chans.latency)
     }
 
-    /// EXANEST_DMA_IOC_REGION_STATS: ENOENT for an unknown handle.
-    pub(crate) fn region_stats(&self, handle: u32) -> Result<abi::RegionStats> {
+    /// EXANEST_DMA_IOC_REGION_STATS: EINVAL for a malformed request, ENOENT for an unknown
+    /// handle, ENODEV once the device is gone.
+    pub(crate) fn region_stats(&self, req: &abi::RegionStats) -> Result<abi::RegionStats> {
+        let handle = abi::check_region_stats(req)?;
         let g = self.inner.lock();
+        if g.dead {
+            return Err(ENODEV);
+        }
         let r = g.regions.get(handle).ok_or(ENOENT)?;
         Ok(abi::RegionStats {
             handle,
@@ -46,7 +55,7 @@ impl Process {
 
     /// The debugfs view of the process: counters, regions, the latency histograms.
     pub(crate) fn write_stats(&self, f: &mut Formatter<'_>) -> FmtResult {
-        let (c, lat) = (self.counters(), self.latency());
+        let (c, lat) = (self.counters(), self.inner.lock().chans.latency);
         writeln!(f, "{c}")?;
         let g = self.inner.lock();
         for r in g.regions.iter() {

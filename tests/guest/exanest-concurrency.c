@@ -288,6 +288,19 @@ TEST_F_TIMEOUT(concurrency, unbind_with_open_file, 90)
 	EXPECT_EQ(64, n);
 	EXPECT_TRUE(ok) TH_LOG("unbind");
 	EXPECT_EQ(-ENODEV, copy(self->fd, buf, buf + (16 << 20), 64, NULL)) TH_LOG("ioctl after unbind");
+	{
+		/* abi.rst: every call but WAIT and COUNTERS is ENODEV once the device is gone. */
+		struct exanest_dma_info info;
+		struct exanest_dma_latency lat;
+		struct exanest_dma_region_stats rs = { .handle = 1 };
+		struct exanest_dma_counters cnt;
+
+		EXPECT_EQ(-ENODEV, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &info));
+		EXPECT_EQ(-ENODEV, xioctl(self->fd, EXANEST_DMA_IOC_LATENCY, &lat));
+		EXPECT_EQ(-ENODEV, xioctl(self->fd, EXANEST_DMA_IOC_REGION_STATS, &rs));
+		EXPECT_EQ(-ENODEV, dereg(self->fd, 1));
+		EXPECT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_COUNTERS, &cnt));
+	}
 	/* The last of the copies, queued behind the others when the device went: its result stays
 	 * collectable, -ENODEV.
 	 */

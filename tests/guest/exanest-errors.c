@@ -149,6 +149,28 @@ TEST_F(errors, region_stats_unknown_handle)
 	EXPECT_EQ(-ENOENT, xioctl(self->fd, EXANEST_DMA_IOC_REGION_STATS, &rs));
 }
 
+/* REGION_STATS takes a handle only: out fields and reserved words set on input are EINVAL. */
+TEST_F(errors, region_stats_fields_must_be_zero)
+{
+	uint8_t *buf = big_alloc(4096);
+	struct exanest_dma_region_stats rs;
+	uint32_t h;
+
+	ASSERT_EQ(0, reg(self->fd, buf, 4096, RD, variant->mode, NO_WINDOW, &h));
+	rs = (struct exanest_dma_region_stats){ .handle = h, .mode = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, EXANEST_DMA_IOC_REGION_STATS, &rs));
+	rs = (struct exanest_dma_region_stats){ .handle = h, .faults = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, EXANEST_DMA_IOC_REGION_STATS, &rs));
+	rs = (struct exanest_dma_region_stats){ .handle = h, .pages_resolved = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, EXANEST_DMA_IOC_REGION_STATS, &rs));
+	rs = (struct exanest_dma_region_stats){ .handle = h, .reserved = { 0, 1 } };
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, EXANEST_DMA_IOC_REGION_STATS, &rs));
+	rs = (struct exanest_dma_region_stats){ .handle = h };
+	EXPECT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_REGION_STATS, &rs));
+	EXPECT_EQ(variant->mode, rs.mode);
+	EXPECT_EQ(0, dereg(self->fd, h));
+}
+
 /* A buffer of 2 * H: a readable region over its first half, a writable one over the second. */
 struct two_regions {
 	uint8_t *buf;

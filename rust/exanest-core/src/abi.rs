@@ -639,6 +639,18 @@ pub fn check_wait(w: &Wait) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Check an `EXANEST_DMA_IOC_REGION_STATS` request: the handle, with every out field and the
+/// reserved words zero (`Inval` otherwise); handle 0 is `NoEnt`.
+pub fn check_region_stats(r: &RegionStats) -> Result<u32, Errno> {
+    if r.mode != 0 || r.faults != 0 || r.pages_resolved != 0 || r.reserved != [0; 2] {
+        return Err(Errno::Inval);
+    }
+    if r.handle == 0 {
+        return Err(Errno::NoEnt);
+    }
+    Ok(r.handle)
+}
+
 /// Check an `EXANEST_DMA_IOC_DEREG` request.
 pub fn check_dereg(d: &Dereg) -> Result<u32, Errno> {
     if d.flags != 0 {
@@ -873,5 +885,29 @@ mod tests {
         assert_eq!(r.pages(12), (1, 2));
         assert!(r.contains(&Range::new(0x1800, 0x800, u64::MAX).unwrap()));
         assert!(!r.contains(&Range::new(0x1800, 0x801, u64::MAX).unwrap()));
+    }
+
+    #[test]
+    fn region_stats_request() {
+        let ok = RegionStats {
+            handle: 3,
+            ..Default::default()
+        };
+        assert_eq!(check_region_stats(&ok), Ok(3));
+        let zero = RegionStats::default();
+        assert_eq!(check_region_stats(&zero), Err(Errno::NoEnt));
+        let mode = RegionStats { mode: 1, ..ok };
+        let faults = RegionStats { faults: 1, ..ok };
+        let pages = RegionStats {
+            pages_resolved: 1,
+            ..ok
+        };
+        let res = RegionStats {
+            reserved: [0, 1],
+            ..ok
+        };
+        for bad in [mode, faults, pages, res] {
+            assert_eq!(check_region_stats(&bad), Err(Errno::Inval));
+        }
     }
 }
