@@ -31,7 +31,7 @@ use crate::process::{Process, FAULT_QUEUE};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     bindings,
-    page::PAGE_SHIFT,
+    page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
     sync::{Arc, ArcBorrow},
     time::{Instant, Monotonic},
@@ -102,7 +102,7 @@ impl Process {
             while let Some((f, stamp)) = self.faults.pop_stamped() {
                 busy = true;
                 // Errors are the channel's business: it reports the same fault.
-                if self.resolve(f.page, f.write, u64::MAX).is_ok() {
+                if self.resolve(f.page, f.write, u64::MAX, true).is_ok() {
                     let us = ffi::ktime_ns().saturating_sub(stamp) / 1000;
                     self.inner.lock().chans.latency.handler.record(us);
                 }
@@ -134,7 +134,9 @@ impl Process {
         };
         let rep = w.report;
         let res = match rep.fault_cause {
-            FaultCause::Translation => self.resolve(rep.fault_addr, rep.fault_write, w.limit),
+            FaultCause::Translation => {
+                self.resolve(rep.fault_addr, rep.fault_write, w.limit, false)
+            }
             _ => Err(EIO),
         };
         let mut g = self.inner.lock();
@@ -160,9 +162,11 @@ impl Process {
     }
 
     /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
-    /// up to `limit`. Called with `fault_lock` held.
-    fn resolve(&self, addr: u64, write: bool, limit: u64) -> Result {
-        let (h, target) = {
+    /// up to `limit`. `page_report`: `addr` is the start of the faulting page as the IOMMU
+    /// reports it, not the faulting byte, so a region that begins inside the page counts.
+    /// Called with `fault_lock` held.
+    fn resolve(&self, addr: u64, write: bool, limit: u64, page_report: bool) -> Result {
+        let (h, addr, target) = {
             let mut g = self.inner.lock();
             if g.dead {
                 return Err(ENODEV);
@@ -172,10 +176,14 @@ impl Process {
                 // Already resolved: both fault sources reported it.
                 return Ok(());
             }
-            let one = Range::new(addr, 1, u64::MAX)?;
-            let h = g
-                .regions
-                .find_with(&one, access(write), |r| r.mode != abi::MODE_PIN)?;
+            let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
+            let (h, addr) = if page_report {
+                g.regions
+                    .find_in_page(addr, PAGE_SIZE as u64, access(write), not_pinned)?
+            } else {
+                let one = Range::new(addr, 1, u64::MAX)?;
+                (g.regions.find_with(&one, access(write), not_pinned)?, addr)
+            };
             let notifier = g.notifier(h).ok_or(EFAULT)?;
             let r = g.regions.get_mut(h).ok_or(EFAULT)?;
             let window = if r.window == abi::WINDOW_ADAPTIVE {
@@ -189,7 +197,7 @@ impl Process {
                 window,
                 limit,
             };
-            (h, target)
+            (h, addr, target)
         };
         let (end, mapped) = self.fault_and_map(addr, write, &target)?;
         let mut g = self.inner.lock();

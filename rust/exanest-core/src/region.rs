@@ -163,6 +163,31 @@ impl<const N: usize> RegionTable<N> {
         })
     }
 
+    /// For a fault reported by page (the IOMMU's report): a region among those for which `pred`
+    /// holds that has some byte of the page `[page, page + size)` and allows `access`, and the
+    /// first such byte. A region may start or end inside the page, so the page's first byte
+    /// need not be in it. `Fault` when no region meets the page, `Acces` when those that do
+    /// lack the access.
+    pub fn find_in_page(
+        &self,
+        page: u64,
+        size: u64,
+        access: u32,
+        pred: impl Fn(&Region) -> bool,
+    ) -> Result<(u32, u64), Errno> {
+        let end = page.saturating_add(size);
+        let mut met = false;
+        for r in self.iter().filter(|r| pred(r)) {
+            if r.range.start < end && page < r.range.end {
+                if r.access & access == access {
+                    return Ok((r.handle, r.range.start.max(page)));
+                }
+                met = true;
+            }
+        }
+        Err(if met { Errno::Acces } else { Errno::Fault })
+    }
+
     /// Count one more copy using the region.
     pub fn hold(&mut self, handle: u32) -> Result<(), Errno> {
         let i = self.slot_of(handle).ok_or(Errno::NoEnt)?;
@@ -284,5 +309,42 @@ mod tests {
                 assert_eq!(t.len(), model.iter().flatten().count());
             }
         }
+    }
+
+    #[test]
+    fn find_in_page_meets_regions_inside_the_page() {
+        let mut t = RegionTable::<4>::new();
+        let reg = |start, len, access| ValidReg {
+            range: Range::new(start, len, 1 << 48).unwrap(),
+            access,
+            mode: MODE_PIN,
+            window: 0,
+        };
+        // Starts in the middle of page 0x10000, ends in the middle of page 0x11000.
+        let h = t.insert(&reg(0x10800, 0x1000, ACCESS_READ)).unwrap();
+        assert_eq!(
+            t.find(&Range::new(0x10000, 1, 1 << 48).unwrap(), ACCESS_READ),
+            Err(Errno::Fault)
+        );
+        assert_eq!(
+            t.find_in_page(0x10000, 0x1000, ACCESS_READ, |_| true),
+            Ok((h, 0x10800))
+        );
+        assert_eq!(
+            t.find_in_page(0x11000, 0x1000, ACCESS_READ, |_| true),
+            Ok((h, 0x11000))
+        );
+        assert_eq!(
+            t.find_in_page(0x12000, 0x1000, ACCESS_READ, |_| true),
+            Err(Errno::Fault)
+        );
+        assert_eq!(
+            t.find_in_page(0x10000, 0x1000, ACCESS_WRITE, |_| true),
+            Err(Errno::Acces)
+        );
+        assert_eq!(
+            t.find_in_page(0x10000, 0x1000, ACCESS_READ, |_| false),
+            Err(Errno::Fault)
+        );
     }
 }
