@@ -15,6 +15,7 @@ use core::ptr::NonNull;
 use kernel::{
     bindings, device,
     error::to_result,
+    mm::Mm,
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
     rbtree::RBTree,
@@ -162,11 +163,15 @@ unsafe impl Send for PageEntry {}
 /// Pages to pin in one `pin_user_pages_fast` call.
 const PIN_BATCH: usize = 512;
 
-/// The pinned and mapped pages of one domain, keyed by virtual page number.
+/// The pinned and mapped pages of one domain, keyed by virtual page number. Every pinned page
+/// is charged once to the owner's `RLIMIT_MEMLOCK` (`locked_vm`), as `ib_umem` does: over the
+/// limit pinning fails with ENOMEM, unless the caller has `CAP_IPC_LOCK`.
 pub(crate) struct PageMap {
     tree: RBTree<u64, PageEntry>,
     scratch: KVec<*mut bindings::page>,
     pinned: u64,
+    /// The owner's mm, charged for the pinned pages.
+    mm: ARef<Mm>,
 }
 
 // SAFETY: `scratch` only holds page pointers between a pin call and their insertion into `tree`
@@ -175,12 +180,25 @@ pub(crate) struct PageMap {
 unsafe impl Send for PageMap {}
 
 impl PageMap {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(mm: ARef<Mm>) -> Self {
         PageMap {
             tree: RBTree::new(),
             scratch: KVec::new(),
             pinned: 0,
+            mm,
         }
+    }
+
+    /// Charge `n` pages to the owner's `locked_vm` (`inc`), or give them back. ENOMEM over
+    /// `RLIMIT_MEMLOCK` without `CAP_IPC_LOCK`; giving back never fails.
+    fn account(&self, n: u64, inc: bool) -> Result {
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: `mm` is kept alive by its `ARef` (mmgrab); `account_locked_vm` takes the
+        // mmap lock itself and only updates `locked_vm`, which is valid even after the
+        // process's last user of the mm has gone.
+        to_result(unsafe { bindings::account_locked_vm(self.mm.as_raw(), n as usize, inc) })
     }
 
     /// Pages pinned (and mapped) now.
@@ -251,6 +269,22 @@ impl PageMap {
             return Err(Error::from_errno(got));
         }
         let got = got as usize;
+        // Pages pinned for the first time (not an upgrade of a read-only pin) are charged.
+        let fresh = |m: &Self, from: u64| (from..end).filter(|v| m.tree.get(v).is_none()).count();
+        let charged = if got < n {
+            0
+        } else {
+            fresh(self, first) as u64
+        };
+        if got == n {
+            if let Err(e) = self.account(charged, true) {
+                // SAFETY: The `n` entries were pinned by the call above and not installed.
+                unsafe {
+                    bindings::unpin_user_pages_dirty_lock(self.scratch.as_mut_ptr(), n, false)
+                };
+                return Err(e);
+            }
+        }
         if got < n {
             // SAFETY: The first `got` entries were pinned by the call above.
             unsafe { bindings::unpin_user_pages_dirty_lock(self.scratch.as_mut_ptr(), got, false) };
@@ -259,6 +293,8 @@ impl PageMap {
         for i in 0..n {
             let page = self.scratch[i];
             if let Err(e) = self.install(dom, first + i as u64, page, write) {
+                // Charged but not installed: given back here; installed ones by `unmap_pages`.
+                let _ = self.account(fresh(self, first + i as u64) as u64, false);
                 // SAFETY: Pages `i..n` were pinned above and not installed.
                 unsafe {
                     bindings::unpin_user_pages_dirty_lock(
@@ -325,8 +361,10 @@ impl PageMap {
         Ok(())
     }
 
-    /// Drop one use of each page `first..last`; unmap and unpin those nobody uses any more.
+    /// Drop one use of each page `first..last`; unmap, unpin and uncharge those nobody uses
+    /// any more.
     pub(crate) fn unmap_pages(&mut self, dom: &Domain, first: u64, last: u64) {
+        let mut gone = 0;
         for vpn in first..last {
             let Some(e) = self.tree.get_mut(&vpn) else {
                 continue;
@@ -335,30 +373,36 @@ impl PageMap {
             if e.refs > 0 {
                 continue;
             }
-            self.release(dom, vpn);
+            gone += u64::from(self.release(dom, vpn));
         }
+        let _ = self.account(gone, false);
     }
 
-    /// Remove the entry of `vpn`: unmap the page, then unpin it.
-    fn release(&mut self, dom: &Domain, vpn: u64) {
-        if let Some(e) = self.tree.remove(&vpn) {
-            dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
-            let mut page = e.page.as_ptr();
-            // SAFETY: By the `PageEntry` invariant this is our one pin of the page; the device
-            // can no longer reach it (unmapped and the IOTLB flushed), and a page it could write
-            // is marked dirty.
-            unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.write) };
-            self.pinned -= 1;
-        }
+    /// Remove the entry of `vpn`: unmap the page, then unpin it. Returns whether there was one
+    /// (the caller gives back its charge).
+    fn release(&mut self, dom: &Domain, vpn: u64) -> bool {
+        let Some(e) = self.tree.remove(&vpn) else {
+            return false;
+        };
+        dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
+        let mut page = e.page.as_ptr();
+        // SAFETY: By the `PageEntry` invariant this is our one pin of the page; the device
+        // can no longer reach it (unmapped and the IOTLB flushed), and a page it could write
+        // is marked dirty.
+        unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.write) };
+        self.pinned -= 1;
+        true
     }
 
-    /// Unmap and unpin everything (teardown).
+    /// Unmap, unpin and uncharge everything (teardown).
     pub(crate) fn clear(&mut self, dom: &Domain) {
+        let mut gone = 0;
         loop {
             let Some(vpn) = self.tree.keys().next().copied() else {
                 break;
             };
-            self.release(dom, vpn);
+            gone += u64::from(self.release(dom, vpn));
         }
+        let _ = self.account(gone, false);
     }
 }

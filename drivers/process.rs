@@ -121,6 +121,7 @@ impl Process {
         let va_end = 1u64 << 48;
         let channels = engine.channels;
         let dev = engine.dev.clone();
+        let pages = PageMap::new(mm.clone());
         let process = Arc::pin_init(
             try_pin_init!(Process {
                 engine,
@@ -128,7 +129,7 @@ impl Process {
                 va_end,
                 inner <- new_mutex!(Inner {
                     dead: false,
-                    pages: PageMap::new(),
+                    pages,
                     regions: RegionTable::new(),
                     notifiers: KVec::new(),
                     chans: Channels::new(channels),

@@ -6,6 +6,11 @@
  */
 #include <stdlib.h>
 
+#include <linux/capability.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
 #include "exanest-test.h"
 
 DEVICE_FIXTURE(errors);
@@ -16,6 +21,8 @@ FIXTURE_VARIANT(errors) {
 	int reg_unmapped;	/* REG of an unmapped range */
 	int reg_readonly_write;	/* REG for writing of a read-only mapping */
 	int copy_after_munmap;	/* status of a copy from a region munmap'ed after REG */
+	int reg_over_memlock;	/* REG of 1 MiB under a 64 KiB RLIMIT_MEMLOCK, no CAP_IPC_LOCK */
+	int locked_kib;		/* VmLck after a 32 KiB REG */
 };
 
 FIXTURE_VARIANT_ADD(errors, pin) {
@@ -24,6 +31,8 @@ FIXTURE_VARIANT_ADD(errors, pin) {
 	.reg_unmapped = -EFAULT,
 	.reg_readonly_write = -EFAULT,
 	.copy_after_munmap = 0,		/* the pinned pages stay with the device */
+	.reg_over_memlock = -ENOMEM,	/* pinned pages count against RLIMIT_MEMLOCK */
+	.locked_kib = 32,
 };
 
 FIXTURE_VARIANT_ADD(errors, prefault) {
@@ -32,6 +41,8 @@ FIXTURE_VARIANT_ADD(errors, prefault) {
 	.reg_unmapped = -EFAULT,
 	.reg_readonly_write = -EACCES,
 	.copy_after_munmap = -EFAULT,	/* the notifier unmapped them: the fault is NACKed */
+	.reg_over_memlock = 0,		/* nothing pinned, nothing charged */
+	.locked_kib = 0,
 };
 
 FIXTURE_VARIANT_ADD(errors, on_demand) {
@@ -40,6 +51,8 @@ FIXTURE_VARIANT_ADD(errors, on_demand) {
 	.reg_unmapped = 0,
 	.reg_readonly_write = 0,
 	.copy_after_munmap = -EFAULT,
+	.reg_over_memlock = 0,
+	.locked_kib = 0,
 };
 
 TEST_F(errors, second_open_ebusy)
@@ -377,3 +390,87 @@ TEST_F(errors, unmapped_after_registration)
 }
 
 TEST_HARNESS_MAIN
+
+/* VmLck of this process, in KiB (-1 if not found). */
+static long vm_locked_kib(void)
+{
+	char line[128];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* Give up CAP_IPC_LOCK (effective and permitted), so RLIMIT_MEMLOCK applies. */
+static int drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+	d[CAP_IPC_LOCK / 32].permitted &= ~(1u << (CAP_IPC_LOCK % 32));
+	return syscall(SYS_capset, &h, d);
+}
+
+/*
+ * RLIMIT_MEMLOCK, as ib_umem applies it: in a child without CAP_IPC_LOCK and with a 64 KiB
+ * limit, pinning 1 MiB is ENOMEM, 32 KiB is charged to VmLck and given back at DEREG. With
+ * CAP_IPC_LOCK the limit does not apply. Prefault and on-demand regions pin nothing.
+ */
+TEST_F(errors, pinning_counts_against_memlock)
+{
+	const struct rlimit lim = { 64 << 10, 64 << 10 };
+	uint8_t *buf = big_alloc(MIB);
+	int status = -1;
+	pid_t pid;
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 1, MIB);
+	RELEASE_DEVICE();
+	for (int capable = 0; capable < 2; capable++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			int fd, bad = 0, ret;
+			uint32_t h = 0;
+
+			if (!capable && drop_ipc_lock())
+				_exit(100);
+			if (setrlimit(RLIMIT_MEMLOCK, &lim))
+				_exit(101);
+			fd = dev_open(0);
+			if (fd < 0)
+				_exit(102);
+			ret = reg(fd, buf, MIB, RD, variant->mode, NO_WINDOW, &h);
+			if (capable) {
+				bad |= (ret != 0) << 0;
+			} else {
+				bad |= (ret != variant->reg_over_memlock) << 1;
+				bad |= (vm_locked_kib() != 0) << 2;
+			}
+			if (!ret)
+				bad |= (dereg(fd, h) != 0) << 3;
+			if (!capable) {
+				bad |= (reg(fd, buf, 32 << 10, RD, variant->mode, NO_WINDOW, &h) != 0) << 4;
+				bad |= (vm_locked_kib() != variant->locked_kib) << 5;
+				bad |= (dereg(fd, h) != 0) << 6;
+				bad |= (vm_locked_kib() != 0) << 7;
+			}
+			_exit(bad);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			TH_LOG("%s: failed checks %#x (1 reg with the capability, 2 reg over the limit, "
+			       "4 VmLck after it, 8 dereg, 16 reg of 32 KiB, 32 VmLck %d KiB, 64 dereg, "
+			       "128 VmLck after it)", capable ? "CAP_IPC_LOCK" : "no CAP_IPC_LOCK",
+			       WIFEXITED(status) ? WEXITSTATUS(status) : status, variant->locked_kib);
+	}
+}
