@@ -93,7 +93,14 @@ impl Instance {
             return Err(EBUSY);
         }
         let late = crate::module_parameters::fault_handler_late.value();
-        let p = Process::new(self.engine.clone(), Some(exanest_iommu_fault), late)?;
+        let max_mib = crate::module_parameters::max_registered_mib.value();
+        let max_bytes = max_mib.saturating_mul(1 << 20);
+        let p = Process::new(
+            self.engine.clone(),
+            Some(exanest_iommu_fault),
+            late,
+            max_bytes,
+        )?;
         st.owner = Some(p.clone());
         Ok(p)
     }

@@ -195,6 +195,10 @@ module! {
     description: "ExaNeSt PLDMA: virtual-address DMA with SMMU fault handling",
     license: "GPL v2",
     params: {
+        max_registered_mib: u64 {
+            default: 65536,
+            description: "Most memory one process may register, in MiB, all regions and modes together (REG beyond it: ENOSPC)",
+        },
         fault_handler_late: bool {
             default: false,
             description: "Install the IOMMU fault handler after attaching each process's domain (tests that the SMMU driver looks it up at fault time)",

@@ -80,6 +80,8 @@ pub(crate) struct Process {
     pub(crate) mm: ARef<Mm>,
     /// One past the highest address the engine can reach (the domain's aperture).
     pub(crate) va_end: u64,
+    /// Most bytes the process may have registered (module parameter `max_registered_mib`).
+    pub(crate) max_bytes: u64,
     /// Regions, pinned pages, notifiers, channels ([`Inner`]).
     #[pin]
     pub(crate) inner: Mutex<Inner>,
@@ -108,11 +110,13 @@ impl_has_work! {
 impl Process {
     /// The process state for the current task on `engine`, with a fresh paging domain attached
     /// whose faults go to `handler` (fault.rs), installed after the attach when
-    /// `late_handler`. The caller (device.rs) checks ownership.
+    /// `late_handler`, and at most `max_bytes` registered. The caller (device.rs) checks
+    /// ownership.
     pub(crate) fn new(
         engine: Arc<Engine>,
         handler: bindings::iommu_fault_handler_t,
         late_handler: bool,
+        max_bytes: u64,
     ) -> Result<Arc<Self>> {
         let task = kernel::current!();
         let mm: ARef<Mm> = ARef::from(&**task.mm().ok_or(EINVAL)?);
@@ -127,6 +131,7 @@ impl Process {
                 engine,
                 mm,
                 va_end,
+                max_bytes,
                 inner <- new_mutex!(Inner {
                     dead: false,
                     pages,

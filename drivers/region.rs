@@ -34,6 +34,7 @@ impl Process {
             if inner.dead {
                 return Err(ENODEV);
             }
+            self.check_bytes(inner, &v)?;
             let h = inner.regions.insert(&v)?;
             if let Err(e) = inner.notifiers.push((h, notifier.clone()), GFP_KERNEL) {
                 let _ = inner.regions.remove(h);
@@ -62,6 +63,7 @@ impl Process {
         if inner.regions.len() >= MAX_REGIONS {
             return Err(ENOSPC);
         }
+        self.check_bytes(inner, v)?;
         // Pinning may enter reclaim, which may call the MMU notifier: only `inner` is held.
         let dom = self.map.lock().domain.clone().ok_or(ENODEV)?;
         let (first, last) = v.range.pages(PAGE_SHIFT as u32);
@@ -74,6 +76,14 @@ impl Process {
                 Err(e.into())
             }
         }
+    }
+
+    /// ENOSPC when `v` would take the process past its registered-bytes limit.
+    fn check_bytes(&self, inner: &crate::process::Inner, v: &abi::ValidReg) -> Result {
+        if inner.regions.bytes().saturating_add(v.range.len()) > self.max_bytes {
+            return Err(ENOSPC);
+        }
+        Ok(())
     }
 
     /// EXANEST_DMA_IOC_DEREG. The region's notifier is removed last, with no lock held.

@@ -87,4 +87,11 @@ if [ -e /lib/exanest_dma.ko ]; then
 	echo "$out" | grep -q "^faults [1-9][0-9]* (iommu [1-9][0-9]*)"
 	t $? odp-fault-handler-set-after-attach "$out"
 	rmmod exanest_dma
+	# The per-process limit on registered memory (module parameter): REG past it is ENOSPC.
+	insmod /lib/exanest_dma.ko max_registered_mib=3 >/dev/null 2>&1
+	out=$(exanest-cli copy --size 2M --mode on-demand 2>&1); echo "$out"
+	echo "$out" | grep -q "(ENOSPC)"; t $? registered-bytes-limit "$out"
+	out=$(exanest-cli copy --size 1M --mode on-demand 2>&1); echo "$out"
+	echo "$out" | grep -q "1048576 bytes .* data verified"; t $? registered-bytes-under-limit "$out"
+	rmmod exanest_dma
 fi

@@ -188,6 +188,12 @@ impl<const N: usize> RegionTable<N> {
         Err(if met { Errno::Acces } else { Errno::Fault })
     }
 
+    /// Bytes registered: the sum of the regions' lengths (overlaps counted twice, as each
+    /// region is its own registration).
+    pub fn bytes(&self) -> u64 {
+        self.iter().map(|r| r.range.len()).sum()
+    }
+
     /// Count one more copy using the region.
     pub fn hold(&mut self, handle: u32) -> Result<(), Errno> {
         let i = self.slot_of(handle).ok_or(Errno::NoEnt)?;
@@ -346,5 +352,22 @@ mod tests {
             t.find_in_page(0x10000, 0x1000, ACCESS_READ, |_| false),
             Err(Errno::Fault)
         );
+    }
+
+    #[test]
+    fn bytes_sums_every_region() {
+        let mut t = RegionTable::<4>::new();
+        let reg = |start, len| ValidReg {
+            range: Range::new(start, len, 1 << 48).unwrap(),
+            access: ACCESS_READ,
+            mode: MODE_PIN,
+            window: 0,
+        };
+        assert_eq!(t.bytes(), 0);
+        let a = t.insert(&reg(0x10000, 0x3000)).unwrap();
+        t.insert(&reg(0x11000, 0x800)).unwrap();
+        assert_eq!(t.bytes(), 0x3800);
+        t.remove(a).unwrap();
+        assert_eq!(t.bytes(), 0x800);
     }
 }
