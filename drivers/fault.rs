@@ -151,11 +151,10 @@ impl Process {
                 }
             }
         }
-        let crate::process::Inner { regions, chans, .. } = inner;
-        let _ = chans.decide(self.hw(), n, &w, res, &mut |e| {
-            regions.release(e.src_handle);
-            regions.release(e.dst_handle);
-        });
+        {
+            let (chans, mut ended) = inner.chans_releasing();
+            let _ = chans.decide(self.hw(), n, &w, res, &mut ended);
+        }
         drop(g);
         self.done.notify_all();
         true

@@ -24,7 +24,7 @@
 
 use crate::channel::{Channels, MAX_INFLIGHT};
 use crate::engine::{Engine, Hw};
-use crate::exanest_core::{abi, fault::FaultQueue, region::RegionTable};
+use crate::exanest_core::{abi, fault::FaultQueue, region::RegionTable, sched::Entry};
 use crate::iommu::{Domain, PageMap};
 use crate::odp::{MapState, Notifier};
 use core::sync::atomic::AtomicU64;
@@ -68,6 +68,16 @@ impl Inner {
             .iter()
             .find(|(x, _)| *x == h)
             .map(|(_, n)| n.clone())
+    }
+
+    /// The channels, and what gives back the regions of a copy that ends: the callback that
+    /// the channel state machine calls for each copy it ends.
+    pub(crate) fn chans_releasing(&mut self) -> (&mut Channels, impl FnMut(&Entry) + '_) {
+        let Inner { regions, chans, .. } = self;
+        (chans, move |e: &Entry| {
+            regions.release(e.src_handle);
+            regions.release(e.dst_handle);
+        })
     }
 }
 

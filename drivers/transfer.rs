@@ -3,24 +3,15 @@
 //! Copies of a process: submit (EXANEST_DMA_IOC_COPY), the engine's interrupt, and collecting
 //! the result (EXANEST_DMA_IOC_WAIT, poll). The channel state machine itself is channel.rs.
 
-use crate::exanest_core::{abi, sched::Entry};
+use crate::exanest_core::abi;
 use crate::ffi;
-use crate::process::{Inner, Process};
+use crate::process::Process;
 use kernel::{
     fs::File,
     prelude::*,
     sync::{poll::PollTable, CondVarTimeoutResult},
     time::msecs_to_jiffies,
 };
-
-/// The closure that gives back the regions of a copy that ended.
-fn release_regions(inner: &mut Inner) -> (&mut crate::channel::Channels, impl FnMut(&Entry) + '_) {
-    let Inner { regions, chans, .. } = inner;
-    (chans, move |e: &Entry| {
-        regions.release(e.src_handle);
-        regions.release(e.dst_handle);
-    })
-}
 
 impl Process {
     /// Queue a copy between two registered regions; start it if a channel is free. Returns the
@@ -41,7 +32,7 @@ impl Process {
         let _ = inner.regions.hold(dst);
         let channel = match start {
             Some(s) => {
-                let (chans, mut release) = release_regions(inner);
+                let (chans, mut release) = inner.chans_releasing();
                 let mut ended = false;
                 chans.start(self.hw(), s, &mut |e| {
                     release(e);
@@ -66,7 +57,7 @@ impl Process {
         if g.dead {
             return;
         }
-        let (chans, mut ended) = release_regions(&mut g);
+        let (chans, mut ended) = g.chans_releasing();
         if chans.interrupt(self.hw(), pending, &mut ended) {
             // The fault worker resolves it (or NACKs it) and resumes the channel.
             self.kick();

@@ -40,6 +40,40 @@ FIXTURE_VARIANT_ADD(concurrency, on_demand) {
  * Each copy has its own pair of regions, so that on demand each stream grows its own adaptive
  * touch-ahead window (sixteen streams through one region keep it small: one fault per page).
  */
+/*
+ * Submit n copies of len bytes, copy i from src + i * len to dst + i * len, and mark in used[]
+ * the channels they started on directly. Returns how many were accepted.
+ */
+static int submit_copies(int fd, uint8_t *src, uint8_t *dst, size_t len, int n,
+			 uint64_t *cookies, int *used)
+{
+	for (int i = 0; i < n; i++) {
+		struct exanest_dma_copy c = { .src = (uintptr_t)(src + (size_t)i * len),
+					      .dst = (uintptr_t)(dst + (size_t)i * len),
+					      .length = len };
+
+		if (xioctl(fd, EXANEST_DMA_IOC_COPY, &c))
+			return i;
+		cookies[i] = c.cookie;
+		if (c.channel < 16)
+			used[c.channel] = 1;
+	}
+	return n;
+}
+
+/* Wait for n copies: how many of the waits failed or ended with a non-zero status. */
+static int wait_copies(int fd, const uint64_t *cookies, int n)
+{
+	int bad = 0;
+
+	for (int i = 0; i < n; i++) {
+		int st = -1;
+
+		bad += wait_cookie(fd, cookies[i], 20 * SEC, &st, NULL) != 0 || st != 0;
+	}
+	return bad;
+}
+
 TEST_F_TIMEOUT(concurrency, all_channels, 90)
 {
 	enum { N = 16, LEN = 4 << 20 };
@@ -47,7 +81,7 @@ TEST_F_TIMEOUT(concurrency, all_channels, 90)
 	struct exanest_dma_info info;
 	uint64_t cookies[N];
 	uint32_t h[2 * N];
-	int used[16] = { 0 }, n = 0;
+	int used[16] = { 0 };
 
 	ASSERT_NE(NULL, src);
 	ASSERT_NE(NULL, dst);
@@ -60,24 +94,8 @@ TEST_F_TIMEOUT(concurrency, all_channels, 90)
 		ASSERT_EQ(0, reg(self->fd, dst + (size_t)i * LEN, LEN, WR, variant->mode, NO_WINDOW,
 				 &h[2 * i + 1]));
 	}
-	for (int i = 0; i < N; i++) {
-		struct exanest_dma_copy c = { .src = (uintptr_t)(src + (size_t)i * LEN),
-					      .dst = (uintptr_t)(dst + (size_t)i * LEN),
-					      .length = LEN };
-
-		if (xioctl(self->fd, EXANEST_DMA_IOC_COPY, &c))
-			break;
-		cookies[n++] = c.cookie;
-		if (c.channel < 16)
-			used[c.channel] = 1;
-	}
-	ASSERT_EQ(N, n);
-	for (int i = 0; i < N; i++) {
-		int st = -1;
-
-		EXPECT_EQ(0, wait_cookie(self->fd, cookies[i], 20 * SEC, &st, NULL));
-		EXPECT_EQ(0, st);
-	}
+	ASSERT_EQ(N, submit_copies(self->fd, src, dst, LEN, N, cookies, used));
+	EXPECT_EQ(0, wait_copies(self->fd, cookies, N));
 	EXPECT_EQ(0, memcmp(src, dst, (size_t)N * LEN));
 	/*
 	 * With every channel free, four copies in a row start on four channels. A copy that ends
@@ -85,22 +103,8 @@ TEST_F_TIMEOUT(concurrency, all_channels, 90)
 	 */
 	for (int t = 0; t < 20 && !(used[0] && used[1] && used[2] && used[3]); t++) {
 		memset(used, 0, sizeof(used));
-		for (int i = 0; i < 4; i++) {
-			struct exanest_dma_copy c = { .src = (uintptr_t)(src + (size_t)i * LEN),
-						      .dst = (uintptr_t)(dst + (size_t)i * LEN),
-						      .length = LEN };
-
-			ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_COPY, &c));
-			cookies[i] = c.cookie;
-			if (c.channel < 16)
-				used[c.channel] = 1;
-		}
-		for (int i = 0; i < 4; i++) {
-			int st = -1;
-
-			EXPECT_EQ(0, wait_cookie(self->fd, cookies[i], 20 * SEC, &st, NULL));
-			EXPECT_EQ(0, st);
-		}
+		ASSERT_EQ(4, submit_copies(self->fd, src, dst, LEN, 4, cookies, used));
+		EXPECT_EQ(0, wait_copies(self->fd, cookies, 4));
 	}
 	EXPECT_TRUE(used[0] && used[1] && used[2] && used[3])
 		TH_LOG("channels started directly: %d%d%d%d", used[0], used[1], used[2], used[3]);
