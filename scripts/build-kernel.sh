@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Build the arm64 guest kernel: pinned Debian source + drivers/patches + allnoconfig +
-# drivers/kernel.config.
+# drivers/kernel.config (+ drivers/kernel-debug.config for the test kernel).
+# Usage: build-kernel.sh [debug|eval]
+#   debug (default): the test kernel of make check/demo/shell (lockdep, KASAN, hung tasks...);
+#   eval: the evaluation kernel of make evaluate, same source and patches, no debugging options.
 # The result is cached under $CACHE/kernel-<key>, where <key> hashes everything that affects it.
 # Prints the build directory (usable as KDIR for out-of-tree modules) on stdout.
 . "$(dirname "$0")/common.sh"
@@ -8,9 +11,15 @@
 # Build chatter goes to stderr; stdout carries only the result path.
 exec 3>&1 1>&2
 
+FLAVOUR=${1:-debug}
+case "$FLAVOUR" in
+debug) FRAGMENTS=("$TOP/drivers/kernel.config" "$TOP/drivers/kernel-debug.config") ;;
+eval) FRAGMENTS=("$TOP/drivers/kernel.config") ;;
+*) die "usage: build-kernel.sh [debug|eval]" ;;
+esac
 # Bump RECIPE when this script changes how the kernel is built (the key covers the inputs).
-RECIPE=1
-KEY=$(echo "$RECIPE $(hash_of "$TOP/scripts/versions.env" "$TOP/drivers/patches" "$TOP/drivers/kernel.config")" | sha256sum | cut -c1-16)
+RECIPE=2
+KEY=$(echo "$RECIPE $FLAVOUR $(hash_of "$TOP/scripts/versions.env" "$TOP/drivers/patches" "${FRAGMENTS[@]}")" | sha256sum | cut -c1-16)
 OUT="$CACHE/kernel-$KEY"
 if [ -e "$OUT/.done" ]; then echo "$OUT/build" >&3; exit 0; fi
 build_lock
@@ -20,7 +29,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 RUST_LIB_SRC="$CACHE/rust-src-$RUST_VERSION/library"
 MK=(make -s ARCH=arm64 LLVM="$LLVM" RUST_LIB_SRC="$RUST_LIB_SRC" -j"$(nproc)")
 
-log "kernel $KEY: unpacking $KERNEL_SRC_PKG $KERNEL_SRC_VERSION"
+log "kernel $KEY ($FLAVOUR): unpacking $KERNEL_SRC_PKG $KERNEL_SRC_VERSION"
 rm -rf "$OUT"; mkdir -p "$OUT/build"
 tar -C "$OUT" -xf "$DL/linux-source-$KERNEL_SRC_VERSION.tar.xz"
 mv "$OUT"/linux-source-* "$OUT/src"
@@ -33,7 +42,7 @@ done <"$TOP/drivers/patches/series"
 cd "$OUT/src"
 "${MK[@]}" O="$OUT/build" rustavailable >/dev/null || die "the Rust toolchain is not usable for the kernel (see 'make rustavailable')"
 "${MK[@]}" O="$OUT/build" allnoconfig
-scripts/kconfig/merge_config.sh -m -O "$OUT/build" "$OUT/build/.config" "$TOP/drivers/kernel.config" >/dev/null
+scripts/kconfig/merge_config.sh -m -O "$OUT/build" "$OUT/build/.config" "${FRAGMENTS[@]}" >/dev/null
 "${MK[@]}" O="$OUT/build" olddefconfig
 # Every symbol of the fragment must have taken effect.
 bad=0
@@ -45,10 +54,10 @@ while IFS= read -r line; do
 	else
 		grep -qx "$line" "$OUT/build/.config" || { echo "config: $line did not stick ($(grep "^$sym=\|# $sym " "$OUT/build/.config"))" >&2; bad=1; }
 	fi
-done <"$TOP/drivers/kernel.config"
-[ $bad = 0 ] || die "kernel config fragment did not apply; fix drivers/kernel.config"
+done < <(cat "${FRAGMENTS[@]}")
+[ $bad = 0 ] || die "kernel config fragments did not apply; fix ${FRAGMENTS[*]#"$TOP"/}"
 
-log "kernel $KEY: building (about 6 minutes at -j2)"
+log "kernel $KEY ($FLAVOUR): building (12 to 20 minutes at -j2)"
 "${MK[@]}" O="$OUT/build" Image modules
 "${MK[@]}" O="$OUT/build" INSTALL_MOD_PATH="$OUT/modroot" INSTALL_MOD_STRIP=1 modules_install
 touch "$OUT/.done"
