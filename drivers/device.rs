@@ -115,7 +115,9 @@ impl Instance {
             }
             n
         };
-        // Removed without `Instance::state`: removal waits for invalidation callbacks.
+        // Without `Instance::state`: the fault thread gives up a fault-in in progress and
+        // exits, then the notifiers go (removal waits for invalidation callbacks).
+        p.stop_faults();
         drop(notifiers);
     }
 
@@ -130,6 +132,9 @@ impl Instance {
             self.engine.reset();
             (owner, notifiers)
         };
+        if let Some(p) = owner.as_ref() {
+            p.stop_faults();
+        }
         drop(notifiers);
         drop(owner);
     }

@@ -15,13 +15,14 @@ impl From<Errno> for Error {
 }
 
 /// Errors of `hmm_range_fault`, as the errno a NACKed transfer reports (abi.rst, "Errors of
-/// a copy"): no permission is EACCES, a timeout ETIMEDOUT, a signal EINTR, anything else
-/// (no VMA, a PFN mapping, a poisoned page) EFAULT.
+/// a copy"): no permission is EACCES, invalidations that kept racing with the fault (HMM's
+/// retry budget ran out) EAGAIN, a fatal signal EINTR, anything else (no VMA, a PFN mapping,
+/// a poisoned page) EFAULT.
 pub(crate) fn hmm_errno(e: Error) -> Error {
     if e == EPERM {
         EACCES
     } else if e == EBUSY {
-        ETIMEDOUT
+        EAGAIN
     } else if e == EINTR {
         EINTR
     } else {
@@ -67,7 +68,7 @@ mod tests {
     #[test]
     fn hmm_errors() {
         assert_eq!(hmm_errno(EPERM), EACCES);
-        assert_eq!(hmm_errno(EBUSY), ETIMEDOUT);
+        assert_eq!(hmm_errno(EBUSY), EAGAIN);
         assert_eq!(hmm_errno(EINTR), EINTR);
         assert_eq!(hmm_errno(EFAULT), EFAULT);
         assert_eq!(hmm_errno(ENOMEM), EFAULT);

@@ -6,6 +6,10 @@
 #include <linux/fs.h>
 #include <linux/hmm.h>
 #include <linux/jiffies.h>
+#include <linux/kthread.h>
+#include <linux/memcontrol.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/iommu.h>
 #include <linux/irq_work.h>
 #include <linux/miscdevice.h>
@@ -156,6 +160,122 @@ void exanest_shim_notifier_remove(struct mmu_interval_notifier *mni)
 void exanest_shim_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_seq)
 {
 	mmu_interval_set_seq(mni, cur_seq);
+}
+
+/*
+ * The fault thread of one process: runs exanest_rust_fault_work(token) after every kick. A kernel
+ * thread rather than a work item because fault-in may sleep for as long as user space wants
+ * (userfaultfd, FUSE), and only a thread can be told to give up: the thread accepts SIGKILL,
+ * which ends killable waits in the fault path (mmap lock, handle_userfault, GUP) with -EINTR.
+ */
+struct exanest_thread {
+	struct task_struct *task;
+	void *token;
+	unsigned long kicked;
+	bool stopping;
+};
+
+static int exanest_thread_fn(void *data)
+{
+	struct exanest_thread *t = data;
+
+	allow_signal(SIGKILL);
+	for (;;) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (READ_ONCE(t->stopping) || kthread_should_stop()) {
+			__set_current_state(TASK_RUNNING);
+			break;
+		}
+		if (!test_and_clear_bit(0, &t->kicked)) {
+			schedule();
+			continue;
+		}
+		__set_current_state(TASK_RUNNING);
+		exanest_rust_fault_work(t->token);
+	}
+	/* kthread_stop() may not have been called yet: wait for it, it always comes. */
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}
+
+/* Start the fault thread "exanest-fault/<id>", sleeping until kicked. */
+struct exanest_thread *exanest_shim_thread_start(void *token, int id, int *err)
+{
+	struct exanest_thread *t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
+	struct task_struct *task;
+
+	if (!t) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	t->token = token;
+	task = kthread_create(exanest_thread_fn, t, "exanest-fault/%d", id);
+	if (IS_ERR(task)) {
+		*err = PTR_ERR(task);
+		kfree(t);
+		return NULL;
+	}
+	get_task_struct(task);
+	t->task = task;
+	wake_up_process(task);
+	return t;
+}
+
+/* Any context, hard IRQ included; after exanest_shim_thread_stop() it does nothing. */
+void exanest_shim_thread_kick(struct exanest_thread *t)
+{
+	set_bit(0, &t->kicked);
+	wake_up_process(t->task);
+}
+
+/*
+ * Make the thread give up what it is doing (SIGKILL) and wait for it to exit. Idempotent; the
+ * structure stays valid for kicks until exanest_shim_thread_free().
+ */
+void exanest_shim_thread_stop(struct exanest_thread *t)
+{
+	if (READ_ONCE(t->stopping))
+		return;
+	WRITE_ONCE(t->stopping, true);
+	send_sig(SIGKILL, t->task, 1);
+	kthread_stop(t->task);
+}
+
+void exanest_shim_thread_free(struct exanest_thread *t)
+{
+	exanest_shim_thread_stop(t);
+	put_task_struct(t->task);
+	kfree(t);
+}
+
+/*
+ * Charge what the current (fault) thread allocates with __GFP_ACCOUNT to the memory cgroup of
+ * mm's owner. Returns false (nothing to undo) without memory cgroups.
+ */
+bool exanest_shim_memcg_enter(struct mm_struct *mm, void **old)
+{
+#ifdef CONFIG_MEMCG
+	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(mm);
+
+	*old = set_active_memcg(memcg);
+	return true;
+#else
+	return false;
+#endif
+}
+
+void exanest_shim_memcg_exit(void *old)
+{
+#ifdef CONFIG_MEMCG
+	struct mem_cgroup *memcg = set_active_memcg(old);
+
+	mem_cgroup_put(memcg);
+#endif
 }
 
 #if IS_ENABLED(CONFIG_KUNIT)

@@ -9,6 +9,7 @@
 #include <linux/types.h>
 
 struct device;
+struct exanest_thread;
 struct file;
 struct iommu_domain;
 struct miscdevice;
@@ -40,10 +41,18 @@ void exanest_shim_notifier_remove(struct mmu_interval_notifier *mni);
 void exanest_shim_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_seq);
 bool exanest_shim_call_in_hardirq(void (*fn)(void *arg), void *arg);
 
-/* Defined in Rust (device.rs, odp.rs). */
+struct exanest_thread *exanest_shim_thread_start(void *token, int id, int *err);
+void exanest_shim_thread_kick(struct exanest_thread *t);
+void exanest_shim_thread_stop(struct exanest_thread *t);
+void exanest_shim_thread_free(struct exanest_thread *t);
+bool exanest_shim_memcg_enter(struct mm_struct *mm, void **old);
+void exanest_shim_memcg_exit(void *old);
+
+/* Defined in Rust (device.rs, odp.rs, fault.rs). */
 __poll_t exanest_rust_poll(struct file *file, struct poll_table_struct *pt);
 bool exanest_rust_invalidate(void *token, struct mmu_interval_notifier *mni,
 			     unsigned long start, unsigned long end, bool blockable,
 			     unsigned long cur_seq);
+void exanest_rust_fault_work(void *token);
 
 #endif /* EXANEST_SHIM_H */

@@ -16,31 +16,37 @@
 //! 4. **Resume or NACK** ([`Process::service_channel`]): the channel retransmits from the
 //!    faulting offset, or its copy ends with the resolver's errno (channel.rs decides).
 //!
-//! Locks: `Process::fault_lock` for the whole worker run; `inner` and `map` only around the
-//! table lookups and the mapping (order: process.rs).
+//! The worker is the process's fault thread (ffi.rs), not a work item: fault-in may sleep as long
+//! as the mm wants (userfaultfd, FUSE), and teardown stops the thread, which makes such a sleep
+//! end (SIGKILL to the thread) instead of waiting for it. No driver lock is held across
+//! fault-in; `inner` and `map` are taken only around the table lookups and the mapping, where
+//! the region is looked up again (order: process.rs). Retries are bounded: a fault that keeps
+//! losing to invalidations ends with EAGAIN, and page tables that cannot be allocated after
+//! reclaim with ENOMEM.
 
 use crate::channel::micros;
 use crate::exanest_core::{
     abi::{self, Range},
-    fault::FaultQueue,
+    fault::{ClaimTable, FaultQueue},
     regs::FaultCause,
 };
 use crate::ffi;
 use crate::odp::{self, FaultTarget};
-use crate::process::{Process, FAULT_QUEUE};
+use crate::process::{Process, FAULT_QUEUE, MAX_REGIONS};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     bindings,
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
-    sync::{Arc, ArcBorrow},
+    sync::Arc,
     time::{Instant, Monotonic},
-    workqueue::WorkItem,
 };
 
 /// The IOMMU fault handler: record and kick the worker. May run in hard-IRQ context
 /// (arm-smmu, `dev` NULL) or in the SMMUv3 event thread; allocates nothing, takes no lock.
-/// Returns 0: the fault is the driver's to resolve.
+/// Returns 0 when the page lies in a region the driver resolves faults for, else -ENOSYS
+/// ("not handled"), so that the SMMU driver logs the fault (the lookup is lock-free:
+/// `Process::claims`).
 ///
 /// # Safety
 ///
@@ -55,17 +61,50 @@ pub(crate) unsafe extern "C" fn exanest_iommu_fault(
 ) -> i32 {
     // SAFETY: Per the contract `token` points to a live `Process`, which lives in an `Arc`
     // (processes are only created by `Process::new`).
-    let process = unsafe { ArcBorrow::<Process>::from_raw(token.cast()) };
+    let process = unsafe { &*token.cast::<Process>() };
     let write = flags as u32 & bindings::IOMMU_FAULT_WRITE != 0;
-    record_fault(
+    claim_fault(
+        &process.claims,
         &process.faults,
         &process.iommu_faults,
         iova as u64,
         write,
         || process.kick(),
-    );
+    )
+}
+
+/// The handler's decision: record a fault inside a region the resolver serves (0), refuse one
+/// outside every such region (-ENOSYS, nothing recorded). When the table is being rewritten
+/// the whole time, the fault is taken: the worker and the engine's report then decide.
+pub(crate) fn claim_fault(
+    claims: &ClaimTable<MAX_REGIONS>,
+    queue: &FaultQueue<FAULT_QUEUE>,
+    count: &AtomicU64,
+    iova: u64,
+    write: bool,
+    kick: impl FnOnce(),
+) -> i32 {
+    let page = iova & !(PAGE_SIZE as u64 - 1);
+    if claims.claims(page, PAGE_SIZE as u64) == Some(false) {
+        return ENOSYS.to_errno();
+    }
+    record_fault(queue, count, iova, write, kick);
     0
 }
+
+/// The fault thread's work (ffi.rs `FaultThread`), called by the shim after each kick.
+///
+/// # Safety
+///
+/// `token` is the `Process` the thread was started for (process.rs); the thread is stopped
+/// before the process is freed, so it is live for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn exanest_rust_fault_work(token: *mut core::ffi::c_void) {
+    // SAFETY: Per the contract, `token` points to a live `Process`.
+    let process = unsafe { &*token.cast::<Process>() };
+    process.service_faults();
+}
+ffi::check_callback!(ffi::raw::exanest_rust_fault_work, exanest_rust_fault_work);
 
 /// The part of the IOMMU fault handler that must be safe in hard-IRQ context: count, record
 /// (deduplicated, no allocation), and kick the worker.
@@ -83,20 +122,13 @@ pub(crate) fn record_fault(
     kick();
 }
 
-impl WorkItem for Process {
-    type Pointer = Arc<Process>;
-
-    fn run(this: Arc<Process>) {
-        this.service_faults();
-    }
-}
-
 impl Process {
     /// The fault worker: resolve what the IOMMU reported, then serve every channel that the
     /// engine reported in fault-wait (every running one when IOMMU reports were lost or came
     /// without an engine report).
     fn service_faults(&self) {
-        let _g = self.fault_lock.lock();
+        // What the thread allocates for the process is charged to the process's memory cgroup.
+        let _memcg = ffi::MemcgScope::enter(&self.mm);
         loop {
             let mut busy = false;
             while let Some((f, stamp)) = self.faults.pop_stamped() {
@@ -163,7 +195,6 @@ impl Process {
     /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
     /// up to `limit`. `page_report`: `addr` is the start of the faulting page as the IOMMU
     /// reports it, not the faulting byte, so a region that begins inside the page counts.
-    /// Called with `fault_lock` held.
     fn resolve(&self, addr: u64, write: bool, limit: u64, page_report: bool) -> Result {
         let (h, addr, target) = {
             let mut g = self.inner.lock();
@@ -174,6 +205,11 @@ impl Process {
             if g.pages.covers(vpn, write) || self.map.lock().mirror.covers(vpn, write) {
                 // Already resolved: both fault sources reported it.
                 return Ok(());
+            }
+            if g.pages.has(vpn) {
+                // Pinned read-only by a pin region, which owns the page's mapping: a device
+                // write through an overlapping region is refused (Documentation/abi.rst).
+                return Err(EACCES);
             }
             let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
             let (h, addr) = if page_report {
@@ -191,6 +227,7 @@ impl Process {
                 u64::from(r.window)
             };
             let target = FaultTarget {
+                handle: h,
                 region: r.range,
                 notifier,
                 window,
@@ -208,15 +245,21 @@ impl Process {
         Ok(())
     }
 
-    /// Fault in the window at `addr` and map it, retrying while invalidations race with it.
-    /// Returns the end of what was faulted in and the pages newly mapped. Called with
-    /// `fault_lock` held (resolver, prefault, advise).
+    /// Fault in the window at `addr` and map it, retrying while invalidations race with it (at
+    /// most [`MAX_RETRIES`] times, then EAGAIN) and while page tables cannot be allocated
+    /// under `map` (reclaiming in between, at most [`MAX_RETRIES`] times, then ENOMEM).
+    /// Returns the end of what was faulted in and the pages newly mapped. The region is looked
+    /// up again under `inner` before anything is mapped: if it was deregistered meanwhile
+    /// (deregistration unmaps under `inner` too), nothing is mapped and the result is ENOENT.
+    /// Called with no driver lock held (resolver, prefault, advise).
     pub(crate) fn fault_and_map(
         &self,
         addr: u64,
         write: bool,
         target: &FaultTarget,
     ) -> Result<(u64, u64)> {
+        let mut raced = 0;
+        let mut nomem = 0;
         loop {
             let t0 = Instant::<Monotonic>::now();
             let f = odp::fault_in(&self.mm, addr, write, target)?;
@@ -227,22 +270,57 @@ impl Process {
             if g.dead {
                 return Err(ENODEV);
             }
+            // Still registered, with the notifier the pages were faulted in under.
+            match g.notifier(target.handle) {
+                Some(n) if Arc::ptr_eq(&n, &target.notifier) => {}
+                _ => return Err(ENOENT),
+            }
             let mut m = self.map.lock();
             let ms = &mut *m;
             let dom = ms.domain.as_ref().ok_or(ENODEV)?;
             let pages = &g.pages;
-            let mapped = ms
+            let res = ms
                 .mirror
-                .map(dom, &target.notifier, &f, &mut nodes, |vpn| {
-                    pages.covers(vpn, write)
-                })?;
+                .map(dom, &target.notifier, &f, &mut nodes, |vpn| pages.has(vpn));
             drop(m);
             g.chans.latency.fault_in.record(fault_in_us);
-            if let Some(n) = mapped {
-                g.chans.latency.map.record(micros(t1));
-                g.chans.counters.pages_resolved += n;
-                return Ok((f.end(), n));
+            match res {
+                Ok(Some(n)) => {
+                    g.chans.latency.map.record(micros(t1));
+                    g.chans.counters.pages_resolved += n;
+                    return Ok((f.end(), n));
+                }
+                Ok(None) => {
+                    raced += 1;
+                    if raced >= MAX_RETRIES {
+                        return Err(EAGAIN);
+                    }
+                }
+                Err(e) if e == ENOMEM => {
+                    nomem += 1;
+                    if nomem >= MAX_RETRIES {
+                        return Err(ENOMEM);
+                    }
+                    drop(g);
+                    reclaim_for_tables();
+                }
+                Err(e) => return Err(e),
             }
+        }
+    }
+}
+
+/// Attempts of [`Process::fault_and_map`] against invalidations, and against failed atomic
+/// page-table allocations.
+pub(crate) const MAX_RETRIES: u32 = 8;
+
+/// Make room for page tables allocated atomically under `Process::map`: allocate (and free) a
+/// few pages the way that may reclaim, with no driver lock held. After it, atomic allocations
+/// find free pages above the watermark again unless memory is truly exhausted.
+pub(crate) fn reclaim_for_tables() {
+    for _ in 0..4 {
+        if kernel::page::Page::alloc_page(GFP_KERNEL).is_err() {
+            break;
         }
     }
 }
@@ -261,8 +339,8 @@ mod tests {
     use super::*;
     use crate::exanest_core::fault::touch_ahead;
     use crate::process::DEFAULT_WINDOW;
-    use kernel::sync::Completion;
-    use kernel::workqueue::{self, impl_has_work, new_work, Work};
+    use kernel::sync::{ArcBorrow, Completion};
+    use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
     fn r(s: u64, l: u64) -> Range {
         Range::new(s, l, 1 << 48).unwrap()

@@ -27,6 +27,13 @@ pub(crate) mod raw {
     #[allow(unused_imports)]
     use kernel::bindings::*;
     include!(env!("EXANEST_SHIM_BINDINGS"));
+
+    /// The shim's fault thread, opaque (defined in exanest_shim.c, not in the header).
+    #[repr(C)]
+    pub struct exanest_thread {
+        _opaque: [u8; 0],
+        _pin: core::marker::PhantomPinned,
+    }
 }
 
 /// Fails to compile unless the Rust function `$def` has the signature the shim header declares
@@ -249,4 +256,86 @@ pub(crate) unsafe fn call_in_hardirq(
 ) -> bool {
     // SAFETY: Per the contract; the shim waits for the irq_work before returning.
     unsafe { raw::exanest_shim_call_in_hardirq(Some(f), arg) }
+}
+
+/// A process's fault thread (the shim's `exanest_thread`): calls `exanest_rust_fault_work`
+/// with its token after each [`FaultThread::kick`]. [`FaultThread::stop`] makes a fault-in in
+/// progress give up (SIGKILL to the thread) and waits for the thread to exit.
+///
+/// # Invariants
+///
+/// `raw` came from `exanest_shim_thread_start` and is freed only by `Drop`, so kicks and stops
+/// may come at any time until then.
+pub(crate) struct FaultThread {
+    raw: NonNull<raw::exanest_thread>,
+}
+
+// SAFETY: The shim's thread functions may be called from any thread; kicks are atomic.
+unsafe impl Send for FaultThread {}
+// SAFETY: As above: `kick` and `stop` are safe to call concurrently (a set_bit and a wake-up; a
+// flag and `kthread_stop`, which serialise on the task).
+unsafe impl Sync for FaultThread {}
+
+impl FaultThread {
+    /// Start the thread `exanest-fault/<id>`, asleep until kicked.
+    ///
+    /// # Safety
+    ///
+    /// `token` is what `exanest_rust_fault_work` expects, valid until [`FaultThread::stop`]
+    /// returned or the thread is dropped.
+    pub(crate) unsafe fn start(token: *mut core::ffi::c_void, id: i32) -> Result<Self> {
+        let mut err = 0;
+        // SAFETY: Per the contract; `err` is a valid out pointer.
+        let raw = unsafe { raw::exanest_shim_thread_start(token, id, &mut err) };
+        // INVARIANT: A non-NULL return is a started thread, owned by the new value.
+        NonNull::new(raw)
+            .map(|raw| FaultThread { raw })
+            .ok_or_else(|| Error::from_errno(err))
+    }
+
+    /// Wake the thread to run the work; any context, hard IRQ included.
+    pub(crate) fn kick(&self) {
+        // SAFETY: `raw` is live (type invariant); the kick is a set_bit and a wake-up.
+        unsafe { raw::exanest_shim_thread_kick(self.raw.as_ptr()) }
+    }
+
+    /// Make the work give up (its killable sleeps end with EINTR) and wait for the thread to
+    /// exit. Idempotent. Must not be called from the thread, nor with a lock the work takes.
+    pub(crate) fn stop(&self) {
+        // SAFETY: `raw` is live (type invariant).
+        unsafe { raw::exanest_shim_thread_stop(self.raw.as_ptr()) }
+    }
+}
+
+impl Drop for FaultThread {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is live (type invariant) and freed only here.
+        unsafe { raw::exanest_shim_thread_free(self.raw.as_ptr()) }
+    }
+}
+
+/// Charge `__GFP_ACCOUNT` allocations of the current thread to the memory cgroup of `mm`'s
+/// owner while the value lives (for the fault thread, which works for a process).
+pub(crate) struct MemcgScope {
+    old: *mut core::ffi::c_void,
+    active: bool,
+}
+
+impl MemcgScope {
+    pub(crate) fn enter(mm: &kernel::mm::Mm) -> Self {
+        let mut old = core::ptr::null_mut();
+        // SAFETY: `mm` is a live mm (the reference keeps it); `old` is a valid out pointer.
+        let active = unsafe { raw::exanest_shim_memcg_enter(mm.as_raw(), &mut old) };
+        MemcgScope { old, active }
+    }
+}
+
+impl Drop for MemcgScope {
+    fn drop(&mut self) {
+        if self.active {
+            // SAFETY: `old` is what `enter` returned on this thread; the scope is not `Send`
+            // (it holds a raw pointer), so this runs on the thread that entered it.
+            unsafe { raw::exanest_shim_memcg_exit(self.old) }
+        }
+    }
 }

@@ -7,6 +7,13 @@
 //! number of regions that use it, so regions may share pages (two small buffers in one page) and
 //! a page is unmapped only when its last region goes.
 //!
+//! Each IOVA page is mapped by one owner at a time: a pinned page by [`PageMap`], else a page
+//! faulted in on demand by the mirror (odp.rs). A pin takes a page over from the mirror (which
+//! faults the rest of an evicted 2 MiB block in again on demand); the mirror never maps a
+//! pinned page. Pages are pinned by [`PinRun::pin`] with no driver lock held, then adopted
+//! under `Process::inner` and `Process::map`, all or nothing: an error gives back exactly what
+//! the run took.
+//!
 //! Nothing here locks: the domain lives under `Process::map`, the [`PageMap`] under
 //! `Process::inner` (lock order: process.rs).
 
@@ -19,8 +26,10 @@ use kernel::{
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
     rbtree::RBTree,
+    rbtree::RBTreeNodeReservation,
     sync::aref::ARef,
 };
+
 
 /// An IOMMU paging domain attached to a device; detached and freed on drop.
 ///
@@ -102,10 +111,14 @@ impl Domain {
         prot: u32,
         atomic: bool,
     ) -> Result {
+        // Page tables are charged to the memory cgroup of the process the mapping is for (the
+        // fault thread runs in its scope). Atomic failures are expected under pressure: the
+        // caller reclaims and retries, so they are not reported.
         let gfp = if atomic {
-            bindings::GFP_ATOMIC
+            let account = bindings::GFP_KERNEL_ACCOUNT & !bindings::GFP_KERNEL;
+            bindings::GFP_ATOMIC | bindings::__GFP_NOWARN | account
         } else {
-            bindings::GFP_KERNEL
+            bindings::GFP_KERNEL_ACCOUNT
         };
         // SAFETY: `raw` is a live domain (type invariant). Mapping never touches the memory at
         // `phys`; what makes the mapping correct (a pin, or an HMM sequence check under the
@@ -145,10 +158,10 @@ impl Drop for Domain {
 ///
 /// # Invariants
 ///
-/// `page` holds exactly one pin of ours (`FOLL_LONGTERM`, writable when `write`), and the page
-/// is mapped at its virtual address in the domain with that access while the entry exists.
-/// `refs` > 0.
-struct PageEntry {
+/// `page` holds exactly one pin of ours (`FOLL_LONGTERM`, writable when `write`), charged once
+/// to the owner's `locked_vm`, and the page is mapped at its virtual address in the domain with
+/// that access while the entry exists. `refs` > 0.
+pub(crate) struct PageEntry {
     /// The pinned page (one pin, ours).
     page: NonNull<bindings::page>,
     /// Mapped writable for the device.
@@ -163,42 +176,140 @@ unsafe impl Send for PageEntry {}
 /// Pages to pin in one `pin_user_pages_fast` call.
 const PIN_BATCH: usize = 512;
 
+/// Charge `n` pages to `mm`'s `locked_vm` (`inc`), or give them back. ENOMEM over
+/// `RLIMIT_MEMLOCK` without `CAP_IPC_LOCK`; giving back never fails. Takes the mmap lock.
+fn account(mm: &Mm, n: u64, inc: bool) -> Result {
+    if n == 0 {
+        return Ok(());
+    }
+    // SAFETY: `mm` is alive (the caller holds a reference, an mmgrab); `account_locked_vm`
+    // takes the mmap lock itself and only updates `locked_vm`, valid even after the last user
+    // of the mm has gone.
+    to_result(unsafe { bindings::account_locked_vm(mm.as_raw(), n as usize, inc) })
+}
+
+/// What [`PageMap::adopt`] did with one page of a run, so that a failure can undo it.
+#[derive(Clone, Copy)]
+enum Adopted {
+    /// An adequate entry existed: one more use of it.
+    Shared,
+    /// A new entry took the run's page.
+    New,
+    /// A read-only entry was made writable with the run's page; the old page is kept here.
+    Upgraded(NonNull<bindings::page>),
+}
+
+/// Pages of one registration, pinned and charged to `RLIMIT_MEMLOCK` with no driver lock held,
+/// then handed to [`PageMap::adopt`]. What the map did not take is unpinned and uncharged on
+/// drop, with no driver lock held.
+///
+/// # Invariants
+///
+/// Every non-null `pages[i]` holds one pin of ours on the page at `first + i`. `charged` pages
+/// are charged to `mm` on behalf of the run. Every page in `released` holds one pin of ours.
+pub(crate) struct PinRun {
+    mm: ARef<Mm>,
+    first: u64,
+    write: bool,
+    pages: KVVec<*mut bindings::page>,
+    charged: u64,
+    done: KVVec<Adopted>,
+    released: KVVec<*mut bindings::page>,
+}
+
+// SAFETY: The run only holds pins, which may be released from any thread.
+unsafe impl Send for PinRun {}
+
+impl PinRun {
+    /// Pin the pages `first..last` of the current process (whose mm is `mm`) for device reads,
+    /// and writes when `write`, after charging them to its `RLIMIT_MEMLOCK` (ENOMEM over it).
+    /// EFAULT (or the errno of `pin_user_pages_fast`) if a page cannot be pinned.
+    pub(crate) fn pin(mm: &ARef<Mm>, first: u64, last: u64, write: bool) -> Result<Self> {
+        let n = (last - first) as usize;
+        let mut run = PinRun {
+            mm: mm.clone(),
+            first,
+            write,
+            pages: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
+            charged: 0,
+            done: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
+            released: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
+        };
+        account(mm, n as u64, true)?;
+        run.charged = n as u64;
+        let mut flags = bindings::FOLL_LONGTERM;
+        if write {
+            flags |= bindings::FOLL_WRITE;
+        }
+        while run.pages.len() < n {
+            let at = run.pages.len();
+            let batch = (n - at).min(PIN_BATCH);
+            let mut got_pages = [core::ptr::null_mut(); PIN_BATCH];
+            let addr = (first + at as u64) << PAGE_SHIFT;
+            // SAFETY: `got_pages` has room for `batch` page pointers; the range is user memory
+            // of the current process (the caller checked that it opened the engine).
+            let got = unsafe {
+                bindings::pin_user_pages_fast(
+                    addr as usize,
+                    batch as i32,
+                    flags,
+                    got_pages.as_mut_ptr(),
+                )
+            };
+            let got = usize::try_from(got).map_err(|_| Error::from_errno(got))?;
+            for &p in &got_pages[..got] {
+                // INVARIANT: `p` holds the pin just taken; capacity is `n`, so no allocation.
+                run.pages.push(p, GFP_KERNEL_ACCOUNT)?;
+            }
+            if got < batch {
+                return Err(EFAULT);
+            }
+        }
+        Ok(run)
+    }
+}
+
+impl Drop for PinRun {
+    fn drop(&mut self) {
+        for p in Iterator::chain(self.pages.iter_mut(), self.released.iter_mut()) {
+            if !p.is_null() {
+                // SAFETY: By the type invariant the page holds one pin of ours, which nothing
+                // else releases; the device does not map it (the map did not take it, or
+                // unmapped it before handing it back), so it cannot have been written by it.
+                unsafe { bindings::unpin_user_page(*p) };
+                *p = core::ptr::null_mut();
+            }
+        }
+        let _ = account(&self.mm, self.charged, false);
+    }
+}
+
+/// Tree nodes for the entries a run may add, reserved with no driver lock held.
+pub(crate) fn reserve_entries(n: u64) -> Result<KVVec<RBTreeNodeReservation<u64, PageEntry>>> {
+    let mut v = KVVec::with_capacity(n as usize, GFP_KERNEL_ACCOUNT)?;
+    for _ in 0..n {
+        v.push(RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?, GFP_KERNEL_ACCOUNT)?;
+    }
+    Ok(v)
+}
+
 /// The pinned and mapped pages of one domain, keyed by virtual page number. Every pinned page
-/// is charged once to the owner's `RLIMIT_MEMLOCK` (`locked_vm`), as `ib_umem` does: over the
-/// limit pinning fails with ENOMEM, unless the caller has `CAP_IPC_LOCK`.
+/// is charged once to the owner's `RLIMIT_MEMLOCK` (`locked_vm`, with `account_locked_vm`): over
+/// the limit pinning fails with ENOMEM, unless the caller has `CAP_IPC_LOCK`.
 pub(crate) struct PageMap {
     tree: RBTree<u64, PageEntry>,
-    scratch: KVec<*mut bindings::page>,
     pinned: u64,
     /// The owner's mm, charged for the pinned pages.
     mm: ARef<Mm>,
 }
 
-// SAFETY: `scratch` only holds page pointers between a pin call and their insertion into `tree`
-// within one method call; between calls it holds no meaningful pointer. The tree's entries are
-// `Send`.
-unsafe impl Send for PageMap {}
-
 impl PageMap {
     pub(crate) fn new(mm: ARef<Mm>) -> Self {
         PageMap {
             tree: RBTree::new(),
-            scratch: KVec::new(),
             pinned: 0,
             mm,
         }
-    }
-
-    /// Charge `n` pages to the owner's `locked_vm` (`inc`), or give them back. ENOMEM over
-    /// `RLIMIT_MEMLOCK` without `CAP_IPC_LOCK`; giving back never fails.
-    fn account(&self, n: u64, inc: bool) -> Result {
-        if n == 0 {
-            return Ok(());
-        }
-        // SAFETY: `mm` is kept alive by its `ARef` (mmgrab); `account_locked_vm` takes the
-        // mmap lock itself and only updates `locked_vm`, which is valid even after the
-        // process's last user of the mm has gone.
-        to_result(unsafe { bindings::account_locked_vm(self.mm.as_raw(), n as usize, inc) })
     }
 
     /// Pages pinned (and mapped) now.
@@ -208,157 +319,138 @@ impl PageMap {
 
     /// Whether `vpn` is pinned and mapped with at least the access asked.
     pub(crate) fn covers(&self, vpn: u64, write: bool) -> bool {
-        self.adequate(vpn, write)
-    }
-
-    fn adequate(&self, vpn: u64, write: bool) -> bool {
         matches!(self.tree.get(&vpn), Some(e) if e.write || !write)
     }
 
-    /// Pin and map the pages `first..last` of the current process, for device reads, and
-    /// writes when `write`. All or nothing: on error nothing new stays pinned or mapped.
-    pub(crate) fn map_pinned(
+    /// Whether `vpn` is pinned (then its mapping is this map's, not the mirror's).
+    pub(crate) fn has(&self, vpn: u64) -> bool {
+        self.tree.get(&vpn).is_some()
+    }
+
+    /// Take the pages of `run` into the map, all or nothing: a page already pinned with enough
+    /// access gets one more use (the run's pin goes back), a read-only one is replaced by the
+    /// run's writable pin, any other is mapped anew, after `evict(vpn)` took it from the
+    /// on-demand mirror (odp.rs) if that mapped it. Called under `Process::inner` and
+    /// `Process::map` (so page tables are allocated atomically: ENOMEM asks the caller to
+    /// reclaim without the locks and try again). On
+    /// error the map, the mirror's remaining entries and the run are as they were, except for
+    /// mirror entries evicted (faulted in again on demand).
+    pub(crate) fn adopt(
         &mut self,
         dom: &Domain,
-        first: u64,
-        last: u64,
-        write: bool,
+        mut evict: impl FnMut(u64),
+        run: &mut PinRun,
+        nodes: &mut KVVec<RBTreeNodeReservation<u64, PageEntry>>,
     ) -> Result {
-        let mut vpn = first;
-        while vpn < last {
-            if let Some(e) = self.tree.get_mut(&vpn) {
-                if e.write || !write {
-                    e.refs += 1;
-                    vpn += 1;
-                    continue;
+        run.done.clear();
+        for i in 0..run.pages.len() {
+            match self.adopt_one(dom, &mut evict, run, i, nodes) {
+                // Capacity is the run's length: no allocation.
+                Ok(a) => run.done.push(a, GFP_ATOMIC)?,
+                Err(e) => {
+                    self.undo(dom, run);
+                    return Err(e);
                 }
             }
-            // A run of pages that need a (new or writable) pin.
-            let mut end = vpn + 1;
-            while end < last && ((end - vpn) as usize) < PIN_BATCH && !self.adequate(end, write) {
-                end += 1;
-            }
-            if let Err(e) = self.pin_run(dom, vpn, end, write) {
-                self.unmap_pages(dom, first, vpn);
-                return Err(e);
-            }
-            vpn = end;
         }
+        // Old pins of upgraded pages go back with the run, outside the locks.
+        for a in run.done.iter() {
+            if let Adopted::Upgraded(old) = *a {
+                run.released.push(old.as_ptr(), GFP_ATOMIC)?;
+            }
+        }
+        run.done.clear();
         Ok(())
     }
 
-    fn pin_run(&mut self, dom: &Domain, first: u64, end: u64, write: bool) -> Result {
-        let n = (end - first) as usize;
-        self.scratch.clear();
-        self.scratch.resize(n, core::ptr::null_mut(), GFP_KERNEL)?;
-        let mut flags = bindings::FOLL_LONGTERM;
-        if write {
-            flags |= bindings::FOLL_WRITE;
-        }
-        // SAFETY: `scratch` has room for `n` page pointers; the range is user memory of the
-        // current process (the caller checked that it owns the session).
-        let got = unsafe {
-            bindings::pin_user_pages_fast(
-                (first << PAGE_SHIFT) as usize,
-                n as i32,
-                flags,
-                self.scratch.as_mut_ptr(),
-            )
-        };
-        if got < 0 {
-            return Err(Error::from_errno(got));
-        }
-        let got = got as usize;
-        // Pages pinned for the first time (not an upgrade of a read-only pin) are charged.
-        let fresh = |m: &Self, from: u64| (from..end).filter(|v| m.tree.get(v).is_none()).count();
-        let charged = if got < n {
-            0
-        } else {
-            fresh(self, first) as u64
-        };
-        if got == n {
-            if let Err(e) = self.account(charged, true) {
-                // SAFETY: The `n` entries were pinned by the call above and not installed.
-                unsafe {
-                    bindings::unpin_user_pages_dirty_lock(self.scratch.as_mut_ptr(), n, false)
-                };
-                return Err(e);
-            }
-        }
-        if got < n {
-            // SAFETY: The first `got` entries were pinned by the call above.
-            unsafe { bindings::unpin_user_pages_dirty_lock(self.scratch.as_mut_ptr(), got, false) };
-            return Err(EFAULT);
-        }
-        for i in 0..n {
-            let page = self.scratch[i];
-            if let Err(e) = self.install(dom, first + i as u64, page, write) {
-                // Charged but not installed: given back here; installed ones by `unmap_pages`.
-                let _ = self.account(fresh(self, first + i as u64) as u64, false);
-                // SAFETY: Pages `i..n` were pinned above and not installed.
-                unsafe {
-                    bindings::unpin_user_pages_dirty_lock(
-                        self.scratch.as_mut_ptr().add(i),
-                        n - i,
-                        false,
-                    )
-                };
-                self.unmap_pages(dom, first, first + i as u64);
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    /// Map a freshly pinned `page` at `vpn`, taking over the pin; replaces a read-only entry.
-    fn install(
+    fn adopt_one(
         &mut self,
         dom: &Domain,
-        vpn: u64,
-        page: *mut bindings::page,
-        write: bool,
-    ) -> Result {
-        let page = NonNull::new(page).ok_or(EFAULT)?;
+        evict: &mut impl FnMut(u64),
+        run: &mut PinRun,
+        i: usize,
+        nodes: &mut KVVec<RBTreeNodeReservation<u64, PageEntry>>,
+    ) -> Result<Adopted> {
+        let vpn = run.first + i as u64;
         let iova = vpn << PAGE_SHIFT;
-        // SAFETY: `page` was just pinned by `pin_run` and the pin is not released yet.
+        let page = NonNull::new(run.pages[i]).ok_or(EFAULT)?;
+        // SAFETY: `page` holds the run's pin (`PinRun` invariant).
         let phys = unsafe { ffi::page_to_phys(page) };
+        let write = run.write;
         let prot = bindings::IOMMU_READ | if write { bindings::IOMMU_WRITE } else { 0 };
-        let mut refs = 0;
-        if let Some(old) = self.tree.remove(&vpn) {
-            // Upgrade to writable: the new pin is what the process sees now.
-            dom.unmap(iova, PAGE_SIZE);
-            // SAFETY: By the `PageEntry` invariant `old.page` holds one pin of ours; the IOMMU
-            // no longer maps it (unmapped just above, IOTLB flushed).
-            unsafe { bindings::unpin_user_page(old.page.as_ptr()) };
-            self.pinned -= 1;
-            refs = old.refs;
-        }
-        if let Err(e) = dom.map(iova, phys, prot, false) {
-            // SAFETY: `page` holds the pin `pin_run` took and that nothing else released.
-            unsafe { bindings::unpin_user_page(page.as_ptr()) };
-            // Pages that lost their entry are gone for the regions that used them.
-            if refs > 0 {
-                pr_warn!("exanest_dma: remap of page {:#x} failed: {:?}\n", iova, e);
+        if let Some(e) = self.tree.get_mut(&vpn) {
+            if e.write || !write {
+                e.refs += 1;
+                return Ok(Adopted::Shared);
             }
-            return Err(e);
+            // Make it writable with the run's pin: the CPU may have replaced a page pinned
+            // read-only (a private file page copied on write).
+            dom.unmap(iova, PAGE_SIZE);
+            if let Err(err) = dom.map(iova, phys, prot, true) {
+                // SAFETY: `e.page` holds our pin (`PageEntry` invariant).
+                let old = unsafe { ffi::page_to_phys(e.page) };
+                // The table that held the entry is still there: this cannot need memory.
+                let _ = dom.map(iova, old, bindings::IOMMU_READ, true);
+                return Err(err);
+            }
+            let old = core::mem::replace(&mut e.page, page);
+            e.write = true;
+            e.refs += 1;
+            run.pages[i] = core::ptr::null_mut();
+            return Ok(Adopted::Upgraded(old));
         }
-        self.tree
-            .try_create_and_insert(
-                vpn,
-                PageEntry {
-                    page,
-                    write,
-                    refs: refs + 1,
-                },
-                GFP_KERNEL,
-            )
-            .inspect_err(|_| {
-                dom.unmap(iova, PAGE_SIZE);
-                // SAFETY: `page` holds the pin `pin_run` took; the mapping of it is gone.
-                unsafe { bindings::unpin_user_page(page.as_ptr()) };
-            })?;
+        evict(vpn);
+        let node = nodes.pop().ok_or(ENOMEM)?;
+        dom.map(iova, phys, prot, true)?;
+        // INVARIANT: The entry takes over the run's pin and its charge; mapped just above.
+        self.tree.insert(node.into_node(
+            vpn,
+            PageEntry {
+                page,
+                write,
+                refs: 1,
+            },
+        ));
         self.pinned += 1;
-        Ok(())
+        run.pages[i] = core::ptr::null_mut();
+        run.charged -= 1;
+        Ok(Adopted::New)
+    }
+
+    /// Undo what `adopt` did to the pages recorded in `run.done`, last first.
+    fn undo(&mut self, dom: &Domain, run: &mut PinRun) {
+        while let Some(a) = run.done.pop() {
+            let i = run.done.len();
+            let vpn = run.first + i as u64;
+            let iova = vpn << PAGE_SHIFT;
+            match a {
+                Adopted::Shared => {
+                    if let Some(e) = self.tree.get_mut(&vpn) {
+                        e.refs -= 1;
+                    }
+                }
+                Adopted::New => {
+                    if let Some(e) = self.tree.remove(&vpn) {
+                        dom.unmap(iova, PAGE_SIZE);
+                        self.pinned -= 1;
+                        run.pages[i] = e.page.as_ptr();
+                        run.charged += 1;
+                    }
+                }
+                Adopted::Upgraded(old) => {
+                    if let Some(e) = self.tree.get_mut(&vpn) {
+                        dom.unmap(iova, PAGE_SIZE);
+                        // SAFETY: `old` still holds our pin (kept in `done`).
+                        let phys = unsafe { ffi::page_to_phys(old) };
+                        // The table that held the entry is still there: this needs no memory.
+                        let _ = dom.map(iova, phys, bindings::IOMMU_READ, true);
+                        run.pages[i] = core::mem::replace(&mut e.page, old).as_ptr();
+                        e.write = false;
+                        e.refs -= 1;
+                    }
+                }
+            }
+        }
     }
 
     /// Drop one use of each page `first..last`; unmap, unpin and uncharge those nobody uses
@@ -375,7 +467,7 @@ impl PageMap {
             }
             gone += u64::from(self.release(dom, vpn));
         }
-        let _ = self.account(gone, false);
+        let _ = account(&self.mm, gone, false);
     }
 
     /// Remove the entry of `vpn`: unmap the page, then unpin it. Returns whether there was one
@@ -403,6 +495,6 @@ impl PageMap {
             };
             gone += u64::from(self.release(dom, vpn));
         }
-        let _ = self.account(gone, false);
+        let _ = account(&self.mm, gone, false);
     }
 }

@@ -137,9 +137,16 @@ const M_BLOCK: u8 = 2;
 
 /// The map of pages mirrored into the domain (not pinned): virtual page number → flags. A
 /// 2 MiB block (for a transparent huge page) has one entry, at its first page.
+///
+/// # Invariants
+///
+/// Every entry is mapped in the domain, with the access its flags say, and nothing else of the
+/// domain is the mirror's; no entry covers a page that `PageMap` (iommu.rs) maps. `pages` is the
+/// number of pages the entries cover.
 pub(crate) struct Mirror {
     tree: RBTree<u64, u8>,
     blocks: u64,
+    pages: u64,
 }
 
 impl Mirror {
@@ -147,15 +154,14 @@ impl Mirror {
         Mirror {
             tree: RBTree::new(),
             blocks: 0,
+            pages: 0,
         }
     }
 
-    /// Pages mapped now.
+    /// Pages mapped now; kept as entries come and go, so reading it walks nothing (the MMU
+    /// notifier's lock is held).
     pub(crate) fn len(&self) -> u64 {
-        self.tree
-            .values()
-            .map(|f| if f & M_BLOCK != 0 { BLOCK_PAGES } else { 1 })
-            .sum()
+        self.pages
     }
 
     /// 2 MiB blocks mapped so far.
@@ -189,30 +195,37 @@ impl Mirror {
 
     fn unmap_entry(&mut self, dom: &Domain, head: u64) {
         if let Some(f) = self.tree.remove(&head) {
-            let size = if f & M_BLOCK != 0 {
-                BLOCK_PAGES as usize * PAGE_SIZE
-            } else {
-                PAGE_SIZE
-            };
-            dom.unmap(head << PAGE_SHIFT, size);
+            let n = entry_pages(f);
+            dom.unmap(head << PAGE_SHIFT, n as usize * PAGE_SIZE);
+            self.pages -= n;
+        }
+    }
+
+    /// Unmap the entry covering `vpn`, a whole block if it is one: `PageMap` takes the page
+    /// over (the rest of a block is faulted in again on demand).
+    pub(crate) fn evict(&mut self, dom: &Domain, vpn: u64) {
+        if let Some((head, _)) = self.entry(vpn) {
+            self.unmap_entry(dom, head);
         }
     }
 
     /// Map the faulted pages, unless an invalidation ran since they were faulted in (then the
     /// caller faults again). Returns the pages newly mapped, or `None` to ask for a retry.
-    /// `skip(vpn)` is true for pages the domain already maps otherwise (pinned). Where the
-    /// CPU maps a transparent huge page and the whole of it was faulted in, one 2 MiB block
-    /// is mapped.
+    /// `pinned(vpn)` is true for pages that `PageMap` maps: they are left to it, and no block
+    /// covers them. Where the CPU maps a transparent huge page and the whole of it was faulted
+    /// in, one 2 MiB block is mapped.
     ///
-    /// Runs under `Session::map`, which the notifier takes: it allocates nothing that could
-    /// enter reclaim. `nodes` are tree nodes reserved beforehand, one per page of `f`.
+    /// Runs under `Process::map`, which the notifier takes: it allocates nothing that could
+    /// enter reclaim (page tables are atomic allocations; ENOMEM tells the caller to reclaim
+    /// without the lock and try again). `nodes` are tree nodes reserved beforehand, one per
+    /// page of `f`. On an error, what was mapped stays mapped and recorded.
     pub(crate) fn map(
         &mut self,
         dom: &Domain,
         mni: &Notifier,
         f: &Faulted,
         nodes: &mut KVec<RBTreeNodeReservation<u64, u8>>,
-        skip: impl Fn(u64) -> bool,
+        pinned: impl Fn(u64) -> bool,
     ) -> Result<Option<u64>> {
         if mni.mni.read_retry(f.seq) {
             return Ok(None);
@@ -239,7 +252,7 @@ impl Mirror {
                 && order >= 9
                 && phys % (BLOCK_PAGES << PAGE_SHIFT) == 0
                 && !self.any_in(vpn, vpn + BLOCK_PAGES)
-                && !(vpn..vpn + BLOCK_PAGES).any(&skip);
+                && !(vpn..vpn + BLOCK_PAGES).any(&pinned);
             if block {
                 let Some(node) = nodes.pop() else {
                     return Err(ENOMEM);
@@ -247,12 +260,13 @@ impl Mirror {
                 dom.map_size(vpn << PAGE_SHIFT, phys, bp * PAGE_SIZE, prot, true)?;
                 self.tree.insert(node.into_node(vpn, flags | M_BLOCK));
                 self.blocks += 1;
+                self.pages += BLOCK_PAGES;
                 mapped += BLOCK_PAGES;
                 i += bp;
                 continue;
             }
             i += 1;
-            if skip(vpn) || self.covers(vpn, writable) {
+            if pinned(vpn) || self.covers(vpn, writable) {
                 continue;
             }
             // Mapped with less access, alone or in a block: unmap that first.
@@ -264,6 +278,7 @@ impl Mirror {
             };
             dom.map(vpn << PAGE_SHIFT, phys, prot, true)?;
             self.tree.insert(node.into_node(vpn, flags));
+            self.pages += 1;
             mapped += 1;
         }
         Ok(Some(mapped))
@@ -294,17 +309,28 @@ impl Mirror {
     }
 }
 
+/// Pages an entry with flags `f` covers.
+fn entry_pages(f: u8) -> u64 {
+    if f & M_BLOCK != 0 {
+        BLOCK_PAGES
+    } else {
+        1
+    }
+}
+
 /// Tree nodes for the pages of `f`, reserved without any lock held.
 pub(crate) fn reserve_nodes(f: &Faulted) -> Result<KVec<RBTreeNodeReservation<u64, u8>>> {
-    let mut v = KVec::with_capacity(f.pfns.len(), GFP_KERNEL)?;
+    let mut v = KVec::with_capacity(f.pfns.len(), GFP_KERNEL_ACCOUNT)?;
     for _ in 0..f.pfns.len() {
-        v.push(RBTreeNodeReservation::new(GFP_KERNEL)?, GFP_KERNEL)?;
+        v.push(RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?, GFP_KERNEL_ACCOUNT)?;
     }
     Ok(v)
 }
 
 /// What [`fault_in`] needs to know about the region of the fault.
 pub(crate) struct FaultTarget {
+    /// The region's handle, checked again under `Process::inner` before mapping.
+    pub(crate) handle: u32,
     pub(crate) region: Range,
     pub(crate) notifier: Arc<Notifier>,
     /// Touch-ahead window in pages.
@@ -313,8 +339,10 @@ pub(crate) struct FaultTarget {
     pub(crate) limit: u64,
 }
 
-/// Check the VMA and fault the touch-ahead window at `addr` in. Runs without `Process::inner`
-/// or `Process::map`: HMM takes the mmap lock and may sleep in the fault handler.
+/// Check the VMA and fault the touch-ahead window at `addr` in. Runs with no driver lock held:
+/// HMM takes the mmap lock and may sleep in the mm's fault handler for as long as that takes
+/// (userfaultfd, FUSE). Its sleeps are killable: a fatal signal to the caller (the process, or
+/// the fault thread stopped at teardown) ends them with EINTR.
 pub(crate) fn fault_in(
     mm: &kernel::mm::Mm,
     addr: u64,
@@ -340,7 +368,11 @@ pub(crate) fn fault_in(
         }
     };
     let (first, last) = touch_ahead(addr, t.window, PAGE_SHIFT as u32, &vma, &t.region, t.limit);
-    let mut pfns = KVec::from_elem(HmmPfn::default(), (last - first) as usize, GFP_KERNEL)?;
+    let mut pfns = KVec::from_elem(
+        HmmPfn::default(),
+        (last - first) as usize,
+        GFP_KERNEL_ACCOUNT,
+    )?;
     let seq = t
         .notifier
         .mni

@@ -12,19 +12,27 @@
 //!
 //! 1. `Instance::state` (device.rs): which process owns the engine instance, and whether the
 //!    device is gone.
-//! 2. [`Process::fault_lock`]: one fault resolution, prefault or advise at a time. Held across
-//!    HMM faults, which take the mmap lock. Never held with `Instance::state`.
-//! 3. [`Process::inner`]: regions, pinned pages, notifiers, the channels and their counters.
-//! 4. [`Process::map`]: the domain and the on-demand mirror. The MMU notifier callback takes it
+//! 2. [`Process::inner`]: regions, pinned pages, notifiers, the channels and their counters.
+//! 3. [`Process::map`]: the domain and the on-demand mirror. The MMU notifier callback takes it
 //!    (odp.rs), from reclaim among other places, so nothing under it allocates with reclaim.
 //!
-//! The MMU notifier of a region is removed (which waits for its callbacks) with neither `inner`
-//! nor `map` held. The interrupt thread takes `Instance::state` only to find the owner, then
-//! releases it before taking `inner`.
+//! No driver lock is held across a fault-in (HMM or pinning), which takes the mmap lock and may
+//! sleep as long as the mm's fault handler wants; what was looked up before it is looked up
+//! again after it. The MMU notifier of a region is removed (which waits for its callbacks) with
+//! neither `inner` nor `map` held, and so is the fault thread stopped (which waits for its work
+//! to give up). The interrupt thread takes `Instance::state` only to find the owner, then
+//! releases it before taking `inner`. The IOMMU fault handler takes no lock
+//! ([`Process::claims`] is lock-free).
 
 use crate::channel::{Channels, MAX_INFLIGHT};
 use crate::engine::{Engine, Hw};
-use crate::exanest_core::{abi, fault::FaultQueue, region::RegionTable, sched::Entry};
+use crate::exanest_core::{
+    abi,
+    fault::{ClaimTable, FaultQueue},
+    region::RegionTable,
+    sched::Entry,
+};
+use crate::ffi::FaultThread;
 use crate::iommu::{Domain, PageMap};
 use crate::odp::{MapState, Notifier};
 use core::sync::atomic::AtomicU64;
@@ -34,8 +42,7 @@ use kernel::{
     new_poll_condvar,
     prelude::*,
     sync::aref::ARef,
-    sync::{new_mutex, poll::PollCondVar, Arc, ArcBorrow, Mutex},
-    workqueue::{self, impl_has_work, new_work, Work},
+    sync::{new_mutex, poll::PollCondVar, Arc, Mutex},
 };
 
 /// Regions one process may hold.
@@ -62,6 +69,17 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Tell the IOMMU fault handler which ranges it may claim faults in: those of the regions
+    /// the resolver serves (not pinned). Called under `inner` after every change of `regions`.
+    pub(crate) fn publish_claims(&self, claims: &ClaimTable<MAX_REGIONS>) {
+        claims.publish(
+            self.regions
+                .iter()
+                .filter(|r| r.mode != abi::MODE_PIN)
+                .map(|r| (r.range.start, r.range.end)),
+        );
+    }
+
     /// The notifier of region `h`.
     pub(crate) fn notifier(&self, h: u32) -> Option<Arc<Notifier>> {
         self.notifiers
@@ -105,16 +123,11 @@ pub(crate) struct Process {
     pub(crate) faults: FaultQueue<FAULT_QUEUE>,
     /// Faults the IOMMU fault handler was called for.
     pub(crate) iommu_faults: AtomicU64,
-    /// The fault worker (fault.rs).
-    #[pin]
-    work: Work<Process>,
-    /// Serialises fault resolution; protects no data of its own.
-    #[pin]
-    pub(crate) fault_lock: Mutex<()>,
-}
-
-impl_has_work! {
-    impl HasWork<Self> for Process { self.work }
+    /// The ranges the IOMMU fault handler claims faults in ([`Inner::publish_claims`]).
+    pub(crate) claims: ClaimTable<MAX_REGIONS>,
+    /// The fault thread, which runs the fault worker (fault.rs). Last: started once every
+    /// other field is in place, it is stopped by teardown (and by drop, if `new` failed).
+    thread: FaultThread,
 }
 
 impl Process {
@@ -136,8 +149,9 @@ impl Process {
         let channels = engine.channels;
         let dev = engine.dev.clone();
         let pages = PageMap::new(mm.clone());
+        let pid = task.pid();
         let process = Arc::pin_init(
-            try_pin_init!(Process {
+            try_pin_init!(&this in Process {
                 engine,
                 mm,
                 va_end,
@@ -153,8 +167,11 @@ impl Process {
                 done <- new_poll_condvar!("Process::done"),
                 faults: FaultQueue::new(),
                 iommu_faults: AtomicU64::new(0),
-                work <- new_work!("Process::work"),
-                fault_lock <- new_mutex!((), "Process::fault_lock"),
+                claims: ClaimTable::new(),
+                // SAFETY: `this` is where the process is being initialised; the thread only uses
+                // it when kicked, which needs a complete process (its domain, or a copy), and
+                // is stopped before the process is freed (teardown, or this field's drop).
+                thread: unsafe { FaultThread::start(this.as_ptr().cast(), pid)? },
             }? Error),
             GFP_KERNEL,
         )?;
@@ -211,19 +228,22 @@ impl Process {
         })
     }
 
-    /// Queue the fault worker (any context, hard IRQ included).
+    /// Wake the fault worker (any context, hard IRQ included). A kick while it runs makes it
+    /// run again.
     pub(crate) fn kick(&self) {
-        // SAFETY: `self` lives in an `Arc`: processes are only created by `Arc::pin_init` in
-        // `Process::new`, and `&self` keeps that `Arc` alive for the call.
-        let arc: Arc<Process> = unsafe { ArcBorrow::from_raw(self) }.into();
-        // Already queued: the queued run will see this fault too.
-        let _ = workqueue::system_highpri().enqueue(arc);
+        self.thread.kick();
+    }
+
+    /// Stop the fault thread: a fault-in in progress gives up (EINTR), and this waits for it.
+    /// After teardown, with no driver lock held.
+    pub(crate) fn stop_faults(&self) {
+        self.thread.stop();
     }
 
     /// Stop the engine's work for this process and give everything back: end copies, unmap and
     /// unpin every page, detach the domain. Idempotent. Called with `Instance::state` held.
     /// Returns the notifiers, which the caller drops (removing them) once it has released
-    /// `Instance::state`.
+    /// `Instance::state`, after [`Process::stop_faults`].
     pub(crate) fn teardown(&self, status: Error) -> KVec<(u32, Arc<Notifier>)> {
         let mut g = self.inner.lock();
         let inner = &mut *g;
@@ -235,6 +255,7 @@ impl Process {
         self.engine.reset();
         inner.chans.abort_all(status.to_errno());
         inner.regions.drain(|_| {});
+        inner.publish_claims(&self.claims);
         let dom = {
             let mut m = self.map.lock();
             let ms = &mut *m;

@@ -10,7 +10,9 @@
 //! Registration, deregistration, and advise (map part of a region now).
 
 use crate::exanest_core::abi::{self, Range};
-use crate::odp::{FaultTarget, Notifier};
+use crate::fault::{reclaim_for_tables, MAX_RETRIES};
+use crate::iommu::{reserve_entries, PinRun};
+use crate::odp::{FaultTarget, MapState, Notifier};
 use crate::process::{Process, MAX_REGIONS};
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
@@ -36,10 +38,11 @@ impl Process {
             }
             self.check_bytes(inner, &v)?;
             let h = inner.regions.insert(&v)?;
-            if let Err(e) = inner.notifiers.push((h, notifier.clone()), GFP_KERNEL) {
+            if let Err(e) = inner.notifiers.push((h, notifier.clone()), GFP_KERNEL_ACCOUNT) {
                 let _ = inner.regions.remove(h);
                 return Err(e.into());
             }
+            inner.publish_claims(&self.claims);
             h
         };
         // Our reference goes here, outside `inner`: on an error above it was the last one.
@@ -54,27 +57,58 @@ impl Process {
         Ok(handle)
     }
 
+    /// A pin-mode region: pin (and charge) its pages with no driver lock held, then map them
+    /// under `inner` and `map`, taking them over from the on-demand mirror where it maps them.
     fn register_pinned(&self, v: &abi::ValidReg) -> Result<u32> {
-        let mut g = self.inner.lock();
-        let inner = &mut *g;
-        if inner.dead {
-            return Err(ENODEV);
+        {
+            let g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            if g.regions.len() >= MAX_REGIONS {
+                return Err(ENOSPC);
+            }
+            self.check_bytes(&g, v)?;
         }
-        if inner.regions.len() >= MAX_REGIONS {
-            return Err(ENOSPC);
-        }
-        self.check_bytes(inner, v)?;
-        // Pinning may enter reclaim, which may call the MMU notifier: only `inner` is held.
-        let dom = self.map.lock().domain.clone().ok_or(ENODEV)?;
         let (first, last) = v.range.pages(PAGE_SHIFT as u32);
         let write = v.access & abi::ACCESS_WRITE != 0;
-        inner.pages.map_pinned(&dom, first, last, write)?;
-        match inner.regions.insert(v) {
-            Ok(h) => Ok(h),
-            Err(e) => {
-                inner.pages.unmap_pages(&dom, first, last);
-                Err(e.into())
+        // Pinning may sleep in the mm's fault handler and enter reclaim: no lock is held.
+        let mut run = PinRun::pin(&self.mm, first, last, write)?;
+        let mut nodes = reserve_entries(last - first)?;
+        let mut tries = 0;
+        loop {
+            let mut g = self.inner.lock();
+            let inner = &mut *g;
+            if inner.dead {
+                return Err(ENODEV);
             }
+            // Checked again: other registrations may have come meanwhile.
+            self.check_bytes(inner, v)?;
+            let h = inner.regions.insert(v)?;
+            let res = {
+                let mut m = self.map.lock();
+                let MapState { domain, mirror, .. } = &mut *m;
+                let Some(dom) = domain.as_ref() else {
+                    let _ = inner.regions.remove(h);
+                    return Err(ENODEV);
+                };
+                inner
+                    .pages
+                    .adopt(dom, |vpn| mirror.evict(dom, vpn), &mut run, &mut nodes)
+            };
+            match res {
+                Ok(()) => return Ok(h),
+                Err(e) => {
+                    let _ = inner.regions.remove(h);
+                    tries += 1;
+                    if e != ENOMEM || tries >= MAX_RETRIES {
+                        return Err(e);
+                    }
+                }
+            }
+            drop(g);
+            // Page tables could not be allocated atomically: reclaim without the locks.
+            reclaim_for_tables();
         }
     }
 
@@ -86,7 +120,9 @@ impl Process {
         Ok(())
     }
 
-    /// EXANEST_DMA_IOC_DEREG. The region's notifier is removed last, with no lock held.
+    /// EXANEST_DMA_IOC_DEREG. Under `inner` the region goes and its pages are unmapped (the
+    /// IOTLB synced), so a resolver that faulted pages in for it finds it gone when it comes
+    /// back to map them (fault.rs). The notifier is removed last, with no lock held.
     pub(crate) fn deregister(&self, req: &abi::Dereg) -> Result {
         let handle = abi::check_dereg(req)?;
         self.check_caller()?;
@@ -97,6 +133,7 @@ impl Process {
                 return Err(ENODEV);
             }
             let r = inner.regions.remove(handle)?;
+            inner.publish_claims(&self.claims);
             let mut notifier = None;
             if let Some(i) = inner.notifiers.iter().position(|(h, _)| *h == handle) {
                 notifier = Some(inner.notifiers.remove(i)?.1);
@@ -143,7 +180,6 @@ impl Process {
     /// Fault in and map `range` of region `handle` now (prefault mode, advise), without
     /// pinning.
     fn prefault_region(&self, handle: u32, range: &Range, write: bool) -> Result {
-        let _f = self.fault_lock.lock();
         let (region, notifier) = {
             let g = self.inner.lock();
             if g.dead {
@@ -153,6 +189,7 @@ impl Process {
             (r.range, g.notifier(handle).ok_or(EFAULT)?)
         };
         let target = FaultTarget {
+            handle,
             region,
             notifier,
             window: u64::from(abi::MAX_WINDOW),

@@ -10,7 +10,7 @@
 //! The queue has one producer (the handler: one fault context per domain, so calls do not
 //! overlap) and one consumer (the worker).
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use super::abi::Range;
 
@@ -204,10 +204,145 @@ impl Adaptive {
     }
 }
 
+/// The address ranges whose faults the IOMMU fault handler claims, readable without a lock in
+/// any context (hard IRQ included): a sequence count around `N` (start, end) slots, rewritten
+/// whole by [`ClaimTable::publish`]. Writers are serialised by the caller (the driver's region
+/// lock); a reader retries while a write is in progress, a bounded number of times.
+pub struct ClaimTable<const N: usize> {
+    seq: AtomicU32,
+    len: AtomicU32,
+    starts: [AtomicU64; N],
+    ends: [AtomicU64; N],
+}
+
+impl<const N: usize> Default for ClaimTable<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> ClaimTable<N> {
+    /// Reads a reader tries before it gives up on a table that keeps changing.
+    pub const READ_TRIES: u32 = 4;
+
+    /// An empty table: every address is refused.
+    pub const fn new() -> Self {
+        ClaimTable {
+            seq: AtomicU32::new(0),
+            len: AtomicU32::new(0),
+            starts: [const { AtomicU64::new(0) }; N],
+            ends: [const { AtomicU64::new(0) }; N],
+        }
+    }
+
+    /// Replace the ranges with `ranges` (`[start, end)` each; at most `N`, the rest ignored).
+    /// One writer at a time.
+    pub fn publish<I: IntoIterator<Item = (u64, u64)>>(&self, ranges: I) {
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        let mut n = 0;
+        for (start, end) in ranges.into_iter().take(N) {
+            self.starts[n].store(start, Ordering::Relaxed);
+            self.ends[n].store(end, Ordering::Relaxed);
+            n += 1;
+        }
+        self.len.store(n as u32, Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Whether `[addr, addr + size)` meets a published range; `None` when writes kept racing
+    /// with the read [`Self::READ_TRIES`] times.
+    pub fn claims(&self, addr: u64, size: u64) -> Option<bool> {
+        let end = addr.saturating_add(size);
+        for _ in 0..Self::READ_TRIES {
+            let s1 = self.seq.load(Ordering::Acquire);
+            if s1 & 1 != 0 {
+                core::hint::spin_loop();
+                continue;
+            }
+            let n = (self.len.load(Ordering::Relaxed) as usize).min(N);
+            let mut hit = false;
+            for i in 0..n {
+                let (a, b) = (
+                    self.starts[i].load(Ordering::Relaxed),
+                    self.ends[i].load(Ordering::Relaxed),
+                );
+                hit |= a < end && addr < b;
+            }
+            fence(Ordering::Acquire);
+            if self.seq.load(Ordering::Relaxed) == s1 {
+                return Some(hit);
+            }
+        }
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testrng::Rng;
+
+    /// Claims: a page meets a range when any byte of it does; an empty table claims nothing;
+    /// a republished table forgets what it no longer holds.
+    #[test]
+    fn claim_table_lookup() {
+        let t = ClaimTable::<4>::new();
+        assert_eq!(t.claims(0x1000, 0x1000), Some(false));
+        t.publish([(0x10_0800, 0x10_2000), (0x20_0000, 0x20_0001)]);
+        assert_eq!(t.claims(0x10_0000, 0x1000), Some(true)); // region starts mid-page
+        assert_eq!(t.claims(0x10_2000, 0x1000), Some(false)); // end is exclusive
+        assert_eq!(t.claims(0x20_0000, 0x1000), Some(true));
+        assert_eq!(t.claims(0x30_0000, 0x1000), Some(false));
+        assert_eq!(t.claims(u64::MAX - 0xfff, 0x1000), Some(false));
+        t.publish([(0x20_0000, 0x20_0001)]);
+        assert_eq!(t.claims(0x10_0000, 0x1000), Some(false));
+        // More than N ranges: the first N are kept.
+        t.publish((0..6).map(|i| (i << 20, (i << 20) + 1)));
+        assert_eq!(t.claims(3 << 20, 1), Some(true));
+        assert_eq!(t.claims(5 << 20, 1), Some(false));
+    }
+
+    /// A reader racing with a writer never sees a mix of two tables. Both tables claim X, at
+    /// opposite ends (slot 0 in one, the last slot in the other, the rest empty): only a torn
+    /// read (the new slot 0, the old last slot) could refuse X.
+    #[test]
+    fn claim_table_concurrent_readers_see_whole_tables() {
+        extern crate std;
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        const X: (u64, u64) = (0x9000, 0xa000);
+        let t = Arc::new(ClaimTable::<8>::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut a = [(0u64, 0u64); 8];
+        let mut b = [(0u64, 0u64); 8];
+        a[0] = X;
+        b[7] = X;
+        t.publish(a);
+        let reader = {
+            let (t, stop) = (t.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (mut answered, mut gave_up) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    match t.claims(X.0, 0x1000) {
+                        Some(v) => {
+                            assert!(v, "a torn read refused an address both tables claim");
+                            answered += 1;
+                        }
+                        None => gave_up += 1,
+                    }
+                }
+                (answered, gave_up)
+            })
+        };
+        for i in 0..300_000 {
+            t.publish(if i % 2 == 0 { b } else { a });
+        }
+        stop.store(true, Ordering::Relaxed);
+        let (answered, _gave_up) = reader.join().unwrap();
+        assert!(answered > 0);
+    }
 
     #[test]
     fn fifo_and_dedup() {
