@@ -196,6 +196,19 @@ impl Process {
     /// up to `limit`. `page_report`: `addr` is the start of the faulting page as the IOMMU
     /// reports it, not the faulting byte, so a region that begins inside the page counts.
     fn resolve(&self, addr: u64, write: bool, limit: u64, page_report: bool) -> Result {
+        let mut tries = 0;
+        loop {
+            match self.resolve_once(addr, write, limit, page_report) {
+                // The region went away during the fault-in: look again (another may hold the
+                // address), a bounded number of times.
+                Err(e) if e == ENOENT && tries + 1 < MAX_RETRIES => tries += 1,
+                Err(e) if e == ENOENT => return Err(EAGAIN),
+                r => return r,
+            }
+        }
+    }
+
+    fn resolve_once(&self, addr: u64, write: bool, limit: u64, page_report: bool) -> Result {
         let (h, addr, target) = {
             let mut g = self.inner.lock();
             if g.dead {

@@ -284,13 +284,15 @@ impl Drop for PinRun {
     }
 }
 
-/// Tree nodes for the entries a run may add, reserved with no driver lock held.
-pub(crate) fn reserve_entries(n: u64) -> Result<KVVec<RBTreeNodeReservation<u64, PageEntry>>> {
-    let mut v = KVVec::with_capacity(n as usize, GFP_KERNEL_ACCOUNT)?;
-    for _ in 0..n {
+/// Tree nodes for the entries a run may add: `v` is filled up to `n`, with no driver lock held.
+pub(crate) fn reserve_entries(
+    v: &mut KVVec<RBTreeNodeReservation<u64, PageEntry>>,
+    n: u64,
+) -> Result {
+    while (v.len() as u64) < n {
         v.push(RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?, GFP_KERNEL_ACCOUNT)?;
     }
-    Ok(v)
+    Ok(())
 }
 
 /// The pinned and mapped pages of one domain, keyed by virtual page number. Every pinned page

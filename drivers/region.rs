@@ -74,9 +74,11 @@ impl Process {
         let write = v.access & abi::ACCESS_WRITE != 0;
         // Pinning may sleep in the mm's fault handler and enter reclaim: no lock is held.
         let mut run = PinRun::pin(&self.mm, first, last, write)?;
-        let mut nodes = reserve_entries(last - first)?;
+        let mut nodes = KVVec::new();
         let mut tries = 0;
         loop {
+            // A node per page, topped up after a failed attempt used some.
+            reserve_entries(&mut nodes, last - first)?;
             let mut g = self.inner.lock();
             let inner = &mut *g;
             if inner.dead {
@@ -162,19 +164,27 @@ impl Process {
     pub(crate) fn advise(&self, req: &abi::Advise) -> Result {
         let (range, write) = abi::check_advise(req, &self.limits())?;
         self.check_caller()?;
-        let handle = {
-            let g = self.inner.lock();
-            if g.dead {
-                return Err(ENODEV);
+        let mut tries = 0;
+        loop {
+            let handle = {
+                let g = self.inner.lock();
+                if g.dead {
+                    return Err(ENODEV);
+                }
+                let h = g.regions.find(&range, crate::fault::access(write))?;
+                if g.regions.get(h).ok_or(EFAULT)?.mode == abi::MODE_PIN {
+                    // Pinned regions are mapped from registration on.
+                    return Ok(());
+                }
+                h
+            };
+            match self.prefault_region(handle, &range, write) {
+                // Deregistered meanwhile: another region may hold the range; look again.
+                Err(e) if e == ENOENT && tries + 1 < MAX_RETRIES => tries += 1,
+                Err(e) if e == ENOENT => return Err(EAGAIN),
+                r => return r,
             }
-            let h = g.regions.find(&range, crate::fault::access(write))?;
-            if g.regions.get(h).ok_or(EFAULT)?.mode == abi::MODE_PIN {
-                // Pinned regions are mapped from registration on.
-                return Ok(());
-            }
-            h
-        };
-        self.prefault_region(handle, &range, write)
+        }
     }
 
     /// Fault in and map `range` of region `handle` now (prefault mode, advise), without

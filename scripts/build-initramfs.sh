@@ -26,7 +26,7 @@ aarch64-linux-gnu-gcc $CFLAGS -I "$TOP/include/uapi" -o "$ROOT/bin/exanest-demo"
 # EXPECT_* macros compare across signedness: -Wsign-compare is off for them.
 KSFT="$KBUILD/source/tools/testing/selftests"
 [ -e "$KSFT/kselftest_harness.h" ] || die "no kselftest_harness.h in $KSFT (kernel source)"
-for t in sizes coherence fork errors concurrency hardening; do
+for t in sizes coherence fork errors concurrency hardening race; do
 	aarch64-linux-gnu-gcc $CFLAGS -Wno-sign-compare -I "$KSFT" -I "$TOP/include/uapi" \
 		-o "$ROOT/bin/exanest-$t" "$TOP/tests/guest/exanest-$t.c" -lpthread
 done

@@ -253,7 +253,7 @@ static int uffd_over(void *p, size_t len)
 		.range = { .start = (uintptr_t)p, .len = len },
 		.mode = UFFDIO_REGISTER_MODE_MISSING,
 	};
-	int fd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	int fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
 		return -1;
@@ -268,22 +268,28 @@ struct server {
 	int uffd;
 	uint8_t fill;
 	int served;
+	volatile int stop;
 };
 
-/* Serve every missing-page fault of the uffd with a page of s->fill, until it is closed. */
+/* Serve every missing-page fault of the uffd with a page of s->fill, until told to stop. */
 static void *serve(void *arg)
 {
 	struct server *s = arg;
 	static uint8_t page[4096] __attribute__((aligned(4096)));
 
 	memset(page, s->fill, sizeof(page));
-	for (;;) {
+	while (!s->stop) {
 		struct pollfd pfd = { .fd = s->uffd, .events = POLLIN };
 		struct uffd_msg msg;
 		struct uffdio_copy c;
 
-		if (poll(&pfd, 1, 10000) <= 0 || read(s->uffd, &msg, sizeof(msg)) != sizeof(msg))
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		if (read(s->uffd, &msg, sizeof(msg)) != sizeof(msg)) {
+			if (errno == EAGAIN)
+				continue;
 			return NULL;
+		}
 		if (msg.event != UFFD_EVENT_PAGEFAULT)
 			continue;
 		c = (struct uffdio_copy){ .dst = msg.arg.pagefault.address & ~4095ull,
@@ -292,6 +298,7 @@ static void *serve(void *arg)
 			return NULL;
 		__atomic_add_fetch(&s->served, 1, __ATOMIC_SEQ_CST);
 	}
+	return NULL;
 }
 
 /*
@@ -320,8 +327,9 @@ TEST_F(hard, userfaultfd_serves_engine_faults)
 	EXPECT_LE(1, __atomic_load_n(&s.served, __ATOMIC_SEQ_CST));
 	EXPECT_EQ(0, dereg(self->fd, hs));
 	EXPECT_EQ(0, dereg(self->fd, hd));
-	close(s.uffd);
+	s.stop = 1;
 	pthread_join(t, NULL);
+	close(s.uffd);
 }
 
 /* The fault thread of process pid is still there. */
@@ -382,8 +390,11 @@ TEST_F_TIMEOUT(hard, userfaultfd_never_served_then_sigkill, 60)
 		holder = fork();
 		if (!holder) {
 			/* Hold the uffd, report the first fault, never serve it. */
-			if (read(uffd, &msg, sizeof(msg)) == sizeof(msg))
-				(void)!write(from_holder[1], &msg, sizeof(msg));
+			struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+
+			while (poll(&pfd, 1, -1) == 1 && read(uffd, &msg, sizeof(msg)) != sizeof(msg))
+				;
+			(void)!write(from_holder[1], &msg, sizeof(msg));
 			pause();
 			_exit(0);
 		}
