@@ -4,8 +4,15 @@ and find kernel reports.
 
 Usage: console.py LOG [--no-done]
 Prints one line per failure and a final "console: P passed, F failed, S skipped" line; exits
-non-zero when anything failed. Kernel reports (Oops, BUG, WARNING, KASAN, lockdep, panic) and a
-missing GUEST-DONE marker (crash or timeout) count as failures.
+non-zero when anything failed. Kernel reports (Oops, BUG, WARNING, KASAN, UBSAN, lockdep,
+DEBUG_OBJECTS, hung tasks, soft and hard lockups, RCU stalls, panic) and a missing GUEST-DONE
+marker (crash or timeout) count as failures.
+
+The console prints warnings and worse only (tests/guest/init), so the guest's check.sh ends with
+the whole kernel log (dmesg) between GUEST-DMESG-BEGIN and GUEST-DMESG-END lines: that block is
+scanned for the same reports and nothing else (its KTAP lines are not counted again). A kind of
+report already counted, from the console or earlier in the block, is not counted again from the
+block. A run that reached GUEST-DONE without a complete block fails.
 
 Three result formats share the console:
 - "GUEST-TEST: ok NAME" / "GUEST-TEST: not ok NAME - why" (scripts and pldma-probe);
@@ -26,8 +33,21 @@ KTAP = re.compile(r"^(\s*)(ok|not ok) (\d+) ([^#]*?)(\s+#\s*(.*))?$")
 TAP = re.compile(r"^(ok|not ok) (\d+) (\S+)(?:\s+#\s*(.*))?$")
 TAP_PLAN = re.compile(r"^1\.\.(\d+)$")
 TAP_TOTALS = re.compile(r"^# Totals: pass:(\d+) fail:(\d+) xfail:(\d+) xpass:(\d+) skip:(\d+) error:(\d+)")
+DMESG_BEGIN, DMESG_END = "GUEST-DMESG-BEGIN", "GUEST-DMESG-END"
 REPORTS = [
     (re.compile(r"Internal error: Oops|\bOops\b"), "kernel Oops"),
+    # The detectors of the debugging kernel (drivers/kernel-debug.config), before the generic
+    # "BUG: " and "KASAN" so that the failure names them. Formats: kernel/hung_task.c,
+    # kernel/watchdog.c (pr_fmt "watchdog: "), kernel/rcu/tree_stall.h, tree_exp.h (pr_fmt
+    # "rcu: ") and tasks.h, mm/kasan/report.c, lib/debugobjects.c (pr_fmt "ODEBUG: ").
+    (re.compile(r"\bINFO: task .+:\d+ blocked( in I/O wait)? for more than \d+ seconds\."), "hung task"),
+    (re.compile(r"\bwatchdog: BUG: soft lockup - CPU#\d+ stuck for \d+s!"), "soft lockup"),
+    (re.compile(r"\bwatchdog: CPU\d+: Watchdog detected hard LOCKUP on cpu \d+"), "hard lockup"),
+    (re.compile(r"\brcu: INFO: \S+ (detected (expedited )?stalls on CPUs/tasks|self-detected stall on CPU"
+                r"|detected (stall|expedited stalls), but suppressed full report)"
+                r"|\bINFO: rcu_tasks detected stalls on tasks"), "RCU stall"),
+    (re.compile(r"\bBUG: KASAN: |\bKASAN: .+ in range \["), "KASAN report"),
+    (re.compile(r"\bODEBUG: (?!selftest passed)"), "DEBUG_OBJECTS report"),
     (re.compile(r"kernel BUG at|\bBUG: "), "kernel BUG"),
     (re.compile(r"\bWARNING: "), "kernel WARNING (or lockdep)"),
     (re.compile(r"KASAN|UBSAN"), "sanitizer report"),
@@ -82,6 +102,8 @@ def judge(lines, expect_done=True):
     in_ktap, suite_cases = False, 0
     tap = None
     done = False
+    dmesg = None   # None: no dmesg block yet; "in": inside it; "end": after it
+    kinds = set()  # the kinds of report counted
 
     def unfinished(run):
         return f"kselftest run ended without its '# Totals:' line (crash or hang after {run.last})"
@@ -103,8 +125,25 @@ def judge(lines, expect_done=True):
         if "GUEST-DONE" in line:
             done = True
             continue
+        if DMESG_BEGIN in line:
+            dmesg = "in"
+            continue
+        if DMESG_END in line:
+            dmesg = "end" if dmesg == "in" else dmesg
+            continue
+        if dmesg == "in":
+            # The kernel log read back: reports only, each kind once (most were on the console).
+            for pat, what in REPORTS:
+                if pat.search(line):
+                    if what not in kinds:
+                        kinds.add(what)
+                        failed += 1
+                        problems.append(f"{what} (in the dmesg readback): {line.strip()}")
+                    break
+            continue
         for pat, what in REPORTS:
             if pat.search(line):
+                kinds.add(what)
                 failed += 1
                 problems.append(f"{what}: {line.strip()}")
                 break
@@ -174,6 +213,10 @@ def judge(lines, expect_done=True):
     if expect_done and not done:
         failed += 1
         problems.append("the guest did not reach GUEST-DONE (crash, hang or timeout)")
+    elif done and dmesg != "end":
+        failed += 1
+        why = "it did not end" if dmesg else "missing"
+        problems.append(f"the guest reached GUEST-DONE without the dmesg readback ({DMESG_BEGIN}): {why}")
     return Verdict(passed, failed, problems, skipped)
 
 

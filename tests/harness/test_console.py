@@ -6,7 +6,10 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from console import judge  # noqa: E402
 
-DONE = ["GUEST-DONE\n"]
+# The end of a check run: the kernel log read back (tests/guest/check.sh), then init's marker.
+DMESG = ["GUEST-DMESG-BEGIN\n", "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x000f0510]\n",
+         "GUEST-DMESG-END\n"]
+DONE = DMESG + ["GUEST-DONE\n"]
 
 
 class Judge(unittest.TestCase):
@@ -27,6 +30,56 @@ class Judge(unittest.TestCase):
                      "Kernel panic - not syncing: Fatal exception"]:
             f = judge(line.splitlines(True) + DONE).failed
             self.assertGreaterEqual(f, 1, line)
+
+    def assert_report(self, line, kind):
+        v = judge(line.splitlines(True) + DONE)
+        self.assertEqual(v.failed, 1, (line, v.problems))
+        self.assertTrue(v.problems[0].startswith(kind + ": "), (kind, v.problems))
+
+    # The formats of the pinned kernel's detectors (see REPORTS in console.py).
+    def test_hung_task(self):
+        self.assert_report("[  41.2] INFO: task exanest-fork:212 blocked for more than 10 seconds.", "hung task")
+        self.assert_report("[  41.2] INFO: task kworker/1:2:33 blocked in I/O wait for more than 12 seconds.",
+                           "hung task")
+        # The lines that follow a report are not reports of their own.
+        v = judge(["[  41.3] INFO: task exanest-fork:212 is blocked on a mutex likely owned by task rmmod:230.\n",
+                   "[  41.3]       Not tainted 7.3.4-exanest #1\n"] + DONE)
+        self.assertEqual(v.failed, 0, v.problems)
+
+    def test_soft_lockup(self):
+        self.assert_report("[  30.0] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [exanest-sizes:140]",
+                           "soft lockup")
+
+    def test_hard_lockup(self):
+        self.assert_report("[  30.0] watchdog: CPU0: Watchdog detected hard LOCKUP on cpu 1", "hard lockup")
+
+    def test_rcu_stalls(self):
+        for line in ["[  60.1] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:",
+                     "[  60.1] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
+                     "[  60.1] rcu: INFO: rcu_preempt self-detected stall on CPU",
+                     "[  60.1] rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 1-... } 5254 jiffies",
+                     "[  60.1] rcu: INFO: rcu_preempt detected stall, but suppressed full report due to a stuck CSD-lock.",
+                     "[  60.1] rcu: INFO: rcu_sched detected expedited stalls, but suppressed full report due to a "
+                     "stuck CSD-lock.",
+                     "[  60.1] INFO: rcu_tasks detected stalls on tasks:"]:
+            self.assert_report(line, "RCU stall")
+        # RCU's boot messages are no stall.
+        v = judge(["[    0.0] rcu: Hierarchical RCU implementation.\n",
+                   "[    0.0] rcu: RCU calculated value of scheduler-enlistment delay is 25 jiffies.\n"] + DONE)
+        self.assertEqual(v.failed, 0, v.problems)
+
+    def test_kasan(self):
+        self.assert_report("[  12.0] BUG: KASAN: slab-use-after-free in exanest_dma::region::lookup+0x1c/0x90",
+                           "KASAN report")
+        self.assert_report("[  12.0] KASAN: maybe wild-memory-access in range [0x0003-0x000b]", "KASAN report")
+
+    def test_debug_objects(self):
+        self.assert_report("[  20.0] ODEBUG: free active (active state 0) object: 00000000c0ffee00 object type: "
+                           "work_struct hint: exanest_fault_work+0x0/0x40", "DEBUG_OBJECTS report")
+        self.assert_report("[  20.0] ODEBUG: object 00000000c0ffee00 is on stack 0000000012345678, but NOT annotated.",
+                           "DEBUG_OBJECTS report")
+        v = judge(["[    0.3] ODEBUG: selftest passed\n"] + DONE)
+        self.assertEqual(v.failed, 0, v.problems)
 
     def test_ktap_cases(self):
         log = ["KTAP version 1", "1..2", "    KTAP version 1", "    # Subtest: fq", "    1..2",
@@ -118,6 +171,68 @@ class Harness(unittest.TestCase):
         log = HARNESS.replace("# FAILED", "[  7.0] WARNING: CPU: 1 PID: 9 at drivers/x.c:1 f\n# FAILED")
         v = self.run_log(log)
         self.assertTrue(any("WARNING" in p for p in v.problems), v.problems)
+
+
+# The end of a check run with its kernel log read back: the KUnit KTAP copied to the console and
+# again in the dmesg block, info-level lines the console did not print.
+KTAP_COPY = ["[    3.0] KTAP version 1", "[    3.0] 1..1", "[    3.0]     KTAP version 1",
+             "[    3.0]     # Subtest: fq", "[    3.0]     1..2", "[    3.0]     ok 1 push_pop",
+             "[    3.0]     ok 2 dedup", "[    3.0] ok 1 fq"]
+BOOT = ["[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x000f0510]",
+        "[    0.000000] Kernel command line: console=ttyAMA0 panic=-1 oops=panic exanest.run=check",
+        "[    0.000000] rcu: Hierarchical RCU implementation.", "[    0.3] ODEBUG: selftest passed"]
+
+
+def check_run(console, dmesg, begin="GUEST-DMESG-BEGIN", end="GUEST-DMESG-END"):
+    log = KTAP_COPY + ["GUEST-TEST: ok driver-kunit-ran"] + console
+    if begin:
+        log.append(begin)
+    log += BOOT + KTAP_COPY + ["[    3.1] exanest_dma: loaded"] + dmesg
+    if end:
+        log.append(end)
+    return judge([line + "\n" for line in log + ["GUEST-DONE"]])
+
+
+class DmesgReadback(unittest.TestCase):
+    def test_clean_block_counts_nothing_twice(self):
+        v = check_run([], [])
+        self.assertEqual((v.passed, v.failed, v.skipped), (3, 0, 0), v.problems)
+
+    def test_missing_block_is_a_failure(self):
+        v = check_run([], [], begin=None, end=None)
+        self.assertEqual(v.failed, 1, v.problems)
+        self.assertIn("without the dmesg readback", v.problems[0])
+        self.assertIn("missing", v.problems[0])
+
+    def test_unended_block_is_a_failure(self):
+        v = check_run([], [], end=None)
+        self.assertEqual(v.failed, 1, v.problems)
+        self.assertIn("did not end", v.problems[0])
+        # Without GUEST-DONE (a crash or a timeout, maybe during the readback): one failure.
+        v = judge(["GUEST-TEST: ok a\n", "GUEST-DMESG-BEGIN\n", "[    0.0] Booting Linux\n"])
+        self.assertEqual((v.passed, v.failed), (1, 1), v.problems)
+        self.assertIn("did not reach GUEST-DONE", v.problems[0])
+
+    def test_report_only_in_the_block(self):
+        hung = "[  41.2] INFO: task exanest-fork:212 blocked for more than 10 seconds."
+        v = check_run([], [hung])
+        self.assertEqual(v.failed, 1, v.problems)
+        self.assertEqual(v.problems[0], "hung task (in the dmesg readback): " + hung[9:])
+
+    def test_report_on_the_console_counted_once(self):
+        warn = "[  7.0] WARNING: CPU: 1 PID: 9 at drivers/x.c:1 f"
+        v = check_run([warn], [warn, "[  8.0] WARNING: CPU: 0 PID: 12 at drivers/x.c:2 g"])
+        self.assertEqual(v.failed, 1, v.problems)
+        self.assertTrue(v.problems[0].startswith("kernel WARNING"), v.problems)
+
+    def test_each_kind_once_from_the_block(self):
+        odebug = "[  20.0] ODEBUG: free active (active state 0) object: 000000001 object type: timer_list hint: f"
+        lockup = "[  30.0] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [exanest-sizes:140]"
+        v = check_run(["[  7.0] WARNING: CPU: 1 PID: 9 at drivers/x.c:1 f"], [odebug, odebug, lockup, lockup])
+        self.assertEqual(v.failed, 3, v.problems)
+        for p, start in zip(v.problems, ["kernel WARNING (or lockdep): ", "DEBUG_OBJECTS report (in the dmesg",
+                                         "soft lockup (in the dmesg"]):
+            self.assertTrue(p.startswith(start), v.problems)
 
 
 if __name__ == "__main__":
