@@ -23,10 +23,11 @@ aarch64-linux-gnu-gcc $CFLAGS -o "$ROOT/bin/pldma-probe" "$TOP/tests/guest/pldma
 aarch64-linux-gnu-gcc $CFLAGS -I "$TOP/include/uapi" -o "$ROOT/bin/exanest-demo" "$TOP/examples/demo.c"
 # The driver's end-to-end tests, one binary per topic, on the kselftest harness of the pinned
 # kernel source (kselftest_harness.h and kselftest.h, used from there, not copied). The harness's
-# EXPECT_* macros compare across signedness: -Wsign-compare is off for them.
+# EXPECT_* macros compare across signedness: -Wsign-compare is off for them. exanest-fuzz is the
+# ioctl fuzzer, on the same harness (exanest-fuzz -h for its options).
 KSFT="$KBUILD/source/tools/testing/selftests"
 [ -e "$KSFT/kselftest_harness.h" ] || die "no kselftest_harness.h in $KSFT (kernel source)"
-for t in sizes coherence fork errors concurrency hardening race; do
+for t in sizes coherence fork errors concurrency hardening race fuzz; do
 	aarch64-linux-gnu-gcc $CFLAGS -Wno-sign-compare -I "$KSFT" -I "$TOP/include/uapi" \
 		-o "$ROOT/bin/exanest-$t" "$TOP/tests/guest/exanest-$t.c" -lpthread
 done

@@ -145,8 +145,9 @@ p_guest() {
 		TIMEOUT=1200 "$TOP/scripts/run-qemu.sh" check >"$log" 2>&1
 	echo "guest exit status $?"
 	# GUEST- lines, and of the kselftest-harness binaries their failures and totals (each
-	# followed by the binary's GUEST-TIME line).
-	grep -aE '^((\[[ 0-9.]+\] )?GUEST-|not ok [0-9]+ |# Totals: )' "$log" | sed 's/^/  /'
+	# followed by the binary's GUEST-TIME line); the fuzzer's seed and its failed calls.
+	grep -aE '^((\[[ 0-9.]+\] )?GUEST-|not ok [0-9]+ |# Totals: |exanest-fuzz: seed |# FAIL )' \
+		"$log" | sed 's/^/  /'
 	out=$(python3 tests/harness/console.py "$log")
 	echo "$out" | tail -1
 	# "console: P passed, F failed, S skipped": skips (a scenario that does not apply to a

@@ -37,10 +37,13 @@ if [ -e /lib/exanest_dma.ko ]; then
 	[ "$n" = 2 ]; t $? driver-two-devices "found $n /dev/exanest-dma*"
 	# The end-to-end tests, one kselftest-harness binary per topic, each scenario in the three
 	# memory modes (pin, prefault, on_demand): TAP lines that the host harness counts too.
-	# Concurrency last: it unbinds and rebinds the devices.
+	# The hardening defects (exanest-hardening), the deregistration races (exanest-race, 10000
+	# iterations each). Then the ioctl fuzzer (exanest-fuzz: 100000 random calls from four threads while a fifth
+	# remaps the memory; it prints its seed first, for a replay with -s). Concurrency last: it
+	# unbinds and rebinds the devices.
 	# Exit status 1 means failures, which the TAP lines report; anything else (not found,
 	# killed) would lose the binary's lines silently: report it.
-	for topic in sizes errors coherence fork hardening race concurrency; do
+	for topic in sizes errors coherence fork hardening race fuzz concurrency; do
 		t0=$(cut -d' ' -f1 /proc/uptime)
 		exanest-$topic; rc=$?
 		[ "$rc" -le 1 ] || t 1 "exanest-$topic" "exit status $rc"

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Shared by the guest end-to-end tests of the exanest_dma driver (exanest-sizes.c,
- * exanest-coherence.c, exanest-fork.c, exanest-errors.c, exanest-concurrency.c): the raw ioctl
- * helpers and the three memory modes every scenario runs in.
+ * exanest-coherence.c, exanest-fork.c, exanest-errors.c, exanest-concurrency.c, and the ioctl
+ * fuzzer exanest-fuzz.c): the raw ioctl helpers and the three memory modes every scenario runs
+ * in.
  *
  * The tests are written on the kernel's kselftest harness (tools/testing/selftests/
  * kselftest_harness.h, taken from the pinned kernel source when the initramfs is built). Each
