@@ -5,8 +5,8 @@
 //! interrupt, and unbind. Lock order: process.rs.
 
 use crate::engine::{Engine, Hw, Regs};
-use crate::fault::exanest_iommu_fault;
 use crate::ffi;
+use crate::handler::exanest_iommu_fault;
 use crate::process::Process;
 use crate::stats;
 use core::sync::atomic::{AtomicU32, Ordering};

@@ -17,12 +17,14 @@
 //! | [`error`] | the one errno mapping |
 //! | [`regs`] | the register map (`register!`) |
 //! | [`engine`] | hardware operations behind the [`engine::Hw`] trait |
-//! | [`iommu`] | the per-process IOMMU domain, pinned pages |
+//! | [`iommu`] | the per-process IOMMU domain |
+//! | [`pinned`] | pin mode: pinned pages and their mappings |
 //! | [`odp`] | MMU notifiers and the on-demand mirror |
 //! | [`channel`] | the channel state machine |
 //! | [`process`] | per-process state; **the lock order** |
 //! | [`transfer`] | copies: submit, interrupt, wait, poll |
-//! | [`fault`] | the fault path: SMMU handler → queue → resolver → resume/NACK |
+//! | [`handler`] | the IOMMU fault handler: claim, record, kick |
+//! | [`fault`] | the fault path: queue → fault thread → resolver → resume/NACK |
 //! | [`region`] | registration and modes |
 //! | [`stats`] | counters and debugfs |
 //! | [`ioctl`] | ioctl dispatch |
@@ -40,9 +42,11 @@ mod exanest_core;
 mod fake;
 mod fault;
 mod ffi;
+mod handler;
 mod ioctl;
 mod iommu;
 mod odp;
+mod pinned;
 mod process;
 mod region;
 mod regs;

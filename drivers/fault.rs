@@ -2,9 +2,9 @@
 
 //! The fault path, top to bottom:
 //!
-//! 1. **SMMU handler** ([`exanest_iommu_fault`]): called by arm-smmu-v3 (with this project's
-//!    patch) from its event thread, or by arm-smmu from hard-IRQ context. It only records the
-//!    page in the process's preallocated [`FaultQueue`] and kicks the worker.
+//! 1. **SMMU handler** (handler.rs): called by arm-smmu-v3 (with this project's patch) from its
+//!    event thread, or by arm-smmu from hard-IRQ context. It only records the page in the
+//!    process's preallocated fault queue and kicks the worker.
 //! 2. **Queue**: the fault queue (deduplicated, no allocation), and the engine's own reports of
 //!    channels in fault-wait (channel.rs), which cover SMMU events that were lost (queue
 //!    overflow, rate limits).
@@ -27,70 +27,17 @@
 use crate::channel::micros;
 use crate::exanest_core::{
     abi::{self, Range},
-    fault::{ClaimTable, FaultQueue},
     regs::FaultCause,
 };
 use crate::ffi;
 use crate::odp::{self, FaultTarget};
-use crate::process::{Process, FAULT_QUEUE, MAX_REGIONS};
-use core::sync::atomic::{AtomicU64, Ordering};
+use crate::process::Process;
 use kernel::{
-    bindings,
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
     sync::Arc,
     time::{Instant, Monotonic},
 };
-
-/// The IOMMU fault handler: record and kick the worker. May run in hard-IRQ context
-/// (arm-smmu, `dev` NULL) or in the SMMUv3 event thread; allocates nothing, takes no lock.
-/// Returns 0 when the page lies in a region the driver resolves faults for, else -ENOSYS
-/// ("not handled"), so that the SMMU driver logs the fault (the lookup is lock-free:
-/// `Process::claims`).
-///
-/// # Safety
-///
-/// `token` is the process pointer given to `Domain::attach` (process.rs); the domain, and so
-/// this handler, is gone before the process is freed.
-pub(crate) unsafe extern "C" fn exanest_iommu_fault(
-    _domain: *mut bindings::iommu_domain,
-    _dev: *mut bindings::device,
-    iova: usize,
-    flags: i32,
-    token: *mut core::ffi::c_void,
-) -> i32 {
-    // SAFETY: Per the contract `token` points to a live `Process`, which lives in an `Arc`
-    // (processes are only created by `Process::new`).
-    let process = unsafe { &*token.cast::<Process>() };
-    let write = flags as u32 & bindings::IOMMU_FAULT_WRITE != 0;
-    claim_fault(
-        &process.claims,
-        &process.faults,
-        &process.iommu_faults,
-        iova as u64,
-        write,
-        || process.kick(),
-    )
-}
-
-/// The handler's decision: record a fault inside a region the resolver serves (0), refuse one
-/// outside every such region (-ENOSYS, nothing recorded). When the table is being rewritten
-/// the whole time, the fault is taken: the worker and the engine's report then decide.
-pub(crate) fn claim_fault(
-    claims: &ClaimTable<MAX_REGIONS>,
-    queue: &FaultQueue<FAULT_QUEUE>,
-    count: &AtomicU64,
-    iova: u64,
-    write: bool,
-    kick: impl FnOnce(),
-) -> i32 {
-    let page = iova & !(PAGE_SIZE as u64 - 1);
-    if claims.claims(page, PAGE_SIZE as u64) == Some(false) {
-        return ENOSYS.to_errno();
-    }
-    record_fault(queue, count, iova, write, kick);
-    0
-}
 
 /// The fault thread's work (ffi.rs `FaultThread`), called by the shim after each kick.
 ///
@@ -105,22 +52,6 @@ pub(crate) unsafe extern "C" fn exanest_rust_fault_work(token: *mut core::ffi::c
     process.service_faults();
 }
 ffi::check_callback!(ffi::raw::exanest_rust_fault_work, exanest_rust_fault_work);
-
-/// The part of the IOMMU fault handler that must be safe in hard-IRQ context: count, record
-/// (deduplicated, no allocation), and kick the worker.
-pub(crate) fn record_fault(
-    queue: &FaultQueue<FAULT_QUEUE>,
-    count: &AtomicU64,
-    iova: u64,
-    write: bool,
-    kick: impl FnOnce(),
-) {
-    count.fetch_add(1, Ordering::Relaxed);
-    queue.push_at(iova, write, PAGE_SHIFT as u32, ffi::ktime_ns());
-    // Even when the push was a duplicate or overflowed: a kick of a queued worker is free,
-    // and after an overflow the worker must look at every channel.
-    kick();
-}
 
 impl Process {
     /// The fault worker: resolve what the IOMMU reported, then serve every channel that the
@@ -352,86 +283,12 @@ mod tests {
     use super::*;
     use crate::exanest_core::fault::touch_ahead;
     use crate::process::DEFAULT_WINDOW;
-    use kernel::sync::{ArcBorrow, Completion};
-    use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
     fn r(s: u64, l: u64) -> Range {
         Range::new(s, l, 1 << 48).unwrap()
     }
 
     const PS: u32 = PAGE_SHIFT as u32;
-
-    /// The IOMMU fault handler's recording path, called from hard-IRQ context (as arm-smmu
-    /// calls it on the QFDB): it allocates nothing and takes no sleeping lock (lockdep and
-    /// DEBUG_ATOMIC_SLEEP would report it), and the worker it queues from there runs.
-    #[test]
-    fn fault_handler_records_from_hard_irq() {
-        #[pin_data]
-        struct Ctx {
-            q: FaultQueue<FAULT_QUEUE>,
-            n: AtomicU64,
-            #[pin]
-            ran: Completion,
-            #[pin]
-            work: Work<Ctx>,
-        }
-        impl_has_work! { impl HasWork<Self> for Ctx { self.work } }
-        impl WorkItem for Ctx {
-            type Pointer = Arc<Ctx>;
-            fn run(this: Arc<Ctx>) {
-                this.ran.complete_all();
-            }
-        }
-        /// # Safety
-        ///
-        /// `arg` points to a live `Ctx` in an `Arc`.
-        unsafe extern "C" fn in_irq(arg: *mut core::ffi::c_void) {
-            // SAFETY: `arg` is the `Ctx` below, alive until `call_in_hardirq` returned.
-            let ctx = unsafe { ArcBorrow::<Ctx>::from_raw(arg.cast()) };
-            let kick = || {
-                let _ = workqueue::system_highpri().enqueue(Arc::<Ctx>::from(ctx));
-            };
-            record_fault(&ctx.q, &ctx.n, 0x7f12_3456_7abc, true, kick);
-            record_fault(&ctx.q, &ctx.n, 0x7f12_3456_7000, false, || {});
-            record_fault(&ctx.q, &ctx.n, 0x7f12_3456_9000, false, || {});
-        }
-        let ctx = Arc::pin_init(
-            pin_init!(Ctx {
-                q: FaultQueue::new(),
-                n: AtomicU64::new(0),
-                ran <- Completion::new(),
-                work <- new_work!("test"),
-            }),
-            GFP_KERNEL,
-        )
-        .unwrap();
-        let arg = core::ptr::from_ref::<Ctx>(&ctx).cast_mut().cast();
-        // SAFETY: `ctx` outlives the call, which waits for the irq_work to finish.
-        let hard = unsafe { ffi::call_in_hardirq(in_irq, arg) };
-        assert!(hard);
-        ctx.ran.wait_for_completion();
-        assert_eq!(ctx.n.load(Ordering::Relaxed), 3);
-        // The read of the page already queued for a write is a duplicate.
-        assert_eq!(ctx.q.len(), 2);
-        let f = ctx.q.pop().unwrap();
-        assert_eq!((f.page, f.write), (0x7f12_3456_7000, true));
-        assert_eq!(ctx.q.pop().map(|f| f.page), Some(0x7f12_3456_9000));
-    }
-
-    /// Past FAULT_QUEUE distinct pages the queue overflows: the worker then scans channels.
-    #[test]
-    fn fault_queue_overflow_is_reported() {
-        let q = FaultQueue::<FAULT_QUEUE>::new();
-        let n = AtomicU64::new(0);
-        let mut kicks = 0;
-        for i in 0..=FAULT_QUEUE as u64 {
-            record_fault(&q, &n, 0x10_0000 + (i << PAGE_SHIFT), false, || kicks += 1);
-        }
-        assert_eq!(kicks, FAULT_QUEUE + 1);
-        assert_eq!(q.len(), FAULT_QUEUE);
-        assert!(q.take_overflow());
-        assert!(!q.take_overflow());
-    }
 
     /// A fault needs the access bit of its direction.
     #[test]

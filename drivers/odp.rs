@@ -322,7 +322,10 @@ fn entry_pages(f: u8) -> u64 {
 pub(crate) fn reserve_nodes(f: &Faulted) -> Result<KVec<RBTreeNodeReservation<u64, u8>>> {
     let mut v = KVec::with_capacity(f.pfns.len(), GFP_KERNEL_ACCOUNT)?;
     for _ in 0..f.pfns.len() {
-        v.push(RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?, GFP_KERNEL_ACCOUNT)?;
+        v.push(
+            RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?,
+            GFP_KERNEL_ACCOUNT,
+        )?;
     }
     Ok(v)
 }

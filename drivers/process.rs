@@ -33,8 +33,9 @@ use crate::exanest_core::{
     sched::Entry,
 };
 use crate::ffi::FaultThread;
-use crate::iommu::{Domain, PageMap};
+use crate::iommu::Domain;
 use crate::odp::{MapState, Notifier};
+use crate::pinned::PageMap;
 use core::sync::atomic::AtomicU64;
 use kernel::{
     bindings,

@@ -2,7 +2,7 @@
 
 //! Registered regions and their modes (Documentation/abi.rst, "Modes"):
 //!
-//! - **pin**: pinned and mapped at registration ([`crate::iommu::PageMap`]);
+//! - **pin**: pinned and mapped at registration ([`crate::pinned::PageMap`]);
 //! - **prefault**: faulted in and mapped at registration, not pinned, kept coherent by the
 //!   region's MMU notifier;
 //! - **on-demand**: nothing mapped until the engine faults (fault.rs).
@@ -11,16 +11,18 @@
 
 use crate::exanest_core::abi::{self, Range};
 use crate::fault::{reclaim_for_tables, MAX_RETRIES};
-use crate::iommu::{reserve_entries, PinRun};
 use crate::odp::{FaultTarget, MapState, Notifier};
+use crate::pinned::{reserve_entries, PinRun};
 use crate::process::{Process, MAX_REGIONS};
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
 impl Process {
     /// EXANEST_DMA_IOC_REG: returns the new region's handle.
     pub(crate) fn register(&self, req: &abi::Reg) -> Result<u32> {
-        let v = abi::check_reg(req, &self.limits())?;
+        // The caller first: another process learns nothing from the engine, not even which of
+        // its requests would be valid.
         self.check_caller()?;
+        let v = abi::check_reg(req, &self.limits())?;
         if v.mode == abi::MODE_PIN {
             return self.register_pinned(&v);
         }
@@ -38,9 +40,16 @@ impl Process {
             }
             self.check_bytes(inner, &v)?;
             let h = inner.regions.insert(&v)?;
-            if let Err(e) = inner.notifiers.push((h, notifier.clone()), GFP_KERNEL_ACCOUNT) {
+            if let Err(e) = inner
+                .notifiers
+                .push((h, notifier.clone()), GFP_KERNEL_ACCOUNT)
+            {
                 let _ = inner.regions.remove(h);
                 return Err(e.into());
+            }
+            if v.mode == abi::MODE_PREFAULT {
+                // A fresh handle: holding it cannot fail.
+                let _ = inner.regions.hold(h);
             }
             inner.publish_claims(&self.claims);
             h
@@ -48,8 +57,14 @@ impl Process {
         // Our reference goes here, outside `inner`: on an error above it was the last one.
         drop(notifier);
         if v.mode == abi::MODE_PREFAULT {
+            // Held while it is faulted in, as a copy holds its regions: a DEREG of a guessed
+            // handle meanwhile is EBUSY, not a registration that ends with ENOENT.
             let write = v.access & abi::ACCESS_WRITE != 0;
-            if let Err(e) = self.prefault_region(handle, &v.range, write) {
+            let res = self.prefault_region(handle, &v.range, write);
+            self.inner.lock().regions.release(handle);
+            if let Err(e) = res {
+                // EBUSY if a copy (with a guessed handle) uses it: it then stays registered
+                // until the file is closed, unknown to the caller (Documentation/abi.rst).
                 let _ = self.deregister(&abi::Dereg { handle, flags: 0 });
                 return Err(e);
             }
@@ -126,8 +141,8 @@ impl Process {
     /// IOTLB synced), so a resolver that faulted pages in for it finds it gone when it comes
     /// back to map them (fault.rs). The notifier is removed last, with no lock held.
     pub(crate) fn deregister(&self, req: &abi::Dereg) -> Result {
-        let handle = abi::check_dereg(req)?;
         self.check_caller()?;
+        let handle = abi::check_dereg(req)?;
         let notifier: Option<Arc<Notifier>> = {
             let mut g = self.inner.lock();
             let inner = &mut *g;
@@ -162,8 +177,8 @@ impl Process {
 
     /// EXANEST_DMA_IOC_ADVISE: map a sub-range of a prefault or on-demand region now.
     pub(crate) fn advise(&self, req: &abi::Advise) -> Result {
-        let (range, write) = abi::check_advise(req, &self.limits())?;
         self.check_caller()?;
+        let (range, write) = abi::check_advise(req, &self.limits())?;
         let mut tries = 0;
         loop {
             let handle = {

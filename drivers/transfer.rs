@@ -17,8 +17,8 @@ impl Process {
     /// Queue a copy between two registered regions; start it if a channel is free. Returns the
     /// cookie and the channel (`u32::MAX` when queued).
     pub(crate) fn copy(&self, req: &abi::Copy) -> Result<(u64, u32)> {
-        let v = abi::check_copy(req, &self.limits())?;
         self.check_caller()?;
+        let v = abi::check_copy(req, &self.limits())?;
         let mut g = self.inner.lock();
         let inner = &mut *g;
         if inner.dead {
@@ -68,9 +68,9 @@ impl Process {
 
     /// Wait for a copy to end (`timeout_ns` < 0: forever): its status and bytes.
     pub(crate) fn wait(&self, req: &abi::Wait) -> Result<(i32, u64)> {
-        abi::check_wait(req)?;
         // Another process (a forked child) must not collect, or wait for, the opener's copies.
         self.check_caller()?;
+        abi::check_wait(req)?;
         let deadline_ms = if req.timeout_ns < 0 {
             None
         } else {

@@ -13,7 +13,7 @@ rm -rf "$ROOT"; mkdir -p "$ROOT"/{bin,sbin,dev,proc,sys,tmp,root,etc,usr/share/e
 cp "$DL/busybox-arm64" "$ROOT/bin/busybox"
 install -m 755 "$TOP/tests/guest/init" "$ROOT/init"
 install -m 644 "$TOP/tests/guest/demo.sh" "$TOP/tests/guest/check.sh" "$TOP/tests/guest/eval.sh" \
-	"$ROOT/usr/share/exanest/"
+	"$TOP/tests/guest/soak.sh" "$ROOT/usr/share/exanest/"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
 
 # Guest tools: static aarch64 binaries.
@@ -39,7 +39,9 @@ done
 
 # Kernel modules: the kernel's own (test_hmm.ko) and the driver, when built (make module).
 [ -d "$MODROOT/lib/modules" ] && cp -a "$MODROOT/lib/modules" "$ROOT/lib/"
-[ -e "$TOP/build/module/exanest_dma.ko" ] && cp "$TOP/build/module/exanest_dma.ko" "$ROOT/lib/"
+# MODULE_KO: the driver built for this kernel (default: make module's, for the test kernel).
+MODULE_KO=${MODULE_KO:-$TOP/build/module/exanest_dma.ko}
+[ -e "$MODULE_KO" ] && cp "$MODULE_KO" "$ROOT/lib/"
 
 (cd "$ROOT" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) >"$OUTPUT.tmp"
 mv "$OUTPUT.tmp" "$OUTPUT"

@@ -12,16 +12,20 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-KB=$("$TOP/scripts/build-kernel.sh")
+# The evaluation kernel: the test kernel's source and patches without its debugging options
+# (lockdep, KASAN...), so that measured times mean something. Its module and initramfs are kept
+# apart from the test kernel's.
+KB=$("$TOP/scripts/build-kernel.sh" eval)
 QEMU=$("$TOP/scripts/build-qemu.sh")
-make -s -C "$TOP" --no-print-directory module KDIR="$KB" >/dev/null
+make -s -C "$TOP" --no-print-directory module KDIR="$KB" MODULE_OUT="$TOP/build/module-eval" >/dev/null
 "$TOP/scripts/build-guest-rust.sh" >/dev/null
-"$TOP/scripts/build-initramfs.sh" "$KB" "$TOP/build/initramfs.cpio"
+MODULE_KO="$TOP/build/module-eval/exanest_dma.ko" \
+	"$TOP/scripts/build-initramfs.sh" "$KB" "$TOP/build/initramfs-eval.cpio"
 OUT="$TOP/build/eval"
 mkdir -p "$OUT"
 log "evaluation: $runs run(s)$([ $quick = 1 ] && echo ', quick'), QEMU -icount shift=0,sleep=off"
 t0=$SECONDS
-QEMU="$QEMU" KERNEL="$KB/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" TIMEOUT=7200 \
+QEMU="$QEMU" KERNEL="$KB/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs-eval.cpio" TIMEOUT=7200 \
 	QEMU_MEM=4G QEMU_APPEND="exanest.runs=$runs exanest.quick=$quick" \
 	"$TOP/scripts/run-qemu.sh" /usr/share/exanest/eval.sh -icount shift=0,sleep=off >"$OUT/console.log" 2>&1 ||
 	{ tail -30 "$OUT/console.log" >&2; die "the evaluation run failed (log: $OUT/console.log)"; }

@@ -14,7 +14,7 @@ opts=${PLDMA_OPTS:+,$PLDMA_OPTS}
 cmd=("$QEMU" -machine virt,iommu=smmuv3,gic-version=3 -cpu max -smp 2 -m "${QEMU_MEM:-2G}"
 	-nographic -nic none -no-reboot
 	-kernel "$KERNEL" -initrd "$INITRD"
-	-append "console=ttyAMA0 panic=-1 oops=panic exanest.run=$RUN ${QEMU_APPEND:-}"
+	-append "console=ttyAMA0 log_buf_len=1M panic=-1 oops=panic exanest.run=$RUN ${QEMU_APPEND:-}"
 	-device "exanest-pldma,addr=0x4$opts" -device "exanest-pldma,addr=0x5$opts"
 	"$@")
 if [ "$TIMEOUT" != 0 ]; then

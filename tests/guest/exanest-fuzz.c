@@ -98,9 +98,11 @@ static const int ok_errnos[NCALLS][10] = {
 	[C_INFO] = { EFAULT },
 	/* EINVAL length 0, access, mode, flags, reserved, window; EOVERFLOW wraps; EFAULT past
 	 * 2^48 or not mapped (pin); EACCES prefault; EOPNOTSUPP mode not implemented; ENOSPC
-	 * max_regions or max_registered_mib; ENOMEM pin past RLIMIT_MEMLOCK.
+	 * max_regions or max_registered_mib; ENOMEM pin past RLIMIT_MEMLOCK (or no memory for
+	 * the driver, which the fuzzer does not expect: no memory pressure here); EAGAIN and EINTR
+	 * prefault fault-in retries ran out or a fatal signal.
 	 */
-	[C_REG] = { EINVAL, EOVERFLOW, EFAULT, EACCES, EOPNOTSUPP, ENOSPC, ENOMEM },
+	[C_REG] = { EINVAL, EOVERFLOW, EFAULT, EACCES, EOPNOTSUPP, ENOSPC, ENOMEM, EAGAIN, EINTR },
 	/* ENOENT unknown handle (or 0); EBUSY a copy in flight uses the region. */
 	[C_DEREG] = { EINVAL, EFAULT, ENOENT, EBUSY },
 	/* EINVAL length 0, overlap, flags; E2BIG; EOVERFLOW; EFAULT; EACCES; EAGAIN. */
@@ -109,9 +111,10 @@ static const int ok_errnos[NCALLS][10] = {
 	[C_WAIT] = { EINVAL, EFAULT, ENOENT, ETIMEDOUT, EINTR },
 	[C_COUNTERS] = { EFAULT },
 	/* EINVAL length 0 or unknown flags; EOVERFLOW; EFAULT outside every region or no memory
-	 * behind it; EACCES the region or the mapping lacks the access.
+	 * behind it; EACCES the region or the mapping lacks the access; EAGAIN the memory or the
+	 * region kept changing; EINTR a fatal signal; ENOMEM no memory for the driver.
 	 */
-	[C_ADVISE] = { EINVAL, EOVERFLOW, EFAULT, EACCES },
+	[C_ADVISE] = { EINVAL, EOVERFLOW, EFAULT, EACCES, EAGAIN, EINTR, ENOMEM },
 	[C_LATENCY] = { EFAULT },
 	/* EINVAL mode, counters or reserved words set; ENOENT unknown handle (or 0). */
 	[C_REGION_STATS] = { EINVAL, ENOENT, EFAULT },
@@ -119,8 +122,10 @@ static const int ok_errnos[NCALLS][10] = {
 	[C_BADCMD] = { ENOTTY },
 };
 
-/* A copy's own status (WAIT's "status"): 0, -EFAULT, -EACCES, -ECANCELED, -ENODEV, -EIO. */
-static const int ok_status[] = { 0, -EFAULT, -EACCES, -ECANCELED, -ENODEV, -EIO };
+/* A copy's own status (WAIT's "status"): 0, -EFAULT, -EACCES, -EAGAIN, -ENOMEM, -ECANCELED,
+ * -ENODEV, -EIO.
+ */
+static const int ok_status[] = { 0, -EFAULT, -EACCES, -EAGAIN, -ENOMEM, -ECANCELED, -ENODEV, -EIO };
 
 static bool opener_only(int call)
 {

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Pin mode's memory: pages pinned for the engine and mapped into the domain.
+//!
+//! [`PageMap`] keeps one entry per pinned page with the number of regions that use it, so
+//! regions may share pages (two small buffers in one page) and a page is unmapped only when its
+//! last region goes. A pin takes a page over from the on-demand mirror (odp.rs, which faults
+//! the rest of an evicted 2 MiB block in again on demand); the mirror never maps a pinned page.
+//! Pages are pinned by [`PinRun::pin`] with no driver lock held, then adopted under
+//! `Process::inner` and `Process::map`, all or nothing: an error gives back exactly what the run
+//! took.
+//!
+//! Nothing here locks: the [`PageMap`] lives under `Process::inner`, the domain under
+//! `Process::map` (lock order: process.rs).
+
+use crate::ffi;
+use crate::iommu::Domain;
+use core::ptr::NonNull;
+use kernel::{
+    bindings,
+    error::to_result,
+    mm::Mm,
+    page::{PAGE_SHIFT, PAGE_SIZE},
+    prelude::*,
+    rbtree::{RBTree, RBTreeNodeReservation},
+    sync::aref::ARef,
+};
+
+/// One pinned, mapped page.
+///
+/// # Invariants
+///
+/// `page` holds exactly one pin of ours (`FOLL_LONGTERM`, writable when `write`), charged once
+/// to the owner's `locked_vm`, and the page is mapped at its virtual address in the domain with
+/// that access while the entry exists. `refs` > 0.
+pub(crate) struct PageEntry {
+    /// The pinned page (one pin, ours).
+    page: NonNull<bindings::page>,
+    /// Mapped writable for the device.
+    write: bool,
+    /// Regions using the page.
+    refs: u32,
+}
+
+// SAFETY: A pinned page may be unpinned from any thread; the entry is only a pointer and flags.
+unsafe impl Send for PageEntry {}
+
+/// Pages to pin in one `pin_user_pages_fast` call.
+const PIN_BATCH: usize = 512;
+
+/// Charge `n` pages to `mm`'s `locked_vm` (`inc`), or give them back. ENOMEM over
+/// `RLIMIT_MEMLOCK` without `CAP_IPC_LOCK`; giving back never fails. Takes the mmap lock.
+fn account(mm: &Mm, n: u64, inc: bool) -> Result {
+    if n == 0 {
+        return Ok(());
+    }
+    // SAFETY: `mm` is alive (the caller holds a reference, an mmgrab); `account_locked_vm`
+    // takes the mmap lock itself and only updates `locked_vm`, valid even after the last user
+    // of the mm has gone.
+    to_result(unsafe { bindings::account_locked_vm(mm.as_raw(), n as usize, inc) })
+}
+
+/// What [`PageMap::adopt`] did with one page of a run, so that a failure can undo it.
+#[derive(Clone, Copy)]
+enum Adopted {
+    /// An adequate entry existed: one more use of it.
+    Shared,
+    /// A new entry took the run's page.
+    New,
+    /// A read-only entry was made writable with the run's page; the old page is kept here.
+    Upgraded(NonNull<bindings::page>),
+}
+
+/// Pages of one registration, pinned and charged to `RLIMIT_MEMLOCK` with no driver lock held,
+/// then handed to [`PageMap::adopt`]. What the map did not take is unpinned and uncharged on
+/// drop, with no driver lock held.
+///
+/// # Invariants
+///
+/// Every non-null `pages[i]` holds one pin of ours on the page at `first + i`. `charged` pages
+/// are charged to `mm` on behalf of the run. Every page in `released` holds one pin of ours.
+pub(crate) struct PinRun {
+    mm: ARef<Mm>,
+    first: u64,
+    write: bool,
+    pages: KVVec<*mut bindings::page>,
+    charged: u64,
+    done: KVVec<Adopted>,
+    released: KVVec<*mut bindings::page>,
+}
+
+// SAFETY: The run only holds pins, which may be released from any thread.
+unsafe impl Send for PinRun {}
+
+impl PinRun {
+    /// Pin the pages `first..last` of the current process (whose mm is `mm`) for device reads,
+    /// and writes when `write`, after charging them to its `RLIMIT_MEMLOCK` (ENOMEM over it).
+    /// EFAULT (or the errno of `pin_user_pages_fast`) if a page cannot be pinned.
+    pub(crate) fn pin(mm: &ARef<Mm>, first: u64, last: u64, write: bool) -> Result<Self> {
+        let n = (last - first) as usize;
+        let mut run = PinRun {
+            mm: mm.clone(),
+            first,
+            write,
+            pages: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
+            charged: 0,
+            done: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
+            released: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
+        };
+        account(mm, n as u64, true)?;
+        run.charged = n as u64;
+        let mut flags = bindings::FOLL_LONGTERM;
+        if write {
+            flags |= bindings::FOLL_WRITE;
+        }
+        while run.pages.len() < n {
+            let at = run.pages.len();
+            let batch = (n - at).min(PIN_BATCH);
+            let mut got_pages = [core::ptr::null_mut(); PIN_BATCH];
+            let addr = (first + at as u64) << PAGE_SHIFT;
+            // SAFETY: `got_pages` has room for `batch` page pointers; the range is user memory
+            // of the current process (the caller checked that it opened the engine).
+            let got = unsafe {
+                bindings::pin_user_pages_fast(
+                    addr as usize,
+                    batch as i32,
+                    flags,
+                    got_pages.as_mut_ptr(),
+                )
+            };
+            let got = usize::try_from(got).map_err(|_| Error::from_errno(got))?;
+            for &p in &got_pages[..got] {
+                // INVARIANT: `p` holds the pin just taken; capacity is `n`, so no allocation.
+                run.pages.push(p, GFP_KERNEL_ACCOUNT)?;
+            }
+            if got < batch {
+                return Err(EFAULT);
+            }
+        }
+        Ok(run)
+    }
+}
+
+impl Drop for PinRun {
+    fn drop(&mut self) {
+        for p in Iterator::chain(self.pages.iter_mut(), self.released.iter_mut()) {
+            if !p.is_null() {
+                // SAFETY: By the type invariant the page holds one pin of ours, which nothing
+                // else releases; the device does not map it (the map did not take it, or
+                // unmapped it before handing it back), so it cannot have been written by it.
+                unsafe { bindings::unpin_user_page(*p) };
+                *p = core::ptr::null_mut();
+            }
+        }
+        let _ = account(&self.mm, self.charged, false);
+    }
+}
+
+/// Tree nodes for the entries a run may add: `v` is filled up to `n`, with no driver lock held.
+pub(crate) fn reserve_entries(
+    v: &mut KVVec<RBTreeNodeReservation<u64, PageEntry>>,
+    n: u64,
+) -> Result {
+    while (v.len() as u64) < n {
+        v.push(
+            RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?,
+            GFP_KERNEL_ACCOUNT,
+        )?;
+    }
+    Ok(())
+}
+
+/// The pinned and mapped pages of one domain, keyed by virtual page number. Every pinned page
+/// is charged once to the owner's `RLIMIT_MEMLOCK` (`locked_vm`, with `account_locked_vm`): over
+/// the limit pinning fails with ENOMEM, unless the caller has `CAP_IPC_LOCK`.
+pub(crate) struct PageMap {
+    tree: RBTree<u64, PageEntry>,
+    pinned: u64,
+    /// The owner's mm, charged for the pinned pages.
+    mm: ARef<Mm>,
+}
+
+impl PageMap {
+    pub(crate) fn new(mm: ARef<Mm>) -> Self {
+        PageMap {
+            tree: RBTree::new(),
+            pinned: 0,
+            mm,
+        }
+    }
+
+    /// Pages pinned (and mapped) now.
+    pub(crate) fn pinned(&self) -> u64 {
+        self.pinned
+    }
+
+    /// Whether `vpn` is pinned and mapped with at least the access asked.
+    pub(crate) fn covers(&self, vpn: u64, write: bool) -> bool {
+        matches!(self.tree.get(&vpn), Some(e) if e.write || !write)
+    }
+
+    /// Whether `vpn` is pinned (then its mapping is this map's, not the mirror's).
+    pub(crate) fn has(&self, vpn: u64) -> bool {
+        self.tree.get(&vpn).is_some()
+    }
+
+    /// Take the pages of `run` into the map, all or nothing: a page already pinned with enough
+    /// access gets one more use (the run's pin goes back), a read-only one is replaced by the
+    /// run's writable pin, any other is mapped anew, after `evict(vpn)` took it from the
+    /// on-demand mirror (odp.rs) if that mapped it. Called under `Process::inner` and
+    /// `Process::map` (so page tables are allocated atomically: ENOMEM asks the caller to
+    /// reclaim without the locks and try again). On
+    /// error the map, the mirror's remaining entries and the run are as they were, except for
+    /// mirror entries evicted (faulted in again on demand).
+    pub(crate) fn adopt(
+        &mut self,
+        dom: &Domain,
+        mut evict: impl FnMut(u64),
+        run: &mut PinRun,
+        nodes: &mut KVVec<RBTreeNodeReservation<u64, PageEntry>>,
+    ) -> Result {
+        run.done.clear();
+        for i in 0..run.pages.len() {
+            match self.adopt_one(dom, &mut evict, run, i, nodes) {
+                // Capacity is the run's length: no allocation.
+                Ok(a) => run.done.push(a, GFP_ATOMIC)?,
+                Err(e) => {
+                    self.undo(dom, run);
+                    return Err(e);
+                }
+            }
+        }
+        // Old pins of upgraded pages go back with the run, outside the locks.
+        for a in run.done.iter() {
+            if let Adopted::Upgraded(old) = *a {
+                run.released.push(old.as_ptr(), GFP_ATOMIC)?;
+            }
+        }
+        run.done.clear();
+        Ok(())
+    }
+
+    fn adopt_one(
+        &mut self,
+        dom: &Domain,
+        evict: &mut impl FnMut(u64),
+        run: &mut PinRun,
+        i: usize,
+        nodes: &mut KVVec<RBTreeNodeReservation<u64, PageEntry>>,
+    ) -> Result<Adopted> {
+        let vpn = run.first + i as u64;
+        let iova = vpn << PAGE_SHIFT;
+        let page = NonNull::new(run.pages[i]).ok_or(EFAULT)?;
+        // SAFETY: `page` holds the run's pin (`PinRun` invariant).
+        let phys = unsafe { ffi::page_to_phys(page) };
+        let write = run.write;
+        let prot = bindings::IOMMU_READ | if write { bindings::IOMMU_WRITE } else { 0 };
+        if let Some(e) = self.tree.get_mut(&vpn) {
+            if e.write || !write {
+                e.refs += 1;
+                return Ok(Adopted::Shared);
+            }
+            // Make it writable with the run's pin: the CPU may have replaced a page pinned
+            // read-only (a private file page copied on write).
+            dom.unmap(iova, PAGE_SIZE);
+            if let Err(err) = dom.map(iova, phys, prot, true) {
+                // SAFETY: `e.page` holds our pin (`PageEntry` invariant).
+                let old = unsafe { ffi::page_to_phys(e.page) };
+                // The table that held the entry is still there: this cannot need memory.
+                let _ = dom.map(iova, old, bindings::IOMMU_READ, true);
+                return Err(err);
+            }
+            let old = core::mem::replace(&mut e.page, page);
+            e.write = true;
+            e.refs += 1;
+            run.pages[i] = core::ptr::null_mut();
+            return Ok(Adopted::Upgraded(old));
+        }
+        evict(vpn);
+        let node = nodes.pop().ok_or(ENOMEM)?;
+        dom.map(iova, phys, prot, true)?;
+        // INVARIANT: The entry takes over the run's pin and its charge; mapped just above.
+        self.tree.insert(node.into_node(
+            vpn,
+            PageEntry {
+                page,
+                write,
+                refs: 1,
+            },
+        ));
+        self.pinned += 1;
+        run.pages[i] = core::ptr::null_mut();
+        run.charged -= 1;
+        Ok(Adopted::New)
+    }
+
+    /// Undo what `adopt` did to the pages recorded in `run.done`, last first.
+    fn undo(&mut self, dom: &Domain, run: &mut PinRun) {
+        while let Some(a) = run.done.pop() {
+            let i = run.done.len();
+            let vpn = run.first + i as u64;
+            let iova = vpn << PAGE_SHIFT;
+            match a {
+                Adopted::Shared => {
+                    if let Some(e) = self.tree.get_mut(&vpn) {
+                        e.refs -= 1;
+                    }
+                }
+                Adopted::New => {
+                    if let Some(e) = self.tree.remove(&vpn) {
+                        dom.unmap(iova, PAGE_SIZE);
+                        self.pinned -= 1;
+                        run.pages[i] = e.page.as_ptr();
+                        run.charged += 1;
+                    }
+                }
+                Adopted::Upgraded(old) => {
+                    if let Some(e) = self.tree.get_mut(&vpn) {
+                        dom.unmap(iova, PAGE_SIZE);
+                        // SAFETY: `old` still holds our pin (kept in `done`).
+                        let phys = unsafe { ffi::page_to_phys(old) };
+                        // The table that held the entry is still there: this needs no memory.
+                        let _ = dom.map(iova, phys, bindings::IOMMU_READ, true);
+                        run.pages[i] = core::mem::replace(&mut e.page, old).as_ptr();
+                        e.write = false;
+                        e.refs -= 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drop one use of each page `first..last`; unmap, unpin and uncharge those nobody uses
+    /// any more.
+    pub(crate) fn unmap_pages(&mut self, dom: &Domain, first: u64, last: u64) {
+        let mut gone = 0;
+        for vpn in first..last {
+            let Some(e) = self.tree.get_mut(&vpn) else {
+                continue;
+            };
+            e.refs -= 1;
+            if e.refs > 0 {
+                continue;
+            }
+            gone += u64::from(self.release(dom, vpn));
+        }
+        let _ = account(&self.mm, gone, false);
+    }
+
+    /// Remove the entry of `vpn`: unmap the page, then unpin it. Returns whether there was one
+    /// (the caller gives back its charge).
+    fn release(&mut self, dom: &Domain, vpn: u64) -> bool {
+        let Some(e) = self.tree.remove(&vpn) else {
+            return false;
+        };
+        dom.unmap(vpn << PAGE_SHIFT, PAGE_SIZE);
+        let mut page = e.page.as_ptr();
+        // SAFETY: By the `PageEntry` invariant this is our one pin of the page; the device
+        // can no longer reach it (unmapped and the IOTLB flushed), and a page it could write
+        // is marked dirty.
+        unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.write) };
+        self.pinned -= 1;
+        true
+    }
+
+    /// Unmap, unpin and uncharge everything (teardown).
+    pub(crate) fn clear(&mut self, dom: &Domain) {
+        let mut gone = 0;
+        loop {
+            let Some(vpn) = self.tree.keys().next().copied() else {
+                break;
+            };
+            gone += u64::from(self.release(dom, vpn));
+        }
+        let _ = account(&self.mm, gone, false);
+    }
+}
