@@ -19,7 +19,8 @@
 //! | [`engine`] | hardware operations behind the [`engine::Hw`] trait |
 //! | [`iommu`] | the per-process IOMMU domain |
 //! | [`pinned`] | pin mode: pinned pages and their mappings |
-//! | [`odp`] | MMU notifiers and the on-demand mirror |
+//! | [`mirror`] | the on-demand mirror: pages mapped without pinning |
+//! | [`odp`] | MMU notifiers, HMM fault-in |
 //! | [`channel`] | the channel state machine |
 //! | [`process`] | per-process state; **the lock order** |
 //! | [`transfer`] | copies: submit, interrupt, wait, poll |
@@ -45,6 +46,7 @@ mod ffi;
 mod handler;
 mod ioctl;
 mod iommu;
+mod mirror;
 mod odp;
 mod pinned;
 mod process;

@@ -308,4 +308,11 @@ bool exanest_shim_call_in_hardirq(void (*fn)(void *arg), void *arg)
 	irq_work_sync(&c.work);
 	return c.in_hardirq;
 }
+
+/* KUnit: an HMM pfn as hmm_range_fault() returns it for a present page. */
+unsigned long exanest_shim_hmm_pfn_make(unsigned long pfn, bool write, unsigned int order)
+{
+	return pfn | HMM_PFN_VALID | (write ? HMM_PFN_WRITE : 0) |
+	       ((unsigned long)order << HMM_PFN_ORDER_SHIFT);
+}
 #endif

@@ -40,6 +40,7 @@ struct mmu_interval_notifier *exanest_shim_notifier_insert(struct mm_struct *mm,
 void exanest_shim_notifier_remove(struct mmu_interval_notifier *mni);
 void exanest_shim_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_seq);
 bool exanest_shim_call_in_hardirq(void (*fn)(void *arg), void *arg);
+unsigned long exanest_shim_hmm_pfn_make(unsigned long pfn, bool write, unsigned int order);
 
 struct exanest_thread *exanest_shim_thread_start(void *token, int id, int *err);
 void exanest_shim_thread_kick(struct exanest_thread *t);

@@ -220,12 +220,10 @@ impl Process {
                 _ => return Err(ENOENT),
             }
             let mut m = self.map.lock();
-            let ms = &mut *m;
-            let dom = ms.domain.as_ref().ok_or(ENODEV)?;
             let pages = &g.pages;
-            let res = ms
-                .mirror
-                .map(dom, &target.notifier, &f, &mut nodes, |vpn| pages.has(vpn));
+            let res = odp::map_faulted(&mut m, &target.notifier, &f, &mut nodes, |vpn| {
+                pages.has(vpn)
+            });
             drop(m);
             g.chans.latency.fault_in.record(fault_in_us);
             match res {

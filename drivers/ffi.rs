@@ -106,7 +106,8 @@ pub(crate) unsafe fn add_poll(misc: *mut bindings::miscdevice) {
 /// # Invariants
 ///
 /// Every value that [`HmmPfn::phys`] is called on came from a successful `hmm_range_fault`,
-/// which leaves every requested page present.
+/// which leaves every requested page present, or from [`HmmPfn::for_test`] (KUnit), whose
+/// address is only computed, never used to reach memory.
 #[derive(Clone, Copy, Default)]
 #[repr(transparent)]
 pub(crate) struct HmmPfn(usize);
@@ -122,6 +123,15 @@ impl HmmPfn {
     pub(crate) fn order(self) -> u32 {
         // SAFETY: A pure bit extraction on the value, valid for any value.
         unsafe { raw::exanest_shim_hmm_pfn_order(self.0) }
+    }
+
+    /// KUnit: the pfn HMM returns for a present page `pfn`, writable or not, mapped by the CPU
+    /// with `order`.
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn for_test(pfn: usize, write: bool, order: u32) -> Self {
+        // INVARIANT: KUnit only, with page tables that never reach memory.
+        // SAFETY: Pure arithmetic on the values.
+        HmmPfn(unsafe { raw::exanest_shim_hmm_pfn_make(pfn, write, order) })
     }
 
     /// The physical address of the page.

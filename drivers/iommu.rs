@@ -124,6 +124,25 @@ impl Domain {
     }
 }
 
+/// What the on-demand mirror (odp.rs) needs of a domain: map and unmap. KUnit gives it a fake
+/// that also checks that no IOVA is mapped twice.
+pub(crate) trait IoPageTable {
+    /// Map `size` bytes at `iova` (see [`Domain::map_size`]).
+    fn map_size(&self, iova: u64, phys: u64, size: usize, prot: u32, atomic: bool) -> Result;
+    /// Unmap `size` bytes at `iova`; returns the bytes unmapped (see [`Domain::unmap`]).
+    fn unmap(&self, iova: u64, size: usize) -> usize;
+}
+
+impl IoPageTable for Domain {
+    fn map_size(&self, iova: u64, phys: u64, size: usize, prot: u32, atomic: bool) -> Result {
+        Domain::map_size(self, iova, phys, size, prot, atomic)
+    }
+
+    fn unmap(&self, iova: u64, size: usize) -> usize {
+        Domain::unmap(self, iova, size)
+    }
+}
+
 impl Drop for Domain {
     fn drop(&mut self) {
         // SAFETY: By the type invariant `raw` is attached to `dev`, and this is its only

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
 //! On-demand paging's memory side: the MMU interval notifier of each prefault or on-demand
-//! region, the mirror of the pages mapped into the domain without pinning, and faulting pages
-//! in with HMM. The fault path that uses them is fault.rs.
+//! region, faulting pages in with HMM, and mapping them into the mirror (mirror.rs) once their
+//! sequence is checked. The fault path that uses them is fault.rs.
 //!
 //! The notifier callback takes only `Process::map` ([`MapState`]), with a try-lock when the
 //! invalidation may not block, so nothing under that lock may enter reclaim: allocations there
@@ -12,11 +12,12 @@ use crate::error::hmm_errno;
 use crate::exanest_core::{abi::Range, fault::touch_ahead};
 use crate::ffi::{self, HmmPfn, MniPtr};
 use crate::iommu::Domain;
+pub(crate) use crate::mirror::{reserve_nodes, Faulted, Mirror};
 use kernel::{
     bindings,
-    page::{PAGE_SHIFT, PAGE_SIZE},
+    page::PAGE_SHIFT,
     prelude::*,
-    rbtree::{RBTree, RBTreeNodeReservation},
+    rbtree::RBTreeNodeReservation,
     sync::{Arc, Mutex},
 };
 
@@ -56,8 +57,14 @@ pub(crate) unsafe extern "C" fn exanest_rust_invalidate(
     blockable: bool,
     cur_seq: usize,
 ) -> bool {
-    // SAFETY: Per the contract, `token` is a live `Mutex<MapState>`: notifiers are removed
-    // before the process that owns the lock is freed.
+    // SAFETY: `token` is the `Process::map` of the process that inserted this notifier
+    // (`Notifier::insert`), a lock that lives as long as the process. The process outlives every
+    // reference to the notifier: they are held by its region table (`Inner::notifiers`, which
+    // teardown empties, and whose notifiers the releasing thread drops before the process can be
+    // freed) or, for the length of a fault-in, by a thread that keeps the process alive (an
+    // ioctl's caller holds the file; the fault thread is stopped by teardown first). A callback
+    // runs only while the notifier is inserted, and the last reference removes it, waiting for
+    // the callbacks in progress (`MniPtr::drop`).
     let map = unsafe { &*token.cast::<Mutex<MapState>>() };
     let mut g = if blockable {
         map.lock()
@@ -67,12 +74,14 @@ pub(crate) unsafe extern "C" fn exanest_rust_invalidate(
             None => return false,
         }
     };
-    // SAFETY: `mni` is the notifier of this callback, and `map`, the lock that orders it
-    // against `Mirror::map`'s sequence check, is held.
+    // SAFETY: `mni` is this callback's notifier (the shim passes its own), inserted for the
+    // whole callback. `set_seq` needs the lock that orders it against the notifier's
+    // `read_retry` users: every one of them (`Mirror::map`) runs under `Process::map`, which is
+    // held here.
     unsafe { ffi::set_seq(mni, cur_seq) };
     let ms = &mut *g;
     if let Some(dom) = ms.domain.as_ref() {
-        if ms.mirror.unmap_range(dom, start as u64, end as u64) > 0 {
+        if ms.mirror.unmap_range(&**dom, start as u64, end as u64) > 0 {
             ms.invalidations += 1;
         }
     }
@@ -105,229 +114,34 @@ impl Notifier {
         map: &Mutex<MapState>,
     ) -> Result<Arc<Self>> {
         let token = core::ptr::from_ref(map).cast();
-        // SAFETY: Per the contract: `mm` is live and `map`, the token the callback casts back,
-        // outlives the notifier.
+        // SAFETY: `mm` is live (contract). `map` is the token that the callback dereferences;
+        // per the contract it outlives the notifier, whose removal (when the last `Arc` goes)
+        // waits for the callbacks in progress.
         let mni = unsafe { MniPtr::insert(mm, range.start, range.len(), token)? };
         // INVARIANT: Inserted over `range` with `map` as token.
         Ok(Arc::new(Notifier { mni }, GFP_KERNEL)?)
     }
 }
 
-/// Pages faulted in by HMM, not yet mapped: their HMM pfns and the notifier sequence.
-pub(crate) struct Faulted {
-    first: u64,
-    pfns: KVec<HmmPfn>,
-    seq: usize,
-    write: bool,
-}
-
-impl Faulted {
-    /// One past the last byte faulted in.
-    pub(crate) fn end(&self) -> u64 {
-        (self.first + self.pfns.len() as u64) << PAGE_SHIFT
+/// Map the faulted pages `f` into `ms`'s domain (see [`Mirror::map_current`]), unless an
+/// invalidation ran since they were faulted in (`None`: the caller faults again). The caller
+/// holds `Process::map`, the lock behind `ms`.
+pub(crate) fn map_faulted(
+    ms: &mut MapState,
+    mni: &Notifier,
+    f: &Faulted,
+    nodes: &mut KVec<RBTreeNodeReservation<u64, u8>>,
+    pinned: impl Fn(u64) -> bool,
+) -> Result<Option<u64>> {
+    if mni.mni.read_retry(f.seq) {
+        return Ok(None);
     }
-}
-
-/// Pages in a 2 MiB IOMMU block (4 KiB pages).
-const BLOCK_PAGES: u64 = 512;
-/// Mirror entry flag: mapped writable.
-const M_WRITE: u8 = 1;
-/// Mirror entry flag: the first page of a 2 MiB block.
-const M_BLOCK: u8 = 2;
-
-/// The map of pages mirrored into the domain (not pinned): virtual page number → flags. A
-/// 2 MiB block (for a transparent huge page) has one entry, at its first page.
-///
-/// # Invariants
-///
-/// Every entry is mapped in the domain, with the access its flags say, and nothing else of the
-/// domain is the mirror's; no entry covers a page that `PageMap` (iommu.rs) maps. `pages` is the
-/// number of pages the entries cover.
-pub(crate) struct Mirror {
-    tree: RBTree<u64, u8>,
-    blocks: u64,
-    pages: u64,
-}
-
-impl Mirror {
-    pub(crate) fn new() -> Self {
-        Mirror {
-            tree: RBTree::new(),
-            blocks: 0,
-            pages: 0,
-        }
-    }
-
-    /// Pages mapped now; kept as entries come and go, so reading it walks nothing (the MMU
-    /// notifier's lock is held).
-    pub(crate) fn len(&self) -> u64 {
-        self.pages
-    }
-
-    /// 2 MiB blocks mapped so far.
-    pub(crate) fn blocks(&self) -> u64 {
-        self.blocks
-    }
-
-    /// The entry mapping `vpn`: its first page and flags.
-    fn entry(&self, vpn: u64) -> Option<(u64, u8)> {
-        if let Some(f) = self.tree.get(&vpn) {
-            return Some((vpn, *f));
-        }
-        let head = vpn & !(BLOCK_PAGES - 1);
-        match self.tree.get(&head) {
-            Some(f) if f & M_BLOCK != 0 => Some((head, *f)),
-            _ => None,
-        }
-    }
-
-    /// Whether `vpn` is mapped with at least the access asked.
-    pub(crate) fn covers(&self, vpn: u64, write: bool) -> bool {
-        matches!(self.entry(vpn), Some((_, f)) if f & M_WRITE != 0 || !write)
-    }
-
-    fn any_in(&self, first: u64, last: u64) -> bool {
-        self.tree
-            .cursor_lower_bound(&first)
-            .is_some_and(|c| *c.current().0 < last)
-            || self.entry(first).is_some()
-    }
-
-    fn unmap_entry(&mut self, dom: &Domain, head: u64) {
-        if let Some(f) = self.tree.remove(&head) {
-            let n = entry_pages(f);
-            dom.unmap(head << PAGE_SHIFT, n as usize * PAGE_SIZE);
-            self.pages -= n;
-        }
-    }
-
-    /// Unmap the entry covering `vpn`, a whole block if it is one: `PageMap` takes the page
-    /// over (the rest of a block is faulted in again on demand).
-    pub(crate) fn evict(&mut self, dom: &Domain, vpn: u64) {
-        if let Some((head, _)) = self.entry(vpn) {
-            self.unmap_entry(dom, head);
-        }
-    }
-
-    /// Map the faulted pages, unless an invalidation ran since they were faulted in (then the
-    /// caller faults again). Returns the pages newly mapped, or `None` to ask for a retry.
-    /// `pinned(vpn)` is true for pages that `PageMap` maps: they are left to it, and no block
-    /// covers them. Where the CPU maps a transparent huge page and the whole of it was faulted
-    /// in, one 2 MiB block is mapped.
-    ///
-    /// Runs under `Process::map`, which the notifier takes: it allocates nothing that could
-    /// enter reclaim (page tables are atomic allocations; ENOMEM tells the caller to reclaim
-    /// without the lock and try again). `nodes` are tree nodes reserved beforehand, one per
-    /// page of `f`. On an error, what was mapped stays mapped and recorded.
-    pub(crate) fn map(
-        &mut self,
-        dom: &Domain,
-        mni: &Notifier,
-        f: &Faulted,
-        nodes: &mut KVec<RBTreeNodeReservation<u64, u8>>,
-        pinned: impl Fn(u64) -> bool,
-    ) -> Result<Option<u64>> {
-        if mni.mni.read_retry(f.seq) {
-            return Ok(None);
-        }
-        let n = f.pfns.len();
-        let bp = BLOCK_PAGES as usize;
-        let mut mapped = 0;
-        let mut i = 0;
-        while i < n {
-            let vpn = f.first + i as u64;
-            let hpfn = f.pfns[i];
-            // Writable only for a write fault on a writable PTE: the mm then knows the page
-            // may be dirtied (HMM made it so).
-            let writable = f.write && hpfn.writable();
-            let prot = bindings::IOMMU_READ | if writable { bindings::IOMMU_WRITE } else { 0 };
-            let flags = if writable { M_WRITE } else { 0 };
-            // SAFETY: The caller holds `Process::map`, the lock the invalidation callback takes
-            // before it records a new sequence, and `read_retry` just said the sequence of
-            // these pfns has not moved: the pages are still the ones mapped.
-            let phys = unsafe { hpfn.phys() };
-            let order = hpfn.order();
-            let block = vpn % BLOCK_PAGES == 0
-                && i + bp <= n
-                && order >= 9
-                && phys % (BLOCK_PAGES << PAGE_SHIFT) == 0
-                && !self.any_in(vpn, vpn + BLOCK_PAGES)
-                && !(vpn..vpn + BLOCK_PAGES).any(&pinned);
-            if block {
-                let Some(node) = nodes.pop() else {
-                    return Err(ENOMEM);
-                };
-                dom.map_size(vpn << PAGE_SHIFT, phys, bp * PAGE_SIZE, prot, true)?;
-                self.tree.insert(node.into_node(vpn, flags | M_BLOCK));
-                self.blocks += 1;
-                self.pages += BLOCK_PAGES;
-                mapped += BLOCK_PAGES;
-                i += bp;
-                continue;
-            }
-            i += 1;
-            if pinned(vpn) || self.covers(vpn, writable) {
-                continue;
-            }
-            // Mapped with less access, alone or in a block: unmap that first.
-            if let Some((head, _)) = self.entry(vpn) {
-                self.unmap_entry(dom, head);
-            }
-            let Some(node) = nodes.pop() else {
-                return Err(ENOMEM);
-            };
-            dom.map(vpn << PAGE_SHIFT, phys, prot, true)?;
-            self.tree.insert(node.into_node(vpn, flags));
-            self.pages += 1;
-            mapped += 1;
-        }
-        Ok(Some(mapped))
-    }
-
-    /// Unmap every mirrored page in `[start, end)` (bytes), whole blocks included. Returns
-    /// the entries unmapped.
-    pub(crate) fn unmap_range(&mut self, dom: &Domain, start: u64, end: u64) -> u64 {
-        let (mut first, last) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE as u64));
-        let mut n = 0;
-        // A block that starts before the range but covers its first page goes too.
-        if let Some((head, _)) = self.entry(first) {
-            first = first.min(head);
-        }
-        loop {
-            let next = self
-                .tree
-                .cursor_lower_bound(&first)
-                .map(|c| *c.current().0)
-                .filter(|&v| v < last);
-            let Some(vpn) = next else {
-                break;
-            };
-            self.unmap_entry(dom, vpn);
-            n += 1;
-        }
-        n
-    }
-}
-
-/// Pages an entry with flags `f` covers.
-fn entry_pages(f: u8) -> u64 {
-    if f & M_BLOCK != 0 {
-        BLOCK_PAGES
-    } else {
-        1
-    }
-}
-
-/// Tree nodes for the pages of `f`, reserved without any lock held.
-pub(crate) fn reserve_nodes(f: &Faulted) -> Result<KVec<RBTreeNodeReservation<u64, u8>>> {
-    let mut v = KVec::with_capacity(f.pfns.len(), GFP_KERNEL_ACCOUNT)?;
-    for _ in 0..f.pfns.len() {
-        v.push(
-            RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?,
-            GFP_KERNEL_ACCOUNT,
-        )?;
-    }
-    Ok(v)
+    let MapState { domain, mirror, .. } = ms;
+    let dom = domain.as_ref().ok_or(ENODEV)?;
+    // SAFETY: The caller holds `Process::map` (the lock behind `ms`), which the invalidation
+    // callback takes before it records a new sequence, and `read_retry` just found the
+    // sequence of these pfns unchanged.
+    unsafe { mirror.map_current(&**dom, f, nodes, pinned) }.map(Some)
 }
 
 /// What [`fault_in`] needs to know about the region of the fault.

@@ -261,7 +261,7 @@ impl Process {
             let mut m = self.map.lock();
             let ms = &mut *m;
             if let Some(dom) = ms.domain.as_ref() {
-                ms.mirror.unmap_range(dom, 0, u64::MAX);
+                ms.mirror.unmap_range(&**dom, 0, u64::MAX);
             }
             ms.domain.take()
         };

@@ -111,7 +111,7 @@ impl Process {
                 };
                 inner
                     .pages
-                    .adopt(dom, |vpn| mirror.evict(dom, vpn), &mut run, &mut nodes)
+                    .adopt(dom, |vpn| mirror.evict(&**dom, vpn), &mut run, &mut nodes)
             };
             match res {
                 Ok(()) => return Ok(h),
@@ -165,7 +165,7 @@ impl Process {
                 let mut m = self.map.lock();
                 let ms = &mut *m;
                 if let Some(dom) = ms.domain.as_ref() {
-                    ms.mirror.unmap_range(dom, r.range.start, r.range.end);
+                    ms.mirror.unmap_range(&**dom, r.range.start, r.range.end);
                 }
             }
             notifier

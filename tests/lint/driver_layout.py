@@ -44,7 +44,12 @@ def main(argv):
             if re.search(r"SAFETY:.*\bSee above\b", line, re.I):
                 problems.append(f"{f.name}:{i + 1}: SAFETY comment that does not stand alone")
             if re.search(r"(^|[^\w])unsafe (\{|impl\b)", line) and not line.lstrip().startswith("//"):
-                above = "\n".join(lines[max(0, i - 6): i + 1])
+                # The six lines above, and the whole comment block right above the line (a long
+                # SAFETY argument may start further up).
+                j = i
+                while j > 0 and lines[j - 1].lstrip().startswith("//"):
+                    j -= 1
+                above = "\n".join(lines[max(0, min(j, i - 6)): i + 1])
                 if "SAFETY:" not in above:
                     problems.append(f"{f.name}:{i + 1}: unsafe without a // SAFETY: comment")
     if len(lock_order_files) != 1:

@@ -365,9 +365,23 @@ fn fault_service(dev: &Device, size: usize) -> Res<()> {
     Ok(())
 }
 
+/// The cgroup's `oom_kill` count (`memory.events`): how many of its processes the OOM killer
+/// ended.
+fn oom_kills(cg: &str) -> u64 {
+    std::fs::read_to_string(format!("{cg}/memory.events"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
 /// Under a memory cgroup limit of `limit` bytes, register a region of twice that size and use
 /// 1/64 of it: pinning must charge the whole region and fails; on-demand keeps working. Each
-/// mode runs in a child process (the OOM killer may end it), which opens the engine itself.
+/// mode runs in a child process (the OOM killer may end it), which opens the engine itself. A
+/// child killed by a signal is reported as OOM-killed only when the cgroup's `memory.events`
+/// counted an `oom_kill` for it.
 fn memcg(limit: usize) -> Res<()> {
     let cg = "/sys/fs/cgroup/exanest-bench";
     let _ = std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
@@ -375,6 +389,7 @@ fn memcg(limit: usize) -> Res<()> {
     std::fs::write(format!("{cg}/memory.max"), limit.to_string())?;
     std::fs::write(format!("{cg}/memory.swap.max"), "0").ok();
     for mode in MODES {
+        let kills = oom_kills(cg);
         // SAFETY: The child only runs the code below and exits.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
@@ -416,8 +431,14 @@ fn memcg(limit: usize) -> Res<()> {
         // SAFETY: `pid` is our child.
         unsafe { libc::waitpid(pid, &mut status, 0) };
         if libc::WIFSIGNALED(status) {
+            let oom = oom_kills(cg).saturating_sub(kills);
+            let why = if oom > 0 {
+                "the OOM killer: memory.events oom_kill +".to_string() + &oom.to_string()
+            } else {
+                "not the OOM killer: memory.events oom_kill unchanged".to_string()
+            };
             println!(
-                "{{\"bench\":\"memcg\",\"mode\":\"{}\",\"limit\":{limit},\"size\":{},\"result\":\"killed by signal {} (out of memory)\"}}",
+                "{{\"bench\":\"memcg\",\"mode\":\"{}\",\"limit\":{limit},\"size\":{},\"result\":\"killed by signal {} ({why})\"}}",
                 mode,
                 2 * limit,
                 libc::WTERMSIG(status)
