@@ -142,7 +142,7 @@ p_guest() {
 	local log="$LOGS/guest-check.log" out
 	"$TOP/scripts/build-initramfs.sh" "$KBUILD" "$TOP/build/initramfs.cpio" || { fail "initramfs"; return; }
 	QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
-		TIMEOUT=1200 "$TOP/scripts/run-qemu.sh" check >"$log" 2>&1
+		TIMEOUT=2700 "$TOP/scripts/run-qemu.sh" check >"$log" 2>&1
 	echo "guest exit status $?"
 	# GUEST- lines, and of the kselftest-harness binaries their failures and totals (each
 	# followed by the binary's GUEST-TIME line); the fuzzer's seed and its failed calls.
