@@ -42,6 +42,8 @@ pub(crate) struct FaultWait {
     pub(crate) report: ChannelReport,
     /// End (exclusive) of the bytes the transfer still accesses in the faulting direction.
     pub(crate) limit: u64,
+    /// The copy's region in the faulting direction, held by the copy (it cannot go meanwhile).
+    pub(crate) region: u32,
 }
 
 /// The copies of one process and the engine channels they run on.
@@ -190,12 +192,16 @@ impl Channels {
                 self.fault_at[i] = Some(Instant::now());
             }
         }
-        let limit = if report.fault_write {
-            e.copy.dst.end
+        let (limit, region) = if report.fault_write {
+            (e.copy.dst.end, e.dst_handle)
         } else {
-            e.copy.src.end
+            (e.copy.src.end, e.src_handle)
         };
-        Some(FaultWait { report, limit })
+        Some(FaultWait {
+            report,
+            limit,
+            region,
+        })
     }
 
     /// The fault path decided about channel `n`'s fault: resume the transfer (`Ok`), or NACK

@@ -65,7 +65,7 @@ impl Process {
             while let Some((f, stamp)) = self.faults.pop_stamped() {
                 busy = true;
                 // Errors are the channel's business: it reports the same fault.
-                if self.resolve(f.page, f.write, u64::MAX, true).is_ok() {
+                if self.resolve(f.page, f.write, u64::MAX, None).is_ok() {
                     let us = ffi::ktime_ns().saturating_sub(stamp) / 1000;
                     self.inner.lock().chans.latency.handler.record(us);
                 }
@@ -98,7 +98,7 @@ impl Process {
         let rep = w.report;
         let res = match rep.fault_cause {
             FaultCause::Translation => {
-                self.resolve(rep.fault_addr, rep.fault_write, w.limit, false)
+                self.resolve(rep.fault_addr, rep.fault_write, w.limit, Some(w.region))
             }
             _ => Err(EIO),
         };
@@ -124,12 +124,13 @@ impl Process {
     }
 
     /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
-    /// up to `limit`. `page_report`: `addr` is the start of the faulting page as the IOMMU
-    /// reports it, not the faulting byte, so a region that begins inside the page counts.
-    fn resolve(&self, addr: u64, write: bool, limit: u64, page_report: bool) -> Result {
+    /// up to `limit`. `copy_region`: the region of the copy that faulted, for the engine's
+    /// report; `None` for the IOMMU's report, whose `addr` is the start of the faulting page,
+    /// not the faulting byte, so a region that begins inside the page counts.
+    fn resolve(&self, addr: u64, write: bool, limit: u64, copy_region: Option<u32>) -> Result {
         let mut tries = 0;
         loop {
-            match self.resolve_once(addr, write, limit, page_report) {
+            match self.resolve_once(addr, write, limit, copy_region) {
                 // The region went away during the fault-in: look again (another may hold the
                 // address), a bounded number of times.
                 Err(e) if e == ENOENT && tries + 1 < MAX_RETRIES => tries += 1,
@@ -139,7 +140,7 @@ impl Process {
         }
     }
 
-    fn resolve_once(&self, addr: u64, write: bool, limit: u64, page_report: bool) -> Result {
+    fn resolve_once(&self, addr: u64, write: bool, limit: u64, copy_region: Option<u32>) -> Result {
         let (h, addr, target) = {
             let mut g = self.inner.lock();
             if g.dead {
@@ -156,12 +157,24 @@ impl Process {
                 return Err(EACCES);
             }
             let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
-            let (h, addr) = if page_report {
-                g.regions
-                    .find_in_page(addr, PAGE_SIZE as u64, access(write), not_pinned)?
-            } else {
-                let one = Range::new(addr, 1, u64::MAX)?;
-                (g.regions.find_with(&one, access(write), not_pinned)?, addr)
+            let one = Range::new(addr, 1, u64::MAX)?;
+            let (h, addr) = match copy_region {
+                // The copy's own region, which it holds: it cannot go during the fault-in,
+                // unlike an overlapping one. (A pinned one cannot fault; others are looked up.)
+                Some(h)
+                    if g.regions.get(h).is_some_and(|r| {
+                        not_pinned(r)
+                            && r.range.contains(&one)
+                            && r.access & access(write) == access(write)
+                    }) =>
+                {
+                    (h, addr)
+                }
+                Some(_) => (g.regions.find_with(&one, access(write), not_pinned)?, addr),
+                None => {
+                    g.regions
+                        .find_in_page(addr, PAGE_SIZE as u64, access(write), not_pinned)?
+                }
             };
             let notifier = g.notifier(h).ok_or(EFAULT)?;
             let r = g.regions.get_mut(h).ok_or(EFAULT)?;

@@ -255,8 +255,9 @@ impl Process {
         // Stop the channels first: no DMA may run once pages go back to the process.
         self.engine.reset();
         inner.chans.abort_all(status.to_errno());
+        // The claims stay: faults the engine raised before the reset are still the process's
+        // until the domain is detached below (no handler call comes after that).
         inner.regions.drain(|_| {});
-        inner.publish_claims(&self.claims);
         let dom = {
             let mut m = self.map.lock();
             let ms = &mut *m;
