@@ -47,6 +47,7 @@ struct race {
 	volatile int stop;
 	long iter;
 	long dereg_ok, other_ok;
+	bool alone;		/* the deregistered region is the only one: nothing stays mapped */
 	int bad;		/* an unexpected result, as -errno or a code */
 	const char *what;
 };
@@ -80,6 +81,15 @@ static void *deregister_loop(void *arg)
 			sched_yield();
 		if (ret) {
 			bad(r, "DEREG", ret);
+			break;
+		}
+		/*
+		 * With no region left, nothing may stay mapped: a resolution that lost the race
+		 * must not map after the deregistration unmapped (it would map pages no notifier
+		 * watches any more).
+		 */
+		if (r->alone && counters(r->fd).pages_mapped != 0) {
+			bad(r, "a mapping outlived its region (pages_mapped after DEREG)", -EEXIST);
 			break;
 		}
 		r->dereg_ok++;
@@ -204,7 +214,7 @@ static void *advise_loop(void *arg)
 
 TEST_F_TIMEOUT(race, dereg_vs_advise, 600)
 {
-	struct race r = { .fd = self->fd, .buf = big_alloc(LEN + TAIL) };
+	struct race r = { .fd = self->fd, .buf = big_alloc(LEN + TAIL), .alone = true };
 
 	ASSERT_NE(NULL, r.buf);
 	run(_metadata, &r, advise_loop);
@@ -231,7 +241,7 @@ static void *munmap_loop(void *arg)
 
 TEST_F_TIMEOUT(race, dereg_vs_munmap, 600)
 {
-	struct race r = { .fd = self->fd, .buf = big_alloc(LEN + TAIL) };
+	struct race r = { .fd = self->fd, .buf = big_alloc(LEN + TAIL), .alone = true };
 
 	ASSERT_NE(NULL, r.buf);
 	run(_metadata, &r, munmap_loop);
