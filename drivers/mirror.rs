@@ -234,7 +234,7 @@ pub(crate) fn reserve_nodes(f: &Faulted) -> Result<KVec<RBTreeNodeReservation<u6
     Ok(v)
 }
 
-#[kunit_tests(exanest_dma_odp)]
+#[kunit_tests(exanest_dma_mirror)]
 mod tests {
     use super::*;
     use core::cell::RefCell;
