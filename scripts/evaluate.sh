@@ -34,7 +34,7 @@ grep -a -E '^\{"(run|bench|engine)"' "$OUT/console.log" >"$OUT/raw.jsonl"
 grep -q '^{"engine"' "$OUT/raw.jsonl" ||
 	die "no engine line in the guest's output: /sys/kernel/debug/exanest-dma0/engine missing? (log: $OUT/console.log)"
 log "evaluation: the engine says $(grep -m1 '^{"engine"' "$OUT/raw.jsonl")"
-meta=$(sed -n 's/^EVAL-META: //p' "$OUT/console.log" | head -1)
+meta="$(sed -n 's/^EVAL-META: //p' "$OUT/console.log" | head -1), the evaluation kernel (no lockdep, no KASAN)"
 log "evaluation: guest done in $((SECONDS - t0)) s; writing the report"
 if [ $quick = 1 ]; then
 	python3 "$TOP/tests/eval/report.py" --check "$OUT/raw.jsonl"
