@@ -144,11 +144,10 @@ impl Mirror {
             let writable = f.write && hpfn.writable();
             let prot = bindings::IOMMU_READ | if writable { bindings::IOMMU_WRITE } else { 0 };
             let flags = if writable { M_WRITE } else { 0 };
-            // SAFETY: `phys` needs the pfns' sequence unchanged since HMM returned them. The
-            // invalidation callback records a new sequence under `Process::map` before the mm
-            // changes any page of the range; per the contract the caller holds that lock and
-            // found the sequence unchanged, so no invalidation of these pages began since, and
-            // none can until the lock is released: they are the pages the mm maps.
+            // The invalidation callback records a new sequence under `Process::map` before the mm
+            // changes a page of the range; the caller holds that lock (contract).
+            // SAFETY: Per the contract the sequence of these pfns is unchanged and cannot change
+            // while the lock is held: they are still the pages the mm maps.
             let phys = unsafe { hpfn.phys() };
             let order = hpfn.order();
             let block = vpn % BLOCK_PAGES == 0

@@ -57,14 +57,12 @@ pub(crate) unsafe extern "C" fn exanest_rust_invalidate(
     blockable: bool,
     cur_seq: usize,
 ) -> bool {
-    // SAFETY: `token` is the `Process::map` of the process that inserted this notifier
-    // (`Notifier::insert`), a lock that lives as long as the process. The process outlives every
-    // reference to the notifier: they are held by its region table (`Inner::notifiers`, which
-    // teardown empties, and whose notifiers the releasing thread drops before the process can be
-    // freed) or, for the length of a fault-in, by a thread that keeps the process alive (an
-    // ioctl's caller holds the file; the fault thread is stopped by teardown first). A callback
-    // runs only while the notifier is inserted, and the last reference removes it, waiting for
-    // the callbacks in progress (`MniPtr::drop`).
+    // The process outlives every reference to its notifiers: the region table holds them until
+    // teardown, whose caller drops them before the process can go, and a resolver holds one only
+    // while it keeps the process alive (an ioctl's caller holds the file; the fault thread is
+    // stopped by teardown first). A callback runs only while its notifier is inserted.
+    // SAFETY: `token` is the `Process::map` this notifier was inserted with, which lives as long
+    // as the process; the last reference removes the notifier, waiting for this callback.
     let map = unsafe { &*token.cast::<Mutex<MapState>>() };
     let mut g = if blockable {
         map.lock()
@@ -74,10 +72,8 @@ pub(crate) unsafe extern "C" fn exanest_rust_invalidate(
             None => return false,
         }
     };
-    // SAFETY: `mni` is this callback's notifier (the shim passes its own), inserted for the
-    // whole callback. `set_seq` needs the lock that orders it against the notifier's
-    // `read_retry` users: every one of them (`Mirror::map`) runs under `Process::map`, which is
-    // held here.
+    // SAFETY: `mni` is this callback's notifier, inserted for the whole callback; `set_seq` needs
+    // the lock its `read_retry` users (`map_faulted`) hold, `Process::map`, held here.
     unsafe { ffi::set_seq(mni, cur_seq) };
     let ms = &mut *g;
     if let Some(dom) = ms.domain.as_ref() {

@@ -333,14 +333,13 @@ TEST_F(hard, userfaultfd_serves_engine_faults)
 	close(s.uffd);
 }
 
-/* The fault thread of process pid is still there. */
-static bool fault_thread_alive(pid_t pid)
+/* The pid of process pid's fault thread (exanest-fault/<pid>), or -1 when there is none. */
+static pid_t fault_thread_of(pid_t pid)
 {
 	char want[32], path[64], comm[64];
-	bool found = false;
 
 	snprintf(want, sizeof(want), "exanest-fault/%d\n", pid);
-	for (int p = 2; p < 32768 && !found; p++) {
+	for (int p = 2; p < 32768; p++) {
 		int fd;
 		ssize_t n;
 
@@ -351,9 +350,15 @@ static bool fault_thread_alive(pid_t pid)
 		n = read(fd, comm, sizeof(comm) - 1);
 		close(fd);
 		comm[n > 0 ? n : 0] = 0;
-		found = !strcmp(comm, want);
+		if (!strcmp(comm, want))
+			return p;
 	}
-	return found;
+	return -1;
+}
+
+static bool fault_thread_alive(pid_t pid)
+{
+	return fault_thread_of(pid) > 0;
 }
 
 /*
@@ -537,29 +542,6 @@ static bool fpa(const char *name, const char *val)
 
 	snprintf(path, sizeof(path), "/sys/kernel/debug/fail_page_alloc/%s", name);
 	return sysfs_write(path, val);
-}
-
-/* The pid of this process's fault thread, or -1. */
-static pid_t fault_thread_of(pid_t pid)
-{
-	char want[32], path[64], comm[64];
-
-	snprintf(want, sizeof(want), "exanest-fault/%d\n", pid);
-	for (int p = 2; p < 32768; p++) {
-		int fd;
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "/proc/%d/comm", p);
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			continue;
-		n = read(fd, comm, sizeof(comm) - 1);
-		close(fd);
-		comm[n > 0 ? n : 0] = 0;
-		if (!strcmp(comm, want))
-			return p;
-	}
-	return -1;
 }
 
 /*
