@@ -113,26 +113,34 @@ impl PinRun {
         if write {
             flags |= bindings::FOLL_WRITE;
         }
-        while run.pages.len() < n {
-            let at = run.pages.len();
+        // Pinned in place: every entry is null until a pin lands in it.
+        run.pages
+            .resize(n, core::ptr::null_mut(), GFP_KERNEL_ACCOUNT)?;
+        let mut at = 0;
+        while at < n {
             let batch = (n - at).min(PIN_BATCH);
-            let mut got_pages = [core::ptr::null_mut(); PIN_BATCH];
             let addr = (first + at as u64) << PAGE_SHIFT;
-            // SAFETY: `got_pages` has room for `batch` page pointers; the range is user memory
-            // of the current process (the caller checked that it opened the engine).
-            let got = unsafe {
+            // SAFETY: `run.pages` has `n` entries, so the `batch` from `at` are in bounds; the
+            // range is user memory of the current process (the caller checked that it opened
+            // the engine).
+            let ret = unsafe {
                 bindings::pin_user_pages_fast(
                     addr as usize,
                     batch as i32,
                     flags,
-                    got_pages.as_mut_ptr(),
+                    run.pages.as_mut_ptr().add(at),
                 )
             };
-            let got = usize::try_from(got).map_err(|_| Error::from_errno(got))?;
-            for &p in &got_pages[..got] {
-                // INVARIANT: `p` holds the pin just taken; capacity is `n`, so no allocation.
-                run.pages.push(p, GFP_KERNEL_ACCOUNT)?;
+            let got = usize::try_from(ret).unwrap_or(0);
+            // INVARIANT: Only the first `got` entries of the batch hold pins: the call may have
+            // left pointers to pages it did not keep in the others.
+            for p in &mut run.pages[at + got..at + batch] {
+                *p = core::ptr::null_mut();
             }
+            if ret < 0 {
+                return Err(Error::from_errno(ret));
+            }
+            at += got;
             if got < batch {
                 return Err(EFAULT);
             }
