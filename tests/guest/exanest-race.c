@@ -5,6 +5,10 @@
  * EXANEST_RACE_ITER iterations (10000 unless the environment says otherwise; `make soak` runs
  * more) of the deregistering side while the other side loops.
  *
+ * Each test's harness timeout is 4 hours, `make soak`'s whole run: the iteration count sets the
+ * time (10000 process exits take about 6 minutes under the KASAN kernel), and the guest run's
+ * own timeout (45 minutes in make check) catches a hang.
+ *
  * A race lost by the driver shows as a mapping left behind: after every region is gone, the
  * domain must map no page (COUNTERS pages_mapped 0) and pin none. A page left mapped with no
  * notifier over it is one the engine could still reach after the mm freed it. The console check
@@ -145,7 +149,7 @@ static void *copy_loop(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(race, dereg_vs_fault_service, 600)
+TEST_F_TIMEOUT(race, dereg_vs_fault_service, 14400)
 {
 	struct race r = { .fd = self->fd, .buf = big_alloc(LEN + TAIL), .dst = big_alloc(LEN) };
 
@@ -181,7 +185,7 @@ static void *prefault_loop(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(race, dereg_vs_prefault, 600)
+TEST_F_TIMEOUT(race, dereg_vs_prefault, 14400)
 {
 	struct race r = { .fd = self->fd, .buf = big_alloc(LEN + TAIL) };
 
@@ -212,7 +216,7 @@ static void *advise_loop(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(race, dereg_vs_advise, 600)
+TEST_F_TIMEOUT(race, dereg_vs_advise, 14400)
 {
 	struct race r = { .fd = self->fd, .buf = big_alloc(LEN + TAIL), .alone = true };
 
@@ -239,7 +243,7 @@ static void *munmap_loop(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(race, dereg_vs_munmap, 600)
+TEST_F_TIMEOUT(race, dereg_vs_munmap, 14400)
 {
 	struct race r = { .fd = self->fd, .buf = big_alloc(LEN + TAIL), .alone = true };
 
@@ -251,7 +255,7 @@ TEST_F_TIMEOUT(race, dereg_vs_munmap, 600)
  * A process that exits (or is killed) with regions registered, faults in flight and a
  * deregistration racing on its other thread; the engine is free again each time.
  */
-TEST_F_TIMEOUT(race, dereg_vs_process_exit, 900)
+TEST_F_TIMEOUT(race, dereg_vs_process_exit, 14400)
 {
 	long n = iterations(), ended = 0;
 	int fd;
