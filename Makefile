@@ -53,7 +53,8 @@ demo: setup
 
 # Long stress runs, not part of make check: the deregistration races at RACE_ITER iterations each
 # and the ioctl fuzzer at FUZZ_CALLS calls, on the test kernel; the console is judged as in make
-# check (KASAN, lockdep, hung tasks...). About an hour at the defaults on a 2-core machine.
+# check (KASAN, lockdep, hung tasks...). About 65 minutes at the defaults on a 2-core machine
+# (measured at RACE_ITER=30000 FUZZ_CALLS=1000000: 22 min).
 RACE_ITER ?= 100000
 FUZZ_CALLS ?= 1000000
 .PHONY: soak
