@@ -128,16 +128,7 @@ impl Process {
     /// report; `None` for the IOMMU's report, whose `addr` is the start of the faulting page,
     /// not the faulting byte, so a region that begins inside the page counts.
     fn resolve(&self, addr: u64, write: bool, limit: u64, copy_region: Option<u32>) -> Result {
-        let mut tries = 0;
-        loop {
-            match self.resolve_once(addr, write, limit, copy_region) {
-                // The region went away during the fault-in: look again (another may hold the
-                // address), a bounded number of times.
-                Err(e) if e == ENOENT && tries + 1 < MAX_RETRIES => tries += 1,
-                Err(e) if e == ENOENT => return Err(EAGAIN),
-                r => return r,
-            }
-        }
+        retry_lost_region(|| self.resolve_once(addr, write, limit, copy_region))
     }
 
     fn resolve_once(&self, addr: u64, write: bool, limit: u64, copy_region: Option<u32>) -> Result {
@@ -268,6 +259,22 @@ impl Process {
 /// Attempts of [`Process::fault_and_map`] against invalidations, and against failed atomic
 /// page-table allocations.
 pub(crate) const MAX_RETRIES: u32 = 8;
+
+/// Run `attempt` (a region lookup, then a fault-in) again while it fails with ENOENT, the
+/// region having gone during the fault-in (another may hold the address): at most
+/// [`MAX_RETRIES`] times, then EAGAIN.
+pub(crate) fn retry_lost_region<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+    for _ in 1..MAX_RETRIES {
+        match attempt() {
+            Err(e) if e == ENOENT => {}
+            r => return r,
+        }
+    }
+    match attempt() {
+        Err(e) if e == ENOENT => Err(EAGAIN),
+        r => r,
+    }
+}
 
 /// Make room for page tables allocated atomically under `Process::map`: allocate (and free) a
 /// few pages the way that may reclaim, with no driver lock held. After it, atomic allocations

@@ -10,7 +10,7 @@
 //! Registration, deregistration, and advise (map part of a region now).
 
 use crate::exanest_core::abi::{self, Range};
-use crate::fault::{reclaim_for_tables, MAX_RETRIES};
+use crate::fault::{reclaim_for_tables, retry_lost_region, MAX_RETRIES};
 use crate::odp::{FaultTarget, MapState, Notifier};
 use crate::pinned::{reserve_entries, PinRun};
 use crate::process::{Process, MAX_REGIONS};
@@ -179,8 +179,8 @@ impl Process {
     pub(crate) fn advise(&self, req: &abi::Advise) -> Result {
         self.check_caller()?;
         let (range, write) = abi::check_advise(req, &self.limits())?;
-        let mut tries = 0;
-        loop {
+        // Deregistered meanwhile: another region may hold the range; look again.
+        retry_lost_region(|| {
             let handle = {
                 let g = self.inner.lock();
                 if g.dead {
@@ -193,13 +193,8 @@ impl Process {
                 }
                 h
             };
-            match self.prefault_region(handle, &range, write) {
-                // Deregistered meanwhile: another region may hold the range; look again.
-                Err(e) if e == ENOENT && tries + 1 < MAX_RETRIES => tries += 1,
-                Err(e) if e == ENOENT => return Err(EAGAIN),
-                r => return r,
-            }
-        }
+            self.prefault_region(handle, &range, write)
+        })
     }
 
     /// Fault in and map `range` of region `handle` now (prefault mode, advise), without
