@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
 //! One engine instance, as both front-ends (exanest_main.rs) set it up: its number, its misc
-//! device `/dev/exanest-dmaN` and the process that has it open, its debugfs files, its
-//! interrupt, and unbind. Lock order: process.rs.
+//! device `/dev/exanest-dmaN`, its contexts and the process holding each, its debugfs files,
+//! its interrupt, and unbind. Every open file gets a free context (EBUSY when none is). Lock
+//! order: process.rs.
 
-use crate::engine::{Engine, Hw, Regs};
+use crate::engine::{Context, Engine, Hw};
 use crate::ffi;
 use crate::handler::exanest_iommu_fault;
 use crate::process::Process;
@@ -17,6 +18,7 @@ use kernel::{
     irq,
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     prelude::*,
+    sync::aref::ARef,
     sync::{new_mutex, poll::PollTable, Arc, ArcBorrow, Mutex},
     types::ForeignOwnable,
 };
@@ -64,54 +66,62 @@ impl Drop for InstanceNo {
     }
 }
 
+/// One context and the process holding it.
+struct Slot {
+    ctx: Arc<Context>,
+    owner: Option<Arc<Process>>,
+}
+
 /// What `Instance::state` protects.
 struct InstanceState {
-    /// The process that has the engine open.
-    owner: Option<Arc<Process>>,
+    /// Context n and its holder.
+    slots: KVec<Slot>,
     /// The device is gone (unbound): no new opens.
     dead: bool,
 }
 
-/// One engine instance: its hardware and who owns it.
+/// One engine instance: its hardware, its contexts and who holds each.
 #[pin_data]
 pub(crate) struct Instance {
     engine: Arc<Engine>,
-    /// Owner and liveness ([`InstanceState`]); first in the lock order (process.rs).
+    /// Holders and liveness ([`InstanceState`]); first in the lock order (process.rs).
     #[pin]
     state: Mutex<InstanceState>,
 }
 
 impl Instance {
-    /// Open the engine for the current process: EBUSY if another file has it, ENODEV once the
-    /// device is gone.
+    /// Open the engine for the current process on the lowest free context: EBUSY if every
+    /// context is held, ENODEV once the device is gone.
     fn open(&self) -> Result<Arc<Process>> {
         let mut st = self.state.lock();
         if st.dead {
             return Err(ENODEV);
         }
-        if st.owner.is_some() {
-            return Err(EBUSY);
-        }
+        let slot = st
+            .slots
+            .iter_mut()
+            .find(|s| s.owner.is_none())
+            .ok_or(EBUSY)?;
         let late = crate::module_parameters::fault_handler_late.value();
         let max_mib = crate::module_parameters::max_registered_mib.value();
         let max_bytes = max_mib.saturating_mul(1 << 20);
-        let p = Process::new(
-            self.engine.clone(),
-            Some(exanest_iommu_fault),
-            late,
-            max_bytes,
-        )?;
-        st.owner = Some(p.clone());
+        // The context may have been stopped with work of a process that is gone: it starts
+        // clean (quiesce also clears its interrupt status).
+        slot.ctx.reset();
+        let p = Process::new(slot.ctx.clone(), Some(exanest_iommu_fault), late, max_bytes)?;
+        slot.owner = Some(p.clone());
         Ok(p)
     }
 
-    /// The file is closed (last reference): tear the process down and free the engine.
+    /// The file is closed (last reference): tear the process down and free its context.
     fn release(&self, p: &Process) {
         let notifiers = {
             let mut st = self.state.lock();
             let n = p.teardown(ECANCELED);
-            if st.owner.as_ref().is_some_and(|o| core::ptr::eq(&**o, p)) {
-                st.owner = None;
+            for s in st.slots.iter_mut() {
+                if s.owner.as_ref().is_some_and(|o| core::ptr::eq(&**o, p)) {
+                    s.owner = None;
+                }
             }
             n
         };
@@ -124,37 +134,76 @@ impl Instance {
     /// The device is going away: stop DMA and take the domain away from any process still
     /// using it; its file then fails every call with ENODEV until it is closed.
     pub(crate) fn unbind(&self) {
-        let (owner, notifiers) = {
+        let mut owners = KVec::new();
+        let mut notifiers = KVec::new();
+        {
             let mut st = self.state.lock();
             st.dead = true;
-            let owner = st.owner.take();
-            let notifiers = owner.as_ref().map(|p| p.teardown(ENODEV));
+            for s in st.slots.iter_mut() {
+                if let Some(p) = s.owner.take() {
+                    let n = p.teardown(ENODEV);
+                    // Without memory the process stays torn down; only the order of the
+                    // later steps for it is lost (its notifiers go when its file closes).
+                    let _ = notifiers.push(n, GFP_KERNEL);
+                    let _ = owners.push(p, GFP_KERNEL);
+                }
+            }
             self.engine.reset();
-            (owner, notifiers)
-        };
-        if let Some(p) = owner.as_ref() {
+        }
+        for p in owners.iter() {
             p.stop_faults();
         }
         drop(notifiers);
-        drop(owner);
+        drop(owners);
     }
 
-    /// Hand an interrupt to the owning process.
-    fn dispatch(&self, pending: u32) {
-        let owner = self.state.lock().owner.clone();
-        if let Some(p) = owner {
-            p.on_interrupt(pending);
+    /// Take the interrupt status of the contexts in `summary` and hand it to their holders. A
+    /// context that nobody holds is quiesced.
+    fn dispatch(&self, summary: u64) {
+        let mut rest = summary;
+        while rest != 0 {
+            let c = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            // The status is taken under `state`, so it goes to the process that held the context
+            // when it was raised, and not to one that opens it after.
+            let (owner, pending) = {
+                let st = self.state.lock();
+                let Some(s) = st.slots.get(c) else {
+                    continue;
+                };
+                let pending = s.ctx.take_irq_status();
+                if s.owner.is_none() {
+                    s.ctx.reset();
+                }
+                (s.owner.clone(), pending)
+            };
+            if let Some(p) = owner {
+                if pending != 0 {
+                    p.on_interrupt(pending);
+                }
+            }
         }
     }
 }
 
-/// debugfs `exanest-dmaN/stats`: the owning process's counters, regions and latencies.
+/// debugfs `exanest-dmaN/stats`: for each held context, a `context N` line, then its process's
+/// counters, regions and latencies.
 fn stats_fmt(inst: &Arc<Instance>, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-    let owner = inst.state.lock().owner.clone();
-    match owner {
-        Some(p) => p.write_stats(f),
-        None => writeln!(f, "idle"),
+    let mut held = KVec::new();
+    for (i, s) in inst.state.lock().slots.iter().enumerate() {
+        if let Some(p) = s.owner.as_ref() {
+            held.push((i, p.clone()), GFP_KERNEL)
+                .map_err(|_| core::fmt::Error)?;
+        }
     }
+    if held.is_empty() {
+        return writeln!(f, "idle");
+    }
+    for (i, p) in held.iter() {
+        writeln!(f, "context {i}")?;
+        p.write_stats(f)?;
+    }
+    Ok(())
 }
 
 /// The misc device of one engine, with the instance that `open` hands to new files.
@@ -263,19 +312,37 @@ fn engine_fmt(
 }
 
 impl EngineDevices {
-    /// Probe the engine behind `regs` and give it a number, a misc device and debugfs files.
+    /// Give the probed `engine` a number, a misc device and debugfs files. Context n issues its
+    /// DMA as `ctx_devs[n]`; the engine has as many contexts as that list has devices.
     pub(crate) fn new(
-        regs: Regs,
+        engine: Engine,
+        ctx_devs: &[ARef<Device>],
         dev: &Device<Bound>,
     ) -> Result<(impl PinInit<Self, Error>, Arc<Instance>)> {
         let no = InstanceNo::claim()?;
-        let engine = Arc::new(Engine::probe(regs, dev.into())?, GFP_KERNEL)?;
+        let engine = Arc::new(engine, GFP_KERNEL)?;
         let name = NAMES[no.0 as usize];
+        let mut slots = KVec::with_capacity(ctx_devs.len(), GFP_KERNEL)?;
+        for (i, d) in ctx_devs.iter().enumerate() {
+            let ctx = Context {
+                engine: engine.clone(),
+                index: i as u32,
+                dev: d.clone(),
+            };
+            slots.push(
+                Slot {
+                    ctx: Arc::new(ctx, GFP_KERNEL)?,
+                    owner: None,
+                },
+                GFP_KERNEL,
+            )?;
+        }
         dev_info!(
             dev,
-            "PLDMA v{}.{}, {} channels, /dev/{}\n",
+            "PLDMA v{}.{}, {} contexts of {} channels, /dev/{}\n",
             engine.version.major().get(),
             engine.version.minor().get(),
+            slots.len(),
             engine.channels,
             name.to_str().unwrap_or("?")
         );
@@ -283,7 +350,7 @@ impl EngineDevices {
         let inst = Arc::pin_init(
             pin_init!(Instance {
                 engine: inst_engine,
-                state <- new_mutex!(InstanceState { owner: None, dead: false }, "Instance::state"),
+                state <- new_mutex!(InstanceState { slots, dead: false }, "Instance::state"),
             }),
             GFP_KERNEL,
         )?;
@@ -308,7 +375,7 @@ pub(crate) struct IrqHandler {
 
 impl irq::ThreadedHandler for IrqHandler {
     fn handle(&self) -> irq::ThreadedIrqReturn {
-        if self.inst.engine.irq_pending() {
+        if self.inst.engine.irq_summary() != 0 {
             // IRQF_ONESHOT keeps the line masked until the thread has acknowledged it.
             irq::ThreadedIrqReturn::WakeThread
         } else {
@@ -317,11 +384,11 @@ impl irq::ThreadedHandler for IrqHandler {
     }
 
     fn handle_threaded(&self) -> irq::IrqReturn {
-        let pending = self.inst.engine.take_irq_status();
-        if pending == 0 {
+        let summary = self.inst.engine.irq_summary();
+        if summary == 0 {
             return irq::IrqReturn::None;
         }
-        self.inst.dispatch(pending);
+        self.inst.dispatch(summary);
         irq::IrqReturn::Handled
     }
 }

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! The engine's hardware operations, behind the small [`Hw`] trait: the MMIO implementation
-//! ([`Engine`]) and, for KUnit, a fake one (`channel.rs`). Register values stay typed from the
-//! `register!` map (regs.rs) to the MMIO access; the core's enums name the field values.
+//! The engine's hardware operations: the engine as a whole ([`Engine`]: identification, the
+//! interrupt summary, reset) and one context of it behind the small [`Hw`] trait ([`Context`],
+//! and for KUnit a fake one, fake.rs). A context is what one process drives: its channels, its
+//! interrupt status, and the device its DMA is issued as (on PCI its SR-IOV virtual function,
+//! so its own StreamID and IOMMU group). Register values stay typed from the `register!` map
+//! (regs.rs) to the MMIO access; the core's enums name the field values.
 //!
 //! Nothing here locks: callers serialise channel commands under `Process::inner` (process.rs).
 
@@ -13,7 +16,7 @@ use kernel::{
     io::{mem::DevresIoMem, register::Array, Io, IoCapable, IoLoc, MmioBackend, Region},
     pci,
     prelude::*,
-    sync::aref::ARef,
+    sync::{aref::ARef, Arc},
 };
 
 /// Size of the register window.
@@ -36,9 +39,10 @@ pub(crate) struct ChannelReport {
     pub(crate) fault_cause: FaultCause,
 }
 
-/// The engine operations the driver uses: an FPGA, the QEMU model, or the KUnit fake.
+/// The operations on one context that the driver uses: an FPGA, the QEMU model, or the KUnit
+/// fake. Channel numbers are the context's own (0 to `channels() - 1`).
 pub(crate) trait Hw: Send + Sync {
-    /// Channels the engine has.
+    /// Channels the context has.
     fn channels(&self) -> u32;
     /// Program channel `n` and start it, with its interrupt enabled.
     fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result;
@@ -48,11 +52,9 @@ pub(crate) trait Hw: Send + Sync {
     fn nack(&self, n: u32) -> Result;
     /// The channel's state and latches.
     fn report(&self, n: u32) -> Result<ChannelReport>;
-    /// Read and acknowledge the interrupt status (bit n = channel n).
+    /// Read and acknowledge the context's interrupt status (bit n = channel n).
     fn take_irq_status(&self) -> u32;
-    /// Whether any interrupt is pending, without acknowledging it.
-    fn irq_pending(&self) -> bool;
-    /// Stop every channel.
+    /// Stop every channel of the context (quiesce): no DMA of the context follows.
     fn reset(&self);
 }
 
@@ -97,10 +99,12 @@ impl Regs {
 /// One engine's registers and what its identification registers said at probe.
 pub(crate) struct Engine {
     regs: Regs,
-    /// The device, for the IOMMU calls.
-    pub(crate) dev: ARef<device::Device>,
-    /// Channels.
+    /// Channels per context.
     pub(crate) channels: u32,
+    /// Contexts.
+    pub(crate) contexts: u32,
+    /// Contexts are SR-IOV virtual functions (else the one context is the device itself).
+    pub(crate) sriov: bool,
     /// Largest transfer.
     pub(crate) max_len: u32,
     /// VERSION register.
@@ -112,7 +116,7 @@ pub(crate) struct Engine {
 impl Engine {
     /// Identify the engine behind `regs`: ENODEV unless it is a PLDMA of this major version
     /// with channels and a wired interrupt.
-    pub(crate) fn probe(regs: Regs, dev: ARef<device::Device>) -> Result<Self> {
+    pub(crate) fn probe(regs: Regs, dev: &device::Device) -> Result<Self> {
         let id = regs.read(hw::ID)?;
         let version = regs.read(hw::VERSION)?;
         let caps = regs.read(hw::CAPS)?;
@@ -128,7 +132,13 @@ impl Engine {
             return Err(ENODEV);
         }
         let channels = caps.channels().get();
-        if channels == 0 || channels as usize > map::MAX_CHANNELS || !caps.intx() {
+        let contexts = caps.contexts().get();
+        if channels == 0
+            || channels as usize > map::MAX_CHANNELS
+            || contexts == 0
+            || contexts as usize > map::MAX_CONTEXTS
+            || !caps.intx()
+        {
             dev_err!(dev, "unusable engine capabilities {:#x}\n", caps.into_raw());
             return Err(ENODEV);
         }
@@ -141,20 +151,54 @@ impl Engine {
         };
         Ok(Engine {
             regs,
-            dev,
             channels,
+            contexts,
+            sriov: caps.sriov(),
             max_len,
             version,
             timing,
         })
     }
 
-    /// Channel `n` as a register array index: EINVAL beyond the engine's channels.
+    /// Contexts with interrupt status (bit c = context c).
+    pub(crate) fn irq_summary(&self) -> u64 {
+        let lo = self
+            .regs
+            .read(hw::IRQ_SUMMARY_LO)
+            .map_or(0, |v| v.contexts().get());
+        let hi = self
+            .regs
+            .read(hw::IRQ_SUMMARY_HI)
+            .map_or(0, |v| v.contexts().get());
+        u64::from(lo) | (u64::from(hi) << 32)
+    }
+
+    /// Stop every channel of every context.
+    pub(crate) fn reset(&self) {
+        let _ = self
+            .regs
+            .write((), hw::RESET::zeroed().with_magic(map::RESET_MAGIC));
+    }
+}
+
+/// One context of an engine: its registers, and the device its DMA is issued as, to which its
+/// process's IOMMU domain is attached.
+pub(crate) struct Context {
+    /// The engine.
+    pub(crate) engine: Arc<Engine>,
+    /// The context's index.
+    pub(crate) index: u32,
+    /// The device the context's DMA is issued as: its virtual function, or the engine itself.
+    pub(crate) dev: ARef<device::Device>,
+}
+
+impl Context {
+    /// Channel `n` of this context as a register array index: EINVAL beyond its channels.
     fn ch(&self, n: u32) -> Result<usize> {
-        if n >= self.channels {
+        if n >= self.engine.channels {
             return Err(EINVAL);
         }
-        Ok(n as usize)
+        map::ch_index(self.index as usize, n as usize).ok_or(EINVAL)
     }
 
     /// `CH_CTRL` of channel `n` with only the interrupt enable set.
@@ -163,20 +207,26 @@ impl Engine {
     }
 
     fn write_ctrl(&self, c: usize, v: hw::CH_CTRL) -> Result {
-        self.regs.write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, v)
+        self.engine
+            .regs
+            .write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, v)
+    }
+
+    fn ctx(&self) -> usize {
+        self.index as usize
     }
 }
 
-impl Hw for Engine {
+impl Hw for Context {
     fn channels(&self) -> u32 {
-        self.channels
+        self.engine.channels
     }
 
     fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result {
         let (ctrl, c) = self.ctrl(n)?;
         let (slo, shi) = map::split64(src);
         let (dlo, dhi) = map::split64(dst);
-        let r = &self.regs;
+        let r = &self.engine.regs;
         let src_lo = hw::CH_SRC_LO::try_at(c).ok_or(EINVAL)?;
         let src_hi = hw::CH_SRC_HI::try_at(c).ok_or(EINVAL)?;
         let dst_lo = hw::CH_DST_LO::try_at(c).ok_or(EINVAL)?;
@@ -202,7 +252,7 @@ impl Hw for Engine {
 
     fn report(&self, n: u32) -> Result<ChannelReport> {
         let c = self.ch(n)?;
-        let r = &self.regs;
+        let r = &self.engine.regs;
         let st = r.read(hw::CH_STATUS::try_at(c).ok_or(EINVAL)?)?;
         let lo = r.read(hw::CH_FAULT_LO::try_at(c).ok_or(EINVAL)?)?;
         let hi = r.read(hw::CH_FAULT_HI::try_at(c).ok_or(EINVAL)?)?;
@@ -219,26 +269,24 @@ impl Hw for Engine {
     }
 
     fn take_irq_status(&self) -> u32 {
-        let Ok(st) = self.regs.read(hw::IRQ_STATUS) else {
+        let at = || hw::CTX_IRQ_STATUS::try_at(self.ctx());
+        let Some(Ok(st)) = at().map(|a| self.engine.regs.read(a)) else {
             return 0;
         };
         let pending = st.channels().get();
-        if pending != 0 {
+        if let (true, Some(a)) = (pending != 0, at()) {
             // Write-one-to-clear exactly the bits seen.
-            let _ = self.regs.write((), st);
+            let _ = self.engine.regs.write(a, st);
         }
         pending
     }
 
-    fn irq_pending(&self) -> bool {
-        self.regs
-            .read(hw::IRQ_STATUS)
-            .is_ok_and(|v| v.channels().get() != 0)
-    }
-
     fn reset(&self) {
-        let _ = self
-            .regs
-            .write((), hw::RESET::zeroed().with_magic(map::RESET_MAGIC));
+        if let Some(at) = hw::CTX_CTRL::try_at(self.ctx()) {
+            let _ = self
+                .engine
+                .regs
+                .write(at, hw::CTX_CTRL::zeroed().with_quiesce(true));
+        }
     }
 }

@@ -2,9 +2,10 @@
 
 //! ExaNeSt DMA: virtual-address DMA for the ExaNeSt PLDMA engine.
 //!
-//! One misc device per engine instance (`/dev/exanest-dmaN`). A process opens it and owns the
-//! instance: the driver attaches a paging IOMMU domain whose IOVAs are that process's virtual
-//! addresses, and the engine copies between registered regions by virtual address, faulting
+//! One misc device per engine instance (`/dev/exanest-dmaN`). Each open file gets one of the
+//! engine's contexts: the driver attaches a paging IOMMU domain whose IOVAs are that process's
+//! virtual addresses to the function the context's DMA is issued as (its SR-IOV virtual
+//! function), and the engine copies between registered regions by virtual address, faulting
 //! pages in on demand. Documentation/design.rst has the map of the files and the fault path.
 //!
 //! This file is the crate root: the module and its two front-ends (PCI, devicetree). The rest,
@@ -16,7 +17,8 @@
 //! | [`ffi`] | the C shim, declared from its header by bindgen |
 //! | [`error`] | the one errno mapping |
 //! | [`regs`] | the register map (`register!`) |
-//! | [`engine`] | hardware operations behind the [`engine::Hw`] trait |
+//! | [`engine`] | the engine, and a context's operations behind the [`engine::Hw`] trait |
+//! | [`sriov`] | the contexts' functions: SR-IOV virtual functions |
 //! | [`iommu`] | the per-process IOMMU domain |
 //! | [`pinned`] | pin mode: pinned pages and their mappings |
 //! | [`mirror`] | the on-demand mirror: pages mapped without pinning |
@@ -52,23 +54,28 @@ mod pinned;
 mod process;
 mod region;
 mod regs;
+mod sriov;
 mod stats;
 mod transfer;
 
 use device::{EngineDevices, IrqHandler};
-use engine::{Regs, BAR0_SIZE};
+use engine::{Engine, Regs, BAR0_SIZE};
 use exanest_core::regs as map;
+use kernel::{device::Device, sync::aref::ARef};
+use sriov::Functions;
 
 struct ExanestDriver;
 
 /// Per bound device. Fields drop in declaration order: the interrupt first, then the misc
-/// device, then the interrupt vectors.
+/// device, then the references to the virtual functions (unbind disabled them once no process
+/// held a context), then the interrupt vectors.
 #[pin_data]
 struct ExanestData<'bound> {
     #[pin]
     irq: irq::ThreadedRegistration<'bound, IrqHandler>,
     #[pin]
     devices: EngineDevices,
+    funcs: Option<Functions>,
     vecs: pci::IrqVectorRegistration<'bound>,
 }
 
@@ -96,9 +103,28 @@ impl pci::Driver for ExanestDriver {
             let bar = pdev
                 .iomap_region_sized::<BAR0_SIZE>(0, c"exanest_dma")?
                 .into_devres()?;
-            let (devices, inst) = EngineDevices::new(Regs::Pci(bar), pdev.as_ref())?;
+            let engine = Engine::probe(Regs::Pci(bar), pdev.as_ref())?;
+            // Context n is virtual function n; an engine without SR-IOV has one context, the
+            // function itself.
+            let mut own = KVec::new();
+            let funcs = if engine.sriov {
+                Some(Functions::enable(pdev, engine.contexts).inspect_err(|e| {
+                    dev_err!(
+                        pdev.as_ref(),
+                        "cannot enable {} contexts: {:?}\n",
+                        engine.contexts,
+                        e
+                    )
+                })?)
+            } else {
+                own.push(ARef::<Device>::from(pdev.as_ref()), GFP_KERNEL)?;
+                None
+            };
+            let ctx_devs = funcs.as_ref().map_or(&own[..], |f| f.devices());
+            let (devices, inst) = EngineDevices::new(engine, ctx_devs, pdev.as_ref())?;
             let handler = IrqHandler { inst };
             Ok(try_pin_init!(ExanestData {
+                funcs,
                 vecs: pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::default().with(pci::IrqType::Intx))?,
                 // SAFETY: `vecs` is initialised above, pinned with `self`, and dropped after
                 // `irq` (declaration order); the registration is never leaked.
@@ -117,6 +143,10 @@ impl pci::Driver for ExanestDriver {
 
     fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
         this.devices.inst.unbind();
+        // No process holds a context any more: the VFs can go.
+        if let Some(f) = this.funcs.as_ref() {
+            f.disable();
+        }
     }
 }
 
@@ -154,7 +184,12 @@ impl platform::Driver for ExanestPlatformDriver {
                 .ok_or(ENODEV)?
                 .iomap_sized::<BAR0_SIZE>()?
                 .into_devres()?;
-            let (devices, inst) = EngineDevices::new(Regs::Platform(mem), pdev.as_ref())?;
+            let engine = Engine::probe(Regs::Platform(mem), pdev.as_ref())?;
+            // One context, issued as the device itself: per-context StreamIDs on the QFDB need a
+            // devicetree node per context (Documentation/qfdb.rst).
+            let mut own = KVec::new();
+            own.push(ARef::<Device>::from(pdev.as_ref()), GFP_KERNEL)?;
+            let (devices, inst) = EngineDevices::new(engine, &own, pdev.as_ref())?;
             let handler = IrqHandler { inst };
             Ok(try_pin_init!(ExanestPlatformData {
                 // SAFETY: The registration is a pinned field, never leaked.

@@ -16,6 +16,7 @@
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
+#include <linux/pci.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 
@@ -316,3 +317,22 @@ unsigned long exanest_shim_hmm_pfn_make(unsigned long pfn, bool write, unsigned 
 	       ((unsigned long)order << HMM_PFN_ORDER_SHIFT);
 }
 #endif
+
+/*
+ * pci_disable_sriov() removes the VFs with pci_stop_and_remove_bus_device(), which wants
+ * pci_rescan_remove_lock held (drivers/pci/remove.c:128), and no exported function takes it for
+ * a driver's remove. When the PF itself is being removed, its remove runs with the lock held,
+ * after pci_stop_dev() cleared PCI_DEV_ADDED (drivers/pci/remove.c:24; bit 0 of priv_flags,
+ * drivers/pci/pci.h:812, a private header). On rmmod or a sysfs unbind it runs without the lock,
+ * which is then taken here, after the PF's device lock, as sriov_numvfs_store() does.
+ */
+void exanest_shim_disable_sriov(struct pci_dev *pf)
+{
+	bool removing = !test_bit(0, &pf->priv_flags);
+
+	if (!removing)
+		pci_lock_rescan_remove();
+	pci_disable_sriov(pf);
+	if (!removing)
+		pci_unlock_rescan_remove();
+}

@@ -16,6 +16,7 @@ struct miscdevice;
 struct mm_struct;
 struct mmu_interval_notifier;
 struct page;
+struct pci_dev;
 struct poll_table_struct;
 
 /* EPOLLIN | EPOLLRDNORM and EPOLLERR | EPOLLHUP (bindgen cannot expand the __force casts). */
@@ -47,6 +48,7 @@ void exanest_shim_thread_kick(struct exanest_thread *t);
 void exanest_shim_thread_stop(struct exanest_thread *t);
 void exanest_shim_thread_free(struct exanest_thread *t);
 bool exanest_shim_memcg_enter(struct mm_struct *mm, void **old);
+void exanest_shim_disable_sriov(struct pci_dev *pf);
 void exanest_shim_memcg_exit(void *old);
 
 /* Defined in Rust (device.rs, odp.rs, fault.rs). */

@@ -192,10 +192,6 @@ impl Hw for FakeHw {
         core::mem::take(&mut self.st.lock().irq)
     }
 
-    fn irq_pending(&self) -> bool {
-        self.st.lock().irq != 0
-    }
-
     fn reset(&self) {
         let mut s = self.st.lock();
         for c in s.ch.iter_mut() {

@@ -78,7 +78,7 @@ impl Process {
                 }
                 g.chans.take_fault_pending(all)
             };
-            for n in 0..self.engine.channels {
+            for n in 0..self.hw().channels() {
                 if pending & (1 << n) != 0 && self.service_channel(n) {
                     busy = true;
                 }

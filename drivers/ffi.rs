@@ -349,3 +349,15 @@ impl Drop for MemcgScope {
         }
     }
 }
+
+/// Disable SR-IOV on a physical function from its driver's unbind, with the PCI core's
+/// rescan/remove lock held as the VF removal wants (see the shim for when it is taken).
+///
+/// # Safety
+///
+/// `pf` is a PCI physical function whose driver (this one) is being unbound or failed its probe,
+/// with SR-IOV enabled by this driver.
+pub(crate) unsafe fn disable_sriov(pf: *mut bindings::pci_dev) {
+    // SAFETY: Per the contract.
+    unsafe { raw::exanest_shim_disable_sriov(pf) }
+}

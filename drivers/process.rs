@@ -10,8 +10,8 @@
 //! The order for the whole driver, written here only. Locks are taken top to bottom, never the
 //! other way; a lock may be skipped.
 //!
-//! 1. `Instance::state` (device.rs): which process owns the engine instance, and whether the
-//!    device is gone.
+//! 1. `Instance::state` (device.rs): which process holds each context of the engine instance,
+//!    and whether the device is gone.
 //! 2. [`Process::inner`]: regions, pinned pages, notifiers, the channels and their counters.
 //! 3. [`Process::map`]: the domain and the on-demand mirror. The MMU notifier callback takes it
 //!    (odp.rs), from reclaim among other places, so nothing under it allocates with reclaim.
@@ -25,7 +25,7 @@
 //! ([`Process::claims`] is lock-free).
 
 use crate::channel::{Channels, MAX_INFLIGHT};
-use crate::engine::{Engine, Hw};
+use crate::engine::{Context, Hw};
 use crate::exanest_core::{
     abi,
     fault::{ClaimTable, FaultQueue},
@@ -103,8 +103,8 @@ impl Inner {
 /// One open file of an engine, and the process that opened it.
 #[pin_data]
 pub(crate) struct Process {
-    /// The engine's hardware.
-    pub(crate) engine: Arc<Engine>,
+    /// The engine context the file holds: its channels, and the function its DMA is issued as.
+    pub(crate) ctx: Arc<Context>,
     /// The address space of the process that opened the engine (mmgrab'd for identity checks).
     pub(crate) mm: ARef<Mm>,
     /// One past the highest address the engine can reach (the domain's aperture).
@@ -132,12 +132,12 @@ pub(crate) struct Process {
 }
 
 impl Process {
-    /// The process state for the current task on `engine`, with a fresh paging domain attached
-    /// whose faults go to `handler` (fault.rs), installed after the attach when
-    /// `late_handler`, and at most `max_bytes` registered. The caller (device.rs) checks
-    /// ownership.
+    /// The process state for the current task on context `ctx`, with a fresh paging domain
+    /// attached to the context's function, whose faults go to `handler` (fault.rs), installed
+    /// after the attach when `late_handler`, and at most `max_bytes` registered. The caller
+    /// (device.rs) gives each context to one process at a time.
     pub(crate) fn new(
-        engine: Arc<Engine>,
+        ctx: Arc<Context>,
         handler: bindings::iommu_fault_handler_t,
         late_handler: bool,
         max_bytes: u64,
@@ -147,13 +147,13 @@ impl Process {
         // The IOMMU core does not check the aperture: user addresses above it must be refused.
         // Every SMMU stage-1 domain here has a 48-bit aperture; checked below.
         let va_end = 1u64 << 48;
-        let channels = engine.channels;
-        let dev = engine.dev.clone();
+        let channels = ctx.channels();
+        let dev = ctx.dev.clone();
         let pages = PageMap::new(mm.clone());
         let pid = task.pid();
         let process = Arc::pin_init(
             try_pin_init!(&this in Process {
-                engine,
+                ctx,
                 mm,
                 va_end,
                 max_bytes,
@@ -187,16 +187,16 @@ impl Process {
         Ok(process)
     }
 
-    /// The engine as the [`Hw`] the channels drive.
+    /// The context as the [`Hw`] the channels drive.
     pub(crate) fn hw(&self) -> &dyn Hw {
-        &*self.engine
+        &*self.ctx
     }
 
     /// What requests are checked against.
     pub(crate) fn limits(&self) -> abi::Limits {
         abi::Limits {
             va_end: self.va_end,
-            max_transfer: u64::from(self.engine.max_len),
+            max_transfer: u64::from(self.ctx.engine.max_len),
             modes: (1 << abi::MODE_PIN) | (1 << abi::MODE_PREFAULT) | (1 << abi::MODE_ON_DEMAND),
             default_window: DEFAULT_WINDOW as u32,
         }
@@ -219,13 +219,15 @@ impl Process {
         }
         Ok(abi::Info {
             abi_version: abi::ABI_VERSION,
-            hw_version: self.engine.version.into_raw(),
-            channels: self.engine.channels,
+            hw_version: self.ctx.engine.version.into_raw(),
+            channels: self.ctx.channels(),
             modes: self.limits().modes,
-            max_transfer: u64::from(self.engine.max_len),
+            max_transfer: u64::from(self.ctx.engine.max_len),
             max_regions: MAX_REGIONS as u32,
             max_inflight: MAX_INFLIGHT as u32,
-            reserved: [0; 4],
+            context: self.ctx.index,
+            contexts: self.ctx.engine.contexts,
+            reserved: [0; 3],
         })
     }
 
@@ -252,8 +254,8 @@ impl Process {
             return KVec::new();
         }
         inner.dead = true;
-        // Stop the channels first: no DMA may run once pages go back to the process.
-        self.engine.reset();
+        // Stop the context's channels first: no DMA may run once pages go back to the process.
+        self.ctx.reset();
         inner.chans.abort_all(status.to_errno());
         // The claims stay: faults the engine raised before the reset are still the process's
         // until the domain is detached below (no handler call comes after that).

@@ -36,8 +36,15 @@ field_enum!(FaultCause, 8);
 
 /// Distance between two channels' register blocks.
 const STRIDE: usize = crate::exanest_core::regs::CH_STRIDE;
-/// Channels the register map has room for.
-const NCH: usize = crate::exanest_core::regs::MAX_CHANNELS;
+/// The channel arrays are flat over all contexts: channel n of context c is entry
+/// `regs::ch_index(c, n)`, which leaves room for the context registers between two contexts'
+/// channels.
+const NCH: usize =
+    crate::exanest_core::regs::MAX_CONTEXTS * crate::exanest_core::regs::CH_PER_CTX_STRIDE;
+/// Distance between two contexts' blocks.
+const CTX_STRIDE: usize = crate::exanest_core::regs::CTX_STRIDE;
+/// Contexts the register map has room for.
+const NCTX: usize = crate::exanest_core::regs::MAX_CONTEXTS;
 
 register! {
     /// Identification magic, "EXNS".
@@ -57,6 +64,8 @@ register! {
         8:8 resume => bool;
         9:9 intx => bool;
         10:10 timing => bool;
+        11:11 sriov => bool;
+        23:16 contexts;
     }
 
     /// Largest transfer length in bytes.
@@ -64,9 +73,9 @@ register! {
         31:0 value;
     }
 
-    /// Per-channel interrupt status, write one to clear.
-    pub(crate) IRQ_STATUS(u32) @ 0x010 {
-        15:0 channels;
+    /// Contexts 0-31 with interrupt status (bit c = context c).
+    pub(crate) IRQ_SUMMARY_LO(u32) @ 0x010 {
+        31:0 contexts;
     }
 
     /// Modelled data-path bandwidth in MB/s (0: instantaneous); meaningful with CAPS.timing.
@@ -79,38 +88,64 @@ register! {
         31:0 ns;
     }
 
-    /// Write the magic to reset every channel.
+    /// Write the magic to reset every channel of every context.
     pub(crate) RESET(u32) @ 0x020 {
         31:0 magic;
     }
 
+    /// Contexts 32-63 with interrupt status (bit c - 32 = context c).
+    pub(crate) IRQ_SUMMARY_HI(u32) @ 0x024 {
+        31:0 contexts;
+    }
+
+    /// Bytes a channel moves per turn on the shared data path.
+    pub(crate) QUANTUM(u32) @ 0x028 {
+        31:0 bytes;
+    }
+
+    /// The context's per-channel interrupt status, write one to clear.
+    pub(crate) CTX_IRQ_STATUS(u32)[NCTX, stride = CTX_STRIDE] @ 0x1000 {
+        7:0 channels;
+    }
+
+    /// Context commands.
+    pub(crate) CTX_CTRL(u32)[NCTX, stride = CTX_STRIDE] @ 0x1004 {
+        0:0 quiesce => bool;
+    }
+
+    /// Context status.
+    pub(crate) CTX_STATUS(u32)[NCTX, stride = CTX_STRIDE] @ 0x1008 {
+        0:0 active => bool;
+        1:1 function => bool;
+    }
+
     /// Source IOVA, low half.
-    pub(crate) CH_SRC_LO(u32)[NCH, stride = STRIDE] @ 0x100 {
+    pub(crate) CH_SRC_LO(u32)[NCH, stride = STRIDE] @ 0x1100 {
         31:0 value;
     }
 
     /// Source IOVA, high half.
-    pub(crate) CH_SRC_HI(u32)[NCH, stride = STRIDE] @ 0x104 {
+    pub(crate) CH_SRC_HI(u32)[NCH, stride = STRIDE] @ 0x1104 {
         31:0 value;
     }
 
     /// Destination IOVA, low half.
-    pub(crate) CH_DST_LO(u32)[NCH, stride = STRIDE] @ 0x108 {
+    pub(crate) CH_DST_LO(u32)[NCH, stride = STRIDE] @ 0x1108 {
         31:0 value;
     }
 
     /// Destination IOVA, high half.
-    pub(crate) CH_DST_HI(u32)[NCH, stride = STRIDE] @ 0x10c {
+    pub(crate) CH_DST_HI(u32)[NCH, stride = STRIDE] @ 0x110c {
         31:0 value;
     }
 
     /// Transfer length in bytes.
-    pub(crate) CH_LEN(u32)[NCH, stride = STRIDE] @ 0x110 {
+    pub(crate) CH_LEN(u32)[NCH, stride = STRIDE] @ 0x1110 {
         31:0 value;
     }
 
     /// Commands (one strobe per write) and the interrupt enable.
-    pub(crate) CH_CTRL(u32)[NCH, stride = STRIDE] @ 0x114 {
+    pub(crate) CH_CTRL(u32)[NCH, stride = STRIDE] @ 0x1114 {
         0:0 start => bool;
         1:1 resume => bool;
         2:2 nack => bool;
@@ -118,30 +153,30 @@ register! {
     }
 
     /// State, error code and the rejected-command flag.
-    pub(crate) CH_STATUS(u32)[NCH, stride = STRIDE] @ 0x118 {
+    pub(crate) CH_STATUS(u32)[NCH, stride = STRIDE] @ 0x1118 {
         3:0 state => State;
         15:8 error => ChError;
         16:16 rejected => bool;
     }
 
     /// IOVA of the faulting access, low half.
-    pub(crate) CH_FAULT_LO(u32)[NCH, stride = STRIDE] @ 0x11c {
+    pub(crate) CH_FAULT_LO(u32)[NCH, stride = STRIDE] @ 0x111c {
         31:0 value;
     }
 
     /// IOVA of the faulting access, high half.
-    pub(crate) CH_FAULT_HI(u32)[NCH, stride = STRIDE] @ 0x120 {
+    pub(crate) CH_FAULT_HI(u32)[NCH, stride = STRIDE] @ 0x1120 {
         31:0 value;
     }
 
     /// Direction and cause of the last fault.
-    pub(crate) CH_FAULT_INFO(u32)[NCH, stride = STRIDE] @ 0x124 {
+    pub(crate) CH_FAULT_INFO(u32)[NCH, stride = STRIDE] @ 0x1124 {
         0:0 write => bool;
         15:8 cause => FaultCause;
     }
 
     /// Bytes of the transfer already copied.
-    pub(crate) CH_DONE_BYTES(u32)[NCH, stride = STRIDE] @ 0x128 {
+    pub(crate) CH_DONE_BYTES(u32)[NCH, stride = STRIDE] @ 0x1128 {
         31:0 value;
     }
 }
@@ -149,7 +184,7 @@ register! {
 #[kunit_tests(exanest_dma_regs)]
 mod tests {
     use super::*;
-    use crate::exanest_core::regs::{self, ch, ctrl, global, Status};
+    use crate::exanest_core::regs::{self, ch, ctrl, ctx, global, Status};
     use kernel::io::{register::Array, IoLoc, Region};
 
     fn off<T, L: IoLoc<Region<{ regs::MMIO_SIZE }>, T>>(l: L) -> usize {
@@ -163,12 +198,27 @@ mod tests {
         assert_eq!(off(VERSION), global::VERSION);
         assert_eq!(off(CAPS), global::CAPS);
         assert_eq!(off(MAX_LEN), global::MAX_LEN);
-        assert_eq!(off(IRQ_STATUS), global::IRQ_STATUS);
+        assert_eq!(off(IRQ_SUMMARY_LO), global::IRQ_SUMMARY_LO);
+        assert_eq!(off(IRQ_SUMMARY_HI), global::IRQ_SUMMARY_HI);
+        assert_eq!(off(QUANTUM), global::QUANTUM);
         assert_eq!(off(BANDWIDTH), global::BANDWIDTH);
         assert_eq!(off(LATENCY), global::LATENCY);
         assert_eq!(off(RESET), global::RESET);
-        for n in [0usize, 1, 3, NCH - 1] {
-            let at = |r| regs::ch_reg(n, r).unwrap();
+        for c in [0usize, 1, NCTX - 1] {
+            let at = |r| regs::ctx_reg(c, r).unwrap();
+            assert_eq!(off(CTX_IRQ_STATUS::at(c)), at(ctx::IRQ_STATUS));
+            assert_eq!(off(CTX_CTRL::at(c)), at(ctx::CTRL));
+            assert_eq!(off(CTX_STATUS::at(c)), at(ctx::STATUS));
+        }
+        assert!(CTX_STATUS::try_at(NCTX).is_none());
+        for (c, k) in [
+            (0usize, 0usize),
+            (0, 1),
+            (1, 3),
+            (NCTX - 1, regs::MAX_CHANNELS - 1),
+        ] {
+            let n = regs::ch_index(c, k).unwrap();
+            let at = |r| regs::ch_reg(c, k, r).unwrap();
             assert_eq!(off(CH_SRC_LO::at(n)), at(ch::SRC_LO));
             assert_eq!(off(CH_SRC_HI::at(n)), at(ch::SRC_HI));
             assert_eq!(off(CH_DST_LO::at(n)), at(ch::DST_LO));
@@ -196,12 +246,24 @@ mod tests {
         assert_eq!(st.state(), State::Error);
         assert_eq!(st.error(), ChError::Aborted);
         assert!(st.rejected());
-        let caps = CAPS::from_raw(4 | regs::Caps::RESUME | regs::Caps::INTX);
+        let caps = CAPS::from_raw(
+            4 | regs::Caps::RESUME
+                | regs::Caps::INTX
+                | regs::Caps::SRIOV
+                | (16 << regs::Caps::NCTX_SHIFT),
+        );
         let info = CH_FAULT_INFO::from_raw(1 | (1 << 8));
         assert!(info.write());
         assert_eq!(info.cause(), FaultCause::Translation);
         assert_eq!(caps.channels().get(), 4);
-        assert!(caps.resume() && caps.intx() && !caps.timing());
+        assert!(caps.resume() && caps.intx() && !caps.timing() && caps.sriov());
+        assert_eq!(caps.contexts().get(), 16);
+        assert_eq!(
+            CTX_CTRL::zeroed().with_quiesce(true).into_raw(),
+            regs::ctx_ctrl::QUIESCE
+        );
+        let cs = CTX_STATUS::from_raw(regs::ctx_status::ACTIVE | regs::ctx_status::FUNCTION);
+        assert!(cs.active() && cs.function());
     }
 
     /// Every channel state and error survives the typed field in both directions, as the

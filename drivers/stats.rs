@@ -119,10 +119,12 @@ fn write_latency(f: &mut Formatter<'_>, lat: &abi::Latency) -> FmtResult {
 pub(crate) fn write_engine(name: &CStr, e: &Engine, f: &mut Formatter<'_>) -> FmtResult {
     write!(
         f,
-        "{{\"engine\": \"{}\", \"version\": \"{}.{}\", \"channels\": {}, \"max_transfer\": {}",
+        "{{\"engine\": \"{}\", \"version\": \"{}.{}\", \"contexts\": {}, \"sriov\": {}, \"channels\": {}, \"max_transfer\": {}",
         name.to_str().unwrap_or("?"),
         e.version.major().get(),
         e.version.minor().get(),
+        e.contexts,
+        e.sriov,
         e.channels,
         e.max_len
     )?;

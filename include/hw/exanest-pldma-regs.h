@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /*
- * ExaNeSt PLDMA register map, version 1.0.
+ * ExaNeSt PLDMA register map, version 2.0.
  *
  * The contract between the driver, the QEMU engine model and a future FPGA
  * implementation on the QFDB. Documentation/pldma-registers.rst explains
  * every field; keep the two in step.
  *
- * BAR0 (PCI) or the "reg" window (devicetree): 4 KiB, little-endian 32-bit
- * registers. 64-bit addresses are split into _LO/_HI halves; a 64-bit access
- * to a _LO offset reads or writes both.
+ * The engine has contexts, each with its own channels. On PCI the engine is
+ * an SR-IOV physical function (the control plane) and context c issues its
+ * DMA as virtual function c, so with the requester ID, StreamID and iommu
+ * group of that VF: the SMMU keeps contexts apart.
+ *
+ * PF BAR0 (PCI) or the "reg" window (devicetree): 128 KiB, little-endian
+ * 32-bit registers. The global registers, then one block per context (its
+ * interrupt status, its quiesce command, its channels). 64-bit addresses are
+ * split into _LO/_HI halves; a 64-bit access to a _LO offset reads or writes
+ * both. VF BAR0: 4 KiB, the context's identification (the page its doorbell
+ * registers will join).
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
  */
@@ -16,8 +24,13 @@
 #define EXANEST_PLDMA_REGS_H
 
 #define PLDMA_PCI_VENDOR_ID     0x10ee  /* Xilinx: the engine is FPGA logic */
-#define PLDMA_PCI_DEVICE_ID     0xe0da
-#define PLDMA_MMIO_SIZE         0x1000
+#define PLDMA_PCI_DEVICE_ID     0xe0da  /* the physical function */
+#define PLDMA_PCI_VF_DEVICE_ID  0xe0db  /* a context's virtual function */
+#define PLDMA_MMIO_SIZE         0x20000
+#define PLDMA_VF_MMIO_SIZE      0x1000
+/* SR-IOV: VF n (context n) is function PF + PLDMA_VF_OFFSET + n */
+#define PLDMA_VF_OFFSET         1
+#define PLDMA_VF_STRIDE         1
 
 /* Global registers */
 #define PLDMA_ID                0x000   /* RO: PLDMA_ID_MAGIC */
@@ -25,32 +38,67 @@
 #define PLDMA_CAPS              0x008   /* RO: see PLDMA_CAPS_* */
 /* RO: largest LEN a channel accepts, in bytes */
 #define PLDMA_MAX_LEN           0x00c
-/* RW1C: bit n = channel n raised its interrupt */
-#define PLDMA_IRQ_STATUS        0x010
+/* RO: bit c = context c has interrupt status (contexts 0-31) */
+#define PLDMA_IRQ_SUMMARY_LO    0x010
 /* RO: modelled bandwidth, MB/s (0: not modelled) */
 #define PLDMA_BANDWIDTH         0x014
 /* RO: modelled per-transfer latency, ns */
 #define PLDMA_LATENCY           0x018
 #define PLDMA_SCRATCH           0x01c   /* RW: no effect, for probing */
-/* WO: write PLDMA_RESET_MAGIC to reset every channel */
+/* WO: write PLDMA_RESET_MAGIC to reset every channel of every context */
 #define PLDMA_RESET             0x020
+/* RO: bit c - 32 = context c has interrupt status (contexts 32-63) */
+#define PLDMA_IRQ_SUMMARY_HI    0x024
+/* RO: bytes a channel moves per turn on the shared data path */
+#define PLDMA_QUANTUM           0x028
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
-#define PLDMA_VERSION_MAJOR     1
+#define PLDMA_VERSION_MAJOR     2
 #define PLDMA_VERSION_MINOR     0
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
-#define PLDMA_CAPS_NCHAN_MASK   0x000000ffu     /* number of channels */
+/* channels per context */
+#define PLDMA_CAPS_NCHAN_MASK   0x000000ffu
 /* fault-wait + resume/NACK supported */
 #define PLDMA_CAPS_RESUME       (1u << 8)
 #define PLDMA_CAPS_INTX         (1u << 9)       /* wired (INTx / SPI) IRQ */
 /* BANDWIDTH/LATENCY are meaningful */
 #define PLDMA_CAPS_TIMING       (1u << 10)
+/* contexts are SR-IOV virtual functions (else: context 0 is the PF) */
+#define PLDMA_CAPS_SRIOV        (1u << 11)
+#define PLDMA_CAPS_NCTX_SHIFT   16
+#define PLDMA_CAPS_NCTX_MASK    0x00ff0000u     /* number of contexts */
 
-/* Channel registers: channel n at PLDMA_CH_BASE + n * PLDMA_CH_STRIDE */
+/* Context blocks: context c at PLDMA_CTX_BASE + c * PLDMA_CTX_STRIDE */
+#define PLDMA_CTX_BASE          0x1000
+#define PLDMA_CTX_STRIDE        0x400
+#define PLDMA_MAX_CONTEXTS      64
+
+/* Context registers, relative to the context's block */
+/* RW1C: bit n = channel n of this context raised its interrupt */
+#define PLDMA_CTX_IRQ_STATUS    0x000
+/* WO: commands (write-one strobes) */
+#define PLDMA_CTX_CTRL          0x004
+#define PLDMA_CTX_STATUS        0x008   /* RO */
+
+/*
+ * CTX_CTRL: stop every channel of the context at once: each returns to IDLE
+ * with no interrupt, CTX_IRQ_STATUS clears, and no DMA of the context follows
+ * the write.
+ */
+#define PLDMA_CTX_QUIESCE       (1u << 0)
+/* CTX_STATUS */
+#define PLDMA_CTX_ACTIVE        (1u << 0)       /* a channel is busy or faulted */
+/* the context's function is enabled, with bus mastering on */
+#define PLDMA_CTX_FUNCTION      (1u << 1)
+
+/*
+ * Channel registers: channel n of a context at
+ * PLDMA_CH_BASE + n * PLDMA_CH_STRIDE in the context's block.
+ */
 #define PLDMA_CH_BASE           0x100
 #define PLDMA_CH_STRIDE         0x40
-#define PLDMA_MAX_CHANNELS      16
+#define PLDMA_MAX_CHANNELS      8
 
 #define PLDMA_CH_SRC_LO         0x00    /* RW: source IOVA */
 #define PLDMA_CH_SRC_HI         0x04
@@ -94,7 +142,8 @@
 /* SRC + LEN or DST + LEN wraps past 2^64 */
 #define PLDMA_ERR_BAD_ADDR      2
 #define PLDMA_ERR_ABORTED       3       /* NACK from the driver */
-#define PLDMA_ERR_NO_MASTER     4       /* bus mastering is off */
+/* the context's function is disabled, or its bus mastering is off */
+#define PLDMA_ERR_NO_MASTER     4
 /* source and destination ranges overlap */
 #define PLDMA_ERR_OVERLAP       5
 /* last command was invalid in this state, ignored */
@@ -109,5 +158,11 @@
 #define PLDMA_CAUSE_TRANSLATION 1
 /* the access itself failed after translation */
 #define PLDMA_CAUSE_BUS         2
+
+/* VF BAR0: a context's page */
+#define PLDMA_VF_ID             0x000   /* RO: PLDMA_VF_ID_MAGIC */
+#define PLDMA_VF_VERSION        0x004   /* RO: as PLDMA_VERSION */
+#define PLDMA_VF_CONTEXT        0x008   /* RO: the context's index */
+#define PLDMA_VF_ID_MAGIC       0x45584e56u     /* "EXNV" */
 
 #endif /* EXANEST_PLDMA_REGS_H */

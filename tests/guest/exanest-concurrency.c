@@ -307,6 +307,17 @@ TEST_F_TIMEOUT(concurrency, unbind_with_open_file, 90)
 			snprintf(bdfs[nb++], sizeof(bdfs[0]), "%.31s", de->d_name);
 	closedir(d);
 	ASSERT_EQ(2, nb);
+	/*
+	 * In bus order, so that /dev/exanest-dma0's engine (probed first) goes first: an unbind
+	 * disables the engine's virtual functions, which takes the PCI core a second.
+	 */
+	if (strcmp(bdfs[0], bdfs[1]) > 0) {
+		char t[32];
+
+		memcpy(t, bdfs[0], sizeof(t));
+		memcpy(bdfs[0], bdfs[1], sizeof(t));
+		memcpy(bdfs[1], t, sizeof(t));
+	}
 	/* 64 copies of 16 MiB: about half a second of engine time, so the last is still queued. */
 	n = start_big_copies(self->fd, variant->mode, &buf, 16 << 20, 64);
 	snprintf(path, sizeof(path), "%s/unbind", drv);

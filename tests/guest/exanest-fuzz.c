@@ -987,9 +987,11 @@ static const char *check_out(struct worker *w, const struct req *c, const union 
 	case C_INFO:
 		if (out->info.abi_version != EXANEST_DMA_ABI_VERSION)
 			return "INFO abi_version is not EXANEST_DMA_ABI_VERSION";
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 3; i++)
 			if (out->info.reserved[i])
 				return "INFO reserved word not zero";
+		if (out->info.context >= out->info.contexts)
+			return "INFO context is not below contexts";
 		if (G.info.abi_version && (out->info.modes != G.info.modes ||
 					   out->info.max_transfer != G.info.max_transfer))
 			return "INFO changed during the run";
@@ -1646,13 +1648,19 @@ static int open_round(struct __test_metadata *_metadata, struct worker *w, bool 
 		memcpy(&G.info, &out.info, sizeof(G.info));
 	if (!multi)
 		return 0;
-	/* The instance is taken: a second open is EBUSY. */
+	/* A second open gets a context of its own (or EBUSY when other workers hold them all). */
 	busy = dev_open(0);
-	if (busy >= 0 || errno != EBUSY)
-		failure(w, "second open of /dev/exanest-dma0: %s, not EBUSY",
-			busy >= 0 ? "succeeded" : strerror(errno));
-	if (busy >= 0)
+	if (busy >= 0) {
+		struct exanest_dma_info a = { 0 }, b = { 0 };
+
+		if (ioctl(fd, EXANEST_DMA_IOC_INFO, &a) || ioctl(busy, EXANEST_DMA_IOC_INFO, &b) ||
+		    a.context == b.context)
+			failure(w, "second open of /dev/exanest-dma0: context %u, the first's is %u",
+				b.context, a.context);
 		close(busy);
+	} else if (errno != EBUSY) {
+		failure(w, "second open of /dev/exanest-dma0: %s", strerror(errno));
+	}
 	for (int i = 0; i < 2; i++) {
 		G.fd[G.nfd] = dup(fd);
 		G.dev[G.nfd] = 0;

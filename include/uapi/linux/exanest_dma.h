@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
 /*
- * ExaNeSt DMA user ABI, version 1.
+ * ExaNeSt DMA user ABI, version 2.
  *
- * One character device per engine instance: /dev/exanest-dma<N>. A process opens it and owns the
- * instance (a second opener gets EBUSY): the instance's IOMMU domain then maps that process's
- * virtual addresses, so every address below is a plain user virtual address.
+ * One character device per engine instance: /dev/exanest-dma<N>. Each open file gets one of the
+ * engine's contexts (EBUSY when every context is taken): the context's own IOMMU domain, attached
+ * to the function its DMA is issued as, maps that process's virtual addresses, so every address
+ * below is a plain user virtual address, and the SMMU keeps contexts out of each other's memory.
  *
  * Rules common to every ioctl:
  *  - structs are fixed-size, explicitly padded, and their size is part of the ioctl number;
@@ -20,7 +21,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define EXANEST_DMA_ABI_VERSION		1
+#define EXANEST_DMA_ABI_VERSION		2
 
 /* Memory modes of a registered region. */
 #define EXANEST_DMA_MODE_PIN		0	/* pin and map at registration */
@@ -35,12 +36,14 @@
 struct exanest_dma_info {
 	__u32 abi_version;	/* out: EXANEST_DMA_ABI_VERSION */
 	__u32 hw_version;	/* out: engine VERSION register (major << 16 | minor) */
-	__u32 channels;		/* out: engine channels */
+	__u32 channels;		/* out: channels of this file's context */
 	__u32 modes;		/* out: bit (1 << mode) for each implemented mode */
 	__u64 max_transfer;	/* out: largest copy length in bytes */
 	__u32 max_regions;	/* out: regions one process may hold */
 	__u32 max_inflight;	/* out: copies one process may have in flight */
-	__u64 reserved[4];	/* out: zero */
+	__u32 context;		/* out: this file's context (since ABI 2) */
+	__u32 contexts;		/* out: the engine's contexts (since ABI 2) */
+	__u64 reserved[3];	/* out: zero */
 };
 
 /* Flags of struct exanest_dma_reg. */

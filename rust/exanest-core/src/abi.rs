@@ -7,7 +7,7 @@
 //! the kernel's error, so user space sees exactly the errno documented in Documentation/abi.rst.
 
 /// ABI version reported by `EXANEST_DMA_IOC_INFO`.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// Pin and map at registration.
 pub const MODE_PIN: u32 = 0;
@@ -324,7 +324,7 @@ pub struct Info {
     pub abi_version: u32,
     /// Engine VERSION register.
     pub hw_version: u32,
-    /// Engine channels.
+    /// Channels of this file's context.
     pub channels: u32,
     /// Bit (1 << mode) per implemented mode.
     pub modes: u32,
@@ -334,8 +334,12 @@ pub struct Info {
     pub max_regions: u32,
     /// Copies in flight per process.
     pub max_inflight: u32,
+    /// This file's context (ABI 2).
+    pub context: u32,
+    /// The engine's contexts (ABI 2).
+    pub contexts: u32,
     /// Zero.
-    pub reserved: [u64; 4],
+    pub reserved: [u64; 3],
 }
 
 /// `struct exanest_dma_reg`.

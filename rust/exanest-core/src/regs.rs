@@ -1,16 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 
-//! The ExaNeSt PLDMA register map, version 1.0.
+//! The ExaNeSt PLDMA register map, version 2.0: contexts (each an SR-IOV virtual function on
+//! PCI, so its own StreamID), each with its channels.
 //!
 //! Mirrors `include/hw/exanest-pldma-regs.h` (used by the QEMU model) and
 //! `Documentation/pldma-registers.rst`; a host test checks every constant against the C header.
 
 /// PCI vendor ID of the engine model (Xilinx: the engine is FPGA logic).
 pub const PCI_VENDOR_ID: u16 = 0x10ee;
-/// PCI device ID of the engine model.
+/// PCI device ID of the engine model's physical function.
 pub const PCI_DEVICE_ID: u16 = 0xe0da;
-/// Size of the register window (BAR0 or the devicetree `reg`).
-pub const MMIO_SIZE: usize = 0x1000;
+/// PCI device ID of a context's virtual function.
+pub const PCI_VF_DEVICE_ID: u16 = 0xe0db;
+/// Size of the register window (PF BAR0 or the devicetree `reg`).
+pub const MMIO_SIZE: usize = 0x20000;
+/// Size of a virtual function's BAR0 (the context's page).
+pub const VF_MMIO_SIZE: usize = 0x1000;
+/// SR-IOV: context n is function PF + `VF_OFFSET` + n * `VF_STRIDE`.
+pub const VF_OFFSET: usize = 1;
+/// SR-IOV: routing-ID distance between two contexts' functions.
+pub const VF_STRIDE: usize = 1;
 
 /// Global register offsets.
 pub mod global {
@@ -22,33 +31,97 @@ pub mod global {
     pub const CAPS: usize = 0x008;
     /// Read-only largest accepted transfer length in bytes.
     pub const MAX_LEN: usize = 0x00c;
-    /// Write-one-to-clear: bit n set when channel n raised its interrupt.
-    pub const IRQ_STATUS: usize = 0x010;
+    /// Read-only: bit c set while context c (0-31) has interrupt status.
+    pub const IRQ_SUMMARY_LO: usize = 0x010;
     /// Read-only modelled bandwidth in MB/s.
     pub const BANDWIDTH: usize = 0x014;
     /// Read-only modelled per-transfer latency in ns.
     pub const LATENCY: usize = 0x018;
     /// Read-write register without effect.
     pub const SCRATCH: usize = 0x01c;
-    /// Write [`super::RESET_MAGIC`] to reset every channel.
+    /// Write [`super::RESET_MAGIC`] to reset every channel of every context.
     pub const RESET: usize = 0x020;
+    /// Read-only: bit c - 32 set while context c (32-63) has interrupt status.
+    pub const IRQ_SUMMARY_HI: usize = 0x024;
+    /// Read-only: bytes a channel moves per turn on the shared data path.
+    pub const QUANTUM: usize = 0x028;
 }
 
 /// Value of the ID register ("EXNS").
 pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
-pub const VERSION_MAJOR: u32 = 1;
+pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
 pub const VERSION_MINOR: u32 = 0;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 
-/// Offset of channel 0's registers.
+/// Offset of context 0's block.
+pub const CTX_BASE: usize = 0x1000;
+/// Distance between two contexts' blocks.
+pub const CTX_STRIDE: usize = 0x400;
+/// Most contexts the register map has room for.
+pub const MAX_CONTEXTS: usize = 64;
+
+/// Context register offsets, relative to the context's block.
+pub mod ctx {
+    /// Write-one-to-clear: bit n set when channel n of the context raised its interrupt.
+    pub const IRQ_STATUS: usize = 0x000;
+    /// Write-only command strobes, see [`super::ctx_ctrl`].
+    pub const CTRL: usize = 0x004;
+    /// Read-only, see [`super::ctx_status`].
+    pub const STATUS: usize = 0x008;
+}
+
+/// Command strobes of [`ctx::CTRL`].
+pub mod ctx_ctrl {
+    /// Stop every channel of the context: each returns to IDLE with no interrupt, the
+    /// context's interrupt status clears, and no DMA of the context follows the write.
+    pub const QUIESCE: u32 = 1 << 0;
+}
+
+/// Bits of [`ctx::STATUS`].
+pub mod ctx_status {
+    /// A channel of the context is busy or in fault-wait.
+    pub const ACTIVE: u32 = 1 << 0;
+    /// The context's function is enabled, with bus mastering on.
+    pub const FUNCTION: u32 = 1 << 1;
+}
+
+/// Absolute offset of register `reg` of context `c`, or `None` when out of range.
+pub const fn ctx_reg(c: usize, reg: usize) -> Option<usize> {
+    if c >= MAX_CONTEXTS || reg >= CH_BASE {
+        None
+    } else {
+        Some(CTX_BASE + c * CTX_STRIDE + reg)
+    }
+}
+
+/// Offset of channel 0's registers in a context's block.
 pub const CH_BASE: usize = 0x100;
 /// Distance between two channels' register blocks.
 pub const CH_STRIDE: usize = 0x40;
-/// Most channels the register map has room for.
-pub const MAX_CHANNELS: usize = 16;
+/// Most channels a context has room for.
+pub const MAX_CHANNELS: usize = 8;
+// A context's channels fit in its block, after its registers.
+const _: () = assert!(CH_BASE + MAX_CHANNELS * CH_STRIDE <= CTX_STRIDE);
+
+/// Channel blocks between two contexts' first channels (the stride of the flat array of all
+/// channels that [`ch_index`] indexes).
+pub const CH_PER_CTX_STRIDE: usize = CTX_STRIDE / CH_STRIDE;
+
+/// Virtual function BAR0 register offsets (a context's page).
+pub mod vf {
+    /// Read-only magic, [`super::VF_ID_MAGIC`].
+    pub const ID: usize = 0x000;
+    /// Read-only, as [`super::global::VERSION`].
+    pub const VERSION: usize = 0x004;
+    /// Read-only: the context's index.
+    pub const CONTEXT: usize = 0x008;
+}
+
+/// Value of a virtual function's ID register ("EXNV").
+pub const VF_ID_MAGIC: u32 = 0x4558_4e56;
 
 /// Channel register offsets, relative to the channel's block.
 pub mod ch {
@@ -78,12 +151,21 @@ pub mod ch {
     pub const FAULTS: usize = 0x2c;
 }
 
-/// Absolute offset of register `reg` of channel `n`, or `None` when `n` is out of range.
-pub const fn ch_reg(n: usize, reg: usize) -> Option<usize> {
-    if n >= MAX_CHANNELS || reg >= CH_STRIDE {
+/// Index of channel `n` of context `c` in the flat array of channel blocks that starts at
+/// `CTX_BASE + CH_BASE` with stride `CH_STRIDE`, or `None` when out of range.
+pub const fn ch_index(c: usize, n: usize) -> Option<usize> {
+    if c >= MAX_CONTEXTS || n >= MAX_CHANNELS {
         None
     } else {
-        Some(CH_BASE + n * CH_STRIDE + reg)
+        Some(c * CH_PER_CTX_STRIDE + n)
+    }
+}
+
+/// Absolute offset of register `reg` of channel `n` of context `c`, or `None` when out of range.
+pub const fn ch_reg(c: usize, n: usize, reg: usize) -> Option<usize> {
+    match ch_index(c, n) {
+        Some(i) if reg < CH_STRIDE => Some(CTX_BASE + CH_BASE + i * CH_STRIDE + reg),
+        _ => None,
     }
 }
 
@@ -100,8 +182,24 @@ impl Caps {
     pub const INTX: u32 = 1 << 9;
     /// BANDWIDTH and LATENCY are meaningful.
     pub const TIMING: u32 = 1 << 10;
+    /// Contexts are SR-IOV virtual functions (else context 0 is the physical function).
+    pub const SRIOV: u32 = 1 << 11;
+    /// Shift of the context count.
+    pub const NCTX_SHIFT: u32 = 16;
+    /// Mask of the context count.
+    pub const NCTX_MASK: u32 = 0xff << 16;
 
-    /// Number of channels, clamped to what the register map can address.
+    /// Number of contexts, clamped to what the register map can address.
+    pub const fn contexts(self) -> usize {
+        let n = ((self.0 & Self::NCTX_MASK) >> Self::NCTX_SHIFT) as usize;
+        if n > MAX_CONTEXTS {
+            MAX_CONTEXTS
+        } else {
+            n
+        }
+    }
+
+    /// Number of channels per context, clamped to what the register map can address.
     pub const fn channels(self) -> usize {
         let n = (self.0 & Self::NCHAN_MASK) as usize;
         if n > MAX_CHANNELS {
@@ -354,12 +452,20 @@ mod tests {
 
     #[test]
     fn channel_offsets() {
-        assert_eq!(ch_reg(0, ch::SRC_LO), Some(0x100));
-        assert_eq!(ch_reg(3, ch::STATUS), Some(0x100 + 3 * 0x40 + 0x18));
-        assert_eq!(ch_reg(MAX_CHANNELS, ch::SRC_LO), None);
-        assert_eq!(ch_reg(0, CH_STRIDE), None);
-        // The last channel's last register stays inside the window.
-        assert!(ch_reg(MAX_CHANNELS - 1, ch::FAULTS).unwrap() + 4 <= MMIO_SIZE);
+        assert_eq!(ch_reg(0, 0, ch::SRC_LO), Some(0x1100));
+        assert_eq!(ch_reg(0, 3, ch::STATUS), Some(0x1100 + 3 * 0x40 + 0x18));
+        assert_eq!(
+            ch_reg(2, 1, ch::LEN),
+            Some(0x1000 + 2 * 0x400 + 0x100 + 0x40 + 0x10)
+        );
+        assert_eq!(ch_reg(0, MAX_CHANNELS, ch::SRC_LO), None);
+        assert_eq!(ch_reg(MAX_CONTEXTS, 0, ch::SRC_LO), None);
+        assert_eq!(ch_reg(0, 0, CH_STRIDE), None);
+        // A context's channels stay inside its block, the last one inside the window.
+        assert!(ch_reg(MAX_CONTEXTS - 1, MAX_CHANNELS - 1, ch::FAULTS).unwrap() + 4 <= MMIO_SIZE);
+        assert_eq!(ctx_reg(1, ctx::CTRL), Some(0x1404));
+        assert_eq!(ctx_reg(MAX_CONTEXTS, 0), None);
+        assert_eq!(ctx_reg(0, CH_BASE), None);
     }
 
     #[test]
@@ -369,6 +475,8 @@ mod tests {
         assert!(c.has(Caps::RESUME | Caps::INTX));
         assert!(!c.has(Caps::TIMING));
         assert_eq!(Caps(0xff).channels(), MAX_CHANNELS);
+        assert_eq!(Caps(4 | (16 << Caps::NCTX_SHIFT)).contexts(), 16);
+        assert_eq!(Caps(Caps::NCTX_MASK).contexts(), MAX_CONTEXTS);
         let f = FaultInfo::decode(1 | (1 << 8));
         assert!(f.write);
         assert_eq!(f.cause, FaultCause::Translation);

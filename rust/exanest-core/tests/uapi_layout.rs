@@ -30,6 +30,8 @@ fn expectations() -> Vec<(String, u64)> {
             max_transfer,
             max_regions,
             max_inflight,
+            context,
+            contexts,
             reserved
         ]
     );

@@ -167,6 +167,7 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
                 i.hw_version >> 16,
                 i.hw_version & 0xffff
             );
+            println!("context         {} of {}", i.context, i.contexts);
             println!("channels        {}", i.channels);
             let modes: Vec<_> = Mode::ALL
                 .iter()

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The contexts' functions: on PCI, each engine context issues its DMA as an SR-IOV virtual
+//! function, so with its own requester ID, hence its own SMMU StreamID and IOMMU group, to which
+//! the owning process's domain is attached (process.rs). QEMU's SMMUv3 has no substreams (PASID),
+//! so a StreamID per context is what lets the SMMU keep contexts apart.
+//!
+//! The physical function's driver enables the VFs at probe and drives them itself: a VF needs
+//! no driver of its own, only bus mastering (its DMA is checked against its own command
+//! register) and its IOMMU group. No driver matches the VF's device ID (this one matches only
+//! the PF's); an administrator binding one by hand (`driver_override`) cannot while a process's
+//! domain is attached (the IOMMU core refuses a driver whose group is not on its default
+//! domain). The VFs are disabled again when the physical function is unbound, after every
+//! process has let go of its context (device.rs).
+
+use crate::exanest_core::regs as map;
+use crate::ffi;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{bindings, device, device::Core, pci, prelude::*, sync::aref::ARef};
+
+/// The virtual functions of one engine, enabled until [`Functions::disable`] or drop.
+pub(crate) struct Functions {
+    /// The physical function; its driver (this one) is bound for as long as `self` lives.
+    pf: *mut bindings::pci_dev,
+    /// SR-IOV is enabled.
+    enabled: AtomicBool,
+    /// Virtual function n = context n, referenced.
+    vfs: KVec<ARef<device::Device>>,
+}
+
+// SAFETY: `pf` is only used to disable SR-IOV, which the PCI core allows from any thread that
+// may sleep; the references in `vfs` are thread-safe device references.
+unsafe impl Send for Functions {}
+// SAFETY: The one `&self` use of `pf`, `disable`, happens once (`enabled` is swapped).
+unsafe impl Sync for Functions {}
+
+impl Functions {
+    /// Enable `n` virtual functions of `pdev` and turn on their bus mastering.
+    pub(crate) fn enable(pdev: &pci::Device<Core<'_>>, n: u32) -> Result<Self> {
+        let dev: &device::Device = pdev.as_ref();
+        // SAFETY: `dev` is the `dev` field of a `struct pci_dev` (a PCI device's `device`).
+        let pf = unsafe { kernel::container_of!(ffi::raw_dev(dev), bindings::pci_dev, dev) };
+        let nr = i32::try_from(n).map_err(|_| EINVAL)?;
+        // SAFETY: `pf` is the bound physical function whose probe is running, and SR-IOV is
+        // disabled on it (a fresh probe, or disabled by the last drop).
+        kernel::error::to_result(unsafe { bindings::pci_enable_sriov(pf, nr) })?;
+        let mut f = Functions {
+            pf,
+            enabled: AtomicBool::new(true),
+            vfs: KVec::new(),
+        };
+        let mut found: KVec<Option<ARef<device::Device>>> = KVec::new();
+        for _ in 0..n {
+            found.push(None, GFP_KERNEL)?;
+        }
+        // The PCI core exports no lookup of a VF by index: walk the engine's VFs, keep this
+        // PF's, and place each by its index.
+        let mut vf: *mut bindings::pci_dev = core::ptr::null_mut();
+        loop {
+            // SAFETY: `vf` is NULL or the device the last call returned, whose reference this
+            // call drops; it returns the next match with a reference taken, or NULL.
+            vf = unsafe {
+                bindings::pci_get_device(
+                    u32::from(map::PCI_VENDOR_ID),
+                    u32::from(map::PCI_VF_DEVICE_ID),
+                    vf,
+                )
+            };
+            if vf.is_null() {
+                break;
+            }
+            // SAFETY: `vf` is a live PCI device (referenced by the lookup); `physfn` is
+            // meaningful when `is_virtfn` is set, and `pci_iov_vf_id` accepts any VF.
+            let (mine, idx) = unsafe {
+                let mine = (*vf).is_virtfn() != 0 && (*vf).__bindgen_anon_1.physfn == pf;
+                (
+                    mine,
+                    if mine {
+                        bindings::pci_iov_vf_id(vf)
+                    } else {
+                        -1
+                    },
+                )
+            };
+            let Some(slot) = usize::try_from(idx).ok().and_then(|i| found.get_mut(i)) else {
+                continue;
+            };
+            if !mine || slot.is_some() {
+                continue;
+            }
+            // SAFETY: `vf` is live and referenced; setting the bus-master bit in its command
+            // register is what its DMA needs, and no driver of its own races with it.
+            unsafe { bindings::pci_set_master(vf) };
+            // SAFETY: `vf` is live and referenced; `get_device` takes a reference of its own.
+            *slot = Some(unsafe { device::Device::get_device(&raw mut (*vf).dev) });
+        }
+        for d in found.into_iter() {
+            f.vfs.push(d.ok_or(ENODEV)?, GFP_KERNEL)?;
+        }
+        Ok(f)
+    }
+
+    /// The device each context's DMA is issued as, by context index.
+    pub(crate) fn devices(&self) -> &[ARef<device::Device>] {
+        &self.vfs
+    }
+
+    /// Disable the virtual functions: from the physical function's unbind (the PCI core checks
+    /// that SR-IOV is off when `remove` returns), once no process holds a context. The
+    /// references to the VFs stay valid until drop; nothing uses them for DMA any more.
+    pub(crate) fn disable(&self) {
+        if self.enabled.swap(false, Ordering::AcqRel) {
+            // SAFETY: The physical function is bound (its unbind or failed probe is running),
+            // and SR-IOV was enabled by `enable` and not disabled since (`enabled`).
+            unsafe { ffi::disable_sriov(self.pf) };
+        }
+    }
+}
+
+impl Drop for Functions {
+    fn drop(&mut self) {
+        // A failed probe: unbind did not run.
+        self.disable();
+    }
+}
