@@ -65,6 +65,7 @@ struct engine {
 	int cfg;		/* sysfs config, read-write */
 	unsigned int sriov;	/* SR-IOV capability offset, 0: none */
 	unsigned int nctx, nchan;
+	int enabled;		/* by this program, through sysfs */
 	volatile uint32_t *regs;
 };
 
@@ -205,20 +206,27 @@ static volatile uint32_t *map_bar0(const char *bdf, size_t size)
 
 static int map_engine(struct engine *e)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], on[8];
 	uint32_t caps;
 
 	iommu_group(e->bdf, e->group, sizeof(e->group), e->gtype, sizeof(e->gtype),
 		    &e->group_devices);
 
-	/* Memory decoding: no driver has enabled the device. The PF's bus mastering plays no
-	 * part in context DMA (each context's VF issues its own), so it stays as it is.
+	/* No driver has enabled the device: have the kernel enable it (memory decoding, and the
+	 * root port above it, which forwards nothing until enabled); main() undoes it. The PF's
+	 * bus mastering plays no part in context DMA (each context's VF issues its own).
 	 */
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/enable", e->bdf);
+	if (read_file(path, on, sizeof(on)))
+		return -1;
+	if (!strcmp(on, "0")) {
+		if (write_file(path, "1"))
+			return -1;
+		e->enabled = 1;
+	}
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", e->bdf);
 	e->cfg = open(path, O_RDWR);
 	if (e->cfg < 0)
-		return -1;
-	if (cfg_wr(e->cfg, CFG_COMMAND, cfg_rd(e->cfg, CFG_COMMAND, 2) | CMD_MEMORY, 2))
 		return -1;
 	e->sriov = find_ext_cap(e->cfg, EXT_CAP_SRIOV);
 
@@ -843,20 +851,34 @@ static void check_interrupt_status(struct engine *e)
 	result(ok, "reset-idles-all", NULL);
 }
 
+/* Leave the engines as found: disabled again if this program enabled them. */
+static void release_engines(struct engine *e, int n)
+{
+	char path[PATH_MAX];
+
+	for (int i = 0; i < n; i++) {
+		munmap((void *)e[i].regs, PLDMA_MMIO_SIZE);
+		close(e[i].cfg);
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/enable", e[i].bdf);
+		if (e[i].enabled && write_file(path, "0"))
+			perror(path);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct engine e[8];
 	const char *cmd = argc > 1 ? argv[1] : "info";
-	int n = find_engines(e, 8);
+	int n = find_engines(e, 8), ret = 0;
 
 	if (n <= 0) {
 		result(0, "model-probe", "no exanest-pldma (%04x:%04x) found in /sys/bus/pci",
 		       PLDMA_PCI_VENDOR_ID, PLDMA_PCI_DEVICE_ID);
 		return 1;
 	}
-	if (!strcmp(cmd, "info"))
-		return cmd_info(e, n);
-	if (!strcmp(cmd, "fault")) {
+	if (!strcmp(cmd, "info")) {
+		ret = cmd_info(e, n);
+	} else if (!strcmp(cmd, "fault")) {
 		check_fault(&e[0]);
 	} else if (!strcmp(cmd, "selftest")) {
 		result(1, "model-probe", NULL);
@@ -865,7 +887,8 @@ int main(int argc, char **argv)
 		check_interrupt_status(&e[n - 1]);
 	} else {
 		fprintf(stderr, "usage: %s info|fault|selftest\n", argv[0]);
-		return 2;
+		ret = 2;
 	}
-	return failures ? 1 : 0;
+	release_engines(e, n);
+	return ret ? ret : failures ? 1 : 0;
 }

@@ -922,6 +922,29 @@ class Tracing(unittest.TestCase):
         self.assertRegex(text, rf"exanest_pldma_vf_read ctx 2 addr {R['PLDMA_VF_CONTEXT']:#x} val 0x2\b")
         self.assertIn("exanest_pldma_mmio_write", text)
 
+    def test_guest_errors_are_logged(self):
+        """Guest mistakes go to QEMU's guest_errors log, naming the context and channel."""
+        log = os.path.join(tempfile.mkdtemp(prefix="pldma-log-"), "guest.log")
+        q = Qtest(extra=("-d", "guest_errors", "-D", log))
+        try:
+            q.reg(q.ctx_off(16, R["PLDMA_CTX_STATUS"]))
+            q.set_reg(q.ch_off(4, R["PLDMA_CH_LEN"], 2), 1)
+            q.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], ctx=3)
+            q.set_vf_master(5, False)
+            q.program(1, RAM, RAM + 0x100000, 64, R["PLDMA_CTRL_START"], ctx=5)
+            q.writel(VF_BAR + 6 * R["PLDMA_VF_MMIO_SIZE"], 1)
+            q.set_reg(R["PLDMA_IRQ_SUMMARY_HI"], 1)
+        finally:
+            q.close()
+        with open(log, encoding="utf-8") as f:
+            text = f.read()
+        self.assertRegex(text, r"exanest-pldma: offset 0x5008 is in context 16, but the engine has 16 contexts")
+        self.assertRegex(text, r"exanest-pldma: offset 0x1a10 is in channel 4 of context 2, but contexts have 4 channels")
+        self.assertRegex(text, r"exanest-pldma: ctx3 ch0: command 0x2 rejected in state 0")
+        self.assertRegex(text, r"exanest-pldma: ctx5 ch1: START with VF 5 disabled or not a bus master")
+        self.assertRegex(text, r"exanest-pldma-vf: ctx6: write 0x1 to read-only or unknown offset 0x0")
+        self.assertRegex(text, r"exanest-pldma: write 0x1 to read-only or unknown offset 0x24")
+
 
 class Properties(unittest.TestCase):
     def test_channel_count_and_max_len(self):
