@@ -1,22 +1,33 @@
 /*
- * ExaNeSt PLDMA engine model: a PCI DMA copy engine that addresses memory
- * with IOVAs through the platform IOMMU, stalls a channel on a translation
- * fault and retransmits on RESUME.
+ * ExaNeSt PLDMA engine model: a PCIe DMA copy engine with contexts. It
+ * addresses memory with IOVAs through the platform IOMMU, stalls a channel
+ * on a translation fault and retransmits on RESUME.
  *
  * Register map: include/hw/exanest-pldma-regs.h (copied next to this file at
- * build time) and Documentation/pldma-registers.rst.
+ * build time) and Documentation/pldma-registers.rst, version 2.0.
  *
  * Copyright (c) 2026 The ExaNeSt DMA developers
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * Design notes:
- *  - Every channel copies in steps of at most PLDMA_QUANTUM bytes, paced on
- *    QEMU_CLOCK_VIRTUAL by a bandwidth shared by all channels (the data path)
- *    and a per-transfer (and per-retransmission) latency. A step moves its
- *    bytes when its timer fires and then holds the data path for
- *    bytes / bandwidth; the channel's next event (next step, DONE or FAULT)
- *    comes when the data path is through with them.
- *  - Before touching memory a step checks translation page by page with
+ *  - The engine is an SR-IOV physical function (TYPE_EXANEST_PLDMA, the
+ *    control plane: every register of every context is in its BAR0) with
+ *    one virtual function per context (TYPE_EXANEST_PLDMA_VF). Context c
+ *    issues all its DMA as VF c: through that VF's address space, so with
+ *    its requester ID and, behind the SMMU, its StreamID. A context whose VF
+ *    is disabled, or has bus mastering off, cannot move data (NO_MASTER).
+ *    The PF's own bus-master bit plays no part in context DMA. Interrupts
+ *    come from the PF only.
+ *  - One data path, shared by every channel of every context, moves at most
+ *    PLDMA_STEP bytes per turn at the modelled bandwidth. A channel becomes
+ *    ready for the data path latency-ns after START or RESUME (its latency
+ *    timer), and again when each of its turns is through. The arbiter (one
+ *    timer) gives the data path round-robin to the contexts that have a
+ *    ready channel, and within a context round-robin to its ready channels.
+ *    A turn copies its bytes when it starts and then holds the data path for
+ *    bytes / bandwidth; what follows the turn (the channel's next turn, DONE
+ *    or FAULT) happens when the data path is through with them.
+ *  - Before touching memory a turn checks translation page by page with
  *    dma_memory_valid(). The first page that does not translate is the
  *    fault: one IOMMU event per fault, instead of the one-per-4-bytes that a
  *    failing pci_dma_read/write would cause. The pages before it are copied
@@ -36,6 +47,8 @@
 #include "qemu/module.h"
 #include "qapi/error.h"
 #include "hw/pci/pci_device.h"
+#include "hw/pci/pcie.h"
+#include "hw/pci/pcie_sriov.h"
 #include "hw/qdev-properties.h"
 #include "hw/registerfields.h"
 #include "migration/vmstate.h"
@@ -46,9 +59,17 @@
 
 #define TYPE_EXANEST_PLDMA "exanest-pldma"
 OBJECT_DECLARE_SIMPLE_TYPE(PldmaState, EXANEST_PLDMA)
+#define TYPE_EXANEST_PLDMA_VF "exanest-pldma-vf"
+OBJECT_DECLARE_SIMPLE_TYPE(PldmaVfState, EXANEST_PLDMA_VF)
 
-#define PLDMA_QUANTUM (64 * KiB)
+/* Bytes per data path turn: the value of the QUANTUM register. */
+#define PLDMA_STEP (64 * KiB)
 #define PLDMA_PAGE 4096ULL
+
+/* Config space layout, PF and VF alike. */
+#define PLDMA_PCIE_CAP_OFFSET   0x80
+#define PLDMA_ARI_CAP_OFFSET    0x100
+#define PLDMA_SRIOV_CAP_OFFSET  0x160   /* PF only */
 
 /*
  * The register map in QEMU's registerfields.h form. Offsets come from the
@@ -63,12 +84,24 @@ REG32(CAPS, PLDMA_CAPS)
     FIELD(CAPS, RESUME, 8, 1)
     FIELD(CAPS, INTX, 9, 1)
     FIELD(CAPS, TIMING, 10, 1)
+    FIELD(CAPS, SRIOV, 11, 1)
+    FIELD(CAPS, NCTX, PLDMA_CAPS_NCTX_SHIFT, 8)
 REG32(MAX_LEN, PLDMA_MAX_LEN)
-REG32(IRQ_STATUS, PLDMA_IRQ_STATUS)
+REG32(IRQ_SUMMARY_LO, PLDMA_IRQ_SUMMARY_LO)
 REG32(BANDWIDTH, PLDMA_BANDWIDTH)
 REG32(LATENCY, PLDMA_LATENCY)
 REG32(SCRATCH, PLDMA_SCRATCH)
 REG32(RESET, PLDMA_RESET)
+REG32(IRQ_SUMMARY_HI, PLDMA_IRQ_SUMMARY_HI)
+REG32(QUANTUM, PLDMA_QUANTUM)
+
+/* Context registers, relative to the context's block. */
+REG32(CTX_IRQ_STATUS, PLDMA_CTX_IRQ_STATUS)
+REG32(CTX_CTRL, PLDMA_CTX_CTRL)
+    FIELD(CTX_CTRL, QUIESCE, 0, 1)
+REG32(CTX_STATUS, PLDMA_CTX_STATUS)
+    FIELD(CTX_STATUS, ACTIVE, 0, 1)
+    FIELD(CTX_STATUS, FUNCTION, 1, 1)
 
 /* Channel registers, relative to the channel's block. */
 REG32(CH_SRC_LO, PLDMA_CH_SRC_LO)
@@ -94,10 +127,20 @@ REG32(CH_FAULT_INFO, PLDMA_CH_FAULT_INFO)
 REG32(CH_DONE_BYTES, PLDMA_CH_DONE_BYTES)
 REG32(CH_FAULTS, PLDMA_CH_FAULTS)
 
+/* A VF's page. */
+REG32(VF_ID, PLDMA_VF_ID)
+REG32(VF_VERSION, PLDMA_VF_VERSION)
+REG32(VF_CONTEXT, PLDMA_VF_CONTEXT)
+
 QEMU_BUILD_BUG_ON(R_CAPS_NCHAN_MASK != PLDMA_CAPS_NCHAN_MASK);
 QEMU_BUILD_BUG_ON(R_CAPS_RESUME_MASK != PLDMA_CAPS_RESUME);
 QEMU_BUILD_BUG_ON(R_CAPS_INTX_MASK != PLDMA_CAPS_INTX);
 QEMU_BUILD_BUG_ON(R_CAPS_TIMING_MASK != PLDMA_CAPS_TIMING);
+QEMU_BUILD_BUG_ON(R_CAPS_SRIOV_MASK != PLDMA_CAPS_SRIOV);
+QEMU_BUILD_BUG_ON(R_CAPS_NCTX_MASK != PLDMA_CAPS_NCTX_MASK);
+QEMU_BUILD_BUG_ON(R_CTX_CTRL_QUIESCE_MASK != PLDMA_CTX_QUIESCE);
+QEMU_BUILD_BUG_ON(R_CTX_STATUS_ACTIVE_MASK != PLDMA_CTX_ACTIVE);
+QEMU_BUILD_BUG_ON(R_CTX_STATUS_FUNCTION_MASK != PLDMA_CTX_FUNCTION);
 QEMU_BUILD_BUG_ON(R_CH_CTRL_START_MASK != PLDMA_CTRL_START);
 QEMU_BUILD_BUG_ON(R_CH_CTRL_RESUME_MASK != PLDMA_CTRL_RESUME);
 QEMU_BUILD_BUG_ON(R_CH_CTRL_NACK_MASK != PLDMA_CTRL_NACK);
@@ -108,19 +151,30 @@ QEMU_BUILD_BUG_ON(R_CH_STATUS_ERR_MASK != PLDMA_STATUS_ERR_MASK);
 QEMU_BUILD_BUG_ON(R_CH_STATUS_REJECTED_MASK != PLDMA_STATUS_REJECTED);
 QEMU_BUILD_BUG_ON(R_CH_FAULT_INFO_WRITE_MASK != PLDMA_FAULT_WRITE);
 QEMU_BUILD_BUG_ON(R_CH_FAULT_INFO_CAUSE_MASK != PLDMA_FAULT_CAUSE_MASK);
+/* The blocks nest without overlapping, and every context fits in BAR0. */
+QEMU_BUILD_BUG_ON(PLDMA_QUANTUM >= PLDMA_CTX_BASE);
+QEMU_BUILD_BUG_ON(PLDMA_CTX_CTRL >= PLDMA_CH_BASE ||
+                  PLDMA_CTX_STATUS >= PLDMA_CH_BASE);
 QEMU_BUILD_BUG_ON(PLDMA_CH_BASE + PLDMA_MAX_CHANNELS * PLDMA_CH_STRIDE >
+                  PLDMA_CTX_STRIDE);
+QEMU_BUILD_BUG_ON(PLDMA_CTX_BASE + PLDMA_MAX_CONTEXTS * PLDMA_CTX_STRIDE >
                   PLDMA_MMIO_SIZE);
+/* One summary bit per context; CAPS.NCTX holds the count. */
+QEMU_BUILD_BUG_ON(PLDMA_MAX_CONTEXTS > 64);
+QEMU_BUILD_BUG_ON(PLDMA_MAX_CHANNELS > 32);
 
-/* What a busy channel's timer does next, besides copying. */
+/* What the end of a channel's data path turn does. */
 typedef enum PldmaPending {
-    PLDMA_PEND_NONE,    /* copy the next step */
+    PLDMA_PEND_NONE,    /* bytes remain: the channel is ready again */
     PLDMA_PEND_DONE,    /* all bytes copied: enter DONE */
     PLDMA_PEND_FAULT,   /* bytes before a fault copied: enter FAULT */
 } PldmaPending;
 
+typedef struct PldmaContext PldmaContext;
+
 typedef struct PldmaChannel {
-    struct PldmaState *dev;
-    unsigned index;
+    PldmaContext *ctx;
+    unsigned index;         /* within its context */
     /* Programmed by the guest. */
     uint64_t src, dst;
     uint32_t len;
@@ -131,49 +185,91 @@ typedef struct PldmaChannel {
     /* Progress and status. */
     uint32_t state, err;
     bool rejected;
-    PldmaPending pending;
-    uint64_t pend_addr;    /* the fault PLDMA_PEND_FAULT will raise */
+    bool ready;             /* BUSY and waiting for a data path turn */
+    PldmaPending pending;   /* valid while the channel's turn runs */
+    uint64_t pend_addr;     /* the fault PLDMA_PEND_FAULT will raise */
     uint32_t pend_info;
     uint64_t fault_addr;
     uint32_t fault_info;
     uint32_t done;
     uint32_t faults;
-    QEMUTimer *timer;
-    uint8_t *bounce;
+    QEMUTimer *latency;     /* START/RESUME: ready latency-ns later */
 } PldmaChannel;
+
+struct PldmaContext {
+    struct PldmaState *dev;
+    unsigned index;         /* = the index of the VF issuing its DMA */
+    uint32_t irq_status;    /* bit n: channel n raised its interrupt */
+    unsigned next_ch;       /* round-robin: the channel asked first */
+    PldmaChannel ch[PLDMA_MAX_CHANNELS];
+};
 
 struct PldmaState {
     PCIDevice parent_obj;
     MemoryRegion mmio;
     /* Properties. */
-    uint32_t nchan;
+    uint32_t nctx;
+    uint32_t nchan;         /* per context */
     uint32_t bandwidth_mbs; /* MB/s = bytes per us; 0 = infinitely fast */
     uint32_t latency_ns;
     uint32_t max_len;
     /* State. */
-    uint32_t irq_status;
     uint32_t scratch;
-    int64_t bus_free_ns;   /* the shared data path is busy until then */
-    PldmaChannel ch[PLDMA_MAX_CHANNELS];
+    PldmaContext *ctx;
+    /* The shared data path. */
+    QEMUTimer *arbiter;     /* fires when the data path is free again */
+    PldmaChannel *turn;     /* whose bytes hold it now, or NULL */
+    int64_t path_free_ns;   /* it is busy until then */
+    unsigned next_ctx;      /* round-robin: the context asked first */
+    uint8_t *bounce;        /* one turn's bytes */
 };
+
+struct PldmaVfState {
+    PCIDevice parent_obj;
+    MemoryRegion mmio;
+};
+
+/*
+ * The function that issues context x's DMA, if it may: VF x, enabled (so
+ * NumVFs > x and VF Enable is set in the PF's SR-IOV capability) and with
+ * bus mastering on in its own command register. NULL otherwise.
+ */
+static PCIDevice *pldma_ctx_master(PldmaContext *x)
+{
+    PCIDevice *vf = pcie_sriov_get_vf_at_index(PCI_DEVICE(x->dev), x->index);
+
+    if (!vf) {
+        return NULL;
+    }
+    if (!(pci_get_word(vf->config + PCI_COMMAND) & PCI_COMMAND_MASTER)) {
+        return NULL;
+    }
+    return vf;
+}
 
 static void pldma_update_irq(PldmaState *s)
 {
-    pci_set_irq(PCI_DEVICE(s), s->irq_status != 0);
+    bool level = false;
+
+    for (unsigned i = 0; i < s->nctx; i++) {
+        level |= s->ctx[i].irq_status != 0;
+    }
+    pci_set_irq(PCI_DEVICE(s), level);
 }
 
 /* Enter a final or waiting state and raise the channel's interrupt. */
 static void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err)
 {
-    PldmaState *s = c->dev;
+    PldmaContext *x = c->ctx;
 
-    trace_exanest_pldma_state(c->index, state, err);
+    trace_exanest_pldma_state(x->index, c->index, state, err);
     c->state = state;
     c->err = err;
+    c->ready = false;
     c->pending = PLDMA_PEND_NONE;
     if (c->irq_en) {
-        s->irq_status |= 1u << c->index;
-        pldma_update_irq(s);
+        x->irq_status |= 1u << c->index;
+        pldma_update_irq(x->dev);
     }
 }
 
@@ -203,17 +299,17 @@ static int64_t pldma_xfer_ns(PldmaState *s, uint64_t bytes)
 }
 
 /*
- * The longest prefix of the step [src, src + n) -> [dst, dst + n) that
- * translates, checked piece by piece (a piece stays within one source and
- * one destination page), source then destination. *fault is set to 0 (the
- * source) or 1 (the destination) for the first piece that does not
- * translate, and stays -1 when everything does. That check cost exactly one
- * IOMMU event, and it is the fault.
+ * The longest prefix of the turn [src, src + n) -> [dst, dst + n) that
+ * translates for the issuing function, checked piece by piece (a piece stays
+ * within one source and one destination page), source then destination.
+ * *fault is set to 0 (the source) or 1 (the destination) for the first piece
+ * that does not translate, and stays -1 when everything does. That check
+ * cost exactly one IOMMU event, and it is the fault.
  */
-static uint64_t pldma_translated(PCIDevice *pdev, uint64_t src, uint64_t dst,
+static uint64_t pldma_translated(PCIDevice *fn, uint64_t src, uint64_t dst,
                                  uint64_t n, int *fault)
 {
-    AddressSpace *as = pci_get_address_space(pdev);
+    AddressSpace *as = pci_get_address_space(fn);
     uint64_t off = 0;
 
     *fault = -1;
@@ -238,88 +334,184 @@ static uint64_t pldma_translated(PCIDevice *pdev, uint64_t src, uint64_t dst,
     return off;
 }
 
-/* Timer: copy the next step of a busy channel, or complete it. */
-static void pldma_step(void *opaque)
+/*
+ * Channel c's turn on the data path, which is free at @now: copy up to
+ * PLDMA_STEP bytes as the context's VF and hold the data path for them.
+ * Sets s->turn when the turn has an end to wait for.
+ */
+static void pldma_turn(PldmaState *s, PldmaChannel *c, int64_t now)
 {
-    PldmaChannel *c = opaque;
-    PldmaState *s = c->dev;
-    PCIDevice *pdev = PCI_DEVICE(s);
+    PldmaContext *x = c->ctx;
+    PCIDevice *fn = pldma_ctx_master(x);
     uint64_t n, off, src, dst;
-    int64_t now, start;
     int fault;
 
-    if (c->state != PLDMA_STATE_BUSY) {
-        return;
-    }
-    switch (c->pending) {
-    case PLDMA_PEND_DONE:
-        pldma_notify(c, PLDMA_STATE_DONE, PLDMA_ERR_NONE);
-        return;
-    case PLDMA_PEND_FAULT:
-        pldma_raise_fault(c, c->pend_addr, c->pend_info);
-        return;
-    case PLDMA_PEND_NONE:
-        break;
-    }
-    if (!(pci_get_word(pdev->config + PCI_COMMAND) & PCI_COMMAND_MASTER)) {
+    if (!fn) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u ch%u: VF %u disabled or not a "
+                      "bus master, transfer stopped\n",
+                      x->index, c->index, x->index);
         pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_NO_MASTER);
         return;
     }
 
     src = c->a_src + c->done;
     dst = c->a_dst + c->done;
-    n = MIN((uint64_t)(c->a_len - c->done), PLDMA_QUANTUM);
+    n = MIN((uint64_t)(c->a_len - c->done), PLDMA_STEP);
 
     /*
      * Copy what translated; a fault leaves the channel to stop in
      * fault-wait, so the retransmission starts at the faulting piece.
      */
-    off = pldma_translated(pdev, src, dst, n, &fault);
+    off = pldma_translated(fn, src, dst, n, &fault);
     if (off) {
-        if (pci_dma_read(pdev, src, c->bounce, off) != MEMTX_OK) {
+        if (pci_dma_read(fn, src, s->bounce, off) != MEMTX_OK) {
             pldma_raise_fault(c, src, pldma_fault_info(false, PLDMA_CAUSE_BUS));
             return;
         }
-        if (pci_dma_write(pdev, dst, c->bounce, off) != MEMTX_OK) {
+        if (pci_dma_write(fn, dst, s->bounce, off) != MEMTX_OK) {
             pldma_raise_fault(c, dst, pldma_fault_info(true, PLDMA_CAUSE_BUS));
             return;
         }
     }
 
     /* The bytes copied hold the shared data path, fault or not. */
-    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    start = MAX(now, s->bus_free_ns);
-    s->bus_free_ns = start + pldma_xfer_ns(s, off);
-    trace_exanest_pldma_step(c->index, c->done, off, start, s->bus_free_ns);
+    s->path_free_ns = now + pldma_xfer_ns(s, off);
+    trace_exanest_pldma_step(x->index, c->index, c->done, off, now,
+                             s->path_free_ns);
     c->done += off;
 
     if (fault >= 0) {
-        uint64_t addr = (fault ? dst : src) + off;
-        uint32_t info = pldma_fault_info(fault == 1, PLDMA_CAUSE_TRANSLATION);
-
-        trace_exanest_pldma_fault(c->index, fault, addr,
-                                  PLDMA_CAUSE_TRANSLATION, s->bus_free_ns);
-        if (s->bus_free_ns <= now) {
-            pldma_raise_fault(c, addr, info);
-            return;
-        }
         c->pending = PLDMA_PEND_FAULT;
-        c->pend_addr = addr;
-        c->pend_info = info;
+        c->pend_addr = (fault ? dst : src) + off;
+        c->pend_info = pldma_fault_info(fault == 1, PLDMA_CAUSE_TRANSLATION);
+        trace_exanest_pldma_fault(x->index, c->index, fault, c->pend_addr,
+                                  PLDMA_CAUSE_TRANSLATION, s->path_free_ns);
     } else if (c->done == c->a_len) {
         c->pending = PLDMA_PEND_DONE;
+    } else {
+        c->pending = PLDMA_PEND_NONE;
     }
-    timer_mod(c->timer, s->bus_free_ns);
+    s->turn = c;
 }
 
+/* The data path is through with channel c's turn. */
+static void pldma_turn_end(PldmaChannel *c)
+{
+    if (c->state != PLDMA_STATE_BUSY) {
+        return;
+    }
+    switch (c->pending) {
+    case PLDMA_PEND_DONE:
+        pldma_notify(c, PLDMA_STATE_DONE, PLDMA_ERR_NONE);
+        break;
+    case PLDMA_PEND_FAULT:
+        pldma_raise_fault(c, c->pend_addr, c->pend_info);
+        break;
+    case PLDMA_PEND_NONE:
+        c->ready = true;
+        break;
+    }
+}
+
+/*
+ * The next turn: round-robin over the contexts that have a ready channel,
+ * starting after the context served last, then round-robin over that
+ * context's ready channels, starting after its channel served last.
+ */
+static PldmaChannel *pldma_pick(PldmaState *s)
+{
+    for (unsigned i = 0; i < s->nctx; i++) {
+        PldmaContext *x = &s->ctx[(s->next_ctx + i) % s->nctx];
+
+        for (unsigned j = 0; j < s->nchan; j++) {
+            PldmaChannel *c = &x->ch[(x->next_ch + j) % s->nchan];
+
+            if (c->ready) {
+                s->next_ctx = (x->index + 1) % s->nctx;
+                x->next_ch = (c->index + 1) % s->nchan;
+                c->ready = false;
+                return c;
+            }
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Arbiter timer: the data path is free. End the turn that held it, then
+ * start the next one, if any channel is ready; the timer fires again when
+ * that turn's bytes are through (at once for a turn that moved nothing).
+ * With no channel ready the arbiter sleeps until pldma_arbiter_kick().
+ */
+static void pldma_arbiter(void *opaque)
+{
+    PldmaState *s = opaque;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    PldmaChannel *c;
+
+    if (now < s->path_free_ns) {
+        timer_mod(s->arbiter, s->path_free_ns);
+        return;
+    }
+    c = s->turn;
+    s->turn = NULL;
+    if (c) {
+        pldma_turn_end(c);
+    }
+    c = pldma_pick(s);
+    if (c) {
+        pldma_turn(s, c, now);
+        timer_mod(s->arbiter, MAX(now, s->path_free_ns));
+    }
+}
+
+/* A channel became ready: make sure the arbiter looks when it can. */
+static void pldma_arbiter_kick(PldmaState *s)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    timer_mod_anticipate(s->arbiter, MAX(now, s->path_free_ns));
+}
+
+/* Latency timer: a started or resumed channel is ready for the data path. */
+static void pldma_latency_done(void *opaque)
+{
+    PldmaChannel *c = opaque;
+
+    if (c->state == PLDMA_STATE_BUSY) {
+        c->ready = true;
+        pldma_arbiter_kick(c->ctx->dev);
+    }
+}
+
+/* START or RESUME accepted: BUSY, ready for the data path after latency. */
 static void pldma_kick(PldmaChannel *c)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
     c->state = PLDMA_STATE_BUSY;
     c->err = PLDMA_ERR_NONE;
+    c->ready = false;
     c->pending = PLDMA_PEND_NONE;
-    timer_mod(c->timer, now + c->dev->latency_ns);
+    timer_mod(c->latency, now + c->ctx->dev->latency_ns);
+}
+
+/*
+ * Stop channel c at once: no pending latency, no place in the arbiter's
+ * queue, and if its turn holds the data path, nothing happens when that
+ * turn ends (the data path stays busy for the bytes already moved).
+ */
+static void pldma_cancel(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+
+    timer_del(c->latency);
+    c->ready = false;
+    c->pending = PLDMA_PEND_NONE;
+    if (s->turn == c) {
+        s->turn = NULL;
+    }
 }
 
 static bool pldma_wraps(uint64_t a, uint64_t len)
@@ -329,8 +521,8 @@ static bool pldma_wraps(uint64_t a, uint64_t len)
 
 static void pldma_start(PldmaChannel *c)
 {
-    PldmaState *s = c->dev;
-    PCIDevice *pdev = PCI_DEVICE(s);
+    PldmaContext *x = c->ctx;
+    PldmaState *s = x->dev;
 
     c->a_src = c->src;
     c->a_dst = c->dst;
@@ -339,7 +531,8 @@ static void pldma_start(PldmaChannel *c)
     c->faults = 0;
     c->fault_addr = 0;
     c->fault_info = 0;
-    trace_exanest_pldma_start(c->index, c->a_src, c->a_dst, c->a_len);
+    trace_exanest_pldma_start(x->index, c->index, c->a_src, c->a_dst,
+                              c->a_len);
 
     if (!c->a_len || c->a_len > s->max_len) {
         pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_BAD_LEN);
@@ -349,8 +542,10 @@ static void pldma_start(PldmaChannel *c)
     } else if (c->a_src < c->a_dst + c->a_len &&
                c->a_dst < c->a_src + c->a_len) {
         pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_OVERLAP);
-    } else if (!(pci_get_word(pdev->config + PCI_COMMAND) &
-                 PCI_COMMAND_MASTER)) {
+    } else if (!pldma_ctx_master(x)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u ch%u: START with VF %u disabled "
+                      "or not a bus master\n", x->index, c->index, x->index);
         pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_NO_MASTER);
     } else {
         pldma_kick(c);
@@ -360,6 +555,7 @@ static void pldma_start(PldmaChannel *c)
 static void pldma_ctrl(PldmaChannel *c, uint32_t val)
 {
     uint32_t cmd = val & R_CH_CTRL_STROBES_MASK;
+    unsigned ctx = c->ctx->index;
     bool ok = true;
 
     c->irq_en = FIELD_EX32(val, CH_CTRL, IRQ_EN);
@@ -375,14 +571,14 @@ static void pldma_ctrl(PldmaChannel *c, uint32_t val)
     case R_CH_CTRL_RESUME_MASK:
         ok = c->state == PLDMA_STATE_FAULT;
         if (ok) {
-            trace_exanest_pldma_resume(c->index, c->done);
+            trace_exanest_pldma_resume(ctx, c->index, c->done);
             pldma_kick(c);
         }
         break;
     case R_CH_CTRL_NACK_MASK:
         if (c->state == PLDMA_STATE_BUSY || c->state == PLDMA_STATE_FAULT) {
-            trace_exanest_pldma_nack(c->index, c->done);
-            timer_del(c->timer);
+            trace_exanest_pldma_nack(ctx, c->index, c->done);
+            pldma_cancel(c);
             pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_ABORTED);
         }
         break;
@@ -392,22 +588,21 @@ static void pldma_ctrl(PldmaChannel *c, uint32_t val)
     }
     if (!ok) {
         qemu_log_mask(LOG_GUEST_ERROR,
-                      "exanest-pldma: ch%u: command 0x%x rejected in state %u\n",
-                      c->index, cmd, c->state);
+                      "exanest-pldma: ctx%u ch%u: command 0x%x rejected in "
+                      "state %u\n", ctx, c->index, cmd, c->state);
     }
     c->rejected = !ok;
 }
 
 static void pldma_channel_reset(PldmaChannel *c)
 {
-    timer_del(c->timer);
+    pldma_cancel(c);
     c->src = c->dst = c->a_src = c->a_dst = 0;
     c->len = c->a_len = 0;
     c->irq_en = false;
     c->state = PLDMA_STATE_IDLE;
     c->err = PLDMA_ERR_NONE;
     c->rejected = false;
-    c->pending = PLDMA_PEND_NONE;
     c->pend_addr = 0;
     c->pend_info = 0;
     c->fault_addr = 0;
@@ -416,14 +611,49 @@ static void pldma_channel_reset(PldmaChannel *c)
     c->faults = 0;
 }
 
+/*
+ * CTX_CTRL.QUIESCE: every channel of the context back to IDLE, without an
+ * interrupt, and its interrupt status cleared. The programmed registers and
+ * the progress latches (DONE_BYTES, FAULTS, FAULT_*) stay readable. All
+ * copying happens at the start of a turn, so after this no byte of the
+ * context moves.
+ */
+static void pldma_quiesce(PldmaContext *x)
+{
+    PldmaState *s = x->dev;
+
+    trace_exanest_pldma_quiesce(x->index);
+    for (unsigned i = 0; i < s->nchan; i++) {
+        PldmaChannel *c = &x->ch[i];
+
+        pldma_cancel(c);
+        if (c->state != PLDMA_STATE_IDLE) {
+            trace_exanest_pldma_state(x->index, i, PLDMA_STATE_IDLE,
+                                      PLDMA_ERR_NONE);
+        }
+        c->state = PLDMA_STATE_IDLE;
+        c->err = PLDMA_ERR_NONE;
+    }
+    x->irq_status = 0;
+    pldma_update_irq(s);
+}
+
 static void pldma_reset_all(PldmaState *s)
 {
     trace_exanest_pldma_reset();
-    for (unsigned i = 0; i < s->nchan; i++) {
-        pldma_channel_reset(&s->ch[i]);
+    for (unsigned i = 0; i < s->nctx; i++) {
+        PldmaContext *x = &s->ctx[i];
+
+        for (unsigned n = 0; n < s->nchan; n++) {
+            pldma_channel_reset(&x->ch[n]);
+        }
+        x->irq_status = 0;
+        x->next_ch = 0;
     }
-    s->irq_status = 0;
-    s->bus_free_ns = 0;
+    timer_del(s->arbiter);
+    s->turn = NULL;
+    s->path_free_ns = 0;
+    s->next_ctx = 0;
     pldma_update_irq(s);
 }
 
@@ -436,134 +666,243 @@ static uint32_t pldma_ch_status(PldmaChannel *c)
     return FIELD_DP32(st, CH_STATUS, REJECTED, c->rejected);
 }
 
-static uint64_t pldma_ch_read(PldmaChannel *c, hwaddr off)
+static uint32_t pldma_ctx_status(PldmaContext *x)
+{
+    bool active = false;
+    uint32_t st = 0;
+
+    for (unsigned i = 0; i < x->dev->nchan; i++) {
+        active |= x->ch[i].state == PLDMA_STATE_BUSY ||
+                  x->ch[i].state == PLDMA_STATE_FAULT;
+    }
+    st = FIELD_DP32(st, CTX_STATUS, ACTIVE, active);
+    return FIELD_DP32(st, CTX_STATUS, FUNCTION, pldma_ctx_master(x) != NULL);
+}
+
+/* IRQ_SUMMARY_LO (first = 0) or _HI (first = 32). */
+static uint32_t pldma_irq_summary(PldmaState *s, unsigned first)
+{
+    uint32_t v = 0;
+
+    for (unsigned i = first; i < s->nctx && i < first + 32; i++) {
+        if (s->ctx[i].irq_status) {
+            v |= 1u << (i - first);
+        }
+    }
+    return v;
+}
+
+static bool pldma_ch_read(PldmaChannel *c, hwaddr off, uint64_t *val)
 {
     switch (off) {
     case A_CH_SRC_LO:
-        return extract64(c->src, 0, 32);
+        *val = extract64(c->src, 0, 32);
+        return true;
     case A_CH_SRC_HI:
-        return extract64(c->src, 32, 32);
+        *val = extract64(c->src, 32, 32);
+        return true;
     case A_CH_DST_LO:
-        return extract64(c->dst, 0, 32);
+        *val = extract64(c->dst, 0, 32);
+        return true;
     case A_CH_DST_HI:
-        return extract64(c->dst, 32, 32);
+        *val = extract64(c->dst, 32, 32);
+        return true;
     case A_CH_LEN:
-        return c->len;
+        *val = c->len;
+        return true;
     case A_CH_CTRL:
-        return FIELD_DP32(0, CH_CTRL, IRQ_EN, c->irq_en);
+        *val = FIELD_DP32(0, CH_CTRL, IRQ_EN, c->irq_en);
+        return true;
     case A_CH_STATUS:
-        return pldma_ch_status(c);
+        *val = pldma_ch_status(c);
+        return true;
     case A_CH_FAULT_LO:
-        return extract64(c->fault_addr, 0, 32);
+        *val = extract64(c->fault_addr, 0, 32);
+        return true;
     case A_CH_FAULT_HI:
-        return extract64(c->fault_addr, 32, 32);
+        *val = extract64(c->fault_addr, 32, 32);
+        return true;
     case A_CH_FAULT_INFO:
-        return c->fault_info;
+        *val = c->fault_info;
+        return true;
     case A_CH_DONE_BYTES:
-        return c->done;
+        *val = c->done;
+        return true;
     case A_CH_FAULTS:
-        return c->faults;
+        *val = c->faults;
+        return true;
     }
-    qemu_log_mask(LOG_GUEST_ERROR,
-                  "exanest-pldma: ch%u: read of unknown offset 0x%"
-                  HWADDR_PRIx "\n", c->index, off);
-    return 0;
+    return false;
 }
 
-static void pldma_ch_write(PldmaChannel *c, hwaddr off, uint32_t val)
+static bool pldma_ch_write(PldmaChannel *c, hwaddr off, uint32_t val)
 {
     switch (off) {
     case A_CH_SRC_LO:
         c->src = deposit64(c->src, 0, 32, val);
-        return;
+        return true;
     case A_CH_SRC_HI:
         c->src = deposit64(c->src, 32, 32, val);
-        return;
+        return true;
     case A_CH_DST_LO:
         c->dst = deposit64(c->dst, 0, 32, val);
-        return;
+        return true;
     case A_CH_DST_HI:
         c->dst = deposit64(c->dst, 32, 32, val);
-        return;
+        return true;
     case A_CH_LEN:
         c->len = val;
-        return;
+        return true;
     case A_CH_CTRL:
         pldma_ctrl(c, val);
-        return;
+        return true;
     }
-    qemu_log_mask(LOG_GUEST_ERROR,
-                  "exanest-pldma: ch%u: write 0x%x to read-only or unknown "
-                  "offset 0x%" HWADDR_PRIx "\n", c->index, val, off);
+    return false;
 }
 
-static PldmaChannel *pldma_channel_at(PldmaState *s, hwaddr addr,
-                                      hwaddr *off)
-{
-    hwaddr idx;
-
-    if (addr < PLDMA_CH_BASE) {
-        return NULL;
-    }
-    idx = (addr - PLDMA_CH_BASE) / PLDMA_CH_STRIDE;
-    if (idx >= s->nchan) {
-        return NULL;
-    }
-    *off = (addr - PLDMA_CH_BASE) % PLDMA_CH_STRIDE;
-    return &s->ch[idx];
-}
-
-static uint64_t pldma_global_read(PldmaState *s, hwaddr addr, bool *known)
+static bool pldma_global_read(PldmaState *s, hwaddr addr, uint64_t *val)
 {
     uint32_t v = 0;
 
-    *known = true;
     switch (addr) {
     case A_ID:
-        return PLDMA_ID_MAGIC;
+        *val = PLDMA_ID_MAGIC;
+        return true;
     case A_VERSION:
         v = FIELD_DP32(v, VERSION, MAJOR, PLDMA_VERSION_MAJOR);
-        return FIELD_DP32(v, VERSION, MINOR, PLDMA_VERSION_MINOR);
+        *val = FIELD_DP32(v, VERSION, MINOR, PLDMA_VERSION_MINOR);
+        return true;
     case A_CAPS:
         v = FIELD_DP32(v, CAPS, NCHAN, s->nchan);
         v = FIELD_DP32(v, CAPS, RESUME, 1);
         v = FIELD_DP32(v, CAPS, INTX, 1);
-        return FIELD_DP32(v, CAPS, TIMING, 1);
+        v = FIELD_DP32(v, CAPS, TIMING, 1);
+        v = FIELD_DP32(v, CAPS, SRIOV, 1);
+        *val = FIELD_DP32(v, CAPS, NCTX, s->nctx);
+        return true;
     case A_MAX_LEN:
-        return s->max_len;
-    case A_IRQ_STATUS:
-        return s->irq_status;
+        *val = s->max_len;
+        return true;
+    case A_IRQ_SUMMARY_LO:
+        *val = pldma_irq_summary(s, 0);
+        return true;
+    case A_IRQ_SUMMARY_HI:
+        *val = pldma_irq_summary(s, 32);
+        return true;
     case A_BANDWIDTH:
-        return s->bandwidth_mbs;
+        *val = s->bandwidth_mbs;
+        return true;
     case A_LATENCY:
-        return s->latency_ns;
+        *val = s->latency_ns;
+        return true;
     case A_SCRATCH:
-        return s->scratch;
+        *val = s->scratch;
+        return true;
     case A_RESET:
-        return 0;
+        *val = 0;
+        return true;
+    case A_QUANTUM:
+        *val = PLDMA_STEP;
+        return true;
     }
-    *known = false;
-    return 0;
+    return false;
+}
+
+static bool pldma_global_write(PldmaState *s, hwaddr addr, uint32_t val)
+{
+    switch (addr) {
+    case A_SCRATCH:
+        s->scratch = val;
+        return true;
+    case A_RESET:
+        if (val == PLDMA_RESET_MAGIC) {
+            pldma_reset_all(s);
+        }
+        return true;
+    }
+    return false;
+}
+
+/*
+ * Where a BAR0 offset at or above PLDMA_CTX_BASE lands: its context and, in
+ * the context's channel area, its channel. Returns false, after logging
+ * why, for a context or channel the engine does not have.
+ */
+static bool pldma_decode(PldmaState *s, hwaddr addr, PldmaContext **x,
+                         PldmaChannel **c, hwaddr *off)
+{
+    hwaddr ctx = (addr - PLDMA_CTX_BASE) / PLDMA_CTX_STRIDE;
+    hwaddr rel = (addr - PLDMA_CTX_BASE) % PLDMA_CTX_STRIDE;
+    hwaddr ch;
+
+    *x = NULL;
+    *c = NULL;
+    *off = rel;
+    if (ctx >= PLDMA_MAX_CONTEXTS) {
+        return true; /* past the last context block: an unknown offset */
+    }
+    if (ctx >= s->nctx) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: offset 0x%" HWADDR_PRIx " is in "
+                      "context %u, but the engine has %u contexts\n",
+                      addr, (unsigned)ctx, s->nctx);
+        return false;
+    }
+    *x = &s->ctx[ctx];
+    if (rel < PLDMA_CH_BASE) {
+        return true;
+    }
+    ch = (rel - PLDMA_CH_BASE) / PLDMA_CH_STRIDE;
+    if (ch >= PLDMA_MAX_CHANNELS) {
+        return true; /* past the channel blocks: an unknown offset */
+    }
+    if (ch >= s->nchan) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: offset 0x%" HWADDR_PRIx " is in "
+                      "channel %u of context %u, but contexts have %u "
+                      "channels\n", addr, (unsigned)ch, (unsigned)ctx,
+                      s->nchan);
+        return false;
+    }
+    *c = &(*x)->ch[ch];
+    *off = (rel - PLDMA_CH_BASE) % PLDMA_CH_STRIDE;
+    return true;
 }
 
 static uint64_t pldma_mmio_read(void *opaque, hwaddr addr, unsigned size)
 {
     PldmaState *s = opaque;
-    PldmaChannel *c;
-    uint64_t val;
+    PldmaContext *x = NULL;
+    PldmaChannel *c = NULL;
+    uint64_t val = 0;
+    bool known = false;
     hwaddr off;
-    bool known;
 
-    val = pldma_global_read(s, addr, &known);
-    if (!known) {
-        c = pldma_channel_at(s, addr, &off);
-        if (c) {
-            val = pldma_ch_read(c, off);
-        } else {
-            qemu_log_mask(LOG_GUEST_ERROR,
-                          "exanest-pldma: read of unknown offset 0x%"
-                          HWADDR_PRIx "\n", addr);
+    if (addr < PLDMA_CTX_BASE) {
+        known = pldma_global_read(s, addr, &val);
+    } else if (!pldma_decode(s, addr, &x, &c, &off)) {
+        known = true; /* absent context or channel: logged, reads 0 */
+    } else if (c) {
+        known = pldma_ch_read(c, off, &val);
+    } else if (x) {
+        switch (off) {
+        case A_CTX_IRQ_STATUS:
+            val = x->irq_status;
+            known = true;
+            break;
+        case A_CTX_CTRL:
+            known = true; /* write-only: reads 0 */
+            break;
+        case A_CTX_STATUS:
+            val = pldma_ctx_status(x);
+            known = true;
+            break;
         }
+    }
+    if (!known) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: read of unknown offset 0x%"
+                      HWADDR_PRIx "\n", addr);
     }
     trace_exanest_pldma_mmio_read(addr, val);
     return val;
@@ -573,32 +912,44 @@ static void pldma_mmio_write(void *opaque, hwaddr addr, uint64_t val,
                              unsigned size)
 {
     PldmaState *s = opaque;
-    PldmaChannel *c;
+    PldmaContext *x = NULL;
+    PldmaChannel *c = NULL;
+    bool known = false;
     hwaddr off;
 
     trace_exanest_pldma_mmio_write(addr, val);
-    switch (addr) {
-    case A_IRQ_STATUS:
-        s->irq_status &= ~(uint32_t)val;
-        pldma_update_irq(s);
-        return;
-    case A_SCRATCH:
-        s->scratch = val;
-        return;
-    case A_RESET:
-        if (val == PLDMA_RESET_MAGIC) {
-            pldma_reset_all(s);
+    if (addr < PLDMA_CTX_BASE) {
+        known = pldma_global_write(s, addr, val);
+    } else if (!pldma_decode(s, addr, &x, &c, &off)) {
+        return; /* absent context or channel: logged, ignored */
+    } else if (c) {
+        known = pldma_ch_write(c, off, val);
+    } else if (x) {
+        switch (off) {
+        case A_CTX_IRQ_STATUS:
+            x->irq_status &= ~(uint32_t)val;
+            pldma_update_irq(s);
+            known = true;
+            break;
+        case A_CTX_CTRL:
+            if (val & ~R_CTX_CTRL_QUIESCE_MASK) {
+                qemu_log_mask(LOG_GUEST_ERROR,
+                              "exanest-pldma: ctx%u: unknown CTX_CTRL bits "
+                              "0x%" PRIx64 " ignored\n", x->index,
+                              val & ~(uint64_t)R_CTX_CTRL_QUIESCE_MASK);
+            }
+            if (FIELD_EX32(val, CTX_CTRL, QUIESCE)) {
+                pldma_quiesce(x);
+            }
+            known = true;
+            break;
         }
-        return;
     }
-    c = pldma_channel_at(s, addr, &off);
-    if (c) {
-        pldma_ch_write(c, off, val);
-        return;
+    if (!known) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: write 0x%" PRIx64 " to read-only or "
+                      "unknown offset 0x%" HWADDR_PRIx "\n", val, addr);
     }
-    qemu_log_mask(LOG_GUEST_ERROR,
-                  "exanest-pldma: write 0x%" PRIx64 " to read-only or "
-                  "unknown offset 0x%" HWADDR_PRIx "\n", val, addr);
 }
 
 static const MemoryRegionOps pldma_mmio_ops = {
@@ -621,6 +972,11 @@ static void pldma_realize(PCIDevice *pdev, Error **errp)
 {
     PldmaState *s = EXANEST_PLDMA(pdev);
 
+    if (s->nctx < 1 || s->nctx > PLDMA_MAX_CONTEXTS) {
+        error_setg(errp, "exanest-pldma: contexts must be 1..%d",
+                   PLDMA_MAX_CONTEXTS);
+        return;
+    }
     if (s->nchan < 1 || s->nchan > PLDMA_MAX_CHANNELS) {
         error_setg(errp, "exanest-pldma: channels must be 1..%d",
                    PLDMA_MAX_CHANNELS);
@@ -634,14 +990,46 @@ static void pldma_realize(PCIDevice *pdev, Error **errp)
     memory_region_init_io(&s->mmio, OBJECT(s), &pldma_mmio_ops, s,
                           "exanest-pldma-mmio", PLDMA_MMIO_SIZE);
     pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
-    for (unsigned i = 0; i < s->nchan; i++) {
-        PldmaChannel *c = &s->ch[i];
 
-        c->dev = s;
-        c->index = i;
-        c->bounce = g_malloc(PLDMA_QUANTUM);
-        c->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, pldma_step, c);
+    if (pcie_endpoint_cap_init(pdev, PLDMA_PCIE_CAP_OFFSET) < 0) {
+        error_setg(errp, "exanest-pldma: cannot add the PCIe capability");
+        return;
     }
+    /* ARI: VFs are functions 1..contexts of the PF's bus. */
+    pcie_ari_init(pdev, PLDMA_ARI_CAP_OFFSET);
+    /*
+     * One VF per context, all created (disabled) now. The PCI core does
+     * the rest of the PF's SR-IOV duties: pci_default_write_config() calls
+     * pcie_sriov_config_write() (VF Enable, NumVFs) and a device reset calls
+     * pcie_sriov_pf_reset(); pldma_exit() calls pcie_sriov_pf_exit().
+     */
+    if (!pcie_sriov_pf_init(pdev, PLDMA_SRIOV_CAP_OFFSET,
+                            TYPE_EXANEST_PLDMA_VF, PLDMA_PCI_VF_DEVICE_ID,
+                            s->nctx, s->nctx, PLDMA_VF_OFFSET,
+                            PLDMA_VF_STRIDE, errp)) {
+        pcie_cap_exit(pdev);
+        return;
+    }
+    pcie_sriov_pf_init_vf_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                              PLDMA_VF_MMIO_SIZE);
+
+    s->ctx = g_new0(PldmaContext, s->nctx);
+    for (unsigned i = 0; i < s->nctx; i++) {
+        PldmaContext *x = &s->ctx[i];
+
+        x->dev = s;
+        x->index = i;
+        for (unsigned n = 0; n < s->nchan; n++) {
+            PldmaChannel *c = &x->ch[n];
+
+            c->ctx = x;
+            c->index = n;
+            c->latency = timer_new_ns(QEMU_CLOCK_VIRTUAL, pldma_latency_done,
+                                      c);
+        }
+    }
+    s->arbiter = timer_new_ns(QEMU_CLOCK_VIRTUAL, pldma_arbiter, s);
+    s->bounce = g_malloc(PLDMA_STEP);
     pldma_reset_all(s);
 }
 
@@ -649,10 +1037,16 @@ static void pldma_exit(PCIDevice *pdev)
 {
     PldmaState *s = EXANEST_PLDMA(pdev);
 
-    for (unsigned i = 0; i < s->nchan; i++) {
-        timer_free(s->ch[i].timer);
-        g_free(s->ch[i].bounce);
+    for (unsigned i = 0; i < s->nctx; i++) {
+        for (unsigned n = 0; n < s->nchan; n++) {
+            timer_free(s->ctx[i].ch[n].latency);
+        }
     }
+    timer_free(s->arbiter);
+    g_free(s->ctx);
+    g_free(s->bounce);
+    pcie_sriov_pf_exit(pdev);
+    pcie_cap_exit(pdev);
 }
 
 static void pldma_qdev_reset(DeviceState *dev)
@@ -661,6 +1055,7 @@ static void pldma_qdev_reset(DeviceState *dev)
 }
 
 static const Property pldma_properties[] = {
+    DEFINE_PROP_UINT32("contexts", PldmaState, nctx, 16),
     DEFINE_PROP_UINT32("channels", PldmaState, nchan, 4),
     DEFINE_PROP_UINT32("bandwidth", PldmaState, bandwidth_mbs, 2000),
     DEFINE_PROP_UINT32("latency-ns", PldmaState, latency_ns, 2000),
@@ -670,11 +1065,11 @@ static const Property pldma_properties[] = {
 /*
  * Not migratable, on purpose. Nothing in this project migrates or snapshots
  * a VM: each guest boots from an initramfs for one test or evaluation run.
- * Migration state for transfers in flight (the channel timers, the shared
- * data path's clock, the latched registers, a fault waiting to be raised)
- * would be code that no test exercises, so the device blocks migration and
- * savevm instead: a migration attempt fails cleanly rather than losing or
- * corrupting a transfer.
+ * Migration state for transfers in flight (the latency timers, the arbiter
+ * and the shared data path's clock, the latched registers, a fault waiting
+ * to be raised) would be code that no test exercises, so the device blocks
+ * migration and savevm instead: a migration attempt fails cleanly rather
+ * than losing or corrupting a transfer. The VFs hold no state of their own.
  */
 static const VMStateDescription vmstate_pldma = {
     .name = TYPE_EXANEST_PLDMA,
@@ -700,20 +1095,119 @@ static void pldma_class_init(ObjectClass *klass, void *data)
     device_class_set_props(dc, pldma_properties);
 }
 
-static const TypeInfo pldma_info = {
-    .name = TYPE_EXANEST_PLDMA,
-    .parent = TYPE_PCI_DEVICE,
-    .instance_size = sizeof(PldmaState),
-    .class_init = pldma_class_init,
-    .interfaces = (InterfaceInfo[]) {
-        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
-        { },
+/* A context's virtual function: its identification page, no interrupt. */
+
+static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
+{
+    PCIDevice *vf = PCI_DEVICE(opaque);
+    unsigned ctx = pcie_sriov_vf_number(vf);
+    uint64_t val = 0;
+    uint32_t v = 0;
+
+    switch (addr) {
+    case A_VF_ID:
+        val = PLDMA_VF_ID_MAGIC;
+        break;
+    case A_VF_VERSION:
+        v = FIELD_DP32(v, VERSION, MAJOR, PLDMA_VERSION_MAJOR);
+        val = FIELD_DP32(v, VERSION, MINOR, PLDMA_VERSION_MINOR);
+        break;
+    case A_VF_CONTEXT:
+        val = ctx;
+        break;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma-vf: ctx%u: read of unknown offset 0x%"
+                      HWADDR_PRIx "\n", ctx, addr);
+        break;
+    }
+    trace_exanest_pldma_vf_read(ctx, addr, val);
+    return val;
+}
+
+static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    PCIDevice *vf = PCI_DEVICE(opaque);
+
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "exanest-pldma-vf: ctx%u: write 0x%" PRIx64 " to "
+                  "read-only or unknown offset 0x%" HWADDR_PRIx "\n",
+                  pcie_sriov_vf_number(vf), val, addr);
+}
+
+static const MemoryRegionOps pldma_vf_mmio_ops = {
+    .read = pldma_vf_read,
+    .write = pldma_vf_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 8,
+        .unaligned = false,
+    },
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
     },
 };
 
-static void pldma_register_types(void)
+static void pldma_vf_realize(PCIDevice *dev, Error **errp)
 {
-    type_register_static(&pldma_info);
+    PldmaVfState *v = EXANEST_PLDMA_VF(dev);
+
+    if (pcie_endpoint_cap_init(dev, PLDMA_PCIE_CAP_OFFSET) < 0) {
+        error_setg(errp, "exanest-pldma-vf: cannot add the PCIe capability");
+        return;
+    }
+    pcie_ari_init(dev, PLDMA_ARI_CAP_OFFSET);
+    memory_region_init_io(&v->mmio, OBJECT(dev), &pldma_vf_mmio_ops, v,
+                          "exanest-pldma-vf-mmio", PLDMA_VF_MMIO_SIZE);
+    pcie_sriov_vf_register_bar(dev, 0, &v->mmio);
 }
 
-type_init(pldma_register_types)
+static void pldma_vf_exit(PCIDevice *dev)
+{
+    pcie_cap_exit(dev);
+}
+
+static void pldma_vf_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = pldma_vf_realize;
+    k->exit = pldma_vf_exit;
+    k->vendor_id = PLDMA_PCI_VENDOR_ID;
+    k->device_id = PLDMA_PCI_VF_DEVICE_ID;
+    k->revision = PLDMA_VERSION_MAJOR;
+    k->class_id = PCI_CLASS_SYSTEM_OTHER;
+    dc->desc = "ExaNeSt PLDMA engine context (SR-IOV virtual function)";
+    /* Created by its PF, one per context, like igbvf. */
+    dc->user_creatable = false;
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+}
+
+static const TypeInfo pldma_types[] = {
+    {
+        .name = TYPE_EXANEST_PLDMA,
+        .parent = TYPE_PCI_DEVICE,
+        .instance_size = sizeof(PldmaState),
+        .class_init = pldma_class_init,
+        .interfaces = (InterfaceInfo[]) {
+            { INTERFACE_PCIE_DEVICE },
+            { },
+        },
+    },
+    {
+        .name = TYPE_EXANEST_PLDMA_VF,
+        .parent = TYPE_PCI_DEVICE,
+        .instance_size = sizeof(PldmaVfState),
+        .class_init = pldma_vf_class_init,
+        .interfaces = (InterfaceInfo[]) {
+            { INTERFACE_PCIE_DEVICE },
+            { },
+        },
+    },
+};
+
+DEFINE_TYPES(pldma_types)

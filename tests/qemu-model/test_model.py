@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Host tests of the PLDMA engine model, driven through QEMU's qtest protocol.
+"""Host tests of the PLDMA engine model (register map 2.0), driven through QEMU's qtest protocol.
 
-No guest kernel runs: the test plays the guest, assigns BAR0 through ECAM, puts data in guest RAM
-and advances the virtual clock itself, so copy results and timing are exact. The SMMU is left
-disabled (bypass), so IOVA = guest physical address; an address outside RAM stands in for an
+No guest kernel runs: the test plays the guest. It sets up the PCIe hierarchy through ECAM (the
+engine's physical function sits behind a pcie-root-port, so on bus 1 with its virtual functions,
+one per context, at functions 1..contexts), assigns the PF's BAR0 and the VFs' BAR through the
+SR-IOV capability, enables the VFs and their bus mastering, puts data in guest RAM and advances
+the virtual clock itself, so copy results and timing are exact. The SMMU is left disabled
+(bypass), so IOVA = guest physical address; an address outside RAM stands in for an
 untranslatable one. Fault reporting through the SMMU itself is checked in the guest
 (tests/guest/pldma-probe.c).
 
@@ -43,9 +46,22 @@ except ImportError as e:
 R = regtable.load()
 RAM = 0x40000000
 RAM_SIZE = 256 << 20
-BAR = 0x10000000
-SLOT = 4
-UNMAPPED = RAM + RAM_SIZE  # first byte past RAM: no memory there
+BAR = 0x10000000            # PF BAR0 (128 KiB)
+VF_BAR = 0x10100000         # the SR-IOV VF BAR0: VF n's page at VF_BAR + n * 4 KiB
+WINDOW = 2 << 20            # the root port's memory window, from BAR
+BUS = 1                     # the root port's secondary bus: the PF at devfn 0
+UNMAPPED = RAM + RAM_SIZE   # first byte past RAM: no memory there
+STEP = 64 << 10             # bytes per data path turn (the QUANTUM register)
+ROOT_PORT = "pcie-root-port,id=rp1,chassis=1,slot=1"
+
+# PCI config space (include/standard-headers/linux/pci_regs.h)
+PCI_COMMAND, PCI_STATUS = 0x04, 0x06
+CMD_MEMORY, CMD_MASTER = 0x2, 0x4
+STATUS_INTERRUPT = 0x8      # INTx asserted
+EXT_CAP_ARI, EXT_CAP_SRIOV = 0x0E, 0x10
+SRIOV_CTRL, SRIOV_INITIAL_VF, SRIOV_TOTAL_VF, SRIOV_NUM_VF = 0x08, 0x0C, 0x0E, 0x10
+SRIOV_VF_OFFSET, SRIOV_VF_STRIDE, SRIOV_VF_DID, SRIOV_BAR = 0x14, 0x16, 0x1A, 0x24
+SRIOV_CTRL_VFE, SRIOV_CTRL_MSE, SRIOV_CTRL_ARI = 0x01, 0x08, 0x10
 
 
 def machine(args):
@@ -61,13 +77,26 @@ def machine(args):
 
 
 class Qtest:
+    """One QEMU with one engine behind a pcie-root-port, set up as a guest's PCI code would."""
+
     def __init__(self, props="", extra=()):
-        dev = f"exanest-pldma,addr={SLOT:#x}" + (f",{props}" if props else "")
-        self.vm = machine(["-device", dev, *extra])
+        dev = "exanest-pldma,bus=rp1" + (f",{props}" if props else "")
+        self.vm = machine(["-device", ROOT_PORT, "-device", dev, *extra])
         self.vm.launch()
         self.ecam = self._find_ecam()
-        self.cfg_write(0x10, BAR)            # BAR0
-        self.cfg_write(0x04, 0x0006)         # memory decoding + bus mastering
+        self._setup_root_port()
+        self.pf = self.ecam + (BUS << 20)
+        ident = self.readl(self.pf)
+        if ident != R["PLDMA_PCI_DEVICE_ID"] << 16 | R["PLDMA_PCI_VENDOR_ID"]:
+            raise RuntimeError(f"engine not found at {BUS:02x}:00.0 (id {ident:#x})")
+        self.sriov = self.find_ext_cap(self.pf, EXT_CAP_SRIOV)
+        self.writel(self.pf + 0x10, BAR)                      # BAR0
+        self.writel(self.pf + self.sriov + SRIOV_BAR, VF_BAR)  # VF BAR0
+        # Memory decoding only: the PF's bus mastering plays no part in context DMA.
+        self.writew(self.pf + PCI_COMMAND, CMD_MEMORY)
+        self.nctx = self.reg(R["PLDMA_CAPS"]) >> R["PLDMA_CAPS_NCTX_SHIFT"] & 0xFF
+        self.nchan = self.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_NCHAN_MASK"]
+        self.enable_vfs(self.nctx)
 
     def close(self):
         self.vm.shutdown()
@@ -90,8 +119,14 @@ class Qtest:
     def readl(self, addr):
         return int(self.cmd(f"readl {addr:#x}"), 16)
 
+    def readw(self, addr):
+        return int(self.cmd(f"readw {addr:#x}"), 16)
+
     def writel(self, addr, val):
         self.cmd(f"writel {addr:#x} {val & 0xffffffff:#x}")
+
+    def writew(self, addr, val):
+        self.cmd(f"writew {addr:#x} {val & 0xffff:#x}")
 
     def writeq(self, addr, val):
         self.cmd(f"writeq {addr:#x} {val & (2**64 - 1):#x}")
@@ -118,15 +153,59 @@ class Qtest:
     # PCI config space through ECAM
     def _find_ecam(self):
         for base in (0x4010000000, 0x3F000000):
-            if self.readl(base + (SLOT << 15)) == R["PLDMA_PCI_DEVICE_ID"] << 16 | R["PLDMA_PCI_VENDOR_ID"]:
-                return base + (SLOT << 15)
-        raise RuntimeError("engine not found in ECAM")
+            if self.readl(base) & 0xFFFF == 0x1B36:  # the GPEX host bridge at 00:00.0
+                return base
+        raise RuntimeError("ECAM not found")
 
-    def cfg_write(self, off, val):
-        self.writel(self.ecam + off, val)
+    def _setup_root_port(self):
+        for dev in range(1, 32):
+            rp = self.ecam + (dev << 15)
+            if self.readl(rp) == 0x000C1B36:  # pcie-root-port
+                break
+        else:
+            raise RuntimeError("pcie-root-port not found on bus 0")
+        self.writel(rp + 0x18, BUS << 16 | BUS << 8)             # primary 0, secondary, subordinate
+        self.writel(rp + 0x20, ((BAR + WINDOW - 1) >> 16 & 0xFFF0) << 16 | (BAR >> 16 & 0xFFF0))
+        self.writel(rp + 0x24, 0x0000FFF0)                      # no prefetchable window
+        self.writew(rp + PCI_COMMAND, CMD_MEMORY | CMD_MASTER)
+        self.rp = rp
 
-    def cfg_read(self, off):
-        return self.readl(self.ecam + off)
+    def find_ext_cap(self, fn, cap_id):
+        off = 0x100
+        while off:
+            hdr = self.readl(fn + off)
+            if hdr & 0xFFFF == cap_id:
+                return off
+            off = hdr >> 20
+        raise RuntimeError(f"extended capability {cap_id:#x} not found")
+
+    def vf(self, ctx):
+        """ECAM address of context ctx's VF: function PLDMA_VF_OFFSET + ctx * stride (ARI)."""
+        return self.pf + ((R["PLDMA_VF_OFFSET"] + ctx * R["PLDMA_VF_STRIDE"]) << 12)
+
+    def sriov_write(self, off, val, width=2):
+        (self.writew if width == 2 else self.writel)(self.pf + self.sriov + off, val)
+
+    def sriov_read(self, off):
+        return self.readw(self.pf + self.sriov + off)
+
+    def disable_vfs(self):
+        self.sriov_write(SRIOV_CTRL, 0)
+
+    def enable_vfs(self, n, master=True):
+        """SR-IOV on with n VFs (contexts 0..n-1), memory decoding and bus mastering on each."""
+        self.disable_vfs()
+        self.sriov_write(SRIOV_NUM_VF, n)
+        self.sriov_write(SRIOV_CTRL, SRIOV_CTRL_VFE | SRIOV_CTRL_MSE | SRIOV_CTRL_ARI)
+        for ctx in range(n):
+            self.writew(self.vf(ctx) + PCI_COMMAND, CMD_MEMORY | (CMD_MASTER if master else 0))
+
+    def set_vf_master(self, ctx, on):
+        self.writew(self.vf(ctx) + PCI_COMMAND, CMD_MEMORY | (CMD_MASTER if on else 0))
+
+    def intx(self):
+        """The PF's INTx level, as its config status register shows it."""
+        return bool(self.readw(self.pf + PCI_STATUS) & STATUS_INTERRUPT)
 
     # Engine registers
     def reg(self, off):
@@ -135,35 +214,65 @@ class Qtest:
     def set_reg(self, off, val):
         self.writel(BAR + off, val)
 
-    def chreg(self, n, off):
-        return self.reg(R["PLDMA_CH_BASE"] + n * R["PLDMA_CH_STRIDE"] + off)
+    def ctx_off(self, ctx, off):
+        return R["PLDMA_CTX_BASE"] + ctx * R["PLDMA_CTX_STRIDE"] + off
 
-    def set_chreg(self, n, off, val):
-        self.set_reg(R["PLDMA_CH_BASE"] + n * R["PLDMA_CH_STRIDE"] + off, val)
+    def ctxreg(self, ctx, off):
+        return self.reg(self.ctx_off(ctx, off))
 
-    def program(self, n, src, dst, length, ctrl=None):
-        self.set_chreg(n, R["PLDMA_CH_SRC_LO"], src)
-        self.set_chreg(n, R["PLDMA_CH_SRC_HI"], src >> 32)
-        self.set_chreg(n, R["PLDMA_CH_DST_LO"], dst)
-        self.set_chreg(n, R["PLDMA_CH_DST_HI"], dst >> 32)
-        self.set_chreg(n, R["PLDMA_CH_LEN"], length)
+    def set_ctxreg(self, ctx, off, val):
+        self.set_reg(self.ctx_off(ctx, off), val)
+
+    def ch_off(self, n, off, ctx=0):
+        return self.ctx_off(ctx, R["PLDMA_CH_BASE"] + n * R["PLDMA_CH_STRIDE"] + off)
+
+    def chreg(self, n, off, ctx=0):
+        return self.reg(self.ch_off(n, off, ctx))
+
+    def set_chreg(self, n, off, val, ctx=0):
+        self.set_reg(self.ch_off(n, off, ctx), val)
+
+    def vfreg(self, ctx, off):
+        return self.readl(VF_BAR + ctx * R["PLDMA_VF_MMIO_SIZE"] + off)
+
+    def program(self, n, src, dst, length, ctrl=None, ctx=0):
+        self.set_chreg(n, R["PLDMA_CH_SRC_LO"], src, ctx)
+        self.set_chreg(n, R["PLDMA_CH_SRC_HI"], src >> 32, ctx)
+        self.set_chreg(n, R["PLDMA_CH_DST_LO"], dst, ctx)
+        self.set_chreg(n, R["PLDMA_CH_DST_HI"], dst >> 32, ctx)
+        self.set_chreg(n, R["PLDMA_CH_LEN"], length, ctx)
         if ctrl is not None:
-            self.set_chreg(n, R["PLDMA_CH_CTRL"], ctrl)
+            self.set_chreg(n, R["PLDMA_CH_CTRL"], ctrl, ctx)
 
-    def status(self, n):
-        st = self.chreg(n, R["PLDMA_CH_STATUS"])
+    def status(self, n, ctx=0):
+        st = self.chreg(n, R["PLDMA_CH_STATUS"], ctx)
         return (st & R["PLDMA_STATUS_STATE_MASK"],
                 (st & R["PLDMA_STATUS_ERR_MASK"]) >> R["PLDMA_STATUS_ERR_SHIFT"],
                 bool(st & R["PLDMA_STATUS_REJECTED"]))
 
-    def run_until_settled(self, n, limit_ns=10**10):
+    def busy(self, n, ctx=0):
+        return self.status(n, ctx)[0] == R["PLDMA_STATE_BUSY"]
+
+    def run_until_settled(self, n, ctx=0, limit_ns=10**10):
         """Advance virtual time to each pending timer until channel n leaves BUSY."""
         start = self.now()
-        while self.status(n)[0] == R["PLDMA_STATE_BUSY"]:
+        while self.busy(n, ctx):
             t = self.step()
             if t - start > limit_ns:
-                raise AssertionError(f"channel {n} still busy after {limit_ns} ns")
+                raise AssertionError(f"ctx {ctx} channel {n} still busy after {limit_ns} ns")
         return self.now() - start
+
+    def settle_times(self, chans, limit_ns=10**10):
+        """Advance time until every (ctx, ch) in chans left BUSY; {(ctx, ch): ns after now}."""
+        start, out = self.now(), {}
+        while True:
+            for c in chans:
+                if c not in out and not self.busy(c[1], c[0]):
+                    out[c] = self.now() - start
+            if len(out) == len(chans):
+                return out
+            if self.step() - start > limit_ns:
+                raise AssertionError(f"still busy after {limit_ns} ns: {set(chans) - set(out)}")
 
 
 class ModelTest(unittest.TestCase):
@@ -179,31 +288,89 @@ class ModelTest(unittest.TestCase):
 
     def setUp(self):
         self.q.set_reg(R["PLDMA_RESET"], R["PLDMA_RESET_MAGIC"])
-        self.q.set_reg(R["PLDMA_IRQ_STATUS"], 0xFFFFFFFF)
+        self.q.enable_vfs(self.q.nctx)
 
     def tearDown(self):
         self.assertTrue(self.q.alive(), "QEMU died")
 
-    def copy(self, n, src, dst, length, ctrl=R["PLDMA_CTRL_START"]):
-        self.q.program(n, src, dst, length, ctrl)
-        return self.q.run_until_settled(n)
+    def copy(self, n, src, dst, length, ctrl=R["PLDMA_CTRL_START"], ctx=0):
+        self.q.program(n, src, dst, length, ctrl, ctx)
+        return self.q.run_until_settled(n, ctx)
 
 
 class Identity(ModelTest):
     def test_id_version_caps(self):
         q = self.q
         self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 0)
         self.assertEqual(q.reg(R["PLDMA_VERSION"]), R["PLDMA_VERSION_MAJOR"] << 16 | R["PLDMA_VERSION_MINOR"])
         caps = q.reg(R["PLDMA_CAPS"])
-        self.assertEqual(caps & R["PLDMA_CAPS_NCHAN_MASK"], 4)
-        for bit in ("PLDMA_CAPS_RESUME", "PLDMA_CAPS_INTX", "PLDMA_CAPS_TIMING"):
+        self.assertEqual(caps & R["PLDMA_CAPS_NCHAN_MASK"], 4, "default channels per context")
+        self.assertEqual((caps & R["PLDMA_CAPS_NCTX_MASK"]) >> R["PLDMA_CAPS_NCTX_SHIFT"], 16,
+                         "default contexts")
+        for bit in ("PLDMA_CAPS_RESUME", "PLDMA_CAPS_INTX", "PLDMA_CAPS_TIMING", "PLDMA_CAPS_SRIOV"):
             self.assertTrue(caps & R[bit], bit)
         self.assertEqual(q.reg(R["PLDMA_BANDWIDTH"]), 1000)
         self.assertEqual(q.reg(R["PLDMA_LATENCY"]), 5000)
         self.assertEqual(q.reg(R["PLDMA_MAX_LEN"]), 1 << 30)
+        self.assertEqual(q.reg(R["PLDMA_QUANTUM"]), STEP)
+
+    def test_pci_identity_and_sriov_layout(self):
+        q = self.q
+        self.assertEqual(q.readl(q.pf + 0x08) >> 8, 0x088000, "class: other system peripheral")
+        self.assertEqual(q.readl(q.pf + 0x08) & 0xFF, R["PLDMA_VERSION_MAJOR"], "revision")
+        q.find_ext_cap(q.pf, EXT_CAP_ARI)
+        self.assertEqual(q.sriov_read(SRIOV_TOTAL_VF), 16)
+        self.assertEqual(q.sriov_read(SRIOV_INITIAL_VF), 16)
+        self.assertEqual(q.sriov_read(SRIOV_VF_OFFSET), R["PLDMA_VF_OFFSET"])
+        self.assertEqual(q.sriov_read(SRIOV_VF_STRIDE), R["PLDMA_VF_STRIDE"])
+        self.assertEqual(q.sriov_read(SRIOV_VF_DID), R["PLDMA_PCI_VF_DEVICE_ID"])
+        # BAR sizes, with decoding off: PF BAR0 128 KiB, the VF BAR0 4 KiB, both 32-bit memory.
+        q.writew(q.pf + PCI_COMMAND, 0)
+        q.disable_vfs()
+        try:
+            q.writel(q.pf + 0x10, 0xFFFFFFFF)
+            self.assertEqual(q.readl(q.pf + 0x10), (~(R["PLDMA_MMIO_SIZE"] - 1)) & 0xFFFFFFFF)
+            q.sriov_write(SRIOV_BAR, 0xFFFFFFFF, 4)
+            self.assertEqual(q.readl(q.pf + q.sriov + SRIOV_BAR),
+                             (~(R["PLDMA_VF_MMIO_SIZE"] - 1)) & 0xFFFFFFFF)
+            self.assertEqual(q.readl(q.pf + q.sriov + SRIOV_BAR + 4), 0, "one 32-bit VF BAR")
+        finally:
+            q.writel(q.pf + 0x10, BAR)
+            q.sriov_write(SRIOV_BAR, VF_BAR, 4)
+            q.writew(q.pf + PCI_COMMAND, CMD_MEMORY)
+            q.enable_vfs(q.nctx)
+        self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
 
     def test_intx_pin(self):
-        self.assertEqual((self.q.cfg_read(0x3C) >> 8) & 0xFF, 1, "interrupt pin INTA")
+        self.assertEqual((self.q.readl(self.q.pf + 0x3C) >> 8) & 0xFF, 1, "PF interrupt pin INTA")
+        self.assertEqual((self.q.readl(self.q.vf(0) + 0x3C) >> 8) & 0xFF, 0, "VFs have no INTx")
+
+    def test_vf_identity_registers(self):
+        q = self.q
+        for ctx in range(q.nctx):
+            with self.subTest(ctx=ctx):
+                self.assertEqual(q.vfreg(ctx, R["PLDMA_VF_ID"]), R["PLDMA_VF_ID_MAGIC"])
+                self.assertEqual(q.vfreg(ctx, R["PLDMA_VF_VERSION"]), q.reg(R["PLDMA_VERSION"]))
+                self.assertEqual(q.vfreg(ctx, R["PLDMA_VF_CONTEXT"]), ctx)
+                self.assertEqual(q.vfreg(ctx, 0x00C), 0, "undefined offsets read 0")
+                self.assertEqual(q.vfreg(ctx, 0xFFC), 0, "undefined offsets read 0")
+        # Writes are ignored.
+        q.writel(VF_BAR + 3 * R["PLDMA_VF_MMIO_SIZE"] + R["PLDMA_VF_CONTEXT"], 7)
+        q.writel(VF_BAR + 3 * R["PLDMA_VF_MMIO_SIZE"] + 0x10, 7)
+        self.assertEqual(q.vfreg(3, R["PLDMA_VF_CONTEXT"]), 3)
+        self.assertEqual(q.vfreg(3, 0x10), 0)
+
+    def test_vfs_exist_only_when_enabled(self):
+        q = self.q
+        q.enable_vfs(2)
+        self.assertEqual(q.readl(q.vf(1)) & 0xFFFF, 0xFFFF, "VF vendor reads as all ones (SR-IOV)")
+        self.assertNotEqual(q.readl(q.vf(1) + 0x3C), 0xFFFFFFFF, "VF 1 is there")
+        self.assertEqual(q.readl(q.vf(2) + 0x3C), 0xFFFFFFFF, "VF 2 is not enabled")
+        self.assertEqual(q.vfreg(1, R["PLDMA_VF_CONTEXT"]), 1)
+        self.assertEqual(q.vfreg(2, R["PLDMA_VF_ID"]), 0xFFFFFFFF, "no VF 2 page")
+        q.disable_vfs()
+        self.assertEqual(q.readl(q.vf(0) + 0x3C), 0xFFFFFFFF, "VFs gone with VF Enable")
 
 
 class Copy(ModelTest):
@@ -225,33 +392,229 @@ class Copy(ModelTest):
                 self.assertEqual(got[1:-1], data, f"len {length} off {so}/{do}: data differs")
                 self.assertEqual((got[0], got[-1]), (0xAA, 0xBB), "wrote outside the destination")
 
-    def test_all_channels_at_once(self):
+    def test_every_context_and_channel_at_once(self):
         q = self.q
         bufs = []
-        for n in range(4):
-            data = bytes([n + 1]) * 200000
-            src, dst = RAM + 0x1000000 + n * 0x100000, RAM + 0x2000000 + n * 0x100000
-            q.mem_write(src, data)
-            q.program(n, src, dst, len(data), R["PLDMA_CTRL_START"])
-            bufs.append((dst, data))
-        for n in range(4):
-            q.run_until_settled(n)
-            self.assertEqual(q.status(n)[0], R["PLDMA_STATE_DONE"])
-        for dst, data in bufs:
-            self.assertEqual(q.mem_read(dst, len(data)), data)
+        for ctx in range(q.nctx):
+            for n in range(q.nchan):
+                i = ctx * q.nchan + n
+                data = bytes([i + 1]) * 70000
+                src, dst = RAM + 0x1000000 + i * 0x20000, RAM + 0x2000000 + i * 0x20000
+                q.mem_write(src, data)
+                q.program(n, src, dst, len(data), R["PLDMA_CTRL_START"], ctx)
+                bufs.append((ctx, n, dst, data))
+        for ctx, n, dst, data in bufs:
+            q.run_until_settled(n, ctx)
+            self.assertEqual(q.status(n, ctx)[0], R["PLDMA_STATE_DONE"], f"ctx {ctx} ch {n}")
+            self.assertEqual(q.mem_read(dst, len(data)), data, f"ctx {ctx} ch {n}")
 
     def test_registers_latched_at_start(self):
         q = self.q
         data = os.urandom(300000)
         src, dst = RAM + 0x3000000, RAM + 0x3800000
         q.mem_write(src, data)
-        q.program(1, src, dst, len(data), R["PLDMA_CTRL_START"])
+        q.program(1, src, dst, len(data), R["PLDMA_CTRL_START"], ctx=5)
         q.step()  # latency over, first quantum copied
-        q.program(1, UNMAPPED, UNMAPPED + 0x100000, 7)  # reprogram while busy
-        q.run_until_settled(1)
-        self.assertEqual(q.status(1)[0], R["PLDMA_STATE_DONE"])
+        q.program(1, UNMAPPED, UNMAPPED + 0x100000, 7, ctx=5)  # reprogram while busy
+        q.run_until_settled(1, ctx=5)
+        self.assertEqual(q.status(1, ctx=5)[0], R["PLDMA_STATE_DONE"])
         self.assertEqual(q.mem_read(dst, len(data)), data)
-        self.assertEqual(q.chreg(1, R["PLDMA_CH_LEN"]), 7, "programmed value reads back")
+        self.assertEqual(q.chreg(1, R["PLDMA_CH_LEN"], ctx=5), 7, "programmed value reads back")
+
+    def test_pf_bus_master_plays_no_part(self):
+        """Context DMA is the VF's: it works with the PF's bus mastering off, and on."""
+        q = self.q
+        for pf_cmd in (CMD_MEMORY, CMD_MEMORY | CMD_MASTER):
+            q.writew(q.pf + PCI_COMMAND, pf_cmd)
+            data = os.urandom(5000)
+            q.mem_write(RAM + 0x900000, data)
+            self.copy(2, RAM + 0x900000, RAM + 0xA00000, len(data), ctx=1)
+            self.assertEqual(q.status(2, ctx=1)[0], R["PLDMA_STATE_DONE"], f"PF command {pf_cmd:#x}")
+            self.assertEqual(q.mem_read(RAM + 0xA00000, len(data)), data)
+        q.writew(q.pf + PCI_COMMAND, CMD_MEMORY)
+
+
+class Contexts(ModelTest):
+    def test_vf_without_bus_mastering_is_no_master(self):
+        q = self.q
+        q.set_vf_master(1, False)
+        self.assertEqual(q.ctxreg(1, R["PLDMA_CTX_STATUS"]) & R["PLDMA_CTX_FUNCTION"], 0)
+        self.assertEqual(q.ctxreg(0, R["PLDMA_CTX_STATUS"]) & R["PLDMA_CTX_FUNCTION"],
+                         R["PLDMA_CTX_FUNCTION"])
+        q.mem_write(RAM + 0x200000, b"context 0 still works")
+        q.mem_write(RAM + 0x300000, bytes(21))
+        q.program(0, RAM + 0x200000, RAM + 0x300000, 21,
+                  R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=1)
+        self.assertEqual(q.status(0, ctx=1)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_NO_MASTER"]))
+        self.assertEqual(q.ctxreg(1, R["PLDMA_CTX_IRQ_STATUS"]), 1)
+        self.assertEqual(q.mem_read(RAM + 0x300000, 21), bytes(21))
+        self.copy(0, RAM + 0x200000, RAM + 0x400000, 21, ctx=0)
+        self.assertEqual(q.mem_read(RAM + 0x400000, 21), b"context 0 still works")
+        # Bus mastering back on: the context works.
+        q.set_vf_master(1, True)
+        self.assertEqual(q.ctxreg(1, R["PLDMA_CTX_STATUS"]) & R["PLDMA_CTX_FUNCTION"],
+                         R["PLDMA_CTX_FUNCTION"])
+        self.copy(0, RAM + 0x200000, RAM + 0x300000, 21, ctx=1)
+        self.assertEqual(q.mem_read(RAM + 0x300000, 21), b"context 0 still works")
+
+    def test_disabled_vf_is_no_master(self):
+        """NumVFs = 2: contexts 2 and up have no function to issue their DMA."""
+        q = self.q
+        q.enable_vfs(2)
+        for ctx in (2, q.nctx - 1):
+            q.program(0, RAM, RAM + 0x100000, 64, R["PLDMA_CTRL_START"], ctx=ctx)
+            self.assertEqual(q.status(0, ctx)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_NO_MASTER"]))
+            self.assertEqual(q.ctxreg(ctx, R["PLDMA_CTX_STATUS"]), 0)
+        for ctx in (0, 1):
+            self.copy(3, RAM, RAM + 0x100000 + ctx * 0x1000, 64, ctx=ctx)
+            self.assertEqual(q.status(3, ctx)[0], R["PLDMA_STATE_DONE"])
+        q.disable_vfs()
+        q.program(0, RAM, RAM + 0x100000, 64, R["PLDMA_CTRL_START"], ctx=0)
+        self.assertEqual(q.status(0)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_NO_MASTER"]))
+
+    def test_function_lost_mid_transfer(self):
+        """A running transfer whose VF goes away stops at its next turn: ERROR/NO_MASTER."""
+        q = self.q
+        src, dst = RAM + 0x600000, RAM + 0x700000
+        q.mem_write(src, b"\x77" * (1 << 20))
+        q.mem_write(dst, bytes(1 << 20))
+        q.program(1, src, dst, 1 << 20, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=3)
+        q.step()  # the first turn
+        done = q.chreg(1, R["PLDMA_CH_DONE_BYTES"], ctx=3)
+        self.assertEqual(done, STEP)
+        q.set_vf_master(3, False)
+        q.run_until_settled(1, ctx=3)
+        self.assertEqual(q.status(1, ctx=3)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_NO_MASTER"]))
+        self.assertEqual(q.chreg(1, R["PLDMA_CH_DONE_BYTES"], ctx=3), done)
+        self.assertEqual(q.mem_read(dst + done, 4096), bytes(4096), "copied without bus mastering")
+        self.assertEqual(q.ctxreg(3, R["PLDMA_CTX_IRQ_STATUS"]), 1 << 1)
+
+    def test_ctx_irq_status_and_summary(self):
+        q = self.q
+        self.assertFalse(q.intx())
+        bad = R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"]
+        q.program(1, RAM, RAM + 0x100000, 0, bad, ctx=2)        # BAD_LEN at once
+        q.program(0, RAM, RAM + 0x100000, 0, bad, ctx=5)
+        q.program(3, RAM, RAM + 0x100000, 0, bad, ctx=5)
+        q.program(2, RAM, RAM + 0x100000, 0, R["PLDMA_CTRL_START"], ctx=7)  # no IRQ_EN
+        self.assertEqual(q.ctxreg(2, R["PLDMA_CTX_IRQ_STATUS"]), 0b0010)
+        self.assertEqual(q.ctxreg(5, R["PLDMA_CTX_IRQ_STATUS"]), 0b1001)
+        self.assertEqual(q.ctxreg(7, R["PLDMA_CTX_IRQ_STATUS"]), 0)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 1 << 2 | 1 << 5)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_HI"]), 0)
+        self.assertTrue(q.intx())
+        # RW1C, per context: other bits and other contexts stay.
+        q.set_ctxreg(5, R["PLDMA_CTX_IRQ_STATUS"], 0b1000)
+        self.assertEqual(q.ctxreg(5, R["PLDMA_CTX_IRQ_STATUS"]), 0b0001)
+        self.assertEqual(q.ctxreg(2, R["PLDMA_CTX_IRQ_STATUS"]), 0b0010)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 1 << 2 | 1 << 5)
+        q.set_ctxreg(5, R["PLDMA_CTX_IRQ_STATUS"], 0xFFFFFFFF)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 1 << 2)
+        self.assertTrue(q.intx())
+        # The summary is read-only.
+        q.set_reg(R["PLDMA_IRQ_SUMMARY_LO"], 0xFFFFFFFF)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 1 << 2)
+        q.set_ctxreg(2, R["PLDMA_CTX_IRQ_STATUS"], 0b0010)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 0)
+        self.assertFalse(q.intx(), "INTx follows the contexts' status")
+
+    def test_quiesce(self):
+        """QUIESCE: a busy and a faulted channel return to IDLE, no interrupt, no more bytes;
+        other contexts carry on."""
+        q = self.q
+        irq = R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"]
+        src, dst = RAM + 0x800000, RAM + 0x900000
+        q.mem_write(src, b"\x5A" * (1 << 20))
+        q.mem_write(dst, bytes(1 << 20))
+        q.program(0, src, dst, 1 << 20, irq, ctx=4)                          # streams
+        q.program(1, UNMAPPED, RAM + 0xA00000, 4096, irq, ctx=4)            # faults
+        q.program(2, RAM, RAM + 0xB00000, 100, irq, ctx=4)                   # done
+        q.program(0, RAM + 0xC00000, RAM + 0xD00000, 1 << 20, irq, ctx=6)    # another context
+        q.run_until_settled(1, ctx=4)
+        q.run_until_settled(2, ctx=4)
+        self.assertEqual(q.status(1, ctx=4)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(q.status(2, ctx=4)[0], R["PLDMA_STATE_DONE"])
+        self.assertTrue(q.busy(0, ctx=4))
+        self.assertEqual(q.ctxreg(4, R["PLDMA_CTX_IRQ_STATUS"]), 0b110)
+        self.assertEqual(q.ctxreg(4, R["PLDMA_CTX_STATUS"]),
+                         R["PLDMA_CTX_ACTIVE"] | R["PLDMA_CTX_FUNCTION"])
+        done = q.chreg(0, R["PLDMA_CH_DONE_BYTES"], ctx=4)
+        self.assertTrue(0 < done < 1 << 20, done)
+
+        q.set_ctxreg(4, R["PLDMA_CTX_CTRL"], R["PLDMA_CTX_QUIESCE"])
+        for n in range(q.nchan):
+            self.assertEqual(q.status(n, ctx=4), (R["PLDMA_STATE_IDLE"], 0, False), f"ch {n}")
+        self.assertEqual(q.ctxreg(4, R["PLDMA_CTX_IRQ_STATUS"]), 0)
+        self.assertEqual(q.ctxreg(4, R["PLDMA_CTX_STATUS"]), R["PLDMA_CTX_FUNCTION"])
+        self.assertEqual(q.ctxreg(4, R["PLDMA_CTX_CTRL"]), 0, "write-only")
+        self.assertFalse(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]) & 1 << 4)
+        # Context 6 finishes, the clock runs on: context 4 moves no byte and raises nothing.
+        q.run_until_settled(0, ctx=6)
+        self.assertEqual(q.status(0, ctx=6)[0], R["PLDMA_STATE_DONE"])
+        q.step(10**8)
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_DONE_BYTES"], ctx=4), done, "progress latch kept")
+        self.assertEqual(q.mem_read(dst + done, (1 << 20) - done), bytes((1 << 20) - done),
+                         "copied after QUIESCE")
+        self.assertEqual(q.ctxreg(4, R["PLDMA_CTX_IRQ_STATUS"]), 0)
+        for n in range(q.nchan):
+            self.assertEqual(q.status(n, ctx=4)[0], R["PLDMA_STATE_IDLE"])
+        # A quiesced context takes new work.
+        t = self.copy(0, src, dst, 1 << 20, ctx=4)
+        self.assertEqual(t, 5000 + (1 << 20))
+        self.assertEqual(q.mem_read(dst, 1 << 20), b"\x5A" * (1 << 20))
+
+    def test_quiesce_while_its_turn_holds_the_data_path(self):
+        """The bytes of a turn already moved keep the data path busy; the turn's end does
+        nothing to the quiesced channel, even once it is started again."""
+        q = self.q
+        q.program(0, RAM, RAM + 0x1000000, 1 << 20, R["PLDMA_CTRL_START"], ctx=2)
+        q.step(5000)  # the first turn took the data path: 64 KiB until 5000 + 65536
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_DONE_BYTES"], ctx=2), STEP)
+        q.set_ctxreg(2, R["PLDMA_CTX_CTRL"], R["PLDMA_CTX_QUIESCE"])
+        q.program(0, RAM + 0x200000, RAM + 0x2000000, 100, R["PLDMA_CTRL_START"], ctx=2)
+        q.program(0, RAM + 0x300000, RAM + 0x3000000, 100, R["PLDMA_CTRL_START"], ctx=3)
+        t = q.settle_times([(2, 0), (3, 0)])
+        # Both become ready 5000 ns after their START, then wait for the quiesced turn's
+        # bytes (65536 - 5000 ns more), then one after the other: 100 ns each.
+        self.assertEqual(sorted(t.values()), [65536 + 100, 65536 + 200])
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_DONE_BYTES"], ctx=2), 100)
+
+    def test_absent_contexts_and_channels(self):
+        q = self.q
+        q.program(0, RAM, RAM + 0x100000, 64, ctx=0)
+        # Context 16 (of 16) and channel 4 (of 4): reads 0, writes ignored.
+        for off in (q.ctx_off(16, R["PLDMA_CTX_IRQ_STATUS"]), q.ch_off(0, R["PLDMA_CH_SRC_LO"], 16),
+                    q.ch_off(4, R["PLDMA_CH_SRC_LO"], 0), q.ch_off(7, R["PLDMA_CH_LEN"], 15),
+                    q.ctx_off(63, R["PLDMA_CTX_STATUS"])):
+            q.set_reg(off, 0x12345678)
+            self.assertEqual(q.reg(off), 0, f"offset {off:#x}")
+        q.set_reg(q.ch_off(4, R["PLDMA_CH_CTRL"], 0), R["PLDMA_CTRL_START"])
+        q.set_reg(q.ch_off(0, R["PLDMA_CH_CTRL"], 16), R["PLDMA_CTRL_START"])
+        q.step(10**7)
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_SRC_LO"], 0), RAM, "no aliasing into context 0")
+        for n in range(q.nchan):
+            self.assertEqual(q.status(n, 0), (R["PLDMA_STATE_IDLE"], 0, False))
+        # Past the last context block and between blocks: unknown offsets.
+        for off in (0x11000, 0x1FFFC, 0x0FFC, q.ctx_off(0, 0x0C), q.ctx_off(1, 0x3FC)):
+            q.set_reg(off, 0xFFFFFFFF)
+            self.assertEqual(q.reg(off), 0, f"offset {off:#x}")
+        self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
+
+    def test_reset_covers_every_context(self):
+        q = self.q
+        for ctx in (0, 9, 15):
+            q.program(1, UNMAPPED, RAM, 4096, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=ctx)
+            q.run_until_settled(1, ctx)
+            self.assertEqual(q.status(1, ctx)[0], R["PLDMA_STATE_FAULT"])
+        q.program(2, RAM, RAM + 0x1000000, 1 << 20, R["PLDMA_CTRL_START"], ctx=4)
+        self.assertTrue(q.intx())
+        q.set_reg(R["PLDMA_RESET"], R["PLDMA_RESET_MAGIC"])
+        for ctx in (0, 4, 9, 15):
+            self.assertEqual(q.ctxreg(ctx, R["PLDMA_CTX_STATUS"]) & R["PLDMA_CTX_ACTIVE"], 0)
+            self.assertEqual(q.ctxreg(ctx, R["PLDMA_CTX_IRQ_STATUS"]), 0)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 0)
+        self.assertFalse(q.intx())
+        self.assertEqual(q.chreg(2, R["PLDMA_CH_LEN"], ctx=4), 0, "RESET clears the registers")
 
 
 class Faults(ModelTest):
@@ -261,25 +624,32 @@ class Faults(ModelTest):
         src = UNMAPPED - 3 * 4096 - 100
         dst = RAM + 0x4000000
         q.mem_write(src, bytes(range(256)) * 48 + bytes(100))
-        q.program(2, src, dst, 5 * 4096, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"])
-        q.run_until_settled(2)
-        state, err, _ = q.status(2)
+        q.program(2, src, dst, 5 * 4096, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=1)
+        q.run_until_settled(2, ctx=1)
+        state, err, _ = q.status(2, ctx=1)
         self.assertEqual(state, R["PLDMA_STATE_FAULT"])
-        fa = q.chreg(2, R["PLDMA_CH_FAULT_LO"]) | q.chreg(2, R["PLDMA_CH_FAULT_HI"]) << 32
+        fa = q.chreg(2, R["PLDMA_CH_FAULT_LO"], 1) | q.chreg(2, R["PLDMA_CH_FAULT_HI"], 1) << 32
         self.assertEqual(fa, UNMAPPED)
-        info = q.chreg(2, R["PLDMA_CH_FAULT_INFO"])
+        info = q.chreg(2, R["PLDMA_CH_FAULT_INFO"], 1)
         self.assertEqual(info & R["PLDMA_FAULT_WRITE"], 0, "a source fault is a read")
-        self.assertEqual(q.chreg(2, R["PLDMA_CH_DONE_BYTES"]), UNMAPPED - src)
+        self.assertEqual((info & R["PLDMA_FAULT_CAUSE_MASK"]) >> R["PLDMA_FAULT_CAUSE_SHIFT"],
+                         R["PLDMA_CAUSE_TRANSLATION"])
+        self.assertEqual(q.chreg(2, R["PLDMA_CH_DONE_BYTES"], 1), UNMAPPED - src)
         self.assertEqual(q.mem_read(dst, UNMAPPED - src), q.mem_read(src, UNMAPPED - src))
-        self.assertEqual(q.reg(R["PLDMA_IRQ_STATUS"]), 1 << 2)
+        self.assertEqual(q.ctxreg(1, R["PLDMA_CTX_IRQ_STATUS"]), 1 << 2)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 1 << 1)
+        self.assertEqual(q.ctxreg(1, R["PLDMA_CTX_STATUS"]) & R["PLDMA_CTX_ACTIVE"],
+                         R["PLDMA_CTX_ACTIVE"], "a faulted channel keeps its context active")
         # Resume without a mapping: faults again at the same place, counts a second fault.
-        q.set_chreg(2, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"] | R["PLDMA_CTRL_IRQ_EN"])
-        self.assertEqual(q.status(2)[0], R["PLDMA_STATE_BUSY"])
-        q.run_until_settled(2)
-        self.assertEqual(q.status(2)[0], R["PLDMA_STATE_FAULT"])
-        self.assertEqual(q.chreg(2, R["PLDMA_CH_FAULTS"]), 2)
-        q.set_chreg(2, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_NACK"])
-        self.assertEqual(q.status(2)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_ABORTED"]))
+        q.set_ctxreg(1, R["PLDMA_CTX_IRQ_STATUS"], 1 << 2)
+        q.set_chreg(2, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"] | R["PLDMA_CTRL_IRQ_EN"], 1)
+        self.assertEqual(q.status(2, 1)[0], R["PLDMA_STATE_BUSY"])
+        q.run_until_settled(2, 1)
+        self.assertEqual(q.status(2, 1)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(q.chreg(2, R["PLDMA_CH_FAULTS"], 1), 2)
+        self.assertEqual(q.ctxreg(1, R["PLDMA_CTX_IRQ_STATUS"]), 1 << 2)
+        q.set_chreg(2, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_NACK"], 1)
+        self.assertEqual(q.status(2, 1)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_ABORTED"]))
 
     def test_destination_fault_is_a_write(self):
         q = self.q
@@ -298,10 +668,14 @@ class Faults(ModelTest):
         q.mem_write(src, data)
         q.program(0, UNMAPPED + 0x10000, RAM, 4096, R["PLDMA_CTRL_START"])
         q.program(3, src, dst, len(data), R["PLDMA_CTRL_START"])
+        q.program(1, src, dst + 0x100000, len(data), R["PLDMA_CTRL_START"], ctx=8)
         q.run_until_settled(3)
+        q.run_until_settled(1, ctx=8)
         self.assertEqual(q.status(0)[0], R["PLDMA_STATE_FAULT"])
         self.assertEqual(q.status(3)[0], R["PLDMA_STATE_DONE"])
+        self.assertEqual(q.status(1, ctx=8)[0], R["PLDMA_STATE_DONE"])
         self.assertEqual(q.mem_read(dst, len(data)), data)
+        self.assertEqual(q.mem_read(dst + 0x100000, len(data)), data)
 
     def test_nack_while_busy_stops_copying(self):
         q = self.q
@@ -318,29 +692,21 @@ class Faults(ModelTest):
         self.assertEqual(q.chreg(1, R["PLDMA_CH_DONE_BYTES"]), done)
         self.assertEqual(q.mem_read(dst + done, 4096), bytes(4096), "copied after NACK")
 
-    def test_no_bus_master(self):
-        q = self.q
-        q.cfg_write(0x04, 0x0002)
-        try:
-            q.program(0, RAM, RAM + 0x100000, 4096, R["PLDMA_CTRL_START"])
-            self.assertEqual(q.status(0)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_NO_MASTER"]))
-        finally:
-            q.cfg_write(0x04, 0x0006)
-
 
 class BadInput(ModelTest):
-    def start(self, src, dst, length):
-        self.q.program(0, src, dst, length, R["PLDMA_CTRL_START"])
-        return self.q.status(0)
+    def start(self, src, dst, length, ctx=0):
+        self.q.program(0, src, dst, length, R["PLDMA_CTRL_START"], ctx)
+        return self.q.status(0, ctx)
 
     def test_rejections(self):
         E = R
-        self.assertEqual(self.start(RAM, RAM + 0x100000, 0)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_BAD_LEN"]))
-        self.assertEqual(self.start(RAM, RAM + 0x100000, (1 << 30) + 1)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_BAD_LEN"]))
-        self.assertEqual(self.start(2**64 - 100, RAM, 4096)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_BAD_ADDR"]))
-        self.assertEqual(self.start(RAM, 2**64 - 1, 2)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_BAD_ADDR"]))
-        self.assertEqual(self.start(RAM, RAM + 10, 4096)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_OVERLAP"]))
-        self.assertEqual(self.start(RAM + 10, RAM, 4096)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_OVERLAP"]))
+        for ctx in (0, 11):
+            self.assertEqual(self.start(RAM, RAM + 0x100000, 0, ctx)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_BAD_LEN"]))
+            self.assertEqual(self.start(RAM, RAM + 0x100000, (1 << 30) + 1, ctx)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_BAD_LEN"]))
+            self.assertEqual(self.start(2**64 - 100, RAM, 4096, ctx)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_BAD_ADDR"]))
+            self.assertEqual(self.start(RAM, 2**64 - 1, 2, ctx)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_BAD_ADDR"]))
+            self.assertEqual(self.start(RAM, RAM + 10, 4096, ctx)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_OVERLAP"]))
+            self.assertEqual(self.start(RAM + 10, RAM, 4096, ctx)[:2], (E["PLDMA_STATE_ERROR"], E["PLDMA_ERR_OVERLAP"]))
 
     def test_commands_in_wrong_state(self):
         q = self.q
@@ -358,9 +724,9 @@ class BadInput(ModelTest):
 
     def test_64bit_access_splits(self):
         q = self.q
-        q.writeq(BAR + R["PLDMA_CH_BASE"] + R["PLDMA_CH_SRC_LO"], 0x1122334455667788)
-        self.assertEqual(q.chreg(0, R["PLDMA_CH_SRC_LO"]), 0x55667788)
-        self.assertEqual(q.chreg(0, R["PLDMA_CH_SRC_HI"]), 0x11223344)
+        q.writeq(BAR + q.ch_off(0, R["PLDMA_CH_SRC_LO"], 3), 0x1122334455667788)
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_SRC_LO"], 3), 0x55667788)
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_SRC_HI"], 3), 0x11223344)
 
     def test_random_register_programming(self):
         """Random writes anywhere in the window with time passing: QEMU survives, state stays sane."""
@@ -369,8 +735,12 @@ class BadInput(ModelTest):
         interesting = [0, 1, 4096, 2**32 - 1, RAM, RAM + 0x100000, UNMAPPED, 2**31, 0xFFFFFFFF]
         for i in range(3000):
             off = rnd.randrange(0, R["PLDMA_MMIO_SIZE"], 4)
-            if rnd.random() < 0.5:
-                off = R["PLDMA_CH_BASE"] + rnd.randrange(5) * R["PLDMA_CH_STRIDE"] + rnd.randrange(0, 0x40, 4)
+            if rnd.random() < 0.6:
+                off = q.ctx_off(rnd.randrange(17), rnd.choice(
+                    [rnd.randrange(0, 0x10, 4),
+                     R["PLDMA_CH_BASE"] + rnd.randrange(5) * R["PLDMA_CH_STRIDE"] + rnd.randrange(0, 0x40, 4)]))
+            elif rnd.random() < 0.2:
+                off = rnd.randrange(0, 0x40, 4)
             val = rnd.choice(interesting) if rnd.random() < 0.5 else rnd.getrandbits(32)
             if off == R["PLDMA_RESET"] and rnd.random() < 0.5:
                 val = R["PLDMA_RESET_MAGIC"]
@@ -378,14 +748,14 @@ class BadInput(ModelTest):
             if i % 50 == 0:
                 q.step(rnd.randrange(1, 10**6))
             if i % 200 == 0:
-                for n in range(4):
-                    st = q.status(n)
-                    self.assertLessEqual(st[0], R["PLDMA_STATE_ERROR"], f"ch{n} state {st}")
-                    self.assertLessEqual(q.chreg(n, R["PLDMA_CH_DONE_BYTES"]), 1 << 30)
+                for ctx in range(q.nctx):
+                    for n in range(q.nchan):
+                        st = q.status(n, ctx)
+                        self.assertLessEqual(st[0], R["PLDMA_STATE_ERROR"], f"ctx {ctx} ch{n} state {st}")
+                        self.assertLessEqual(q.chreg(n, R["PLDMA_CH_DONE_BYTES"], ctx), 1 << 30)
         self.assertTrue(q.alive())
         self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
         # Still a working engine afterwards.
-        q.cfg_write(0x04, 0x0006)
         q.set_reg(R["PLDMA_RESET"], R["PLDMA_RESET_MAGIC"])
         q.mem_write(RAM + 0x7000000, b"after fuzz")
         self.copy(0, RAM + 0x7000000, RAM + 0x7100000, 10)
@@ -395,8 +765,14 @@ class BadInput(ModelTest):
 class Timing(ModelTest):
     props = "bandwidth=1000,latency-ns=5000"  # 1000 MB/s: 1 byte per ns
 
+    def start_all(self, jobs):
+        """START (ctx, ch, len) jobs, 1 MiB apart in RAM; returns their (ctx, ch) keys."""
+        for i, (ctx, n, length) in enumerate(jobs):
+            self.q.program(n, RAM + i * 0x200000, RAM + 0x4000000 + i * 0x200000, length,
+                           R["PLDMA_CTRL_START"], ctx)
+        return [(ctx, n) for ctx, n, _ in jobs]
+
     def test_single_transfer_time(self):
-        q = self.q
         t = self.copy(0, RAM, RAM + 0x1000000, 1 << 20)
         # latency + bytes / bandwidth, exactly (the clock only moves to timer deadlines)
         self.assertEqual(t, 5000 + (1 << 20))
@@ -405,13 +781,50 @@ class Timing(ModelTest):
         q = self.q
         q.program(0, RAM, RAM + 0x1000000, 1 << 20, R["PLDMA_CTRL_START"])
         q.program(1, RAM + 0x200000, RAM + 0x2000000, 1 << 20, R["PLDMA_CTRL_START"])
-        start = q.now()
-        while q.status(0)[0] == R["PLDMA_STATE_BUSY"] or q.status(1)[0] == R["PLDMA_STATE_BUSY"]:
-            q.step()
-        elapsed = q.now() - start
-        # Two MiB through one 1000 MB/s data path: about 2.1 ms, not 1.05 ms.
-        self.assertGreaterEqual(elapsed, 2 << 20)
-        self.assertLess(elapsed, (2 << 20) + 100000)
+        t = q.settle_times([(0, 0), (0, 1)])
+        # Two MiB through one 1000 MB/s data path, one turn each in turn.
+        self.assertEqual(t[(0, 0)], 5000 + (2 << 20) - STEP)
+        self.assertEqual(t[(0, 1)], 5000 + (2 << 20))
+
+    def test_round_robin_within_a_context(self):
+        q = self.q
+        keys = self.start_all([(0, 0, 4 * STEP), (0, 1, 4 * STEP), (0, 3, STEP)])
+        t = q.settle_times(keys)
+        # Turns: ch0 ch1 ch3 | ch0 ch1 | ch0 ch1 | ch0 ch1
+        self.assertEqual(t[(0, 3)], 5000 + 3 * STEP)
+        self.assertEqual(t[(0, 0)], 5000 + 8 * STEP)
+        self.assertEqual(t[(0, 1)], 5000 + 9 * STEP)
+
+    def test_contexts_share_the_data_path_equally(self):
+        """Context 0 streams on 4 channels, context 1 on one: each gets every other turn."""
+        q = self.q
+        keys = self.start_all([(0, n, 1 << 20) for n in range(4)] + [(1, 0, 1 << 20)])
+        t = q.settle_times(keys)
+        # Context 1's 16 turns are turns 2, 4, ..., 32; a channel round-robin would make it
+        # wait for 4 others each time (done near 5000 + 5 MiB).
+        self.assertEqual(t[(1, 0)], 5000 + 32 * STEP)
+        self.assertEqual(max(t.values()), 5000 + 80 * STEP)
+
+    def test_small_copy_waits_at_most_one_quantum(self):
+        q = self.q
+        self.start_all([(0, n, 1 << 20) for n in range(4)])
+        q.step(1)
+        q.program(2, RAM + 0x3000000, RAM + 0x3100000, 64, R["PLDMA_CTRL_START"], ctx=1)
+        t = q.run_until_settled(2, ctx=1)
+        # Ready 5000 ns after its START, 1 ns into context 0's first turn: that turn ends, then
+        # context 1 is next.
+        self.assertLessEqual(t, 5000 + STEP + 64)
+        self.assertEqual(t, 5000 + STEP - 1 + 64)
+        self.assertEqual(q.status(2, ctx=1)[0], R["PLDMA_STATE_DONE"])
+
+    def test_streaming_contexts_finish_together(self):
+        """1 MiB on context 0's four channels against 1 MiB on one channel of context 3."""
+        q = self.q
+        keys = self.start_all([(0, n, 256 << 10) for n in range(4)] + [(3, 1, 1 << 20)])
+        t = q.settle_times(keys)
+        ctx0 = max(v for k, v in t.items() if k[0] == 0)
+        self.assertLessEqual(abs(ctx0 - t[(3, 1)]), STEP)
+        self.assertEqual(max(t.values()), 5000 + (2 << 20))
 
     def test_resume_pays_latency_again(self):
         q = self.q
@@ -422,21 +835,21 @@ class Timing(ModelTest):
         self.assertEqual(q.run_until_settled(0), 5000)
 
     def test_fault_charges_the_bytes_copied_before_it(self):
-        """A step that faults after copying N bytes holds the data path for N bytes, and the
+        """A turn that faults after copying N bytes holds the data path for N bytes, and the
         channel enters FAULT when the data path reaches the faulting page, not at once."""
         q = self.q
         copied = 3 * 4096
         q.program(2, UNMAPPED - copied, RAM + 0x4000000, 5 * 4096,
-                  R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"])
+                  R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=6)
         q.step(5000 + copied - 1)  # 1 byte per ns: one ns before the data path is through
-        self.assertEqual(q.status(2)[0], R["PLDMA_STATE_BUSY"])
-        self.assertEqual(q.chreg(2, R["PLDMA_CH_FAULTS"]), 0)
-        self.assertEqual(q.reg(R["PLDMA_IRQ_STATUS"]), 0, "fault raised before its time")
+        self.assertEqual(q.status(2, 6)[0], R["PLDMA_STATE_BUSY"])
+        self.assertEqual(q.chreg(2, R["PLDMA_CH_FAULTS"], 6), 0)
+        self.assertEqual(q.ctxreg(6, R["PLDMA_CTX_IRQ_STATUS"]), 0, "fault raised before its time")
         q.step(1)
-        self.assertEqual(q.status(2)[0], R["PLDMA_STATE_FAULT"])
-        self.assertEqual(q.chreg(2, R["PLDMA_CH_FAULTS"]), 1)
-        self.assertEqual(q.chreg(2, R["PLDMA_CH_DONE_BYTES"]), copied)
-        self.assertEqual(q.reg(R["PLDMA_IRQ_STATUS"]), 1 << 2)
+        self.assertEqual(q.status(2, 6)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(q.chreg(2, R["PLDMA_CH_FAULTS"], 6), 1)
+        self.assertEqual(q.chreg(2, R["PLDMA_CH_DONE_BYTES"], 6), copied)
+        self.assertEqual(q.ctxreg(6, R["PLDMA_CTX_IRQ_STATUS"]), 1 << 2)
 
     def test_faulting_transfer_cost(self):
         """The virtual-time cost of a faulting transfer, START to FAULT: latency + copied bytes."""
@@ -450,13 +863,13 @@ class Timing(ModelTest):
                 self.assertEqual(self.q.chreg(0, R["PLDMA_CH_DONE_BYTES"]), copied)
 
     def test_bytes_before_a_fault_share_the_data_path(self):
-        """Another channel waits for the bytes a faulting channel moved."""
+        """Another context waits for the bytes a faulting channel moved."""
         q = self.q
         copied = 3 * 4096
         q.program(0, UNMAPPED - copied, RAM + 0x4000000, 5 * 4096, R["PLDMA_CTRL_START"])
-        q.program(1, RAM, RAM + 0x1000000, 1 << 20, R["PLDMA_CTRL_START"])
-        t = q.run_until_settled(1)
-        self.assertEqual(q.status(1)[0], R["PLDMA_STATE_DONE"])
+        q.program(1, RAM, RAM + 0x1000000, 1 << 20, R["PLDMA_CTRL_START"], ctx=2)
+        t = q.run_until_settled(1, ctx=2)
+        self.assertEqual(q.status(1, ctx=2)[0], R["PLDMA_STATE_DONE"])
         self.assertEqual(q.status(0)[0], R["PLDMA_STATE_FAULT"])
         self.assertEqual(t, 5000 + (1 << 20) + copied)
 
@@ -483,48 +896,107 @@ class Tracing(unittest.TestCase):
         q = Qtest("bandwidth=1000,latency-ns=5000", extra=("-trace", "exanest_pldma_*", "-D", log))
         try:
             t0 = q.now()
-            q.program(0, UNMAPPED - 4096, RAM + 0x100000, 3 * 4096, R["PLDMA_CTRL_START"])
-            q.run_until_settled(0)
-            self.assertEqual(q.status(0)[0], R["PLDMA_STATE_FAULT"])
+            q.program(1, UNMAPPED - 4096, RAM + 0x100000, 3 * 4096, R["PLDMA_CTRL_START"], ctx=2)
+            q.run_until_settled(1, ctx=2)
+            self.assertEqual(q.status(1, ctx=2)[0], R["PLDMA_STATE_FAULT"])
+            q.set_ctxreg(2, R["PLDMA_CTX_CTRL"], R["PLDMA_CTX_QUIESCE"])
+            q.vfreg(2, R["PLDMA_VF_CONTEXT"])
         finally:
             q.close()
         with open(log, encoding="utf-8") as f:
             text = f.read()
-        self.assertRegex(text, rf"exanest_pldma_start ch 0 src {UNMAPPED - 4096:#x} "
+        self.assertRegex(text, rf"exanest_pldma_start ctx 2 ch 1 src {UNMAPPED - 4096:#x} "
                                rf"dst {RAM + 0x100000:#x} len 12288")
-        m = re.search(r"exanest_pldma_step ch 0 at byte 0: (\d+) bytes on the data path "
+        m = re.search(r"exanest_pldma_step ctx 2 ch 1 at byte 0: (\d+) bytes on the data path "
                       r"from (\d+) to (\d+) ns", text)
         self.assertIsNotNone(m, text)
         self.assertEqual([int(x) for x in m.groups()], [4096, t0 + 5000, t0 + 5000 + 4096])
-        m = re.search(r"exanest_pldma_fault ch 0 write 0 at (0x[0-9a-f]+) cause (\d+), "
+        m = re.search(r"exanest_pldma_fault ctx 2 ch 1 write 0 at (0x[0-9a-f]+) cause (\d+), "
                       r"raised at (\d+) ns", text)
         self.assertIsNotNone(m, text)
         self.assertEqual((int(m[1], 16), int(m[2]), int(m[3])),
                          (UNMAPPED, R["PLDMA_CAUSE_TRANSLATION"], t0 + 5000 + 4096))
-        self.assertRegex(text, rf"exanest_pldma_state ch 0 state {R['PLDMA_STATE_FAULT']} error 0")
+        self.assertRegex(text, rf"exanest_pldma_state ctx 2 ch 1 state {R['PLDMA_STATE_FAULT']} error 0")
+        self.assertRegex(text, r"exanest_pldma_quiesce ctx 2\b")
+        self.assertRegex(text, rf"exanest_pldma_state ctx 2 ch 1 state {R['PLDMA_STATE_IDLE']} error 0")
+        self.assertRegex(text, rf"exanest_pldma_vf_read ctx 2 addr {R['PLDMA_VF_CONTEXT']:#x} val 0x2\b")
         self.assertIn("exanest_pldma_mmio_write", text)
+
+    def test_guest_errors_are_logged(self):
+        """Guest mistakes go to QEMU's guest_errors log, naming the context and channel."""
+        log = os.path.join(tempfile.mkdtemp(prefix="pldma-log-"), "guest.log")
+        q = Qtest(extra=("-d", "guest_errors", "-D", log))
+        try:
+            q.reg(q.ctx_off(16, R["PLDMA_CTX_STATUS"]))
+            q.set_reg(q.ch_off(4, R["PLDMA_CH_LEN"], 2), 1)
+            q.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], ctx=3)
+            q.set_vf_master(5, False)
+            q.program(1, RAM, RAM + 0x100000, 64, R["PLDMA_CTRL_START"], ctx=5)
+            q.writel(VF_BAR + 6 * R["PLDMA_VF_MMIO_SIZE"], 1)
+            q.set_reg(R["PLDMA_IRQ_SUMMARY_HI"], 1)
+        finally:
+            q.close()
+        with open(log, encoding="utf-8") as f:
+            text = f.read()
+        self.assertRegex(text, r"exanest-pldma: offset 0x5008 is in context 16, but the engine has 16 contexts")
+        self.assertRegex(text, r"exanest-pldma: offset 0x1a10 is in channel 4 of context 2, but contexts have 4 channels")
+        self.assertRegex(text, r"exanest-pldma: ctx3 ch0: command 0x2 rejected in state 0")
+        self.assertRegex(text, r"exanest-pldma: ctx5 ch1: START with VF 5 disabled or not a bus master")
+        self.assertRegex(text, r"exanest-pldma-vf: ctx6: write 0x1 to read-only or unknown offset 0x0")
+        self.assertRegex(text, r"exanest-pldma: write 0x1 to read-only or unknown offset 0x24")
 
 
 class Properties(unittest.TestCase):
     def test_channel_count_and_max_len(self):
-        q = Qtest("channels=16,max-len=8192")
+        q = Qtest("contexts=2,channels=8,max-len=8192")
         try:
-            self.assertEqual(q.reg(R["PLDMA_CAPS"]) & 0xFF, 16)
-            q.program(15, RAM, RAM + 0x100000, 8193, R["PLDMA_CTRL_START"])
-            self.assertEqual(q.status(15)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_BAD_LEN"]))
-            q.program(15, RAM, RAM + 0x100000, 8192, R["PLDMA_CTRL_START"])
-            q.run_until_settled(15)
-            self.assertEqual(q.status(15)[0], R["PLDMA_STATE_DONE"])
+            caps = q.reg(R["PLDMA_CAPS"])
+            self.assertEqual(caps & R["PLDMA_CAPS_NCHAN_MASK"], 8)
+            self.assertEqual((caps & R["PLDMA_CAPS_NCTX_MASK"]) >> R["PLDMA_CAPS_NCTX_SHIFT"], 2)
+            self.assertEqual(q.sriov_read(SRIOV_TOTAL_VF), 2)
+            self.assertEqual(q.sriov_read(SRIOV_INITIAL_VF), 2)
+            q.program(7, RAM, RAM + 0x100000, 8193, R["PLDMA_CTRL_START"], ctx=1)
+            self.assertEqual(q.status(7, 1)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_BAD_LEN"]))
+            q.program(7, RAM, RAM + 0x100000, 8192, R["PLDMA_CTRL_START"], ctx=1)
+            q.run_until_settled(7, ctx=1)
+            self.assertEqual(q.status(7, 1)[0], R["PLDMA_STATE_DONE"])
+            q.set_reg(q.ctx_off(2, R["PLDMA_CTX_IRQ_STATUS"]), 1)
+            self.assertEqual(q.reg(q.ctx_off(2, R["PLDMA_CTX_STATUS"])), 0, "no context 2")
+        finally:
+            q.close()
+
+    def test_64_contexts(self):
+        q = Qtest("contexts=64,channels=1,bandwidth=1000,latency-ns=5000")
+        try:
+            self.assertEqual((q.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_NCTX_MASK"]) >> R["PLDMA_CAPS_NCTX_SHIFT"], 64)
+            self.assertEqual(q.sriov_read(SRIOV_TOTAL_VF), 64)
+            self.assertEqual(q.vfreg(63, R["PLDMA_VF_CONTEXT"]), 63)
+            q.mem_write(RAM, b"context 63")
+            q.program(0, RAM, RAM + 0x100000, 10, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=63)
+            q.program(0, RAM, RAM + 0x200000, 0, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=40)
+            q.program(0, RAM, RAM + 0x200000, 0, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=31)
+            q.run_until_settled(0, ctx=63)
+            self.assertEqual(q.mem_read(RAM + 0x100000, 10), b"context 63")
+            self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 1 << 31)
+            self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_HI"]), 1 << (63 - 32) | 1 << (40 - 32))
+            q.set_reg(q.ctx_off(63, R["PLDMA_CTX_IRQ_STATUS"]), 1)
+            self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_HI"]), 1 << (40 - 32))
         finally:
             q.close()
 
     def test_bad_properties_refused(self):
-        for props in ("channels=0", "channels=17", "max-len=0"):
-            vm = machine(["-device", f"exanest-pldma,{props}"])
+        for props in ("channels=0", "channels=9", "contexts=0", "contexts=65", "max-len=0"):
+            vm = machine(["-device", ROOT_PORT, "-device", f"exanest-pldma,bus=rp1,{props}"])
             with self.assertRaises(VMLaunchFailure, msg=props) as cm:
                 vm.launch()
             self.assertNotEqual(cm.exception.exitcode, 0, props)
             self.assertIn("exanest-pldma", cm.exception.output, props)
+
+    def test_vf_is_not_user_creatable(self):
+        vm = machine(["-device", "exanest-pldma-vf"])
+        with self.assertRaises(VMLaunchFailure) as cm:
+            vm.launch()
+        self.assertIn("exanest-pldma-vf", cm.exception.output)
 
 
 if __name__ == "__main__":
