@@ -20,12 +20,14 @@ Usage: QEMU=/path/to/qemu-system-aarch64 test_model.py [-v]
        cache layout, <dir>/build/qemu-system-aarch64 next to <dir>/src)
 """
 import base64
+import gc
 import os
 import random
 import re
 import sys
 import tempfile
 import unittest
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import regtable  # noqa: E402
@@ -100,6 +102,11 @@ class Qtest:
 
     def close(self):
         self.vm.shutdown()
+        # QEMU's qtest machine leaves a socket object of its socketpair to the garbage
+        # collector: collect it now, quietly, rather than warn about it at exit.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
 
     def alive(self):
         return self.vm.is_running()
