@@ -88,7 +88,8 @@
  */
 #define PLDMA_CTX_QUIESCE       (1u << 0)
 /* CTX_STATUS */
-#define PLDMA_CTX_ACTIVE        (1u << 0)       /* a channel is busy or faulted */
+/* a channel is busy or faulted */
+#define PLDMA_CTX_ACTIVE        (1u << 0)
 /* the context's function is enabled, with bus mastering on */
 #define PLDMA_CTX_FUNCTION      (1u << 1)
 
