@@ -48,7 +48,8 @@ pub(crate) struct FaultWait {
 
 /// The copies of one process and the engine channels they run on.
 pub(crate) struct Channels {
-    sched: Scheduler<MAX_CH, MAX_INFLIGHT>,
+    /// The copies (read-only outside this file).
+    pub(crate) sched: Scheduler<MAX_CH, MAX_INFLIGHT>,
     /// The errno a channel's NACKed transfer ends with (0: none).
     nack_errno: [i32; MAX_CH],
     /// Last fault address of each channel and how often it came back.

@@ -2,9 +2,11 @@
 
 //! One engine instance, as both front-ends (exanest_main.rs) set it up: its number, its misc
 //! device `/dev/exanest-dmaN`, its contexts and the process holding each, its debugfs files,
-//! its interrupt, and unbind. Every open file gets a free context (EBUSY when none is). Lock
+//! its interrupt, and unbind. An open file gets a context when one is free, else when it next
+//! submits a copy (contexts.rs). Lock
 //! order: process.rs.
 
+use crate::contexts::Contexts;
 use crate::engine::{Context, Engine, Hw};
 use crate::ffi;
 use crate::handler::exanest_iommu_fault;
@@ -19,7 +21,10 @@ use kernel::{
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     prelude::*,
     sync::aref::ARef,
-    sync::{new_mutex, poll::PollTable, Arc, ArcBorrow, Mutex},
+    sync::{
+        new_condvar, new_mutex, poll::PollTable, Arc, ArcBorrow, CondVar, CondVarTimeoutResult,
+        Mutex,
+    },
     types::ForeignOwnable,
 };
 
@@ -66,51 +71,91 @@ impl Drop for InstanceNo {
     }
 }
 
-/// One context and the process holding it.
-struct Slot {
-    ctx: Arc<Context>,
-    owner: Option<Arc<Process>>,
-}
-
 /// What `Instance::state` protects.
 struct InstanceState {
-    /// Context n and its holder.
-    slots: KVec<Slot>,
+    /// The contexts, the processes, who holds which (contexts.rs).
+    ctxs: Contexts,
     /// The device is gone (unbound): no new opens.
     dead: bool,
 }
 
-/// One engine instance: its hardware, its contexts and who holds each.
+/// One engine instance: its hardware, its contexts and the processes using them.
 #[pin_data]
 pub(crate) struct Instance {
     engine: Arc<Engine>,
-    /// Holders and liveness ([`InstanceState`]); first in the lock order (process.rs).
+    /// Contexts, processes and liveness ([`InstanceState`]); first in the lock order
+    /// (process.rs).
     #[pin]
     state: Mutex<InstanceState>,
+    /// Notified when a context may have become free (a process closed); waiters for one also
+    /// look again every few milliseconds, since a holder going idle notifies nobody.
+    #[pin]
+    freed: CondVar,
 }
 
+/// How often a process waiting for a context looks again, in ms.
+const WAIT_POLL_MS: u32 = 2;
+/// How often a copy may find its process's context taken between the grant and the
+/// submission before it gives up with EAGAIN.
+const ACQUIRE_TRIES: usize = 64;
+
 impl Instance {
-    /// Open the engine for the current process on the lowest free context: EBUSY if every
-    /// context is held, ENODEV once the device is gone.
+    /// Open the engine for the current process; it gets a context if one is free (else when it
+    /// submits its first copy). ENODEV once the device is gone.
     fn open(&self) -> Result<Arc<Process>> {
         let mut st = self.state.lock();
         if st.dead {
             return Err(ENODEV);
         }
-        let slot = st
-            .slots
-            .iter_mut()
-            .find(|s| s.owner.is_none())
-            .ok_or(EBUSY)?;
         let late = crate::module_parameters::fault_handler_late.value();
         let max_mib = crate::module_parameters::max_registered_mib.value();
         let max_bytes = max_mib.saturating_mul(1 << 20);
-        // The context may have been stopped with work of a process that is gone: it starts
-        // clean (quiesce also clears its interrupt status).
-        slot.ctx.reset();
-        let p = Process::new(slot.ctx.clone(), Some(exanest_iommu_fault), late, max_bytes)?;
-        slot.owner = Some(p.clone());
+        let any = st.ctxs.any().ok_or(ENODEV)?.dev.clone();
+        let p = Process::new(
+            self.engine.clone(),
+            &any,
+            Some(exanest_iommu_fault),
+            late,
+            max_bytes,
+        )?;
+        st.ctxs.add(&p)?;
         Ok(p)
+    }
+
+    /// `p` is about to submit a copy: wait until it holds a context (contexts.rs). EINTR
+    /// (restarted) on a signal, ENODEV once the device is gone.
+    fn acquire(&self, p: &Arc<Process>) -> Result {
+        let mut st = self.state.lock();
+        loop {
+            if st.dead {
+                return Err(ENODEV);
+            }
+            if st.ctxs.acquire(p)? {
+                return Ok(());
+            }
+            let t = kernel::time::msecs_to_jiffies(WAIT_POLL_MS);
+            if let CondVarTimeoutResult::Signal { .. } =
+                self.freed.wait_interruptible_timeout(&mut st, t)
+            {
+                st.ctxs.leave_queue(p);
+                return Err(ERESTARTSYS);
+            }
+        }
+    }
+
+    /// COPY: get a context, then submit; again when the context was taken from the process
+    /// in between (it was idle then).
+    fn copy(&self, p: &Arc<Process>, cmd: u32, arg: usize) -> Result<isize> {
+        // A process that may not copy must not wait for, or take, a context first.
+        p.check_caller()?;
+        for _ in 0..ACQUIRE_TRIES {
+            self.acquire(p)?;
+            match crate::ioctl::dispatch(p.as_arc_borrow(), cmd, arg) {
+                Err(e) if e == ENOLINK => continue,
+                r => return r,
+            }
+        }
+        Err(EAGAIN)
     }
 
     /// The file is closed (last reference): tear the process down and free its context.
@@ -118,20 +163,17 @@ impl Instance {
         let notifiers = {
             let mut st = self.state.lock();
             let n = p.teardown(ECANCELED);
-            for s in st.slots.iter_mut() {
-                if s.owner.as_ref().is_some_and(|o| core::ptr::eq(&**o, p)) {
-                    s.owner = None;
-                }
-            }
+            st.ctxs.remove(p);
             n
         };
+        self.freed.notify_all();
         // Without `Instance::state`: the fault thread gives up a fault-in in progress and
         // exits, then the notifiers go (removal waits for invalidation callbacks).
         p.stop_faults();
         drop(notifiers);
     }
 
-    /// The device is going away: stop DMA and take the domain away from any process still
+    /// The device is going away: stop DMA and take the domain away from every process still
     /// using it; its file then fails every call with ENODEV until it is closed.
     pub(crate) fn unbind(&self) {
         let mut owners = KVec::new();
@@ -139,17 +181,19 @@ impl Instance {
         {
             let mut st = self.state.lock();
             st.dead = true;
-            for s in st.slots.iter_mut() {
-                if let Some(p) = s.owner.take() {
-                    let n = p.teardown(ENODEV);
-                    // Without memory the process stays torn down; only the order of the
-                    // later steps for it is lost (its notifiers go when its file closes).
-                    let _ = notifiers.push(n, GFP_KERNEL);
-                    let _ = owners.push(p, GFP_KERNEL);
-                }
+            for p in st.ctxs.procs() {
+                let n = p.teardown(ENODEV);
+                // Without memory the process stays torn down; only the order of the later
+                // steps for it is lost (its notifiers go when its file closes).
+                let _ = notifiers.push(n, GFP_KERNEL);
+                let _ = owners.push(p.clone(), GFP_KERNEL);
+            }
+            for p in owners.iter() {
+                st.ctxs.remove(p);
             }
             self.engine.reset();
         }
+        self.freed.notify_all();
         for p in owners.iter() {
             p.stop_faults();
         }
@@ -165,17 +209,17 @@ impl Instance {
             let c = rest.trailing_zeros() as usize;
             rest &= rest - 1;
             // The status is taken under `state`, so it goes to the process that held the context
-            // when it was raised, and not to one that opens it after.
+            // when it was raised, and not to one that takes it after.
             let (owner, pending) = {
                 let st = self.state.lock();
-                let Some(s) = st.slots.get(c) else {
+                let Some((ctx, holder)) = st.ctxs.slot(c) else {
                     continue;
                 };
-                let pending = s.ctx.take_irq_status();
-                if s.owner.is_none() {
-                    s.ctx.reset();
+                let pending = ctx.take_irq_status();
+                if holder.is_none() {
+                    st.ctxs.quiesce(c);
                 }
-                (s.owner.clone(), pending)
+                (holder.cloned(), pending)
             };
             if let Some(p) = owner {
                 if pending != 0 {
@@ -186,21 +230,23 @@ impl Instance {
     }
 }
 
-/// debugfs `exanest-dmaN/stats`: for each held context, a `context N` line, then its process's
-/// counters, regions and latencies.
+/// debugfs `exanest-dmaN/stats`: for each process, a `context N` line (`context none` while it
+/// holds none), then its counters, regions and latencies.
 fn stats_fmt(inst: &Arc<Instance>, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-    let mut held = KVec::new();
-    for (i, s) in inst.state.lock().slots.iter().enumerate() {
-        if let Some(p) = s.owner.as_ref() {
-            held.push((i, p.clone()), GFP_KERNEL)
-                .map_err(|_| core::fmt::Error)?;
-        }
+    let mut procs = KVec::new();
+    for p in inst.state.lock().ctxs.procs() {
+        procs
+            .push(p.clone(), GFP_KERNEL)
+            .map_err(|_| core::fmt::Error)?;
     }
-    if held.is_empty() {
+    if procs.is_empty() {
         return writeln!(f, "idle");
     }
-    for (i, p) in held.iter() {
-        writeln!(f, "context {i}")?;
+    for p in procs.iter() {
+        match p.context_index() {
+            Some(c) => writeln!(f, "context {c}")?,
+            None => writeln!(f, "context none")?,
+        }
         p.write_stats(f)?;
     }
     Ok(())
@@ -261,6 +307,9 @@ impl MiscDevice for OpenFile {
     }
 
     fn ioctl(this: ArcBorrow<'_, OpenFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        if cmd == crate::exanest_core::abi::IOC_COPY {
+            return this.inst.copy(&this.process, cmd, arg);
+        }
         crate::ioctl::dispatch(this.process.as_arc_borrow(), cmd, arg)
     }
 }
@@ -329,13 +378,7 @@ impl EngineDevices {
                 index: i as u32,
                 dev: d.clone(),
             };
-            slots.push(
-                Slot {
-                    ctx: Arc::new(ctx, GFP_KERNEL)?,
-                    owner: None,
-                },
-                GFP_KERNEL,
-            )?;
+            slots.push(Arc::new(ctx, GFP_KERNEL)?, GFP_KERNEL)?;
         }
         dev_info!(
             dev,
@@ -350,7 +393,11 @@ impl EngineDevices {
         let inst = Arc::pin_init(
             pin_init!(Instance {
                 engine: inst_engine,
-                state <- new_mutex!(InstanceState { slots, dead: false }, "Instance::state"),
+                state <- new_mutex!(
+                    InstanceState { ctxs: Contexts::new(slots), dead: false },
+                    "Instance::state"
+                ),
+                freed <- new_condvar!("Instance::freed"),
             }),
             GFP_KERNEL,
         )?;

@@ -2,13 +2,15 @@
 
 //! The `no_std` core crate rust/exanest-core, compiled into the module: the decision logic that
 //! `cargo test` runs on the host (validation of requests, region table, copy scheduler, fault
-//! queue and touch-ahead planner, register encoding). Its items are `pub` for the host crate's
+//! queue and touch-ahead planner, register encoding, the context pool's policy). Its items are `pub` for the host crate's
 //! API; here some are unused.
 
 #![allow(dead_code, unreachable_pub)]
 
 #[path = "../rust/exanest-core/src/abi.rs"]
 pub(crate) mod abi;
+#[path = "../rust/exanest-core/src/ctxpool.rs"]
+pub(crate) mod ctxpool;
 #[path = "../rust/exanest-core/src/fault.rs"]
 pub(crate) mod fault;
 #[path = "../rust/exanest-core/src/region.rs"]

@@ -31,11 +31,13 @@
 //! | [`region`] | registration and modes |
 //! | [`stats`] | counters and debugfs |
 //! | [`ioctl`] | ioctl dispatch |
+//! | [`contexts`] | contexts shared by more processes than there are: binding, taking idle ones |
 //! | [`device`] | an engine instance: misc device, interrupt, unbind |
 
 use kernel::{device::Core, irq, of, pci, platform, prelude::*};
 
 mod channel;
+mod contexts;
 mod device;
 mod engine;
 mod error;
@@ -103,7 +105,11 @@ impl pci::Driver for ExanestDriver {
             let bar = pdev
                 .iomap_region_sized::<BAR0_SIZE>(0, c"exanest_dma")?
                 .into_devres()?;
-            let engine = Engine::probe(Regs::Pci(bar), pdev.as_ref())?;
+            let mut engine = Engine::probe(Regs::Pci(bar), pdev.as_ref())?;
+            let limit = module_parameters::contexts.value();
+            if limit != 0 {
+                engine.contexts = engine.contexts.min(limit);
+            }
             // Context n is virtual function n; an engine without SR-IOV has one context, the
             // function itself.
             let mut own = KVec::new();
@@ -239,6 +245,10 @@ module! {
         max_registered_mib: u64 {
             default: 65536,
             description: "Most memory one process may register, in MiB, all regions and modes together (REG beyond it: ENOSPC)",
+        },
+        contexts: u32 {
+            default: 0,
+            description: "Contexts to use on each engine (0: every one the engine has); more processes than contexts share them",
         },
         fault_handler_late: bool {
             default: false,

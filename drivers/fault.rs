@@ -71,14 +71,14 @@ impl Process {
                 }
             }
             let all = self.faults.take_overflow() || busy;
-            let pending = {
+            let (pending, channels) = {
                 let mut g = self.inner.lock();
                 if g.dead {
                     return;
                 }
-                g.chans.take_fault_pending(all)
+                (g.chans.take_fault_pending(all), self.engine.channels)
             };
-            for n in 0..self.hw().channels() {
+            for n in 0..channels {
                 if pending & (1 << n) != 0 && self.service_channel(n) {
                     busy = true;
                 }
@@ -92,7 +92,13 @@ impl Process {
     /// Resolve the fault channel `n` waits on, then resume it, or NACK it with the errno.
     /// Returns whether the channel was in fault-wait.
     fn service_channel(&self, n: u32) -> bool {
-        let Some(w) = self.inner.lock().chans.fault_wait(self.hw(), n) else {
+        // A channel in fault-wait has a copy on it, so its process keeps its context until the
+        // decision below.
+        let Some(w) = ({
+            let mut g = self.inner.lock();
+            let ctx = g.hw();
+            ctx.and_then(|c| g.chans.fault_wait(&*c, n))
+        }) else {
             return false;
         };
         let rep = w.report;
@@ -114,9 +120,9 @@ impl Process {
                 }
             }
         }
-        {
+        if let Some(ctx) = inner.hw() {
             let (chans, mut ended) = inner.chans_releasing();
-            let _ = chans.decide(self.hw(), n, &w, res, &mut ended);
+            let _ = chans.decide(&*ctx, n, &w, res, &mut ended);
         }
         drop(g);
         self.done.notify_all();

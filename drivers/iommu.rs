@@ -2,72 +2,124 @@
 
 //! The per-process IOMMU domain.
 //!
-//! A [`Domain`] is a paging domain attached to one engine while one process owns it; its IOVAs
-//! are that process's virtual addresses. Each IOVA page is mapped by one owner at a time: a
-//! pinned page by the pinned-page map (pinned.rs), else a page faulted in on demand by the
-//! mirror (odp.rs).
+//! A [`Domain`] is a paging domain whose IOVAs are one process's virtual addresses. It is
+//! attached to the function of the engine context the process holds, and moves with the process
+//! from context to context (contexts.rs): its mappings stay while it is detached. Each IOVA page
+//! is mapped by one owner at a time: a pinned page by the pinned-page map (pinned.rs), else a
+//! page faulted in on demand by the mirror (odp.rs).
 //!
-//! Nothing here locks: the domain lives under `Process::map` (lock order: process.rs).
+//! The domain lives under `Process::map` (lock order: process.rs); its attachment has a lock of
+//! its own, `Domain::attached`, last in the order: attaching allocates (and may reclaim, which
+//! may call the MMU notifier, which takes `Process::map`), so it is never done under `map`.
 
 use crate::ffi;
 use core::ptr::NonNull;
-use kernel::{bindings, device, error::to_result, page::PAGE_SIZE, prelude::*, sync::aref::ARef};
+use kernel::{
+    bindings, device,
+    error::to_result,
+    new_mutex,
+    page::PAGE_SIZE,
+    prelude::*,
+    sync::{aref::ARef, Arc, Mutex},
+};
 
-/// An IOMMU paging domain attached to a device; detached and freed on drop.
+/// Where a domain is attached, and whether its fault handler is installed.
+struct Attachment {
+    dev: Option<ARef<device::Device>>,
+    handler_set: bool,
+}
+
+/// An IOMMU paging domain, attached to at most one device at a time; detached and freed on drop.
 ///
 /// # Invariants
 ///
-/// `raw` is a live paging domain, allocated for `dev` and attached to it, with the fault
-/// handler installed at attach; nothing else frees or detaches it.
+/// `raw` is a live paging domain, allocated by `new`; it is attached to `attached.dev` when that
+/// is `Some`, and to nothing otherwise; nothing else frees, attaches or detaches it.
+#[pin_data(PinnedDrop)]
 pub(crate) struct Domain {
     raw: NonNull<bindings::iommu_domain>,
-    dev: ARef<device::Device>,
+    handler: bindings::iommu_fault_handler_t,
+    token: *mut core::ffi::c_void,
+    #[pin]
+    attached: Mutex<Attachment>,
 }
 
 // SAFETY: The IOMMU API may be called on a domain from any thread; the domain has no thread
-// affinity.
+// affinity, and `token` is only handed to the IOMMU core.
 unsafe impl Send for Domain {}
-// SAFETY: `&Domain` only maps and unmaps, which the IOMMU core serialises per domain (the page
-// table code takes its own lock); concurrent callers of the driver hold `Process::map` anyway.
+// SAFETY: `&Domain` maps and unmaps, which the IOMMU core serialises per domain (the page table
+// code takes its own lock; concurrent callers of the driver hold `Process::map` anyway), and
+// attaches or detaches under `attached`.
 unsafe impl Sync for Domain {}
 
 impl Domain {
-    /// Allocate a paging domain for `dev`, install the fault handler, and attach it, replacing
-    /// the default DMA domain. The handler is installed before the attach unless `late`: the
-    /// IOMMU core installs a handler and its token with plain stores, so a fault reported
-    /// while they change could see one without the other. `late` (a module parameter) exists
-    /// to test that the SMMU driver looks the handler up when a fault is reported; no DMA can
-    /// run between the attach and the handler here, since no copy can be queued yet.
+    /// Allocate a paging domain suited to `dev` (any function of the engine: they sit behind one
+    /// SMMU), whose faults go to `handler` with `token`, attached to nothing yet. The handler is
+    /// installed before the first attach unless `late`: the IOMMU core installs a handler and
+    /// its token with plain stores, so a fault reported while they change could see one without
+    /// the other. `late` (a module parameter) exists to test that the SMMU driver looks the
+    /// handler up when a fault is reported; no DMA of the process can run between its first
+    /// attach and the handler, since it has no copy yet.
     ///
     /// # Safety
     ///
     /// `token` must stay valid for `handler` until the domain is dropped.
-    pub(crate) unsafe fn attach(
-        dev: ARef<device::Device>,
+    pub(crate) unsafe fn new(
+        dev: &device::Device,
         handler: bindings::iommu_fault_handler_t,
         token: *mut core::ffi::c_void,
         late: bool,
-    ) -> Result<Self> {
-        let raw = ffi::domain_alloc(&dev)?;
+    ) -> Result<Arc<Self>> {
+        let raw = ffi::domain_alloc(dev)?;
         if !late {
-            // SAFETY: `raw` is a fresh domain that nothing else uses; the caller keeps `token`
-            // valid for `handler` as long as the domain lives.
+            // SAFETY: `raw` is live and attached to nothing; the caller keeps `token` valid as
+            // long as the domain lives.
             unsafe { bindings::iommu_set_fault_handler(raw.as_ptr(), handler, token) };
         }
-        // SAFETY: `raw` is a domain we own, not attached anywhere, and `dev` a valid device.
-        let ret = unsafe { bindings::iommu_attach_device(raw.as_ptr(), ffi::raw_dev(&dev)) };
-        if ret != 0 {
-            // SAFETY: Allocated above, never attached.
+        let init = pin_init!(Domain {
+            raw,
+            handler,
+            token,
+            attached <- new_mutex!(Attachment { dev: None, handler_set: !late }, "Domain::attached"),
+        });
+        Arc::pin_init(init, GFP_KERNEL).inspect_err(|_| {
+            // SAFETY: Allocated above, never attached, and no `Domain` owns it.
             unsafe { bindings::iommu_domain_free(raw.as_ptr()) };
-            return Err(Error::from_errno(ret));
+        })
+    }
+
+    /// Attach the domain to `dev` (a context's function, on its default domain): EBUSY when it
+    /// is attached elsewhere.
+    pub(crate) fn attach(&self, dev: ARef<device::Device>) -> Result {
+        let mut a = self.attached.lock();
+        if a.dev.is_some() {
+            return Err(EBUSY);
         }
-        if late {
-            // SAFETY: `raw` is live and attached; no DMA of this process can run yet (see
-            // above), and the caller keeps `token` valid as long as the domain lives.
-            unsafe { bindings::iommu_set_fault_handler(raw.as_ptr(), handler, token) };
+        // SAFETY: `raw` is live and attached to nothing (type invariant, `a.dev` is `None`);
+        // `dev` is a live device, referenced.
+        let ret = unsafe { bindings::iommu_attach_device(self.raw.as_ptr(), ffi::raw_dev(&dev)) };
+        to_result(ret)?;
+        if !a.handler_set {
+            // SAFETY: `raw` is live; the creator keeps `token` valid as long as the domain lives.
+            unsafe {
+                bindings::iommu_set_fault_handler(self.raw.as_ptr(), self.handler, self.token)
+            };
+            a.handler_set = true;
         }
-        // INVARIANT: Allocated for `dev` and attached to it above.
-        Ok(Domain { raw, dev })
+        // INVARIANT: Attached to `dev` above.
+        a.dev = Some(dev);
+        Ok(())
+    }
+
+    /// Detach the domain from its device, which goes back to its default domain. The caller
+    /// has stopped the device's DMA first.
+    pub(crate) fn detach(&self) {
+        let mut a = self.attached.lock();
+        if let Some(dev) = a.dev.take() {
+            // SAFETY: By the type invariant `raw` is attached to `dev`; after this it is
+            // attached to nothing, which `a.dev` now says.
+            unsafe { bindings::iommu_detach_device(self.raw.as_ptr(), ffi::raw_dev(&dev)) };
+        }
     }
 
     /// End of the usable IOVA range (exclusive): the domain's aperture.
@@ -143,14 +195,12 @@ impl IoPageTable for Domain {
     }
 }
 
-impl Drop for Domain {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant `raw` is attached to `dev`, and this is its only
-        // detach; after it the device is back on its default domain and nothing else
-        // references `raw` (it is not `Clone`), so it is freed once.
-        unsafe {
-            bindings::iommu_detach_device(self.raw.as_ptr(), ffi::raw_dev(&self.dev));
-            bindings::iommu_domain_free(self.raw.as_ptr());
-        }
+#[pinned_drop]
+impl PinnedDrop for Domain {
+    fn drop(self: Pin<&mut Self>) {
+        self.detach();
+        // SAFETY: `raw` is live and, detached above, attached to nothing; nothing else
+        // references it (`Domain` is not `Clone`), so it is freed once.
+        unsafe { bindings::iommu_domain_free(self.raw.as_ptr()) };
     }
 }

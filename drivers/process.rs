@@ -25,7 +25,7 @@
 //! ([`Process::claims`] is lock-free).
 
 use crate::channel::{Channels, MAX_INFLIGHT};
-use crate::engine::{Context, Hw};
+use crate::engine::{Context, Engine, Hw};
 use crate::exanest_core::{
     abi,
     fault::{ClaimTable, FaultQueue},
@@ -67,6 +67,9 @@ pub(crate) struct Inner {
     pub(crate) notifiers: KVec<(u32, Arc<Notifier>)>,
     /// Copies and the channels they run on.
     pub(crate) chans: Channels,
+    /// The engine context the process holds, with its domain attached to the context's
+    /// function, and when it got it (monotonic ns); `None` while it holds none (contexts.rs).
+    pub(crate) bound: Option<(Arc<Context>, u64)>,
 }
 
 impl Inner {
@@ -89,6 +92,17 @@ impl Inner {
             .map(|(_, n)| n.clone())
     }
 
+    /// The context the process holds, as the [`Hw`] its channels drive.
+    pub(crate) fn hw(&self) -> Option<Arc<Context>> {
+        self.bound.as_ref().map(|(c, _)| c.clone())
+    }
+
+    /// Whether the process may give its context up: no copy queued or running (so none waits
+    /// on a fault either) (contexts.rs).
+    pub(crate) fn idle(&self) -> bool {
+        self.dead || self.chans.sched.in_flight() == 0
+    }
+
     /// The channels, and what gives back the regions of a copy that ends: the callback that
     /// the channel state machine calls for each copy it ends.
     pub(crate) fn chans_releasing(&mut self) -> (&mut Channels, impl FnMut(&Entry) + '_) {
@@ -103,8 +117,8 @@ impl Inner {
 /// One open file of an engine, and the process that opened it.
 #[pin_data]
 pub(crate) struct Process {
-    /// The engine context the file holds: its channels, and the function its DMA is issued as.
-    pub(crate) ctx: Arc<Context>,
+    /// The engine (the context the process holds, if any, is [`Inner::bound`]).
+    pub(crate) engine: Arc<Engine>,
     /// The address space of the process that opened the engine (mmgrab'd for identity checks).
     pub(crate) mm: ARef<Mm>,
     /// One past the highest address the engine can reach (the domain's aperture).
@@ -132,12 +146,13 @@ pub(crate) struct Process {
 }
 
 impl Process {
-    /// The process state for the current task on context `ctx`, with a fresh paging domain
-    /// attached to the context's function, whose faults go to `handler` (fault.rs), installed
-    /// after the attach when `late_handler`, and at most `max_bytes` registered. The caller
-    /// (device.rs) gives each context to one process at a time.
+    /// The process state for the current task on `engine`, with a fresh paging domain suited
+    /// to `dev` (one of the engine's functions) whose faults go to `handler` (fault.rs),
+    /// installed after the first attach when `late_handler`, and at most `max_bytes`
+    /// registered. It holds no context yet: contexts.rs attaches the domain to one.
     pub(crate) fn new(
-        ctx: Arc<Context>,
+        engine: Arc<Engine>,
+        dev: &kernel::device::Device,
         handler: bindings::iommu_fault_handler_t,
         late_handler: bool,
         max_bytes: u64,
@@ -147,13 +162,12 @@ impl Process {
         // The IOMMU core does not check the aperture: user addresses above it must be refused.
         // Every SMMU stage-1 domain here has a 48-bit aperture; checked below.
         let va_end = 1u64 << 48;
-        let channels = ctx.channels();
-        let dev = ctx.dev.clone();
+        let channels = engine.channels;
         let pages = PageMap::new(mm.clone());
         let pid = task.pid();
         let process = Arc::pin_init(
             try_pin_init!(&this in Process {
-                ctx,
+                engine,
                 mm,
                 va_end,
                 max_bytes,
@@ -163,6 +177,7 @@ impl Process {
                     regions: RegionTable::new(),
                     notifiers: KVec::new(),
                     chans: Channels::new(channels),
+                    bound: None,
                 }, "Process::inner"),
                 map <- new_mutex!(MapState::new(), "Process::map"),
                 done <- new_poll_condvar!("Process::done"),
@@ -179,24 +194,29 @@ impl Process {
         let token = core::ptr::from_ref::<Process>(&process).cast_mut().cast();
         // SAFETY: The process outlives its domain, hence the handler's use of `token`: teardown
         // drops the domain, and a process is only freed after its teardown (release or unbind).
-        let domain = unsafe { Domain::attach(dev, handler, token, late_handler)? };
+        let domain = unsafe { Domain::new(dev, handler, token, late_handler)? };
         if domain.aperture_end() < va_end {
             return Err(ENODEV);
         }
-        process.map.lock().domain = Some(Arc::new(domain, GFP_KERNEL)?);
+        process.map.lock().domain = Some(domain);
         Ok(process)
     }
 
-    /// The context as the [`Hw`] the channels drive.
-    pub(crate) fn hw(&self) -> &dyn Hw {
-        &*self.ctx
+    /// The index of the context the process holds.
+    pub(crate) fn context_index(&self) -> Option<u32> {
+        self.inner.lock().bound.as_ref().map(|(c, _)| c.index)
+    }
+
+    /// The process's domain.
+    pub(crate) fn domain(&self) -> Option<Arc<Domain>> {
+        self.map.lock().domain.clone()
     }
 
     /// What requests are checked against.
     pub(crate) fn limits(&self) -> abi::Limits {
         abi::Limits {
             va_end: self.va_end,
-            max_transfer: u64::from(self.ctx.engine.max_len),
+            max_transfer: u64::from(self.engine.max_len),
             modes: (1 << abi::MODE_PIN) | (1 << abi::MODE_PREFAULT) | (1 << abi::MODE_ON_DEMAND),
             default_window: DEFAULT_WINDOW as u32,
         }
@@ -214,19 +234,23 @@ impl Process {
 
     /// EXANEST_DMA_IOC_INFO: ENODEV once the device is gone.
     pub(crate) fn info(&self) -> Result<abi::Info> {
-        if self.inner.lock().dead {
-            return Err(ENODEV);
-        }
+        let context = {
+            let g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            g.bound.as_ref().map_or(abi::NO_CONTEXT, |(c, _)| c.index)
+        };
         Ok(abi::Info {
             abi_version: abi::ABI_VERSION,
-            hw_version: self.ctx.engine.version.into_raw(),
-            channels: self.ctx.channels(),
+            hw_version: self.engine.version.into_raw(),
+            channels: self.engine.channels,
             modes: self.limits().modes,
-            max_transfer: u64::from(self.ctx.engine.max_len),
+            max_transfer: u64::from(self.engine.max_len),
             max_regions: MAX_REGIONS as u32,
             max_inflight: MAX_INFLIGHT as u32,
-            context: self.ctx.index,
-            contexts: self.ctx.engine.contexts,
+            context,
+            contexts: self.engine.contexts,
             reserved: [0; 3],
         })
     }
@@ -254,8 +278,15 @@ impl Process {
             return KVec::new();
         }
         inner.dead = true;
-        // Stop the context's channels first: no DMA may run once pages go back to the process.
-        self.ctx.reset();
+        // Stop the context's channels first: no DMA may run once pages go back to the process;
+        // then the context's function goes back to its default domain (device.rs frees the
+        // context).
+        if let Some((ctx, _)) = inner.bound.take() {
+            ctx.reset();
+            if let Some(d) = self.domain() {
+                d.detach();
+            }
+        }
         inner.chans.abort_all(status.to_errno());
         // The claims stay: faults the engine raised before the reset are still the process's
         // until the domain is detached below (no handler call comes after that).

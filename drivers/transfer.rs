@@ -24,6 +24,11 @@ impl Process {
         if inner.dead {
             return Err(ENODEV);
         }
+        // The context was taken from the process after the grant (it was idle): device.rs
+        // gets it one again.
+        let Some(ctx) = inner.hw() else {
+            return Err(ENOLINK);
+        };
         let src = inner.regions.find(&v.src, abi::ACCESS_READ)?;
         let dst = inner.regions.find(&v.dst, abi::ACCESS_WRITE)?;
         let (cookie, start) = inner.chans.submit(v, src, dst)?;
@@ -34,7 +39,7 @@ impl Process {
             Some(s) => {
                 let (chans, mut release) = inner.chans_releasing();
                 let mut ended = false;
-                chans.start(self.hw(), s, &mut |e| {
+                chans.start(&*ctx, s, &mut |e| {
                     release(e);
                     ended = true;
                 });
@@ -57,8 +62,13 @@ impl Process {
         if g.dead {
             return;
         }
+        // Interrupts come from the context the process holds, which it cannot lose while it
+        // has copies on it.
+        let Some(ctx) = g.hw() else {
+            return;
+        };
         let (chans, mut ended) = g.chans_releasing();
-        if chans.interrupt(self.hw(), pending, &mut ended) {
+        if chans.interrupt(&*ctx, pending, &mut ended) {
             // The fault worker resolves it (or NACKs it) and resumes the channel.
             self.kick();
         }

@@ -90,6 +90,14 @@ if [ -e /lib/exanest_dma.ko ]; then
 	echo "$out" | grep -q "^faults [1-9][0-9]* (iommu [1-9][0-9]*)"
 	t $? odp-fault-handler-set-after-attach "$out"
 	rmmod exanest_dma
+	# More processes than contexts: the module uses four contexts per engine (module
+	# parameter), and the contexts tests run again on them (sixteen processes on four).
+	insmod /lib/exanest_dma.ko contexts=4 >/dev/null 2>&1
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	exanest-contexts; rc=$?
+	[ "$rc" -le 1 ] || t 1 "exanest-contexts (contexts=4)" "exit status $rc"
+	echo "GUEST-TIME: exanest-contexts-4 $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
+	rmmod exanest_dma
 	# The per-process limit on registered memory (module parameter): REG past it is ENOSPC.
 	insmod /lib/exanest_dma.ko max_registered_mib=3 >/dev/null 2>&1
 	out=$(exanest-cli copy --size 2M --mode on-demand 2>&1); echo "$out"

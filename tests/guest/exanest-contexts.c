@@ -4,7 +4,8 @@
  * the engine issues as that context's SR-IOV virtual function: its own StreamID, its own IOMMU
  * domain. The SMMU, not the driver's bookkeeping, keeps one process's DMA out of another's
  * memory:
- *  - contexts are handed out one per open, EBUSY when all are taken, and reused after close;
+ *  - contexts are handed out one per open while some are free; more files than contexts share
+ *    them: a context goes from an idle holder to a process that copies;
  *  - sixteen processes at once, each on its own context, in a mix of memory modes, random copies
  *    verified;
  *  - two processes with the same virtual addresses (a fork) each copy their own memory;
@@ -80,51 +81,59 @@ TEST_F(contexts, distinct_contexts_per_open)
 	close(fb);
 }
 
-TEST_F(contexts, ebusy_when_every_context_is_taken)
+/*
+ * More files than contexts: each of the first takes a free context at open; the next one gets
+ * none at open, and takes the least recently granted idle one when it copies; the process that
+ * lost it takes one back when it copies again. Data verified each time.
+ */
+TEST_F(contexts, more_files_than_contexts_share_them)
 {
-	struct exanest_dma_info i;
-	int fds[PLDMA_MAX_CONTEXTS], n, seen[PLDMA_MAX_CONTEXTS] = { 0 }, fd, victim;
+	enum { LEN = 1 << 16 };
+	int fds[PLDMA_MAX_CONTEXTS + 1], n, seen[PLDMA_MAX_CONTEXTS] = { 0 };
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_info i, j;
 
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	fill(src, LEN, 5);
 	fds[0] = dev_open(0);
 	ASSERT_LE(0, fds[0]);
 	ASSERT_EQ(0, info(fds[0], &i));
 	n = (int)i.contexts;
 	ASSERT_GE(PLDMA_MAX_CONTEXTS, n);
 	seen[i.context] = 1;
-	for (int k = 1; k < n; k++) {
+	for (int k = 1; k <= n; k++) {
 		fds[k] = dev_open(0);
-		ASSERT_LE(0, fds[k]) TH_LOG("open %d of %d: %s", k + 1, n, strerror(errno));
+		ASSERT_LE(0, fds[k]) TH_LOG("open %d: %s", k + 1, strerror(errno));
 		ASSERT_EQ(0, info(fds[k], &i));
+		if (k == n) {
+			EXPECT_EQ(EXANEST_DMA_NO_CONTEXT, i.context) TH_LOG("no context was left");
+			break;
+		}
 		ASSERT_GT(n, i.context);
 		EXPECT_EQ(0, seen[i.context]) TH_LOG("context %u handed out twice", i.context);
 		seen[i.context] = 1;
 	}
-	fd = dev_open(0);
-	EXPECT_EQ(-1, fd);
-	EXPECT_EQ(EBUSY, errno);
-	if (fd >= 0)
-		close(fd);
-	/* The context of a closed file is handed out again, and works. */
-	victim = n / 2;
-	ASSERT_EQ(0, info(fds[victim], &i));
-	close(fds[victim]);
-	fds[victim] = dev_open(0);
-	ASSERT_LE(0, fds[victim]) TH_LOG("reopen: %s", strerror(errno));
-	if (fds[victim] >= 0) {
-		struct exanest_dma_info j;
-		uint8_t *src = big_alloc(1 << 16), *dst = big_alloc(1 << 16);
-
-		ASSERT_EQ(0, info(fds[victim], &j));
-		EXPECT_EQ(i.context, j.context);
-		ASSERT_NE(NULL, src);
-		ASSERT_NE(NULL, dst);
-		fill(src, 1 << 16, 5);
-		ASSERT_EQ(0, reg(fds[victim], src, 1 << 16, RD, EXANEST_DMA_MODE_PIN, NO_WINDOW, NULL));
-		ASSERT_EQ(0, reg(fds[victim], dst, 1 << 16, WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, NULL));
-		EXPECT_EQ(0, copy_wait(fds[victim], src, dst, 1 << 16));
-		EXPECT_EQ(0, memcmp(src, dst, 1 << 16));
+	for (int k = 0; k <= n; k++) {
+		ASSERT_EQ(0, reg(fds[k], src, LEN, RD, EXANEST_DMA_MODE_PIN, NO_WINDOW, NULL));
+		ASSERT_EQ(0, reg(fds[k], dst, LEN, WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, NULL));
 	}
-	for (int k = 0; k < n; k++)
+	/* The last file copies: it takes file 0's context (the least recently granted). */
+	ASSERT_EQ(0, info(fds[0], &j));
+	memset(dst, 0, LEN);
+	EXPECT_EQ(0, copy_wait(fds[n], src, dst, LEN));
+	EXPECT_EQ(0, memcmp(src, dst, LEN));
+	ASSERT_EQ(0, info(fds[n], &i));
+	EXPECT_EQ(j.context, i.context);
+	ASSERT_EQ(0, info(fds[0], &i));
+	EXPECT_EQ(EXANEST_DMA_NO_CONTEXT, i.context);
+	/* File 0 copies again: it takes one back, and its regions are still mapped. */
+	memset(dst, 0, LEN);
+	EXPECT_EQ(0, copy_wait(fds[0], src, dst, LEN));
+	EXPECT_EQ(0, memcmp(src, dst, LEN));
+	ASSERT_EQ(0, info(fds[0], &i));
+	EXPECT_GT(n, i.context);
+	for (int k = 0; k <= n; k++)
 		close(fds[k]);
 }
 
@@ -149,7 +158,7 @@ static int worker(int k, int ready_fd, int go_fd)
 		dprintf(ready_fd, "!");
 		return 2;
 	}
-	dprintf(ready_fd, "%c", 'A' + i.context);
+	dprintf(ready_fd, "%c", i.context == EXANEST_DMA_NO_CONTEXT ? '-' : 'A' + i.context);
 	if (read(go_fd, &go, 1) != 1)
 		return 3;
 	src = big_alloc(len);
@@ -196,7 +205,8 @@ TEST_F_TIMEOUT(contexts, sixteen_processes_each_on_its_own_context, 300)
 	ASSERT_EQ(0, info(fd, &i));
 	close(fd);
 	if (i.contexts < N)
-		SKIP(return, "the engine has %u contexts", i.contexts);
+		SKIP(return, "the engine uses %u contexts (sixteen_processes_share_the_contexts)",
+		     i.contexts);
 	ASSERT_EQ(0, pipe(ready));
 	ASSERT_EQ(0, pipe(go));
 	for (int k = 0; k < N; k++) {
@@ -214,6 +224,7 @@ TEST_F_TIMEOUT(contexts, sixteen_processes_each_on_its_own_context, 300)
 	for (int k = 0; k < N; k++) {
 		ASSERT_EQ(1, read(ready[0], &c, 1));
 		ASSERT_NE('!', c) TH_LOG("a worker could not open a context");
+		ASSERT_NE('-', c) TH_LOG("a worker got no context");
 		EXPECT_EQ(0, seen[c - 'A']) TH_LOG("context %d handed out twice", c - 'A');
 		seen[c - 'A'] = 1;
 	}
@@ -223,6 +234,51 @@ TEST_F_TIMEOUT(contexts, sixteen_processes_each_on_its_own_context, 300)
 		ASSERT_EQ(pids[k], waitpid(pids[k], &status, 0));
 		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 			TH_LOG("worker %d: status %#x", k, status);
+	}
+	close(ready[0]);
+	close(go[1]);
+}
+
+/*
+ * More processes than contexts, all copying at once (sixteen on four contexts when the module
+ * is loaded with contexts=4; eight more than the contexts otherwise): contexts are taken from
+ * idle holders and handed on in turn, so every process makes progress, and every copy is right.
+ */
+TEST_F_TIMEOUT(contexts, sixteen_processes_share_the_contexts, 600)
+{
+	int ready[2], go[2], status, fd, n;
+	struct exanest_dma_info i;
+	pid_t pids[PLDMA_MAX_CONTEXTS + 8];
+	char c;
+
+	fd = dev_open(0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, info(fd, &i));
+	close(fd);
+	n = i.contexts <= 8 ? 16 : (int)i.contexts + 8;
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	for (int k = 0; k < n; k++) {
+		pids[k] = fork();
+		ASSERT_LE(0, pids[k]);
+		if (!pids[k]) {
+			close(ready[0]);
+			close(go[1]);
+			_exit(worker(k, ready[1], go[0]));
+		}
+	}
+	close(ready[1]);
+	close(go[0]);
+	for (int k = 0; k < n; k++) {
+		ASSERT_EQ(1, read(ready[0], &c, 1));
+		ASSERT_NE('!', c) TH_LOG("a worker could not open the engine");
+	}
+	for (int k = 0; k < n; k++)
+		ASSERT_EQ(1, write(go[1], "g", 1));
+	for (int k = 0; k < n; k++) {
+		ASSERT_EQ(pids[k], waitpid(pids[k], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			TH_LOG("worker %d of %d: status %#x", k, n, status);
 	}
 	close(ready[0]);
 	close(go[1]);

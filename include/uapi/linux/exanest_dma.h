@@ -23,6 +23,9 @@
 
 #define EXANEST_DMA_ABI_VERSION		2
 
+/* exanest_dma_info.context of a file that holds no engine context at the moment. */
+#define EXANEST_DMA_NO_CONTEXT		0xffffffffu
+
 /* Memory modes of a registered region. */
 #define EXANEST_DMA_MODE_PIN		0	/* pin and map at registration */
 #define EXANEST_DMA_MODE_PREFAULT	1	/* fault in and map at registration, no pinning */
@@ -41,7 +44,7 @@ struct exanest_dma_info {
 	__u64 max_transfer;	/* out: largest copy length in bytes */
 	__u32 max_regions;	/* out: regions one process may hold */
 	__u32 max_inflight;	/* out: copies one process may have in flight */
-	__u32 context;		/* out: this file's context (since ABI 2) */
+	__u32 context;		/* out: this file's context, or EXANEST_DMA_NO_CONTEXT (ABI 2) */
 	__u32 contexts;		/* out: the engine's contexts (since ABI 2) */
 	__u64 reserved[3];	/* out: zero */
 };

@@ -9,6 +9,10 @@
 /// ABI version reported by `EXANEST_DMA_IOC_INFO`.
 pub const ABI_VERSION: u32 = 2;
 
+/// `Info::context` of a file that holds no engine context at the moment (it gets one when it
+/// next submits a copy).
+pub const NO_CONTEXT: u32 = u32::MAX;
+
 /// Pin and map at registration.
 pub const MODE_PIN: u32 = 0;
 /// Fault in and map at registration, without pinning.

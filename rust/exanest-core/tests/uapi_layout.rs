@@ -114,6 +114,7 @@ fn expectations() -> Vec<(String, u64)> {
         ("EXANEST_DMA_WINDOW_ADAPTIVE", abi::WINDOW_ADAPTIVE),
         ("EXANEST_DMA_ADVISE_WRITE", abi::ADVISE_WRITE),
         ("EXANEST_DMA_ABI_VERSION", abi::ABI_VERSION),
+        ("EXANEST_DMA_NO_CONTEXT", abi::NO_CONTEXT),
         ("EXANEST_DMA_MODE_PIN", abi::MODE_PIN),
         ("EXANEST_DMA_MODE_PREFAULT", abi::MODE_PREFAULT),
         ("EXANEST_DMA_MODE_ON_DEMAND", abi::MODE_ON_DEMAND),

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The engine's contexts shared by the processes that have the engine open, which may be more
+//! than there are contexts: binding a process's domain to a context's function, and taking a
+//! context from an idle holder when none is free. The policy (which context, who waits, the time
+//! slice) is the core's `ctxpool`, tested on the host; this file carries its decisions out.
+//!
+//! A process moves between contexts with its domain: the domain is detached from the old
+//! context's function and attached to the new one's, and keeps every mapping meanwhile (pinned
+//! pages, the on-demand mirror). Only an idle holder loses its context: nothing queued or
+//! running, checked under its `inner`, which its submissions take too.
+//!
+//! Everything here runs under `Instance::state` (device.rs), first in the lock order
+//! (process.rs); it takes a process's `inner` (and, to find the domain, `map`) beneath it.
+
+use crate::engine::{Context, Hw};
+use crate::exanest_core::ctxpool::{ContextPool, Grant};
+use crate::ffi;
+use crate::process::Process;
+use kernel::{prelude::*, sync::Arc};
+
+/// Most contexts an engine has (the register map's limit).
+const MAX_CONTEXTS: usize = crate::exanest_core::regs::MAX_CONTEXTS;
+/// Processes that can wait in the queue at once; more wait outside it and retry.
+const MAX_WAITERS: usize = 256;
+/// How long a holder keeps its context while others wait (monotonic ns): 10 ms.
+pub(crate) const SLICE_NS: u64 = 10_000_000;
+
+/// A process, as the pool names it: the address of its state.
+fn id(p: &Process) -> usize {
+    core::ptr::from_ref(p) as usize
+}
+
+/// The contexts of one engine, the processes using it, and who holds which.
+pub(crate) struct Contexts {
+    /// Context n.
+    slots: KVec<Arc<Context>>,
+    /// Every process with the engine open, holding a context or not.
+    procs: KVec<Arc<Process>>,
+    pool: ContextPool<usize, MAX_CONTEXTS, MAX_WAITERS>,
+}
+
+impl Contexts {
+    /// The contexts `slots`, nobody holding any.
+    pub(crate) fn new(slots: KVec<Arc<Context>>) -> Self {
+        let n = slots.len();
+        Contexts {
+            slots,
+            procs: KVec::new(),
+            pool: ContextPool::new(n, SLICE_NS),
+        }
+    }
+
+    /// A context to allocate domains for (every context's function sits behind the same IOMMU).
+    pub(crate) fn any(&self) -> Option<&Arc<Context>> {
+        self.slots.first()
+    }
+
+    /// Every process with the engine open.
+    pub(crate) fn procs(&self) -> &[Arc<Process>] {
+        &self.procs
+    }
+
+    /// A process opened the engine: it takes a context if one is free, else it gets one when it
+    /// first submits a copy.
+    pub(crate) fn add(&mut self, p: &Arc<Process>) -> Result {
+        self.procs.push(p.clone(), GFP_KERNEL)?;
+        if let Some(slot) = self.pool.free() {
+            // A free context whose function cannot take the domain leaves the process without
+            // one; its first copy tries again.
+            let _ = self.bind(slot, p);
+        }
+        Ok(())
+    }
+
+    /// A process is gone (torn down, which stopped its context and detached its domain).
+    pub(crate) fn remove(&mut self, p: &Process) {
+        let me = id(p);
+        self.pool.release(me);
+        self.pool.leave_queue(me);
+        self.procs.retain(|q| id(q) != me);
+    }
+
+    /// Leave the queue (a waiter gave up).
+    pub(crate) fn leave_queue(&mut self, p: &Process) {
+        self.pool.leave_queue(id(p));
+    }
+
+    /// The process holding context `c`, and the context.
+    pub(crate) fn slot(&self, c: usize) -> Option<(&Arc<Context>, Option<&Arc<Process>>)> {
+        let ctx = self.slots.get(c)?;
+        let holder = self
+            .pool
+            .holder(c)
+            .and_then(|h| self.procs.iter().find(|q| id(q) == h));
+        Some((ctx, holder))
+    }
+
+    fn find(&self, h: usize) -> Option<&Arc<Process>> {
+        self.procs.iter().find(|q| id(q) == h)
+    }
+
+    /// Give context `slot` to `p`, whose domain is attached nowhere: attach it to the context's
+    /// function.
+    fn bind(&mut self, slot: usize, p: &Arc<Process>) -> Result {
+        let ctx = self.slots.get(slot).ok_or(EINVAL)?.clone();
+        let dom = p.domain().ok_or(ENODEV)?;
+        let mut g = p.inner.lock();
+        if g.dead {
+            return Err(ENODEV);
+        }
+        // The context may have been stopped with work of a process that is gone: it starts
+        // clean (quiesce also clears its interrupt status).
+        ctx.reset();
+        dom.attach(ctx.dev.clone())?;
+        let now = ffi::ktime_ns();
+        g.bound = Some((ctx, now));
+        drop(g);
+        self.pool.bind(slot, id(p), now);
+        Ok(())
+    }
+
+    /// Take the context from its holder `h`, if `h` is still idle: stop the context and detach
+    /// `h`'s domain. Returns whether it did.
+    fn unbind_idle(&mut self, h: usize) -> bool {
+        let Some(v) = self.find(h).cloned() else {
+            // Not a process any more: the context is free.
+            self.pool.release(h);
+            return true;
+        };
+        let mut g = v.inner.lock();
+        if !g.idle() {
+            return false;
+        }
+        if let Some((ctx, _)) = g.bound.take() {
+            ctx.reset();
+            if let Some(d) = v.domain() {
+                d.detach();
+            }
+        }
+        drop(g);
+        self.pool.release(h);
+        true
+    }
+
+    /// `p` is about to submit a copy: make sure it holds a context. Returns whether it does;
+    /// `false` means wait (the caller sleeps without `Instance::state` and asks again).
+    pub(crate) fn acquire(&mut self, p: &Arc<Process>) -> Result<bool> {
+        let me = id(p);
+        // Who is idle, as far as the holders' state says now; rechecked when taking.
+        let mut idle = [None; MAX_CONTEXTS];
+        for (c, f) in idle.iter_mut().enumerate().take(self.pool.contexts()) {
+            if let Some(h) = self.pool.holder(c) {
+                // A holder that is not a process any more holds nothing worth keeping.
+                if self.find(h).is_none_or(|q| q.inner.lock().idle()) {
+                    *f = Some(h);
+                }
+            }
+        }
+        let idle_of = |h: usize| idle.contains(&Some(h));
+        match self.pool.request(me, ffi::ktime_ns(), idle_of) {
+            Grant::Keep(_) => {
+                // The pool says it holds one; so does the process, unless a bind failed.
+                Ok(p.inner.lock().bound.is_some())
+            }
+            Grant::Wait => Ok(false),
+            Grant::Take { slot, victim } => {
+                if let Some(v) = victim {
+                    if !self.unbind_idle(v) {
+                        return Ok(false);
+                    }
+                }
+                self.bind(slot, p)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Quiesce context `c` (nobody holds it, yet it interrupted).
+    pub(crate) fn quiesce(&self, c: usize) {
+        if let Some(ctx) = self.slots.get(c) {
+            ctx.reset();
+        }
+    }
+}
