@@ -14,6 +14,8 @@
 //! exanest-bench cpu-fault    [--pages N]
 //! exanest-bench fault-service [--size BYTES]
 //! exanest-bench memcg        [--limit BYTES]
+//! exanest-bench processes    [--size BYTES] [--ms MS]
+//! exanest-bench fairness     [--reps N]
 //! exanest-bench all          [--quick]
 //! ```
 
@@ -456,6 +458,206 @@ fn arg(args: &[String], name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Fork a child that runs `f` and exits with its status (0: it returned `Ok`).
+fn spawn(f: impl FnOnce() -> Res<()>) -> Res<libc::pid_t> {
+    // SAFETY: The benchmark is single-threaded; the child only runs `f` and exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err("fork failed".into());
+    }
+    if pid == 0 {
+        let code = match f() {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("exanest-bench child: {e}");
+                1
+            }
+        };
+        // SAFETY: Ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    Ok(pid)
+}
+
+/// Wait for a child: error unless it exited with status 0.
+fn reap(pid: libc::pid_t) -> Res<()> {
+    let mut st = 0;
+    // SAFETY: `st` is a valid out pointer; `pid` is our child.
+    if unsafe { libc::waitpid(pid, &mut st, 0) } != pid || st != 0 {
+        return Err(format!("child {pid}: status {st:#x}").into());
+    }
+    Ok(())
+}
+
+/// A pipe: (read end, write end).
+fn pipe() -> Res<(std::fs::File, std::fs::File)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err("pipe failed".into());
+    }
+    // SAFETY: Both descriptors are fresh and owned by nobody else.
+    Ok(unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+/// Jain's fairness index of `x`: 1 when all are equal, 1/n when one gets everything.
+fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let q: f64 = x.iter().map(|v| v * v).sum();
+    if q == 0.0 {
+        return 0.0;
+    }
+    s * s / (x.len() as f64 * q)
+}
+
+/// 1, 2, 4, 8 and 16 processes at once, each on its own context (or sharing them), each
+/// copying `size` bytes at a time for `ms` milliseconds: the aggregate throughput, each
+/// process's, and Jain's index over them.
+fn processes(size: usize, ms: u64) -> Res<()> {
+    use std::io::{Read, Write};
+    for n in [1usize, 2, 4, 8, 16] {
+        let (mut ready_r, ready_w) = pipe()?;
+        let (go_r, mut go_w) = pipe()?;
+        let (mut res_r, res_w) = pipe()?;
+        let mut pids = Vec::new();
+        for _ in 0..n {
+            let (mut rw, mut gr, mut sw) =
+                (ready_w.try_clone()?, go_r.try_clone()?, res_w.try_clone()?);
+            pids.push(spawn(move || {
+                let dev = Device::open(0)?;
+                let mut src = Buf::new(size, false)?;
+                let dst = Buf::new(size, false)?;
+                src.fill(3);
+                register(&dev, &src, Access::Read, Mode::Pin, None)?;
+                register(&dev, &dst, Access::Write, Mode::Pin, None)?;
+                copy(&dev, src.addr(), dst.addr(), size)?;
+                rw.write_all(b"r")?;
+                let mut b = [0u8; 1];
+                gr.read_exact(&mut b)?;
+                let t0 = Instant::now();
+                let mut bytes = 0u64;
+                while t0.elapsed().as_millis() < u128::from(ms) {
+                    copy(&dev, src.addr(), dst.addr(), size)?;
+                    bytes += size as u64;
+                }
+                let el = us(t0);
+                sw.write_all(format!("{bytes} {el}\n").as_bytes())?;
+                Ok(())
+            })?);
+        }
+        drop((ready_w, go_r, res_w));
+        let mut b = vec![0u8; n];
+        ready_r.read_exact(&mut b)?;
+        let t0 = Instant::now();
+        go_w.write_all(&b)?;
+        let mut text = String::new();
+        res_r.read_to_string(&mut text)?;
+        let wall = us(t0);
+        for p in pids {
+            reap(p)?;
+        }
+        let mut total = 0u64;
+        let mut each = Vec::new();
+        for l in text.lines() {
+            let mut f = l.split_whitespace();
+            let bytes: u64 = f.next().ok_or("result")?.parse()?;
+            let el: f64 = f.next().ok_or("result")?.parse()?;
+            total += bytes;
+            each.push(bytes as f64 / el);
+        }
+        if each.len() != n {
+            return Err(format!("{} results from {n} processes", each.len()).into());
+        }
+        let list: Vec<String> = each.iter().map(|v| format!("{v:.1}")).collect();
+        println!(
+            "{{\"bench\":\"processes\",\"processes\":{n},\"size\":{size},\"aggregate_mbps\":{:.1},\"jain\":{:.4},\"per_process_mbps\":[{}]}}",
+            total as f64 / wall,
+            jain(&each),
+            list.join(",")
+        );
+    }
+    Ok(())
+}
+
+/// Latencies in µs of `reps` 64 B copies: (p50, p99).
+fn small_copies(reps: usize) -> Res<(f64, f64)> {
+    let dev = Device::open(0)?;
+    let mut src = Buf::new(4096, false)?;
+    let dst = Buf::new(4096, false)?;
+    src.fill(4);
+    register(&dev, &src, Access::Read, Mode::Pin, None)?;
+    register(&dev, &dst, Access::Write, Mode::Pin, None)?;
+    let mut t = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t0 = Instant::now();
+        copy(&dev, src.addr(), dst.addr(), 64)?;
+        t.push(us(t0));
+    }
+    t.sort_by(f64::total_cmp);
+    Ok((t[t.len() / 2], t[t.len() * 99 / 100]))
+}
+
+/// 64 B copies alone, then beside a process streaming 64 MiB copies (on its own context): the
+/// small copies' p50 and p99 both times, and the data path's quantum in µs (the most a small
+/// copy should wait behind the stream, with round-robin arbitration).
+fn fairness(reps: usize) -> Res<()> {
+    use std::io::{Read, Write};
+    let (alone50, alone99) = small_copies(reps)?;
+    let (mut ready_r, ready_w) = pipe()?;
+    let (stop_r, mut stop_w) = pipe()?;
+    let mut rw = ready_w.try_clone()?;
+    let mut sr = stop_r.try_clone()?;
+    let stream = spawn(move || {
+        let size = 64 << 20;
+        let dev = Device::open(0)?;
+        let mut src = Buf::new(size, false)?;
+        let dst = Buf::new(size, false)?;
+        src.fill(5);
+        register(&dev, &src, Access::Read, Mode::Pin, None)?;
+        register(&dev, &dst, Access::Write, Mode::Pin, None)?;
+        // SAFETY: `sr` is ours; non-blocking so the loop can poll it.
+        unsafe {
+            libc::fcntl(
+                std::os::fd::AsRawFd::as_raw_fd(&sr),
+                libc::F_SETFL,
+                libc::O_NONBLOCK,
+            )
+        };
+        rw.write_all(b"r")?;
+        let mut b = [0u8; 1];
+        while sr.read(&mut b).is_err() {
+            copy(&dev, src.addr(), dst.addr(), size)?;
+        }
+        Ok(())
+    })?;
+    drop((ready_w, stop_r));
+    let mut b = [0u8; 1];
+    ready_r.read_exact(&mut b)?;
+    let res = small_copies(reps);
+    stop_w.write_all(b"s")?;
+    reap(stream)?;
+    let (busy50, busy99) = res?;
+    let engine =
+        std::fs::read_to_string("/sys/kernel/debug/exanest-dma0/engine").unwrap_or_default();
+    let bw: f64 = engine
+        .split("\"bandwidth_mbps\": ")
+        .nth(1)
+        .and_then(|s| s.split([',', '}']).next())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.0);
+    let quantum = if bw > 0.0 { 65536.0 / bw } else { 0.0 };
+    println!(
+        "{{\"bench\":\"fairness\",\"reps\":{reps},\"alone_p50_us\":{alone50:.2},\"alone_p99_us\":{alone99:.2},\"beside_stream_p50_us\":{busy50:.2},\"beside_stream_p99_us\":{busy99:.2},\"quantum_us\":{quantum:.2}}}"
+    );
+    Ok(())
+}
+
 /// `--modes pin,on-demand`: the modes to measure (default all), by their names.
 fn modes(args: &[String]) -> Res<Vec<Mode>> {
     match args.windows(2).find(|w| w[0] == "--modes") {
@@ -468,8 +670,17 @@ fn modes(args: &[String]) -> Res<Vec<Mode>> {
 }
 
 fn run(args: &[String]) -> Res<()> {
-    if args.first().map(String::as_str) == Some("memcg") {
-        return memcg(arg(args, "--limit", 64 << 20));
+    let quick0 = args.iter().any(|a| a == "--quick");
+    match args.first().map(String::as_str) {
+        Some("memcg") => return memcg(arg(args, "--limit", 64 << 20)),
+        Some("processes") => {
+            return processes(
+                arg(args, "--size", 4 << 20),
+                arg(args, "--ms", if quick0 { 20 } else { 200 }) as u64,
+            )
+        }
+        Some("fairness") => return fairness(arg(args, "--reps", if quick0 { 200 } else { 2000 })),
+        _ => {}
     }
     let dev = Device::open(0)?;
     let quick = args.iter().any(|a| a == "--quick");
@@ -495,9 +706,11 @@ fn run(args: &[String]) -> Res<()> {
             cpu_fault(if quick { 512 } else { 4096 })?;
             fault_service(&dev, if quick { 1 << 20 } else { 4 << 20 })?;
             drop(dev);
-            memcg(if quick { 16 << 20 } else { 64 << 20 })
+            memcg(if quick { 16 << 20 } else { 64 << 20 })?;
+            processes(4 << 20, if quick { 20 } else { 200 })?;
+            fairness(if quick { 200 } else { 2000 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|all [--quick]".into()),
     }
 }
 
@@ -515,6 +728,13 @@ fn main() -> std::process::ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jain_index() {
+        assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-9);
+        assert!((jain(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-9);
+        assert!((jain(&[2.0, 1.0]) - 0.9).abs() < 1e-9);
+    }
 
     #[test]
     fn mode_list() {
