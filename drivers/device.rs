@@ -117,6 +117,7 @@ impl Instance {
             Some(exanest_iommu_fault),
             late,
             max_bytes,
+            crate::module_parameters::budget_pages.value(),
         )?;
         st.ctxs.add(&p)?;
         Ok(p)

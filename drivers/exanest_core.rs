@@ -9,6 +9,8 @@
 
 #[path = "../rust/exanest-core/src/abi.rs"]
 pub(crate) mod abi;
+#[path = "../rust/exanest-core/src/budget.rs"]
+pub(crate) mod budget;
 #[path = "../rust/exanest-core/src/ctxpool.rs"]
 pub(crate) mod ctxpool;
 #[path = "../rust/exanest-core/src/fault.rs"]

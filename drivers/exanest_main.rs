@@ -22,6 +22,7 @@
 //! | [`iommu`] | the per-process IOMMU domain |
 //! | [`pinned`] | pin mode: pinned pages and their mappings |
 //! | [`mirror`] | the on-demand mirror: pages mapped without pinning |
+//! | [`budget`] | the translation budget: evicting the least recently faulted runs |
 //! | [`odp`] | MMU notifiers, HMM fault-in |
 //! | [`channel`] | the channel state machine |
 //! | [`process`] | per-process state; **the lock order** |
@@ -36,6 +37,7 @@
 
 use kernel::{device::Core, irq, of, pci, platform, prelude::*};
 
+mod budget;
 mod channel;
 mod contexts;
 mod device;
@@ -249,6 +251,14 @@ module! {
         contexts: u32 {
             default: 0,
             description: "Contexts to use on each engine (0: every one the engine has); more processes than contexts share them",
+        },
+        budget_pages: u64 {
+            default: 262144,
+            description: "Translation budget of each process, in pages: the most pages its prefault and on-demand regions keep mapped in the IOMMU (the least recently faulted go first); EXANEST_DMA_IOC_BUDGET changes it",
+        },
+        max_budget_pages: u64 {
+            default: 4194304,
+            description: "Largest translation budget a process may set with EXANEST_DMA_IOC_BUDGET, in pages (above it: E2BIG)",
         },
         fault_handler_late: bool {
             default: false,

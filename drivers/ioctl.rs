@@ -38,6 +38,7 @@ plain_abi_struct!(
     abi::Advise,
     abi::Latency,
     abi::RegionStats,
+    abi::Budget,
 );
 
 /// The ioctl entry point.
@@ -89,6 +90,11 @@ pub(crate) fn dispatch(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Re
         }
         abi::IOC_LATENCY => {
             slice.writer().write(&this.latency()?)?;
+        }
+        abi::IOC_BUDGET => {
+            let (mut r, mut w) = slice.reader_writer();
+            let req: abi::Budget = r.read()?;
+            w.write(&this.budget(&req)?)?;
         }
         abi::IOC_REGION_STATS => {
             let (mut r, mut w) = slice.reader_writer();

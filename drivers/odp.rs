@@ -8,6 +8,7 @@
 //! invalidation may not block, so nothing under that lock may enter reclaim: allocations there
 //! are atomic or reserved beforehand ([`reserve_nodes`]). Lock order: process.rs.
 
+use crate::budget::Budget;
 use crate::error::hmm_errno;
 use crate::exanest_core::{abi::Range, fault::touch_ahead};
 use crate::ffi::{self, HmmPfn, MniPtr};
@@ -29,15 +30,19 @@ pub(crate) struct MapState {
     pub(crate) mirror: Mirror,
     /// Invalidations that unmapped something.
     pub(crate) invalidations: u64,
+    /// The translation budget of the mirror.
+    pub(crate) budget: Budget,
 }
 
 impl MapState {
-    pub(crate) fn new() -> Self {
-        MapState {
+    /// No domain yet, nothing mapped, a budget of `budget` pages.
+    pub(crate) fn new(budget: u64) -> Result<Self> {
+        Ok(MapState {
             domain: None,
             mirror: Mirror::new(),
             invalidations: 0,
-        }
+            budget: Budget::new(budget)?,
+        })
     }
 }
 
@@ -132,12 +137,19 @@ pub(crate) fn map_faulted(
     if mni.mni.read_retry(f.seq) {
         return Ok(None);
     }
-    let MapState { domain, mirror, .. } = ms;
+    let MapState {
+        domain,
+        mirror,
+        budget,
+        ..
+    } = ms;
     let dom = domain.as_ref().ok_or(ENODEV)?;
     // SAFETY: The caller holds `Process::map` (the lock behind `ms`), which the invalidation
     // callback takes before it records a new sequence, and `read_retry` just found the
     // sequence of these pfns unchanged.
-    unsafe { mirror.map_current(&**dom, f, nodes, pinned) }.map(Some)
+    let n = unsafe { mirror.map_current(&**dom, f, nodes, pinned) }?;
+    budget.mapped(mirror, &**dom, f.first << PAGE_SHIFT, f.end());
+    Ok(Some(n))
 }
 
 /// What [`fault_in`] needs to know about the region of the fault.

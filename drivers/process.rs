@@ -148,14 +148,15 @@ pub(crate) struct Process {
 impl Process {
     /// The process state for the current task on `engine`, with a fresh paging domain suited
     /// to `dev` (one of the engine's functions) whose faults go to `handler` (fault.rs),
-    /// installed after the first attach when `late_handler`, and at most `max_bytes`
-    /// registered. It holds no context yet: contexts.rs attaches the domain to one.
+    /// installed after the first attach when `late_handler`, at most `max_bytes` registered,
+    /// and a translation budget of `budget` pages. It holds no context yet: contexts.rs attaches the domain to one.
     pub(crate) fn new(
         engine: Arc<Engine>,
         dev: &kernel::device::Device,
         handler: bindings::iommu_fault_handler_t,
         late_handler: bool,
         max_bytes: u64,
+        budget: u64,
     ) -> Result<Arc<Self>> {
         let task = kernel::current!();
         let mm: ARef<Mm> = ARef::from(&**task.mm().ok_or(EINVAL)?);
@@ -164,6 +165,7 @@ impl Process {
         let va_end = 1u64 << 48;
         let channels = engine.channels;
         let pages = PageMap::new(mm.clone());
+        let map_state = MapState::new(budget)?;
         let pid = task.pid();
         let process = Arc::pin_init(
             try_pin_init!(&this in Process {
@@ -179,7 +181,7 @@ impl Process {
                     chans: Channels::new(channels),
                     bound: None,
                 }, "Process::inner"),
-                map <- new_mutex!(MapState::new(), "Process::map"),
+                map <- new_mutex!(map_state, "Process::map"),
                 done <- new_poll_condvar!("Process::done"),
                 faults: FaultQueue::new(),
                 iommu_faults: AtomicU64::new(0),
@@ -297,6 +299,7 @@ impl Process {
             if let Some(dom) = ms.domain.as_ref() {
                 ms.mirror.unmap_range(&**dom, 0, u64::MAX);
             }
+            ms.budget.clear();
             ms.domain.take()
         };
         if let Some(dom) = dom {

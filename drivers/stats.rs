@@ -22,8 +22,37 @@ impl Process {
         c.pages_pinned = g.pages.pinned();
         c.invalidations = m.invalidations;
         c.huge_mappings = m.mirror.blocks();
+        c.evicted_pages = m.budget.evicted_pages;
         c.iommu_faults = self.iommu_faults.load(Ordering::Relaxed);
         c
+    }
+
+    /// EXANEST_DMA_IOC_BUDGET: set the translation budget (evicting at once what is over it)
+    /// and report what it did. EINVAL for a malformed request, E2BIG above the module's
+    /// `max_budget_pages`, EPERM from another process than the opener, ENODEV once the device
+    /// is gone.
+    pub(crate) fn budget(&self, req: &abi::Budget) -> Result<abi::Budget> {
+        self.check_caller()?;
+        let max = crate::module_parameters::max_budget_pages.value();
+        let new = abi::check_budget(req, max)?;
+        if self.inner.lock().dead {
+            return Err(ENODEV);
+        }
+        let mut g = self.map.lock();
+        let ms = &mut *g;
+        if let Some(p) = new {
+            ms.budget.limit = p;
+            if let Some(dom) = ms.domain.as_ref() {
+                ms.budget.enforce(&mut ms.mirror, &**dom);
+            }
+        }
+        Ok(abi::Budget {
+            pages: ms.budget.limit,
+            evicted_pages: ms.budget.evicted_pages,
+            evictions: ms.budget.evictions,
+            mapped_pages: ms.mirror.len(),
+            reserved: [0; 2],
+        })
     }
 
     /// EXANEST_DMA_IOC_LATENCY: ENODEV once the device is gone.

@@ -70,6 +70,11 @@ if [ -e /lib/exanest_dma.ko ]; then
 	echo "$out" | grep -q "8388608 bytes .* data verified"; t $? cli-copy-on-demand "$out"
 	out=$(exanest-cli copy --size 2M --mode on-demand --advise 2>&1); echo "$out"
 	echo "$out" | grep -q "^faults 0 "; t $? cli-advise-no-faults "$out"
+	# The translation budget through the library: 256 pages for an 8 MiB on-demand copy.
+	out=$(exanest-cli copy --size 8M --mode on-demand --budget 256 2>&1); echo "$out"
+	echo "$out" | grep -q "8388608 bytes .* data verified" &&
+		echo "$out" | grep -q "^budget 256 pages: evicted [1-9][0-9]* pages in [1-9]"
+	t $? cli-budget-evicts "$out"
 	# The benchmark's short smoke run; scripts/check.sh checks its numbers are sane, and the
 	# engine figures it is quoted with come from the device (debugfs).
 	cat /sys/kernel/debug/exanest-dma0/engine

@@ -530,4 +530,67 @@ TEST_F_TIMEOUT(contexts, killed_process_writes_nothing_after_exit, 120)
 	munmap(dst, LEN);
 }
 
+static int budget(int fd, uint64_t pages, struct exanest_dma_budget *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->pages = pages;
+	return xioctl(fd, EXANEST_DMA_IOC_BUDGET, out);
+}
+
+/*
+ * The translation budget: with 256 pages, a 4 MiB on-demand copy (2048 pages of source and
+ * destination) evicts the least recently faulted pages as it goes, the mirror never keeps much
+ * more than the budget, the data is right, and the counters say how many went. A second pass
+ * faults the evicted pages in again. Bad requests get their errno.
+ */
+TEST_F_TIMEOUT(contexts, budget_evicts_least_recently_faulted, 120)
+{
+	enum { LEN = 4 << 20, BUDGET = 256 };
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_budget b;
+	struct exanest_dma_counters c0, c1;
+	int fd = dev_open(0);
+	uint64_t before;
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_EQ(0, budget(fd, 0, &b));
+	EXPECT_LT(BUDGET, b.pages) TH_LOG("default budget %llu", (unsigned long long)b.pages);
+	EXPECT_EQ(-E2BIG, budget(fd, UINT64_MAX, &b));
+	memset(&b, 0, sizeof(b));
+	b.evictions = 1;
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_BUDGET, &b));
+	ASSERT_EQ(0, budget(fd, BUDGET, &b));
+	EXPECT_EQ(BUDGET, b.pages);
+	EXPECT_EQ(0, b.evicted_pages);
+	fill(src, LEN, 11);
+	ASSERT_EQ(0, reg(fd, src, LEN, RD, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW, NULL));
+	ASSERT_EQ(0, reg(fd, dst, LEN, WR, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW, NULL));
+	c0 = counters(fd);
+	EXPECT_EQ(0, copy_wait(fd, src, dst, LEN));
+	EXPECT_EQ(0, memcmp(src, dst, LEN));
+	ASSERT_EQ(0, budget(fd, 0, &b));
+	c1 = counters(fd);
+	EXPECT_LT(0, b.evicted_pages);
+	EXPECT_LT(0, b.evictions);
+	EXPECT_EQ(b.evicted_pages, c1.evicted_pages);
+	/* Within the budget, give or take the run just faulted (touch-ahead: up to 511 pages). */
+	EXPECT_GE(BUDGET + 512, b.mapped_pages);
+	EXPECT_GE(2 * PAGES(LEN), b.evicted_pages + b.mapped_pages);
+	/* Again: what was evicted faults in again; the data is right again. */
+	memset(dst, 0, LEN);
+	EXPECT_EQ(0, copy_wait(fd, src, dst, LEN));
+	EXPECT_EQ(0, memcmp(src, dst, LEN));
+	EXPECT_LT(c1.pages_resolved, counters(fd).pages_resolved);
+	EXPECT_LT(c0.pages_resolved, c1.pages_resolved);
+	/* Lowering the budget evicts at once (all but the newest run). */
+	ASSERT_EQ(0, budget(fd, 0, &b));
+	before = b.evicted_pages;
+	ASSERT_EQ(0, budget(fd, 16, &b));
+	EXPECT_GE(16 + 512, b.mapped_pages);
+	EXPECT_LT(before, b.evicted_pages);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN

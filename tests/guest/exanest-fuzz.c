@@ -783,6 +783,8 @@ static unsigned int gen_badcmd(struct worker *w)
 				cmd = (cmd & ~0xff00u) | (EXANEST_DMA_IOC_MAGIC << 8);
 		for (int i = 0; i < C_BADCMD; i++)
 			valid |= cmd == call_cmd[i];
+		/* Defined, though the fuzzer does not call it (it would only shrink the budget). */
+		valid |= cmd == EXANEST_DMA_IOC_BUDGET;
 		if (!valid)
 			return cmd;
 	}

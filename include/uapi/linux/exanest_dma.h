@@ -126,7 +126,21 @@ struct exanest_dma_counters {
 	__u64 touch_ahead_pages;	/* of which past the faulting page */
 	__u64 retransmissions;	/* RESUMEs after a resolved fault */
 	__u64 huge_mappings;	/* 2 MiB IOMMU blocks mapped for transparent huge pages */
-	__u64 reserved;
+	__u64 evicted_pages;	/* pages unmapped to stay within the budget (since ABI 2) */
+};
+
+/*
+ * EXANEST_DMA_IOC_BUDGET: the translation budget of the file's context, the most pages the
+ * on-demand mirror (prefault and on-demand regions) keeps mapped in the IOMMU; past it the least
+ * recently faulted pages are unmapped and fault in again when next used. Pinned pages do not
+ * count and are never unmapped.
+ */
+struct exanest_dma_budget {
+	__u64 pages;		/* in: new budget (0: keep it); out: the budget */
+	__u64 evicted_pages;	/* out: pages evicted so far */
+	__u64 evictions;	/* out: evictions so far */
+	__u64 mapped_pages;	/* out: pages the on-demand mirror maps now */
+	__u64 reserved[2];	/* zero */
 };
 
 /*
@@ -163,5 +177,6 @@ struct exanest_dma_region_stats {
 #define EXANEST_DMA_IOC_LATENCY	_IOR(EXANEST_DMA_IOC_MAGIC, 0x07, struct exanest_dma_latency)
 #define EXANEST_DMA_IOC_REGION_STATS \
 	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x08, struct exanest_dma_region_stats)
+#define EXANEST_DMA_IOC_BUDGET	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x09, struct exanest_dma_budget)
 
 #endif /* _UAPI_LINUX_EXANEST_DMA_H */

@@ -67,6 +67,8 @@ pub const LATENCY_BUCKETS: usize = 24;
 pub const IOC_LATENCY: u32 = ioc(IOC_R, 7, core::mem::size_of::<Latency>());
 /// `EXANEST_DMA_IOC_REGION_STATS`.
 pub const IOC_REGION_STATS: u32 = ioc(IOC_R | IOC_W, 8, core::mem::size_of::<RegionStats>());
+/// `EXANEST_DMA_IOC_BUDGET`.
+pub const IOC_BUDGET: u32 = ioc(IOC_R | IOC_W, 9, core::mem::size_of::<Budget>());
 
 /// A log2 histogram of durations in microseconds.
 #[repr(C)]
@@ -147,6 +149,22 @@ pub struct RegionStats {
     pub faults: u64,
     /// Pages faulted in and mapped on demand.
     pub pages_resolved: u64,
+    /// Zero.
+    pub reserved: [u64; 2],
+}
+
+/// `struct exanest_dma_budget`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Budget {
+    /// In: the new budget in pages, 0 to keep it. Out: the budget.
+    pub pages: u64,
+    /// Out: pages evicted so far.
+    pub evicted_pages: u64,
+    /// Out: evictions so far (a fault-in that unmapped older runs counts once).
+    pub evictions: u64,
+    /// Out: pages the on-demand mirror maps now.
+    pub mapped_pages: u64,
     /// Zero.
     pub reserved: [u64; 2],
 }
@@ -462,8 +480,8 @@ pub struct Counters {
     pub retransmissions: u64,
     /// 2 MiB IOMMU blocks mapped for transparent huge pages.
     pub huge_mappings: u64,
-    /// Zero.
-    pub reserved: u64,
+    /// Pages unmapped to keep within the translation budget (ABI 2).
+    pub evicted_pages: u64,
 }
 
 /// One line, `name value` pairs: what `exanest-cli counters` and debugfs print.
@@ -473,7 +491,7 @@ impl core::fmt::Display for Counters {
             f,
             "copies {} errors {} bytes {} regions {} pages-mapped {} pages-pinned {} faults {} \
              faults-resolved {} nacks {} retransmissions {} invalidations {} iommu-faults {} \
-             pages-resolved {} touch-ahead-pages {} huge-mappings {}",
+             pages-resolved {} touch-ahead-pages {} huge-mappings {} evicted-pages {}",
             self.copies,
             self.copy_errors,
             self.bytes,
@@ -488,7 +506,8 @@ impl core::fmt::Display for Counters {
             self.iommu_faults,
             self.pages_resolved,
             self.touch_ahead_pages,
-            self.huge_mappings
+            self.huge_mappings,
+            self.evicted_pages
         )
     }
 }
@@ -659,6 +678,20 @@ pub fn check_region_stats(r: &RegionStats) -> Result<u32, Errno> {
     Ok(r.handle)
 }
 
+/// Check an `EXANEST_DMA_IOC_BUDGET` request against the largest budget allowed: the new
+/// budget (`None`: keep it). Out fields and reserved words must be zero (`Inval`); a budget
+/// above `max` is `TooBig`.
+pub fn check_budget(b: &Budget, max: u64) -> Result<Option<u64>, Errno> {
+    if b.evicted_pages != 0 || b.evictions != 0 || b.mapped_pages != 0 || b.reserved != [0; 2] {
+        return Err(Errno::Inval);
+    }
+    match b.pages {
+        0 => Ok(None),
+        p if p > max => Err(Errno::TooBig),
+        p => Ok(Some(p)),
+    }
+}
+
 /// Check an `EXANEST_DMA_IOC_DEREG` request.
 pub fn check_dereg(d: &Dereg) -> Result<u32, Errno> {
     if d.flags != 0 {
@@ -688,6 +721,23 @@ mod tests {
             access: ACCESS_READ,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn budget_checks() {
+        let b = |pages| Budget {
+            pages,
+            ..Default::default()
+        };
+        assert_eq!(check_budget(&b(0), 100), Ok(None));
+        assert_eq!(check_budget(&b(100), 100), Ok(Some(100)));
+        assert_eq!(check_budget(&b(101), 100), Err(Errno::TooBig));
+        let mut x = b(5);
+        x.evictions = 1;
+        assert_eq!(check_budget(&x, 100), Err(Errno::Inval));
+        let mut x = b(5);
+        x.reserved[1] = 1;
+        assert_eq!(check_budget(&x, 100), Err(Errno::Inval));
     }
 
     #[test]

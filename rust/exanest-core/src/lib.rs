@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod abi;
+pub mod budget;
 pub mod ctxpool;
 pub mod fault;
 pub mod region;

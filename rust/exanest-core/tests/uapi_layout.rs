@@ -4,7 +4,7 @@
 //! include/uapi/linux/exanest_dma.h.
 
 use exanest_core::abi::{
-    self, Advise, Copy, Counters, Dereg, Info, Latency, Reg, RegionStats, Wait,
+    self, Advise, Budget, Copy, Counters, Dereg, Info, Latency, Reg, RegionStats, Wait,
 };
 use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
@@ -61,6 +61,11 @@ fn expectations() -> Vec<(String, u64)> {
         [total, queue, fault_in, map, handler]
     );
     st!(
+        "exanest_dma_budget",
+        Budget,
+        [pages, evicted_pages, evictions, mapped_pages, reserved]
+    );
+    st!(
         "exanest_dma_region_stats",
         RegionStats,
         [handle, mode, faults, pages_resolved, reserved]
@@ -95,7 +100,7 @@ fn expectations() -> Vec<(String, u64)> {
             touch_ahead_pages,
             retransmissions,
             huge_mappings,
-            reserved
+            evicted_pages
         ]
     );
     for (c, r) in [
@@ -108,6 +113,7 @@ fn expectations() -> Vec<(String, u64)> {
         ("EXANEST_DMA_IOC_ADVISE", abi::IOC_ADVISE),
         ("EXANEST_DMA_IOC_LATENCY", abi::IOC_LATENCY),
         ("EXANEST_DMA_IOC_REGION_STATS", abi::IOC_REGION_STATS),
+        ("EXANEST_DMA_IOC_BUDGET", abi::IOC_BUDGET),
         ("EXANEST_DMA_LATENCY_BUCKETS", abi::LATENCY_BUCKETS as u32),
         ("EXANEST_DMA_REG_WINDOW", abi::REG_WINDOW),
         ("EXANEST_DMA_MAX_WINDOW", abi::MAX_WINDOW),

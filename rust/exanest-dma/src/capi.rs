@@ -331,3 +331,27 @@ pub unsafe extern "C" fn exanest_dma_counters(
     unsafe { out.write(r.unwrap_or_default()) };
     ret(r)
 }
+
+/// The translation budget: set it to `pages` (0: keep it) and report it in `*out` (the budget,
+/// pages evicted so far, evictions, pages the on-demand mirror maps now). -E2BIG above the
+/// module's `max_budget_pages`.
+///
+/// # Safety
+///
+/// `dev` is a live handle; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_budget(
+    dev: *const ExanestDma,
+    pages: u64,
+    out: *mut abi::Budget,
+) -> c_int {
+    if out.is_null() {
+        return -libc::EINVAL;
+    }
+    // SAFETY: Non-NULL, and valid for a write per the contract.
+    unsafe { out.write(abi::Budget::default()) };
+    let r = dev!(dev).budget((pages != 0).then_some(pages));
+    // SAFETY: `out` was checked non-NULL and is valid for a write per the contract.
+    unsafe { out.write(r.unwrap_or_default()) };
+    ret(r)
+}

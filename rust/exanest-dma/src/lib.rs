@@ -153,6 +153,8 @@ impl Access {
 pub type Info = abi::Info;
 /// Driver statistics.
 pub type Counters = abi::Counters;
+/// The translation budget and what it evicted ([`Device::budget`]).
+pub type Budget = abi::Budget;
 /// Fault resolution times (log2 histograms in microseconds), whole and by stage.
 pub type Latency = abi::Latency;
 /// One log2 histogram in microseconds.
@@ -241,6 +243,18 @@ impl Device {
         let mut c = Counters::default();
         ioctl(&self.fd, abi::IOC_COUNTERS, &mut c)?;
         Ok(c)
+    }
+
+    /// The translation budget: set it to `pages` (`None`: keep it), and read what it did
+    /// (pages evicted so far, evictions, pages the on-demand mirror maps now). Above the
+    /// module's `max_budget_pages`: `Error::Abi(Errno::TooBig)`.
+    pub fn budget(&self, pages: Option<u64>) -> Result<Budget> {
+        let mut b = Budget {
+            pages: pages.unwrap_or(0),
+            ..Budget::default()
+        };
+        ioctl(&self.fd, abi::IOC_BUDGET, &mut b)?;
+        Ok(b)
     }
 
     /// Register raw memory. Returns the handle.

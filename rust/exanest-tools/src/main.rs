@@ -6,7 +6,7 @@
 //! exanest-cli [-d N] info
 //! exanest-cli [-d N] copy [--size BYTES] [--count N] [--src-offset B] [--dst-offset B]
 //!                         [--mode pin|prefault|on-demand] [--window PAGES] [--advise]
-//!                         [--no-verify]
+//!                         [--budget PAGES] [--no-verify]
 //! exanest-cli [-d N] counters
 //! ```
 
@@ -16,7 +16,7 @@ use std::time::Instant;
 
 const USAGE: &str = "usage: exanest-cli [-d N] info | counters | copy [--size BYTES] [--count N] \
 [--src-offset B] [--dst-offset B] [--mode pin|prefault|on-demand] [--window PAGES] [--advise] \
-[--no-verify]";
+[--budget PAGES] [--no-verify]";
 
 struct CopyArgs {
     size: usize,
@@ -26,6 +26,7 @@ struct CopyArgs {
     mode: Mode,
     window: Option<u32>,
     advise: bool,
+    budget: Option<u64>,
     verify: bool,
 }
 
@@ -51,6 +52,7 @@ fn parse_copy(args: &[String]) -> Result<CopyArgs, String> {
         mode: Mode::Pin,
         window: None,
         advise: false,
+        budget: None,
         verify: true,
     };
     let mut it = args.iter();
@@ -70,6 +72,7 @@ fn parse_copy(args: &[String]) -> Result<CopyArgs, String> {
                 a.window = Some(u32::try_from(w).map_err(|_| format!("bad window {w}"))?);
             }
             "--advise" => a.advise = true,
+            "--budget" => a.budget = Some(parse_size(val()?)? as u64),
             "--no-verify" => a.verify = false,
             f => return Err(format!("unknown option '{f}'")),
         }
@@ -87,6 +90,9 @@ fn copy(dev: &Device, a: &CopyArgs) -> Result<bool, Box<dyn std::error::Error>> 
     let mut dst = vec![0u8; a.dst_off + a.size];
     let (s_addr, s_len) = (src.as_ptr() as u64, src.len() as u64);
     let (d_addr, d_len) = (dst.as_mut_ptr() as u64, dst.len() as u64);
+    if let Some(p) = a.budget {
+        dev.budget(Some(p))?;
+    }
     let c0 = dev.counters()?;
     // SAFETY: Both buffers outlive their regions (deregistered below, before they are
     // dropped), and nothing touches `dst` while a copy may write it.
@@ -142,6 +148,13 @@ fn copy(dev: &Device, a: &CopyArgs) -> Result<bool, Box<dyn std::error::Error>> 
         c1.touch_ahead_pages - c0.touch_ahead_pages,
         c1.pages_pinned
     );
+    if a.budget.is_some() {
+        let b = dev.budget(None)?;
+        println!(
+            "budget {} pages: evicted {} pages in {} evictions, {} mapped",
+            b.pages, b.evicted_pages, b.evictions, b.mapped_pages
+        );
+    }
     Ok(ok)
 }
 

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The translation budget of a process: the most pages its on-demand mirror (prefault and
+//! on-demand regions) keeps mapped in the IOMMU. Past it, the least recently faulted runs are
+//! unmapped (`iommu_unmap` syncs the IOTLB) and fault in again when the engine next uses them.
+//! Pinned pages are not the mirror's: they count against RLIMIT_MEMLOCK and never go. The order
+//! of runs and the choice of victims is the core's `budget`, tested on the host.
+//!
+//! A `Budget` lives under `Process::map` beside the mirror (odp.rs's `MapState`): nothing here
+//! allocates (the run list is allocated with the process). Lock order: process.rs.
+
+use crate::exanest_core::budget::{over, Run, RunLru};
+use crate::iommu::IoPageTable;
+use crate::mirror::Mirror;
+use kernel::prelude::*;
+
+/// Runs remembered: a fault-in maps one run (the faulting page and its touch-ahead, up to
+/// 512 pages), so 4096 runs follow at least 16 MiB of single-page faults; an older run that is
+/// forgotten is evicted at once, so that every mapped page stays evictable.
+const RUNS: usize = 4096;
+
+/// The budget and what it did.
+pub(crate) struct Budget {
+    /// Most pages the mirror keeps mapped.
+    pub(crate) limit: u64,
+    runs: KBox<RunLru<RUNS>>,
+    /// Pages evicted so far.
+    pub(crate) evicted_pages: u64,
+    /// Evictions so far (each fault-in or budget change that unmapped something counts once).
+    pub(crate) evictions: u64,
+}
+
+impl Budget {
+    /// A budget of `limit` pages.
+    pub(crate) fn new(limit: u64) -> Result<Self> {
+        Ok(Budget {
+            limit,
+            runs: KBox::new(RunLru::new(), GFP_KERNEL_ACCOUNT)?,
+            evicted_pages: 0,
+            evictions: 0,
+        })
+    }
+
+    /// Unmap run `r` from the mirror; returns the pages that went.
+    fn unmap(mirror: &mut Mirror, dom: &impl IoPageTable, r: Run) -> u64 {
+        let before = mirror.len();
+        mirror.unmap_range(dom, r.0, r.1);
+        before - mirror.len()
+    }
+
+    /// Evict the least recently faulted runs until the mirror is within the budget (never the
+    /// newest run).
+    pub(crate) fn enforce(&mut self, mirror: &mut Mirror, dom: &impl IoPageTable) {
+        let mut gone = 0;
+        while over(mirror.len(), self.limit) {
+            let Some(r) = self.runs.evict() else {
+                break;
+            };
+            gone += Self::unmap(mirror, dom, r);
+        }
+        self.count(gone);
+    }
+
+    /// The fault path mapped run `[start, end)`: remember it, then keep within the budget.
+    pub(crate) fn mapped(
+        &mut self,
+        mirror: &mut Mirror,
+        dom: &impl IoPageTable,
+        start: u64,
+        end: u64,
+    ) {
+        let mut gone = 0;
+        if let Some(old) = self.runs.push((start, end)) {
+            gone += Self::unmap(mirror, dom, old);
+        }
+        self.count(gone);
+        self.enforce(mirror, dom);
+    }
+
+    fn count(&mut self, pages: u64) {
+        if pages > 0 {
+            self.evicted_pages += pages;
+            self.evictions += 1;
+        }
+    }
+
+    /// The mirror was emptied (teardown): no run is mapped any more.
+    pub(crate) fn clear(&mut self) {
+        self.runs.clear();
+    }
+}
