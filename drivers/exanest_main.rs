@@ -253,7 +253,7 @@ module! {
             description: "Contexts to use on each engine (0: every one the engine has); more processes than contexts share them",
         },
         budget_pages: u64 {
-            default: 262144,
+            default: 1048576,
             description: "Translation budget of each process, in pages: the most pages its prefault and on-demand regions keep mapped in the IOMMU (the least recently faulted go first); EXANEST_DMA_IOC_BUDGET changes it",
         },
         max_budget_pages: u64 {
