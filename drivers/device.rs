@@ -147,8 +147,12 @@ impl Instance {
     /// COPY: get a context, then submit; again when the context was taken from the process
     /// in between (it was idle then).
     fn copy(&self, p: &Arc<Process>, cmd: u32, arg: usize) -> Result<isize> {
-        // A process that may not copy must not wait for, or take, a context first.
-        p.check_caller()?;
+        // A process that may not copy must not wait for, or take, a context: its call goes
+        // straight to the copy, which refuses it (EFAULT first for an unreadable argument, then
+        // EPERM, as for every call).
+        if p.check_caller().is_err() {
+            return crate::ioctl::dispatch(p.as_arc_borrow(), cmd, arg);
+        }
         for _ in 0..ACQUIRE_TRIES {
             self.acquire(p)?;
             match crate::ioctl::dispatch(p.as_arc_borrow(), cmd, arg) {

@@ -210,13 +210,15 @@ mod tests {
             faults: 7,
             retransmissions: 5,
             huge_mappings: 2,
+            evicted_pages: 9,
             ..Default::default()
         };
         let b = fmt(c);
         assert!(b.has("copies 3 errors 1 bytes 0 "));
         assert!(b.has(" faults 7 "));
         assert!(b.has(" retransmissions 5 "));
-        assert!(b.b[..b.n].ends_with(b"huge-mappings 2"));
+        assert!(b.has(" huge-mappings 2 "));
+        assert!(b.b[..b.n].ends_with(b"evicted-pages 9"));
     }
 
     /// Region modes print with the names the CLI and abi.rst use.

@@ -462,12 +462,13 @@ TEST_F_TIMEOUT(contexts, unheld_context_cannot_reach_another_process, 60)
 /*
  * A process killed with copies in flight: its context is stopped before its pages go back, so
  * nothing lands in its destination (memory shared with the parent here) after it died, and the
- * context is handed out again and works. The copies alternate between two sources, so the
- * destination keeps changing for as long as the engine works on it: a quarter of a second.
+ * context is handed out again and works. The process keeps its copies queued until it dies
+ * (as many as it may have in flight, alternating between two sources), so the engine is writing
+ * the destination whenever the kill comes.
  */
 TEST_F_TIMEOUT(contexts, killed_process_writes_nothing_after_exit, 120)
 {
-	enum { LEN = 16 << 20, COPIES = 32 };
+	enum { LEN = 16 << 20, COPIES = 32 };	/* at most MAX_INFLIGHT (64) */
 	uint8_t *dst = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct exanest_dma_info i;
 	uint8_t *src, *d2;
@@ -494,12 +495,16 @@ TEST_F_TIMEOUT(contexts, killed_process_writes_nothing_after_exit, 120)
 		    reg(cfd, b, LEN, RD, EXANEST_DMA_MODE_PIN, NO_WINDOW, NULL) ||
 		    reg(cfd, dst, LEN, WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, NULL))
 			_exit(3);
-		for (int k = 0; k < COPIES; k++)
-			if (copy(cfd, k % 2 ? b : a, dst, LEN, NULL))
+		for (uint64_t k = 0;; k++) {
+			uint64_t ck;
+
+			if (k == COPIES)
+				dprintf(ready[1], "%c", 'A' + ci.context);
+			if (k >= COPIES && wait_cookie(cfd, k + 1 - COPIES, -1, NULL, NULL))
+				_exit(4);
+			if (copy(cfd, k % 2 ? b : a, dst, LEN, &ck) || ck != k + 1)
 				_exit(3);
-		dprintf(ready[1], "%c", 'A' + ci.context);
-		pause();
-		_exit(4);
+		}
 	}
 	close(ready[1]);
 	ASSERT_EQ(1, read(ready[0], &c, 1));
@@ -510,8 +515,6 @@ TEST_F_TIMEOUT(contexts, killed_process_writes_nothing_after_exit, 120)
 	usleep(200000);
 	s2 = sum(dst, LEN);
 	EXPECT_EQ(s1, s2) TH_LOG("the dead process's copies went on writing");
-	/* The last copy's source everywhere: all copies ran, the kill came too late to test. */
-	EXPECT_FALSE(all_bytes(dst, LEN, 0x11)) TH_LOG("every copy ended before the kill");
 	/* The freed context (the lowest free one) is handed out again and copies. */
 	fd = dev_open(0);
 	ASSERT_LE(0, fd);
@@ -575,9 +578,12 @@ TEST_F_TIMEOUT(contexts, budget_evicts_least_recently_faulted, 120)
 	EXPECT_LT(0, b.evicted_pages);
 	EXPECT_LT(0, b.evictions);
 	EXPECT_EQ(b.evicted_pages, c1.evicted_pages);
-	/* Within the budget, give or take the run just faulted (touch-ahead: up to 511 pages). */
+	/*
+	 * Within the budget, give or take the run just faulted (touch-ahead: up to 511 pages); all
+	 * the rest went at least once (pages the copy still used fault in again and may go again).
+	 */
 	EXPECT_GE(BUDGET + 512, b.mapped_pages);
-	EXPECT_GE(2 * PAGES(LEN), b.evicted_pages + b.mapped_pages);
+	EXPECT_LE(2 * PAGES(LEN) - BUDGET - 512, b.evicted_pages);
 	/* Again: what was evicted faults in again; the data is right again. */
 	memset(dst, 0, LEN);
 	EXPECT_EQ(0, copy_wait(fd, src, dst, LEN));
