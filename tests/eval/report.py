@@ -247,7 +247,8 @@ def report(raw, out, figdir, meta):
       "``exanest-bench`` runs in the QEMU guest; do not edit by hand.\n")
     w(f"{meta}\n" if meta else "")
     w(f"Engine, as the device reports it (``/sys/kernel/debug/{eng['engine']}/engine``): register\n"
-      f"map {eng['version']}, {eng['channels']} channels, {engine_text(eng)}.\n")
+      f"map {eng['version']}, " + (f"{eng['contexts']} contexts of " if "contexts" in eng else "") +
+      f"{eng['channels']} channels, {engine_text(eng)}.\n")
     w(f"Every figure is the median of {nruns} runs; ratios against pinning are computed within\n"
       f"each run, then their median is shown. **All times are emulated**: QEMU runs with\n"
       "``-icount shift=0,sleep=off``, so guest time follows executed instructions and the\n"
