@@ -147,6 +147,11 @@ impl Contexts {
     /// `false` means wait (the caller sleeps without `Instance::state` and asks again).
     pub(crate) fn acquire(&mut self, p: &Arc<Process>) -> Result<bool> {
         let me = id(p);
+        // The common case, with nobody waiting: the process keeps its context, and nobody's
+        // idleness needs looking at.
+        if self.pool.keeps(me, ffi::ktime_ns()) {
+            return Ok(p.inner.lock().bound.is_some());
+        }
         // Who is idle, as far as the holders' state says now; rechecked when taking.
         let mut idle = [None; MAX_CONTEXTS];
         for (c, f) in idle.iter_mut().enumerate().take(self.pool.contexts()) {

@@ -127,6 +127,20 @@ impl<H: Copy + Eq + core::fmt::Debug, const N: usize, const W: usize> ContextPoo
             .map(|(i, s)| (i, s.holder))
     }
 
+    /// Whether `who` keeps the context it holds at `now` without further ado: nobody waits, or
+    /// its slice is not over (and it is not queued itself). The fast path of
+    /// [`ContextPool::request`], which needs no idleness of anybody.
+    pub fn keeps(&self, who: H, now: u64) -> bool {
+        match self.held_by(who) {
+            Some(i) => {
+                self.position(who).is_none()
+                    && (self.waiting == 0
+                        || now.saturating_sub(self.slots[i].since) < self.slice_ns)
+            }
+            None => false,
+        }
+    }
+
     /// `who` needs a context at `now` (it is about to submit a copy). `idle(h)` says whether
     /// holder `h` has nothing queued or running.
     pub fn request(&mut self, who: H, now: u64, idle: impl Fn(H) -> bool) -> Grant<H> {
@@ -257,7 +271,14 @@ mod tests {
     fn holder_keeps_its_context_while_nobody_waits() {
         let mut p = Pool::new(1, 10);
         p.bind(0, 1, 0);
+        assert!(p.keeps(1, 1_000_000));
+        assert!(!p.keeps(2, 0));
         assert_eq!(p.request(1, 1_000_000, |_| false), Grant::Keep(0));
+        // Somebody waits: within its slice it keeps it, after it no more.
+        assert_eq!(p.request(2, 1_000_001, |_| false), Grant::Wait);
+        p.bind(0, 1, 1_000_001);
+        assert!(p.keeps(1, 1_000_005));
+        assert!(!p.keeps(1, 1_000_011));
     }
 
     #[test]
