@@ -7,8 +7,8 @@
 //! faults in again when the engine next touches it. Pinned pages are not the mirror's and never
 //! go.
 //!
-//! Fixed storage: the last `N` runs. When more are faulted, the oldest is forgotten, which the
-//! caller treats as an eviction too, so that every mapped page stays evictable.
+//! Fixed storage: the last `N` runs. When more are faulted, the oldest is forgotten: its pages
+//! stay mapped, out of the budget's reach, until the mm or a deregistration unmaps them.
 
 /// One run: pages `[start, end)` (byte addresses).
 pub type Run = (u64, u64);
@@ -47,9 +47,22 @@ impl<const N: usize> RunLru<N> {
         self.len == 0
     }
 
-    /// A run was faulted in. Returns the oldest run when there was no room for the new one:
-    /// the caller evicts it.
+    /// A run was faulted in. Older runs that overlap it are forgotten: they were unmapped
+    /// (the pages faulted again), and evicting them later would unmap what the new run just
+    /// mapped. Returns the oldest run when there was no room for the new one: it is forgotten,
+    /// and the caller leaves its pages mapped (evicting them would make the ring an implicit
+    /// budget of `N` runs).
     pub fn push(&mut self, run: Run) -> Option<Run> {
+        let mut kept = 0;
+        for i in 0..self.len {
+            let r = self.runs[(self.head + i) % N];
+            if r.0 < run.1 && run.0 < r.1 {
+                continue;
+            }
+            self.runs[(self.head + kept) % N] = r;
+            kept += 1;
+        }
+        self.len = kept;
         let mut out = None;
         if self.len == N {
             out = self.pop();
@@ -107,6 +120,24 @@ mod tests {
         assert_eq!(l.evict(), Some((10, 20)));
         assert_eq!(l.evict(), None);
         assert_eq!(l.len(), 1);
+    }
+
+    #[test]
+    fn a_run_faulted_again_replaces_the_old_one() {
+        let mut l: RunLru<4> = RunLru::new();
+        l.push((0, 10));
+        l.push((10, 20));
+        l.push((5, 12));
+        // (0, 10) and (10, 20) overlap the new run: only it is left, and it is the newest.
+        assert_eq!(l.len(), 1);
+        assert_eq!(l.evict(), None);
+        l.push((20, 30));
+        assert_eq!(l.evict(), Some((5, 12)));
+        // A stream of faults on the same pages never fills the ring with stale copies.
+        for _ in 0..100 {
+            assert_eq!(l.push((40, 41)), None);
+        }
+        assert_eq!(l.len(), 2);
     }
 
     #[test]
