@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /*
- * ExaNeSt PLDMA register map, version 2.0.
+ * ExaNeSt PLDMA register map, version 2.1.
  *
  * The contract between the driver, the QEMU engine model and a future FPGA
  * implementation on the QFDB. Documentation/pldma-registers.rst explains
@@ -15,8 +15,12 @@
  * 32-bit registers. The global registers, then one block per context (its
  * interrupt status, its quiesce command, its channels). 64-bit addresses are
  * split into _LO/_HI halves; a 64-bit access to a _LO offset reads or writes
- * both. VF BAR0: 4 KiB, the context's identification (the page its doorbell
- * registers will join).
+ * both. VF BAR0: 4 KiB, the context's identification and its queue
+ * doorbells: the only page user space maps.
+ *
+ * 2.1 adds user-level queues (one send queue and one completion queue per
+ * context, rings in the context's address space); nothing of 2.0 changes
+ * meaning.
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
  */
@@ -54,7 +58,7 @@
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     0
+#define PLDMA_VERSION_MINOR     1
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */
@@ -75,11 +79,29 @@
 #define PLDMA_MAX_CONTEXTS      64
 
 /* Context registers, relative to the context's block */
-/* RW1C: bit n = channel n of this context raised its interrupt */
+/* RW1C: see PLDMA_CTX_IRQ_* */
 #define PLDMA_CTX_IRQ_STATUS    0x000
 /* WO: commands (write-one strobes) */
 #define PLDMA_CTX_CTRL          0x004
 #define PLDMA_CTX_STATUS        0x008   /* RO */
+/* 2.1, kernel only: the context's queues (see below) */
+#define PLDMA_CTX_SQ_BASE_LO    0x010   /* RW: send queue ring IOVA */
+#define PLDMA_CTX_SQ_BASE_HI    0x014
+#define PLDMA_CTX_CQ_BASE_LO    0x018   /* RW: completion queue ring IOVA */
+#define PLDMA_CTX_CQ_BASE_HI    0x01c
+#define PLDMA_CTX_Q_CFG         0x020   /* RW: ring sizes, channels */
+#define PLDMA_CTX_Q_CTRL        0x024   /* RW: ENABLE */
+#define PLDMA_CTX_Q_STATUS      0x028   /* RO */
+/* RO: the IOVA a queue error is about */
+#define PLDMA_CTX_Q_ERR_LO      0x02c
+#define PLDMA_CTX_Q_ERR_HI      0x030
+
+/* CTX_IRQ_STATUS: bits 7:0 channel n raised its interrupt */
+#define PLDMA_CTX_IRQ_CHANNELS  0x000000ffu
+/* 2.1: the armed CQ event fired (CQ_TAIL != CQ_HEAD) */
+#define PLDMA_CTX_IRQ_CQ        (1u << 8)
+/* 2.1: the queue entered ERROR */
+#define PLDMA_CTX_IRQ_QERR      (1u << 9)
 
 /*
  * CTX_CTRL: stop every channel of the context at once: each returns to IDLE
@@ -117,6 +139,13 @@
 /* RO: bytes copied so far in this transfer */
 #define PLDMA_CH_DONE_BYTES     0x28
 #define PLDMA_CH_FAULTS         0x2c    /* RO: faults taken by this transfer */
+/* 2.1, RO: where the channel's current or last transfer came from */
+#define PLDMA_CH_ORIGIN         0x30
+/* 2.1, RO: its descriptor's wr_id (0 for a START) */
+#define PLDMA_CH_WRID_LO        0x34
+#define PLDMA_CH_WRID_HI        0x38
+/* 2.1, WO: the CQE status the next NACK of a queue transfer reports */
+#define PLDMA_CH_NACK_STATUS    0x3c
 
 /* CTRL: strobes (read back as 0); exactly one strobe per write, or none */
 #define PLDMA_CTRL_START        (1u << 0)       /* IDLE/DONE/ERROR -> BUSY */
@@ -147,6 +176,8 @@
 #define PLDMA_ERR_NO_MASTER     4
 /* source and destination ranges overlap */
 #define PLDMA_ERR_OVERLAP       5
+/* 2.1: a queue descriptor's flags are not 0 (queue transfers only) */
+#define PLDMA_ERR_BAD_FLAGS     6
 /* last command was invalid in this state, ignored */
 #define PLDMA_STATUS_REJECTED   (1u << 16)
 
@@ -160,10 +191,94 @@
 /* the access itself failed after translation */
 #define PLDMA_CAUSE_BUS         2
 
-/* VF BAR0: a context's page */
+/* ORIGIN (2.1) */
+/* the transfer came from the send queue (else: a START) */
+#define PLDMA_ORIGIN_QUEUE      (1u << 31)
+/* the SQ index (mod 2^16) of its descriptor */
+#define PLDMA_ORIGIN_SQ_INDEX_MASK 0x0000ffffu
+
+/* Q_CFG (2.1): latched when Q_CTRL.ENABLE goes from 0 to 1 */
+/* log2 of the SQ entries, PLDMA_Q_LOG2_MIN..PLDMA_Q_LOG2_MAX */
+#define PLDMA_Q_CFG_SQ_SHIFT    0
+#define PLDMA_Q_CFG_SQ_MASK     0x0000001fu
+/* log2 of the CQ entries, PLDMA_Q_LOG2_MIN..PLDMA_Q_LOG2_MAX */
+#define PLDMA_Q_CFG_CQ_SHIFT    8
+#define PLDMA_Q_CFG_CQ_MASK     0x00001f00u
+/* bit 16 + n: the queue may use channel n; all 0: every channel */
+#define PLDMA_Q_CFG_CHAN_SHIFT  16
+#define PLDMA_Q_CFG_CHAN_MASK   0x00ff0000u
+#define PLDMA_Q_LOG2_MIN        1
+#define PLDMA_Q_LOG2_MAX        12
+/* rings are aligned to this, in bytes */
+#define PLDMA_Q_RING_ALIGN      0x1000
+
+/* Q_CTRL (2.1) */
+/* 0 -> 1: latch bases and Q_CFG, indices to 0; 1 -> 0: stop the queue */
+#define PLDMA_Q_CTRL_ENABLE     (1u << 0)
+
+/* Q_STATUS (2.1) */
+#define PLDMA_Q_STATUS_ENABLED  (1u << 0)
+/* stopped on an error: no fetch, no CQE until re-enabled */
+#define PLDMA_Q_STATUS_ERROR    (1u << 1)
+#define PLDMA_Q_STATUS_ERR_SHIFT 8
+#define PLDMA_Q_STATUS_ERR_MASK 0x0000ff00u
+#define PLDMA_QERR_NONE         0
+/* a base misaligned or wrapping, a size or channel mask out of range */
+#define PLDMA_QERR_BAD_RING     1
+/* reading a descriptor failed (translation, bus, no bus mastering) */
+#define PLDMA_QERR_SQ_FETCH     2
+/* writing a CQE failed (translation, bus, no bus mastering) */
+#define PLDMA_QERR_CQ_WRITE     3
+
+/* Send queue entry (descriptor), little-endian: byte offsets of its fields */
+#define PLDMA_SQE_SIZE          32
+#define PLDMA_SQE_SRC_OFF       0       /* u64: source IOVA */
+#define PLDMA_SQE_DST_OFF       8       /* u64: destination IOVA */
+#define PLDMA_SQE_LEN_OFF       16      /* u32: bytes, 1..MAX_LEN */
+#define PLDMA_SQE_FLAGS_OFF     20      /* u32: must be 0 */
+#define PLDMA_SQE_WRID_OFF      24      /* u64: returned in the CQE */
+
+/* Completion queue entry, little-endian: byte offsets of its fields */
+#define PLDMA_CQE_SIZE          32
+#define PLDMA_CQE_WRID_OFF      0       /* u64: the descriptor's wr_id */
+#define PLDMA_CQE_STATUS_OFF    8       /* i32: PLDMA_CQE_* status */
+#define PLDMA_CQE_BYTES_OFF     12      /* u32: bytes copied */
+/* u64: IOVA of the transfer's last fault, 0 if none */
+#define PLDMA_CQE_FAULT_OFF     16
+#define PLDMA_CQE_FLAGS_OFF     24      /* u32: PLDMA_CQE_PHASE, rest 0 */
+#define PLDMA_CQE_RSVD_OFF      28      /* u32: 0 */
+/* 1 on the first pass through the ring, toggling at each wrap */
+#define PLDMA_CQE_PHASE         (1u << 0)
+
+/*
+ * CQE status: 0, or -(PLDMA_CQE_ERR_BASE + PLDMA_ERR_x) for an engine
+ * error, or for a NACK the value the driver wrote to CH_NACK_STATUS
+ * (PLDMA_CQE_ABORTED unless it wrote one).
+ */
+#define PLDMA_CQE_SUCCESS       0
+#define PLDMA_CQE_ERR_BASE      256
+#define PLDMA_CQE_BAD_LEN       (-257)
+#define PLDMA_CQE_BAD_ADDR      (-258)
+#define PLDMA_CQE_ABORTED       (-259)
+#define PLDMA_CQE_NO_MASTER     (-260)
+#define PLDMA_CQE_OVERLAP       (-261)
+#define PLDMA_CQE_BAD_FLAGS     (-262)
+
+/* VF BAR0: a context's page, the one user space maps */
 #define PLDMA_VF_ID             0x000   /* RO: PLDMA_VF_ID_MAGIC */
 #define PLDMA_VF_VERSION        0x004   /* RO: as PLDMA_VERSION */
 #define PLDMA_VF_CONTEXT        0x008   /* RO: the context's index */
+/* 2.1, RW: SQ producer index (free-running); writing it rings the doorbell */
+#define PLDMA_VF_SQ_TAIL        0x040
+/* 2.1, RO: descriptors the engine has taken (free-running) */
+#define PLDMA_VF_SQ_HEAD        0x044
+/* 2.1, RW: CQ consumer index (free-running), written by software */
+#define PLDMA_VF_CQ_HEAD        0x048
+/* 2.1, RO: CQEs written (free-running) */
+#define PLDMA_VF_CQ_TAIL        0x04c
+/* 2.1, WO: write PLDMA_VF_CQ_ARM_ONCE to arm the CQ event */
+#define PLDMA_VF_CQ_ARM         0x050
+#define PLDMA_VF_CQ_ARM_ONCE    (1u << 0)
 #define PLDMA_VF_ID_MAGIC       0x45584e56u     /* "EXNV" */
 
 #endif /* EXANEST_PLDMA_REGS_H */

@@ -4,7 +4,7 @@
  * on a translation fault and retransmits on RESUME.
  *
  * Register map: include/hw/exanest-pldma-regs.h (copied next to this file at
- * build time) and Documentation/pldma-registers.rst, version 2.0.
+ * build time) and Documentation/pldma-registers.rst, version 2.1.
  *
  * Copyright (c) 2026 The ExaNeSt DMA developers
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -36,11 +36,27 @@
  *  - Registers programmed by the guest are latched at START, so nothing the
  *    guest writes while a transfer runs can change it; every length and
  *    address is checked before use.
+ *  - Queues (2.1): each context has a send queue and a completion queue,
+ *    rings in its own address space that the engine reads and writes as
+ *    its VF. The doorbells are in the VF's page. The engine takes a
+ *    descriptor (pldma_q_pump) whenever the queue is enabled and not in
+ *    error, a descriptor is posted, a channel the queue may use is free and
+ *    the CQ has room for every queue transfer in flight plus this one; it
+ *    then starts it on that channel as START would. Descriptors are taken
+ *    at the instant that allows it (doorbell, a channel freed, CQ_HEAD
+ *    moved): fetching costs no modelled time. A queue transfer's end writes
+ *    a CQE instead of raising the channel's interrupt; a fault still raises
+ *    it, for the driver to resolve.
+ *  - Queue DMA could reach the engine's own registers (a ring in a BAR).
+ *    Nothing may break then: the pump does not nest, and code that does
+ *    queue DMA checks the queue's generation afterwards (reads of the
+ *    engine's registers have no side effects).
  *  - Guest mistakes are logged with LOG_GUEST_ERROR; the engine's activity
  *    goes to the exanest_pldma_* trace events.
  */
 
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
 #include "qemu/log.h"
 #include "qemu/units.h"
 #include "qemu/timer.h"
@@ -97,11 +113,30 @@ REG32(QUANTUM, PLDMA_QUANTUM)
 
 /* Context registers, relative to the context's block. */
 REG32(CTX_IRQ_STATUS, PLDMA_CTX_IRQ_STATUS)
+    FIELD(CTX_IRQ_STATUS, CHANNELS, 0, 8)
+    FIELD(CTX_IRQ_STATUS, CQ, 8, 1)
+    FIELD(CTX_IRQ_STATUS, QERR, 9, 1)
 REG32(CTX_CTRL, PLDMA_CTX_CTRL)
     FIELD(CTX_CTRL, QUIESCE, 0, 1)
 REG32(CTX_STATUS, PLDMA_CTX_STATUS)
     FIELD(CTX_STATUS, ACTIVE, 0, 1)
     FIELD(CTX_STATUS, FUNCTION, 1, 1)
+REG32(CTX_SQ_BASE_LO, PLDMA_CTX_SQ_BASE_LO)
+REG32(CTX_SQ_BASE_HI, PLDMA_CTX_SQ_BASE_HI)
+REG32(CTX_CQ_BASE_LO, PLDMA_CTX_CQ_BASE_LO)
+REG32(CTX_CQ_BASE_HI, PLDMA_CTX_CQ_BASE_HI)
+REG32(CTX_Q_CFG, PLDMA_CTX_Q_CFG)
+    FIELD(CTX_Q_CFG, SQ, PLDMA_Q_CFG_SQ_SHIFT, 5)
+    FIELD(CTX_Q_CFG, CQ, PLDMA_Q_CFG_CQ_SHIFT, 5)
+    FIELD(CTX_Q_CFG, CHAN, PLDMA_Q_CFG_CHAN_SHIFT, 8)
+REG32(CTX_Q_CTRL, PLDMA_CTX_Q_CTRL)
+    FIELD(CTX_Q_CTRL, ENABLE, 0, 1)
+REG32(CTX_Q_STATUS, PLDMA_CTX_Q_STATUS)
+    FIELD(CTX_Q_STATUS, ENABLED, 0, 1)
+    FIELD(CTX_Q_STATUS, ERROR, 1, 1)
+    FIELD(CTX_Q_STATUS, ERR, PLDMA_Q_STATUS_ERR_SHIFT, 8)
+REG32(CTX_Q_ERR_LO, PLDMA_CTX_Q_ERR_LO)
+REG32(CTX_Q_ERR_HI, PLDMA_CTX_Q_ERR_HI)
 
 /* Channel registers, relative to the channel's block. */
 REG32(CH_SRC_LO, PLDMA_CH_SRC_LO)
@@ -126,11 +161,23 @@ REG32(CH_FAULT_INFO, PLDMA_CH_FAULT_INFO)
     FIELD(CH_FAULT_INFO, CAUSE, PLDMA_FAULT_CAUSE_SHIFT, 8)
 REG32(CH_DONE_BYTES, PLDMA_CH_DONE_BYTES)
 REG32(CH_FAULTS, PLDMA_CH_FAULTS)
+REG32(CH_ORIGIN, PLDMA_CH_ORIGIN)
+    FIELD(CH_ORIGIN, SQ_INDEX, 0, 16)
+    FIELD(CH_ORIGIN, QUEUE, 31, 1)
+REG32(CH_WRID_LO, PLDMA_CH_WRID_LO)
+REG32(CH_WRID_HI, PLDMA_CH_WRID_HI)
+REG32(CH_NACK_STATUS, PLDMA_CH_NACK_STATUS)
 
 /* A VF's page. */
 REG32(VF_ID, PLDMA_VF_ID)
 REG32(VF_VERSION, PLDMA_VF_VERSION)
 REG32(VF_CONTEXT, PLDMA_VF_CONTEXT)
+REG32(VF_SQ_TAIL, PLDMA_VF_SQ_TAIL)
+REG32(VF_SQ_HEAD, PLDMA_VF_SQ_HEAD)
+REG32(VF_CQ_HEAD, PLDMA_VF_CQ_HEAD)
+REG32(VF_CQ_TAIL, PLDMA_VF_CQ_TAIL)
+REG32(VF_CQ_ARM, PLDMA_VF_CQ_ARM)
+    FIELD(VF_CQ_ARM, ONCE, 0, 1)
 
 QEMU_BUILD_BUG_ON(R_CAPS_NCHAN_MASK != PLDMA_CAPS_NCHAN_MASK);
 QEMU_BUILD_BUG_ON(R_CAPS_RESUME_MASK != PLDMA_CAPS_RESUME);
@@ -151,6 +198,42 @@ QEMU_BUILD_BUG_ON(R_CH_STATUS_ERR_MASK != PLDMA_STATUS_ERR_MASK);
 QEMU_BUILD_BUG_ON(R_CH_STATUS_REJECTED_MASK != PLDMA_STATUS_REJECTED);
 QEMU_BUILD_BUG_ON(R_CH_FAULT_INFO_WRITE_MASK != PLDMA_FAULT_WRITE);
 QEMU_BUILD_BUG_ON(R_CH_FAULT_INFO_CAUSE_MASK != PLDMA_FAULT_CAUSE_MASK);
+QEMU_BUILD_BUG_ON(R_CTX_IRQ_STATUS_CHANNELS_MASK != PLDMA_CTX_IRQ_CHANNELS);
+QEMU_BUILD_BUG_ON(R_CTX_IRQ_STATUS_CQ_MASK != PLDMA_CTX_IRQ_CQ);
+QEMU_BUILD_BUG_ON(R_CTX_IRQ_STATUS_QERR_MASK != PLDMA_CTX_IRQ_QERR);
+QEMU_BUILD_BUG_ON(R_CTX_Q_CFG_SQ_MASK != PLDMA_Q_CFG_SQ_MASK);
+QEMU_BUILD_BUG_ON(R_CTX_Q_CFG_CQ_MASK != PLDMA_Q_CFG_CQ_MASK);
+QEMU_BUILD_BUG_ON(R_CTX_Q_CFG_CHAN_MASK != PLDMA_Q_CFG_CHAN_MASK);
+QEMU_BUILD_BUG_ON(R_CTX_Q_CTRL_ENABLE_MASK != PLDMA_Q_CTRL_ENABLE);
+QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ENABLED_MASK != PLDMA_Q_STATUS_ENABLED);
+QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ERROR_MASK != PLDMA_Q_STATUS_ERROR);
+QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ERR_MASK != PLDMA_Q_STATUS_ERR_MASK);
+QEMU_BUILD_BUG_ON(R_CH_ORIGIN_QUEUE_MASK != PLDMA_ORIGIN_QUEUE);
+QEMU_BUILD_BUG_ON(R_CH_ORIGIN_SQ_INDEX_MASK != PLDMA_ORIGIN_SQ_INDEX_MASK);
+QEMU_BUILD_BUG_ON(R_VF_CQ_ARM_ONCE_MASK != PLDMA_VF_CQ_ARM_ONCE);
+/* Every channel has its interrupt status bit below the queue's bits. */
+QEMU_BUILD_BUG_ON(PLDMA_MAX_CHANNELS > 8);
+/* The queue registers sit between the context's and its channels'. */
+QEMU_BUILD_BUG_ON(PLDMA_CTX_STATUS >= PLDMA_CTX_SQ_BASE_LO ||
+                  PLDMA_CTX_Q_ERR_HI >= PLDMA_CH_BASE);
+QEMU_BUILD_BUG_ON(PLDMA_CH_NACK_STATUS >= PLDMA_CH_STRIDE);
+QEMU_BUILD_BUG_ON(PLDMA_VF_CQ_ARM >= PLDMA_VF_MMIO_SIZE);
+/*
+ * Queue entries: the fields fill the entry, and no entry crosses a page
+ * (rings are page-aligned, entries divide the page).
+ */
+QEMU_BUILD_BUG_ON(PLDMA_SQE_WRID_OFF + 8 != PLDMA_SQE_SIZE);
+QEMU_BUILD_BUG_ON(PLDMA_CQE_RSVD_OFF + 4 != PLDMA_CQE_SIZE);
+QEMU_BUILD_BUG_ON(PLDMA_Q_RING_ALIGN != PLDMA_PAGE);
+QEMU_BUILD_BUG_ON(PLDMA_PAGE % PLDMA_SQE_SIZE || PLDMA_PAGE % PLDMA_CQE_SIZE);
+/* A CQE's status for an engine error is -(PLDMA_CQE_ERR_BASE + error). */
+#define PLDMA_CQE_OF(e) (-(PLDMA_CQE_ERR_BASE + (e)))
+QEMU_BUILD_BUG_ON(PLDMA_CQE_BAD_LEN != PLDMA_CQE_OF(PLDMA_ERR_BAD_LEN));
+QEMU_BUILD_BUG_ON(PLDMA_CQE_BAD_ADDR != PLDMA_CQE_OF(PLDMA_ERR_BAD_ADDR));
+QEMU_BUILD_BUG_ON(PLDMA_CQE_ABORTED != PLDMA_CQE_OF(PLDMA_ERR_ABORTED));
+QEMU_BUILD_BUG_ON(PLDMA_CQE_NO_MASTER != PLDMA_CQE_OF(PLDMA_ERR_NO_MASTER));
+QEMU_BUILD_BUG_ON(PLDMA_CQE_OVERLAP != PLDMA_CQE_OF(PLDMA_ERR_OVERLAP));
+QEMU_BUILD_BUG_ON(PLDMA_CQE_BAD_FLAGS != PLDMA_CQE_OF(PLDMA_ERR_BAD_FLAGS));
 /* The blocks nest without overlapping, and every context fits in BAR0. */
 QEMU_BUILD_BUG_ON(PLDMA_QUANTUM >= PLDMA_CTX_BASE);
 QEMU_BUILD_BUG_ON(PLDMA_CTX_CTRL >= PLDMA_CH_BASE ||
@@ -193,15 +276,41 @@ typedef struct PldmaChannel {
     uint32_t fault_info;
     uint32_t done;
     uint32_t faults;
+    /* Where the transfer came from: ORIGIN, and its descriptor's wr_id. */
+    uint32_t origin;
+    uint64_t wr_id;
+    uint32_t nack_status;   /* the CQE status of a NACK */
     QEMUTimer *latency;     /* START/RESUME: ready latency-ns later */
 } PldmaChannel;
+
+/* A context's send and completion queues (2.1). */
+typedef struct PldmaQueue {
+    /* Programmed by the driver. */
+    uint64_t sq_base, cq_base;
+    uint32_t cfg;
+    bool enabled;           /* Q_CTRL.ENABLE, so Q_STATUS.ENABLED */
+    /* Latched when enabled. */
+    uint64_t a_sq_base, a_cq_base;
+    uint32_t sq_n, cq_n;    /* entries, powers of two (0: bad config) */
+    uint32_t chmask;        /* the channels the queue may take */
+    /* The indices, free-running. */
+    uint32_t sq_tail, sq_head, cq_head, cq_tail;
+    uint32_t cq_writing;    /* CQEs being written: their slots are taken */
+    bool armed;             /* the CQ event fires at the next CQE */
+    uint32_t err;           /* PLDMA_QERR_*: stopped unless NONE */
+    uint64_t err_addr;
+    unsigned gen;           /* changes whenever the queue starts or stops */
+    bool pumping;           /* pldma_q_pump() is running */
+} PldmaQueue;
 
 struct PldmaContext {
     struct PldmaState *dev;
     unsigned index;         /* = the index of the VF issuing its DMA */
-    uint32_t irq_status;    /* bit n: channel n raised its interrupt */
+    /* bit n: channel n raised its interrupt; CQ event; queue error */
+    uint32_t irq_status;
     unsigned next_ch;       /* round-robin: the channel asked first */
     PldmaChannel ch[PLDMA_MAX_CHANNELS];
+    PldmaQueue q;
 };
 
 struct PldmaState {
@@ -257,7 +366,26 @@ static void pldma_update_irq(PldmaState *s)
     pci_set_irq(PCI_DEVICE(s), level);
 }
 
-/* Enter a final or waiting state and raise the channel's interrupt. */
+static void pldma_q_complete(PldmaChannel *c);
+static void pldma_q_pump(PldmaContext *x);
+
+/* A transfer of the channel that a descriptor started, not a START. */
+static bool pldma_ch_queued(PldmaChannel *c)
+{
+    return FIELD_EX32(c->origin, CH_ORIGIN, QUEUE);
+}
+
+/* Neither BUSY nor in FAULT: START, or the queue, may take the channel. */
+static bool pldma_ch_free(PldmaChannel *c)
+{
+    return c->state != PLDMA_STATE_BUSY && c->state != PLDMA_STATE_FAULT;
+}
+
+/*
+ * Enter a final or waiting state and raise the channel's interrupt. A queue
+ * transfer raises it for a fault only (whatever IRQ_EN says: the driver has
+ * to resolve the fault); its end writes a CQE instead.
+ */
 static void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err)
 {
     PldmaContext *x = c->ctx;
@@ -267,9 +395,21 @@ static void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err)
     c->err = err;
     c->ready = false;
     c->pending = PLDMA_PEND_NONE;
+    if (pldma_ch_queued(c)) {
+        if (state == PLDMA_STATE_FAULT) {
+            x->irq_status |= 1u << c->index;
+            pldma_update_irq(x->dev);
+        } else {
+            pldma_q_complete(c);
+        }
+        return;
+    }
     if (c->irq_en) {
         x->irq_status |= 1u << c->index;
         pldma_update_irq(x->dev);
+    }
+    if (state != PLDMA_STATE_FAULT) {
+        pldma_q_pump(x); /* the channel is free: the queue may take it */
     }
 }
 
@@ -519,22 +659,26 @@ static bool pldma_wraps(uint64_t a, uint64_t len)
     return a + len < a;
 }
 
-static void pldma_start(PldmaChannel *c)
+/*
+ * Start the transfer latched in a_src, a_dst, a_len: START, or a descriptor
+ * the queue took (whose flags must be 0). Checks the request first.
+ */
+static void pldma_launch(PldmaChannel *c, bool bad_flags)
 {
     PldmaContext *x = c->ctx;
     PldmaState *s = x->dev;
 
-    c->a_src = c->src;
-    c->a_dst = c->dst;
-    c->a_len = c->len;
     c->done = 0;
     c->faults = 0;
     c->fault_addr = 0;
     c->fault_info = 0;
+    c->nack_status = PLDMA_CQE_ABORTED;
     trace_exanest_pldma_start(x->index, c->index, c->a_src, c->a_dst,
                               c->a_len);
 
-    if (!c->a_len || c->a_len > s->max_len) {
+    if (bad_flags) {
+        pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_BAD_FLAGS);
+    } else if (!c->a_len || c->a_len > s->max_len) {
         pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_BAD_LEN);
     } else if (pldma_wraps(c->a_src, c->a_len) ||
                pldma_wraps(c->a_dst, c->a_len)) {
@@ -550,6 +694,334 @@ static void pldma_start(PldmaChannel *c)
     } else {
         pldma_kick(c);
     }
+}
+
+static void pldma_start(PldmaChannel *c)
+{
+    c->a_src = c->src;
+    c->a_dst = c->dst;
+    c->a_len = c->len;
+    c->origin = 0;
+    c->wr_id = 0;
+    pldma_launch(c, false);
+}
+
+/* Queues (2.1) */
+
+static void pldma_q_error(PldmaContext *x, uint32_t err, uint64_t addr)
+{
+    trace_exanest_pldma_q_error(x->index, err, addr);
+    x->q.err = err;
+    x->q.err_addr = addr;
+    x->irq_status |= R_CTX_IRQ_STATUS_QERR_MASK;
+    pldma_update_irq(x->dev);
+}
+
+/*
+ * One queue entry at @addr, read or written as the context's VF. Checked
+ * like a data path piece first, so an entry that does not translate costs
+ * one IOMMU event. An entry never crosses a page.
+ */
+static bool pldma_q_dma(PldmaContext *x, uint64_t addr, void *buf,
+                        unsigned len, DMADirection dir)
+{
+    PCIDevice *fn = pldma_ctx_master(x);
+
+    if (!fn) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u: queue access with VF %u "
+                      "disabled or not a bus master\n", x->index, x->index);
+        return false;
+    }
+    if (!dma_memory_valid(pci_get_address_space(fn), addr, len, dir,
+                          MEMTXATTRS_UNSPECIFIED)) {
+        return false;
+    }
+    return pci_dma_rw(fn, addr, buf, len, dir, MEMTXATTRS_UNSPECIFIED) ==
+           MEMTX_OK;
+}
+
+/* The armed CQ event fires once the CQ holds a CQE software has not taken. */
+static void pldma_q_event(PldmaContext *x)
+{
+    PldmaQueue *q = &x->q;
+
+    if (q->armed && q->cq_tail != q->cq_head) {
+        trace_exanest_pldma_q_event(x->index, q->cq_tail, q->cq_head);
+        q->armed = false;
+        x->irq_status |= R_CTX_IRQ_STATUS_CQ_MASK;
+        pldma_update_irq(x->dev);
+    }
+}
+
+/*
+ * Channel c's queue transfer ended (DONE, or ERROR, NACK included). The
+ * channel goes back to IDLE, free for the next descriptor; the transfer's
+ * CQE is written at CQ_TAIL, then CQ_TAIL moves, then the CQ event fires if
+ * armed. A stopped queue (disabled, or in error) writes no CQE.
+ */
+static void pldma_q_complete(PldmaChannel *c)
+{
+    PldmaContext *x = c->ctx;
+    PldmaQueue *q = &x->q;
+    uint8_t cqe[PLDMA_CQE_SIZE] = { 0 };
+    int32_t status = PLDMA_CQE_SUCCESS;
+    unsigned gen = q->gen;
+    uint32_t slot;
+    uint64_t addr;
+    bool ok;
+
+    if (c->state == PLDMA_STATE_ERROR) {
+        status = c->err == PLDMA_ERR_ABORTED ? (int32_t)c->nack_status :
+                 PLDMA_CQE_OF((int32_t)c->err);
+    }
+    stq_le_p(cqe + PLDMA_CQE_WRID_OFF, c->wr_id);
+    stl_le_p(cqe + PLDMA_CQE_STATUS_OFF, status);
+    stl_le_p(cqe + PLDMA_CQE_BYTES_OFF, c->done);
+    stq_le_p(cqe + PLDMA_CQE_FAULT_OFF, c->fault_addr);
+    trace_exanest_pldma_state(x->index, c->index, PLDMA_STATE_IDLE,
+                              PLDMA_ERR_NONE);
+    c->state = PLDMA_STATE_IDLE;
+    c->err = PLDMA_ERR_NONE;
+    if (!q->enabled || q->err) {
+        trace_exanest_pldma_q_drop(x->index, c->index, c->wr_id, status);
+        return;
+    }
+
+    /* Phase: 1 on the first pass through the ring, 0 on the next, ... */
+    slot = q->cq_tail + q->cq_writing;
+    if (!((slot / q->cq_n) & 1)) {
+        stl_le_p(cqe + PLDMA_CQE_FLAGS_OFF, PLDMA_CQE_PHASE);
+    }
+    addr = q->a_cq_base + (uint64_t)(slot & (q->cq_n - 1)) * PLDMA_CQE_SIZE;
+    trace_exanest_pldma_q_cqe(x->index, c->index, slot, addr, c->wr_id,
+                              status, c->done);
+    q->cq_writing++;
+    ok = pldma_q_dma(x, addr, cqe, sizeof(cqe), DMA_DIRECTION_FROM_DEVICE);
+    if (gen != q->gen) {
+        return; /* the write reached the engine, which stopped the queue */
+    }
+    q->cq_writing--;
+    if (!ok) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u: writing CQE %u at 0x%" PRIx64
+                      " failed, queue stopped\n", x->index, slot, addr);
+        pldma_q_error(x, PLDMA_QERR_CQ_WRITE, addr);
+        return;
+    }
+    q->cq_tail++;
+    pldma_q_event(x);
+    pldma_q_pump(x);
+}
+
+/* Start the descriptor @d, SQ entry @idx, on channel c. */
+static void pldma_q_start(PldmaChannel *c, const uint8_t *d, uint32_t idx,
+                          uint64_t addr)
+{
+    PldmaContext *x = c->ctx;
+    uint32_t flags = ldl_le_p(d + PLDMA_SQE_FLAGS_OFF);
+
+    c->a_src = ldq_le_p(d + PLDMA_SQE_SRC_OFF);
+    c->a_dst = ldq_le_p(d + PLDMA_SQE_DST_OFF);
+    c->a_len = ldl_le_p(d + PLDMA_SQE_LEN_OFF);
+    c->wr_id = ldq_le_p(d + PLDMA_SQE_WRID_OFF);
+    c->origin = FIELD_DP32(R_CH_ORIGIN_QUEUE_MASK, CH_ORIGIN, SQ_INDEX, idx);
+    trace_exanest_pldma_q_fetch(x->index, c->index, idx, addr, c->wr_id);
+    if (flags) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u: descriptor %u has flags 0x%x\n",
+                      x->index, idx, flags);
+    }
+    pldma_launch(c, flags != 0);
+}
+
+/*
+ * Take one descriptor, if the queue may: enabled and not in error, a
+ * descriptor posted (SQ_HEAD != SQ_TAIL), a free channel that the queue may
+ * use (the lowest-numbered one is taken), and room in the CQ for every queue
+ * transfer in flight plus this one. Returns whether it took one.
+ */
+static bool pldma_q_fetch(PldmaContext *x)
+{
+    PldmaState *s = x->dev;
+    PldmaQueue *q = &x->q;
+    PldmaChannel *c = NULL;
+    uint8_t d[PLDMA_SQE_SIZE];
+    uint64_t used, addr;
+    uint32_t idx = q->sq_head;
+
+    if (!q->enabled || q->err || q->sq_head == q->sq_tail) {
+        return false;
+    }
+    used = (uint64_t)(uint32_t)(q->cq_tail - q->cq_head) + q->cq_writing;
+    for (unsigned n = 0; n < s->nchan; n++) {
+        PldmaChannel *ch = &x->ch[n];
+
+        if (!pldma_ch_free(ch)) {
+            used += pldma_ch_queued(ch);
+        } else if (!c && (q->chmask & (1u << n))) {
+            c = ch;
+        }
+    }
+    if (!c || used >= q->cq_n) {
+        return false;
+    }
+    addr = q->a_sq_base + (uint64_t)(idx & (q->sq_n - 1)) * PLDMA_SQE_SIZE;
+    /* A read: it may reach the engine's registers, but changes nothing. */
+    if (!pldma_q_dma(x, addr, d, sizeof(d), DMA_DIRECTION_TO_DEVICE)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u: reading descriptor %u at 0x%"
+                      PRIx64 " failed, queue stopped\n", x->index, idx, addr);
+        pldma_q_error(x, PLDMA_QERR_SQ_FETCH, addr);
+        return false;
+    }
+    q->sq_head++;
+    pldma_q_start(c, d, idx, addr);
+    return true;
+}
+
+/*
+ * Take descriptors while the queue may. Called whenever that may have
+ * become possible: doorbell, CQ_HEAD moved, a channel freed. It does not
+ * nest: a call from inside (a descriptor that ends at once, a CQE write
+ * reaching the doorbell) returns, and the running loop looks again.
+ */
+static void pldma_q_pump(PldmaContext *x)
+{
+    PldmaQueue *q = &x->q;
+
+    if (q->pumping) {
+        return;
+    }
+    q->pumping = true;
+    while (pldma_q_fetch(x)) {
+        /* one descriptor per call */
+    }
+    q->pumping = false;
+}
+
+/*
+ * Q_CTRL.ENABLE 0 -> 1: latch the bases and Q_CFG, the indices to 0, no
+ * error. A bad configuration puts the queue in error at once (BAD_RING).
+ */
+static void pldma_q_enable(PldmaContext *x)
+{
+    PldmaState *s = x->dev;
+    PldmaQueue *q = &x->q;
+    unsigned lsq = FIELD_EX32(q->cfg, CTX_Q_CFG, SQ);
+    unsigned lcq = FIELD_EX32(q->cfg, CTX_Q_CFG, CQ);
+    uint32_t chans = MAKE_64BIT_MASK(0, s->nchan);
+    uint32_t mask = FIELD_EX32(q->cfg, CTX_Q_CFG, CHAN);
+    const char *why = NULL;
+    uint64_t bad = 0;
+
+    q->enabled = true;
+    q->gen++;
+    q->sq_tail = q->sq_head = q->cq_head = q->cq_tail = 0;
+    q->cq_writing = 0;
+    q->armed = false;
+    q->err = PLDMA_QERR_NONE;
+    q->err_addr = 0;
+    q->a_sq_base = q->sq_base;
+    q->a_cq_base = q->cq_base;
+    q->chmask = mask ? mask & chans : chans;
+    q->sq_n = q->cq_n = 0;
+    if (lsq < PLDMA_Q_LOG2_MIN || lsq > PLDMA_Q_LOG2_MAX ||
+        lcq < PLDMA_Q_LOG2_MIN || lcq > PLDMA_Q_LOG2_MAX) {
+        why = "a ring size out of range";
+    } else if (q->a_sq_base % PLDMA_Q_RING_ALIGN ||
+               pldma_wraps(q->a_sq_base, PLDMA_SQE_SIZE << lsq)) {
+        why = "a misaligned or wrapping SQ base";
+        bad = q->a_sq_base;
+    } else if (q->a_cq_base % PLDMA_Q_RING_ALIGN ||
+               pldma_wraps(q->a_cq_base, PLDMA_CQE_SIZE << lcq)) {
+        why = "a misaligned or wrapping CQ base";
+        bad = q->a_cq_base;
+    } else if (!q->chmask) {
+        why = "no channel the engine has";
+    }
+    if (why) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u: queue enabled with %s "
+                      "(Q_CFG 0x%x)\n", x->index, why, q->cfg);
+        pldma_q_error(x, PLDMA_QERR_BAD_RING, bad);
+        return;
+    }
+    q->sq_n = 1u << lsq;
+    q->cq_n = 1u << lcq;
+    trace_exanest_pldma_q_enable(x->index, q->a_sq_base, q->sq_n,
+                                 q->a_cq_base, q->cq_n, q->chmask);
+}
+
+/*
+ * Stop the queue: no fetch, no CQE. @abort: its transfers in flight return
+ * to IDLE at once, without a CQE, and their interrupt bits clear (Q_CTRL
+ * ENABLE 1 -> 0; QUIESCE and RESET stop every channel themselves).
+ */
+static void pldma_q_stop(PldmaContext *x, bool abort)
+{
+    PldmaQueue *q = &x->q;
+
+    if (q->enabled) {
+        trace_exanest_pldma_q_stop(x->index);
+    }
+    q->enabled = false;
+    q->gen++;
+    q->armed = false;
+    q->cq_writing = 0;
+    for (unsigned n = 0; abort && n < x->dev->nchan; n++) {
+        PldmaChannel *c = &x->ch[n];
+
+        if (pldma_ch_queued(c) && !pldma_ch_free(c)) {
+            pldma_cancel(c);
+            trace_exanest_pldma_state(x->index, n, PLDMA_STATE_IDLE,
+                                      PLDMA_ERR_NONE);
+            c->state = PLDMA_STATE_IDLE;
+            c->err = PLDMA_ERR_NONE;
+            x->irq_status &= ~(1u << n);
+        }
+    }
+    pldma_update_irq(x->dev);
+}
+
+/* QUIESCE (@keep: the programmed registers stay) and RESET. */
+static void pldma_q_reset(PldmaContext *x, bool keep)
+{
+    PldmaQueue *q = &x->q;
+
+    pldma_q_stop(x, false);
+    q->sq_tail = q->sq_head = q->cq_head = q->cq_tail = 0;
+    q->err = PLDMA_QERR_NONE;
+    q->err_addr = 0;
+    if (!keep) {
+        q->sq_base = q->cq_base = 0;
+        q->cfg = 0;
+    }
+}
+
+static void pldma_q_ctrl(PldmaContext *x, uint32_t val)
+{
+    bool en = FIELD_EX32(val, CTX_Q_CTRL, ENABLE);
+
+    if (val & ~R_CTX_Q_CTRL_ENABLE_MASK) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u: unknown Q_CTRL bits 0x%x "
+                      "ignored\n", x->index, val & ~R_CTX_Q_CTRL_ENABLE_MASK);
+    }
+    if (en && !x->q.enabled) {
+        pldma_q_enable(x);
+    } else if (!en && x->q.enabled) {
+        pldma_q_stop(x, true);
+    }
+}
+
+static uint32_t pldma_q_status(PldmaQueue *q)
+{
+    uint32_t st = 0;
+
+    st = FIELD_DP32(st, CTX_Q_STATUS, ENABLED, q->enabled);
+    st = FIELD_DP32(st, CTX_Q_STATUS, ERROR, q->err != PLDMA_QERR_NONE);
+    return FIELD_DP32(st, CTX_Q_STATUS, ERR, q->err);
 }
 
 static void pldma_ctrl(PldmaChannel *c, uint32_t val)
@@ -609,14 +1081,17 @@ static void pldma_channel_reset(PldmaChannel *c)
     c->fault_info = 0;
     c->done = 0;
     c->faults = 0;
+    c->origin = 0;
+    c->wr_id = 0;
+    c->nack_status = PLDMA_CQE_ABORTED;
 }
 
 /*
  * CTX_CTRL.QUIESCE: every channel of the context back to IDLE, without an
- * interrupt, and its interrupt status cleared. The programmed registers and
- * the progress latches (DONE_BYTES, FAULTS, FAULT_*) stay readable. All
- * copying happens at the start of a turn, so after this no byte of the
- * context moves.
+ * interrupt, and its interrupt status cleared; the queue is disabled and its
+ * state cleared. The programmed registers and the progress latches
+ * (DONE_BYTES, FAULTS, FAULT_*, ORIGIN, WRID) stay readable. All copying
+ * happens at the start of a turn, so after this no byte of the context moves.
  */
 static void pldma_quiesce(PldmaContext *x)
 {
@@ -634,6 +1109,7 @@ static void pldma_quiesce(PldmaContext *x)
         c->state = PLDMA_STATE_IDLE;
         c->err = PLDMA_ERR_NONE;
     }
+    pldma_q_reset(x, true);
     x->irq_status = 0;
     pldma_update_irq(s);
 }
@@ -647,6 +1123,7 @@ static void pldma_reset_all(PldmaState *s)
         for (unsigned n = 0; n < s->nchan; n++) {
             pldma_channel_reset(&x->ch[n]);
         }
+        pldma_q_reset(x, false);
         x->irq_status = 0;
         x->next_ch = 0;
     }
@@ -731,6 +1208,18 @@ static bool pldma_ch_read(PldmaChannel *c, hwaddr off, uint64_t *val)
     case A_CH_FAULTS:
         *val = c->faults;
         return true;
+    case A_CH_ORIGIN:
+        *val = c->origin;
+        return true;
+    case A_CH_WRID_LO:
+        *val = extract64(c->wr_id, 0, 32);
+        return true;
+    case A_CH_WRID_HI:
+        *val = extract64(c->wr_id, 32, 32);
+        return true;
+    case A_CH_NACK_STATUS:
+        *val = 0; /* write-only */
+        return true;
     }
     return false;
 }
@@ -755,6 +1244,103 @@ static bool pldma_ch_write(PldmaChannel *c, hwaddr off, uint32_t val)
         return true;
     case A_CH_CTRL:
         pldma_ctrl(c, val);
+        return true;
+    case A_CH_NACK_STATUS:
+        c->nack_status = val;
+        return true;
+    }
+    return false;
+}
+
+static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
+{
+    PldmaQueue *q = &x->q;
+
+    switch (off) {
+    case A_CTX_IRQ_STATUS:
+        *val = x->irq_status;
+        return true;
+    case A_CTX_CTRL:
+        *val = 0; /* write-only */
+        return true;
+    case A_CTX_STATUS:
+        *val = pldma_ctx_status(x);
+        return true;
+    case A_CTX_SQ_BASE_LO:
+        *val = extract64(q->sq_base, 0, 32);
+        return true;
+    case A_CTX_SQ_BASE_HI:
+        *val = extract64(q->sq_base, 32, 32);
+        return true;
+    case A_CTX_CQ_BASE_LO:
+        *val = extract64(q->cq_base, 0, 32);
+        return true;
+    case A_CTX_CQ_BASE_HI:
+        *val = extract64(q->cq_base, 32, 32);
+        return true;
+    case A_CTX_Q_CFG:
+        *val = q->cfg;
+        return true;
+    case A_CTX_Q_CTRL:
+        *val = FIELD_DP32(0, CTX_Q_CTRL, ENABLE, q->enabled);
+        return true;
+    case A_CTX_Q_STATUS:
+        *val = pldma_q_status(q);
+        return true;
+    case A_CTX_Q_ERR_LO:
+        *val = extract64(q->err_addr, 0, 32);
+        return true;
+    case A_CTX_Q_ERR_HI:
+        *val = extract64(q->err_addr, 32, 32);
+        return true;
+    }
+    return false;
+}
+
+static bool pldma_ctx_write(PldmaContext *x, hwaddr off, uint32_t val)
+{
+    PldmaQueue *q = &x->q;
+    uint32_t cfg_mask = R_CTX_Q_CFG_SQ_MASK | R_CTX_Q_CFG_CQ_MASK |
+                        R_CTX_Q_CFG_CHAN_MASK;
+
+    switch (off) {
+    case A_CTX_IRQ_STATUS:
+        x->irq_status &= ~val;
+        pldma_update_irq(x->dev);
+        return true;
+    case A_CTX_CTRL:
+        if (val & ~R_CTX_CTRL_QUIESCE_MASK) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "exanest-pldma: ctx%u: unknown CTX_CTRL bits "
+                          "0x%x ignored\n", x->index,
+                          val & ~R_CTX_CTRL_QUIESCE_MASK);
+        }
+        if (FIELD_EX32(val, CTX_CTRL, QUIESCE)) {
+            pldma_quiesce(x);
+        }
+        return true;
+    case A_CTX_SQ_BASE_LO:
+        q->sq_base = deposit64(q->sq_base, 0, 32, val);
+        return true;
+    case A_CTX_SQ_BASE_HI:
+        q->sq_base = deposit64(q->sq_base, 32, 32, val);
+        return true;
+    case A_CTX_CQ_BASE_LO:
+        q->cq_base = deposit64(q->cq_base, 0, 32, val);
+        return true;
+    case A_CTX_CQ_BASE_HI:
+        q->cq_base = deposit64(q->cq_base, 32, 32, val);
+        return true;
+    case A_CTX_Q_CFG:
+        if (val & ~cfg_mask) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "exanest-pldma: ctx%u: unknown Q_CFG bits 0x%x "
+                          "ignored\n", x->index, val & ~cfg_mask);
+        }
+        q->cfg = val & cfg_mask;
+        return true;
+    case A_CTX_Q_CTRL:
+        pldma_q_ctrl(x, val);
         return true;
     }
     return false;
@@ -885,19 +1471,7 @@ static uint64_t pldma_mmio_read(void *opaque, hwaddr addr, unsigned size)
     } else if (c) {
         known = pldma_ch_read(c, off, &val);
     } else if (x) {
-        switch (off) {
-        case A_CTX_IRQ_STATUS:
-            val = x->irq_status;
-            known = true;
-            break;
-        case A_CTX_CTRL:
-            known = true; /* write-only: reads 0 */
-            break;
-        case A_CTX_STATUS:
-            val = pldma_ctx_status(x);
-            known = true;
-            break;
-        }
+        known = pldma_ctx_read(x, off, &val);
     }
     if (!known) {
         qemu_log_mask(LOG_GUEST_ERROR,
@@ -925,25 +1499,7 @@ static void pldma_mmio_write(void *opaque, hwaddr addr, uint64_t val,
     } else if (c) {
         known = pldma_ch_write(c, off, val);
     } else if (x) {
-        switch (off) {
-        case A_CTX_IRQ_STATUS:
-            x->irq_status &= ~(uint32_t)val;
-            pldma_update_irq(s);
-            known = true;
-            break;
-        case A_CTX_CTRL:
-            if (val & ~R_CTX_CTRL_QUIESCE_MASK) {
-                qemu_log_mask(LOG_GUEST_ERROR,
-                              "exanest-pldma: ctx%u: unknown CTX_CTRL bits "
-                              "0x%" PRIx64 " ignored\n", x->index,
-                              val & ~(uint64_t)R_CTX_CTRL_QUIESCE_MASK);
-            }
-            if (FIELD_EX32(val, CTX_CTRL, QUIESCE)) {
-                pldma_quiesce(x);
-            }
-            known = true;
-            break;
-        }
+        known = pldma_ctx_write(x, off, val);
     }
     if (!known) {
         qemu_log_mask(LOG_GUEST_ERROR,
@@ -1067,9 +1623,11 @@ static const Property pldma_properties[] = {
  * a VM: each guest boots from an initramfs for one test or evaluation run.
  * Migration state for transfers in flight (the latency timers, the arbiter
  * and the shared data path's clock, the latched registers, a fault waiting
- * to be raised) would be code that no test exercises, so the device blocks
- * migration and savevm instead: a migration attempt fails cleanly rather
- * than losing or corrupting a transfer. The VFs hold no state of their own.
+ * to be raised, the queues' indices and their transfers in flight) would be
+ * code that no test exercises, so the device blocks migration and savevm
+ * instead: a migration attempt fails cleanly rather than losing or
+ * corrupting a transfer. The VFs hold no state of their own (a context's
+ * queue is the PF's).
  */
 static const VMStateDescription vmstate_pldma = {
     .name = TYPE_EXANEST_PLDMA,
@@ -1095,12 +1653,24 @@ static void pldma_class_init(ObjectClass *klass, void *data)
     device_class_set_props(dc, pldma_properties);
 }
 
-/* A context's virtual function: its identification page, no interrupt. */
+/*
+ * A context's virtual function: its page (identification and the queue's
+ * doorbells, the one page user space maps), no interrupt.
+ */
+
+/* The context whose page VF @vf is: context n is VF n. */
+static PldmaContext *pldma_vf_ctx(PCIDevice *vf)
+{
+    PldmaState *s = EXANEST_PLDMA(pcie_sriov_get_pf(vf));
+
+    return &s->ctx[pcie_sriov_vf_number(vf)];
+}
 
 static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
 {
     PCIDevice *vf = PCI_DEVICE(opaque);
-    unsigned ctx = pcie_sriov_vf_number(vf);
+    PldmaContext *x = pldma_vf_ctx(vf);
+    unsigned ctx = x->index;
     uint64_t val = 0;
     uint32_t v = 0;
 
@@ -1115,6 +1685,20 @@ static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
     case A_VF_CONTEXT:
         val = ctx;
         break;
+    case A_VF_SQ_TAIL:
+        val = x->q.sq_tail;
+        break;
+    case A_VF_SQ_HEAD:
+        val = x->q.sq_head;
+        break;
+    case A_VF_CQ_HEAD:
+        val = x->q.cq_head;
+        break;
+    case A_VF_CQ_TAIL:
+        val = x->q.cq_tail;
+        break;
+    case A_VF_CQ_ARM:
+        break; /* write-only */
     default:
         qemu_log_mask(LOG_GUEST_ERROR,
                       "exanest-pldma-vf: ctx%u: read of unknown offset 0x%"
@@ -1125,15 +1709,74 @@ static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
     return val;
 }
 
+/*
+ * The doorbells. Ignored (and logged) while the queue is disabled: enabling
+ * it sets every index to 0. Values software should not write (an SQ_TAIL
+ * more than the ring ahead of SQ_HEAD, a CQ_HEAD past CQ_TAIL) are logged
+ * and taken as they are: they can only disturb the context's own queue.
+ */
 static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
                            unsigned size)
 {
-    PCIDevice *vf = PCI_DEVICE(opaque);
+    PldmaContext *x = pldma_vf_ctx(PCI_DEVICE(opaque));
+    PldmaQueue *q = &x->q;
+    uint32_t v = val;
 
-    qemu_log_mask(LOG_GUEST_ERROR,
-                  "exanest-pldma-vf: ctx%u: write 0x%" PRIx64 " to "
-                  "read-only or unknown offset 0x%" HWADDR_PRIx "\n",
-                  pcie_sriov_vf_number(vf), val, addr);
+    trace_exanest_pldma_vf_write(x->index, addr, val);
+    switch (addr) {
+    case A_VF_SQ_TAIL:
+    case A_VF_CQ_HEAD:
+    case A_VF_CQ_ARM:
+        if (!q->enabled) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "exanest-pldma-vf: ctx%u: write 0x%x to offset 0x%"
+                          HWADDR_PRIx " ignored: the queue is disabled\n",
+                          x->index, v, addr);
+            return;
+        }
+        break;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma-vf: ctx%u: write 0x%" PRIx64 " to "
+                      "read-only or unknown offset 0x%" HWADDR_PRIx "\n",
+                      x->index, val, addr);
+        return;
+    }
+
+    switch (addr) {
+    case A_VF_SQ_TAIL:
+        if (!q->err && v - q->sq_head > q->sq_n) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "exanest-pldma-vf: ctx%u: SQ_TAIL %u is more than "
+                          "%u entries ahead of SQ_HEAD %u\n",
+                          x->index, v, q->sq_n, q->sq_head);
+        }
+        q->sq_tail = v;
+        pldma_q_pump(x);
+        break;
+    case A_VF_CQ_HEAD:
+        if (v - q->cq_head > q->cq_tail - q->cq_head) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "exanest-pldma-vf: ctx%u: CQ_HEAD %u is not "
+                          "between CQ_HEAD %u and CQ_TAIL %u\n",
+                          x->index, v, q->cq_head, q->cq_tail);
+        }
+        q->cq_head = v;
+        pldma_q_event(x);
+        pldma_q_pump(x);
+        break;
+    case A_VF_CQ_ARM:
+        if (v & ~R_VF_CQ_ARM_ONCE_MASK) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "exanest-pldma-vf: ctx%u: unknown CQ_ARM bits 0x%x "
+                          "ignored\n", x->index, v & ~R_VF_CQ_ARM_ONCE_MASK);
+        }
+        if (FIELD_EX32(v, VF_CQ_ARM, ONCE)) {
+            q->armed = true;
+            pldma_q_event(x);
+        }
+        break;
+    }
 }
 
 static const MemoryRegionOps pldma_vf_mmio_ops = {

@@ -5,7 +5,8 @@ The header is the single source of the register map: the QEMU model is compiled 
 Rust map is checked against it (rust/exanest-core/tests/c_header.rs), and this module turns it
 into a Python table without interpreting any C: it lists the header's macro names, writes a C
 program that prints each one's value, and lets the compiler (``$CC``, default ``cc``) evaluate
-them. A macro that is not an integer constant fails the compilation.
+them. A macro that is not an integer constant fails the compilation. Values are signed (the CQE
+status codes are negative).
 
 Usage: regtable.py [OUT.json]   print (or write) the table as JSON
        import regtable; R = regtable.load()
@@ -38,7 +39,7 @@ def generate(header=HEADER):
     if not macros:
         raise RuntimeError(f"{header}: no PLDMA_ definitions")
     prog = ["#include <stdio.h>", f'#include "{header}"', "int main(void)", "{"]
-    prog += [f'\tprintf("%s %llu\\n", "{n}", (unsigned long long)({n}));' for n in macros]
+    prog += [f'\tprintf("%s %lld\\n", "{n}", (long long)({n}));' for n in macros]
     prog += ["\treturn 0;", "}"]
     with tempfile.TemporaryDirectory(prefix="pldma-regtable-") as d:
         src, exe = os.path.join(d, "regtable.c"), os.path.join(d, "regtable")

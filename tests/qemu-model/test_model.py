@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Host tests of the PLDMA engine model (register map 2.0), driven through QEMU's qtest protocol.
+"""Host tests of the PLDMA engine model (register map 2.1), driven through QEMU's qtest protocol.
 
 No guest kernel runs: the test plays the guest. It sets up the PCIe hierarchy through ECAM (the
 engine's physical function sits behind a pcie-root-port, so on bus 1 with its virtual functions,
@@ -24,6 +24,7 @@ import gc
 import os
 import random
 import re
+import struct
 import sys
 import tempfile
 import unittest
@@ -282,6 +283,132 @@ class Qtest:
                 raise AssertionError(f"still busy after {limit_ns} ns: {set(chans) - set(out)}")
 
 
+def sqe(src, dst, length, wr_id, flags=0):
+    """A send queue entry's 32 bytes."""
+    return struct.pack("<QQIIQ", src, dst, length, flags, wr_id)
+
+
+def s32(v):
+    """A register's 32 bits as the signed value a CQE status would be."""
+    return v - (1 << 32) if v & (1 << 31) else v
+
+
+class Cqe:
+    """A completion queue entry, decoded from its 32 bytes."""
+
+    def __init__(self, raw):
+        (self.wr_id, self.status, self.bytes, self.fault,
+         self.flags, self.rsvd) = struct.unpack("<QiIQII", raw)
+        self.phase = self.flags & R["PLDMA_CQE_PHASE"]
+
+    def __repr__(self):
+        return (f"Cqe(wr_id={self.wr_id:#x}, status={self.status}, bytes={self.bytes}, "
+                f"fault={self.fault:#x}, flags={self.flags:#x})")
+
+
+class Ring:
+    """A context's queues as the driver sets them up and user space drives them: the rings in
+    RAM, the configuration in the PF's context block, the doorbells in the context's VF page."""
+
+    def __init__(self, q, ctx, sq, cq, log_sq=3, log_cq=3, chans=0, enable=True):
+        self.q, self.ctx, self.sq, self.cq = q, ctx, sq, cq
+        self.log_sq, self.log_cq = log_sq, log_cq
+        self.nsq, self.ncq = 1 << log_sq, 1 << log_cq
+        self.tail = 0   # software's SQ tail
+        self.head = 0   # software's CQ head
+        if RAM <= sq < UNMAPPED:
+            q.mem_write(sq, bytes(32 * self.nsq))
+        if RAM <= cq < UNMAPPED:
+            q.mem_write(cq, bytes(32 * self.ncq))
+        self.configure(sq, cq, log_sq | log_cq << 8 | chans << 16)
+        if enable:
+            self.enable()
+
+    @classmethod
+    def view(cls, q, ctx):
+        """The queue of context ctx as it is, to read: nothing programmed."""
+        r = cls.__new__(cls)
+        r.q, r.ctx = q, ctx
+        return r
+
+    def configure(self, sq, cq, cfg):
+        q, ctx = self.q, self.ctx
+        q.set_ctxreg(ctx, R["PLDMA_CTX_SQ_BASE_LO"], sq)
+        q.set_ctxreg(ctx, R["PLDMA_CTX_SQ_BASE_HI"], sq >> 32)
+        q.set_ctxreg(ctx, R["PLDMA_CTX_CQ_BASE_LO"], cq)
+        q.set_ctxreg(ctx, R["PLDMA_CTX_CQ_BASE_HI"], cq >> 32)
+        q.set_ctxreg(ctx, R["PLDMA_CTX_Q_CFG"], cfg)
+
+    def enable(self, on=True):
+        self.q.set_ctxreg(self.ctx, R["PLDMA_CTX_Q_CTRL"], R["PLDMA_Q_CTRL_ENABLE"] if on else 0)
+        if on:
+            self.tail = self.head = 0
+
+    def status(self):
+        """(enabled, error, code) from Q_STATUS."""
+        st = self.q.ctxreg(self.ctx, R["PLDMA_CTX_Q_STATUS"])
+        return (bool(st & R["PLDMA_Q_STATUS_ENABLED"]), bool(st & R["PLDMA_Q_STATUS_ERROR"]),
+                (st & R["PLDMA_Q_STATUS_ERR_MASK"]) >> R["PLDMA_Q_STATUS_ERR_SHIFT"])
+
+    def err_addr(self):
+        return (self.q.ctxreg(self.ctx, R["PLDMA_CTX_Q_ERR_LO"])
+                | self.q.ctxreg(self.ctx, R["PLDMA_CTX_Q_ERR_HI"]) << 32)
+
+    def vf(self, off):
+        return self.q.vfreg(self.ctx, R[off])
+
+    def set_vf(self, off, val):
+        self.q.writel(VF_BAR + self.ctx * R["PLDMA_VF_MMIO_SIZE"] + R[off], val)
+
+    def indices(self):
+        """(SQ_TAIL, SQ_HEAD, CQ_HEAD, CQ_TAIL) from the VF page."""
+        return tuple(self.vf(r) for r in ("PLDMA_VF_SQ_TAIL", "PLDMA_VF_SQ_HEAD",
+                                          "PLDMA_VF_CQ_HEAD", "PLDMA_VF_CQ_TAIL"))
+
+    def write(self, descs):
+        """Put (src, dst, len, wr_id[, flags]) descriptors in the SQ, without the doorbell."""
+        for d in descs:
+            self.q.mem_write(self.sq + (self.tail % self.nsq) * 32, sqe(*d))
+            self.tail += 1
+
+    def doorbell(self):
+        self.set_vf("PLDMA_VF_SQ_TAIL", self.tail)
+
+    def post(self, descs):
+        self.write(descs)
+        self.doorbell()
+
+    def cqe(self, i):
+        """The CQE in the slot of free-running index i."""
+        return Cqe(self.q.mem_read(self.cq + (i % self.ncq) * 32, 32))
+
+    def phase(self, i):
+        """The phase the engine writes at free-running index i: 1 on the first pass."""
+        return 1 - ((i >> self.log_cq) & 1)
+
+    def reap(self, advance=True):
+        """The new CQEs up to CQ_TAIL, each checked for its phase; then CQ_HEAD past them."""
+        tail, out = self.vf("PLDMA_VF_CQ_TAIL"), []
+        while self.head != tail:
+            c = self.cqe(self.head)
+            if c.phase != self.phase(self.head) or c.flags & ~1 or c.rsvd:
+                raise AssertionError(f"CQE {self.head}: {c} (phase {self.phase(self.head)} expected)")
+            out.append(c)
+            self.head = (self.head + 1) & 0xFFFFFFFF
+        if advance:
+            self.set_vf("PLDMA_VF_CQ_HEAD", self.head)
+        return out
+
+    def run_until_cq(self, n, limit_ns=10**10):
+        """Advance time to each pending timer until CQ_TAIL reaches n; the time it took."""
+        start = self.q.now()
+        while self.vf("PLDMA_VF_CQ_TAIL") < n:
+            if self.q.step() - start > limit_ns:
+                raise AssertionError(f"ctx {self.ctx}: CQ_TAIL {self.vf('PLDMA_VF_CQ_TAIL')} < {n} "
+                                     f"after {limit_ns} ns")
+        return self.q.now() - start
+
+
 class ModelTest(unittest.TestCase):
     props = "bandwidth=1000,latency-ns=5000"
 
@@ -309,7 +436,7 @@ class Identity(ModelTest):
     def test_id_version_caps(self):
         q = self.q
         self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 0)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 1)
         self.assertEqual(q.reg(R["PLDMA_VERSION"]), R["PLDMA_VERSION_MAJOR"] << 16 | R["PLDMA_VERSION_MINOR"])
         caps = q.reg(R["PLDMA_CAPS"])
         self.assertEqual(caps & R["PLDMA_CAPS_NCHAN_MASK"], 4, "default channels per context")
@@ -881,6 +1008,653 @@ class Timing(ModelTest):
         self.assertEqual(t, 5000 + (1 << 20) + copied)
 
 
+class Queues(ModelTest):
+    """User-level queues (2.1): descriptors from the SQ, completions to the CQ, as the VF."""
+    props = "bandwidth=1000,latency-ns=5000"  # 1 byte per ns
+
+    SQ = RAM + 0x8000000     # rings: context c's at SQ + c * 0x100000, CQ + c * 0x100000
+    CQ = RAM + 0x8080000
+    DATA = RAM + 0x9000000   # sources; destinations at DST
+    DST = RAM + 0xA000000
+
+    def ring(self, ctx, **kw):
+        return Ring(self.q, ctx, self.SQ + ctx * 0x100000, self.CQ + ctx * 0x100000, **kw)
+
+    def data(self, i, length):
+        """Source i (1 MiB apart) filled with its own bytes; returns (src, dst, bytes)."""
+        src, dst = self.DATA + i * 0x100000, self.DST + i * 0x100000
+        payload = bytes([(i * 7 + k) & 0xFF for k in range(251)]) * (length // 251 + 1)
+        self.q.mem_write(src, payload[:length])
+        self.q.mem_write(dst, bytes(length))
+        return src, dst, payload[:length]
+
+    def ctx_irq(self, ctx):
+        return self.q.ctxreg(ctx, R["PLDMA_CTX_IRQ_STATUS"])
+
+    def origin(self, n, ctx):
+        q = self.q
+        return (q.chreg(n, R["PLDMA_CH_ORIGIN"], ctx),
+                q.chreg(n, R["PLDMA_CH_WRID_LO"], ctx) | q.chreg(n, R["PLDMA_CH_WRID_HI"], ctx) << 32)
+
+    def test_version_2_1(self):
+        q = self.q
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 1)
+        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 1)
+        for ctx in (0, 15):
+            self.assertEqual([q.ctxreg(ctx, R[r]) for r in (
+                "PLDMA_CTX_SQ_BASE_LO", "PLDMA_CTX_CQ_BASE_LO", "PLDMA_CTX_Q_CFG", "PLDMA_CTX_Q_CTRL",
+                "PLDMA_CTX_Q_STATUS", "PLDMA_CTX_Q_ERR_LO")], [0] * 6, "queue registers after reset")
+            self.assertEqual(Ring.view(q, ctx).indices(), (0, 0, 0, 0))
+
+    def test_post_n_read_n(self):
+        """Eight descriptors, one doorbell, four channels: eight CQEs in order, exact timing."""
+        q, r = self.q, self.ring(0, log_sq=3, log_cq=4)
+        bufs = [self.data(i, 4096) for i in range(8)]
+        r.post([(src, dst, 4096, 0x1000 + i) for i, (src, dst, _) in enumerate(bufs)])
+        # All four channels took a descriptor at the doorbell: SQ_HEAD 4, nothing done yet.
+        self.assertEqual(r.indices(), (8, 4, 0, 0))
+        for n in range(4):
+            self.assertEqual(q.status(n)[0], R["PLDMA_STATE_BUSY"])
+            self.assertEqual(self.origin(n, 0), (R["PLDMA_ORIGIN_QUEUE"] | n, 0x1000 + n))
+        self.assertEqual(q.ctxreg(0, R["PLDMA_CTX_STATUS"]) & R["PLDMA_CTX_ACTIVE"], R["PLDMA_CTX_ACTIVE"])
+        # The first CQE when the first 4 KiB are through, the last when all 32 KiB are.
+        self.assertEqual(r.run_until_cq(1), 5000 + 4096)
+        self.assertEqual(r.run_until_cq(8), 8 * 4096 - 4096)
+        self.assertEqual(r.indices(), (8, 8, 0, 8))
+        cqes = r.reap()
+        self.assertEqual([c.wr_id for c in cqes], [0x1000 + i for i in range(8)])
+        for c in cqes:
+            self.assertEqual((c.status, c.bytes, c.fault, c.flags, c.rsvd),
+                             (R["PLDMA_CQE_SUCCESS"], 4096, 0, R["PLDMA_CQE_PHASE"], 0), c)
+        for src, dst, data in bufs:
+            self.assertEqual(q.mem_read(dst, 4096), data)
+        self.assertEqual(r.vf("PLDMA_VF_CQ_HEAD"), 8)
+        # Queue transfers raise no channel interrupt; the channels are back to IDLE with their
+        # last descriptor's origin latched.
+        self.assertEqual(self.ctx_irq(0), 0)
+        self.assertFalse(q.intx())
+        for n in range(4):
+            self.assertEqual(q.status(n), (R["PLDMA_STATE_IDLE"], 0, False))
+            self.assertEqual(self.origin(n, 0), (R["PLDMA_ORIGIN_QUEUE"] | (n + 4), 0x1004 + n))
+            self.assertEqual(q.chreg(n, R["PLDMA_CH_DONE_BYTES"]), 4096)
+        self.assertEqual(q.ctxreg(0, R["PLDMA_CTX_STATUS"]) & R["PLDMA_CTX_ACTIVE"], 0)
+        self.assertEqual(r.status(), (True, False, 0))
+
+    def test_ring_wraparound(self):
+        """Rings of 4 entries, 13 descriptors: indices run past the rings, the phase toggles at
+        each wrap, slots are reused once software has moved CQ_HEAD."""
+        q, r = self.q, self.ring(1, log_sq=2, log_cq=2)
+        total, done, bufs = 13, [], {}
+        while len(done) < total:
+            # Post into every free SQ slot (SQ_HEAD tells which the engine has taken).
+            free = r.nsq - (r.tail - r.vf("PLDMA_VF_SQ_HEAD"))
+            new = []
+            for i in range(r.tail, min(total, r.tail + free)):
+                bufs[i] = self.data(i, 1000 + i)
+                new.append((bufs[i][0], bufs[i][1], 1000 + i, 0xAB00 + i))
+            if new:
+                r.post(new)
+            q.step()
+            done += r.reap()
+        self.assertEqual([c.wr_id for c in done], [0xAB00 + i for i in range(total)])
+        self.assertEqual([c.phase for c in done], [1 - (i >> 2 & 1) for i in range(total)])
+        for i, c in enumerate(done):
+            self.assertEqual((c.status, c.bytes), (0, 1000 + i))
+            self.assertEqual(q.mem_read(bufs[i][1], 1000 + i), bufs[i][2])
+        self.assertEqual(r.indices(), (total, total, total, total))
+        # Slot 0 was written four times: it holds CQE 12 (fourth pass: phase 0); slot 3 holds
+        # CQE 11 (third pass: phase 1).
+        self.assertEqual((r.cqe(0).wr_id, r.cqe(0).phase), (0xAB00 + 12, 0))
+        self.assertEqual((r.cqe(3).wr_id, r.cqe(3).phase), (0xAB00 + 11, 1))
+
+    def test_cq_full_backpressure(self):
+        """A CQ of 2 entries: the engine takes a descriptor only when the CQ has room for it and
+        every queue transfer in flight, so no CQE is ever overwritten."""
+        q, r = self.q, self.ring(2, log_sq=3, log_cq=1)
+        bufs = [self.data(i, 4096) for i in range(6)]
+        r.post([(src, dst, 4096, 0x200 + i) for i, (src, dst, _) in enumerate(bufs)])
+        self.assertEqual(r.indices(), (6, 2, 0, 0), "two taken: the CQ has two slots")
+        self.assertEqual(r.run_until_cq(2), 5000 + 2 * 4096)
+        q.step(10**7)
+        self.assertEqual(r.indices(), (6, 2, 0, 2), "CQ full: nothing more taken")
+        for n in (2, 3):
+            self.assertEqual(self.origin(n, 2), (0, 0), f"channel {n} never used")
+        self.assertEqual([(r.cqe(i).wr_id, r.cqe(i).phase) for i in (0, 1)], [(0x200, 1), (0x201, 1)])
+        # Software consumes one CQE: one more descriptor, whose CQE lands in the freed slot.
+        r.set_vf("PLDMA_VF_CQ_HEAD", 1)
+        self.assertEqual(r.indices(), (6, 3, 1, 2))
+        self.assertEqual(r.run_until_cq(3), 5000 + 4096)
+        q.step(10**7)
+        self.assertEqual(r.indices(), (6, 3, 1, 3))
+        self.assertEqual([(r.cqe(i).wr_id, r.cqe(i).phase) for i in (2, 1)], [(0x202, 0), (0x201, 1)],
+                         "slot 0 reused with phase 0, slot 1 not overwritten")
+        # Two consumed: two descriptors at once.
+        r.set_vf("PLDMA_VF_CQ_HEAD", 3)
+        self.assertEqual(r.indices(), (6, 5, 3, 3))
+        self.assertEqual(r.run_until_cq(5), 5000 + 2 * 4096)
+        r.head = 3
+        # Round-robin: channel 1 (descriptor 4) has its turn before channel 0 (descriptor 3),
+        # as channel 0 had the last one.
+        self.assertEqual([c.wr_id for c in r.reap()], [0x204, 0x203])
+        self.assertEqual(r.run_until_cq(6), 5000 + 4096)
+        self.assertEqual([(c.wr_id, c.phase) for c in r.reap()], [(0x205, 1)])
+        for src, dst, data in bufs:
+            self.assertEqual(q.mem_read(dst, 4096), data)
+
+    def test_fault_out_of_order_then_nack(self):
+        """A faulting descriptor waits in FAULT for the driver while later ones complete on the
+        other channels (their CQEs come first); NACK then writes its CQE with NACK_STATUS."""
+        q, r = self.q, self.ring(3)
+        bufs = [self.data(i, 4096) for i in range(6)]
+        descs = [(src, dst, 4096, 0x300 + i) for i, (src, dst, _) in enumerate(bufs)]
+        descs[0] = (UNMAPPED - 4096, bufs[0][1], 3 * 4096, 0x300)  # 4 KiB copy, then a fault
+        r.post(descs)
+        # Six 4 KiB turns back to back, the faulting one first.
+        self.assertEqual(r.run_until_cq(5), 5000 + 6 * 4096)
+        cqes = r.reap()
+        self.assertEqual([c.wr_id for c in cqes], [0x301, 0x302, 0x303, 0x304, 0x305])
+        self.assertEqual(q.status(0, 3)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(self.origin(0, 3), (R["PLDMA_ORIGIN_QUEUE"] | 0, 0x300))
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_FAULT_LO"], 3), UNMAPPED & 0xFFFFFFFF)
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_DONE_BYTES"], 3), 4096)
+        # A fault is the driver's: the channel's interrupt, though IRQ_EN was never set.
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_CTRL"], 3), 0)
+        self.assertEqual(self.ctx_irq(3), 1 << 0)
+        self.assertTrue(q.intx())
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 1 << 3)
+        # The driver gives up on it with -EFAULT.
+        q.set_ctxreg(3, R["PLDMA_CTX_IRQ_STATUS"], 1 << 0)
+        q.set_chreg(0, R["PLDMA_CH_NACK_STATUS"], -14, ctx=3)
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_NACK_STATUS"], 3), 0, "write-only")
+        q.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_NACK"], ctx=3)
+        self.assertEqual(r.vf("PLDMA_VF_CQ_TAIL"), 6, "the NACK's CQE is written at once")
+        (c,) = r.reap()
+        self.assertEqual((c.wr_id, c.status, c.bytes, c.fault, c.phase), (0x300, -14, 4096, UNMAPPED, 1))
+        self.assertEqual(q.status(0, 3), (R["PLDMA_STATE_IDLE"], 0, False))
+        self.assertEqual(self.ctx_irq(3), 0)
+        self.assertFalse(q.intx())
+        self.assertEqual(q.mem_read(bufs[0][1], 4096), q.mem_read(UNMAPPED - 4096, 4096))
+        # NACK_STATUS is per transfer: the next one on channel 0 reports ABORTED by default.
+        r.post([(UNMAPPED, RAM, 4096, 0x306)])
+        self.assertEqual(self.origin(0, 3), (R["PLDMA_ORIGIN_QUEUE"] | 6, 0x306))
+        self.assertEqual(q.run_until_settled(0, 3), 5000)
+        self.assertEqual(q.status(0, 3)[0], R["PLDMA_STATE_FAULT"])
+        q.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_NACK"], ctx=3)
+        (c,) = r.reap()
+        self.assertEqual((c.wr_id, c.status, c.bytes, c.fault), (0x306, R["PLDMA_CQE_ABORTED"], 0, UNMAPPED))
+        self.assertEqual(c.phase, 1)
+        self.assertEqual(r.indices(), (7, 7, 7, 7))
+
+    def test_nack_while_busy(self):
+        q, r = self.q, self.ring(3)
+        src, dst, _ = self.data(0, 1 << 20)
+        r.post([(src, dst, 1 << 20, 0x77)])
+        q.step(5000 + STEP - 1)  # the first quantum is copied, its turn not through
+        q.set_chreg(0, R["PLDMA_CH_NACK_STATUS"], -4, ctx=3)
+        q.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_NACK"], ctx=3)
+        (c,) = r.reap()
+        self.assertEqual((c.wr_id, c.status, c.bytes, c.fault), (0x77, -4, STEP, 0))
+        self.assertEqual(self.ctx_irq(3), 0, "no channel interrupt for a NACKed queue transfer")
+
+    def test_cq_arm_fires_once(self):
+        q, r = self.q, self.ring(4)
+        r.set_vf("PLDMA_VF_CQ_ARM", R["PLDMA_VF_CQ_ARM_ONCE"])
+        self.assertEqual(r.vf("PLDMA_VF_CQ_ARM"), 0, "write-only")
+        q.step(10**6)
+        self.assertEqual(self.ctx_irq(4), 0, "armed on an empty CQ: nothing yet")
+        bufs = [self.data(i, 4096) for i in range(3)]
+        r.post([(src, dst, 4096, 0x400 + i) for i, (src, dst, _) in enumerate(bufs)])
+        q.step(5000 + 4096 - 1)
+        self.assertEqual(self.ctx_irq(4), 0)
+        q.step(1)
+        self.assertEqual(r.vf("PLDMA_VF_CQ_TAIL"), 1)
+        self.assertEqual(self.ctx_irq(4), R["PLDMA_CTX_IRQ_CQ"], "the first CQE fires the event")
+        self.assertTrue(q.intx())
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 1 << 4)
+        q.set_ctxreg(4, R["PLDMA_CTX_IRQ_STATUS"], R["PLDMA_CTX_IRQ_CQ"])
+        self.assertFalse(q.intx())
+        r.run_until_cq(3)
+        self.assertEqual(self.ctx_irq(4), 0, "once: the later CQEs do not fire it again")
+        # Armed with CQEs pending: at once.
+        r.set_vf("PLDMA_VF_CQ_ARM", R["PLDMA_VF_CQ_ARM_ONCE"])
+        self.assertEqual(self.ctx_irq(4), R["PLDMA_CTX_IRQ_CQ"])
+        q.set_ctxreg(4, R["PLDMA_CTX_IRQ_STATUS"], R["PLDMA_CTX_IRQ_CQ"])
+        # Consumed, armed, one more: it fires at that CQE, and only then.
+        self.assertEqual(len(r.reap()), 3)
+        r.set_vf("PLDMA_VF_CQ_ARM", 2)  # not the arming bit: ignored
+        r.set_vf("PLDMA_VF_CQ_ARM", R["PLDMA_VF_CQ_ARM_ONCE"])
+        self.assertEqual(self.ctx_irq(4), 0)
+        r.post([(bufs[0][0], bufs[0][1], 100, 0x403)])
+        self.assertEqual(r.run_until_cq(4), 5000 + 100)
+        self.assertEqual(self.ctx_irq(4), R["PLDMA_CTX_IRQ_CQ"])
+        q.set_ctxreg(4, R["PLDMA_CTX_IRQ_STATUS"], R["PLDMA_CTX_IRQ_CQ"])
+        r.set_vf("PLDMA_VF_CQ_ARM", 2)
+        self.assertEqual(self.ctx_irq(4), 0, "bit 1 does not arm")
+
+    def test_bad_descriptors_complete_at_once(self):
+        """Descriptors the engine refuses end at the doorbell, each with its CQE status, and
+        raise no interrupt; the channel is free for the next one at once."""
+        q, r = self.q, self.ring(5, log_sq=3, log_cq=3)
+        src, dst, data = self.data(0, 300)
+        bad = [
+            ((src, dst, 0, 0x500), R["PLDMA_CQE_BAD_LEN"]),
+            ((src, dst, (1 << 30) + 1, 0x501), R["PLDMA_CQE_BAD_LEN"]),
+            ((src, dst, 0, 0x502, 1), R["PLDMA_CQE_BAD_FLAGS"]),      # flags checked first
+            ((src, dst, 300, 0x503, 0x80000000), R["PLDMA_CQE_BAD_FLAGS"]),
+            ((2**64 - 100, dst, 4096, 0x504), R["PLDMA_CQE_BAD_ADDR"]),
+            ((src, src + 10, 300, 0x505), R["PLDMA_CQE_OVERLAP"]),
+        ]
+        self.assertEqual(R["PLDMA_CQE_BAD_LEN"], -(256 + R["PLDMA_ERR_BAD_LEN"]))
+        r.post([d for d, _ in bad] + [(src, dst, 300, 0x506)])
+        self.assertEqual(r.indices(), (7, 7, 0, 6), "six CQEs without time passing")
+        cqes = r.reap()
+        self.assertEqual([(c.wr_id, c.status, c.bytes) for c in cqes],
+                         [(d[3], st, 0) for d, st in bad])
+        self.assertEqual(self.ctx_irq(5), 0)
+        self.assertFalse(q.intx())
+        self.assertEqual(self.origin(0, 5), (R["PLDMA_ORIGIN_QUEUE"] | 6, 0x506),
+                         "every one went through channel 0")
+        self.assertEqual(r.run_until_cq(7), 5000 + 300)
+        (c,) = r.reap()
+        self.assertEqual((c.wr_id, c.status, c.bytes), (0x506, 0, 300))
+        self.assertEqual(q.mem_read(dst, 300), data)
+        self.assertEqual(q.mem_read(src + 10, 10), data[10:20], "the overlapping one copied nothing")
+
+    def test_sq_fetch_failure(self):
+        """A descriptor that cannot be read stops the queue: ERROR/SQ_FETCH, bit 9, Q_ERR."""
+        q, r = self.q, self.ring(6, log_sq=1, enable=False)
+        r.configure(UNMAPPED, r.cq, 1 | 3 << 8)
+        r.enable()
+        self.assertEqual(r.status(), (True, False, 0), "alignment alone is checked at ENABLE")
+        r.post([(RAM, RAM + 0x100000, 64, 0x600)])
+        self.assertEqual(r.status(), (True, True, R["PLDMA_QERR_SQ_FETCH"]))
+        self.assertEqual(r.err_addr(), UNMAPPED)
+        self.assertEqual(self.ctx_irq(6), R["PLDMA_CTX_IRQ_QERR"])
+        self.assertTrue(q.intx())
+        self.assertEqual(r.indices(), (1, 0, 0, 0), "the descriptor was not taken")
+        # Stopped: another doorbell changes nothing.
+        r.post([(RAM, RAM + 0x100000, 64, 0x601)])
+        q.step(10**6)
+        self.assertEqual(r.indices(), (2, 0, 0, 0))
+        self.assertEqual(q.status(0, 6)[0], R["PLDMA_STATE_IDLE"])
+        # Re-enabling clears the error (the interrupt bit is the driver's to clear).
+        r.configure(r.sq, r.cq, 1 | 3 << 8)
+        r.enable(False)
+        self.assertEqual(r.status(), (False, True, R["PLDMA_QERR_SQ_FETCH"]), "kept until re-enabled")
+        r.enable()
+        self.assertEqual(r.status(), (True, False, 0))
+        self.assertEqual(r.err_addr(), 0)
+        self.assertEqual(self.ctx_irq(6), R["PLDMA_CTX_IRQ_QERR"])
+        q.set_ctxreg(6, R["PLDMA_CTX_IRQ_STATUS"], R["PLDMA_CTX_IRQ_QERR"])
+        self.assertFalse(q.intx())
+        src, dst, data = self.data(0, 64)
+        r.post([(src, dst, 64, 0x602)])
+        r.run_until_cq(1)
+        self.assertEqual(r.reap()[0].wr_id, 0x602)
+        # The VF without bus mastering cannot read the next descriptor (SQ slot 1).
+        q.set_vf_master(6, False)
+        r.post([(src, dst, 64, 0x603)])
+        self.assertEqual(r.status(), (True, True, R["PLDMA_QERR_SQ_FETCH"]))
+        self.assertEqual(r.err_addr(), r.sq + 32)
+
+    def test_cq_write_failure(self):
+        q, r = self.q, self.ring(7, enable=False)
+        r.configure(r.sq, UNMAPPED, 3 | 3 << 8)
+        r.enable()
+        src, dst, data = self.data(0, 64)
+        r.post([(src, dst, 64, 0x700)])
+        self.assertEqual(q.run_until_settled(0, 7), 5000 + 64)
+        self.assertEqual(q.mem_read(dst, 64), data, "the copy itself went through")
+        self.assertEqual(r.status(), (True, True, R["PLDMA_QERR_CQ_WRITE"]))
+        self.assertEqual(r.err_addr(), UNMAPPED)
+        self.assertEqual(r.indices(), (1, 1, 0, 0))
+        self.assertEqual(self.ctx_irq(7), R["PLDMA_CTX_IRQ_QERR"])
+        self.assertEqual(q.status(0, 7)[0], R["PLDMA_STATE_IDLE"])
+
+    def test_error_stops_the_queue_but_not_its_transfers(self):
+        """Transfers in flight when the queue stops on an error run on, and end without a CQE."""
+        q, r = self.q, self.ring(7, log_sq=1, log_cq=2)
+        src, dst, data = self.data(0, 8192)
+        r.post([(src, dst, 8192, 0x710), (UNMAPPED, dst, 64, 0x711)])
+        self.assertEqual(r.indices(), (2, 2, 0, 0))
+        q.set_vf_master(7, False)
+        r.post([(src, dst, 64, 0x712)])  # slot 0 again: unreadable without bus mastering
+        self.assertEqual(r.status(), (True, True, R["PLDMA_QERR_SQ_FETCH"]))
+        self.assertEqual(r.err_addr(), r.sq)
+        q.set_vf_master(7, True)
+        r.set_vf("PLDMA_VF_CQ_HEAD", 5)   # a CQ_HEAD past CQ_TAIL: logged, taken as written
+        q.run_until_settled(0, 7)
+        self.assertEqual(q.status(0, 7)[0], R["PLDMA_STATE_IDLE"])
+        self.assertEqual(q.mem_read(dst, 8192), data)
+        self.assertEqual(r.indices(), (3, 2, 5, 0), "no CQE")
+        self.assertEqual(q.status(1, 7)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(self.ctx_irq(7), R["PLDMA_CTX_IRQ_QERR"] | 1 << 1)
+
+    def test_queue_config_errors(self):
+        q, r = self.q, self.ring(8, enable=False)
+        qerr = R["PLDMA_CTX_IRQ_QERR"]
+        # Doorbells of a disabled queue are ignored.
+        r.set_vf("PLDMA_VF_SQ_TAIL", 3)
+        r.set_vf("PLDMA_VF_CQ_HEAD", 3)
+        self.assertEqual(r.indices(), (0, 0, 0, 0))
+        self.assertEqual(r.status(), (False, False, 0))
+        cases = [
+            (r.sq + 0x800, r.cq, 3 | 3 << 8, r.sq + 0x800),       # SQ misaligned
+            (r.sq, r.cq + 32, 3 | 3 << 8, r.cq + 32),             # CQ misaligned
+            (r.sq, r.cq, 0 | 3 << 8, 0),                          # SQ of 1 entry
+            (r.sq, r.cq, 3 | 13 << 8, 0),                         # CQ of 8192 entries
+            (r.sq, r.cq, 31 | 31 << 8, 0),
+            (2**64 - 4096, r.cq, 12 | 3 << 8, 2**64 - 4096),      # the SQ wraps past 2^64
+            (r.sq, 2**64 - 0x10000, 3 | 12 << 8, 2**64 - 0x10000),
+            (r.sq, r.cq, 3 | 3 << 8 | 0x80 << 16, 0),             # channel 7 of 4
+        ]
+        for sq, cq, cfg, bad in cases:
+            with self.subTest(sq=hex(sq), cq=hex(cq), cfg=hex(cfg)):
+                r.enable(False)
+                r.configure(sq, cq, cfg)
+                r.enable()
+                self.assertEqual(r.status(), (True, True, R["PLDMA_QERR_BAD_RING"]))
+                self.assertEqual(r.err_addr(), bad)
+                self.assertEqual(self.ctx_irq(8), qerr)
+                self.assertTrue(q.intx())
+                r.post([(RAM, RAM + 0x100000, 64, 1)])
+                self.assertEqual(r.indices(), (1, 0, 0, 0), "nothing taken")
+                q.set_ctxreg(8, R["PLDMA_CTX_IRQ_STATUS"], qerr)
+        # A good configuration: enabled, no error, no interrupt; channel masks within range.
+        for cfg in (1 | 1 << 8, 12 | 12 << 8, 3 | 3 << 8 | 0x81 << 16, 3 | 3 << 8 | 0x08 << 16):
+            r.enable(False)
+            r.configure(r.sq, r.cq, cfg)
+            r.enable()
+            self.assertEqual((r.status(), r.err_addr(), self.ctx_irq(8)), ((True, False, 0), 0, 0),
+                             hex(cfg))
+        self.assertEqual(q.ctxreg(8, R["PLDMA_CTX_Q_CTRL"]), R["PLDMA_Q_CTRL_ENABLE"])
+        # The registers read back; Q_CFG keeps its defined bits only.
+        q.set_ctxreg(8, R["PLDMA_CTX_Q_CFG"], 0xFFFFFFFF)
+        self.assertEqual(q.ctxreg(8, R["PLDMA_CTX_Q_CFG"]), 0x00FF1F1F)
+        self.assertEqual(q.ctxreg(8, R["PLDMA_CTX_SQ_BASE_LO"]), r.sq & 0xFFFFFFFF)
+        self.assertEqual(q.ctxreg(8, R["PLDMA_CTX_CQ_BASE_HI"]), r.cq >> 32)
+        self.assertEqual(r.status(), (True, False, 0), "Q_CFG is latched at ENABLE only")
+        # Channel mask 0x08: channel 3 only.
+        r.post([(RAM, RAM + 0x100000, 64, 0x800)])
+        self.assertEqual(self.origin(3, 8), (R["PLDMA_ORIGIN_QUEUE"], 0x800))
+        r.run_until_cq(1)
+        # Enabling sets the indices to 0.
+        self.assertEqual(r.indices(), (1, 1, 0, 1))
+        r.enable(False)
+        self.assertEqual(r.indices(), (1, 1, 0, 1), "readable while disabled")
+        r.configure(r.sq, r.cq, 3 | 3 << 8)
+        r.enable()
+        self.assertEqual(r.status(), (True, False, 0))
+        self.assertEqual(r.indices(), (0, 0, 0, 0))
+
+    def test_disable_aborts_queue_transfers(self):
+        """Q_CTRL.ENABLE 1 -> 0 stops the queue's transfers at once (no CQE, their interrupt
+        bits cleared); a START of the driver on another channel runs on."""
+        q, r = self.q, self.ring(9, chans=0b0111)
+        s0, d0, _ = self.data(0, 1 << 20)
+        s1, d1, _ = self.data(1, 1 << 20)
+        s2, d2, data2 = self.data(2, 1 << 20)
+        r.post([(s0, d0, 1 << 20, 0x900), (UNMAPPED, d1, 4096, 0x901)])
+        q.program(3, s2, d2, 1 << 20, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=9)
+        q.step(5000 + STEP)   # channel 1 faulted, channel 0 copied its first quantum
+        q.step(STEP)
+        self.assertEqual(q.status(1, 9)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(self.ctx_irq(9), 1 << 1)
+        done = q.chreg(0, R["PLDMA_CH_DONE_BYTES"], 9)
+        self.assertTrue(0 < done < 1 << 20)
+        r.enable(False)
+        self.assertEqual(r.status(), (False, False, 0))
+        self.assertEqual([q.status(n, 9)[0] for n in range(4)],
+                         [R["PLDMA_STATE_IDLE"]] * 3 + [R["PLDMA_STATE_BUSY"]])
+        self.assertEqual(self.ctx_irq(9), 0)
+        self.assertGreater(q.run_until_settled(3, 9), 0)
+        self.assertEqual(q.status(3, 9)[0], R["PLDMA_STATE_DONE"])
+        self.assertEqual(q.mem_read(d2, 1 << 20), data2)
+        self.assertEqual(self.ctx_irq(9), 1 << 3)
+        q.step(10**7)
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_DONE_BYTES"], 9), done)
+        self.assertEqual(q.mem_read(d0 + done, 4096), bytes(4096), "copied after the disable")
+        self.assertEqual(r.indices(), (2, 2, 0, 0), "no CQE")
+        r.set_vf("PLDMA_VF_SQ_TAIL", 5)
+        self.assertEqual(r.indices(), (2, 2, 0, 0), "doorbell of a disabled queue ignored")
+
+    def test_quiesce_disables_the_queue(self):
+        q, r = self.q, self.ring(10)
+        src, dst, _ = self.data(0, 1 << 20)
+        r.post([(src, dst, 1 << 20, 0xA00 + i) for i in range(6)])
+        r.set_vf("PLDMA_VF_CQ_ARM", R["PLDMA_VF_CQ_ARM_ONCE"])
+        q.step(5000 + STEP)
+        self.assertEqual(r.indices(), (6, 4, 0, 0))
+        q.set_ctxreg(10, R["PLDMA_CTX_CTRL"], R["PLDMA_CTX_QUIESCE"])
+        self.assertEqual(r.status(), (False, False, 0))
+        self.assertEqual(q.ctxreg(10, R["PLDMA_CTX_Q_CTRL"]), 0)
+        self.assertEqual(r.indices(), (0, 0, 0, 0))
+        for n in range(q.nchan):
+            self.assertEqual(q.status(n, 10)[0], R["PLDMA_STATE_IDLE"])
+        cq = q.mem_read(r.cq, 32 * r.ncq)
+        q.step(10**8)
+        self.assertEqual(q.mem_read(r.cq, 32 * r.ncq), cq, "no CQE after QUIESCE")
+        self.assertEqual(self.ctx_irq(10), 0, "nor a CQ event")
+        r.set_vf("PLDMA_VF_SQ_TAIL", 9)
+        self.assertEqual(r.indices(), (0, 0, 0, 0))
+        # The programmed registers stay: enabling again is enough.
+        self.assertEqual(q.ctxreg(10, R["PLDMA_CTX_SQ_BASE_LO"]), r.sq & 0xFFFFFFFF)
+        r.enable()
+        r.post([(src, dst, 64, 0xAFF)])
+        self.assertEqual(r.run_until_cq(1), 5000 + 64)
+        self.assertEqual(r.reap()[0].wr_id, 0xAFF)
+
+    def test_reset_clears_the_queues(self):
+        q, r = self.q, self.ring(11)
+        r.post([(RAM, RAM + 0x100000, 64, 1)])
+        r.run_until_cq(1)
+        q.set_reg(R["PLDMA_RESET"], R["PLDMA_RESET_MAGIC"])
+        self.assertEqual(r.status(), (False, False, 0))
+        self.assertEqual(r.indices(), (0, 0, 0, 0))
+        self.assertEqual([q.ctxreg(11, R[n]) for n in ("PLDMA_CTX_SQ_BASE_LO", "PLDMA_CTX_CQ_BASE_LO",
+                                                       "PLDMA_CTX_Q_CFG")], [0, 0, 0])
+        self.assertEqual(self.origin(0, 11), (0, 0))
+
+    def test_kernel_start_beside_the_queue(self):
+        """With a channel mask the driver keeps channels for its own STARTs: they behave as in
+        2.0 (interrupt, DONE kept until the next START), the queue runs on the others."""
+        q, r = self.q, self.ring(12, chans=0b0011)
+        bufs = [self.data(i, 4096) for i in range(6)]
+        ks, kd, kdata = self.data(7, 8192)
+        r.post([(src, dst, 4096, 0xC00 + i) for i, (src, dst, _) in enumerate(bufs[:4])])
+        q.program(2, ks, kd, 8192, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=12)
+        self.assertEqual(r.indices(), (4, 2, 0, 0))
+        # Data path: d0 (ch0), d1 (ch1), the START (ch2, 8 KiB), d2 (ch0), d3 (ch1).
+        t = q.run_until_settled(2, 12)
+        self.assertEqual(t, 5000 + 4 * 4096)
+        self.assertEqual(q.status(2, 12)[0], R["PLDMA_STATE_DONE"])
+        self.assertEqual(self.ctx_irq(12), 1 << 2)
+        self.assertEqual(self.origin(2, 12), (0, 0))
+        self.assertEqual(q.mem_read(kd, 8192), kdata)
+        self.assertEqual(r.run_until_cq(4), 2 * 4096)
+        self.assertEqual([c.wr_id for c in r.reap()], [0xC00, 0xC01, 0xC02, 0xC03])
+        # More descriptors: channels 2 and 3 stay out of it.
+        r.post([(src, dst, 4096, 0xC04 + i) for i, (src, dst, _) in enumerate(bufs[4:])])
+        r.run_until_cq(6)
+        self.assertEqual(q.status(2, 12)[0], R["PLDMA_STATE_DONE"], "the driver's DONE is kept")
+        self.assertEqual(self.origin(3, 12), (0, 0))
+        self.assertEqual(self.ctx_irq(12), 1 << 2)
+        for src, dst, data in bufs:
+            self.assertEqual(q.mem_read(dst, 4096), data)
+
+    def test_start_on_a_channel_the_queue_holds_is_rejected(self):
+        """Without a channel mask the queue takes any free channel; a START that finds one
+        busy with a queue transfer is rejected, as START on any busy channel."""
+        q, r = self.q, self.ring(12)
+        src, dst, _ = self.data(0, STEP)
+        r.post([(src, dst, STEP, 0xD00 + i) for i in range(4)])
+        q.program(1, src, dst + 0x100000, 64, R["PLDMA_CTRL_START"], ctx=12)
+        self.assertEqual(q.status(1, 12), (R["PLDMA_STATE_BUSY"], 0, True))
+        self.assertEqual(self.origin(1, 12), (R["PLDMA_ORIGIN_QUEUE"] | 1, 0xD01))
+        self.assertEqual(q.chreg(1, R["PLDMA_CH_LEN"], 12), 64, "SRC/DST/LEN are the driver's")
+        r.run_until_cq(4)
+        q.set_chreg(1, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_START"], ctx=12)
+        self.assertEqual(self.origin(1, 12), (0, 0))
+        self.assertEqual(q.run_until_settled(1, 12), 5000 + 64)
+        self.assertEqual(q.status(1, 12), (R["PLDMA_STATE_DONE"], 0, False))
+
+    def test_two_contexts_are_independent(self):
+        q = self.q
+        a, b = self.ring(13), self.ring(14)
+        bufs = [self.data(i, 4096) for i in range(6)]
+        a.post([(src, dst, 4096, 0xA000 + i) for i, (src, dst, _) in enumerate(bufs[:3])])
+        self.assertEqual(b.indices(), (0, 0, 0, 0), "context 13's doorbell is its own")
+        b.post([(src, dst, 4096, 0xB000 + i) for i, (src, dst, _) in enumerate(bufs[3:])])
+        # The data path alternates between the contexts: a0 b0 a1 b1 a2 b2.
+        t = q.settle_times([(13, 2), (14, 2)])
+        self.assertEqual((t[(13, 2)], t[(14, 2)]), (5000 + 5 * 4096, 5000 + 6 * 4096))
+        self.assertEqual([c.wr_id for c in a.reap()], [0xA000, 0xA001, 0xA002])
+        self.assertEqual([c.wr_id for c in b.reap()], [0xB000, 0xB001, 0xB002])
+        for src, dst, data in bufs:
+            self.assertEqual(q.mem_read(dst, 4096), data)
+        # An error of one context's queue leaves the other's running.
+        b.configure(b.sq + 0x100, b.cq, 3 | 3 << 8)
+        b.enable(False)
+        b.enable()
+        self.assertEqual(b.status(), (True, True, R["PLDMA_QERR_BAD_RING"]))
+        self.assertEqual(a.status(), (True, False, 0))
+        self.assertEqual(self.ctx_irq(13), 0)
+        self.assertEqual(q.reg(R["PLDMA_IRQ_SUMMARY_LO"]), 1 << 14)
+        a.post([(bufs[0][0], bufs[0][1], 64, 0xA003)])
+        self.assertEqual(a.run_until_cq(4), 5000 + 64)
+        self.assertEqual(a.reap()[0].wr_id, 0xA003)
+        # QUIESCE of one context leaves the other's queue enabled.
+        q.set_ctxreg(14, R["PLDMA_CTX_CTRL"], R["PLDMA_CTX_QUIESCE"])
+        self.assertEqual(a.status(), (True, False, 0))
+
+    def test_rings_in_the_engines_own_registers(self):
+        """Queue DMA may reach the engine's registers; QEMU survives and the state stays sane.
+        A CQ over the context's own block (context 12's is page-aligned): the CQE's wr_id lands
+        on CTX_CTRL and quiesces the context. A CQ over the context's VF page: a CQE rings the
+        doorbell. SQs over the registers: they read as descriptors, without side effects."""
+        q, ctx = self.q, 12
+        blk = BAR + q.ctx_off(ctx, 0)
+        self.assertEqual(blk % 4096, 0)
+        r = Ring(q, ctx, self.SQ, blk, log_cq=1)
+        r.post([(RAM, RAM + 0x100000, 64, 1 << 32)])
+        self.assertEqual(q.run_until_settled(0, ctx), 5000 + 64)
+        self.assertTrue(q.alive())
+        self.assertEqual(r.status(), (False, False, 0), "the CQE's write quiesced the context")
+        self.assertEqual(q.status(0, ctx)[0], R["PLDMA_STATE_IDLE"])
+        page = VF_BAR + ctx * R["PLDMA_VF_MMIO_SIZE"]
+        r = Ring(q, ctx, self.SQ, page, log_cq=2)
+        r.post([(RAM, RAM + 0x100000, 64, 7)] * 4)
+        q.step(10**7)
+        self.assertTrue(q.alive())
+        self.assertEqual(r.vf("PLDMA_VF_CONTEXT"), ctx)
+        for sq in (blk, page, BAR):
+            r = Ring(q, ctx, sq, self.CQ, log_sq=1, log_cq=2)
+            r.set_vf("PLDMA_VF_SQ_TAIL", 2)
+            q.step(10**6)
+            self.assertTrue(q.alive())
+            self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
+
+    def test_random_queue_programming(self):
+        """Random queue registers, doorbells and ring contents, time passing: QEMU survives,
+        the indices stay consistent, and the engine still works afterwards."""
+        q = self.q
+        rnd = random.Random(11)
+        bases = [self.SQ, self.CQ, self.SQ + 0x1000, RAM, UNMAPPED, BAR, BAR + q.ctx_off(2, 0),
+                 VF_BAR, VF_BAR + 2 * 4096, 2**64 - 4096, RAM + 0x10]
+        regs = ["PLDMA_CTX_SQ_BASE_LO", "PLDMA_CTX_SQ_BASE_HI", "PLDMA_CTX_CQ_BASE_LO",
+                "PLDMA_CTX_CQ_BASE_HI", "PLDMA_CTX_Q_CFG", "PLDMA_CTX_Q_CTRL",
+                "PLDMA_CTX_IRQ_STATUS", "PLDMA_CTX_CTRL"]
+        vfregs = ["PLDMA_VF_SQ_TAIL", "PLDMA_VF_CQ_HEAD", "PLDMA_VF_CQ_ARM", "PLDMA_VF_SQ_HEAD"]
+        # Rings of random descriptors: some good, most not.
+        descs = b"".join(sqe(rnd.choice([RAM + 0x100000, UNMAPPED - 64, RAM, 2**64 - 8]),
+                             rnd.choice([RAM + 0x200000, RAM + 0x300000, UNMAPPED]),
+                             rnd.choice([0, 64, 4096, 70000, 1 << 31]), rnd.getrandbits(64),
+                             rnd.choice([0, 0, 0, 1])) for _ in range(128))
+        q.mem_write(self.SQ, descs)
+        q.mem_write(self.SQ + 0x1000, descs)
+        for i in range(2000):
+            ctx = rnd.randrange(3)
+            what = rnd.random()
+            if what < 0.3:
+                base = rnd.choice(bases)
+                q.set_ctxreg(ctx, R[rnd.choice(regs[:4])], base >> (32 if rnd.random() < 0.3 else 0))
+            elif what < 0.45:
+                q.set_ctxreg(ctx, R["PLDMA_CTX_Q_CFG"], rnd.choice([0x303, 0x101, 0xC0C, rnd.getrandbits(32)]))
+            elif what < 0.55:
+                q.set_ctxreg(ctx, R[rnd.choice(regs[5:])], rnd.choice([0, 1, 0xFFFFFFFF]))
+            elif what < 0.9:
+                q.writel(VF_BAR + ctx * 4096 + R[rnd.choice(vfregs)],
+                         rnd.choice([rnd.randrange(8), rnd.getrandbits(32), 1]))
+            else:
+                n = rnd.randrange(q.nchan)
+                q.set_chreg(n, R[rnd.choice(["PLDMA_CH_CTRL", "PLDMA_CH_NACK_STATUS"])],
+                            rnd.choice([R["PLDMA_CTRL_NACK"], R["PLDMA_CTRL_RESUME"], 1, -5]), ctx)
+            if i % 40 == 0:
+                q.step(rnd.randrange(1, 10**6))
+            if i % 200 == 0:
+                for c in range(3):
+                    enabled, error, code = Ring.view(q, c).status()
+                    self.assertLessEqual(code, R["PLDMA_QERR_CQ_WRITE"])
+                    self.assertEqual(error, code != 0)
+                    for n in range(q.nchan):
+                        self.assertLessEqual(q.status(n, c)[0], R["PLDMA_STATE_ERROR"])
+        self.assertTrue(q.alive())
+        q.set_reg(R["PLDMA_RESET"], R["PLDMA_RESET_MAGIC"])
+        r = self.ring(0)
+        src, dst, data = self.data(0, 100)
+        r.post([(src, dst, 100, 5)])
+        self.assertEqual(r.run_until_cq(1), 5000 + 100)
+        self.assertEqual(q.mem_read(dst, 100), data)
+
+
+class QueueResume(unittest.TestCase):
+    """RESUME of a queue transfer, after the driver made its page valid. With the SMMU in
+    bypass no address can become valid in RAM, nor in PCI memory (every address there reads,
+    as all ones); hot-plugged memory can: the source is where a pc-dimm will appear (memory
+    hotplug on virt needs the ACPI GED, which needs firmware: an empty one, as the CPU never
+    runs). The transfer faults there; the test plugs the DIMM, fills it and resumes."""
+
+    def test_resume_after_the_page_appears(self):
+        fw = os.path.join(tempfile.mkdtemp(prefix="pldma-fw-"), "zero.fd")
+        with open(fw, "wb") as f:
+            f.write(bytes(4096))
+        q = Qtest("bandwidth=1000,latency-ns=5000", extra=(
+            "-bios", fw, "-m", f"{RAM_SIZE >> 20}M,slots=1,maxmem=1G",
+            "-object", "memory-backend-ram,id=hot,size=64M"))
+        try:
+            r = Ring(q, 1, RAM + 0x100000, RAM + 0x200000)
+            dimm = 0x80000000   # the start of virt's device memory, above this RAM
+            src, dst = dimm + 0x3000 - 100, RAM + 0x300000
+            q.mem_write(dst, b"\xEE" * 8192)
+            r.post([(src, dst, 8192, 0xF00D)])
+            self.assertEqual(q.run_until_settled(0, 1), 5000)
+            self.assertEqual(q.status(0, 1)[0], R["PLDMA_STATE_FAULT"])
+            self.assertEqual(q.chreg(0, R["PLDMA_CH_FAULT_LO"], 1), src)
+            self.assertEqual(q.chreg(0, R["PLDMA_CH_DONE_BYTES"], 1), 0)
+            self.assertEqual(q.ctxreg(1, R["PLDMA_CTX_IRQ_STATUS"]), 1 << 0)
+            self.assertEqual(r.vf("PLDMA_VF_CQ_TAIL"), 0)
+            # The driver makes the memory valid and resumes: latency and 8 KiB again.
+            res = q.vm.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hot")
+            self.assertEqual(res, {"return": {}})
+            addr = q.vm.qmp("query-memory-devices")["return"][0]["data"]["addr"]
+            self.assertEqual(addr, dimm)
+            data = os.urandom(8192)
+            q.mem_write(src, data)
+            q.set_ctxreg(1, R["PLDMA_CTX_IRQ_STATUS"], 1)
+            q.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], 1)
+            self.assertEqual(q.status(0, 1)[0], R["PLDMA_STATE_BUSY"])
+            self.assertEqual(r.run_until_cq(1), 5000 + 8192)
+            (c,) = r.reap()
+            self.assertEqual((c.wr_id, c.status, c.bytes, c.fault, c.phase),
+                             (0xF00D, 0, 8192, src, 1))
+            self.assertEqual(q.chreg(0, R["PLDMA_CH_FAULTS"], 1), 1)
+            self.assertEqual(q.mem_read(dst, 8192), data)
+            self.assertEqual(q.ctxreg(1, R["PLDMA_CTX_IRQ_STATUS"]), 0,
+                             "the completion raises no channel interrupt")
+        finally:
+            q.close()
+
+
 class Migration(unittest.TestCase):
     def test_migration_is_blocked(self):
         """The device is unmigratable: a migration fails at once and names it."""
@@ -951,6 +1725,79 @@ class Tracing(unittest.TestCase):
         self.assertRegex(text, r"exanest-pldma: ctx5 ch1: START with VF 5 disabled or not a bus master")
         self.assertRegex(text, r"exanest-pldma-vf: ctx6: write 0x1 to read-only or unknown offset 0x0")
         self.assertRegex(text, r"exanest-pldma: write 0x1 to read-only or unknown offset 0x24")
+
+    def test_trace_events_follow_a_queue(self):
+        log = os.path.join(tempfile.mkdtemp(prefix="pldma-trace-"), "trace.log")
+        q = Qtest("bandwidth=1000,latency-ns=5000", extra=("-trace", "exanest_pldma_*", "-D", log))
+        sq, cq = RAM + 0x100000, RAM + 0x200000
+        try:
+            r = Ring(q, 2, sq, cq, log_sq=2, log_cq=3)
+            r.set_vf("PLDMA_VF_CQ_ARM", R["PLDMA_VF_CQ_ARM_ONCE"])
+            r.post([(RAM, RAM + 0x300000, 64, 0xABC)])
+            r.run_until_cq(1)
+            r.configure(UNMAPPED, cq, 2 | 3 << 8)
+            r.enable(False)
+            r.enable()
+            r.post([(RAM, RAM + 0x300000, 64, 0xDEF)])
+        finally:
+            q.close()
+        with open(log, encoding="utf-8") as f:
+            text = f.read()
+        self.assertRegex(text, rf"exanest_pldma_q_enable ctx 2 sq {sq:#x} \(4 entries\) "
+                               rf"cq {cq:#x} \(8 entries\) channels 0xf")
+        self.assertRegex(text, r"exanest_pldma_vf_write ctx 2 addr 0x50 val 0x1\b")
+        self.assertRegex(text, r"exanest_pldma_vf_write ctx 2 addr 0x40 val 0x1\b")
+        self.assertRegex(text, rf"exanest_pldma_q_fetch ctx 2 ch 0 sq 0 at {sq:#x} wr_id 0xabc")
+        self.assertRegex(text, rf"exanest_pldma_q_cqe ctx 2 ch 0 cq 0 at {cq:#x} wr_id 0xabc "
+                               r"status 0 bytes 64")
+        self.assertRegex(text, r"exanest_pldma_q_event ctx 2 cq_tail 1 cq_head 0")
+        self.assertRegex(text, r"exanest_pldma_q_stop ctx 2\b")
+        self.assertRegex(text, rf"exanest_pldma_q_error ctx 2 error {R['PLDMA_QERR_SQ_FETCH']} "
+                               rf"at {UNMAPPED:#x}")
+
+    def test_queue_guest_errors_are_logged(self):
+        log = os.path.join(tempfile.mkdtemp(prefix="pldma-log-"), "guest.log")
+        q = Qtest(extra=("-d", "guest_errors", "-D", log))
+        try:
+            r = Ring(q, 3, RAM + 0x100000, RAM + 0x200000, enable=False)
+            r.set_vf("PLDMA_VF_SQ_TAIL", 1)
+            r.configure(RAM + 0x100800, RAM + 0x200000, 3 | 3 << 8)
+            r.enable()
+            r.enable(False)
+            r.configure(RAM + 0x100000, RAM + 0x200000, 3 | 3 << 8)
+            r.enable()
+            r.post([(RAM, RAM + 0x300000, 64, 1, 4)])
+            r.set_vf("PLDMA_VF_SQ_TAIL", 100)
+            r.set_vf("PLDMA_VF_CQ_HEAD", 50)
+            r.set_vf("PLDMA_VF_CQ_ARM", 3)
+            q.set_ctxreg(3, R["PLDMA_CTX_Q_CTRL"], 3)
+            q.set_ctxreg(3, R["PLDMA_CTX_Q_CFG"], 0xFFFFFFFF)
+            q.writel(VF_BAR + 3 * R["PLDMA_VF_MMIO_SIZE"] + R["PLDMA_VF_SQ_HEAD"], 1)
+            r = Ring(q, 4, RAM + 0x400000, RAM + 0x500000)
+            q.set_vf_master(4, False)
+            r.post([(RAM, RAM + 0x300000, 64, 1)])
+            r = Ring(q, 5, RAM + 0x600000, UNMAPPED)
+            r.post([(RAM, RAM + 0x300000, 0, 1)])
+        finally:
+            q.close()
+        with open(log, encoding="utf-8") as f:
+            text = f.read()
+        for line in (
+                r"exanest-pldma-vf: ctx3: write 0x1 to offset 0x40 ignored: the queue is disabled",
+                r"exanest-pldma: ctx3: queue enabled with a misaligned or wrapping SQ base "
+                r"\(Q_CFG 0x303\)",
+                r"exanest-pldma: ctx3: descriptor 0 has flags 0x4",
+                r"exanest-pldma-vf: ctx3: SQ_TAIL 100 is more than 8 entries ahead of SQ_HEAD 1",
+                r"exanest-pldma-vf: ctx3: CQ_HEAD 50 is not between CQ_HEAD 0 and CQ_TAIL 8",
+                r"exanest-pldma-vf: ctx3: unknown CQ_ARM bits 0x2 ignored",
+                r"exanest-pldma: ctx3: unknown Q_CTRL bits 0x2 ignored",
+                r"exanest-pldma: ctx3: unknown Q_CFG bits 0xff00e0e0 ignored",
+                r"exanest-pldma-vf: ctx3: write 0x1 to read-only or unknown offset 0x44",
+                r"exanest-pldma: ctx4: queue access with VF 4 disabled or not a bus master",
+                rf"exanest-pldma: ctx4: reading descriptor 0 at {RAM + 0x400000:#x} failed, "
+                r"queue stopped",
+                rf"exanest-pldma: ctx5: writing CQE 0 at {UNMAPPED:#x} failed, queue stopped"):
+            self.assertRegex(text, line)
 
 
 class Properties(unittest.TestCase):

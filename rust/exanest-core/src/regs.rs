@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 
-//! The ExaNeSt PLDMA register map, version 2.0: contexts (each an SR-IOV virtual function on
-//! PCI, so its own StreamID), each with its channels.
+//! The ExaNeSt PLDMA register map, version 2.1: contexts (each an SR-IOV virtual function on
+//! PCI, so its own StreamID), each with its channels and (2.1) its user-level queues: a send
+//! queue of [`Sqe`] descriptors and a completion queue of [`Cqe`] entries, rings in the
+//! context's address space, with their doorbells in the context's VF page.
 //!
 //! Mirrors `include/hw/exanest-pldma-regs.h` (used by the QEMU model) and
 //! `Documentation/pldma-registers.rst`; a host test checks every constant against the C header.
@@ -52,7 +54,7 @@ pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 0;
+pub const VERSION_MINOR: u32 = 1;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 
@@ -65,12 +67,80 @@ pub const MAX_CONTEXTS: usize = 64;
 
 /// Context register offsets, relative to the context's block.
 pub mod ctx {
-    /// Write-one-to-clear: bit n set when channel n of the context raised its interrupt.
+    /// Write-one-to-clear, see [`super::ctx_irq`]: bit n set when channel n of the context
+    /// raised its interrupt; the queue's events above.
     pub const IRQ_STATUS: usize = 0x000;
     /// Write-only command strobes, see [`super::ctx_ctrl`].
     pub const CTRL: usize = 0x004;
     /// Read-only, see [`super::ctx_status`].
     pub const STATUS: usize = 0x008;
+    /// 2.1: send queue ring IOVA, low half (4 KiB aligned).
+    pub const SQ_BASE_LO: usize = 0x010;
+    /// 2.1: send queue ring IOVA, high half.
+    pub const SQ_BASE_HI: usize = 0x014;
+    /// 2.1: completion queue ring IOVA, low half (4 KiB aligned).
+    pub const CQ_BASE_LO: usize = 0x018;
+    /// 2.1: completion queue ring IOVA, high half.
+    pub const CQ_BASE_HI: usize = 0x01c;
+    /// 2.1: ring sizes and the channels the queue may use, see [`super::q_cfg`].
+    pub const Q_CFG: usize = 0x020;
+    /// 2.1: [`super::q_ctrl::ENABLE`].
+    pub const Q_CTRL: usize = 0x024;
+    /// 2.1: read-only, see [`super::QStatus`].
+    pub const Q_STATUS: usize = 0x028;
+    /// 2.1: read-only IOVA a queue error is about, low half.
+    pub const Q_ERR_LO: usize = 0x02c;
+    /// 2.1: read-only IOVA a queue error is about, high half.
+    pub const Q_ERR_HI: usize = 0x030;
+}
+
+/// Bits of [`ctx::IRQ_STATUS`].
+pub mod ctx_irq {
+    /// Bit n: channel n raised its interrupt (for a queue transfer: a fault only).
+    pub const CHANNELS: u32 = 0xff;
+    /// 2.1: the armed completion queue event fired.
+    pub const CQ: u32 = 1 << 8;
+    /// 2.1: the queue stopped on an error.
+    pub const QERR: u32 = 1 << 9;
+}
+
+/// Fields of [`ctx::Q_CFG`], latched when the queue is enabled.
+pub mod q_cfg {
+    /// Shift of log2 of the send queue's entries.
+    pub const SQ_SHIFT: u32 = 0;
+    /// Mask of log2 of the send queue's entries.
+    pub const SQ_MASK: u32 = 0x1f;
+    /// Shift of log2 of the completion queue's entries.
+    pub const CQ_SHIFT: u32 = 8;
+    /// Mask of log2 of the completion queue's entries.
+    pub const CQ_MASK: u32 = 0x1f00;
+    /// Shift of the mask of channels the queue may use (0: every channel).
+    pub const CHAN_SHIFT: u32 = 16;
+    /// Mask of the mask of channels the queue may use.
+    pub const CHAN_MASK: u32 = 0xff_0000;
+    /// Smallest log2 of a ring's entries.
+    pub const LOG2_MIN: u32 = 1;
+    /// Largest log2 of a ring's entries.
+    pub const LOG2_MAX: u32 = 12;
+    /// Alignment of a ring's base, bytes.
+    pub const RING_ALIGN: u64 = 0x1000;
+
+    /// The Q_CFG value for rings of `1 << log2_sq` and `1 << log2_cq` entries, the queue using
+    /// the channels in `channels` (bit n: channel n; 0: all). `None` when a size is out of
+    /// range.
+    pub const fn encode(log2_sq: u32, log2_cq: u32, channels: u8) -> Option<u32> {
+        if log2_sq < LOG2_MIN || log2_sq > LOG2_MAX || log2_cq < LOG2_MIN || log2_cq > LOG2_MAX {
+            return None;
+        }
+        Some((log2_sq << SQ_SHIFT) | (log2_cq << CQ_SHIFT) | ((channels as u32) << CHAN_SHIFT))
+    }
+}
+
+/// Bits of [`ctx::Q_CTRL`].
+pub mod q_ctrl {
+    /// 0 to 1: latch the bases and Q_CFG and set the indices to 0; 1 to 0: stop the queue,
+    /// aborting its transfers in flight.
+    pub const ENABLE: u32 = 1 << 0;
 }
 
 /// Command strobes of [`ctx::CTRL`].
@@ -105,6 +175,10 @@ pub const CH_STRIDE: usize = 0x40;
 pub const MAX_CHANNELS: usize = 8;
 // A context's channels fit in its block, after its registers.
 const _: () = assert!(CH_BASE + MAX_CHANNELS * CH_STRIDE <= CTX_STRIDE);
+// The queue registers sit between the context's registers and its channels'.
+const _: () = assert!(ctx::STATUS < ctx::SQ_BASE_LO && ctx::Q_ERR_HI < CH_BASE);
+// A channel's queue registers fit in its block; the doorbells in the VF's page.
+const _: () = assert!(ch::NACK_STATUS < CH_STRIDE && vf::CQ_ARM < VF_MMIO_SIZE);
 
 /// Channel blocks between two contexts' first channels (the stride of the flat array of all
 /// channels that [`ch_index`] indexes).
@@ -118,10 +192,22 @@ pub mod vf {
     pub const VERSION: usize = 0x004;
     /// Read-only: the context's index.
     pub const CONTEXT: usize = 0x008;
+    /// 2.1, read-write: send queue producer index (free-running); writing it rings the doorbell.
+    pub const SQ_TAIL: usize = 0x040;
+    /// 2.1, read-only: descriptors the engine has taken (free-running).
+    pub const SQ_HEAD: usize = 0x044;
+    /// 2.1, read-write: completion queue consumer index (free-running), written by software.
+    pub const CQ_HEAD: usize = 0x048;
+    /// 2.1, read-only: completion queue entries written (free-running).
+    pub const CQ_TAIL: usize = 0x04c;
+    /// 2.1, write-only: [`super::VF_CQ_ARM_ONCE`] arms the completion queue event.
+    pub const CQ_ARM: usize = 0x050;
 }
 
 /// Value of a virtual function's ID register ("EXNV").
 pub const VF_ID_MAGIC: u32 = 0x4558_4e56;
+/// Value written to [`vf::CQ_ARM`] to arm the completion queue event.
+pub const VF_CQ_ARM_ONCE: u32 = 1 << 0;
 
 /// Channel register offsets, relative to the channel's block.
 pub mod ch {
@@ -149,6 +235,22 @@ pub mod ch {
     pub const DONE_BYTES: usize = 0x28;
     /// Faults taken by the current transfer.
     pub const FAULTS: usize = 0x2c;
+    /// 2.1, read-only: where the current or last transfer came from, see [`super::origin`].
+    pub const ORIGIN: usize = 0x30;
+    /// 2.1, read-only: its descriptor's wr_id, low half (0 for a START).
+    pub const WRID_LO: usize = 0x34;
+    /// 2.1, read-only: its descriptor's wr_id, high half.
+    pub const WRID_HI: usize = 0x38;
+    /// 2.1, write-only: the CQE status the next NACK of a queue transfer reports.
+    pub const NACK_STATUS: usize = 0x3c;
+}
+
+/// Bits of [`ch::ORIGIN`].
+pub mod origin {
+    /// The transfer came from the send queue (else from START).
+    pub const QUEUE: u32 = 1 << 31;
+    /// The send queue index of its descriptor, modulo 2^16.
+    pub const SQ_INDEX_MASK: u32 = 0xffff;
 }
 
 /// Index of channel `n` of context `c` in the flat array of channel blocks that starts at
@@ -287,6 +389,8 @@ pub enum Error {
     NoMaster,
     /// Source and destination overlap.
     Overlap,
+    /// 2.1: a queue descriptor's flags are not 0 (queue transfers only).
+    BadFlags,
     /// A value this version does not know.
     Unknown(u8),
 }
@@ -301,6 +405,7 @@ impl Error {
             3 => Error::Aborted,
             4 => Error::NoMaster,
             5 => Error::Overlap,
+            6 => Error::BadFlags,
             e => Error::Unknown(e),
         }
     }
@@ -314,6 +419,7 @@ impl Error {
             Error::Aborted => 3,
             Error::NoMaster => 4,
             Error::Overlap => 5,
+            Error::BadFlags => 6,
             Error::Unknown(v) => v,
         }
     }
@@ -414,6 +520,263 @@ impl FaultInfo {
     }
 }
 
+/// Why a queue stopped, bits 15:8 of [`ctx::Q_STATUS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueError {
+    /// No error.
+    None,
+    /// Enabled with a bad configuration: a base misaligned or wrapping, a ring size out of
+    /// range, or a channel mask naming no channel of the engine.
+    BadRing,
+    /// Reading a descriptor failed (translation, bus, or the VF not bus-mastering).
+    SqFetch,
+    /// Writing a completion queue entry failed.
+    CqWrite,
+    /// A value this version does not know.
+    Unknown(u8),
+}
+
+impl QueueError {
+    /// The error for the value of the Q_STATUS.error field.
+    pub const fn from_field(v: u8) -> Self {
+        match v {
+            0 => QueueError::None,
+            1 => QueueError::BadRing,
+            2 => QueueError::SqFetch,
+            3 => QueueError::CqWrite,
+            e => QueueError::Unknown(e),
+        }
+    }
+
+    /// The value of the Q_STATUS.error field for this error.
+    pub const fn field(self) -> u8 {
+        match self {
+            QueueError::None => 0,
+            QueueError::BadRing => 1,
+            QueueError::SqFetch => 2,
+            QueueError::CqWrite => 3,
+            QueueError::Unknown(v) => v,
+        }
+    }
+}
+
+/// A decoded [`ctx::Q_STATUS`] value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QStatus {
+    /// The queue is enabled (Q_CTRL.ENABLE).
+    pub enabled: bool,
+    /// The queue stopped on an error: no fetch, no completion until re-enabled.
+    pub error: bool,
+    /// Why (meaningful when `error`).
+    pub code: QueueError,
+}
+
+impl QStatus {
+    /// The enabled bit.
+    pub const ENABLED: u32 = 1 << 0;
+    /// The error bit.
+    pub const ERROR: u32 = 1 << 1;
+    /// Shift of the error code.
+    pub const ERR_SHIFT: u32 = 8;
+    /// Mask of the error code.
+    pub const ERR_MASK: u32 = 0xff00;
+
+    /// Decode a raw Q_STATUS value.
+    pub const fn decode(raw: u32) -> Self {
+        QStatus {
+            enabled: raw & Self::ENABLED != 0,
+            error: raw & Self::ERROR != 0,
+            code: QueueError::from_field(((raw & Self::ERR_MASK) >> Self::ERR_SHIFT) as u8),
+        }
+    }
+
+    /// Encode back to the raw register value.
+    pub const fn encode(self) -> u32 {
+        (if self.enabled { Self::ENABLED } else { 0 })
+            | (if self.error { Self::ERROR } else { 0 })
+            | ((self.code.field() as u32) << Self::ERR_SHIFT)
+    }
+}
+
+/// A queue entry's bytes: both entry kinds are 32 bytes, little-endian.
+pub type QueueEntry = [u8; 32];
+
+const fn get_le(b: &QueueEntry, off: usize, n: usize) -> u64 {
+    let mut v = 0u64;
+    let mut i = n;
+    while i > 0 {
+        i -= 1;
+        v = (v << 8) | b[off + i] as u64;
+    }
+    v
+}
+
+const fn put_le(mut b: QueueEntry, off: usize, n: usize, v: u64) -> QueueEntry {
+    let mut i = 0;
+    while i < n {
+        b[off + i] = (v >> (8 * i)) as u8;
+        i += 1;
+    }
+    b
+}
+
+/// A send queue entry: one copy request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sqe {
+    /// Source IOVA.
+    pub src: u64,
+    /// Destination IOVA.
+    pub dst: u64,
+    /// Bytes to copy, 1..MAX_LEN.
+    pub len: u32,
+    /// Must be 0 (else the completion reports [`cqe_status::BAD_FLAGS`]).
+    pub flags: u32,
+    /// Software's identifier, returned in the completion.
+    pub wr_id: u64,
+}
+
+impl Sqe {
+    /// Bytes per entry.
+    pub const SIZE: usize = 32;
+    /// Byte offset of `src` (u64).
+    pub const SRC_OFF: usize = 0;
+    /// Byte offset of `dst` (u64).
+    pub const DST_OFF: usize = 8;
+    /// Byte offset of `len` (u32).
+    pub const LEN_OFF: usize = 16;
+    /// Byte offset of `flags` (u32).
+    pub const FLAGS_OFF: usize = 20;
+    /// Byte offset of `wr_id` (u64).
+    pub const WRID_OFF: usize = 24;
+
+    /// The entry's bytes, as the engine reads them.
+    pub const fn encode(&self) -> QueueEntry {
+        let b = put_le([0; 32], Self::SRC_OFF, 8, self.src);
+        let b = put_le(b, Self::DST_OFF, 8, self.dst);
+        let b = put_le(b, Self::LEN_OFF, 4, self.len as u64);
+        let b = put_le(b, Self::FLAGS_OFF, 4, self.flags as u64);
+        put_le(b, Self::WRID_OFF, 8, self.wr_id)
+    }
+
+    /// Decode an entry's bytes.
+    pub const fn decode(b: &QueueEntry) -> Self {
+        Sqe {
+            src: get_le(b, Self::SRC_OFF, 8),
+            dst: get_le(b, Self::DST_OFF, 8),
+            len: get_le(b, Self::LEN_OFF, 4) as u32,
+            flags: get_le(b, Self::FLAGS_OFF, 4) as u32,
+            wr_id: get_le(b, Self::WRID_OFF, 8),
+        }
+    }
+}
+
+/// Status values of a completion queue entry ([`Cqe::status`]).
+pub mod cqe_status {
+    /// The copy completed.
+    pub const SUCCESS: i32 = 0;
+    /// An engine error `e` reports `-(ERR_BASE + e)`, see [`super::cqe_status_of`].
+    pub const ERR_BASE: i32 = 256;
+    /// [`super::Error::BadLen`].
+    pub const BAD_LEN: i32 = -257;
+    /// [`super::Error::BadAddr`].
+    pub const BAD_ADDR: i32 = -258;
+    /// [`super::Error::Aborted`]: NACK with CH_NACK_STATUS left as it was at the fetch.
+    pub const ABORTED: i32 = -259;
+    /// [`super::Error::NoMaster`].
+    pub const NO_MASTER: i32 = -260;
+    /// [`super::Error::Overlap`].
+    pub const OVERLAP: i32 = -261;
+    /// [`super::Error::BadFlags`].
+    pub const BAD_FLAGS: i32 = -262;
+}
+
+/// The completion status the engine reports for a transfer that ended with error `e`.
+pub const fn cqe_status_of(e: Error) -> i32 {
+    -(cqe_status::ERR_BASE + e.field() as i32)
+}
+
+/// The engine error a completion status encodes, `None` for success and for the values only a
+/// NACK (CH_NACK_STATUS) can produce, such as a negative errno.
+pub const fn error_of_cqe_status(status: i32) -> Option<Error> {
+    let e = -(status as i64) - cqe_status::ERR_BASE as i64;
+    if e >= 1 && e <= 255 {
+        Some(Error::from_field(e as u8))
+    } else {
+        None
+    }
+}
+
+/// A completion queue entry: one ended transfer, in the order transfers end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cqe {
+    /// The descriptor's `wr_id`.
+    pub wr_id: u64,
+    /// 0, an engine error ([`cqe_status_of`]) or, after a NACK, CH_NACK_STATUS.
+    pub status: i32,
+    /// Bytes copied.
+    pub bytes: u32,
+    /// IOVA of the transfer's last fault, 0 if none.
+    pub fault_addr: u64,
+    /// [`Cqe::PHASE`]; the other bits are 0.
+    pub flags: u32,
+}
+
+impl Cqe {
+    /// Bytes per entry.
+    pub const SIZE: usize = 32;
+    /// Byte offset of `wr_id` (u64).
+    pub const WRID_OFF: usize = 0;
+    /// Byte offset of `status` (i32).
+    pub const STATUS_OFF: usize = 8;
+    /// Byte offset of `bytes` (u32).
+    pub const BYTES_OFF: usize = 12;
+    /// Byte offset of `fault_addr` (u64).
+    pub const FAULT_OFF: usize = 16;
+    /// Byte offset of `flags` (u32).
+    pub const FLAGS_OFF: usize = 24;
+    /// Byte offset of the reserved word (u32, 0).
+    pub const RSVD_OFF: usize = 28;
+    /// Flag: 1 on the first pass through the ring, toggling at each wrap.
+    pub const PHASE: u32 = 1 << 0;
+
+    /// The entry's bytes, as the engine writes them.
+    pub const fn encode(&self) -> QueueEntry {
+        let b = put_le([0; 32], Self::WRID_OFF, 8, self.wr_id);
+        let b = put_le(b, Self::STATUS_OFF, 4, self.status as u32 as u64);
+        let b = put_le(b, Self::BYTES_OFF, 4, self.bytes as u64);
+        let b = put_le(b, Self::FAULT_OFF, 8, self.fault_addr);
+        put_le(b, Self::FLAGS_OFF, 4, self.flags as u64)
+    }
+
+    /// Decode an entry's bytes.
+    pub const fn decode(b: &QueueEntry) -> Self {
+        Cqe {
+            wr_id: get_le(b, Self::WRID_OFF, 8),
+            status: get_le(b, Self::STATUS_OFF, 4) as u32 as i32,
+            bytes: get_le(b, Self::BYTES_OFF, 4) as u32,
+            fault_addr: get_le(b, Self::FAULT_OFF, 8),
+            flags: get_le(b, Self::FLAGS_OFF, 4) as u32,
+        }
+    }
+
+    /// The entry's phase bit.
+    pub const fn phase(&self) -> bool {
+        self.flags & Self::PHASE != 0
+    }
+}
+
+/// The phase bit the engine writes in the entry of free-running index `index` of a ring of
+/// `1 << log2_entries` entries: an entry is new when its phase equals this.
+pub const fn cq_phase(index: u32, log2_entries: u32) -> bool {
+    (index >> log2_entries) & 1 == 0
+}
+
+/// Byte offset in its ring of the entry of free-running index `index`, in a ring of
+/// `1 << log2_entries` entries of 32 bytes.
+pub const fn ring_offset(index: u32, log2_entries: u32) -> usize {
+    ((index & ((1u32 << log2_entries) - 1)) as usize) * Sqe::SIZE
+}
+
 /// Split a 64-bit address into the (LO, HI) register values.
 pub const fn split64(v: u64) -> (u32, u32) {
     (v as u32, (v >> 32) as u32)
@@ -431,7 +794,7 @@ mod tests {
     #[test]
     fn status_roundtrip_every_known_value() {
         for s in 0..=4u32 {
-            for e in 0..=5u32 {
+            for e in 0..=6u32 {
                 for r in [0, Status::REJECTED] {
                     let raw = s | (e << 8) | r;
                     assert_eq!(Status::decode(raw).encode(), raw, "raw {raw:#x}");
@@ -481,6 +844,123 @@ mod tests {
         assert!(f.write);
         assert_eq!(f.cause, FaultCause::Translation);
         assert_eq!(FaultInfo::decode(2 << 8).cause, FaultCause::Bus);
+    }
+
+    #[test]
+    fn queue_registers() {
+        assert_eq!(ctx_reg(3, ctx::Q_CFG), Some(0x1000 + 3 * 0x400 + 0x20));
+        assert_eq!(
+            ch_reg(1, 2, ch::NACK_STATUS),
+            Some(0x1400 + 0x100 + 2 * 0x40 + 0x3c)
+        );
+        assert_eq!(q_cfg::encode(4, 5, 0), Some(4 | (5 << 8)));
+        assert_eq!(
+            q_cfg::encode(12, 1, 0b1100),
+            Some(12 | (1 << 8) | (0b1100 << 16))
+        );
+        assert_eq!(q_cfg::encode(0, 5, 0), None);
+        assert_eq!(q_cfg::encode(4, 13, 0), None);
+        for e in 0..=255u8 {
+            let st = QStatus {
+                enabled: e & 1 != 0,
+                error: e & 2 != 0,
+                code: QueueError::from_field(e),
+            };
+            assert_eq!(QStatus::decode(st.encode()), st);
+        }
+        let st = QStatus::decode(QStatus::ENABLED | QStatus::ERROR | (2 << 8));
+        assert!(st.enabled && st.error);
+        assert_eq!(st.code, QueueError::SqFetch);
+        assert_eq!(QStatus::decode(0x7700).code, QueueError::Unknown(0x77));
+    }
+
+    #[test]
+    fn sqe_layout() {
+        let d = Sqe {
+            src: 0x1122_3344_5566_7788,
+            dst: 0x99aa_bbcc_ddee_ff00,
+            len: 0x0102_0304,
+            flags: 0,
+            wr_id: 0xdead_beef_cafe_f00d,
+        };
+        let b = d.encode();
+        assert_eq!(&b[0..8], &0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(&b[8..16], &0x99aa_bbcc_ddee_ff00u64.to_le_bytes());
+        assert_eq!(&b[16..20], &[4, 3, 2, 1]);
+        assert_eq!(&b[20..24], &[0; 4]);
+        assert_eq!(&b[24..32], &0xdead_beef_cafe_f00du64.to_le_bytes());
+        assert_eq!(Sqe::decode(&b), d);
+        let odd = Sqe {
+            flags: 0x8000_0001,
+            ..d
+        };
+        assert_eq!(Sqe::decode(&odd.encode()), odd);
+    }
+
+    #[test]
+    fn cqe_layout() {
+        let c = Cqe {
+            wr_id: 42,
+            status: -14,
+            bytes: 4096,
+            fault_addr: 0x5000_0000,
+            flags: Cqe::PHASE,
+        };
+        let b = c.encode();
+        assert_eq!(&b[0..8], &42u64.to_le_bytes());
+        assert_eq!(&b[8..12], &(-14i32).to_le_bytes());
+        assert_eq!(&b[12..16], &4096u32.to_le_bytes());
+        assert_eq!(&b[16..24], &0x5000_0000u64.to_le_bytes());
+        assert_eq!(&b[24..28], &1u32.to_le_bytes());
+        assert_eq!(&b[28..32], &[0; 4]);
+        assert_eq!(Cqe::decode(&b), c);
+        assert!(c.phase());
+        assert!(!Cqe { flags: 0, ..c }.phase());
+        let mut raw = [0xffu8; 32];
+        raw[24..28].copy_from_slice(&0u32.to_le_bytes());
+        let d = Cqe::decode(&raw);
+        assert_eq!((d.wr_id, d.status, d.bytes), (u64::MAX, -1, u32::MAX));
+        assert!(!d.phase());
+    }
+
+    #[test]
+    fn cqe_status_mapping() {
+        for (e, st) in [
+            (Error::BadLen, cqe_status::BAD_LEN),
+            (Error::BadAddr, cqe_status::BAD_ADDR),
+            (Error::Aborted, cqe_status::ABORTED),
+            (Error::NoMaster, cqe_status::NO_MASTER),
+            (Error::Overlap, cqe_status::OVERLAP),
+            (Error::BadFlags, cqe_status::BAD_FLAGS),
+        ] {
+            assert_eq!(cqe_status_of(e), st, "{e:?}");
+            assert_eq!(error_of_cqe_status(st), Some(e));
+        }
+        // Success and negative errnos (what a driver writes to NACK_STATUS) are not engine
+        // errors; every engine error code maps back.
+        for st in [0, -1, -14, -125, -256, i32::MIN, i32::MAX, -(256 + 256)] {
+            assert_eq!(error_of_cqe_status(st), None, "{st}");
+        }
+        for v in 1..=255u8 {
+            let e = Error::from_field(v);
+            assert_eq!(error_of_cqe_status(cqe_status_of(e)), Some(e));
+        }
+    }
+
+    #[test]
+    fn ring_index_and_phase() {
+        // A ring of 4: the first pass has phase 1, the second 0, the third 1 again.
+        let phases: [bool; 12] = core::array::from_fn(|i| cq_phase(i as u32, 2));
+        assert_eq!(phases[..4], [true; 4]);
+        assert_eq!(phases[4..8], [false; 4]);
+        assert_eq!(phases[8..], [true; 4]);
+        assert_eq!(ring_offset(5, 2), 32);
+        assert_eq!(ring_offset(4095, 12), 4095 * 32);
+        assert_eq!(ring_offset(4096, 12), 0);
+        // The free-running index wraps at 2^32, a multiple of every ring: no phase glitch.
+        assert!(!cq_phase(u32::MAX, 1));
+        assert!(cq_phase(u32::MAX.wrapping_add(1), 1));
+        assert_eq!(ring_offset(u32::MAX, 12), 4095 * 32);
     }
 
     #[test]

@@ -2,9 +2,14 @@
 
 //! The Rust register map must equal the C header that the QEMU model is compiled with.
 
-use exanest_core::regs::{self, ch, ctrl, global, Caps, FaultInfo, Status};
+use exanest_core::regs::{
+    self, ch, cqe_status, ctrl, ctx_irq, global, origin, q_cfg, q_ctrl, Caps, Cqe, FaultInfo,
+    QStatus, Sqe, Status,
+};
 use std::collections::HashMap;
 
+/// Every `#define` of the header with its value; a negative value (the CQE status codes,
+/// written `(-N)`) as its two's complement.
 fn header() -> HashMap<String, u64> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -21,7 +26,11 @@ fn header() -> HashMap<String, u64> {
             continue; // the include guard
         };
         let value: String = value.chars().filter(|c| !c.is_whitespace()).collect();
-        let parsed = if let Some(shift) = value.strip_prefix("(1u<<") {
+        let parsed = if let Some(neg) = value.strip_prefix("(-") {
+            neg.strip_suffix(')')
+                .and_then(|n| n.parse::<i64>().ok())
+                .map(|n| (-n) as u64)
+        } else if let Some(shift) = value.strip_prefix("(1u<<") {
             shift
                 .strip_suffix(')')
                 .and_then(|s| s.parse::<u32>().ok())
@@ -110,12 +119,85 @@ fn rust_register_map_matches_c_header() {
         ("PLDMA_FAULT_WRITE", FaultInfo::WRITE.into()),
         ("PLDMA_FAULT_CAUSE_SHIFT", FaultInfo::CAUSE_SHIFT.into()),
         ("PLDMA_FAULT_CAUSE_MASK", FaultInfo::CAUSE_MASK.into()),
+        // 2.1: queues
+        ("PLDMA_CTX_SQ_BASE_LO", regs::ctx::SQ_BASE_LO as u64),
+        ("PLDMA_CTX_SQ_BASE_HI", regs::ctx::SQ_BASE_HI as u64),
+        ("PLDMA_CTX_CQ_BASE_LO", regs::ctx::CQ_BASE_LO as u64),
+        ("PLDMA_CTX_CQ_BASE_HI", regs::ctx::CQ_BASE_HI as u64),
+        ("PLDMA_CTX_Q_CFG", regs::ctx::Q_CFG as u64),
+        ("PLDMA_CTX_Q_CTRL", regs::ctx::Q_CTRL as u64),
+        ("PLDMA_CTX_Q_STATUS", regs::ctx::Q_STATUS as u64),
+        ("PLDMA_CTX_Q_ERR_LO", regs::ctx::Q_ERR_LO as u64),
+        ("PLDMA_CTX_Q_ERR_HI", regs::ctx::Q_ERR_HI as u64),
+        ("PLDMA_CTX_IRQ_CHANNELS", ctx_irq::CHANNELS.into()),
+        ("PLDMA_CTX_IRQ_CQ", ctx_irq::CQ.into()),
+        ("PLDMA_CTX_IRQ_QERR", ctx_irq::QERR.into()),
+        ("PLDMA_CH_ORIGIN", ch::ORIGIN as u64),
+        ("PLDMA_CH_WRID_LO", ch::WRID_LO as u64),
+        ("PLDMA_CH_WRID_HI", ch::WRID_HI as u64),
+        ("PLDMA_CH_NACK_STATUS", ch::NACK_STATUS as u64),
+        ("PLDMA_ORIGIN_QUEUE", origin::QUEUE.into()),
+        ("PLDMA_ORIGIN_SQ_INDEX_MASK", origin::SQ_INDEX_MASK.into()),
+        ("PLDMA_Q_CFG_SQ_SHIFT", q_cfg::SQ_SHIFT.into()),
+        ("PLDMA_Q_CFG_SQ_MASK", q_cfg::SQ_MASK.into()),
+        ("PLDMA_Q_CFG_CQ_SHIFT", q_cfg::CQ_SHIFT.into()),
+        ("PLDMA_Q_CFG_CQ_MASK", q_cfg::CQ_MASK.into()),
+        ("PLDMA_Q_CFG_CHAN_SHIFT", q_cfg::CHAN_SHIFT.into()),
+        ("PLDMA_Q_CFG_CHAN_MASK", q_cfg::CHAN_MASK.into()),
+        ("PLDMA_Q_LOG2_MIN", q_cfg::LOG2_MIN.into()),
+        ("PLDMA_Q_LOG2_MAX", q_cfg::LOG2_MAX.into()),
+        ("PLDMA_Q_RING_ALIGN", q_cfg::RING_ALIGN),
+        ("PLDMA_Q_CTRL_ENABLE", q_ctrl::ENABLE.into()),
+        ("PLDMA_Q_STATUS_ENABLED", QStatus::ENABLED.into()),
+        ("PLDMA_Q_STATUS_ERROR", QStatus::ERROR.into()),
+        ("PLDMA_Q_STATUS_ERR_SHIFT", QStatus::ERR_SHIFT.into()),
+        ("PLDMA_Q_STATUS_ERR_MASK", QStatus::ERR_MASK.into()),
+        ("PLDMA_SQE_SIZE", Sqe::SIZE as u64),
+        ("PLDMA_SQE_SRC_OFF", Sqe::SRC_OFF as u64),
+        ("PLDMA_SQE_DST_OFF", Sqe::DST_OFF as u64),
+        ("PLDMA_SQE_LEN_OFF", Sqe::LEN_OFF as u64),
+        ("PLDMA_SQE_FLAGS_OFF", Sqe::FLAGS_OFF as u64),
+        ("PLDMA_SQE_WRID_OFF", Sqe::WRID_OFF as u64),
+        ("PLDMA_CQE_SIZE", Cqe::SIZE as u64),
+        ("PLDMA_CQE_WRID_OFF", Cqe::WRID_OFF as u64),
+        ("PLDMA_CQE_STATUS_OFF", Cqe::STATUS_OFF as u64),
+        ("PLDMA_CQE_BYTES_OFF", Cqe::BYTES_OFF as u64),
+        ("PLDMA_CQE_FAULT_OFF", Cqe::FAULT_OFF as u64),
+        ("PLDMA_CQE_FLAGS_OFF", Cqe::FLAGS_OFF as u64),
+        ("PLDMA_CQE_RSVD_OFF", Cqe::RSVD_OFF as u64),
+        ("PLDMA_CQE_PHASE", Cqe::PHASE.into()),
+        ("PLDMA_CQE_SUCCESS", signed(cqe_status::SUCCESS)),
+        ("PLDMA_CQE_ERR_BASE", signed(cqe_status::ERR_BASE)),
+        ("PLDMA_CQE_BAD_LEN", signed(cqe_status::BAD_LEN)),
+        ("PLDMA_CQE_BAD_ADDR", signed(cqe_status::BAD_ADDR)),
+        ("PLDMA_CQE_ABORTED", signed(cqe_status::ABORTED)),
+        ("PLDMA_CQE_NO_MASTER", signed(cqe_status::NO_MASTER)),
+        ("PLDMA_CQE_OVERLAP", signed(cqe_status::OVERLAP)),
+        ("PLDMA_CQE_BAD_FLAGS", signed(cqe_status::BAD_FLAGS)),
+        ("PLDMA_VF_SQ_TAIL", regs::vf::SQ_TAIL as u64),
+        ("PLDMA_VF_SQ_HEAD", regs::vf::SQ_HEAD as u64),
+        ("PLDMA_VF_CQ_HEAD", regs::vf::CQ_HEAD as u64),
+        ("PLDMA_VF_CQ_TAIL", regs::vf::CQ_TAIL as u64),
+        ("PLDMA_VF_CQ_ARM", regs::vf::CQ_ARM as u64),
+        ("PLDMA_VF_CQ_ARM_ONCE", regs::VF_CQ_ARM_ONCE.into()),
     ];
     for (name, rust) in expect {
         assert_eq!(h.get(*name), Some(rust), "{name}: C header vs Rust");
     }
     // Every #define of the header is covered above or by the enum checks below.
-    let enums = [("PLDMA_STATE_", 5), ("PLDMA_ERR_", 6), ("PLDMA_CAUSE_", 2)];
+    let enums = [
+        ("PLDMA_STATE_", 5),
+        ("PLDMA_ERR_", 7),
+        ("PLDMA_CAUSE_", 2),
+        ("PLDMA_QERR_", 4),
+    ];
+    for (prefix, n) in enums {
+        assert_eq!(
+            h.keys().filter(|k| k.starts_with(prefix)).count(),
+            n,
+            "{prefix}*"
+        );
+    }
     let covered = expect.len() + enums.iter().map(|e| e.1).sum::<usize>();
     assert_eq!(
         h.len(),
@@ -143,13 +225,50 @@ fn rust_enums_match_c_header() {
         ("PLDMA_ERR_ABORTED", regs::Error::Aborted),
         ("PLDMA_ERR_NO_MASTER", regs::Error::NoMaster),
         ("PLDMA_ERR_OVERLAP", regs::Error::Overlap),
+        ("PLDMA_ERR_BAD_FLAGS", regs::Error::BadFlags),
     ] {
         assert_eq!(Status::decode((h[name] as u32) << 8).error, e, "{name}");
+    }
+    for (name, e) in [
+        ("PLDMA_QERR_NONE", regs::QueueError::None),
+        ("PLDMA_QERR_BAD_RING", regs::QueueError::BadRing),
+        ("PLDMA_QERR_SQ_FETCH", regs::QueueError::SqFetch),
+        ("PLDMA_QERR_CQ_WRITE", regs::QueueError::CqWrite),
+    ] {
+        assert_eq!(QStatus::decode((h[name] as u32) << 8).code, e, "{name}");
     }
     for (name, c) in [
         ("PLDMA_CAUSE_TRANSLATION", regs::FaultCause::Translation),
         ("PLDMA_CAUSE_BUS", regs::FaultCause::Bus),
     ] {
         assert_eq!(FaultInfo::decode((h[name] as u32) << 8).cause, c, "{name}");
+    }
+}
+
+/// A signed header value as [`header`] stores it.
+fn signed(v: i32) -> u64 {
+    i64::from(v) as u64
+}
+
+#[test]
+fn cqe_status_codes_follow_the_rule() {
+    // The header spells each engine error's CQE status out; it is -(ERR_BASE + PLDMA_ERR_x).
+    let h = header();
+    for e in [
+        "BAD_LEN",
+        "BAD_ADDR",
+        "ABORTED",
+        "NO_MASTER",
+        "OVERLAP",
+        "BAD_FLAGS",
+    ] {
+        let err = h[&format!("PLDMA_ERR_{e}")] as i64;
+        let st = h[&format!("PLDMA_CQE_{e}")] as i64;
+        assert_eq!(st, -(h["PLDMA_CQE_ERR_BASE"] as i64 + err), "PLDMA_CQE_{e}");
+        assert_eq!(
+            regs::cqe_status_of(Status::decode((err as u32) << 8).error) as i64,
+            st,
+            "{e}"
+        );
     }
 }
