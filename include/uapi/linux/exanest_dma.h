@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
 /*
- * ExaNeSt DMA user ABI, version 2.
+ * ExaNeSt DMA user ABI, version 3 (3 adds the user-level queue: QUEUE_CREATE, QUEUE_WAIT, mmap).
  *
  * One character device per engine instance: /dev/exanest-dma<N>. Each open file gets one of the
  * engine's contexts (EBUSY when every context is taken): the context's own IOMMU domain, attached
@@ -21,7 +21,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define EXANEST_DMA_ABI_VERSION		2
+#define EXANEST_DMA_ABI_VERSION		3
 
 /* exanest_dma_info.context of a file that holds no engine context at the moment. */
 #define EXANEST_DMA_NO_CONTEXT		0xffffffffu
@@ -166,6 +166,53 @@ struct exanest_dma_region_stats {
 	__u64 reserved[2];	/* out: zero */
 };
 
+/*
+ * The user-level queue (ABI 3): post copies and collect their completions with no system call.
+ * A file creates at most one queue, which lives until the file is closed and keeps the file's
+ * engine context for it (an engine has as many queues as contexts: EBUSY beyond). The rings are
+ * the caller's memory: page-aligned, (1 << log2) entries of 32 bytes each, pinned by the driver
+ * and mapped at their addresses in the context's IOMMU domain; the driver zeroes the CQ. The
+ * doorbell page is mapped with mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+ * doorbell_offset), by the process that opened the file only; it is not inherited by fork().
+ * Entry and register formats: Documentation/pldma-registers.rst, "User-level queues";
+ * Documentation/abi.rst, "User-level queue".
+ */
+#define EXANEST_DMA_QUEUE_LOG2_MIN	1
+#define EXANEST_DMA_QUEUE_LOG2_MAX	12
+#define EXANEST_DMA_QUEUE_ENTRY		32	/* bytes per SQ and CQ entry */
+
+/* EXANEST_DMA_IOC_QUEUE_CREATE */
+struct exanest_dma_queue {
+	__u64 sq_addr;		/* in: send queue ring, 4 KiB aligned */
+	__u64 cq_addr;		/* in: completion queue ring, 4 KiB aligned, zeroed by the driver */
+	__u32 sq_log2;		/* in: log2 of the SQ's entries, 1..12 */
+	__u32 cq_log2;		/* in: log2 of the CQ's entries, 1..12 */
+	__u32 flags;		/* in: 0 */
+	__u32 context;		/* out: the engine context the queue posts to */
+	__u32 channels;		/* out: mask of the channels the queue's copies run on */
+	__u32 reserved;		/* in: 0 */
+	__u64 doorbell_offset;	/* out: mmap offset of the doorbell page */
+};
+
+/* Queue errors (exanest_dma_queue_wait.error): the queue stopped and takes nothing more. */
+#define EXANEST_DMA_QERR_SQ_FETCH	2	/* a descriptor could not be read */
+#define EXANEST_DMA_QERR_CQ_WRITE	3	/* a completion could not be written */
+
+/*
+ * EXANEST_DMA_IOC_QUEUE_WAIT: sleep until the completion of index cq_head is in the CQ (its
+ * PHASE bit is the one expected for that index), the queue stopped on an error, or the timeout.
+ * The caller arms the CQ event (the doorbell page's CQ_ARM) before it looks at the CQ a last time
+ * and calls this; without arming, only the timeout ends the wait.
+ */
+struct exanest_dma_queue_wait {
+	__u32 cq_head;		/* in: free-running index of the completion waited for */
+	__u32 flags;		/* in: 0 */
+	__s64 timeout_ns;	/* in: < 0 waits forever, 0 polls */
+	__u32 error;		/* out: 0, or EXANEST_DMA_QERR_* */
+	__u32 reserved;		/* in: 0 */
+	__u64 error_addr;	/* out: the address the queue error is about */
+};
+
 #define EXANEST_DMA_IOC_MAGIC	0xE5
 #define EXANEST_DMA_IOC_INFO	_IOR(EXANEST_DMA_IOC_MAGIC, 0x00, struct exanest_dma_info)
 #define EXANEST_DMA_IOC_REG	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x01, struct exanest_dma_reg)
@@ -178,5 +225,9 @@ struct exanest_dma_region_stats {
 #define EXANEST_DMA_IOC_REGION_STATS \
 	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x08, struct exanest_dma_region_stats)
 #define EXANEST_DMA_IOC_BUDGET	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x09, struct exanest_dma_budget)
+#define EXANEST_DMA_IOC_QUEUE_CREATE \
+	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x0a, struct exanest_dma_queue)
+#define EXANEST_DMA_IOC_QUEUE_WAIT \
+	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x0b, struct exanest_dma_queue_wait)
 
 #endif /* _UAPI_LINUX_EXANEST_DMA_H */

@@ -7,7 +7,7 @@
 //! the kernel's error, so user space sees exactly the errno documented in Documentation/abi.rst.
 
 /// ABI version reported by `EXANEST_DMA_IOC_INFO`.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 /// `Info::context` of a file that holds no engine context at the moment (it gets one when it
 /// next submits a copy).
@@ -69,6 +69,122 @@ pub const IOC_LATENCY: u32 = ioc(IOC_R, 7, core::mem::size_of::<Latency>());
 pub const IOC_REGION_STATS: u32 = ioc(IOC_R | IOC_W, 8, core::mem::size_of::<RegionStats>());
 /// `EXANEST_DMA_IOC_BUDGET`.
 pub const IOC_BUDGET: u32 = ioc(IOC_R | IOC_W, 9, core::mem::size_of::<Budget>());
+
+/// `EXANEST_DMA_IOC_QUEUE_CREATE` (ABI 3).
+pub const IOC_QUEUE_CREATE: u32 = ioc(IOC_R | IOC_W, 0x0a, core::mem::size_of::<Queue>());
+/// `EXANEST_DMA_IOC_QUEUE_WAIT` (ABI 3).
+pub const IOC_QUEUE_WAIT: u32 = ioc(IOC_R | IOC_W, 0x0b, core::mem::size_of::<QueueWait>());
+/// Smallest log2 of a queue ring's entries.
+pub const QUEUE_LOG2_MIN: u32 = 1;
+/// Largest log2 of a queue ring's entries.
+pub const QUEUE_LOG2_MAX: u32 = 12;
+/// Bytes per SQ and CQ entry.
+pub const QUEUE_ENTRY: u64 = 32;
+/// Alignment of a queue ring.
+pub const QUEUE_ALIGN: u64 = 4096;
+/// `EXANEST_DMA_QERR_SQ_FETCH`: a descriptor could not be read.
+pub const QERR_SQ_FETCH: u32 = 2;
+/// `EXANEST_DMA_QERR_CQ_WRITE`: a completion could not be written.
+pub const QERR_CQ_WRITE: u32 = 3;
+
+/// `struct exanest_dma_queue`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Queue {
+    /// Send queue ring.
+    pub sq_addr: u64,
+    /// Completion queue ring.
+    pub cq_addr: u64,
+    /// log2 of the SQ's entries.
+    pub sq_log2: u32,
+    /// log2 of the CQ's entries.
+    pub cq_log2: u32,
+    /// Zero.
+    pub flags: u32,
+    /// Out: the context.
+    pub context: u32,
+    /// Out: the queue's channels.
+    pub channels: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Out: mmap offset of the doorbell page.
+    pub doorbell_offset: u64,
+}
+
+/// `struct exanest_dma_queue_wait`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueWait {
+    /// Free-running index of the completion waited for.
+    pub cq_head: u32,
+    /// Zero.
+    pub flags: u32,
+    /// Timeout; negative waits forever, zero polls.
+    pub timeout_ns: i64,
+    /// Out: 0 or a `QERR_*`.
+    pub error: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Out: the address the queue error is about.
+    pub error_addr: u64,
+}
+
+/// A queue request that passed the checks: the two rings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValidQueue {
+    /// The send queue ring.
+    pub sq: Range,
+    /// The completion queue ring.
+    pub cq: Range,
+    /// log2 of the SQ's entries.
+    pub sq_log2: u32,
+    /// log2 of the CQ's entries.
+    pub cq_log2: u32,
+}
+
+/// Check an `EXANEST_DMA_IOC_QUEUE_CREATE` request: flags, reserved and out fields zero, ring
+/// sizes in range, rings aligned, inside the address space and disjoint (`Inval`; `Overflow` or
+/// `Fault` from [`Range::new`] for an address the device cannot reach).
+pub fn check_queue(q: &Queue, lim: &Limits) -> Result<ValidQueue, Errno> {
+    if q.flags != 0 || q.context != 0 || q.channels != 0 || q.reserved != 0 {
+        return Err(Errno::Inval);
+    }
+    if q.doorbell_offset != 0 {
+        return Err(Errno::Inval);
+    }
+    let size = |l: u32| {
+        if (QUEUE_LOG2_MIN..=QUEUE_LOG2_MAX).contains(&l) {
+            Ok(QUEUE_ENTRY << l)
+        } else {
+            Err(Errno::Inval)
+        }
+    };
+    let (sq_len, cq_len) = (size(q.sq_log2)?, size(q.cq_log2)?);
+    if q.sq_addr % QUEUE_ALIGN != 0 || q.cq_addr % QUEUE_ALIGN != 0 {
+        return Err(Errno::Inval);
+    }
+    // Whole pages: the rings are pinned and mapped by the page.
+    let pages = |l: u64| l.div_ceil(QUEUE_ALIGN) * QUEUE_ALIGN;
+    let sq = Range::new(q.sq_addr, pages(sq_len), lim.va_end)?;
+    let cq = Range::new(q.cq_addr, pages(cq_len), lim.va_end)?;
+    if sq.overlaps(&cq) {
+        return Err(Errno::Inval);
+    }
+    Ok(ValidQueue {
+        sq,
+        cq,
+        sq_log2: q.sq_log2,
+        cq_log2: q.cq_log2,
+    })
+}
+
+/// Check an `EXANEST_DMA_IOC_QUEUE_WAIT` request.
+pub fn check_queue_wait(w: &QueueWait) -> Result<(), Errno> {
+    if w.flags != 0 || w.error != 0 || w.reserved != 0 || w.error_addr != 0 {
+        return Err(Errno::Inval);
+    }
+    Ok(())
+}
 
 /// A log2 histogram of durations in microseconds.
 #[repr(C)]
@@ -706,6 +822,95 @@ pub fn check_dereg(d: &Dereg) -> Result<u32, Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn queue(sq: u64, cq: u64, ls: u32, lc: u32) -> Queue {
+        Queue {
+            sq_addr: sq,
+            cq_addr: cq,
+            sq_log2: ls,
+            cq_log2: lc,
+            ..Default::default()
+        }
+    }
+
+    /// A queue's rings: sizes 2..4096 entries, 4 KiB aligned, whole pages, disjoint; every
+    /// out and reserved field zero.
+    #[test]
+    fn queue_checks() {
+        let v = check_queue(&queue(0x10000, 0x20000, 6, 12), &LIM).unwrap();
+        assert_eq!((v.sq.start, v.sq.end), (0x10000, 0x11000));
+        assert_eq!((v.cq.start, v.cq.end), (0x20000, 0x40000));
+        assert_eq!((v.sq_log2, v.cq_log2), (6, 12));
+        for (ls, lc) in [(0, 4), (4, 0), (13, 4), (4, 13), (u32::MAX, 4)] {
+            assert_eq!(
+                check_queue(&queue(0x10000, 0x20000, ls, lc), &LIM),
+                Err(Errno::Inval)
+            );
+        }
+        assert_eq!(
+            check_queue(&queue(0x10800, 0x20000, 4, 4), &LIM),
+            Err(Errno::Inval)
+        );
+        assert_eq!(
+            check_queue(&queue(0x10000, 0x20040, 4, 4), &LIM),
+            Err(Errno::Inval)
+        );
+        // A 4096-entry SQ is 128 KiB: a CQ 64 KiB after its start overlaps it.
+        assert_eq!(
+            check_queue(&queue(0x10000, 0x20000, 12, 1), &LIM),
+            Err(Errno::Inval)
+        );
+        assert_eq!(
+            check_queue(&queue(0x10000, 0x10000, 1, 1), &LIM),
+            Err(Errno::Inval)
+        );
+        assert_eq!(
+            check_queue(&queue(LIM.va_end - 0x1000, 0x1000, 8, 1), &LIM),
+            Err(Errno::Fault)
+        );
+        for f in [
+            Queue {
+                flags: 1,
+                ..queue(0x10000, 0x20000, 4, 4)
+            },
+            Queue {
+                context: 1,
+                ..queue(0x10000, 0x20000, 4, 4)
+            },
+            Queue {
+                channels: 1,
+                ..queue(0x10000, 0x20000, 4, 4)
+            },
+            Queue {
+                reserved: 1,
+                ..queue(0x10000, 0x20000, 4, 4)
+            },
+            Queue {
+                doorbell_offset: 1,
+                ..queue(0x10000, 0x20000, 4, 4)
+            },
+        ] {
+            assert_eq!(check_queue(&f, &LIM), Err(Errno::Inval));
+        }
+        let w = QueueWait::default();
+        assert_eq!(check_queue_wait(&w), Ok(()));
+        assert_eq!(
+            check_queue_wait(&QueueWait { flags: 1, ..w }),
+            Err(Errno::Inval)
+        );
+        assert_eq!(
+            check_queue_wait(&QueueWait { error: 2, ..w }),
+            Err(Errno::Inval)
+        );
+        assert_eq!(
+            check_queue_wait(&QueueWait { reserved: 1, ..w }),
+            Err(Errno::Inval)
+        );
+        assert_eq!(
+            check_queue_wait(&QueueWait { error_addr: 1, ..w }),
+            Err(Errno::Inval)
+        );
+    }
 
     const LIM: Limits = Limits {
         va_end: 1 << 48,

@@ -4,7 +4,8 @@
 //! include/uapi/linux/exanest_dma.h.
 
 use exanest_core::abi::{
-    self, Advise, Budget, Copy, Counters, Dereg, Info, Latency, Reg, RegionStats, Wait,
+    self, Advise, Budget, Copy, Counters, Dereg, Info, Latency, Queue, QueueWait, Reg, RegionStats,
+    Wait,
 };
 use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
@@ -72,6 +73,26 @@ fn expectations() -> Vec<(String, u64)> {
     );
     st!("exanest_dma_dereg", Dereg, [handle, flags]);
     st!(
+        "exanest_dma_queue",
+        Queue,
+        [
+            sq_addr,
+            cq_addr,
+            sq_log2,
+            cq_log2,
+            flags,
+            context,
+            channels,
+            reserved,
+            doorbell_offset
+        ]
+    );
+    st!(
+        "exanest_dma_queue_wait",
+        QueueWait,
+        [cq_head, flags, timeout_ns, error, reserved, error_addr]
+    );
+    st!(
         "exanest_dma_copy",
         Copy,
         [src, dst, length, flags, channel, cookie]
@@ -114,6 +135,13 @@ fn expectations() -> Vec<(String, u64)> {
         ("EXANEST_DMA_IOC_LATENCY", abi::IOC_LATENCY),
         ("EXANEST_DMA_IOC_REGION_STATS", abi::IOC_REGION_STATS),
         ("EXANEST_DMA_IOC_BUDGET", abi::IOC_BUDGET),
+        ("EXANEST_DMA_IOC_QUEUE_CREATE", abi::IOC_QUEUE_CREATE),
+        ("EXANEST_DMA_IOC_QUEUE_WAIT", abi::IOC_QUEUE_WAIT),
+        ("EXANEST_DMA_QUEUE_LOG2_MIN", abi::QUEUE_LOG2_MIN),
+        ("EXANEST_DMA_QUEUE_LOG2_MAX", abi::QUEUE_LOG2_MAX),
+        ("EXANEST_DMA_QUEUE_ENTRY", abi::QUEUE_ENTRY as u32),
+        ("EXANEST_DMA_QERR_SQ_FETCH", abi::QERR_SQ_FETCH),
+        ("EXANEST_DMA_QERR_CQ_WRITE", abi::QERR_CQ_WRITE),
         ("EXANEST_DMA_LATENCY_BUCKETS", abi::LATENCY_BUCKETS as u32),
         ("EXANEST_DMA_REG_WINDOW", abi::REG_WINDOW),
         ("EXANEST_DMA_MAX_WINDOW", abi::MAX_WINDOW),
