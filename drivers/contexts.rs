@@ -143,8 +143,10 @@ impl Contexts {
         true
     }
 
-    /// `p` is about to submit a copy: make sure it holds a context. Returns whether it does;
-    /// `false` means wait (the caller sleeps without `Instance::state` and asks again).
+    /// `p` is about to submit a copy or create its queue: make sure it holds a context.
+    /// Returns whether it does; `false` means wait (the caller sleeps without
+    /// `Instance::state` and asks again). EBUSY when every context is kept by another process's
+    /// user-level queue.
     pub(crate) fn acquire(&mut self, p: &Arc<Process>) -> Result<bool> {
         let me = id(p);
         // The common case, with nobody waiting: the process keeps its context, and nobody's
@@ -154,13 +156,25 @@ impl Contexts {
         }
         // Who is idle, as far as the holders' state says now; rechecked when taking.
         let mut idle = [None; MAX_CONTEXTS];
+        let mut queues = 0;
         for (c, f) in idle.iter_mut().enumerate().take(self.pool.contexts()) {
             if let Some(h) = self.pool.holder(c) {
                 // A holder that is not a process any more holds nothing worth keeping.
-                if self.find(h).is_none_or(|q| q.inner.lock().idle()) {
+                let (is_idle, queue) = self.find(h).map_or((true, false), |q| {
+                    let g = q.inner.lock();
+                    (g.idle(), g.queue.exists() && !g.dead)
+                });
+                if is_idle {
                     *f = Some(h);
                 }
+                queues += usize::from(queue && h != me);
             }
+        }
+        // Every context is kept by a user-level queue until its file closes: waiting could
+        // last forever.
+        if queues == self.pool.contexts() {
+            self.pool.leave_queue(me);
+            return Err(EBUSY);
         }
         let idle_of = |h: usize| idle.contains(&Some(h));
         match self.pool.request(me, ffi::ktime_ns(), idle_of) {

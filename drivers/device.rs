@@ -19,6 +19,7 @@ use kernel::{
     fs::File,
     irq,
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
+    mm::virt::VmaNew,
     prelude::*,
     sync::aref::ARef,
     sync::{
@@ -144,8 +145,8 @@ impl Instance {
         }
     }
 
-    /// COPY: get a context, then submit; again when the context was taken from the process
-    /// in between (it was idle then).
+    /// COPY and QUEUE_CREATE: get a context, then submit (create); again when the context was
+    /// taken from the process in between (it was idle then).
     fn copy(&self, p: &Arc<Process>, cmd: u32, arg: usize) -> Result<isize> {
         // A process that may not copy must not wait for, or take, a context: its call goes
         // straight to the copy, which refuses it (EFAULT first for an unreadable argument, then
@@ -312,10 +313,15 @@ impl MiscDevice for OpenFile {
     }
 
     fn ioctl(this: ArcBorrow<'_, OpenFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        if cmd == crate::exanest_core::abi::IOC_COPY {
+        use crate::exanest_core::abi::{IOC_COPY, IOC_QUEUE_CREATE};
+        if cmd == IOC_COPY || cmd == IOC_QUEUE_CREATE {
             return this.inst.copy(&this.process, cmd, arg);
         }
         crate::ioctl::dispatch(this.process.as_arc_borrow(), cmd, arg)
+    }
+
+    fn mmap(this: ArcBorrow<'_, OpenFile>, _file: &File, vma: &VmaNew) -> Result {
+        this.process.mmap_doorbell(vma)
     }
 }
 
@@ -367,10 +373,12 @@ fn engine_fmt(
 
 impl EngineDevices {
     /// Give the probed `engine` a number, a misc device and debugfs files. Context n issues its
-    /// DMA as `ctx_devs[n]`; the engine has as many contexts as that list has devices.
+    /// DMA as `ctx_devs[n]`, and its doorbell page is at `doorbells[n]` (none beyond the list);
+    /// the engine has as many contexts as `ctx_devs` has devices.
     pub(crate) fn new(
         engine: Engine,
         ctx_devs: &[ARef<Device>],
+        doorbells: &[u64],
         dev: &Device<Bound>,
     ) -> Result<(impl PinInit<Self, Error>, Arc<Instance>)> {
         let no = InstanceNo::claim()?;
@@ -382,6 +390,7 @@ impl EngineDevices {
                 engine: engine.clone(),
                 index: i as u32,
                 dev: d.clone(),
+                doorbell: doorbells.get(i).copied(),
             };
             slots.push(Arc::new(ctx, GFP_KERNEL)?, GFP_KERNEL)?;
         }

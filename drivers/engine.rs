@@ -52,7 +52,8 @@ pub(crate) trait Hw: Send + Sync {
     fn nack(&self, n: u32) -> Result;
     /// The channel's state and latches.
     fn report(&self, n: u32) -> Result<ChannelReport>;
-    /// Read and acknowledge the context's interrupt status (bit n = channel n).
+    /// Read and acknowledge the context's interrupt status (bit n = channel n; 2.1: bit 8 the
+    /// completion queue event, bit 9 the queue error, `map::ctx_irq`).
     fn take_irq_status(&self) -> u32;
     /// Stop every channel of the context (quiesce): no DMA of the context follows.
     fn reset(&self);
@@ -190,6 +191,9 @@ pub(crate) struct Context {
     pub(crate) index: u32,
     /// The device the context's DMA is issued as: its virtual function, or the engine itself.
     pub(crate) dev: ARef<device::Device>,
+    /// Physical address of the context's doorbell page (its VF's BAR0), which user space maps
+    /// to drive the context's user-level queue; `None` without SR-IOV.
+    pub(crate) doorbell: Option<u64>,
 }
 
 impl Context {
@@ -214,6 +218,79 @@ impl Context {
 
     fn ctx(&self) -> usize {
         self.index as usize
+    }
+
+    /// Whether the engine has the user-level queue (register map 2.1 or later).
+    pub(crate) fn has_queue(&self) -> bool {
+        self.engine.version.minor().get() >= 1 && self.doorbell.is_some()
+    }
+
+    /// Configure and enable the context's user-level queue: rings at IOVAs `sq` and `cq`,
+    /// `cfg` a [`map::q_cfg::encode`] value. Its state after the enable edge.
+    pub(crate) fn queue_enable(&self, sq: u64, cq: u64, cfg: u32) -> Result<map::QStatus> {
+        let c = self.ctx();
+        let r = &self.engine.regs;
+        let (slo, shi) = map::split64(sq);
+        let (clo, chi) = map::split64(cq);
+        r.write(
+            hw::SQ_BASE_LO::try_at(c).ok_or(EINVAL)?,
+            hw::SQ_BASE_LO::zeroed().with_value(slo),
+        )?;
+        r.write(
+            hw::SQ_BASE_HI::try_at(c).ok_or(EINVAL)?,
+            hw::SQ_BASE_HI::zeroed().with_value(shi),
+        )?;
+        r.write(
+            hw::CQ_BASE_LO::try_at(c).ok_or(EINVAL)?,
+            hw::CQ_BASE_LO::zeroed().with_value(clo),
+        )?;
+        r.write(
+            hw::CQ_BASE_HI::try_at(c).ok_or(EINVAL)?,
+            hw::CQ_BASE_HI::zeroed().with_value(chi),
+        )?;
+        r.write(
+            hw::Q_CFG::try_at(c).ok_or(EINVAL)?,
+            hw::Q_CFG::from_raw(cfg),
+        )?;
+        r.write(
+            hw::Q_CTRL::try_at(c).ok_or(EINVAL)?,
+            hw::Q_CTRL::zeroed().with_enable(true),
+        )?;
+        Ok(self.queue_status()?.0)
+    }
+
+    /// The queue's state, and the IOVA its error is about.
+    pub(crate) fn queue_status(&self) -> Result<(map::QStatus, u64)> {
+        let c = self.ctx();
+        let r = &self.engine.regs;
+        let st = r.read(hw::Q_STATUS::try_at(c).ok_or(EINVAL)?)?;
+        let lo = r.read(hw::Q_ERR_LO::try_at(c).ok_or(EINVAL)?)?;
+        let hi = r.read(hw::Q_ERR_HI::try_at(c).ok_or(EINVAL)?)?;
+        Ok((
+            map::QStatus::decode(st.into_raw()),
+            map::join64(lo.value().get(), hi.value().get()),
+        ))
+    }
+
+    /// The SQ index (modulo 2^16) of the user-level queue's transfer channel `n` runs (or
+    /// last ran); `None` for a START.
+    pub(crate) fn origin(&self, n: u32) -> Result<Option<u32>> {
+        let c = self.ch(n)?;
+        let o = self
+            .engine
+            .regs
+            .read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
+        Ok(o.queue().then(|| o.sq_index().get()))
+    }
+
+    /// NACK channel `n`'s queue transfer: its completion reports `status` (a negative errno).
+    pub(crate) fn nack_with(&self, n: u32, status: i32) -> Result {
+        let c = self.ch(n)?;
+        self.engine.regs.write(
+            hw::CH_NACK_STATUS::try_at(c).ok_or(EINVAL)?,
+            hw::CH_NACK_STATUS::zeroed().with_value(status as u32),
+        )?;
+        self.nack(n)
     }
 }
 
@@ -273,7 +350,8 @@ impl Hw for Context {
         let Some(Ok(st)) = at().map(|a| self.engine.regs.read(a)) else {
             return 0;
         };
-        let pending = st.channels().get();
+        let pending =
+            st.into_raw() & (map::ctx_irq::CHANNELS | map::ctx_irq::CQ | map::ctx_irq::QERR);
         if let (true, Some(a)) = (pending != 0, at()) {
             // Write-one-to-clear exactly the bits seen.
             let _ = self.engine.regs.write(a, st);

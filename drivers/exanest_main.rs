@@ -25,11 +25,13 @@
 //! | [`budget`] | the translation budget: evicting the least recently faulted runs |
 //! | [`odp`] | MMU notifiers, HMM fault-in |
 //! | [`channel`] | the channel state machine |
+//! | [`queue`] | the user-level queue's state: events, errors, faults of its channels |
 //! | [`process`] | per-process state; **the lock order** |
 //! | [`transfer`] | copies: submit, interrupt, wait, poll |
 //! | [`handler`] | the IOMMU fault handler: claim, record, kick |
 //! | [`fault`] | the fault path: queue → fault thread → resolver → resume/NACK |
 //! | [`region`] | registration and modes |
+//! | [`userq`] | the user-level queue: create, doorbell mmap, wait, its faults |
 //! | [`stats`] | counters and debugfs |
 //! | [`ioctl`] | ioctl dispatch |
 //! | [`contexts`] | contexts shared by more processes than there are: binding, taking idle ones |
@@ -56,11 +58,13 @@ mod mirror;
 mod odp;
 mod pinned;
 mod process;
+mod queue;
 mod region;
 mod regs;
 mod sriov;
 mod stats;
 mod transfer;
+mod userq;
 
 use device::{EngineDevices, IrqHandler};
 use engine::{Engine, Regs, BAR0_SIZE};
@@ -129,7 +133,9 @@ impl pci::Driver for ExanestDriver {
                 None
             };
             let ctx_devs = funcs.as_ref().map_or(&own[..], |f| f.devices());
-            let (devices, inst) = EngineDevices::new(engine, ctx_devs, pdev.as_ref())?;
+            // Doorbell pages (user-level queues) exist only as VF BARs.
+            let doorbells = funcs.as_ref().map_or(&[][..], |f| f.doorbells());
+            let (devices, inst) = EngineDevices::new(engine, ctx_devs, doorbells, pdev.as_ref())?;
             let handler = IrqHandler { inst };
             Ok(try_pin_init!(ExanestData {
                 funcs,
@@ -197,7 +203,7 @@ impl platform::Driver for ExanestPlatformDriver {
             // devicetree node per context (Documentation/qfdb.rst).
             let mut own = KVec::new();
             own.push(ARef::<Device>::from(pdev.as_ref()), GFP_KERNEL)?;
-            let (devices, inst) = EngineDevices::new(engine, &own, pdev.as_ref())?;
+            let (devices, inst) = EngineDevices::new(engine, &own, &[], pdev.as_ref())?;
             let handler = IrqHandler { inst };
             Ok(try_pin_init!(ExanestPlatformData {
                 // SAFETY: The registration is a pinned field, never leaked.

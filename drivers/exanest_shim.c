@@ -336,3 +336,31 @@ void exanest_shim_disable_sriov(struct pci_dev *pf)
 	if (!removing)
 		pci_unlock_rescan_remove();
 }
+
+/*
+ * Map a context's doorbell page (its VF's 4 KiB BAR0, at phys) into a new VMA of exactly one
+ * page: device memory, uncached, as ioremap() maps it for the kernel. io_remap_pfn_range() is a
+ * static inline the Rust bindings do not reach; it marks the VMA VM_IO | VM_PFNMAP |
+ * VM_DONTEXPAND | VM_DONTDUMP.
+ */
+int exanest_shim_map_doorbell(struct vm_area_struct *vma, phys_addr_t phys)
+{
+	if (vma->vm_end - vma->vm_start != PAGE_SIZE || !PAGE_ALIGNED(phys))
+		return -EINVAL;
+	vma->vm_page_prot = pgprot_device(vma->vm_page_prot);
+	return io_remap_pfn_range(vma, vma->vm_start, PHYS_PFN(phys), PAGE_SIZE,
+				  vma->vm_page_prot);
+}
+
+/*
+ * Turn on memory decoding in a VF's own command register, so that its BAR (the context's
+ * doorbell page) answers. The VF has no driver to do it with pci_enable_device().
+ */
+void exanest_shim_vf_memory_on(struct pci_dev *vf)
+{
+	u16 cmd;
+
+	pci_read_config_word(vf, PCI_COMMAND, &cmd);
+	if (!(cmd & PCI_COMMAND_MEMORY))
+		pci_write_config_word(vf, PCI_COMMAND, cmd | PCI_COMMAND_MEMORY);
+}

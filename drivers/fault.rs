@@ -71,15 +71,24 @@ impl Process {
                 }
             }
             let all = self.faults.take_overflow() || busy;
-            let (pending, channels) = {
+            let (pending, queued, channels) = {
                 let mut g = self.inner.lock();
                 if g.dead {
                     return;
                 }
-                (g.chans.take_fault_pending(all), self.engine.channels)
+                let queued = g.queue.take_pending(all);
+                (
+                    g.chans.take_fault_pending(all),
+                    queued,
+                    self.engine.channels,
+                )
             };
             for n in 0..channels {
                 if pending & (1 << n) != 0 && self.service_channel(n) {
+                    busy = true;
+                }
+                // The user-level queue's channels (userq.rs).
+                if queued & (1 << n) != 0 && self.service_queue_channel(n) {
                     busy = true;
                 }
             }
@@ -131,9 +140,16 @@ impl Process {
 
     /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
     /// up to `limit`. `copy_region`: the region of the copy that faulted, for the engine's
-    /// report; `None` for the IOMMU's report, whose `addr` is the start of the faulting page,
+    /// report, or `userq::ANY_REGION` for a queue transfer's (any region the address is in);
+    /// `None` for the IOMMU's report, whose `addr` is the start of the faulting page,
     /// not the faulting byte, so a region that begins inside the page counts.
-    fn resolve(&self, addr: u64, write: bool, limit: u64, copy_region: Option<u32>) -> Result {
+    pub(crate) fn resolve(
+        &self,
+        addr: u64,
+        write: bool,
+        limit: u64,
+        copy_region: Option<u32>,
+    ) -> Result {
         retry_lost_region(|| self.resolve_once(addr, write, limit, copy_region))
     }
 

@@ -361,3 +361,22 @@ pub(crate) unsafe fn disable_sriov(pf: *mut bindings::pci_dev) {
     // SAFETY: Per the contract.
     unsafe { raw::exanest_shim_disable_sriov(pf) }
 }
+
+/// Map the doorbell page at `phys` (a context's VF BAR0, one page) into `vma`, uncached device
+/// memory. EINVAL unless the VMA is exactly one page.
+pub(crate) fn map_doorbell(vma: &kernel::mm::virt::VmaNew, phys: u64) -> Result {
+    // SAFETY: `vma` is the VMA being set up by this mmap call (the mmap lock is held for write
+    // by the caller of `f_op->mmap`), and `phys` is a page of a BAR the PCI core assigned to one
+    // of the engine's VFs, enabled for as long as the engine is bound.
+    kernel::error::to_result(unsafe { raw::exanest_shim_map_doorbell(vma.as_ptr(), phys) })
+}
+
+/// Turn on memory decoding of a VF (its BAR: the context's doorbell page).
+///
+/// # Safety
+///
+/// `vf` is a live PCI device (referenced), with no driver of its own.
+pub(crate) unsafe fn vf_memory_on(vf: *mut bindings::pci_dev) {
+    // SAFETY: Per the contract.
+    unsafe { raw::exanest_shim_vf_memory_on(vf) }
+}

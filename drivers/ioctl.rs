@@ -39,6 +39,8 @@ plain_abi_struct!(
     abi::Latency,
     abi::RegionStats,
     abi::Budget,
+    abi::Queue,
+    abi::QueueWait,
 );
 
 /// The ioctl entry point.
@@ -100,6 +102,18 @@ pub(crate) fn dispatch(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Re
             let (mut r, mut w) = slice.reader_writer();
             let req: abi::RegionStats = r.read()?;
             w.write(&this.region_stats(&req)?)?;
+        }
+        abi::IOC_QUEUE_CREATE => {
+            let (mut r, mut w) = slice.reader_writer();
+            let req: abi::Queue = r.read()?;
+            // On a copy-out failure the queue stays: the file has it, and a second create
+            // says EEXIST.
+            w.write(&this.queue_create(&req)?)?;
+        }
+        abi::IOC_QUEUE_WAIT => {
+            let (mut r, mut w) = slice.reader_writer();
+            let req: abi::QueueWait = r.read()?;
+            w.write(&this.queue_wait(&req)?)?;
         }
         _ => return Err(ENOTTY),
     }

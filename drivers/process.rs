@@ -12,7 +12,8 @@
 //!
 //! 1. `Instance::state` (device.rs): which process holds each context of the engine instance,
 //!    and whether the device is gone.
-//! 2. [`Process::inner`]: regions, pinned pages, notifiers, the channels and their counters.
+//! 2. [`Process::inner`]: regions, pinned pages, notifiers, the channels and their counters,
+//!    the user-level queue.
 //! 3. [`Process::map`]: the domain and the on-demand mirror. The MMU notifier callback takes it
 //!    (odp.rs), from reclaim among other places, so nothing under it allocates with reclaim.
 //!
@@ -36,6 +37,7 @@ use crate::ffi::FaultThread;
 use crate::iommu::Domain;
 use crate::odp::{MapState, Notifier};
 use crate::pinned::PageMap;
+use crate::queue::QueueState;
 use core::sync::atomic::AtomicU64;
 use kernel::{
     bindings,
@@ -70,6 +72,8 @@ pub(crate) struct Inner {
     /// The engine context the process holds, with its domain attached to the context's
     /// function, and when it got it (monotonic ns); `None` while it holds none (contexts.rs).
     pub(crate) bound: Option<(Arc<Context>, u64)>,
+    /// The user-level queue (queue.rs, userq.rs).
+    pub(crate) queue: QueueState,
 }
 
 impl Inner {
@@ -98,9 +102,9 @@ impl Inner {
     }
 
     /// Whether the process may give its context up: no copy queued or running (so none waits
-    /// on a fault either) (contexts.rs).
+    /// on a fault either), and no user-level queue, which keeps its context (contexts.rs).
     pub(crate) fn idle(&self) -> bool {
-        self.dead || self.chans.sched.in_flight() == 0
+        self.dead || (self.chans.sched.in_flight() == 0 && !self.queue.exists())
     }
 
     /// The channels, and what gives back the regions of a copy that ends: the callback that
@@ -138,6 +142,10 @@ pub(crate) struct Process {
     pub(crate) faults: FaultQueue<FAULT_QUEUE>,
     /// Faults the IOMMU fault handler was called for.
     pub(crate) iommu_faults: AtomicU64,
+    /// Physical address of the doorbell page of the process's user-level queue, 0 while it has
+    /// none: read by mmap, which runs under the mmap lock and so may not take `inner` (teardown
+    /// unpins pages, which takes the mmap lock, under `inner`).
+    pub(crate) doorbell: AtomicU64,
     /// The ranges the IOMMU fault handler claims faults in ([`Inner::publish_claims`]).
     pub(crate) claims: ClaimTable<MAX_REGIONS>,
     /// The fault thread, which runs the fault worker (fault.rs). Last: started once every
@@ -180,11 +188,13 @@ impl Process {
                     notifiers: KVec::new(),
                     chans: Channels::new(channels),
                     bound: None,
+                    queue: QueueState::None,
                 }, "Process::inner"),
                 map <- new_mutex!(map_state, "Process::map"),
                 done <- new_poll_condvar!("Process::done"),
                 faults: FaultQueue::new(),
                 iommu_faults: AtomicU64::new(0),
+                doorbell: AtomicU64::new(0),
                 claims: ClaimTable::new(),
                 // SAFETY: `this` is where the process is being initialised; the thread only uses
                 // it when kicked, which needs a complete process (its domain, or a copy), and
@@ -280,6 +290,8 @@ impl Process {
             return KVec::new();
         }
         inner.dead = true;
+        self.doorbell
+            .store(0, core::sync::atomic::Ordering::Release);
         // Stop the context's channels first: no DMA may run once pages go back to the process;
         // then the context's function goes back to its default domain (device.rs frees the
         // context).

@@ -103,9 +103,12 @@ register! {
         31:0 bytes;
     }
 
-    /// The context's per-channel interrupt status, write one to clear.
+    /// The context's interrupt status, write one to clear: per channel, and (2.1) the
+    /// completion queue event and the queue error.
     pub(crate) CTX_IRQ_STATUS(u32)[NCTX, stride = CTX_STRIDE] @ 0x1000 {
         7:0 channels;
+        8:8 cq => bool;
+        9:9 qerr => bool;
     }
 
     /// Context commands.
@@ -117,6 +120,55 @@ register! {
     pub(crate) CTX_STATUS(u32)[NCTX, stride = CTX_STRIDE] @ 0x1008 {
         0:0 active => bool;
         1:1 function => bool;
+    }
+
+    /// 2.1: send queue ring IOVA, low half.
+    pub(crate) SQ_BASE_LO(u32)[NCTX, stride = CTX_STRIDE] @ 0x1010 {
+        31:0 value;
+    }
+
+    /// 2.1: send queue ring IOVA, high half.
+    pub(crate) SQ_BASE_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x1014 {
+        31:0 value;
+    }
+
+    /// 2.1: completion queue ring IOVA, low half.
+    pub(crate) CQ_BASE_LO(u32)[NCTX, stride = CTX_STRIDE] @ 0x1018 {
+        31:0 value;
+    }
+
+    /// 2.1: completion queue ring IOVA, high half.
+    pub(crate) CQ_BASE_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x101c {
+        31:0 value;
+    }
+
+    /// 2.1: ring sizes and the queue's channels, latched at enable.
+    pub(crate) Q_CFG(u32)[NCTX, stride = CTX_STRIDE] @ 0x1020 {
+        4:0 log2_sq;
+        12:8 log2_cq;
+        23:16 channels;
+    }
+
+    /// 2.1: queue enable.
+    pub(crate) Q_CTRL(u32)[NCTX, stride = CTX_STRIDE] @ 0x1024 {
+        0:0 enable => bool;
+    }
+
+    /// 2.1: queue state and error.
+    pub(crate) Q_STATUS(u32)[NCTX, stride = CTX_STRIDE] @ 0x1028 {
+        0:0 enabled => bool;
+        1:1 error => bool;
+        15:8 code;
+    }
+
+    /// 2.1: the IOVA the queue error is about, low half.
+    pub(crate) Q_ERR_LO(u32)[NCTX, stride = CTX_STRIDE] @ 0x102c {
+        31:0 value;
+    }
+
+    /// 2.1: the IOVA the queue error is about, high half.
+    pub(crate) Q_ERR_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x1030 {
+        31:0 value;
     }
 
     /// Source IOVA, low half.
@@ -179,6 +231,17 @@ register! {
     pub(crate) CH_DONE_BYTES(u32)[NCH, stride = STRIDE] @ 0x1128 {
         31:0 value;
     }
+
+    /// 2.1: where the transfer came from: the send queue (and its SQ index), or START.
+    pub(crate) CH_ORIGIN(u32)[NCH, stride = STRIDE] @ 0x1130 {
+        15:0 sq_index;
+        31:31 queue => bool;
+    }
+
+    /// 2.1: the status the next NACK of the channel's queue transfer reports in its CQE.
+    pub(crate) CH_NACK_STATUS(u32)[NCH, stride = STRIDE] @ 0x113c {
+        31:0 value;
+    }
 }
 
 #[kunit_tests(exanest_dma_regs)]
@@ -209,6 +272,15 @@ mod tests {
             assert_eq!(off(CTX_IRQ_STATUS::at(c)), at(ctx::IRQ_STATUS));
             assert_eq!(off(CTX_CTRL::at(c)), at(ctx::CTRL));
             assert_eq!(off(CTX_STATUS::at(c)), at(ctx::STATUS));
+            assert_eq!(off(SQ_BASE_LO::at(c)), at(ctx::SQ_BASE_LO));
+            assert_eq!(off(SQ_BASE_HI::at(c)), at(ctx::SQ_BASE_HI));
+            assert_eq!(off(CQ_BASE_LO::at(c)), at(ctx::CQ_BASE_LO));
+            assert_eq!(off(CQ_BASE_HI::at(c)), at(ctx::CQ_BASE_HI));
+            assert_eq!(off(Q_CFG::at(c)), at(ctx::Q_CFG));
+            assert_eq!(off(Q_CTRL::at(c)), at(ctx::Q_CTRL));
+            assert_eq!(off(Q_STATUS::at(c)), at(ctx::Q_STATUS));
+            assert_eq!(off(Q_ERR_LO::at(c)), at(ctx::Q_ERR_LO));
+            assert_eq!(off(Q_ERR_HI::at(c)), at(ctx::Q_ERR_HI));
         }
         assert!(CTX_STATUS::try_at(NCTX).is_none());
         for (c, k) in [
@@ -230,6 +302,8 @@ mod tests {
             assert_eq!(off(CH_FAULT_HI::at(n)), at(ch::FAULT_HI));
             assert_eq!(off(CH_FAULT_INFO::at(n)), at(ch::FAULT_INFO));
             assert_eq!(off(CH_DONE_BYTES::at(n)), at(ch::DONE_BYTES));
+            assert_eq!(off(CH_ORIGIN::at(n)), at(ch::ORIGIN));
+            assert_eq!(off(CH_NACK_STATUS::at(n)), at(ch::NACK_STATUS));
         }
         assert!(CH_STATUS::try_at(NCH).is_none());
     }
@@ -264,6 +338,31 @@ mod tests {
         );
         let cs = CTX_STATUS::from_raw(regs::ctx_status::ACTIVE | regs::ctx_status::FUNCTION);
         assert!(cs.active() && cs.function());
+        let irq = CTX_IRQ_STATUS::from_raw(regs::ctx_irq::CQ | regs::ctx_irq::QERR | 0x5);
+        assert!(irq.cq() && irq.qerr());
+        assert_eq!(irq.channels().get(), 0x5);
+        let cfg = regs::q_cfg::encode(5, 12, 0b1110).unwrap();
+        let q = Q_CFG::from_raw(cfg);
+        assert_eq!(
+            (q.log2_sq().get(), q.log2_cq().get(), q.channels().get()),
+            (5, 12, 0b1110)
+        );
+        assert_eq!(
+            Q_CTRL::zeroed().with_enable(true).into_raw(),
+            regs::q_ctrl::ENABLE
+        );
+        let raw = regs::QStatus {
+            enabled: true,
+            error: true,
+            code: regs::QueueError::CqWrite,
+        }
+        .encode();
+        let qs = Q_STATUS::from_raw(raw);
+        assert!(qs.enabled() && qs.error());
+        assert_eq!(qs.code().get(), 3);
+        let o = CH_ORIGIN::from_raw(regs::origin::QUEUE | 0x1234);
+        assert!(o.queue());
+        assert_eq!(o.sq_index().get(), 0x1234);
     }
 
     /// Every channel state and error survives the typed field in both directions, as the

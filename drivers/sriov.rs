@@ -26,6 +26,8 @@ pub(crate) struct Functions {
     enabled: AtomicBool,
     /// Virtual function n = context n, referenced.
     vfs: KVec<ARef<device::Device>>,
+    /// Physical address of virtual function n's BAR0: context n's doorbell page.
+    doorbells: KVec<u64>,
 }
 
 // SAFETY: `pf` is only used to disable SR-IOV, which the PCI core allows from any thread that
@@ -48,8 +50,9 @@ impl Functions {
             pf,
             enabled: AtomicBool::new(true),
             vfs: KVec::new(),
+            doorbells: KVec::new(),
         };
-        let mut found: KVec<Option<ARef<device::Device>>> = KVec::new();
+        let mut found: KVec<Option<(ARef<device::Device>, u64)>> = KVec::new();
         for _ in 0..n {
             found.push(None, GFP_KERNEL)?;
         }
@@ -91,11 +94,19 @@ impl Functions {
             // SAFETY: `vf` is live and referenced; setting the bus-master bit in its command
             // register is what its DMA needs, and no driver of its own races with it.
             unsafe { bindings::pci_set_master(vf) };
+            // SAFETY: As above: the VF's BAR0 decodes once its memory space is enabled.
+            unsafe { ffi::vf_memory_on(vf) };
+            // SAFETY: `vf` is live and referenced; its resources were assigned when SR-IOV
+            // was enabled.
+            let bar = unsafe { (*vf).resource[0].start };
             // SAFETY: `vf` is live and referenced; `get_device` takes a reference of its own.
-            *slot = Some(unsafe { device::Device::get_device(&raw mut (*vf).dev) });
+            let d = unsafe { device::Device::get_device(&raw mut (*vf).dev) };
+            *slot = Some((d, bar));
         }
         for d in found.into_iter() {
-            f.vfs.push(d.ok_or(ENODEV)?, GFP_KERNEL)?;
+            let (d, bar) = d.ok_or(ENODEV)?;
+            f.vfs.push(d, GFP_KERNEL)?;
+            f.doorbells.push(bar, GFP_KERNEL)?;
         }
         Ok(f)
     }
@@ -103,6 +114,11 @@ impl Functions {
     /// The device each context's DMA is issued as, by context index.
     pub(crate) fn devices(&self) -> &[ARef<device::Device>] {
         &self.vfs
+    }
+
+    /// The physical address of each context's doorbell page (its VF's BAR0), by context index.
+    pub(crate) fn doorbells(&self) -> &[u64] {
+        &self.doorbells
     }
 
     /// Disable the virtual functions: from the physical function's unbind (the PCI core checks

@@ -3,7 +3,7 @@
 //! Copies of a process: submit (EXANEST_DMA_IOC_COPY), the engine's interrupt, and collecting
 //! the result (EXANEST_DMA_IOC_WAIT, poll). The channel state machine itself is channel.rs.
 
-use crate::exanest_core::abi;
+use crate::exanest_core::{abi, regs as map};
 use crate::ffi;
 use crate::process::Process;
 use kernel::{
@@ -56,7 +56,8 @@ impl Process {
         Ok((cookie, channel))
     }
 
-    /// The engine raised its interrupt for the channels in `pending` (the interrupt thread).
+    /// The engine raised its interrupt for the channels in `pending` (the interrupt thread),
+    /// and (bits 8 and 9) for the user-level queue.
     pub(crate) fn on_interrupt(&self, pending: u32) {
         let mut g = self.inner.lock();
         if g.dead {
@@ -67,8 +68,12 @@ impl Process {
         let Some(ctx) = g.hw() else {
             return;
         };
-        let (chans, mut ended) = g.chans_releasing();
-        if chans.interrupt(&*ctx, pending, &mut ended) {
+        let inner = &mut *g;
+        let queue_fault = inner
+            .queue
+            .interrupt(&ctx, pending, &mut inner.chans.counters);
+        let (chans, mut ended) = inner.chans_releasing();
+        if chans.interrupt(&*ctx, pending & map::ctx_irq::CHANNELS, &mut ended) || queue_fault {
             // The fault worker resolves it (or NACKs it) and resumes the channel.
             self.kick();
         }
@@ -112,11 +117,13 @@ impl Process {
         }
     }
 
-    /// poll(): readable when a finished copy waits to be collected; HUP once the device is gone.
+    /// poll(): readable when a finished copy waits to be collected, or when the user-level
+    /// queue's CQ event (or an error) came since QUEUE_WAIT last looked; HUP once the device is
+    /// gone.
     pub(crate) fn poll_mask(&self, file: &File, table: PollTable<'_>) -> u32 {
         table.register_wait(file, &self.done);
         let g = self.inner.lock();
-        if g.chans.has_done() {
+        if g.chans.has_done() || g.queue.event_pending() {
             ffi::poll_readable()
         } else if g.dead {
             ffi::poll_hangup()

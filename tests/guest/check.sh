@@ -43,7 +43,7 @@ if [ -e /lib/exanest_dma.ko ]; then
 	# unbinds and rebinds the devices.
 	# Exit status 1 means failures, which the TAP lines report; anything else (not found,
 	# killed) would lose the binary's lines silently: report it.
-	for topic in sizes errors contexts coherence fork hardening race fuzz concurrency; do
+	for topic in sizes errors contexts queues coherence fork hardening race fuzz concurrency; do
 		t0=$(cut -d' ' -f1 /proc/uptime)
 		exanest-$topic; rc=$?
 		[ "$rc" -le 1 ] || t 1 "exanest-$topic" "exit status $rc"
@@ -102,6 +102,9 @@ if [ -e /lib/exanest_dma.ko ]; then
 	exanest-contexts; rc=$?
 	[ "$rc" -le 1 ] || t 1 "exanest-contexts (contexts=4)" "exit status $rc"
 	echo "GUEST-TIME: exanest-contexts-4 $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
+	# The user-level queues on four contexts: a queue on each, then a fifth file gets EBUSY.
+	exanest-queues -f queue_abi; rc=$?
+	[ "$rc" -le 1 ] || t 1 "exanest-queues (contexts=4)" "exit status $rc"
 	rmmod exanest_dma
 	# The per-process limit on registered memory (module parameter): REG past it is ENOSPC.
 	insmod /lib/exanest_dma.ko max_registered_mib=3 >/dev/null 2>&1

@@ -61,6 +61,22 @@ impl<const C: usize, const Q: usize> Scheduler<C, Q> {
         }
     }
 
+    /// Channels the scheduler uses: `0..channels()`.
+    pub fn channels(&self) -> u32 {
+        self.channels
+    }
+
+    /// Use channels `0..n` from now on (clamped to `1..=C`), leaving the others to someone else
+    /// (the user-level queue). `Busy` while a copy runs on a channel given up.
+    pub fn set_channels(&mut self, n: u32) -> Result<(), Errno> {
+        let n = n.clamp(1, C as u32);
+        if self.running_mask() >> n != 0 {
+            return Err(Errno::Busy);
+        }
+        self.channels = n;
+        Ok(())
+    }
+
     fn channel_busy(&self, ch: u32) -> bool {
         self.entries
             .iter()
@@ -269,6 +285,31 @@ mod tests {
         assert_eq!(ended.unwrap().cookie, c1);
         assert_eq!(next.unwrap().entry.cookie, c4);
         assert_eq!(s.reap(c1), Ok(Some((-14, 100))));
+    }
+
+    /// Giving channels up to the user-level queue: refused while a copy runs on one of them;
+    /// afterwards copies queue for the channels left.
+    #[test]
+    fn set_channels_leaves_the_rest() {
+        let mut s = Scheduler::<4, 8>::new(3);
+        let (_, a) = s.submit(vc(1), 1, 2).unwrap();
+        let (b, sb) = s.submit(vc(2), 1, 2).unwrap();
+        assert_eq!((a.unwrap().channel, sb.unwrap().channel), (0, 1));
+        assert_eq!(s.set_channels(1), Err(Errno::Busy));
+        assert_eq!(s.channels(), 3);
+        let (ended, next) = s.complete(1, 0, 4096);
+        assert_eq!((ended.unwrap().cookie, next), (b, None));
+        assert_eq!(s.set_channels(1), Ok(()));
+        assert_eq!(s.channels(), 1);
+        let (c, sc) = s.submit(vc(3), 1, 2).unwrap();
+        assert!(
+            sc.is_none(),
+            "channel 0 is busy, 1 and 2 are not the scheduler's"
+        );
+        let (_, next) = s.complete(0, 0, 4096);
+        assert_eq!(next.map(|n| (n.entry.cookie, n.channel)), Some((c, 0)));
+        assert_eq!(s.set_channels(0), Ok(()));
+        assert_eq!(s.channels(), 1, "clamped: at least one channel");
     }
 
     #[test]

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The user-level queue of a process (register map 2.1, ABI 3), its state: copies posted and
+//! completed with no system call. What the process calls is userq.rs. The process's send and completion rings are its own memory, pinned here
+//! as two pin regions the queue holds and mapped at their addresses in its IOMMU domain; the
+//! engine reads descriptors and writes completions through the context's function, in the
+//! process's address space only. The process maps the context's doorbell page (its VF's BAR,
+//! nothing else of the engine) and rings it itself.
+//!
+//! - **Creation** (`EXANEST_DMA_IOC_QUEUE_CREATE`): once per file; the queue keeps the file's
+//!   context until the file is closed (a holder with a queue is never idle, contexts.rs), so a
+//!   doorbell mapping never outlives its context's ownership: the mapping holds the file, and
+//!   the context is only given up at release. The queue takes channels 1 to N-1; the COPY
+//!   ioctl keeps channel 0.
+//! - **Faults** of queue transfers come as the channel's interrupt, like those of START: the
+//!   fault thread resolves the address in the process's registered regions (fault.rs) and
+//!   RESUMEs, or NACKs with the errno, which the completion reports.
+//! - **Waiting** (`EXANEST_DMA_IOC_QUEUE_WAIT`): the process arms the CQ event itself; the
+//!   interrupt counts events under `inner`, and the wait looks at the completion in the
+//!   process's CQ between two looks at the count, so no event is lost.
+//!
+//! No lock of its own: a queue lives under `Process::inner` (lock order: process.rs).
+
+use crate::channel::{micros, MAX_CH, MAX_REFAULTS};
+use crate::engine::{ChannelReport, Context, Hw};
+use crate::exanest_core::{
+    abi::{self, Range},
+    regs::{self as map, State},
+};
+use kernel::{
+    prelude::*,
+    time::{Instant, Monotonic},
+};
+
+/// The queue of a process (`Inner::queue`, process.rs).
+pub(crate) enum QueueState {
+    /// None (yet).
+    None,
+    /// Being created: the context is kept, no second creation may start.
+    Creating,
+    /// Enabled on the process's context.
+    Ready(KBox<UserQueue>),
+}
+
+/// An enabled user-level queue.
+pub(crate) struct UserQueue {
+    /// The rings' pin regions, held by the queue (DEREG is EBUSY).
+    pub(crate) sq_handle: u32,
+    pub(crate) cq_handle: u32,
+    /// The completion ring.
+    pub(crate) cq: Range,
+    pub(crate) cq_log2: u32,
+    /// The queue's channels (bit n: channel n).
+    pub(crate) mask: u32,
+    /// The queue stopped: (`EXANEST_DMA_QERR_*`, the address).
+    pub(crate) error: Option<(u32, u64)>,
+    /// Completion events and queue errors seen: a wait sleeps while it stays.
+    pub(crate) events: u64,
+    /// `events` when QUEUE_WAIT last looked: poll() is readable while they differ.
+    pub(crate) acked: u64,
+    /// When each channel's fault-wait was first seen; `Some` while it is being served.
+    fault_at: [Option<Instant<Monotonic>>; MAX_CH],
+    /// Per channel: the last fault's transfer (SQ index) and address, and how often it came
+    /// back.
+    refaults: [(u32, u64, u32); MAX_CH],
+    /// Channels seen in fault-wait that the fault thread has not taken yet.
+    pending: u32,
+}
+
+impl UserQueue {
+    /// A queue enabled with these rings and channels.
+    pub(crate) fn new(sq_handle: u32, cq_handle: u32, cq: Range, cq_log2: u32, mask: u32) -> Self {
+        UserQueue {
+            sq_handle,
+            cq_handle,
+            cq,
+            cq_log2,
+            mask,
+            error: None,
+            events: 0,
+            acked: 0,
+            fault_at: [None; MAX_CH],
+            refaults: [(0, 0, 0); MAX_CH],
+            pending: 0,
+        }
+    }
+
+    /// Channel `n` of the queue is in fault-wait for a queue transfer: its report and SQ
+    /// index, noting when it was first seen (a fault found without its interrupt counts from
+    /// now) and recording how long it waited. `None` once it is not.
+    pub(crate) fn fault_wait(
+        &mut self,
+        ctx: &Context,
+        n: u32,
+        k: &mut abi::Counters,
+        lat: &mut abi::Latency,
+    ) -> Option<(ChannelReport, u32)> {
+        let i = n as usize;
+        if self.mask & (1 << n) == 0 {
+            return None;
+        }
+        match (ctx.report(n), ctx.origin(n)) {
+            (Ok(r), Ok(Some(index))) if r.state == State::Fault => {
+                let t = *self.fault_at[i].get_or_insert_with(|| {
+                    // Found without its interrupt (lost): served now.
+                    k.faults += 1;
+                    Instant::now()
+                });
+                lat.queue.record(micros(t));
+                Some((r, index))
+            }
+            _ => {
+                self.fault_at[i] = None;
+                None
+            }
+        }
+    }
+
+    /// The fault thread decided about channel `n`'s fault (transfer `index`, at `addr`):
+    /// RESUME (`Ok`) or NACK with the errno its completion reports. A fault of one transfer
+    /// that keeps coming back at the same address after being resolved is NACKed with EFAULT.
+    pub(crate) fn decide(
+        &mut self,
+        ctx: &Context,
+        n: u32,
+        (index, addr): (u32, u64),
+        res: Result,
+        k: &mut abi::Counters,
+        lat: &mut abi::Latency,
+    ) {
+        let i = n as usize;
+        if let Some(t) = self.fault_at[i].take() {
+            lat.total.record(micros(t));
+        }
+        let (li, la, count) = self.refaults[i];
+        let count = if (li, la) == (index, addr) {
+            count + 1
+        } else {
+            1
+        };
+        self.refaults[i] = (index, addr, count);
+        let res = match res {
+            Ok(()) if count > MAX_REFAULTS => Err(EFAULT),
+            r => r,
+        };
+        // A channel the queue no longer runs (disabled meanwhile) rejects the command.
+        let _ = match res {
+            Ok(()) => {
+                k.faults_resolved += 1;
+                k.retransmissions += 1;
+                ctx.resume(n)
+            }
+            Err(e) => {
+                k.nacks += 1;
+                ctx.nack_with(n, e.to_errno())
+            }
+        };
+    }
+}
+
+impl QueueState {
+    /// Whether the process has, or is creating, a queue: it keeps its context.
+    pub(crate) fn exists(&self) -> bool {
+        !matches!(self, QueueState::None)
+    }
+
+    /// The engine interrupted the process's context with `pending` (`CTX_IRQ_STATUS`): count
+    /// completion events and errors, and note the queue's channels that entered fault-wait.
+    /// Returns whether the fault thread must run.
+    pub(crate) fn interrupt(&mut self, ctx: &Context, pending: u32, k: &mut abi::Counters) -> bool {
+        let QueueState::Ready(q) = self else {
+            return false;
+        };
+        if pending & (map::ctx_irq::CQ | map::ctx_irq::QERR) != 0 {
+            q.events += 1;
+        }
+        if pending & map::ctx_irq::QERR != 0 {
+            if let Ok((st, addr)) = ctx.queue_status() {
+                if st.error {
+                    q.error = Some((u32::from(st.code.field()), addr));
+                }
+            }
+        }
+        let mut fault = false;
+        for n in 0..ctx.channels().min(MAX_CH as u32) {
+            let i = n as usize;
+            if (pending & q.mask) & (1 << n) == 0 || q.fault_at[i].is_some() {
+                continue;
+            }
+            let faulted = ctx.report(n).is_ok_and(|r| r.state == State::Fault);
+            if faulted && ctx.origin(n).is_ok_and(|o| o.is_some()) {
+                k.faults += 1;
+                q.fault_at[i] = Some(Instant::now());
+                q.pending |= 1 << n;
+                fault = true;
+            }
+        }
+        fault
+    }
+
+    /// Whether a completion event or a queue error came since QUEUE_WAIT last looked
+    /// (poll() is readable).
+    pub(crate) fn event_pending(&self) -> bool {
+        matches!(self, QueueState::Ready(q) if q.events != q.acked)
+    }
+
+    /// The queue's channels the fault thread must look at: those seen in fault-wait, and all of
+    /// them when `all` (interrupts may have been lost).
+    pub(crate) fn take_pending(&mut self, all: bool) -> u32 {
+        match self {
+            QueueState::Ready(q) => core::mem::take(&mut q.pending) | if all { q.mask } else { 0 },
+            _ => 0,
+        }
+    }
+}

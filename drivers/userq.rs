@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The user-level queue (register map 2.1, ABI 3), as the process uses it: copies posted and
+//! completed with no system call. The process's send and completion rings are its own memory,
+//! pinned here as two pin regions the queue holds and mapped at their addresses in its IOMMU
+//! domain; the engine reads descriptors and writes completions through the context's function,
+//! in the process's address space only. The process maps the context's doorbell page (its VF's
+//! BAR, nothing else of the engine) and rings it itself. The queue's state is queue.rs.
+//!
+//! - **Creation** (`EXANEST_DMA_IOC_QUEUE_CREATE`): once per file; the queue keeps the file's
+//!   context until the file is closed (a holder with a queue is never idle, contexts.rs), so a
+//!   doorbell mapping never outlives its context's ownership: the mapping holds the file, and
+//!   the context is only given up at release. The queue takes channels 1 to N-1; the COPY
+//!   ioctl keeps channel 0.
+//! - **Faults** of queue transfers come as the channel's interrupt, like those of START: the
+//!   fault thread resolves the address in the process's registered regions (fault.rs) and
+//!   RESUMEs, or NACKs with the errno, which the completion reports.
+//! - **Waiting** (`EXANEST_DMA_IOC_QUEUE_WAIT`): the process arms the CQ event itself; the
+//!   interrupt counts events under `inner`, and the wait looks at the completion in the
+//!   process's CQ between two looks at the count, so no event is lost.
+
+use crate::channel::MAX_CH;
+use crate::engine::Context;
+use crate::exanest_core::{
+    abi::{self, Range},
+    regs::{self as map, FaultCause},
+};
+use crate::ffi;
+use crate::process::Process;
+use crate::queue::{QueueState, UserQueue};
+use core::sync::atomic::Ordering;
+use kernel::{
+    mm::virt::{flags as vm, VmaNew},
+    page::PAGE_SIZE,
+    prelude::*,
+    sync::CondVarTimeoutResult,
+    time::msecs_to_jiffies,
+    uaccess::UserSlice,
+};
+
+/// Handle of no region: the resolver then looks the faulting address up (fault.rs).
+pub(crate) const ANY_REGION: u32 = 0;
+/// The mmap offset of the doorbell page.
+const DOORBELL_OFFSET: u64 = 0;
+
+impl Process {
+    /// EXANEST_DMA_IOC_QUEUE_CREATE, with the process holding a context (device.rs).
+    pub(crate) fn queue_create(&self, req: &abi::Queue) -> Result<abi::Queue> {
+        self.check_caller()?;
+        let v = abi::check_queue(req, &self.limits())?;
+        let channels = self.engine.channels.min(MAX_CH as u32);
+        let ctx = {
+            let mut g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            if g.queue.exists() {
+                return Err(EEXIST);
+            }
+            let ctx = g.hw().ok_or(ENOLINK)?;
+            if !ctx.has_queue() || channels < 2 {
+                return Err(EOPNOTSUPP);
+            }
+            // The queue takes channels 1 to N-1: COPY keeps channel 0 (EBUSY while a copy
+            // runs on the others).
+            g.chans.sched.set_channels(1).map_err(|_| EBUSY)?;
+            g.queue = QueueState::Creating;
+            ctx
+        };
+        let mask = ((1u32 << channels) - 1) & !1;
+        let res = self.queue_enable(&ctx, &v, mask);
+        let mut g = self.inner.lock();
+        match res {
+            Ok(q) if !g.dead => {
+                g.queue = QueueState::Ready(q);
+                let phys = ctx.doorbell.unwrap_or(0);
+                self.doorbell.store(phys, Ordering::Release);
+                Ok(abi::Queue {
+                    context: ctx.index,
+                    channels: mask,
+                    doorbell_offset: DOORBELL_OFFSET,
+                    ..*req
+                })
+            }
+            r => {
+                g.queue = QueueState::None;
+                let _ = g.chans.sched.set_channels(channels);
+                let handles = r.as_ref().map(|q| (q.sq_handle, q.cq_handle));
+                drop(g);
+                if let Ok((s, c)) = handles {
+                    self.queue_drop_rings(&[s, c]);
+                }
+                Err(r.err().unwrap_or(ENODEV))
+            }
+        }
+    }
+
+    /// Zero the CQ, pin and map both rings, enable the queue on `ctx`.
+    fn queue_enable(
+        &self,
+        ctx: &Context,
+        v: &abi::ValidQueue,
+        mask: u32,
+    ) -> Result<KBox<UserQueue>> {
+        // Phase 0 everywhere: no entry looks new before the engine writes it.
+        let mut w =
+            UserSlice::new(UserPtr::from_addr(v.cq.start as usize), v.cq.len() as usize).writer();
+        let zeros = [0u8; 256];
+        while !w.is_empty() {
+            w.write_slice(&zeros[..w.len().min(zeros.len())])?;
+        }
+        let reg = |r: &Range, access| abi::Reg {
+            addr: r.start,
+            length: r.len(),
+            access,
+            mode: abi::MODE_PIN,
+            ..Default::default()
+        };
+        let sq_handle = self.register(&reg(&v.sq, abi::ACCESS_READ))?;
+        let cq_handle = match self.register(&reg(&v.cq, abi::ACCESS_WRITE)) {
+            Ok(h) => h,
+            Err(e) => {
+                self.queue_drop_rings(&[sq_handle]);
+                return Err(e);
+            }
+        };
+        let q = UserQueue::new(sq_handle, cq_handle, v.cq, v.cq_log2, mask);
+        let q = match KBox::new(q, GFP_KERNEL) {
+            Ok(q) => q,
+            Err(e) => {
+                self.queue_drop_rings(&[sq_handle, cq_handle]);
+                return Err(e.into());
+            }
+        };
+        let mut g = self.inner.lock();
+        // Held from here: a DEREG of a guessed handle in between made this fail (ENOENT).
+        let held = g.regions.hold(sq_handle).and_then(|()| {
+            g.regions
+                .hold(cq_handle)
+                .inspect_err(|_| g.regions.release(sq_handle))
+        });
+        if let Err(e) = held {
+            drop(g);
+            self.queue_drop_rings(&[sq_handle, cq_handle]);
+            return Err(Error::from(e));
+        }
+        let res = (|| {
+            if g.dead {
+                return Err(ENODEV);
+            }
+            let cfg = map::q_cfg::encode(v.sq_log2, v.cq_log2, mask as u8).ok_or(EINVAL)?;
+            let st = ctx.queue_enable(v.sq.start, v.cq.start, cfg)?;
+            if !st.enabled || st.error {
+                return Err(EIO);
+            }
+            Ok(())
+        })();
+        if let Err(e) = res {
+            g.regions.release(sq_handle);
+            g.regions.release(cq_handle);
+            drop(g);
+            self.queue_drop_rings(&[sq_handle, cq_handle]);
+            return Err(e);
+        }
+        Ok(q)
+    }
+
+    /// Deregister ring regions the queue does not (or no longer) hold.
+    fn queue_drop_rings(&self, handles: &[u32]) {
+        for &handle in handles {
+            let _ = self.deregister(&abi::Dereg { handle, flags: 0 });
+        }
+    }
+
+    /// mmap of the doorbell page: one page at offset 0, shared, by the process that opened the
+    /// file (EPERM otherwise), once its queue exists (ENXIO before, and after the device is
+    /// gone). Not inherited by fork.
+    pub(crate) fn mmap_doorbell(&self, vma: &VmaNew) -> Result {
+        self.check_caller()?;
+        // SAFETY: `vma` is the VMA of this mmap call, alive and set up under the mmap lock
+        // the caller holds; `vm_pgoff` is plain data set before `f_op->mmap` is called.
+        let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff } as u64;
+        if vma.end() - vma.start() != PAGE_SIZE
+            || pgoff != DOORBELL_OFFSET
+            || vma.flags() & vm::SHARED == 0
+        {
+            return Err(EINVAL);
+        }
+        // Under the mmap lock: no `inner` here (lock order, process.rs).
+        let phys = self.doorbell.load(Ordering::Acquire);
+        if phys == 0 {
+            return Err(ENXIO);
+        }
+        vma.try_clear_mayexec()?;
+        vma.set_dontcopy();
+        vma.set_dontexpand();
+        vma.set_dontdump();
+        vma.set_io();
+        ffi::map_doorbell(vma, phys)
+    }
+
+    /// EXANEST_DMA_IOC_QUEUE_WAIT: until the completion of index `cq_head` is in the CQ, the
+    /// queue stopped on an error, or the timeout (ETIMEDOUT). ENOENT without a queue.
+    pub(crate) fn queue_wait(&self, req: &abi::QueueWait) -> Result<abi::QueueWait> {
+        self.check_caller()?;
+        abi::check_queue_wait(req)?;
+        let mut jiffies = if req.timeout_ns < 0 {
+            None
+        } else {
+            let ms = req.timeout_ns.unsigned_abs().div_ceil(1_000_000);
+            Some(msecs_to_jiffies(u32::try_from(ms).unwrap_or(u32::MAX)))
+        };
+        loop {
+            let (seen, cq, log2) = {
+                let mut g = self.inner.lock();
+                if g.dead {
+                    return Err(ENODEV);
+                }
+                let QueueState::Ready(q) = &mut g.queue else {
+                    return Err(ENOENT);
+                };
+                // What poll() reported is consumed: it is readable again at the next event.
+                q.acked = q.events;
+                if let Some((error, error_addr)) = q.error {
+                    return Ok(abi::QueueWait {
+                        error,
+                        error_addr,
+                        ..*req
+                    });
+                }
+                (q.events, q.cq, q.cq_log2)
+            };
+            // The entry's flags word, in the process's own CQ (pinned: no fault-in, and no
+            // driver lock held in case the process unmapped it: EFAULT).
+            let slot = u64::from(req.cq_head & ((1u32 << log2) - 1));
+            let at = cq.start + slot * map::Cqe::SIZE as u64 + map::Cqe::FLAGS_OFF as u64;
+            let flags: u32 = UserSlice::new(UserPtr::from_addr(at as usize), 4)
+                .reader()
+                .read()?;
+            if (flags & map::Cqe::PHASE != 0) == map::cq_phase(req.cq_head, log2) {
+                return Ok(*req);
+            }
+            let mut g = self.inner.lock();
+            match &g.queue {
+                QueueState::Ready(q) if q.events == seen && !g.dead => {}
+                // An event, an error or teardown since the look: look again.
+                _ => continue,
+            }
+            match jiffies {
+                Some(0) => return Err(ETIMEDOUT),
+                Some(j) => match self.done.wait_interruptible_timeout(&mut g, j) {
+                    CondVarTimeoutResult::Timeout => jiffies = Some(0),
+                    CondVarTimeoutResult::Woken { jiffies: left } => jiffies = Some(left),
+                    CondVarTimeoutResult::Signal { .. } => return Err(ERESTARTSYS),
+                },
+                None => {
+                    if self.done.wait_interruptible(&mut g) {
+                        return Err(ERESTARTSYS);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The fault thread: resolve the fault queue channel `n` waits on, then RESUME it, or NACK
+    /// it with the errno its completion reports. Returns whether it was in fault-wait.
+    pub(crate) fn service_queue_channel(&self, n: u32) -> bool {
+        let (ctx, rep, index) = {
+            let mut g = self.inner.lock();
+            let inner = &mut *g;
+            let Some(ctx) = inner.hw() else {
+                return false;
+            };
+            let QueueState::Ready(q) = &mut inner.queue else {
+                return false;
+            };
+            let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+            match q.fault_wait(&ctx, n, k, lat) {
+                Some((rep, index)) => (ctx, rep, index),
+                None => return false,
+            }
+        };
+        let res = match rep.fault_cause {
+            FaultCause::Translation => {
+                self.resolve(rep.fault_addr, rep.fault_write, u64::MAX, Some(ANY_REGION))
+            }
+            _ => Err(EIO),
+        };
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        if inner.dead {
+            return true;
+        }
+        if let QueueState::Ready(q) = &mut inner.queue {
+            let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+            q.decide(&ctx, n, (index, rep.fault_addr), res, k, lat);
+        }
+        true
+    }
+}

@@ -1,0 +1,824 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * exanest-queues: the user-level queue (ABI 3, register map 2.1), on the raw ABI. A process
+ * posts copies by writing descriptors into its own send ring and ringing the doorbell page of
+ * its context, which it maps; completions land in its completion ring. No system call per copy:
+ *  - copies of random sizes, in every memory mode, complete once each, out of order, with the
+ *    data verified; on-demand pages fault and are resolved by the kernel meanwhile;
+ *  - 10,000 copies under a seccomp filter that allows write and exit_group only, with their
+ *    faults: the kernel resolves them without the process calling it;
+ *  - a copy to an address in no region ends with -EFAULT, to a read-only region with -EACCES,
+ *    a descriptor with flags with the engine's BAD_FLAGS;
+ *  - QUEUE_WAIT sleeps until the completion is there, and times out when it is not;
+ *  - every argument error of QUEUE_CREATE, QUEUE_WAIT and the doorbell's mmap has its errno;
+ *  - a forked child inherits no doorbell and may not map one; a queue keeps its context, and
+ *    when every context has a queue, another file gets EBUSY;
+ *  - a process killed with copies posted writes nothing after its death.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "exanest-test.h"
+
+#include "../../include/hw/exanest-pldma-regs.h"
+
+#define PAGE 4096
+
+/* A queue as a program drives it. */
+struct q {
+	int fd;
+	uint8_t *sq, *cq;
+	volatile uint32_t *db;
+	uint32_t sq_n, cq_n;
+	uint32_t tail;		/* descriptors posted */
+	uint32_t head;		/* completions consumed */
+	uint32_t sq_head;	/* SQ_HEAD as last read */
+	struct exanest_dma_queue info;
+};
+
+struct cqe {
+	uint64_t wr_id;
+	int32_t status;
+	uint32_t bytes;
+	uint64_t fault;
+};
+
+static inline void wmb_dev(void)
+{
+#ifdef __aarch64__
+	__asm__ volatile("dmb oshst" ::: "memory");
+#else
+	__sync_synchronize();
+#endif
+}
+
+static inline void rmb_dev(void)
+{
+#ifdef __aarch64__
+	__asm__ volatile("dmb oshld" ::: "memory");
+#else
+	__sync_synchronize();
+#endif
+}
+
+static void *ring_alloc(uint32_t log2)
+{
+	size_t len = ((32u << log2) + PAGE - 1) & ~(size_t)(PAGE - 1);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int create_raw(int fd, void *sq, void *cq, uint32_t ls, uint32_t lc,
+		      struct exanest_dma_queue *out)
+{
+	struct exanest_dma_queue r = { .sq_addr = (uintptr_t)sq, .cq_addr = (uintptr_t)cq,
+				       .sq_log2 = ls, .cq_log2 = lc };
+	int ret = xioctl(fd, EXANEST_DMA_IOC_QUEUE_CREATE, &r);
+
+	if (out)
+		*out = r;
+	return ret;
+}
+
+static void *map_doorbell(int fd, size_t len, int prot, int flags, off_t off)
+{
+	return mmap(NULL, len, prot, flags, fd, off);
+}
+
+/* Create a queue on fd and map its doorbell: 0 or -errno. */
+static int q_create(struct q *q, int fd, uint32_t ls, uint32_t lc)
+{
+	void *db;
+	int ret;
+
+	memset(q, 0, sizeof(*q));
+	q->fd = fd;
+	q->sq = ring_alloc(ls);
+	q->cq = ring_alloc(lc);
+	if (!q->sq || !q->cq)
+		return -ENOMEM;
+	/* The driver zeroes the CQ: make sure it does. */
+	memset(q->cq, 0xff, 32u << lc);
+	ret = create_raw(fd, q->sq, q->cq, ls, lc, &q->info);
+	if (ret)
+		return ret;
+	db = map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, q->info.doorbell_offset);
+	if (db == MAP_FAILED)
+		return -errno;
+	q->db = db;
+	q->sq_n = 1u << ls;
+	q->cq_n = 1u << lc;
+	return 0;
+}
+
+static uint32_t db_read(struct q *q, uint32_t off)
+{
+	return q->db[off / 4];
+}
+
+static void db_write(struct q *q, uint32_t off, uint32_t v)
+{
+	q->db[off / 4] = v;
+}
+
+/* Write one descriptor (no doorbell): false when the SQ or the CQ has no room. */
+static bool q_push(struct q *q, uint64_t src, uint64_t dst, uint32_t len, uint32_t flags,
+		   uint64_t wr_id)
+{
+	uint8_t *d;
+
+	if (q->tail - q->head >= (q->sq_n < q->cq_n ? q->sq_n : q->cq_n))
+		return false;
+	if (q->tail - q->sq_head >= q->sq_n) {
+		q->sq_head = db_read(q, PLDMA_VF_SQ_HEAD);
+		if (q->tail - q->sq_head >= q->sq_n)
+			return false;
+	}
+	d = q->sq + (q->tail & (q->sq_n - 1)) * PLDMA_SQE_SIZE;
+	memcpy(d + PLDMA_SQE_SRC_OFF, &src, 8);
+	memcpy(d + PLDMA_SQE_DST_OFF, &dst, 8);
+	memcpy(d + PLDMA_SQE_LEN_OFF, &len, 4);
+	memcpy(d + PLDMA_SQE_FLAGS_OFF, &flags, 4);
+	memcpy(d + PLDMA_SQE_WRID_OFF, &wr_id, 8);
+	q->tail++;
+	return true;
+}
+
+static void q_ring(struct q *q)
+{
+	wmb_dev();
+	db_write(q, PLDMA_VF_SQ_TAIL, q->tail);
+}
+
+static bool q_post(struct q *q, const void *src, void *dst, uint32_t len, uint64_t wr_id)
+{
+	if (!q_push(q, (uintptr_t)src, (uintptr_t)dst, len, 0, wr_id))
+		return false;
+	q_ring(q);
+	return true;
+}
+
+/* Take one completion if there is one; the consumer index goes to the engine at once. */
+static bool q_poll(struct q *q, struct cqe *c)
+{
+	uint8_t *e = q->cq + (q->head & (q->cq_n - 1)) * PLDMA_CQE_SIZE;
+	uint32_t flags = *(volatile uint32_t *)(e + PLDMA_CQE_FLAGS_OFF);
+	uint32_t pass = q->head / q->cq_n;
+
+	if ((flags & PLDMA_CQE_PHASE) != ((pass & 1) ? 0u : 1u))
+		return false;
+	rmb_dev();
+	memcpy(&c->wr_id, e + PLDMA_CQE_WRID_OFF, 8);
+	memcpy(&c->status, e + PLDMA_CQE_STATUS_OFF, 4);
+	memcpy(&c->bytes, e + PLDMA_CQE_BYTES_OFF, 4);
+	memcpy(&c->fault, e + PLDMA_CQE_FAULT_OFF, 8);
+	q->head++;
+	db_write(q, PLDMA_VF_CQ_HEAD, q->head);
+	return true;
+}
+
+static int q_wait(struct q *q, int64_t timeout_ns, struct exanest_dma_queue_wait *out)
+{
+	struct exanest_dma_queue_wait w = { .cq_head = q->head, .timeout_ns = timeout_ns };
+	int ret;
+
+	db_write(q, PLDMA_VF_CQ_ARM, PLDMA_VF_CQ_ARM_ONCE);
+	ret = xioctl(q->fd, EXANEST_DMA_IOC_QUEUE_WAIT, &w);
+	if (out)
+		*out = w;
+	return ret;
+}
+
+/* Busy-poll one completion, for at most 10 s (CLOCK_MONOTONIC). */
+static bool q_next(struct q *q, struct cqe *c)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (q_poll(q, c))
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			return false;
+	}
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+FIXTURE(queue) {
+	int fd;
+	struct q q;
+	uint8_t *src, *dst;
+	uint32_t hs, hd;
+};
+
+FIXTURE_VARIANT(queue) {
+	MODE_FIELDS;
+};
+
+FIXTURE_VARIANT_ADD(queue, pin) { PIN_MODE };
+FIXTURE_VARIANT_ADD(queue, prefault) { PREFAULT_MODE };
+FIXTURE_VARIANT_ADD(queue, on_demand) { ON_DEMAND_MODE };
+
+#define BUF (8 * MIB)
+
+FIXTURE_SETUP(queue)
+{
+	int ret;
+
+	self->fd = dev_open(0);
+	ASSERT_LE(0, self->fd);
+	self->src = big_alloc(BUF);
+	self->dst = big_alloc(BUF);
+	ASSERT_TRUE(self->src && self->dst);
+	fill(self->src, BUF, 7);
+	/* The destination is never touched before the engine writes it. */
+	ASSERT_EQ(0, reg(self->fd, self->src, BUF, EXANEST_DMA_ACCESS_READ, variant->mode,
+			 NO_WINDOW, &self->hs));
+	ASSERT_EQ(0, reg(self->fd, self->dst, BUF, EXANEST_DMA_ACCESS_WRITE, variant->mode,
+			 NO_WINDOW, &self->hd));
+	ret = q_create(&self->q, self->fd, 6, 6);
+	if (ret == -EOPNOTSUPP)
+		SKIP(return, "the engine has no user-level queue");
+	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(queue)
+{
+	close(self->fd);
+}
+
+/*
+ * 2,000 copies of random sizes between random offsets, up to 48 outstanding: each completes
+ * once, with its length, and the destination equals the source where it was copied.
+ */
+TEST_F_TIMEOUT(queue, copies_complete, 120)
+{
+	enum { N = 2000, MAXLEN = 64 * 1024 };
+	static uint32_t len[N], off[N];
+	static uint8_t seen[N];
+	uint8_t busy[BUF / MAXLEN] = { 0 };
+	uint64_t s = 0x1234567;
+	uint32_t posted = 0, done = 0, faulted = 0, out_of_order = 0, last = 0;
+	struct exanest_dma_counters k;
+	struct cqe c;
+
+	/* Disjoint destinations: chunk i of the destination buffer is copy i's. */
+	for (int i = 0; i < N; i++) {
+		len[i] = 1 + rnd(&s) % MAXLEN;
+		off[i] = rnd(&s) % (BUF - MAXLEN);
+	}
+	while (done < N) {
+		while (posted < N && posted - done < 48 && !busy[posted % (BUF / MAXLEN)]) {
+			uint64_t d = (uint64_t)(posted % (BUF / MAXLEN)) * MAXLEN;
+
+			if (!q_post(&self->q, self->src + off[posted], self->dst + d, len[posted],
+				    posted))
+				break;
+			busy[posted % (BUF / MAXLEN)] = 1;
+			posted++;
+		}
+		ASSERT_TRUE(q_next(&self->q, &c));
+		ASSERT_LT(c.wr_id, N);
+		ASSERT_EQ(0, seen[c.wr_id]);
+		seen[c.wr_id] = 1;
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(len[c.wr_id], c.bytes);
+		if (c.fault)
+			faulted++;
+		if (c.wr_id < last)
+			out_of_order++;
+		last = c.wr_id;
+		/* Verify at once: the chunk is posted again once free. */
+		{
+			uint64_t d = (uint64_t)(c.wr_id % (BUF / MAXLEN)) * MAXLEN;
+
+			EXPECT_EQ(0, memcmp(self->src + off[c.wr_id], self->dst + d, len[c.wr_id]));
+			busy[c.wr_id % (BUF / MAXLEN)] = 0;
+		}
+		done++;
+	}
+	k = counters(self->fd);
+	TH_LOG("%s: %u copies, %u took faults, %u completed out of order; engine faults %llu",
+	       variant->name, N, faulted, out_of_order, (unsigned long long)k.faults);
+	EXPECT_EQ(self->q.tail, self->q.head);
+	EXPECT_EQ(N, db_read(&self->q, PLDMA_VF_CQ_TAIL));
+	EXPECT_EQ(N, db_read(&self->q, PLDMA_VF_SQ_HEAD));
+	if (variant->faults) {
+		EXPECT_LT(0, faulted);
+		EXPECT_LT(0, k.faults);
+		EXPECT_EQ(k.faults_resolved, k.faults);
+		EXPECT_EQ(0, k.nacks);
+	} else {
+		EXPECT_EQ(0, faulted);
+	}
+	/* Copy completions are not COPY's: the ioctl counters of copies stay 0. */
+	EXPECT_EQ(0, k.copies);
+}
+
+/*
+ * Errors end the copy, not the queue: an address in no region (-EFAULT), a write into a region
+ * registered read-only (-EACCES), descriptor flags (the engine's BAD_FLAGS) and length 0
+ * (BAD_LEN). Each completion names its copy; the queue goes on working after them.
+ */
+TEST_F_TIMEOUT(queue, errors_end_the_copy_not_the_queue, 60)
+{
+	uint8_t *stray = big_alloc(2 * MIB);
+	struct cqe c;
+
+	ASSERT_NE(NULL, stray);
+	ASSERT_TRUE(q_post(&self->q, self->src, stray + 8192, 4096, 1));
+	ASSERT_TRUE(q_next(&self->q, &c));
+	EXPECT_EQ(1, c.wr_id);
+	EXPECT_EQ(-EFAULT, c.status);
+	EXPECT_EQ(0, c.bytes);
+	EXPECT_EQ((uintptr_t)stray + 8192, c.fault);
+
+	ASSERT_TRUE(q_post(&self->q, self->src, self->src + 4 * MIB, 4096, 2));
+	ASSERT_TRUE(q_next(&self->q, &c));
+	EXPECT_EQ(2, c.wr_id);
+	EXPECT_EQ(-EACCES, c.status);
+
+	ASSERT_TRUE(q_push(&self->q, (uintptr_t)self->src, (uintptr_t)self->dst, 64, 1, 3));
+	ASSERT_TRUE(q_push(&self->q, (uintptr_t)self->src, (uintptr_t)self->dst, 0, 0, 4));
+	q_ring(&self->q);
+	ASSERT_TRUE(q_next(&self->q, &c));
+	EXPECT_EQ(3, c.wr_id);
+	EXPECT_EQ(PLDMA_CQE_BAD_FLAGS, c.status);
+	ASSERT_TRUE(q_next(&self->q, &c));
+	EXPECT_EQ(4, c.wr_id);
+	EXPECT_EQ(PLDMA_CQE_BAD_LEN, c.status);
+
+	ASSERT_TRUE(q_post(&self->q, self->src + 100, self->dst + 200, 100000, 5));
+	ASSERT_TRUE(q_next(&self->q, &c));
+	EXPECT_EQ(5, c.wr_id);
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(100000, c.bytes);
+	EXPECT_EQ(0, memcmp(self->src + 100, self->dst + 200, 100000));
+	/* The stray buffer was never written. */
+	EXPECT_TRUE(all_bytes(stray, 2 * MIB, 0));
+	munmap(stray, 2 * MIB);
+}
+
+/*
+ * QUEUE_WAIT sleeps until the completion is in the CQ; with nothing posted it times out. poll()
+ * wakes on the CQ event.
+ */
+TEST_F_TIMEOUT(queue, wait_sleeps_until_the_completion, 60)
+{
+	struct pollfd pfd = { .fd = self->fd, .events = POLLIN };
+	struct exanest_dma_queue_wait w;
+	struct timespec t0, t1;
+	struct cqe c;
+	int64_t ns;
+
+	ASSERT_TRUE(q_post(&self->q, self->src, self->dst, 4 * MIB, 77));
+	ASSERT_EQ(0, q_wait(&self->q, 10 * SEC, &w));
+	EXPECT_EQ(0, w.error);
+	ASSERT_TRUE(q_poll(&self->q, &c));
+	EXPECT_EQ(77, c.wr_id);
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(0, memcmp(self->src, self->dst, 4 * MIB));
+
+	EXPECT_EQ(-ETIMEDOUT, q_wait(&self->q, 0, NULL));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	EXPECT_EQ(-ETIMEDOUT, q_wait(&self->q, 50 * 1000 * 1000, NULL));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ns = (t1.tv_sec - t0.tv_sec) * SEC + (t1.tv_nsec - t0.tv_nsec);
+	EXPECT_LE(50 * 1000 * 1000, ns);
+	/* With no timeout. */
+	ASSERT_TRUE(q_post(&self->q, self->src, self->dst + 4 * MIB, 64, 78));
+	ASSERT_EQ(0, q_wait(&self->q, -1, &w));
+	ASSERT_TRUE(q_poll(&self->q, &c));
+	EXPECT_EQ(78, c.wr_id);
+
+	/*
+	 * poll(): armed, the CQ event makes the file readable until QUEUE_WAIT looks (as a
+	 * completion channel's event until it is read). Events of the arms above are consumed
+	 * first (one may still be on its way from the interrupt thread).
+	 */
+	EXPECT_EQ(-ETIMEDOUT, q_wait(&self->q, 0, NULL));
+	usleep(20000);
+	EXPECT_EQ(-ETIMEDOUT, q_wait(&self->q, 0, NULL));
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	ASSERT_TRUE(q_post(&self->q, self->src, self->dst + 5 * MIB, 2 * MIB, 79));
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	EXPECT_EQ(POLLIN, pfd.revents);
+	ASSERT_EQ(0, q_wait(&self->q, 0, &w));
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	ASSERT_TRUE(q_poll(&self->q, &c));
+	EXPECT_EQ(79, c.wr_id);
+	EXPECT_EQ(0, c.status);
+}
+
+/* The COPY ioctl keeps working beside the queue, on the channel the queue leaves it. */
+TEST_F_TIMEOUT(queue, copy_ioctl_beside_the_queue, 60)
+{
+	struct exanest_dma_info i = { 0 };
+	struct cqe c;
+
+	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &i));
+	EXPECT_EQ(((1u << i.channels) - 1) & ~1u, self->q.info.channels);
+	EXPECT_EQ(i.context, self->q.info.context);
+	for (int n = 0; n < 7; n++)
+		ASSERT_TRUE(q_post(&self->q, self->src + n * MIB, self->dst + n * MIB, MIB, n));
+	EXPECT_EQ(0, copy_wait(self->fd, self->src, self->dst + 8 * MIB - 65536, 65536));
+	for (int n = 0; n < 7; n++) {
+		ASSERT_TRUE(q_next(&self->q, &c));
+		EXPECT_EQ(0, c.status);
+	}
+	EXPECT_EQ(0, memcmp(self->src, self->dst, 7 * MIB));
+	EXPECT_EQ(0, memcmp(self->src, self->dst + 8 * MIB - 65536, 65536));
+}
+
+/* The tests below open what they need. */
+FIXTURE(queue_abi) {
+	int unused;
+};
+
+FIXTURE_SETUP(queue_abi)
+{
+}
+
+FIXTURE_TEARDOWN(queue_abi)
+{
+}
+
+/*
+ * Allow write and exit_group, kill the process on any other system call (or another
+ * architecture's calling convention).
+ */
+static int only_write_and_exit(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_AARCH64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_write, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_exit_group, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* What the filtered child reports through its pipe. */
+struct strict_report {
+	uint32_t copies, errors, faulted, mismatched, timeouts;
+};
+
+/*
+ * 10,000 copies with no system call: a child that opened the engine, registered its buffers
+ * (on demand, never touched on the destination side) and mapped its doorbell installs a
+ * seccomp filter under which any system call but write and exit_group kills it. It posts,
+ * polls, verifies the data, writes its report to a pipe and exits. The kernel resolves the
+ * faults meanwhile without being called. A control child that makes one other system call
+ * under the same filter is killed, so the filter is known to bite.
+ */
+TEST_F_TIMEOUT(queue_abi, zero_syscalls, 300)
+{
+	enum { N = 10000, MAXLEN = 800 };
+	int p[2], status;
+	struct strict_report r = { 0 };
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		size_t dlen = (size_t)N * MAXLEN;
+		uint8_t *src = big_alloc(BUF), *dst = big_alloc(dlen);
+		static uint32_t len[N], off[N];
+		uint32_t hs, hd, done = 0, posted = 0;
+		uint64_t s = 99, spins;
+		struct q q;
+		struct cqe c;
+		int fd = dev_open(0);
+
+		if (fd < 0 || !src || !dst)
+			_exit(10);
+		fill(src, BUF, 3);
+		if (reg(fd, src, BUF, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_ON_DEMAND,
+			NO_WINDOW, &hs) ||
+		    reg(fd, dst, dlen, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_ON_DEMAND,
+			NO_WINDOW, &hd))
+			_exit(11);
+		if (q_create(&q, fd, 6, 6))
+			_exit(12);
+		for (int i = 0; i < N; i++) {
+			len[i] = 1 + rnd(&s) % MAXLEN;
+			off[i] = rnd(&s) % (BUF - MAXLEN);
+		}
+		if (only_write_and_exit())
+			_exit(13);
+		/* From here on: no system call until write() and exit. */
+		while (done < N) {
+			while (posted < N && q_push(&q, (uintptr_t)(src + off[posted]),
+						    (uintptr_t)(dst + (size_t)posted * MAXLEN),
+						    len[posted], 0, posted))
+				posted++;
+			q_ring(&q);
+			for (spins = 0; !q_poll(&q, &c); spins++) {
+				if (spins > (1ull << 34)) {
+					r.timeouts++;
+					goto report;
+				}
+			}
+			done++;
+			r.copies++;
+			if (c.status || c.bytes != len[c.wr_id])
+				r.errors++;
+			if (c.fault)
+				r.faulted++;
+		}
+		for (int i = 0; i < N; i++)
+			if (memcmp(src + off[i], dst + (size_t)i * MAXLEN, len[i]))
+				r.mismatched++;
+report:
+		if (write(p[1], &r, sizeof(r)) != sizeof(r))
+			_exit(14);
+		_exit(0);
+	}
+	close(p[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) {
+		TH_LOG("child killed by signal %d (a system call under strict seccomp?)",
+		       WTERMSIG(status));
+	}
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(sizeof(r), read(p[0], &r, sizeof(r)));
+	TH_LOG("strict seccomp: %u copies, %u errors, %u took faults, %u mismatched",
+	       r.copies, r.errors, r.faulted, r.mismatched);
+	EXPECT_EQ(N, r.copies);
+	EXPECT_EQ(0, r.errors);
+	EXPECT_EQ(0, r.mismatched);
+	EXPECT_EQ(0, r.timeouts);
+	EXPECT_LT(0, r.faulted);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (only_write_and_exit())
+			_exit(13);
+		(void)getppid();
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS);
+}
+
+/* Every argument error of QUEUE_CREATE, QUEUE_WAIT and the doorbell's mmap. */
+TEST_F_TIMEOUT(queue_abi, argument_errors, 60)
+{
+	struct exanest_dma_queue_wait w = { 0 };
+	struct exanest_dma_queue r, out;
+	int fd = dev_open(0);
+	uint8_t *sq = ring_alloc(6), *cq = ring_alloc(6), *hole, *ro;
+	void *db;
+
+	ASSERT_LE(0, fd);
+	ASSERT_TRUE(sq && cq);
+	/* No queue yet. */
+	EXPECT_EQ(-ENOENT, xioctl(fd, EXANEST_DMA_IOC_QUEUE_WAIT, &w));
+	db = map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, 0);
+	EXPECT_EQ(MAP_FAILED, db);
+	EXPECT_EQ(ENXIO, errno);
+
+	EXPECT_EQ(-EINVAL, create_raw(fd, sq, cq, 0, 6, NULL));
+	EXPECT_EQ(-EINVAL, create_raw(fd, sq, cq, 6, 13, NULL));
+	EXPECT_EQ(-EINVAL, create_raw(fd, sq + 64, cq, 6, 6, NULL));
+	EXPECT_EQ(-EINVAL, create_raw(fd, sq, sq, 6, 6, NULL));
+	r = (struct exanest_dma_queue){ .sq_addr = (uintptr_t)sq, .cq_addr = (uintptr_t)cq,
+					.sq_log2 = 6, .cq_log2 = 6, .flags = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_QUEUE_CREATE, &r));
+	r.flags = 0;
+	r.reserved = 1;
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_QUEUE_CREATE, &r));
+	r.reserved = 0;
+	r.doorbell_offset = 4096;
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_QUEUE_CREATE, &r));
+	/* Rings the process cannot write (the CQ) or that are not mapped. */
+	hole = mmap(NULL, 8 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, hole);
+	ro = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	EXPECT_EQ(-EFAULT, create_raw(fd, sq, hole, 6, 6, NULL));
+	EXPECT_EQ(-EFAULT, create_raw(fd, hole, cq, 6, 6, NULL));
+	EXPECT_EQ(-EFAULT, create_raw(fd, sq, ro, 6, 6, NULL));
+	EXPECT_EQ(-EFAULT, create_raw(fd, (void *)(1ull << 48), cq, 6, 6, NULL));
+	/* The failures left nothing behind: the queue is created, once. */
+	memset(cq, 0x5a, PAGE);
+	ASSERT_EQ(0, create_raw(fd, sq, cq, 6, 6, &out));
+	EXPECT_TRUE(all_bytes(cq, 64 * 32, 0));
+	EXPECT_NE(EXANEST_DMA_NO_CONTEXT, out.context);
+	EXPECT_EQ(-EEXIST, create_raw(fd, sq, cq, 6, 6, NULL));
+	/* The rings are held by the queue: their regions cannot be dropped. */
+	for (uint32_t h = 1; h < 64; h++) {
+		int e = dereg(fd, h);
+
+		EXPECT_TRUE(e == -ENOENT || e == -EBUSY) {
+			TH_LOG("DEREG of handle %u: %d", h, e);
+		}
+	}
+
+	/* The doorbell: one page at its offset, shared, not executable. */
+	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, 0));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, PAGE));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, 0));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, PAGE, PROT_READ | PROT_EXEC, MAP_SHARED, 0));
+	EXPECT_EQ(EINVAL, errno);
+	db = map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, out.doorbell_offset);
+	ASSERT_NE(MAP_FAILED, db);
+	/* The page is the context's VF page: its identification, then the indices at 0. */
+	EXPECT_EQ(PLDMA_VF_ID_MAGIC, ((volatile uint32_t *)db)[0]);
+	EXPECT_EQ(out.context, ((volatile uint32_t *)db)[PLDMA_VF_CONTEXT / 4]);
+	EXPECT_EQ(0, ((volatile uint32_t *)db)[PLDMA_VF_CQ_TAIL / 4]);
+
+	w.flags = 1;
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_QUEUE_WAIT, &w));
+	w.flags = 0;
+	w.reserved = 1;
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_QUEUE_WAIT, &w));
+	w.reserved = 0;
+	EXPECT_EQ(-ETIMEDOUT, xioctl(fd, EXANEST_DMA_IOC_QUEUE_WAIT, &w));
+	munmap(db, PAGE);
+	close(fd);
+}
+
+/*
+ * A forked child has no doorbell (the mapping is not inherited: touching its address faults)
+ * and may not map one, create a queue or wait on it (EPERM); the parent's queue works on.
+ */
+TEST_F_TIMEOUT(queue_abi, child_gets_no_doorbell, 60)
+{
+	int fd = dev_open(0), status;
+	uint8_t *buf = big_alloc(2 * MIB);
+	uint32_t h;
+	struct q q;
+	struct cqe c;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, reg(fd, buf, 2 * MIB, EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE,
+			 EXANEST_DMA_MODE_PIN, NO_WINDOW, &h));
+	ASSERT_EQ(0, q_create(&q, fd, 4, 4));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct exanest_dma_queue_wait w = { .timeout_ns = 0 };
+		pid_t g;
+
+		if (map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, 0) != MAP_FAILED ||
+		    errno != EPERM)
+			_exit(1);
+		if (create_raw(fd, q.sq, q.cq, 4, 4, NULL) != -EPERM)
+			_exit(2);
+		if (xioctl(fd, EXANEST_DMA_IOC_QUEUE_WAIT, &w) != -EPERM)
+			_exit(3);
+		g = fork();
+		if (g == 0) {
+			/* The parent's doorbell address: nothing is mapped there in a child. */
+			q.db[PLDMA_VF_SQ_TAIL / 4] = 1000;
+			_exit(0);
+		}
+		if (waitpid(g, &status, 0) != g || !WIFSIGNALED(status) ||
+		    WTERMSIG(status) != SIGSEGV)
+			_exit(4);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, db_read(&q, PLDMA_VF_SQ_TAIL));
+	fill(buf, MIB, 5);
+	ASSERT_TRUE(q_post(&q, buf, buf + MIB, MIB, 9));
+	ASSERT_TRUE(q_next(&q, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(0, memcmp(buf, buf + MIB, MIB));
+	close(fd);
+}
+
+/*
+ * A queue keeps its context: with a queue on every context, another file can neither create
+ * a queue nor copy (EBUSY, rather than waiting for ever); once one queue's file is closed, it
+ * can.
+ */
+TEST_F_TIMEOUT(queue_abi, every_context_has_a_queue, 120)
+{
+	struct exanest_dma_info i = { 0 };
+	uint8_t *buf = big_alloc(MIB);
+	struct q qs[64], extra;
+	uint32_t h;
+	int fd;
+
+	ASSERT_NE(NULL, buf);
+	fd = dev_open(0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, xioctl(fd, EXANEST_DMA_IOC_INFO, &i));
+	close(fd);
+	ASSERT_GE(64, i.contexts);
+	for (uint32_t n = 0; n < i.contexts; n++) {
+		fd = dev_open(0);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, q_create(&qs[n], fd, 1, 1)) {
+			TH_LOG("queue %u of %u", n, i.contexts);
+		}
+	}
+	fd = dev_open(0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, reg(fd, buf, MIB, EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE,
+			 EXANEST_DMA_MODE_PIN, NO_WINDOW, &h));
+	EXPECT_EQ(-EBUSY, q_create(&extra, fd, 1, 1));
+	EXPECT_EQ(-EBUSY, copy_wait(fd, buf, buf + MIB / 2, 4096));
+	/* The mapping holds the file: both go before the context is free. */
+	munmap((void *)qs[0].db, PAGE);
+	close(qs[0].fd);
+	EXPECT_EQ(0, copy_wait(fd, buf, buf + MIB / 2, 4096));
+	EXPECT_EQ(0, q_create(&extra, fd, 1, 1));
+	close(fd);
+	for (uint32_t n = 1; n < i.contexts; n++)
+		close(qs[n].fd);
+}
+
+/*
+ * A process killed with 32 copies of 1 MiB posted writes nothing after its death: its queue is
+ * stopped before its pages go back. The destination is shared memory the parent watches.
+ */
+TEST_F_TIMEOUT(queue_abi, killed_process_writes_nothing, 60)
+{
+	size_t n = 32 * MIB;
+	uint8_t *dst = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint64_t before, after;
+	int p[2], status;
+	char ok;
+	pid_t pid;
+
+	ASSERT_NE(MAP_FAILED, dst);
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		uint8_t *src = big_alloc(n);
+		int fd = dev_open(0);
+		uint32_t hs, hd;
+		struct q q;
+
+		if (fd < 0 || !src)
+			_exit(1);
+		fill(src, n, 11);
+		if (reg(fd, src, n, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_PIN, NO_WINDOW, &hs) ||
+		    reg(fd, dst, n, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_PIN, NO_WINDOW, &hd) ||
+		    q_create(&q, fd, 6, 6))
+			_exit(2);
+		for (int i = 0; i < 32; i++)
+			q_push(&q, (uintptr_t)src + i * MIB, (uintptr_t)dst + i * MIB, MIB, 0, i);
+		q_ring(&q);
+		if (write(p[1], "x", 1) != 1)
+			_exit(3);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	ASSERT_EQ(1, read(p[0], &ok, 1));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	before = 0;
+	for (size_t i = 0; i < n; i += 8)
+		before = before * 31 + *(uint64_t *)(dst + i);
+	usleep(300 * 1000);
+	after = 0;
+	for (size_t i = 0; i < n; i += 8)
+		after = after * 31 + *(uint64_t *)(dst + i);
+	EXPECT_EQ(before, after);
+	munmap(dst, n);
+}
+
+TEST_HARNESS_MAIN
