@@ -571,7 +571,7 @@ report:
 	}
 	ASSERT_EQ(0, WEXITSTATUS(status));
 	ASSERT_EQ(sizeof(r), read(p[0], &r, sizeof(r)));
-	TH_LOG("strict seccomp: %u copies, %u errors, %u took faults, %u mismatched",
+	TH_LOG("seccomp filter: %u copies, %u errors, %u took faults, %u mismatched",
 	       r.copies, r.errors, r.faulted, r.mismatched);
 	EXPECT_EQ(N, r.copies);
 	EXPECT_EQ(0, r.errors);
