@@ -122,7 +122,8 @@ fn store_barrier() {
     core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
 }
 
-/// Order the load before it (a CQE's PHASE) before the loads after it (the rest of the CQE).
+/// Order the loads before it before the loads and stores after it: a CQE's PHASE before the
+/// rest of the CQE, the CQEs read before the CQ_HEAD write that gives their slots back.
 #[inline(always)]
 fn load_barrier() {
     #[cfg(target_arch = "aarch64")]
@@ -294,6 +295,8 @@ impl<D: Doorbell> Ring<D> {
             k += 1;
         }
         if k > 0 {
+            // The entries' reads complete before the engine may reuse their slots.
+            load_barrier();
             self.db.write(regs::vf::CQ_HEAD, self.cq_head);
         }
         k
