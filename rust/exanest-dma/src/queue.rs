@@ -409,7 +409,9 @@ fn ring_bytes(log2: u32) -> usize {
 ///
 /// Dropping the queue first waits for every outstanding copy (so that no destination is still
 /// written after it), unless the queue stopped on an error ([`Queue::error`]): then the copies
-/// that were running may still write their destinations until the device file is closed.
+/// that were running may still write their destinations until the device file is closed. The
+/// driver keeps the queue, and the ring pages pinned, until the file is closed: the library
+/// unmaps its own mappings of them at once.
 pub struct Queue {
     ring: Ring<Mmio>,
     error: Option<QueueError>,
