@@ -37,8 +37,8 @@
 //! not yet polled; beyond, posting fails with `EAGAIN` until [`Queue::poll`] has collected some.
 //! That keeps the engine from ever having a completion it has no room for.
 //!
-//! The ring logic ([`Ring`]: indices, full and empty, the CQE phase, parsing) works on plain
-//! memory and a [`Doorbell`], so host tests run it against a simulated engine.
+//! The ring logic (`Ring`: indices, full and empty, the CQE phase, parsing) works on plain
+//! memory and a `Doorbell`, so host tests run it against a simulated engine.
 
 use crate::{Device, Error, Result};
 use core::ptr::NonNull;
