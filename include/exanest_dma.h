@@ -72,6 +72,69 @@ int exanest_dma_counters(const struct exanest_dma *dev, struct exanest_dma_count
 int exanest_dma_budget(const struct exanest_dma *dev, uint64_t pages,
 		       struct exanest_dma_budget *out);
 
+/*
+ * The user-level queue (ABI 3): post copies and poll their completions with no system call.
+ * A device file has one queue for its whole life (-EEXIST for a second one, even after
+ * exanest_dma_queue_destroy()); the library allocates its rings and maps its doorbell page.
+ * The queue keeps the device's file open, so it may outlive the struct exanest_dma handle.
+ * Not for a forked child: the rings and the doorbell are not mapped there.
+ *
+ * Completions come in the order copies end, not the order they were posted: a completion
+ * names its copy by the wr_id it was posted with. At most the queue's capacity (the smaller
+ * ring's entries) of copies are outstanding, posted and not yet polled: beyond, posting fails
+ * with -EAGAIN until exanest_dma_queue_poll() has collected some. The engine writes a copy's
+ * destination until its completion has been polled: do not touch it before. Addresses must lie
+ * in regions registered on the same device (any mode; on-demand faults are resolved by the
+ * driver with no call from the program).
+ */
+struct exanest_dma_queue_h;
+
+/* One ended copy. status: 0 when every byte was copied; otherwise a negative errno (-EFAULT:
+ * an address in no registered region, -EACCES: a region without the access needed) or an engine
+ * error, -257 (bad length) to -262 (bad flags), see Documentation/pldma-registers.rst. */
+struct exanest_dma_completion {
+	uint64_t wr_id;		/* the wr_id the copy was posted with */
+	int32_t status;
+	uint32_t bytes;		/* bytes copied */
+	uint64_t fault_addr;	/* the address of the copy's last fault, 0 if none */
+};
+
+/* Create the device file's queue: 1 << sq_log2 descriptors, 1 << cq_log2 completions, each
+ * log2 in 1..12 (-EINVAL otherwise); *out gets the handle. The driver's errors: -EEXIST (the
+ * file has or had a queue), -EBUSY (no engine context free for a queue), -EOPNOTSUPP (engine
+ * older than 2.1), -EPERM (not the process that opened the device), -ENODEV. */
+int exanest_dma_queue_create(struct exanest_dma *dev, unsigned int sq_log2, unsigned int cq_log2,
+			     struct exanest_dma_queue_h **out);
+/* Wait for the queue's outstanding copies (unless it stopped on an error), then free it. NULL
+ * is ignored. */
+void exanest_dma_queue_destroy(struct exanest_dma_queue_h *q);
+/* Post a copy of len bytes from src to dst (one doorbell write). -EAGAIN: capacity copies are
+ * outstanding, poll first; -EIO: the queue stopped (exanest_dma_queue_error()). */
+int exanest_dma_queue_post(struct exanest_dma_queue_h *q, uint64_t src, uint64_t dst,
+			   uint32_t len, uint64_t wr_id);
+/* The same in two steps: push writes descriptors, ring publishes all of them with one doorbell
+ * write. */
+int exanest_dma_queue_push(struct exanest_dma_queue_h *q, uint64_t src, uint64_t dst,
+			   uint32_t len, uint64_t wr_id);
+int exanest_dma_queue_ring(struct exanest_dma_queue_h *q);
+/* Collect up to n completions into out[]; returns how many (>= 0, 0 when none is ready). Never
+ * blocks, makes no system call. */
+int exanest_dma_queue_poll(struct exanest_dma_queue_h *q, struct exanest_dma_completion *out,
+			   unsigned int n);
+/* Sleep until a completion is ready to poll (timeout_ns < 0: no limit; 0: just look); rings
+ * the doorbell first for pushed descriptors. -ETIMEDOUT, -EINTR; -EIO: the queue stopped;
+ * -EINVAL: no copy is outstanding. */
+int exanest_dma_queue_wait(struct exanest_dma_queue_h *q, int64_t timeout_ns);
+/* Copies posted and not yet polled (>= 0). */
+int exanest_dma_queue_outstanding(const struct exanest_dma_queue_h *q);
+/* Capacity (most copies outstanding), engine context and channel mask; each pointer may be
+ * NULL. */
+int exanest_dma_queue_info(const struct exanest_dma_queue_h *q, uint32_t *capacity,
+			   uint32_t *context, uint32_t *channels);
+/* Why the queue stopped: *code 0 while it runs, else EXANEST_DMA_QERR_*; *addr the address the
+ * error is about. Each pointer may be NULL. */
+int exanest_dma_queue_error(const struct exanest_dma_queue_h *q, uint32_t *code, uint64_t *addr);
+
 #ifdef __cplusplus
 }
 #endif

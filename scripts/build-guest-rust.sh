@@ -32,7 +32,7 @@ sed "s|@PREFIX@|$SYS|" "$TOP/rust/exanest-dma/exanest-dma.pc.in" >"$SYS/lib/pkgc
 # The C examples, built the way a user would: with pkg-config, statically.
 PKG="pkg-config --static"
 export PKG_CONFIG_PATH="$SYS/lib/pkgconfig"
-for ex in copy odp; do
+for ex in copy odp queue; do
 	# shellcheck disable=SC2046
 	aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror $($PKG --cflags exanest-dma) \
 		-o "$OUT/$ex-c" "$TOP/examples/$ex.c" $($PKG --libs exanest-dma) 2>"$OUT/$ex-c.ld.log"

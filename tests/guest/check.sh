@@ -60,6 +60,9 @@ if [ -e /lib/exanest_dma.ko ]; then
 	out=$(odp-rs 9000001 2>&1); echo "$out"
 	echo "$out" | grep -q "copied 9000001 bytes on demand: [1-9][0-9]* faults resolved, 0 pages pinned, data verified"
 	t $? example-odp-rust "$out"
+	# The user-level queue: 1000 copies of 1 B to 33 KB kept 32 deep, on demand, polled.
+	out=$(queue-c 1000 2>&1); echo "$out"
+	echo "$out" | grep -q "^queue: 1000 copies, data verified"; t $? example-queue-c "$out"
 	out=$(exanest-cli -d 1 copy --size 5M --count 3 --src-offset 3 --dst-offset 1 2>&1); echo "$out"
 	echo "$out" | grep -q "15728640 bytes .* data verified"; t $? cli-copy "$out"
 	out=$(exanest-cli -d 1 counters 2>&1); echo "$out"

@@ -7,8 +7,8 @@
 //! itself. Out parameters are always written when non-NULL: on failure with 0 (NULL for the
 //! handle), so a program never reads a stale value.
 
-use crate::{Access, Completion, Device, Mode};
-use core::ffi::{c_char, c_int, c_void};
+use crate::{Access, Completion, Device, Mode, Queue, QueueCompletion};
+use core::ffi::{c_char, c_int, c_uint, c_void};
 use exanest_core::abi;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
@@ -354,4 +354,231 @@ pub unsafe extern "C" fn exanest_dma_budget(
     // SAFETY: `out` was checked non-NULL and is valid for a write per the contract.
     unsafe { out.write(r.unwrap_or_default()) };
     ret(r)
+}
+
+/// The C handle of a user-level queue (`struct exanest_dma_queue_h`).
+pub struct ExanestDmaQueue(Queue);
+
+macro_rules! queue {
+    ($p:expr) => {
+        // SAFETY: The caller passes NULL or a live handle from `exanest_dma_queue_create`,
+        // which points to an `ExanestDmaQueue` until `exanest_dma_queue_destroy`, and does not
+        // use it from two threads at once.
+        match unsafe { $p.as_mut() } {
+            Some(q) => &mut q.0,
+            None => return -libc::EINVAL,
+        }
+    };
+}
+
+/// Create the file's user-level queue: `1 << sq_log2` descriptors, `1 << cq_log2` completions
+/// (each log2 1..12); `*out` gets the handle (NULL on failure). The queue keeps the device's
+/// file open: it may outlive `dev`.
+///
+/// # Safety
+///
+/// `dev` is NULL or a live handle; `out` must be valid for a pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_create(
+    dev: *const ExanestDma,
+    sq_log2: c_uint,
+    cq_log2: c_uint,
+    out: *mut *mut ExanestDmaQueue,
+) -> c_int {
+    if out.is_null() {
+        return -libc::EINVAL;
+    }
+    // SAFETY: `out` is non-NULL and valid for a pointer write per the contract.
+    unsafe { out.write(core::ptr::null_mut()) };
+    let d = dev!(dev);
+    match d.create_queue(sq_log2, cq_log2) {
+        Ok(q) => {
+            // SAFETY: As above.
+            unsafe { out.write(Box::into_raw(Box::new(ExanestDmaQueue(q)))) };
+            0
+        }
+        Err(e) => -e.errno(),
+    }
+}
+
+/// Destroy a queue handle (NULL is ignored): waits for its outstanding copies, unless the
+/// queue stopped on an error, then unmaps the rings and the doorbell.
+///
+/// # Safety
+///
+/// `q` must come from `exanest_dma_queue_create` and not be used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_destroy(q: *mut ExanestDmaQueue) {
+    if !q.is_null() {
+        // SAFETY: `q` came from `Box::into_raw` in `exanest_dma_queue_create` and, per the
+        // contract, is destroyed once and not used again.
+        drop(unsafe { Box::from_raw(q) });
+    }
+}
+
+/// Write a copy's descriptor without ringing the doorbell (`exanest_dma_queue_ring` does).
+/// `-EAGAIN` when as many copies as the queue's capacity are outstanding; `-EIO` once the
+/// queue has stopped.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle; the caller does not touch `[dst, dst + len)` until the copy's
+/// completion has been polled.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_push(
+    q: *mut ExanestDmaQueue,
+    src: u64,
+    dst: u64,
+    len: u32,
+    wr_id: u64,
+) -> c_int {
+    let q = queue!(q);
+    // SAFETY: The caller gives `Queue::push`'s guarantees.
+    ret(unsafe { q.push(src, dst, len, wr_id) })
+}
+
+/// Publish the descriptors pushed since the last ring.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_ring(q: *mut ExanestDmaQueue) -> c_int {
+    queue!(q).ring();
+    0
+}
+
+/// Post a copy: push and ring. Errors as for `exanest_dma_queue_push`.
+///
+/// # Safety
+///
+/// As for `exanest_dma_queue_push`.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_post(
+    q: *mut ExanestDmaQueue,
+    src: u64,
+    dst: u64,
+    len: u32,
+    wr_id: u64,
+) -> c_int {
+    let q = queue!(q);
+    // SAFETY: The caller gives `Queue::post`'s guarantees.
+    ret(unsafe { q.post(src, dst, len, wr_id) })
+}
+
+/// Collect up to `n` completions into `out[0..count)`; returns the count (>= 0), or `-EINVAL`
+/// for a NULL handle or a NULL `out` with `n` > 0 (then the `n` entries of a non-NULL `out`
+/// are zeroed). Entries past the count are left alone.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle; `out` is NULL or valid for writes of `n` entries.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_poll(
+    q: *mut ExanestDmaQueue,
+    out: *mut QueueCompletion,
+    n: c_uint,
+) -> c_int {
+    let n = (n as usize).min(c_int::MAX as usize);
+    if q.is_null() || (out.is_null() && n > 0) {
+        if !out.is_null() {
+            for i in 0..n {
+                // SAFETY: `out` is valid for writes of `n` entries per the contract.
+                unsafe { out.add(i).write(QueueCompletion::default()) };
+            }
+        }
+        return -libc::EINVAL;
+    }
+    let mut i = 0;
+    queue!(q).poll_with(n, |c| {
+        // SAFETY: `poll_with` hands out at most `n` completions, and `out` is valid for
+        // writes of `n` entries per the contract.
+        unsafe { out.add(i).write(c) };
+        i += 1;
+    }) as c_int
+}
+
+/// Sleep until a completion is ready (`timeout_ns` < 0: no limit; 0: just look). Rings the
+/// doorbell first if descriptors were pushed and not rung. `-ETIMEDOUT`, `-EINTR`; `-EIO` when
+/// the queue stopped (`exanest_dma_queue_error` says why); `-EINVAL` when no copy is
+/// outstanding.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_wait(q: *mut ExanestDmaQueue, timeout_ns: i64) -> c_int {
+    let q = queue!(q);
+    ret(q.wait(u64::try_from(timeout_ns).ok().map(Duration::from_nanos)))
+}
+
+/// Copies posted or pushed whose completion has not been polled (>= 0).
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_outstanding(q: *const ExanestDmaQueue) -> c_int {
+    // SAFETY: As in `queue!`, for a shared access.
+    match unsafe { q.as_ref() } {
+        Some(q) => q.0.outstanding() as c_int,
+        None => -libc::EINVAL,
+    }
+}
+
+/// The queue's facts: `*capacity`, the most copies outstanding at once; `*context`, the
+/// engine context; `*channels`, the mask of its channels. Each pointer may be NULL; all are
+/// written with 0 on failure.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle; each pointer is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_info(
+    q: *const ExanestDmaQueue,
+    capacity: *mut u32,
+    context: *mut u32,
+    channels: *mut u32,
+) -> c_int {
+    // SAFETY: As in `queue!`, for a shared access.
+    let q = unsafe { q.as_ref() }.map(|q| &q.0);
+    let v = q.map_or((0, 0, 0), |q| (q.capacity(), q.context(), q.channels()));
+    // SAFETY: Each pointer is NULL or writable per the contract.
+    unsafe {
+        put(capacity, v.0);
+        put(context, v.1);
+        put(channels, v.2);
+    }
+    if q.is_some() {
+        0
+    } else {
+        -libc::EINVAL
+    }
+}
+
+/// Why the queue stopped: `*code` gets 0 while it runs, else `EXANEST_DMA_QERR_*`, and
+/// `*addr` the address the error is about (each may be NULL).
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle; each pointer is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_error(
+    q: *const ExanestDmaQueue,
+    code: *mut u32,
+    addr: *mut u64,
+) -> c_int {
+    // SAFETY: As in `queue!`, for a shared access.
+    let q = unsafe { q.as_ref() }.map(|q| &q.0);
+    let e = q.and_then(|q| q.error());
+    // SAFETY: Each pointer is NULL or writable per the contract.
+    unsafe {
+        put(code, e.map_or(0, |e| e.code));
+        put(addr, e.map_or(0, |e| e.addr));
+    }
+    if q.is_some() {
+        0
+    } else {
+        -libc::EINVAL
+    }
 }

@@ -21,6 +21,9 @@
 //! the access: [`Device::register`] takes `&[u8]` and lets the engine read it (a copy source),
 //! [`Device::register_mut`] takes `&mut [u8]` and lets it write it (a destination).
 //!
+//! [`Device::create_queue`] gives the file's user-level [`Queue`]: copies posted and their
+//! completions polled without a system call (see [`queue`]).
+//!
 //! Errors carry the errno the driver returned, exactly as `Documentation/abi.rst` lists it
 //! ([`Error`]). The C ABI of this crate is declared in `include/exanest_dma.h` (see [`capi`]);
 //! `Documentation/user-programs.rst` shows how to build a C or Rust program for the guest.
@@ -35,6 +38,9 @@ pub use exanest_core::abi::{Errno, Mode, UnknownMode};
 use exanest_core::abi;
 
 pub mod capi;
+pub mod queue;
+
+pub use queue::{Completion as QueueCompletion, Queue, QueueError};
 
 /// An error of this library.
 ///

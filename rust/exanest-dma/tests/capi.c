@@ -6,11 +6,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <exanest_dma.h>
 
 static int failed;
+
+/* The Rust side has the same layout (queue::tests::completion_layout_is_the_c_struct). */
+_Static_assert(sizeof(struct exanest_dma_completion) == 24, "completion size");
+_Static_assert(offsetof(struct exanest_dma_completion, fault_addr) == 16, "completion layout");
 
 static void check(int ok, const char *what, long got)
 {
@@ -27,6 +32,9 @@ int main(void)
 	uint32_t handle = 77;
 	uint64_t cookie = 77, bytes = 77;
 	int32_t status = 77;
+	struct exanest_dma_queue_h *q;
+	struct exanest_dma_completion comp[2];
+	uint32_t cap, ctx, qerr;
 	int r, fd;
 
 	r = exanest_dma_open_path("/nonexistent/exanest-dma9", &dev);
@@ -84,6 +92,37 @@ int main(void)
 	check(r == -EINVAL && status == 0, "wait on NULL handle: -EINVAL", r);
 	check(exanest_dma_dereg(NULL, 1) == -EINVAL, "dereg on NULL handle: -EINVAL", 0);
 	check(exanest_dma_counters(dev, NULL) == -EINVAL, "counters into NULL: -EINVAL", 0);
+
+	/* The queue: ring sizes checked by the library, then the kernel's -ENOTTY. */
+	q = (struct exanest_dma_queue_h *)&failed;
+	r = exanest_dma_queue_create(dev, 0, 4, &q);
+	check(r == -EINVAL && !q, "queue_create, sq_log2 0: -EINVAL, handle NULL", r);
+	q = (struct exanest_dma_queue_h *)&failed;
+	r = exanest_dma_queue_create(dev, 4, 13, &q);
+	check(r == -EINVAL && !q, "queue_create, cq_log2 13: -EINVAL, handle NULL", r);
+	q = (struct exanest_dma_queue_h *)&failed;
+	r = exanest_dma_queue_create(dev, 12, 1, &q);
+	check(r == -ENOTTY && !q, "queue_create: -ENOTTY, handle NULL", r);
+	q = (struct exanest_dma_queue_h *)&failed;
+	r = exanest_dma_queue_create(NULL, 4, 4, &q);
+	check(r == -EINVAL && !q, "queue_create on NULL handle: -EINVAL", r);
+	check(exanest_dma_queue_create(dev, 4, 4, NULL) == -EINVAL, "queue_create into NULL", 0);
+	check(exanest_dma_queue_post(NULL, 0, 0, 1, 0) == -EINVAL, "queue_post on NULL", 0);
+	check(exanest_dma_queue_push(NULL, 0, 0, 1, 0) == -EINVAL, "queue_push on NULL", 0);
+	check(exanest_dma_queue_ring(NULL) == -EINVAL, "queue_ring on NULL", 0);
+	check(exanest_dma_queue_wait(NULL, 0) == -EINVAL, "queue_wait on NULL", 0);
+	check(exanest_dma_queue_outstanding(NULL) == -EINVAL, "queue_outstanding on NULL", 0);
+	memset(comp, 0xff, sizeof(comp));
+	r = exanest_dma_queue_poll(NULL, comp, 2);
+	check(r == -EINVAL && comp[0].wr_id == 0 && comp[1].status == 0 && comp[1].fault_addr == 0,
+	      "queue_poll on NULL: -EINVAL, out zeroed", r);
+	cap = ctx = 77;
+	r = exanest_dma_queue_info(NULL, &cap, &ctx, NULL);
+	check(r == -EINVAL && cap == 0 && ctx == 0, "queue_info on NULL: -EINVAL, zeroed", r);
+	qerr = 77;
+	r = exanest_dma_queue_error(NULL, &qerr, NULL);
+	check(r == -EINVAL && qerr == 0, "queue_error on NULL: -EINVAL, zeroed", r);
+	exanest_dma_queue_destroy(NULL);
 
 	exanest_dma_close(dev);
 	exanest_dma_close(NULL);

@@ -16,10 +16,11 @@
 //! exanest-bench memcg        [--limit BYTES]
 //! exanest-bench processes    [--size BYTES] [--ms MS]
 //! exanest-bench fairness     [--reps N]
+//! exanest-bench queue        [--reps N] [--ms MS]
 //! exanest-bench all          [--quick]
 //! ```
 
-use exanest_dma::{Access, Device, Mode};
+use exanest_dma::{Access, Device, Error, Mode, QueueCompletion};
 use std::time::Instant;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -658,6 +659,118 @@ fn fairness(reps: usize) -> Res<()> {
     Ok(())
 }
 
+/// Busy-poll `q` until one completion arrives (error after 10 s without one).
+fn poll_one(q: &mut exanest_dma::Queue, c: &mut [QueueCompletion]) -> Res<usize> {
+    let t0 = Instant::now();
+    let mut spins = 0u32;
+    loop {
+        let n = q.poll(c);
+        if n > 0 {
+            return Ok(n);
+        }
+        spins = spins.wrapping_add(1);
+        if spins % 4096 == 0 && t0.elapsed().as_secs() >= 10 {
+            return Err("no completion in 10 s".into());
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// p50 and p99 of `t` (sorted in place).
+fn p50_p99(t: &mut [f64]) -> (f64, f64) {
+    t.sort_by(f64::total_cmp);
+    (t[t.len() / 2], t[(t.len() * 99 / 100).min(t.len() - 1)])
+}
+
+/// The user-level queue against the ioctls, on pinned memory: the latency of a 64 B copy from
+/// post to completion (busy polling the CQ), p50 and p99 over `reps`, next to the same copy
+/// with COPY + WAIT; then the message rate of 64 B copies for `ms` milliseconds with 1, 16 and
+/// 64 copies kept outstanding (busy polling, each completion reposted at once). Times are
+/// CLOCK_MONOTONIC (`Instant`). A driver or engine without queues prints a `skipped` line.
+fn queue(reps: usize, ms: u64) -> Res<()> {
+    const DEPTHS: [u32; 3] = [1, 16, 64];
+    let dev = Device::open(0)?; // a file of its own: one queue per file, for its whole life
+    let mut src = Buf::new(1 << 16, false)?;
+    let dst = Buf::new(1 << 16, false)?;
+    src.fill(6);
+    register(&dev, &src, Access::Read, Mode::Pin, None)?;
+    register(&dev, &dst, Access::Write, Mode::Pin, None)?;
+    // The ioctl path first, before the file's context is given to the queue.
+    copy(&dev, src.addr(), dst.addr(), 64)?;
+    let mut t = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t0 = Instant::now();
+        copy(&dev, src.addr(), dst.addr(), 64)?;
+        t.push(us(t0));
+    }
+    let (io50, io99) = p50_p99(&mut t);
+    let mut q = match dev.create_queue(7, 7) {
+        Ok(q) => q,
+        Err(e @ (Error::Os(libc::ENOTTY) | Error::Abi(exanest_dma::Errno::OpNotSupp))) => {
+            println!("{{\"bench\":\"queue\",\"skipped\":\"{e}\"}}");
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut c = [QueueCompletion::default(); 64];
+    let mut failed = 0u64;
+    t.clear();
+    for i in 0..=reps {
+        let t0 = Instant::now();
+        // SAFETY: Both ranges lie in the pinned regions above; nothing reads `dst` while a
+        // copy is outstanding.
+        unsafe { q.post(src.addr(), dst.addr(), 64, i as u64)? };
+        poll_one(&mut q, &mut c[..1])?;
+        if i > 0 {
+            t.push(us(t0)); // the first copy warms the path
+        }
+        failed += u64::from(c[0].status != 0 || c[0].wr_id != i as u64);
+    }
+    let (q50, q99) = p50_p99(&mut t);
+    let ok = failed == 0 && src.slice()[..64] == dst.slice()[..64];
+    println!(
+        "{{\"bench\":\"queue\",\"clock\":\"CLOCK_MONOTONIC\",\"size\":64,\"reps\":{reps},\"queue_p50_us\":{q50:.3},\"queue_p99_us\":{q99:.3},\"ioctl_p50_us\":{io50:.3},\"ioctl_p99_us\":{io99:.3},\"context\":{},\"channels\":{},\"ok\":{ok}}}",
+        q.context(),
+        q.channels()
+    );
+    for depth in DEPTHS {
+        let depth = depth.min(q.capacity());
+        let post = |q: &mut exanest_dma::Queue, id: u64| -> Res<()> {
+            let slot = (id % u64::from(depth)) * 64;
+            // SAFETY: As above: in the regions, `dst` not read meanwhile; each outstanding
+            // copy has its own 64 B slot.
+            unsafe { q.post(src.addr() + slot, dst.addr() + slot, 64, id)? };
+            Ok(())
+        };
+        let mut id = 0u64;
+        for _ in 0..depth {
+            post(&mut q, id)?;
+            id += 1;
+        }
+        let (mut done, mut failed) = (0u64, 0u64);
+        let t0 = Instant::now();
+        while t0.elapsed().as_millis() < u128::from(ms) {
+            let n = poll_one(&mut q, &mut c)?;
+            for x in &c[..n] {
+                failed += u64::from(x.status != 0);
+                post(&mut q, id)?;
+                id += 1;
+            }
+            done += n as u64;
+        }
+        let el = t0.elapsed().as_secs_f64();
+        while q.outstanding() > 0 {
+            poll_one(&mut q, &mut c)?;
+        }
+        println!(
+            "{{\"bench\":\"queue-rate\",\"clock\":\"CLOCK_MONOTONIC\",\"size\":64,\"depth\":{depth},\"copies\":{done},\"copies_per_s\":{:.0},\"ok\":{}}}",
+            done as f64 / el,
+            failed == 0
+        );
+    }
+    Ok(())
+}
+
 /// `--modes pin,on-demand`: the modes to measure (default all), by their names.
 fn modes(args: &[String]) -> Res<Vec<Mode>> {
     match args.windows(2).find(|w| w[0] == "--modes") {
@@ -680,6 +793,12 @@ fn run(args: &[String]) -> Res<()> {
             )
         }
         Some("fairness") => return fairness(arg(args, "--reps", if quick0 { 200 } else { 2000 })),
+        Some("queue") => {
+            return queue(
+                arg(args, "--reps", if quick0 { 200 } else { 2000 }),
+                arg(args, "--ms", if quick0 { 20 } else { 200 }) as u64,
+            )
+        }
         _ => {}
     }
     let dev = Device::open(0)?;
@@ -708,9 +827,10 @@ fn run(args: &[String]) -> Res<()> {
             drop(dev);
             memcg(if quick { 16 << 20 } else { 64 << 20 })?;
             processes(4 << 20, if quick { 20 } else { 200 })?;
-            fairness(if quick { 200 } else { 2000 })
+            fairness(if quick { 200 } else { 2000 })?;
+            queue(if quick { 200 } else { 2000 }, if quick { 20 } else { 200 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|queue|all [--quick]".into()),
     }
 }
 
@@ -728,6 +848,13 @@ fn main() -> std::process::ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentiles() {
+        let mut t: Vec<f64> = (1..=200).rev().map(f64::from).collect();
+        assert_eq!(p50_p99(&mut t), (101.0, 199.0));
+        assert_eq!(p50_p99(&mut [5.0]), (5.0, 5.0));
+    }
 
     #[test]
     fn jain_index() {
