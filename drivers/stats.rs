@@ -101,6 +101,17 @@ impl Process {
                 r.pages_resolved
             )?;
         }
+        if let crate::queue::QueueState::Ready(q) = &g.queue {
+            writeln!(
+                f,
+                "queue channels {:#x} cq {:#x} entries {} events {} error {}",
+                q.mask,
+                q.cq.start,
+                1u32 << q.cq_log2,
+                q.events,
+                q.error.map_or(0, |e| e.0)
+            )?;
+        }
         drop(g);
         write_latency(f, &lat)
     }

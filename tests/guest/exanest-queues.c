@@ -223,6 +223,21 @@ static uint64_t rnd(uint64_t *s)
 	return *s;
 }
 
+/* Whether debugfs's stats of instance 0 have the line want. */
+static bool stats_has(const char *want)
+{
+	static char buf[65536];
+	int dfd = open("/sys/kernel/debug/exanest-dma0/stats", O_RDONLY);
+	ssize_t n;
+
+	if (dfd < 0)
+		return false;
+	n = read(dfd, buf, sizeof(buf) - 1);
+	close(dfd);
+	buf[n > 0 ? n : 0] = 0;
+	return strstr(buf, want) != NULL;
+}
+
 FIXTURE(queue) {
 	int fd;
 	struct q q;
@@ -276,6 +291,7 @@ TEST_F_TIMEOUT(queue, copies_complete, 120)
 	static uint32_t len[N], off[N];
 	static uint8_t seen[N];
 	uint8_t busy[BUF / MAXLEN] = { 0 };
+	char want[96];
 	uint64_t s = 0x1234567;
 	uint32_t posted = 0, done = 0, faulted = 0, out_of_order = 0, last = 0;
 	struct exanest_dma_counters k;
@@ -321,6 +337,10 @@ TEST_F_TIMEOUT(queue, copies_complete, 120)
 	       variant->name, N, faulted, out_of_order, (unsigned long long)k.faults);
 	EXPECT_EQ(self->q.tail, self->q.head);
 	EXPECT_EQ(N, db_read(&self->q, PLDMA_VF_CQ_TAIL));
+	/* debugfs shows the queue under the file's context. */
+	snprintf(want, sizeof(want), "queue channels 0x%x cq 0x%llx entries 64",
+		 self->q.info.channels, (unsigned long long)(uintptr_t)self->q.cq);
+	EXPECT_TRUE(stats_has(want));
 	EXPECT_EQ(N, db_read(&self->q, PLDMA_VF_SQ_HEAD));
 	if (variant->faults) {
 		EXPECT_LT(0, faulted);

@@ -17,6 +17,7 @@
 //! exanest-bench processes    [--size BYTES] [--ms MS]
 //! exanest-bench fairness     [--reps N]
 //! exanest-bench queue        [--reps N] [--ms MS]
+//! exanest-bench eviction     [--size BYTES] [--passes N]
 //! exanest-bench all          [--quick]
 //! ```
 
@@ -263,6 +264,45 @@ fn touch_ahead(dev: &Device, size: usize) -> Res<()> {
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// Eviction overhead: the same copy of `size` bytes between on-demand regions, `passes` times
+/// over, with no budget to speak of and with budgets below the working set (the pages the copy
+/// touches are evicted and fault again on the next pass). Each budget on a fresh file.
+fn eviction(size: usize, passes: usize) -> Res<()> {
+    let pages = (2 * size / 4096) as u64;
+    for budget in [0u64, pages, pages / 2, 256] {
+        let dev = Device::open(0)?;
+        if budget != 0 {
+            dev.budget(Some(budget))?;
+        }
+        let mut src = Buf::new(size, false)?;
+        let dst = Buf::new(size, false)?;
+        src.fill(6);
+        let hs = register(&dev, &src, Access::Read, Mode::OnDemand, None)?;
+        let hd = register(&dev, &dst, Access::Write, Mode::OnDemand, None)?;
+        let c0 = dev.counters()?;
+        let t0 = Instant::now();
+        copy(&dev, src.addr(), dst.addr(), size)?;
+        let first = us(t0);
+        let t1 = Instant::now();
+        for _ in 1..passes {
+            copy(&dev, src.addr(), dst.addr(), size)?;
+        }
+        let steady = us(t1) / (passes.max(2) - 1) as f64;
+        let c1 = dev.counters()?;
+        let b = dev.budget(None)?;
+        dev.deregister(hs)?;
+        dev.deregister(hd)?;
+        println!(
+            "{{\"bench\":\"eviction\",\"clock\":\"CLOCK_MONOTONIC\",\"size\":{size},\"working_set_pages\":{pages},\"budget\":{},\"passes\":{passes},\"first_us\":{first:.1},\"pass_us\":{steady:.1},\"faults\":{},\"evicted_pages\":{},\"evictions\":{}}}",
+            b.pages,
+            c1.faults - c0.faults,
+            b.evicted_pages,
+            b.evictions
+        );
     }
     Ok(())
 }
@@ -793,6 +833,12 @@ fn run(args: &[String]) -> Res<()> {
             )
         }
         Some("fairness") => return fairness(arg(args, "--reps", if quick0 { 200 } else { 2000 })),
+        Some("eviction") => {
+            return eviction(
+                arg(args, "--size", 4 << 20),
+                arg(args, "--passes", if quick0 { 2 } else { 5 }),
+            )
+        }
         Some("queue") => {
             return queue(
                 arg(args, "--reps", if quick0 { 200 } else { 2000 }),
@@ -828,9 +874,10 @@ fn run(args: &[String]) -> Res<()> {
             memcg(if quick { 16 << 20 } else { 64 << 20 })?;
             processes(4 << 20, if quick { 20 } else { 200 })?;
             fairness(if quick { 200 } else { 2000 })?;
+            eviction(if quick { 1 << 20 } else { 4 << 20 }, if quick { 2 } else { 5 })?;
             queue(if quick { 200 } else { 2000 }, if quick { 20 } else { 200 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|queue|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|all [--quick]".into()),
     }
 }
 
