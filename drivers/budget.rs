@@ -30,6 +30,8 @@ pub(crate) struct Budget {
     pub(crate) evicted_pages: u64,
     /// Evictions so far (each fault-in or budget change that unmapped something counts once).
     pub(crate) evictions: u64,
+    /// Start of the last run evicted (for the queue's event, userq.rs).
+    pub(crate) last_victim: u64,
 }
 
 impl Budget {
@@ -40,6 +42,7 @@ impl Budget {
             runs: KBox::new(RunLru::new(), GFP_KERNEL_ACCOUNT)?,
             evicted_pages: 0,
             evictions: 0,
+            last_victim: 0,
         })
     }
 
@@ -58,7 +61,11 @@ impl Budget {
             let Some(r) = self.runs.evict() else {
                 break;
             };
-            gone += Self::unmap(mirror, dom, r);
+            let pages = Self::unmap(mirror, dom, r);
+            if pages > 0 {
+                self.last_victim = r.0;
+            }
+            gone += pages;
         }
         self.count(gone);
     }

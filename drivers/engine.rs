@@ -283,6 +283,28 @@ impl Context {
         Ok(o.queue().then(|| o.sq_index().get()))
     }
 
+    /// Have the engine post an event entry of `kind` in the queue's CQ: `count` in its bytes,
+    /// `arg` as its `wr_id`. Returns whether the queue has lost an event since it was enabled
+    /// (the CQ had no room).
+    pub(crate) fn post_event(&self, kind: u8, count: u64, arg: u64) -> Result<bool> {
+        let c = self.ctx();
+        let r = &self.engine.regs;
+        let (lo, hi) = map::split64(arg);
+        r.write(
+            hw::EVT_ARG_LO::try_at(c).ok_or(EINVAL)?,
+            hw::EVT_ARG_LO::zeroed().with_value(lo),
+        )?;
+        r.write(
+            hw::EVT_ARG_HI::try_at(c).ok_or(EINVAL)?,
+            hw::EVT_ARG_HI::zeroed().with_value(hi),
+        )?;
+        r.write(
+            hw::EVT_POST::try_at(c).ok_or(EINVAL)?,
+            hw::EVT_POST::from_raw(map::evt_post::encode(kind, count)),
+        )?;
+        Ok(r.read(hw::Q_STATUS::try_at(c).ok_or(EINVAL)?)?.evt_lost())
+    }
+
     /// NACK channel `n`'s queue transfer: its completion reports `status` (a negative errno).
     pub(crate) fn nack_with(&self, n: u32, status: i32) -> Result {
         let c = self.ch(n)?;

@@ -247,10 +247,13 @@ impl Process {
             }
             let mut m = self.map.lock();
             let pages = &g.pages;
+            let evicted = m.budget.evicted_pages;
             let res = odp::map_faulted(&mut m, &target.notifier, &f, &mut nodes, |vpn| {
                 pages.has(vpn)
             });
+            let (evicted, victim) = (m.budget.evicted_pages - evicted, m.budget.last_victim);
             drop(m);
+            self.queue_evicted(&g, evicted, victim);
             g.chans.latency.fault_in.record(fault_in_us);
             match res {
                 Ok(Some(n)) => {

@@ -158,6 +158,7 @@ register! {
     pub(crate) Q_STATUS(u32)[NCTX, stride = CTX_STRIDE] @ 0x1028 {
         0:0 enabled => bool;
         1:1 error => bool;
+        2:2 evt_lost => bool;
         15:8 code;
     }
 
@@ -168,6 +169,22 @@ register! {
 
     /// 2.1: the IOVA the queue error is about, high half.
     pub(crate) Q_ERR_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x1030 {
+        31:0 value;
+    }
+
+    /// 2.1: post an event entry in the CQ: its count and kind.
+    pub(crate) EVT_POST(u32)[NCTX, stride = CTX_STRIDE] @ 0x1034 {
+        23:0 count;
+        31:24 kind;
+    }
+
+    /// 2.1: the next event entry's `wr_id`, low half.
+    pub(crate) EVT_ARG_LO(u32)[NCTX, stride = CTX_STRIDE] @ 0x1038 {
+        31:0 value;
+    }
+
+    /// 2.1: the next event entry's `wr_id`, high half.
+    pub(crate) EVT_ARG_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x103c {
         31:0 value;
     }
 
@@ -281,6 +298,9 @@ mod tests {
             assert_eq!(off(Q_STATUS::at(c)), at(ctx::Q_STATUS));
             assert_eq!(off(Q_ERR_LO::at(c)), at(ctx::Q_ERR_LO));
             assert_eq!(off(Q_ERR_HI::at(c)), at(ctx::Q_ERR_HI));
+            assert_eq!(off(EVT_POST::at(c)), at(ctx::EVT_POST));
+            assert_eq!(off(EVT_ARG_LO::at(c)), at(ctx::EVT_ARG_LO));
+            assert_eq!(off(EVT_ARG_HI::at(c)), at(ctx::EVT_ARG_HI));
         }
         assert!(CTX_STATUS::try_at(NCTX).is_none());
         for (c, k) in [
@@ -354,12 +374,16 @@ mod tests {
         let raw = regs::QStatus {
             enabled: true,
             error: true,
+            evt_lost: false,
             code: regs::QueueError::CqWrite,
         }
         .encode();
         let qs = Q_STATUS::from_raw(raw);
         assert!(qs.enabled() && qs.error());
         assert_eq!(qs.code().get(), 3);
+        let e = EVT_POST::from_raw(regs::evt_post::encode(1, 0x1_2345_6789));
+        assert_eq!((e.kind().get(), e.count().get()), (1, 0xff_ffff));
+        assert!(Q_STATUS::from_raw(regs::QStatus::EVT_LOST).evt_lost());
         let o = CH_ORIGIN::from_raw(regs::origin::QUEUE | 0x1234);
         assert!(o.queue());
         assert_eq!(o.sq_index().get(), 0x1234);

@@ -35,24 +35,30 @@ impl Process {
         self.check_caller()?;
         let max = crate::module_parameters::max_budget_pages.value();
         let new = abi::check_budget(req, max)?;
-        if self.inner.lock().dead {
+        let inner = self.inner.lock();
+        if inner.dead {
             return Err(ENODEV);
         }
         let mut g = self.map.lock();
         let ms = &mut *g;
+        let before = ms.budget.evicted_pages;
         if let Some(p) = new {
             ms.budget.limit = p;
             if let Some(dom) = ms.domain.as_ref() {
                 ms.budget.enforce(&mut ms.mirror, &**dom);
             }
         }
-        Ok(abi::Budget {
+        let out = abi::Budget {
             pages: ms.budget.limit,
             evicted_pages: ms.budget.evicted_pages,
             evictions: ms.budget.evictions,
             mapped_pages: ms.mirror.len(),
             reserved: [0; 2],
-        })
+        };
+        let victim = ms.budget.last_victim;
+        drop(g);
+        self.queue_evicted(&inner, out.evicted_pages - before, victim);
+        Ok(out)
     }
 
     /// EXANEST_DMA_IOC_LATENCY: ENODEV once the device is gone.

@@ -262,6 +262,18 @@ impl Process {
         }
     }
 
+    /// The translation budget evicted `pages` pages, the last run at `addr`: tell the process
+    /// on its queue's CQ (the upcall), if it has one. Called with `inner` held.
+    pub(crate) fn queue_evicted(&self, inner: &crate::process::Inner, pages: u64, addr: u64) {
+        if pages == 0 || !matches!(inner.queue, QueueState::Ready(_)) || inner.dead {
+            return;
+        }
+        if let Some(ctx) = inner.hw() {
+            // A lost event (CQ full) stays counted in BUDGET and COUNTERS.
+            let _ = ctx.post_event(abi::EVENT_EVICTED, pages, addr);
+        }
+    }
+
     /// The fault thread: resolve the fault queue channel `n` waits on, then RESUME it, or NACK
     /// it with the errno its completion reports. Returns whether it was in fault-wait.
     pub(crate) fn service_queue_channel(&self, n: u32) -> bool {

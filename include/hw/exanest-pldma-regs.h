@@ -95,6 +95,11 @@
 /* RO: the IOVA a queue error is about */
 #define PLDMA_CTX_Q_ERR_LO      0x02c
 #define PLDMA_CTX_Q_ERR_HI      0x030
+/* 2.1, WO: post an event entry in the CQ (PLDMA_EVT_POST_*) */
+#define PLDMA_CTX_EVT_POST      0x034
+/* 2.1, RW: the event entry's wr_id */
+#define PLDMA_CTX_EVT_ARG_LO    0x038
+#define PLDMA_CTX_EVT_ARG_HI    0x03c
 
 /* CTX_IRQ_STATUS: bits 7:0 channel n raised its interrupt */
 #define PLDMA_CTX_IRQ_CHANNELS  0x000000ffu
@@ -220,6 +225,8 @@
 #define PLDMA_Q_STATUS_ENABLED  (1u << 0)
 /* stopped on an error: no fetch, no CQE until re-enabled */
 #define PLDMA_Q_STATUS_ERROR    (1u << 1)
+/* an event found no room in the CQ and was dropped (until the next enable) */
+#define PLDMA_Q_STATUS_EVT_LOST (1u << 2)
 #define PLDMA_Q_STATUS_ERR_SHIFT 8
 #define PLDMA_Q_STATUS_ERR_MASK 0x0000ff00u
 #define PLDMA_QERR_NONE         0
@@ -229,6 +236,14 @@
 #define PLDMA_QERR_SQ_FETCH     2
 /* writing a CQE failed (translation, bus, no bus mastering) */
 #define PLDMA_QERR_CQ_WRITE     3
+
+/*
+ * EVT_POST (2.1): bits 23:0 the event entry's bytes field (a count), bits
+ * 31:24 its kind (not 0), which the entry carries in flags bits 15:8.
+ */
+#define PLDMA_EVT_POST_COUNT_MASK 0x00ffffffu
+#define PLDMA_EVT_POST_KIND_SHIFT 24
+#define PLDMA_EVT_POST_KIND_MASK 0xff000000u
 
 /* Send queue entry (descriptor), little-endian: byte offsets of its fields */
 #define PLDMA_SQE_SIZE          32
@@ -249,6 +264,11 @@
 #define PLDMA_CQE_RSVD_OFF      28      /* u32: 0 */
 /* 1 on the first pass through the ring, toggling at each wrap */
 #define PLDMA_CQE_PHASE         (1u << 0)
+/* 2.1: an event entry (EVT_POST), not the completion of a descriptor */
+#define PLDMA_CQE_EVENT         (1u << 1)
+/* 2.1: an event entry's kind, from EVT_POST */
+#define PLDMA_CQE_KIND_SHIFT    8
+#define PLDMA_CQE_KIND_MASK     0x0000ff00u
 
 /*
  * CQE status: 0, or -(PLDMA_CQE_ERR_BASE + PLDMA_ERR_x) for an engine

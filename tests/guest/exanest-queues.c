@@ -41,7 +41,9 @@ struct q {
 	volatile uint32_t *db;
 	uint32_t sq_n, cq_n;
 	uint32_t tail;		/* descriptors posted */
-	uint32_t head;		/* completions consumed */
+	uint32_t head;		/* CQ entries consumed: completions and events */
+	uint32_t completed;	/* completions consumed */
+	uint64_t events, evicted, last_evicted;	/* event entries seen (EVICTED) */
 	uint32_t sq_head;	/* SQ_HEAD as last read */
 	struct exanest_dma_queue info;
 };
@@ -138,7 +140,7 @@ static bool q_push(struct q *q, uint64_t src, uint64_t dst, uint32_t len, uint32
 {
 	uint8_t *d;
 
-	if (q->tail - q->head >= (q->sq_n < q->cq_n ? q->sq_n : q->cq_n))
+	if (q->tail - q->completed >= (q->sq_n < q->cq_n ? q->sq_n : q->cq_n))
 		return false;
 	if (q->tail - q->sq_head >= q->sq_n) {
 		q->sq_head = db_read(q, PLDMA_VF_SQ_HEAD);
@@ -169,23 +171,37 @@ static bool q_post(struct q *q, const void *src, void *dst, uint32_t len, uint64
 	return true;
 }
 
-/* Take one completion if there is one; the consumer index goes to the engine at once. */
+/*
+ * Take one completion if there is one; the consumer index goes to the engine at once. Event
+ * entries on the way are counted, not returned.
+ */
 static bool q_poll(struct q *q, struct cqe *c)
 {
-	uint8_t *e = q->cq + (q->head & (q->cq_n - 1)) * PLDMA_CQE_SIZE;
-	uint32_t flags = *(volatile uint32_t *)(e + PLDMA_CQE_FLAGS_OFF);
-	uint32_t pass = q->head / q->cq_n;
+	for (;;) {
+		uint8_t *e = q->cq + (q->head & (q->cq_n - 1)) * PLDMA_CQE_SIZE;
+		uint32_t flags = *(volatile uint32_t *)(e + PLDMA_CQE_FLAGS_OFF);
+		uint32_t pass = q->head / q->cq_n;
 
-	if ((flags & PLDMA_CQE_PHASE) != ((pass & 1) ? 0u : 1u))
-		return false;
-	rmb_dev();
-	memcpy(&c->wr_id, e + PLDMA_CQE_WRID_OFF, 8);
-	memcpy(&c->status, e + PLDMA_CQE_STATUS_OFF, 4);
-	memcpy(&c->bytes, e + PLDMA_CQE_BYTES_OFF, 4);
-	memcpy(&c->fault, e + PLDMA_CQE_FAULT_OFF, 8);
-	q->head++;
-	db_write(q, PLDMA_VF_CQ_HEAD, q->head);
-	return true;
+		if ((flags & PLDMA_CQE_PHASE) != ((pass & 1) ? 0u : 1u))
+			return false;
+		rmb_dev();
+		memcpy(&c->wr_id, e + PLDMA_CQE_WRID_OFF, 8);
+		memcpy(&c->status, e + PLDMA_CQE_STATUS_OFF, 4);
+		memcpy(&c->bytes, e + PLDMA_CQE_BYTES_OFF, 4);
+		memcpy(&c->fault, e + PLDMA_CQE_FAULT_OFF, 8);
+		q->head++;
+		db_write(q, PLDMA_VF_CQ_HEAD, q->head);
+		if (!(flags & PLDMA_CQE_EVENT)) {
+			q->completed++;
+			return true;
+		}
+		if (((flags & PLDMA_CQE_KIND_MASK) >> PLDMA_CQE_KIND_SHIFT) ==
+		    EXANEST_DMA_EVENT_EVICTED) {
+			q->events++;
+			q->evicted += c->bytes;
+			q->last_evicted = c->wr_id;
+		}
+	}
 }
 
 static int q_wait(struct q *q, int64_t timeout_ns, struct exanest_dma_queue_wait *out)
@@ -839,6 +855,66 @@ TEST_F_TIMEOUT(queue_abi, killed_process_writes_nothing, 60)
 		after = after * 31 + *(uint64_t *)(dst + i);
 	EXPECT_EQ(before, after);
 	munmap(dst, n);
+}
+
+/*
+ * The upcall: with a translation budget of 256 pages under a 4 MiB workload on demand, the
+ * budget evicts, and the process sees each eviction as an event entry in its CQ (kind EVICTED,
+ * the pages, the address of the last run evicted); the data is right.
+ */
+TEST_F_TIMEOUT(queue_abi, eviction_events, 120)
+{
+	struct exanest_dma_budget b = { .pages = 256 };
+	size_t n = 4 * MIB;
+	uint8_t *src = big_alloc(n), *dst = big_alloc(n);
+	int fd = dev_open(0);
+	uint32_t hs, hd, posted = 0, done = 0;
+	uint64_t before;
+	struct q q;
+	struct cqe c;
+
+	ASSERT_LE(0, fd);
+	ASSERT_TRUE(src && dst);
+	fill(src, n, 21);
+	ASSERT_EQ(0, reg(fd, src, n, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_ON_DEMAND,
+			 NO_WINDOW, &hs));
+	ASSERT_EQ(0, reg(fd, dst, n, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_ON_DEMAND,
+			 NO_WINDOW, &hd));
+	ASSERT_EQ(0, xioctl(fd, EXANEST_DMA_IOC_BUDGET, &b));
+	ASSERT_EQ(0, q_create(&q, fd, 6, 6));
+	/* Twice over the 4 MiB, 64 KiB a copy, 8 outstanding. */
+	while (done < 128) {
+		while (posted < 128 && posted - done < 8) {
+			size_t off = (size_t)(posted % 64) * 65536;
+
+			ASSERT_TRUE(q_post(&q, src + off, dst + off, 65536, posted));
+			posted++;
+		}
+		ASSERT_TRUE(q_next(&q, &c));
+		EXPECT_EQ(0, c.status);
+		done++;
+	}
+	EXPECT_EQ(0, memcmp(src, dst, n));
+	memset(&b, 0, sizeof(b));
+	ASSERT_EQ(0, xioctl(fd, EXANEST_DMA_IOC_BUDGET, &b));
+	TH_LOG("budget 256 pages: %llu pages evicted in %llu evictions; %llu event entries for %llu pages",
+	       (unsigned long long)b.evicted_pages, (unsigned long long)b.evictions,
+	       (unsigned long long)q.events, (unsigned long long)q.evicted);
+	EXPECT_LT(0, b.evicted_pages);
+	EXPECT_LT(0, q.events);
+	EXPECT_GE(b.evictions, q.events);
+	EXPECT_GE(b.evicted_pages, q.evicted);
+	EXPECT_TRUE((q.last_evicted >= (uintptr_t)src && q.last_evicted < (uintptr_t)src + n) ||
+		    (q.last_evicted >= (uintptr_t)dst && q.last_evicted < (uintptr_t)dst + n));
+	EXPECT_EQ(0, q.last_evicted % PAGE);
+	/* Lowering the budget evicts at once, and says so on the CQ too. */
+	b = (struct exanest_dma_budget){ .pages = 16 };
+	before = q.events;
+	ASSERT_EQ(0, xioctl(fd, EXANEST_DMA_IOC_BUDGET, &b));
+	ASSERT_TRUE(q_post(&q, src, dst, 64, 999));
+	ASSERT_TRUE(q_next(&q, &c));
+	EXPECT_LT(before, q.events);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN

@@ -134,9 +134,15 @@ REG32(CTX_Q_CTRL, PLDMA_CTX_Q_CTRL)
 REG32(CTX_Q_STATUS, PLDMA_CTX_Q_STATUS)
     FIELD(CTX_Q_STATUS, ENABLED, 0, 1)
     FIELD(CTX_Q_STATUS, ERROR, 1, 1)
+    FIELD(CTX_Q_STATUS, EVT_LOST, 2, 1)
     FIELD(CTX_Q_STATUS, ERR, PLDMA_Q_STATUS_ERR_SHIFT, 8)
 REG32(CTX_Q_ERR_LO, PLDMA_CTX_Q_ERR_LO)
 REG32(CTX_Q_ERR_HI, PLDMA_CTX_Q_ERR_HI)
+REG32(CTX_EVT_POST, PLDMA_CTX_EVT_POST)
+    FIELD(CTX_EVT_POST, COUNT, 0, 24)
+    FIELD(CTX_EVT_POST, KIND, PLDMA_EVT_POST_KIND_SHIFT, 8)
+REG32(CTX_EVT_ARG_LO, PLDMA_CTX_EVT_ARG_LO)
+REG32(CTX_EVT_ARG_HI, PLDMA_CTX_EVT_ARG_HI)
 
 /* Channel registers, relative to the channel's block. */
 REG32(CH_SRC_LO, PLDMA_CH_SRC_LO)
@@ -215,7 +221,10 @@ QEMU_BUILD_BUG_ON(R_VF_CQ_ARM_ONCE_MASK != PLDMA_VF_CQ_ARM_ONCE);
 QEMU_BUILD_BUG_ON(PLDMA_MAX_CHANNELS > 8);
 /* The queue registers sit between the context's and its channels'. */
 QEMU_BUILD_BUG_ON(PLDMA_CTX_STATUS >= PLDMA_CTX_SQ_BASE_LO ||
-                  PLDMA_CTX_Q_ERR_HI >= PLDMA_CH_BASE);
+                  PLDMA_CTX_EVT_ARG_HI >= PLDMA_CH_BASE);
+QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_EVT_LOST_MASK != PLDMA_Q_STATUS_EVT_LOST);
+QEMU_BUILD_BUG_ON(R_CTX_EVT_POST_COUNT_MASK != PLDMA_EVT_POST_COUNT_MASK ||
+                  R_CTX_EVT_POST_KIND_MASK != PLDMA_EVT_POST_KIND_MASK);
 QEMU_BUILD_BUG_ON(PLDMA_CH_NACK_STATUS >= PLDMA_CH_STRIDE);
 QEMU_BUILD_BUG_ON(PLDMA_VF_CQ_ARM >= PLDMA_VF_MMIO_SIZE);
 /*
@@ -299,6 +308,8 @@ typedef struct PldmaQueue {
     bool armed;             /* the CQ event fires at the next CQE */
     uint32_t err;           /* PLDMA_QERR_*: stopped unless NONE */
     uint64_t err_addr;
+    uint64_t evt_arg;       /* EVT_ARG: the next event entry's wr_id */
+    bool evt_lost;          /* an event found the CQ full (until enabled) */
     unsigned gen;           /* changes whenever the queue starts or stops */
     bool pumping;           /* pldma_q_pump() is running */
 } PldmaQueue;
@@ -814,6 +825,79 @@ static void pldma_q_complete(PldmaChannel *c)
     pldma_q_pump(x);
 }
 
+/*
+ * The CQ entries taken: written, being written, and reserved for the queue
+ * transfers in flight (whose CQEs must always find room).
+ */
+static uint64_t pldma_q_cq_used(PldmaContext *x)
+{
+    PldmaQueue *q = &x->q;
+    uint64_t used = (uint64_t)(uint32_t)(q->cq_tail - q->cq_head) +
+                    q->cq_writing;
+
+    for (unsigned n = 0; n < x->dev->nchan; n++) {
+        if (!pldma_ch_free(&x->ch[n])) {
+            used += pldma_ch_queued(&x->ch[n]);
+        }
+    }
+    return used;
+}
+
+/*
+ * EVT_POST: write an event entry at CQ_TAIL, as a completion is written
+ * (phase, CQ_TAIL, the armed event), with EVENT and the kind in its flags,
+ * EVT_ARG as its wr_id and the count as its bytes. Only when the CQ has room
+ * besides the entries reserved for transfers in flight: otherwise the event
+ * is dropped and Q_STATUS.EVT_LOST says so.
+ */
+static void pldma_q_post(PldmaContext *x, uint32_t val)
+{
+    PldmaQueue *q = &x->q;
+    uint8_t cqe[PLDMA_CQE_SIZE] = { 0 };
+    uint32_t kind = FIELD_EX32(val, CTX_EVT_POST, KIND);
+    uint32_t flags = PLDMA_CQE_EVENT | kind << PLDMA_CQE_KIND_SHIFT;
+    unsigned gen = q->gen;
+    uint32_t slot;
+    uint64_t addr;
+    bool ok;
+
+    if (!kind || !q->enabled || q->err) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u: EVT_POST 0x%x ignored (%s)\n",
+                      x->index, val, !kind ? "kind 0" : "queue stopped");
+        return;
+    }
+    slot = q->cq_tail + q->cq_writing;
+    if (pldma_q_cq_used(x) >= q->cq_n) {
+        trace_exanest_pldma_q_post(x->index, slot, q->evt_arg, val, 1);
+        q->evt_lost = true;
+        return;
+    }
+    if (!((slot / q->cq_n) & 1)) {
+        flags |= PLDMA_CQE_PHASE;
+    }
+    stq_le_p(cqe + PLDMA_CQE_WRID_OFF, q->evt_arg);
+    stl_le_p(cqe + PLDMA_CQE_BYTES_OFF, FIELD_EX32(val, CTX_EVT_POST, COUNT));
+    stl_le_p(cqe + PLDMA_CQE_FLAGS_OFF, flags);
+    addr = q->a_cq_base + (uint64_t)(slot & (q->cq_n - 1)) * PLDMA_CQE_SIZE;
+    trace_exanest_pldma_q_post(x->index, slot, q->evt_arg, val, 0);
+    q->cq_writing++;
+    ok = pldma_q_dma(x, addr, cqe, sizeof(cqe), DMA_DIRECTION_FROM_DEVICE);
+    if (gen != q->gen) {
+        return; /* the write reached the engine, which stopped the queue */
+    }
+    q->cq_writing--;
+    if (!ok) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u: writing event entry %u at 0x%"
+                      PRIx64 " failed, queue stopped\n", x->index, slot, addr);
+        pldma_q_error(x, PLDMA_QERR_CQ_WRITE, addr);
+        return;
+    }
+    q->cq_tail++;
+    pldma_q_event(x);
+}
+
 /* Start the descriptor @d, SQ entry @idx, on channel c. */
 static void pldma_q_start(PldmaChannel *c, const uint8_t *d, uint32_t idx,
                           uint64_t addr)
@@ -853,13 +937,11 @@ static bool pldma_q_fetch(PldmaContext *x)
     if (!q->enabled || q->err || q->sq_head == q->sq_tail) {
         return false;
     }
-    used = (uint64_t)(uint32_t)(q->cq_tail - q->cq_head) + q->cq_writing;
+    used = pldma_q_cq_used(x);
     for (unsigned n = 0; n < s->nchan; n++) {
         PldmaChannel *ch = &x->ch[n];
 
-        if (!pldma_ch_free(ch)) {
-            used += pldma_ch_queued(ch);
-        } else if (!c && (q->chmask & (1u << n))) {
+        if (!c && pldma_ch_free(ch) && (q->chmask & (1u << n))) {
             c = ch;
         }
     }
@@ -922,6 +1004,7 @@ static void pldma_q_enable(PldmaContext *x)
     q->armed = false;
     q->err = PLDMA_QERR_NONE;
     q->err_addr = 0;
+    q->evt_lost = false;
     q->a_sq_base = q->sq_base;
     q->a_cq_base = q->cq_base;
     q->chmask = mask ? mask & chans : chans;
@@ -993,9 +1076,11 @@ static void pldma_q_reset(PldmaContext *x, bool keep)
     q->sq_tail = q->sq_head = q->cq_head = q->cq_tail = 0;
     q->err = PLDMA_QERR_NONE;
     q->err_addr = 0;
+    q->evt_lost = false;
     if (!keep) {
         q->sq_base = q->cq_base = 0;
         q->cfg = 0;
+        q->evt_arg = 0;
     }
 }
 
@@ -1021,6 +1106,7 @@ static uint32_t pldma_q_status(PldmaQueue *q)
 
     st = FIELD_DP32(st, CTX_Q_STATUS, ENABLED, q->enabled);
     st = FIELD_DP32(st, CTX_Q_STATUS, ERROR, q->err != PLDMA_QERR_NONE);
+    st = FIELD_DP32(st, CTX_Q_STATUS, EVT_LOST, q->evt_lost);
     return FIELD_DP32(st, CTX_Q_STATUS, ERR, q->err);
 }
 
@@ -1293,6 +1379,15 @@ static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
     case A_CTX_Q_ERR_HI:
         *val = extract64(q->err_addr, 32, 32);
         return true;
+    case A_CTX_EVT_POST:
+        *val = 0; /* write-only */
+        return true;
+    case A_CTX_EVT_ARG_LO:
+        *val = extract64(q->evt_arg, 0, 32);
+        return true;
+    case A_CTX_EVT_ARG_HI:
+        *val = extract64(q->evt_arg, 32, 32);
+        return true;
     }
     return false;
 }
@@ -1327,6 +1422,15 @@ static bool pldma_ctx_write(PldmaContext *x, hwaddr off, uint32_t val)
         return true;
     case A_CTX_CQ_BASE_LO:
         q->cq_base = deposit64(q->cq_base, 0, 32, val);
+        return true;
+    case A_CTX_EVT_ARG_LO:
+        q->evt_arg = deposit64(q->evt_arg, 0, 32, val);
+        return true;
+    case A_CTX_EVT_ARG_HI:
+        q->evt_arg = deposit64(q->evt_arg, 32, 32, val);
+        return true;
+    case A_CTX_EVT_POST:
+        pldma_q_post(x, val);
         return true;
     case A_CTX_CQ_BASE_HI:
         q->cq_base = deposit64(q->cq_base, 32, 32, val);

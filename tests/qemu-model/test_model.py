@@ -1107,6 +1107,74 @@ class Queues(ModelTest):
         self.assertEqual((r.cqe(0).wr_id, r.cqe(0).phase), (0xAB00 + 12, 0))
         self.assertEqual((r.cqe(3).wr_id, r.cqe(3).phase), (0xAB00 + 11, 1))
 
+    def post_event(self, ctx, arg, count, kind=1):
+        q = self.q
+        q.set_ctxreg(ctx, R["PLDMA_CTX_EVT_ARG_LO"], arg & 0xFFFFFFFF)
+        q.set_ctxreg(ctx, R["PLDMA_CTX_EVT_ARG_HI"], arg >> 32)
+        q.set_ctxreg(ctx, R["PLDMA_CTX_EVT_POST"], kind << R["PLDMA_EVT_POST_KIND_SHIFT"] | count)
+
+    def test_event_entry(self):
+        """EVT_POST writes an event entry at CQ_TAIL like a completion (phase, CQ_TAIL, the armed
+        CQ event), with EVENT and the kind in its flags, EVT_ARG as wr_id, the count as bytes;
+        between completions, and taking no descriptor's place."""
+        q, r = self.q, self.ring(3, log_sq=3, log_cq=2)
+        src, dst, data = self.data(0, 4096)
+        r.post([(src, dst, 4096, 0x31)])
+        self.assertEqual(r.run_until_cq(1), 5000 + 4096)
+        r.set_vf("PLDMA_VF_CQ_ARM", R["PLDMA_VF_CQ_ARM_ONCE"])
+        q.set_ctxreg(3, R["PLDMA_CTX_IRQ_STATUS"], R["PLDMA_CTX_IRQ_CQ"])
+        r.set_vf("PLDMA_VF_CQ_HEAD", 1)
+        r.set_vf("PLDMA_VF_CQ_ARM", R["PLDMA_VF_CQ_ARM_ONCE"])
+        self.assertEqual(self.ctx_irq(3), 0)
+        self.post_event(3, 0x7F12_3456_7000, 512, kind=1)
+        self.assertEqual(q.ctxreg(3, R["PLDMA_CTX_EVT_ARG_HI"]), 0x7F12)
+        self.assertEqual(r.indices()[3], 2, "CQ_TAIL moved")
+        self.assertEqual(self.ctx_irq(3), R["PLDMA_CTX_IRQ_CQ"], "the armed event fired")
+        e = r.cqe(1)
+        self.assertEqual((e.wr_id, e.status, e.bytes, e.fault, e.rsvd),
+                         (0x7F12_3456_7000, 0, 512, 0, 0))
+        self.assertEqual(e.flags, R["PLDMA_CQE_PHASE"] | R["PLDMA_CQE_EVENT"]
+                         | 1 << R["PLDMA_CQE_KIND_SHIFT"])
+        # Up to the end of the first pass (phase 1) ...
+        self.post_event(3, 1, 1, kind=2)
+        self.post_event(3, 2, 2, kind=2)
+        self.assertEqual(r.indices()[3], 4)
+        self.assertEqual((r.cqe(3).flags, r.cqe(3).wr_id),
+                         (R["PLDMA_CQE_PHASE"] | R["PLDMA_CQE_EVENT"] | 2 << 8, 2))
+        self.assertEqual(q.ctxreg(3, R["PLDMA_CTX_Q_STATUS"]) & R["PLDMA_Q_STATUS_EVT_LOST"], 0)
+        # ... and a descriptor still completes after them, in the next slot: the second pass,
+        # phase 0.
+        r.set_vf("PLDMA_VF_CQ_HEAD", 4)
+        r.post([(src, dst, 100, 0x32)])
+        self.assertEqual(r.run_until_cq(5), 5000 + 100)
+        self.assertEqual((r.cqe(4).wr_id, r.cqe(4).flags), (0x32, 0))
+        # Kind 0 is ignored.
+        q.set_ctxreg(3, R["PLDMA_CTX_EVT_POST"], 5)
+        self.assertEqual(r.indices()[3], 5)
+
+    def test_event_lost_when_the_cq_is_full(self):
+        """An event finds no room when the CQ holds unconsumed entries plus the slots reserved
+        for queue transfers in flight: it is dropped, Q_STATUS.EVT_LOST says so until the next
+        enable, and the transfer's completion still gets its slot."""
+        q, r = self.q, self.ring(4, log_sq=3, log_cq=1)
+        src, dst, data = self.data(1, 8192)
+        r.post([(src, dst, 8192, 0x41)])
+        self.post_event(4, 0x1000, 1)
+        self.assertEqual(r.indices()[3], 1, "one slot reserved, one free: posted")
+        self.post_event(4, 0x2000, 2)
+        self.assertEqual(r.indices()[3], 1, "none free: dropped")
+        self.assertTrue(q.ctxreg(4, R["PLDMA_CTX_Q_STATUS"]) & R["PLDMA_Q_STATUS_EVT_LOST"])
+        self.assertEqual(r.run_until_cq(2), 5000 + 8192)
+        self.assertEqual([(r.cqe(i).wr_id, bool(r.cqe(i).flags & R["PLDMA_CQE_EVENT"]))
+                          for i in (0, 1)], [(0x1000, True), (0x41, False)])
+        self.assertEqual(q.mem_read(dst, 8192), data)
+        # A stopped queue posts nothing; the next enable clears EVT_LOST.
+        r.enable(False)
+        self.post_event(4, 0x3000, 3)
+        r.enable()
+        self.assertEqual(q.ctxreg(4, R["PLDMA_CTX_Q_STATUS"]), R["PLDMA_Q_STATUS_ENABLED"])
+        self.assertEqual(r.indices(), (0, 0, 0, 0))
+
     def test_cq_full_backpressure(self):
         """A CQ of 2 entries: the engine takes a descriptor only when the CQ has room for it and
         every queue transfer in flight, so no CQE is ever overwritten."""

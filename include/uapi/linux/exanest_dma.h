@@ -194,6 +194,13 @@ struct exanest_dma_queue {
 	__u64 doorbell_offset;	/* out: mmap offset of the doorbell page */
 };
 
+/*
+ * Event entries in the CQ (the upcall): flags has PLDMA_CQE_EVENT and the kind in bits 15:8; an
+ * event is no copy's completion. EVICTED: the translation budget evicted `bytes` pages, the last
+ * run starting at `wr_id`.
+ */
+#define EXANEST_DMA_EVENT_EVICTED	1
+
 /* Queue errors (exanest_dma_queue_wait.error): the queue stopped and takes nothing more. */
 #define EXANEST_DMA_QERR_SQ_FETCH	2	/* a descriptor could not be read */
 #define EXANEST_DMA_QERR_CQ_WRITE	3	/* a completion could not be written */

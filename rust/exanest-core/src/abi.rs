@@ -86,6 +86,9 @@ pub const QUEUE_ALIGN: u64 = 4096;
 pub const QERR_SQ_FETCH: u32 = 2;
 /// `EXANEST_DMA_QERR_CQ_WRITE`: a completion could not be written.
 pub const QERR_CQ_WRITE: u32 = 3;
+/// `EXANEST_DMA_EVENT_EVICTED`: the kind of the queue's event entry that says the translation
+/// budget evicted pages (`bytes`: how many; `wr_id`: the first address of the last run).
+pub const EVENT_EVICTED: u8 = 1;
 
 /// `struct exanest_dma_queue`.
 #[repr(C)]

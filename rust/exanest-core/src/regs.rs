@@ -92,6 +92,34 @@ pub mod ctx {
     pub const Q_ERR_LO: usize = 0x02c;
     /// 2.1: read-only IOVA a queue error is about, high half.
     pub const Q_ERR_HI: usize = 0x030;
+    /// 2.1: write-only: post an event entry in the CQ, see [`super::evt_post`].
+    pub const EVT_POST: usize = 0x034;
+    /// 2.1: the next event entry's `wr_id`, low half.
+    pub const EVT_ARG_LO: usize = 0x038;
+    /// 2.1: the next event entry's `wr_id`, high half.
+    pub const EVT_ARG_HI: usize = 0x03c;
+}
+
+/// Fields of [`ctx::EVT_POST`]: the event entry's `bytes` (a count) and its kind (not 0),
+/// which the entry carries in its flags ([`Cqe::KIND_SHIFT`]).
+pub mod evt_post {
+    /// Mask of the count.
+    pub const COUNT_MASK: u32 = 0x00ff_ffff;
+    /// Shift of the kind.
+    pub const KIND_SHIFT: u32 = 24;
+    /// Mask of the kind.
+    pub const KIND_MASK: u32 = 0xff00_0000;
+
+    /// The EVT_POST value for an event of `kind` (1..=255) with `count` (saturated to 24
+    /// bits).
+    pub const fn encode(kind: u8, count: u64) -> u32 {
+        let c = if count > COUNT_MASK as u64 {
+            COUNT_MASK
+        } else {
+            count as u32
+        };
+        ((kind as u32) << KIND_SHIFT) | c
+    }
 }
 
 /// Bits of [`ctx::IRQ_STATUS`].
@@ -567,6 +595,8 @@ pub struct QStatus {
     pub enabled: bool,
     /// The queue stopped on an error: no fetch, no completion until re-enabled.
     pub error: bool,
+    /// An event found no room in the CQ and was dropped (until the next enable).
+    pub evt_lost: bool,
     /// Why (meaningful when `error`).
     pub code: QueueError,
 }
@@ -576,6 +606,8 @@ impl QStatus {
     pub const ENABLED: u32 = 1 << 0;
     /// The error bit.
     pub const ERROR: u32 = 1 << 1;
+    /// The lost-event bit.
+    pub const EVT_LOST: u32 = 1 << 2;
     /// Shift of the error code.
     pub const ERR_SHIFT: u32 = 8;
     /// Mask of the error code.
@@ -586,6 +618,7 @@ impl QStatus {
         QStatus {
             enabled: raw & Self::ENABLED != 0,
             error: raw & Self::ERROR != 0,
+            evt_lost: raw & Self::EVT_LOST != 0,
             code: QueueError::from_field(((raw & Self::ERR_MASK) >> Self::ERR_SHIFT) as u8),
         }
     }
@@ -594,6 +627,7 @@ impl QStatus {
     pub const fn encode(self) -> u32 {
         (if self.enabled { Self::ENABLED } else { 0 })
             | (if self.error { Self::ERROR } else { 0 })
+            | (if self.evt_lost { Self::EVT_LOST } else { 0 })
             | ((self.code.field() as u32) << Self::ERR_SHIFT)
     }
 }
@@ -738,6 +772,12 @@ impl Cqe {
     pub const RSVD_OFF: usize = 28;
     /// Flag: 1 on the first pass through the ring, toggling at each wrap.
     pub const PHASE: u32 = 1 << 0;
+    /// Flag: an event entry (EVT_POST), not the completion of a descriptor.
+    pub const EVENT: u32 = 1 << 1;
+    /// Shift of an event entry's kind in `flags`.
+    pub const KIND_SHIFT: u32 = 8;
+    /// Mask of an event entry's kind in `flags`.
+    pub const KIND_MASK: u32 = 0xff00;
 
     /// The entry's bytes, as the engine writes them.
     pub const fn encode(&self) -> QueueEntry {
@@ -864,6 +904,7 @@ mod tests {
             let st = QStatus {
                 enabled: e & 1 != 0,
                 error: e & 2 != 0,
+                evt_lost: e & 4 != 0,
                 code: QueueError::from_field(e),
             };
             assert_eq!(QStatus::decode(st.encode()), st);
