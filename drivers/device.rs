@@ -201,6 +201,7 @@ impl Instance {
         }
         self.freed.notify_all();
         for p in owners.iter() {
+            p.zap_doorbell();
             p.stop_faults();
         }
         drop(notifiers);

@@ -364,3 +364,18 @@ void exanest_shim_vf_memory_on(struct pci_dev *vf)
 	if (!(cmd & PCI_COMMAND_MEMORY))
 		pci_write_config_word(vf, PCI_COMMAND, cmd | PCI_COMMAND_MEMORY);
 }
+
+/* The address space of the file a new VMA maps (the device inode's, for the doorbell). */
+struct address_space *exanest_shim_vma_mapping(struct vm_area_struct *vma)
+{
+	return vma->vm_file ? vma->vm_file->f_mapping : NULL;
+}
+
+/*
+ * Zap every mapping of the page at @offset of @mapping: a doorbell whose context is gone. Later
+ * accesses fault, and a VM_PFNMAP without a fault handler gets SIGBUS.
+ */
+void exanest_shim_zap(struct address_space *mapping, u64 offset)
+{
+	unmap_mapping_range(mapping, offset, PAGE_SIZE, 1);
+}

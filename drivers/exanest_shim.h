@@ -18,6 +18,7 @@ struct mmu_interval_notifier;
 struct page;
 struct pci_dev;
 struct poll_table_struct;
+struct address_space;
 struct vm_area_struct;
 
 /* EPOLLIN | EPOLLRDNORM and EPOLLERR | EPOLLHUP (bindgen cannot expand the __force casts). */
@@ -53,6 +54,8 @@ void exanest_shim_disable_sriov(struct pci_dev *pf);
 void exanest_shim_memcg_exit(void *old);
 int exanest_shim_map_doorbell(struct vm_area_struct *vma, phys_addr_t phys);
 void exanest_shim_vf_memory_on(struct pci_dev *vf);
+struct address_space *exanest_shim_vma_mapping(struct vm_area_struct *vma);
+void exanest_shim_zap(struct address_space *mapping, u64 offset);
 
 /* Defined in Rust (device.rs, odp.rs, fault.rs). */
 __poll_t exanest_rust_poll(struct file *file, struct poll_table_struct *pt);

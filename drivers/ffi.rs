@@ -380,3 +380,20 @@ pub(crate) unsafe fn vf_memory_on(vf: *mut bindings::pci_dev) {
     // SAFETY: Per the contract.
     unsafe { raw::exanest_shim_vf_memory_on(vf) }
 }
+
+/// The address space of the file `vma` maps (null for an anonymous VMA).
+pub(crate) fn vma_mapping(vma: &kernel::mm::virt::VmaNew) -> *mut bindings::address_space {
+    // SAFETY: `vma` is the VMA of the current mmap call, alive under the mmap lock; its
+    // `vm_file` (if any) holds a reference to the file and so to its inode's mapping.
+    unsafe { raw::exanest_shim_vma_mapping(vma.as_ptr()) }
+}
+
+/// Zap every mapping of the page at byte `offset` of `mapping`.
+///
+/// # Safety
+///
+/// `mapping` is the live address space of an open file (the caller holds the file open).
+pub(crate) unsafe fn zap(mapping: *mut bindings::address_space, offset: u64) {
+    // SAFETY: Per the contract.
+    unsafe { raw::exanest_shim_zap(mapping, offset) }
+}

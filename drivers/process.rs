@@ -38,7 +38,7 @@ use crate::iommu::Domain;
 use crate::odp::{MapState, Notifier};
 use crate::pinned::PageMap;
 use crate::queue::QueueState;
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicPtr, AtomicU64};
 use kernel::{
     bindings,
     mm::Mm,
@@ -146,6 +146,12 @@ pub(crate) struct Process {
     /// none: read by mmap, which runs under the mmap lock and so may not take `inner` (teardown
     /// unpins pages, which takes the mmap lock, under `inner`).
     pub(crate) doorbell: AtomicU64,
+    /// The mmap offset of the doorbell page, unique to the file's queue (so that zapping it
+    /// touches no other file's doorbell in the device inode's mapping), 0 before the queue.
+    pub(crate) doorbell_off: AtomicU64,
+    /// The address space the doorbell was mapped through (the device inode's), for zapping it
+    /// at unbind; null until mapped.
+    pub(crate) doorbell_map: AtomicPtr<bindings::address_space>,
     /// The ranges the IOMMU fault handler claims faults in ([`Inner::publish_claims`]).
     pub(crate) claims: ClaimTable<MAX_REGIONS>,
     /// The fault thread, which runs the fault worker (fault.rs). Last: started once every
@@ -195,6 +201,8 @@ impl Process {
                 faults: FaultQueue::new(),
                 iommu_faults: AtomicU64::new(0),
                 doorbell: AtomicU64::new(0),
+                doorbell_off: AtomicU64::new(0),
+                doorbell_map: AtomicPtr::new(core::ptr::null_mut()),
                 claims: ClaimTable::new(),
                 // SAFETY: `this` is where the process is being initialised; the thread only uses
                 // it when kicked, which needs a complete process (its domain, or a copy), and

@@ -28,10 +28,10 @@ use crate::exanest_core::{
 use crate::ffi;
 use crate::process::Process;
 use crate::queue::{QueueState, UserQueue};
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     mm::virt::{flags as vm, VmaNew},
-    page::PAGE_SIZE,
+    page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
     sync::CondVarTimeoutResult,
     time::msecs_to_jiffies,
@@ -40,8 +40,9 @@ use kernel::{
 
 /// Handle of no region: the resolver then looks the faulting address up (fault.rs).
 pub(crate) const ANY_REGION: u32 = 0;
-/// The mmap offset of the doorbell page.
-const DOORBELL_OFFSET: u64 = 0;
+/// The next doorbell's mmap offset, in pages: unique among the files of every engine, so that
+/// zapping one file's doorbell through the device inode's mapping zaps no other.
+static NEXT_DOORBELL: AtomicU64 = AtomicU64::new(1);
 
 impl Process {
     /// EXANEST_DMA_IOC_QUEUE_CREATE, with the process holding a context (device.rs).
@@ -73,12 +74,14 @@ impl Process {
         match res {
             Ok(q) if !g.dead => {
                 g.queue = QueueState::Ready(q);
+                let pgoff = NEXT_DOORBELL.fetch_add(1, Ordering::Relaxed);
+                self.doorbell_off.store(pgoff, Ordering::Relaxed);
                 let phys = ctx.doorbell.unwrap_or(0);
                 self.doorbell.store(phys, Ordering::Release);
                 Ok(abi::Queue {
                     context: ctx.index,
                     channels: mask,
-                    doorbell_offset: DOORBELL_OFFSET,
+                    doorbell_offset: pgoff << PAGE_SHIFT,
                     ..*req
                 })
             }
@@ -172,25 +175,30 @@ impl Process {
         }
     }
 
-    /// mmap of the doorbell page: one page at offset 0, shared, by the process that opened the
-    /// file (EPERM otherwise), once its queue exists (ENXIO before, and after the device is
-    /// gone). Not inherited by fork.
+    /// mmap of the doorbell page: one page at the queue's doorbell offset, shared, by the
+    /// process that opened the file (EPERM otherwise), once its queue exists (ENXIO before, and
+    /// after the device is gone). Not inherited by fork.
+    ///
+    /// The doorbell's mappings are zapped when the device goes ([`Process::zap_doorbell`]); a
+    /// later access gets SIGBUS.
     pub(crate) fn mmap_doorbell(&self, vma: &VmaNew) -> Result {
         self.check_caller()?;
         // SAFETY: `vma` is the VMA of this mmap call, alive and set up under the mmap lock
         // the caller holds; `vm_pgoff` is plain data set before `f_op->mmap` is called.
         let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff } as u64;
-        if vma.end() - vma.start() != PAGE_SIZE
-            || pgoff != DOORBELL_OFFSET
-            || vma.flags() & vm::SHARED == 0
-        {
-            return Err(EINVAL);
-        }
         // Under the mmap lock: no `inner` here (lock order, process.rs).
         let phys = self.doorbell.load(Ordering::Acquire);
         if phys == 0 {
             return Err(ENXIO);
         }
+        if vma.end() - vma.start() != PAGE_SIZE
+            || pgoff != self.doorbell_off.load(Ordering::Relaxed)
+            || vma.flags() & vm::SHARED == 0
+        {
+            return Err(EINVAL);
+        }
+        self.doorbell_map
+            .store(ffi::vma_mapping(vma), Ordering::Release);
         vma.try_clear_mayexec()?;
         vma.set_dontcopy();
         vma.set_dontexpand();
@@ -259,6 +267,19 @@ impl Process {
                     }
                 }
             }
+        }
+    }
+
+    /// The device is going (unbind, after teardown): zap the doorbell's mappings, which would
+    /// otherwise point at a VF that SR-IOV disabling removes. Called with no driver lock held,
+    /// while the file is open (the instance still lists the process).
+    pub(crate) fn zap_doorbell(&self) {
+        let mapping = self.doorbell_map.load(Ordering::Acquire);
+        let off = self.doorbell_off.load(Ordering::Relaxed);
+        if !mapping.is_null() && off != 0 {
+            // SAFETY: `mapping` is the device inode's address space, recorded by `mmap` of this
+            // file, which is still open (unbind runs before its release), so the inode lives.
+            unsafe { ffi::zap(mapping, off << PAGE_SHIFT) };
         }
     }
 

@@ -7,6 +7,8 @@
 #include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -292,6 +294,16 @@ TEST_F_TIMEOUT(concurrency, close_with_copies_in_flight, 60)
 }
 
 /* Unbind with the file open and copies running, then bind again. */
+static sigjmp_buf sigbus_env;
+static volatile sig_atomic_t got_sigbus;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	got_sigbus = 1;
+	siglongjmp(sigbus_env, 1);
+}
+
 TEST_F_TIMEOUT(concurrency, unbind_with_open_file, 90)
 {
 	static const char drv[] = "/sys/bus/pci/drivers/exanest_dma";
@@ -299,7 +311,10 @@ TEST_F_TIMEOUT(concurrency, unbind_with_open_file, 90)
 	DIR *d = opendir(drv);
 	struct dirent *de;
 	uint8_t *buf;
-	int nb = 0, n, st = 0, ret, fd, ok = 1;
+	int nb = 0, n, st = 0, ret, fd, ok = 1, qfd;
+	struct exanest_dma_queue qr = { 0 };
+	volatile uint32_t *db;
+	uint8_t *sq;
 
 	ASSERT_NE(NULL, d);
 	while ((de = readdir(d)) && nb < 8)
@@ -318,6 +333,21 @@ TEST_F_TIMEOUT(concurrency, unbind_with_open_file, 90)
 		memcpy(bdfs[0], bdfs[1], sizeof(t));
 		memcpy(bdfs[1], t, sizeof(t));
 	}
+	/*
+	 * A second file with a user-level queue and its doorbell mapped: unbind must zap the
+	 * mapping, whose VF goes away with SR-IOV.
+	 */
+	qfd = dev_open(0);
+	ASSERT_LE(0, qfd);
+	sq = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, sq);
+	qr.sq_addr = (uintptr_t)sq;
+	qr.cq_addr = (uintptr_t)sq + 4096;
+	qr.sq_log2 = qr.cq_log2 = 2;
+	ASSERT_EQ(0, xioctl(qfd, EXANEST_DMA_IOC_QUEUE_CREATE, &qr));
+	db = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, qfd, qr.doorbell_offset);
+	ASSERT_NE(MAP_FAILED, db);
+	EXPECT_EQ(0x45584e56u, db[0]) TH_LOG("the VF page's ID");
 	/* 64 copies of 16 MiB: about half a second of engine time, so the last is still queued. */
 	n = start_big_copies(self->fd, variant->mode, &buf, 16 << 20, 64);
 	snprintf(path, sizeof(path), "%s/unbind", drv);
@@ -325,6 +355,21 @@ TEST_F_TIMEOUT(concurrency, unbind_with_open_file, 90)
 		ok &= sysfs_write(path, bdfs[i]);
 	EXPECT_EQ(64, n);
 	EXPECT_TRUE(ok) TH_LOG("unbind");
+	/*
+	 * The doorbell mapping is gone: an access gets SIGBUS (the mapping is not inherited by a
+	 * child, so the test itself takes it, with a handler).
+	 */
+	signal(SIGBUS, on_sigbus);
+	if (!sigsetjmp(sigbus_env, 1)) {
+		(void)db[0];
+		got_sigbus = 0;
+	}
+	signal(SIGBUS, SIG_DFL);
+	EXPECT_EQ(1, got_sigbus) TH_LOG("doorbell still mapped after unbind");
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, qfd,
+				   qr.doorbell_offset));
+	munmap((void *)db, 4096);
+	close(qfd);
 	EXPECT_EQ(-ENODEV, copy(self->fd, buf, buf + (16 << 20), 64, NULL)) TH_LOG("ioctl after unbind");
 	{
 		/* abi.rst: every call but WAIT and COUNTERS is ENODEV once the device is gone. */

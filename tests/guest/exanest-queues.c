@@ -682,13 +682,21 @@ TEST_F_TIMEOUT(queue_abi, argument_errors, 60)
 	}
 
 	/* The doorbell: one page at its offset, shared, not executable. */
-	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, 0));
+	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+					   out.doorbell_offset));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, PAGE));
+	EXPECT_NE(0, out.doorbell_offset);
+	EXPECT_EQ(0, out.doorbell_offset % PAGE);
+	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+					   out.doorbell_offset + PAGE));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, 0));
+	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, 0));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, PAGE, PROT_READ | PROT_EXEC, MAP_SHARED, 0));
+	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+					   out.doorbell_offset));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(MAP_FAILED, map_doorbell(fd, PAGE, PROT_READ | PROT_EXEC, MAP_SHARED,
+					   out.doorbell_offset));
 	EXPECT_EQ(EINVAL, errno);
 	db = map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, out.doorbell_offset);
 	ASSERT_NE(MAP_FAILED, db);
@@ -732,8 +740,8 @@ TEST_F_TIMEOUT(queue_abi, child_gets_no_doorbell, 60)
 		struct exanest_dma_queue_wait w = { .timeout_ns = 0 };
 		pid_t g;
 
-		if (map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, 0) != MAP_FAILED ||
-		    errno != EPERM)
+		if (map_doorbell(fd, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+				 q.info.doorbell_offset) != MAP_FAILED || errno != EPERM)
 			_exit(1);
 		if (create_raw(fd, q.sq, q.cq, 4, 4, NULL) != -EPERM)
 			_exit(2);
@@ -914,6 +922,84 @@ TEST_F_TIMEOUT(queue_abi, eviction_events, 120)
 	ASSERT_TRUE(q_post(&q, src, dst, 64, 999));
 	ASSERT_TRUE(q_next(&q, &c));
 	EXPECT_LT(before, q.events);
+	close(fd);
+}
+
+/* A 64-bit FNV-1a checksum. */
+static uint64_t sum(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/*
+ * Isolation through the queue: process B (a fork of A, so with A's addresses) opens its own
+ * file, registers its own copy of A's buffers at the same addresses and posts copies naming
+ * them, and A's handles: B's memory is what the engine reads and writes, A's stays as it was
+ * (checksums). A copy into an address A has and B does not (mapped by A after the fork) ends
+ * with -EFAULT in B's CQ, and A's page is untouched.
+ */
+TEST_F_TIMEOUT(queue_abi, isolation_between_processes, 60)
+{
+	size_t n = 2 * MIB;
+	uint8_t *a = big_alloc(n), *late;
+	uint64_t before, late_before;
+	uint32_t ha;
+	int fd = dev_open(0), p[2], status;
+	pid_t pid;
+	char go;
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, a);
+	fill(a, n, 31);
+	ASSERT_EQ(0, reg(fd, a, n, EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE,
+			 EXANEST_DMA_MODE_PIN, NO_WINDOW, &ha));
+	before = sum(a, n);
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		uint32_t hb;
+		struct q q;
+		struct cqe c;
+		uint8_t *other;
+		int bfd = dev_open(0);
+
+		if (read(p[0], &go, 1) != 1 || bfd < 0)
+			_exit(1);
+		if (read(p[0], &other, sizeof(other)) != sizeof(other))
+			_exit(2);
+		/* B's own copy of the pages, at A's addresses. */
+		memset(a, 0x11, n);
+		if (reg(bfd, a, n, EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE,
+			EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW, &hb) || q_create(&q, bfd, 4, 4))
+			_exit(3);
+		/* Copies within "A's" buffer: B's memory moves. */
+		if (!q_post(&q, a, a + MIB, MIB, 1) || !q_next(&q, &c) || c.status)
+			_exit(4);
+		if (!all_bytes(a + MIB, MIB, 0x11))
+			_exit(5);
+		/* An address only A has. */
+		if (!q_post(&q, a, other, 4096, 2) || !q_next(&q, &c) || c.status != -EFAULT)
+			_exit(6);
+		_exit(0);
+	}
+	/* Mapped after the fork: B does not have it. */
+	late = big_alloc(MIB);
+	ASSERT_NE(NULL, late);
+	fill(late, MIB, 32);
+	late_before = sum(late, MIB);
+	go = 'g';
+	ASSERT_EQ(1, write(p[1], &go, 1));
+	ASSERT_EQ(sizeof(late), write(p[1], &late, sizeof(late)));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(before, sum(a, n));
+	EXPECT_EQ(late_before, sum(late, MIB));
 	close(fd);
 }
 
