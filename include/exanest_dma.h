@@ -134,6 +134,17 @@ int exanest_dma_queue_info(const struct exanest_dma_queue_h *q, uint32_t *capaci
 /* Why the queue stopped: *code 0 while it runs, else EXANEST_DMA_QERR_*; *addr the address the
  * error is about. Each pointer may be NULL. */
 int exanest_dma_queue_error(const struct exanest_dma_queue_h *q, uint32_t *code, uint64_t *addr);
+/* The upcall: event entries the kernel had the engine post in the CQ, read by
+ * exanest_dma_queue_poll() since the last call, which resets them. EVICTED entries say the
+ * translation budget (exanest_dma_budget()) unmapped pages of this process; they fault in again
+ * when next used. *out is zeroed on failure. */
+struct exanest_dma_queue_events {
+	uint64_t evictions;		/* EVICTED entries */
+	uint64_t evicted_pages;		/* pages they evicted */
+	uint64_t last_evicted_addr;	/* first address of the last run evicted */
+	uint64_t unknown;		/* entries of kinds this library does not know */
+};
+int exanest_dma_queue_events(struct exanest_dma_queue_h *q, struct exanest_dma_queue_events *out);
 
 #ifdef __cplusplus
 }

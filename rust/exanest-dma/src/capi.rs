@@ -582,3 +582,31 @@ pub unsafe extern "C" fn exanest_dma_queue_error(
         -libc::EINVAL
     }
 }
+
+/// The event entries read since the last call (which resets them) into `*out`, zeroed on
+/// failure (`-EINVAL` for a NULL argument).
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_events(
+    q: *mut ExanestDmaQueue,
+    out: *mut crate::queue::QueueEvents,
+) -> c_int {
+    // SAFETY: `out` is NULL or writable (the contract).
+    let out = unsafe { out.as_mut() };
+    // SAFETY: As in `queue!`.
+    let q = unsafe { q.as_mut() }.map(|q| &mut q.0);
+    match (q, out) {
+        (Some(q), Some(o)) => {
+            *o = q.take_events();
+            0
+        }
+        (None, Some(o)) => {
+            *o = crate::queue::QueueEvents::default();
+            -libc::EINVAL
+        }
+        _ => -libc::EINVAL,
+    }
+}

@@ -40,7 +40,7 @@ use exanest_core::abi;
 pub mod capi;
 pub mod queue;
 
-pub use queue::{Completion as QueueCompletion, Queue, QueueError};
+pub use queue::{Completion as QueueCompletion, Queue, QueueError, QueueEvents};
 
 /// An error of this library.
 ///

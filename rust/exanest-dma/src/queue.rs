@@ -167,7 +167,24 @@ pub(crate) struct Ring<D> {
     cq_head: u32,
     /// Descriptors written and their CQEs not yet read.
     outstanding: u32,
+    /// Event entries read and not yet taken.
+    events: QueueEvents,
     db: D,
+}
+
+/// The event entries the kernel had the engine post in the CQ (the upcall), since they were
+/// last taken ([`Queue::take_events`]). Event entries complete no copy.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueEvents {
+    /// EVICTED entries: the translation budget unmapped pages of this process.
+    pub evictions: u64,
+    /// The pages they evicted, summed.
+    pub evicted_pages: u64,
+    /// The first address of the last run evicted (0 before any).
+    pub last_evicted_addr: u64,
+    /// Entries of kinds this library does not know.
+    pub unknown: u64,
 }
 
 impl<D: Doorbell> Ring<D> {
@@ -197,6 +214,7 @@ impl<D: Doorbell> Ring<D> {
             sq_head: start,
             cq_head: start,
             outstanding: 0,
+            events: QueueEvents::default(),
             db,
         }
     }
@@ -275,10 +293,17 @@ impl<D: Doorbell> Ring<D> {
         (self.cqe_flags(self.cq_head) & Cqe::PHASE != 0) == cq_phase(self.cq_head, self.cq_log2)
     }
 
+    /// The event entries read since the last call, which resets them.
+    pub(crate) fn take_events(&mut self) -> QueueEvents {
+        core::mem::take(&mut self.events)
+    }
+
     /// Read up to `max` new completions, handing each to `f` in CQ order, then write CQ_HEAD
-    /// once. Returns how many.
+    /// once. Event entries on the way are counted ([`Ring::take_events`]), not handed over.
+    /// Returns how many completions.
     pub(crate) fn poll_with(&mut self, max: usize, mut f: impl FnMut(Completion)) -> usize {
         let mut k = 0;
+        let start = self.cq_head;
         while k < max && self.ready() {
             load_barrier();
             let slot = regs::ring_offset(self.cq_head, self.cq_log2) / 8;
@@ -289,12 +314,24 @@ impl<D: Doorbell> Ring<D> {
                 let v = unsafe { self.cq.as_ptr().add(slot + i).read_volatile() };
                 w.copy_from_slice(&v.to_ne_bytes());
             }
-            f(Cqe::decode(&b).into());
+            let cqe = Cqe::decode(&b);
             self.cq_head = self.cq_head.wrapping_add(1);
+            if cqe.flags & Cqe::EVENT != 0 {
+                let kind = (cqe.flags & Cqe::KIND_MASK) >> Cqe::KIND_SHIFT;
+                if kind == u32::from(exanest_core::abi::EVENT_EVICTED) {
+                    self.events.evictions += 1;
+                    self.events.evicted_pages += u64::from(cqe.bytes);
+                    self.events.last_evicted_addr = cqe.wr_id;
+                } else {
+                    self.events.unknown += 1;
+                }
+                continue;
+            }
+            f(cqe.into());
             self.outstanding = self.outstanding.saturating_sub(1);
             k += 1;
         }
-        if k > 0 {
+        if self.cq_head != start {
             // The entries' reads complete before the engine may reuse their slots.
             load_barrier();
             self.db.write(regs::vf::CQ_HEAD, self.cq_head);
@@ -590,6 +627,11 @@ impl Queue {
     pub fn poll_with(&mut self, max: usize, f: impl FnMut(Completion)) -> usize {
         self.ring.poll_with(max, f)
     }
+    /// The event entries (evictions by the translation budget) seen by [`Queue::poll`] since
+    /// the last call, which resets them. Polling reads them; they complete no copy.
+    pub fn take_events(&mut self) -> QueueEvents {
+        self.ring.take_events()
+    }
 
     /// Sleep until a completion is ready to poll (`None`: no time limit; zero: just look).
     /// Rings the doorbell first if descriptors were pushed and not rung. Errors: `ETIMEDOUT`,
@@ -842,6 +884,68 @@ mod tests {
         fn engine(&self) -> std::cell::Ref<'_, Engine> {
             self.sim.0.borrow()
         }
+    }
+
+    /// An event entry (as EVT_POST has the engine write it) at the CQ's tail.
+    fn post_event(b: &mut Bench, kind: u32, count: u32, arg: u64) {
+        let mut e = b.sim.0.borrow_mut();
+        let phase = if cq_phase(e.cq_tail, b.cq_log2) {
+            Cqe::PHASE
+        } else {
+            0
+        };
+        let cqe = Cqe {
+            wr_id: arg,
+            status: 0,
+            bytes: count,
+            fault_addr: 0,
+            flags: phase | Cqe::EVENT | kind << Cqe::KIND_SHIFT,
+        }
+        .encode();
+        let slot = regs::ring_offset(e.cq_tail, b.cq_log2) / 8;
+        for i in 0..4 {
+            let w = u64::from_ne_bytes(cqe[i * 8..i * 8 + 8].try_into().unwrap());
+            // SAFETY: Inside the CQ vector; the ring only reads it through its pointer.
+            unsafe { b.cq_ptr.add(slot + i).write_volatile(w) };
+        }
+        e.cq_tail = e.cq_tail.wrapping_add(1);
+    }
+
+    /// Event entries between completions, across the ring's wrap and the indices' wrap past
+    /// 2^32: counted, never handed over as completions, and `outstanding` unchanged by them;
+    /// CQ_HEAD covers them.
+    #[test]
+    fn event_entries_are_counted_not_completed() {
+        let mut b = Bench::new(2, 2, u32::MAX - 2);
+        for round in 0..6u64 {
+            b.push(round).unwrap();
+            b.ring.ring();
+            b.take();
+            post_event(&mut b, 1, 10 + round as u32, 0x7000 + round);
+            b.complete(0, 0);
+            post_event(&mut b, 9, 1, 0);
+            let got = b.poll();
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].wr_id, round);
+            assert_eq!(b.ring.outstanding(), 0);
+            let cq_tail = b.engine().cq_tail;
+            assert_eq!(b.engine().cq_head, cq_tail, "CQ_HEAD covers the events");
+        }
+        let ev = b.ring.take_events();
+        assert_eq!(
+            ev,
+            QueueEvents {
+                evictions: 6,
+                evicted_pages: (10..16).sum(),
+                last_evicted_addr: 0x7005,
+                unknown: 6,
+            }
+        );
+        assert_eq!(b.ring.take_events(), QueueEvents::default(), "taken: reset");
+        // An event alone: nothing to hand over, but it is consumed.
+        post_event(&mut b, 1, 3, 0x9000);
+        assert!(b.poll().is_empty());
+        assert_eq!(b.ring.take_events().evicted_pages, 3);
     }
 
     #[test]

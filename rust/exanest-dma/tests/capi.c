@@ -35,6 +35,7 @@ int main(void)
 	struct exanest_dma_queue_h *q;
 	struct exanest_dma_completion comp[2];
 	uint32_t cap, ctx, qerr;
+	struct exanest_dma_queue_events qev;
 	int r, fd;
 
 	r = exanest_dma_open_path("/nonexistent/exanest-dma9", &dev);
@@ -122,6 +123,12 @@ int main(void)
 	qerr = 77;
 	r = exanest_dma_queue_error(NULL, &qerr, NULL);
 	check(r == -EINVAL && qerr == 0, "queue_error on NULL: -EINVAL, zeroed", r);
+	memset(&qev, 0xff, sizeof(qev));
+	r = exanest_dma_queue_events(NULL, &qev);
+	check(r == -EINVAL && qev.evictions == 0 && qev.evicted_pages == 0 &&
+	      qev.last_evicted_addr == 0 && qev.unknown == 0, "queue_events on NULL: -EINVAL, zeroed",
+	      r);
+	check(sizeof(qev) == 32, "struct exanest_dma_queue_events is 32 bytes", (int)sizeof(qev));
 	exanest_dma_queue_destroy(NULL);
 
 	exanest_dma_close(dev);
