@@ -5,12 +5,12 @@
 
 use crate::exanest_core::{abi, regs as map};
 use crate::ffi;
-use crate::process::Process;
+use crate::process::{Inner, Process};
 use kernel::{
     fs::File,
     prelude::*,
-    sync::{poll::PollTable, CondVarTimeoutResult},
-    time::msecs_to_jiffies,
+    sync::{poll::PollTable, CondVarTimeoutResult, MutexGuard},
+    time::{msecs_to_jiffies, Jiffies},
 };
 
 impl Process {
@@ -86,13 +86,7 @@ impl Process {
         // Another process (a forked child) must not collect, or wait for, the opener's copies.
         self.check_caller()?;
         abi::check_wait(req)?;
-        let deadline_ms = if req.timeout_ns < 0 {
-            None
-        } else {
-            let ms = req.timeout_ns.unsigned_abs().div_ceil(1_000_000);
-            Some(u32::try_from(ms).unwrap_or(u32::MAX))
-        };
-        let mut jiffies = deadline_ms.map(msecs_to_jiffies);
+        let mut jiffies = Process::timeout_jiffies(req.timeout_ns);
         let mut g = self.inner.lock();
         loop {
             if let Some(r) = g.chans.reap(req.cookie)? {
@@ -101,19 +95,42 @@ impl Process {
             if g.dead {
                 return Err(ENODEV);
             }
-            match jiffies {
-                Some(0) => return Err(ETIMEDOUT),
-                Some(j) => match self.done.wait_interruptible_timeout(&mut g, j) {
-                    CondVarTimeoutResult::Timeout => jiffies = Some(0),
-                    CondVarTimeoutResult::Woken { jiffies: left } => jiffies = Some(left),
-                    CondVarTimeoutResult::Signal { .. } => return Err(ERESTARTSYS),
-                },
-                None => {
-                    if self.done.wait_interruptible(&mut g) {
-                        return Err(ERESTARTSYS);
-                    }
+            self.sleep_done(&mut g, &mut jiffies)?;
+        }
+    }
+
+    /// A wait's timeout in jiffies: `None` (no limit) for a negative `timeout_ns`.
+    pub(crate) fn timeout_jiffies(timeout_ns: i64) -> Option<Jiffies> {
+        if timeout_ns < 0 {
+            return None;
+        }
+        let ms = timeout_ns.unsigned_abs().div_ceil(1_000_000);
+        Some(msecs_to_jiffies(u32::try_from(ms).unwrap_or(u32::MAX)))
+    }
+
+    /// Sleep on `done` under `g` (released meanwhile) for what is left of `jiffies` (`None`: no
+    /// limit), which is updated: ETIMEDOUT once nothing is left, ERESTARTSYS on a signal. The
+    /// caller looks again at what it waits for after each return.
+    pub(crate) fn sleep_done(
+        &self,
+        g: &mut MutexGuard<'_, Inner>,
+        jiffies: &mut Option<Jiffies>,
+    ) -> Result {
+        match *jiffies {
+            Some(0) => Err(ETIMEDOUT),
+            Some(j) => match self.done.wait_interruptible_timeout(g, j) {
+                CondVarTimeoutResult::Timeout => {
+                    *jiffies = Some(0);
+                    Ok(())
                 }
-            }
+                CondVarTimeoutResult::Woken { jiffies: left } => {
+                    *jiffies = Some(left);
+                    Ok(())
+                }
+                CondVarTimeoutResult::Signal { .. } => Err(ERESTARTSYS),
+            },
+            None if self.done.wait_interruptible(g) => Err(ERESTARTSYS),
+            None => Ok(()),
         }
     }
 

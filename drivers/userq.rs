@@ -33,8 +33,6 @@ use kernel::{
     mm::virt::{flags as vm, VmaNew},
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
-    sync::CondVarTimeoutResult,
-    time::msecs_to_jiffies,
     uaccess::UserSlice,
 };
 
@@ -212,12 +210,7 @@ impl Process {
     pub(crate) fn queue_wait(&self, req: &abi::QueueWait) -> Result<abi::QueueWait> {
         self.check_caller()?;
         abi::check_queue_wait(req)?;
-        let mut jiffies = if req.timeout_ns < 0 {
-            None
-        } else {
-            let ms = req.timeout_ns.unsigned_abs().div_ceil(1_000_000);
-            Some(msecs_to_jiffies(u32::try_from(ms).unwrap_or(u32::MAX)))
-        };
+        let mut jiffies = Process::timeout_jiffies(req.timeout_ns);
         loop {
             let (seen, cq, log2) = {
                 let mut g = self.inner.lock();
@@ -254,19 +247,7 @@ impl Process {
                 // An event, an error or teardown since the look: look again.
                 _ => continue,
             }
-            match jiffies {
-                Some(0) => return Err(ETIMEDOUT),
-                Some(j) => match self.done.wait_interruptible_timeout(&mut g, j) {
-                    CondVarTimeoutResult::Timeout => jiffies = Some(0),
-                    CondVarTimeoutResult::Woken { jiffies: left } => jiffies = Some(left),
-                    CondVarTimeoutResult::Signal { .. } => return Err(ERESTARTSYS),
-                },
-                None => {
-                    if self.done.wait_interruptible(&mut g) {
-                        return Err(ERESTARTSYS);
-                    }
-                }
-            }
+            self.sleep_done(&mut g, &mut jiffies)?;
         }
     }
 
