@@ -8,10 +8,16 @@
 //! A process moves between contexts with its domain: the domain is detached from the old
 //! context's function and attached to the new one's, and keeps every mapping meanwhile (pinned
 //! pages, the on-demand mirror). Only an idle holder loses its context: nothing queued or
-//! running, checked under its `inner`, which its submissions take too.
+//! running, checked under its `inner`, which its submissions take too. A holder with a
+//! user-level queue (register map 2.2) is idle when the engine has nothing of its queue in
+//! flight and nothing posted it has not taken: its doorbell is zapped first, so that nothing
+//! rings meanwhile, the engine is asked, and the queue stops where it is (userq.rs). The
+//! process's next doorbell access faults, waits for a context like a copy does, and the queue
+//! goes on there, where it stopped.
 //!
 //! Everything here runs under `Instance::state` (device.rs), first in the lock order
-//! (process.rs); it takes a process's `inner` (and, to find the domain, `map`) beneath it.
+//! (process.rs); it takes a process's `inner` (and, to find the domain, `map`) beneath it, and
+//! zaps a doorbell with neither held.
 
 use crate::engine::{Context, Hw};
 use crate::exanest_core::ctxpool::{ContextPool, Grant};
@@ -114,6 +120,7 @@ impl Contexts {
         ctx.reset();
         dom.attach(ctx.dev.clone())?;
         let now = ffi::ktime_ns();
+        p.queue_return(&mut g, &ctx);
         g.bound = Some((ctx, now));
         drop(g);
         self.pool.bind(slot, id(p), now);
@@ -128,9 +135,34 @@ impl Contexts {
             self.pool.release(h);
             return true;
         };
+        // A queue's doorbell first, without `inner` (zapping calls the mm's notifiers), and only
+        // if the engine has nothing of the queue in flight now.
+        let queue = {
+            let g = v.inner.lock();
+            if !g.idle() {
+                return false;
+            }
+            match g.hw() {
+                Some(ctx) if g.queue.exists() && !g.dead => {
+                    if !ctx.queue_quiet() {
+                        return false;
+                    }
+                    true
+                }
+                _ => false,
+            }
+        };
+        if queue {
+            v.doorbell_park();
+        }
         let mut g = v.inner.lock();
-        if !g.idle() {
-            return false;
+        if let Some(ctx) = g.hw() {
+            // Rechecked with the doorbell stopped: the queue stops where it is, or the
+            // process keeps its context and its doorbell.
+            if !g.idle() || !v.queue_leave(&mut g, &ctx) {
+                v.doorbell_open(&ctx);
+                return false;
+            }
         }
         if let Some((ctx, _)) = g.bound.take() {
             ctx.reset();
@@ -159,10 +191,16 @@ impl Contexts {
         let mut queues = 0;
         for (c, f) in idle.iter_mut().enumerate().take(self.pool.contexts()) {
             if let Some(h) = self.pool.holder(c) {
-                // A holder that is not a process any more holds nothing worth keeping.
+                // A holder that is not a process any more holds nothing worth keeping. A queue
+                // counts as kept for good if its engine cannot move it (register map 2.1).
+                // A queue's idleness is the engine's to say (a first look: the doorbell may
+                // still ring; unbind_idle looks again with it stopped).
                 let (is_idle, queue) = self.find(h).map_or((true, false), |q| {
                     let g = q.inner.lock();
-                    (g.idle(), g.queue.exists() && !g.dead)
+                    let has = g.queue.exists() && !g.dead;
+                    let fixed = g.hw().is_some_and(|c| !c.can_move_queue());
+                    let quiet = !has || g.hw().is_none_or(|c| c.queue_quiet());
+                    (g.idle() && quiet, has && fixed)
                 });
                 if is_idle {
                     *f = Some(h);
@@ -170,8 +208,8 @@ impl Contexts {
                 queues += usize::from(queue && h != me);
             }
         }
-        // Every context is kept by a user-level queue until its file closes: waiting could
-        // last forever.
+        // Every context is kept by a user-level queue that cannot move until its file closes:
+        // waiting could last forever.
         if queues == self.pool.contexts() {
             self.pool.leave_queue(me);
             return Err(EBUSY);

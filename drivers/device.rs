@@ -348,6 +348,50 @@ pub(crate) unsafe extern "C" fn exanest_rust_poll(
 }
 ffi::check_callback!(ffi::raw::exanest_rust_poll, exanest_rust_poll);
 
+/// The doorbell's fault, called by the C shim's `vm_ops->fault` under the fault's lock: 0 once
+/// the page is mapped, -EAGAIN when the queue has no context (userq.rs).
+///
+/// # Safety
+///
+/// `file` is the open exanest file a doorbell VMA maps (private data as for
+/// [`exanest_rust_poll`]), and `vmf` the fault being handled in that VMA.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn exanest_rust_doorbell_fault(
+    file: *mut bindings::file,
+    vmf: *mut bindings::vm_fault,
+) -> kernel::ffi::c_int {
+    // SAFETY: Per the contract: the VMA holds the file, so the `Arc<OpenFile>` lives.
+    let p: ArcBorrow<'_, OpenFile> = unsafe { <Arc<OpenFile>>::borrow((*file).private_data) };
+    p.process
+        .doorbell_fault(vmf)
+        .map_or_else(|e| e.to_errno(), |()| 0)
+}
+ffi::check_callback!(
+    ffi::raw::exanest_rust_doorbell_fault,
+    exanest_rust_doorbell_fault
+);
+
+/// The doorbell's fault found the queue without a context: wait for one, with no lock held
+/// (the shim dropped the fault's lock). Its errno; the retried fault shows the outcome.
+///
+/// # Safety
+///
+/// `file` is an open exanest file, pinned by the caller for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn exanest_rust_doorbell_wait(
+    file: *mut bindings::file,
+) -> kernel::ffi::c_int {
+    // SAFETY: Per the contract.
+    let p: ArcBorrow<'_, OpenFile> = unsafe { <Arc<OpenFile>>::borrow((*file).private_data) };
+    p.inst
+        .acquire(&p.process)
+        .map_or_else(|e| e.to_errno(), |()| 0)
+}
+ffi::check_callback!(
+    ffi::raw::exanest_rust_doorbell_wait,
+    exanest_rust_doorbell_wait
+);
+
 /// What both front-ends keep for an engine besides its interrupt: the misc device and the
 /// debugfs views.
 #[pin_data]

@@ -228,6 +228,16 @@ impl Context {
     /// Configure and enable the context's user-level queue: rings at IOVAs `sq` and `cq`,
     /// `cfg` a [`map::q_cfg::encode`] value. Its state after the enable edge.
     pub(crate) fn queue_enable(&self, sq: u64, cq: u64, cfg: u32) -> Result<map::QStatus> {
+        self.queue_program(sq, cq, cfg)?;
+        self.engine.regs.write(
+            hw::Q_CTRL::try_at(self.ctx()).ok_or(EINVAL)?,
+            hw::Q_CTRL::zeroed().with_enable(true),
+        )?;
+        Ok(self.queue_status()?.0)
+    }
+
+    /// Write the queue's ring bases and `cfg`, taken at the next enable.
+    fn queue_program(&self, sq: u64, cq: u64, cfg: u32) -> Result {
         let c = self.ctx();
         let r = &self.engine.regs;
         let (slo, shi) = map::split64(sq);
@@ -251,10 +261,96 @@ impl Context {
         r.write(
             hw::Q_CFG::try_at(c).ok_or(EINVAL)?,
             hw::Q_CFG::from_raw(cfg),
+        )
+    }
+
+    /// Whether the engine can move a user-level queue between contexts (register map 2.2):
+    /// a queue holder's context may then be taken while its queue is idle.
+    pub(crate) fn can_move_queue(&self) -> bool {
+        self.has_queue() && self.engine.version.minor().get() >= 2
+    }
+
+    /// The queue's indices and whether its CQ event is armed.
+    fn queue_indices(&self, st: &map::QStatus) -> Result<map::QueueIndices> {
+        let c = self.ctx();
+        let r = &self.engine.regs;
+        Ok(map::QueueIndices {
+            sq_tail: r
+                .read(hw::Q_SQ_TAIL::try_at(c).ok_or(EINVAL)?)?
+                .value()
+                .get(),
+            sq_head: r
+                .read(hw::Q_SQ_HEAD::try_at(c).ok_or(EINVAL)?)?
+                .value()
+                .get(),
+            cq_head: r
+                .read(hw::Q_CQ_HEAD::try_at(c).ok_or(EINVAL)?)?
+                .value()
+                .get(),
+            cq_tail: r
+                .read(hw::Q_CQ_TAIL::try_at(c).ok_or(EINVAL)?)?
+                .value()
+                .get(),
+            armed: st.armed,
+        })
+    }
+
+    /// Whether the context's queue may move now ([`map::QueueIndices::movable`]), as a first
+    /// look: the doorbell may still ring.
+    pub(crate) fn queue_quiet(&self) -> bool {
+        let Ok((st, _)) = self.queue_status() else {
+            return false;
+        };
+        self.queue_indices(&st).is_ok_and(|idx| idx.movable(&st))
+    }
+
+    /// Stop the context's queue if it may move ([`map::QueueIndices::movable`]) and return
+    /// where it was; `None` (and the queue runs on) if it may not. The caller has made sure no
+    /// doorbell of the queue can ring meanwhile (its mapping is zapped), so nothing starts
+    /// between the look and the stop.
+    pub(crate) fn queue_park(&self) -> Result<Option<map::QueueIndices>> {
+        let c = self.ctx();
+        let r = &self.engine.regs;
+        let st = map::QStatus::decode(r.read(hw::Q_STATUS::try_at(c).ok_or(EINVAL)?)?.into_raw());
+        let idx = self.queue_indices(&st)?;
+        if !idx.movable(&st) {
+            return Ok(None);
+        }
+        r.write(hw::Q_CTRL::try_at(c).ok_or(EINVAL)?, hw::Q_CTRL::zeroed())?;
+        Ok(Some(idx))
+    }
+
+    /// Enable the queue parked by [`Context::queue_park`] on this context, with the same rings
+    /// and `cfg`, where it was. Its state after the enable edge.
+    pub(crate) fn queue_restore(
+        &self,
+        sq: u64,
+        cq: u64,
+        cfg: u32,
+        idx: &map::QueueIndices,
+    ) -> Result<map::QStatus> {
+        let c = self.ctx();
+        let r = &self.engine.regs;
+        self.queue_program(sq, cq, cfg)?;
+        r.write(
+            hw::Q_SQ_TAIL::try_at(c).ok_or(EINVAL)?,
+            hw::Q_SQ_TAIL::zeroed().with_value(idx.sq_tail),
+        )?;
+        r.write(
+            hw::Q_SQ_HEAD::try_at(c).ok_or(EINVAL)?,
+            hw::Q_SQ_HEAD::zeroed().with_value(idx.sq_head),
+        )?;
+        r.write(
+            hw::Q_CQ_HEAD::try_at(c).ok_or(EINVAL)?,
+            hw::Q_CQ_HEAD::zeroed().with_value(idx.cq_head),
+        )?;
+        r.write(
+            hw::Q_CQ_TAIL::try_at(c).ok_or(EINVAL)?,
+            hw::Q_CQ_TAIL::zeroed().with_value(idx.cq_tail),
         )?;
         r.write(
             hw::Q_CTRL::try_at(c).ok_or(EINVAL)?,
-            hw::Q_CTRL::zeroed().with_enable(true),
+            hw::Q_CTRL::from_raw(idx.restore_ctrl()),
         )?;
         Ok(self.queue_status()?.0)
     }

@@ -17,6 +17,7 @@
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/file.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 
@@ -338,18 +339,65 @@ void exanest_shim_disable_sriov(struct pci_dev *pf)
 }
 
 /*
- * Map a context's doorbell page (its VF's 4 KiB BAR0, at phys) into a new VMA of exactly one
- * page: device memory, uncached, as ioremap() maps it for the kernel. io_remap_pfn_range() is a
- * static inline the Rust bindings do not reach; it marks the VMA VM_IO | VM_PFNMAP |
- * VM_DONTEXPAND | VM_DONTDUMP.
+ * The doorbell page (a context's VF BAR0) is mapped at fault time, never at mmap: its context
+ * can be taken from the process while it is idle (contexts.rs), which zaps the mapping, and the
+ * next access faults it back. The fault asks Rust for the page under the fault's lock
+ * (mmap or VMA lock). When the queue has no context, waiting for one must not hold that lock:
+ * taking a context takes the driver's locks, under which pinning takes the mmap lock. So the
+ * lock is dropped (the file pinned meanwhile), the wait runs, and the access is retried.
  */
-int exanest_shim_map_doorbell(struct vm_area_struct *vma, phys_addr_t phys)
+static vm_fault_t exanest_doorbell_fault(struct vm_fault *vmf)
 {
-	if (vma->vm_end - vma->vm_start != PAGE_SIZE || !PAGE_ALIGNED(phys))
+	struct file *file = vmf->vma->vm_file;
+	int err = exanest_rust_doorbell_fault(file, vmf);
+
+	if (!err)
+		return VM_FAULT_NOPAGE;
+	if (err == -ENOMEM)
+		return VM_FAULT_OOM;
+	if (err != -EAGAIN)
+		return VM_FAULT_SIGBUS;
+	/* A user access may retry; anything else (no GUP reaches a VM_IO page) may not. */
+	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY) ||
+	    (vmf->flags & FAULT_FLAG_RETRY_NOWAIT))
+		return VM_FAULT_SIGBUS;
+	get_file(file);
+	release_fault_lock(vmf);
+	/* Its result shows at the retry: the page, SIGBUS, or (on a signal) the signal first. */
+	exanest_rust_doorbell_wait(file);
+	fput(file);
+	return VM_FAULT_RETRY;
+}
+
+static const struct vm_operations_struct exanest_doorbell_ops = {
+	.fault = exanest_doorbell_fault,
+};
+
+/*
+ * Set up a new VMA of exactly one page for a context's doorbell: device memory, uncached, as
+ * ioremap() maps it for the kernel, VM_IO | VM_PFNMAP, filled by exanest_doorbell_fault().
+ */
+int exanest_shim_map_doorbell(struct vm_area_struct *vma)
+{
+	if (vma->vm_end - vma->vm_start != PAGE_SIZE)
 		return -EINVAL;
 	vma->vm_page_prot = pgprot_device(vma->vm_page_prot);
-	return io_remap_pfn_range(vma, vma->vm_start, PHYS_PFN(phys), PAGE_SIZE,
-				  vma->vm_page_prot);
+	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_ops = &exanest_doorbell_ops;
+	return 0;
+}
+
+/* Map the doorbell page at @phys where @vmf faulted: 0, -ENOMEM, or -EFAULT. */
+int exanest_shim_insert_doorbell(struct vm_fault *vmf, phys_addr_t phys)
+{
+	vm_fault_t ret;
+
+	if (!PAGE_ALIGNED(phys))
+		return -EFAULT;
+	ret = vmf_insert_pfn(vmf->vma, vmf->address & PAGE_MASK, PHYS_PFN(phys));
+	if (ret == VM_FAULT_NOPAGE)
+		return 0;
+	return ret == VM_FAULT_OOM ? -ENOMEM : -EFAULT;
 }
 
 /*

@@ -20,6 +20,7 @@ struct pci_dev;
 struct poll_table_struct;
 struct address_space;
 struct vm_area_struct;
+struct vm_fault;
 
 /* EPOLLIN | EPOLLRDNORM and EPOLLERR | EPOLLHUP (bindgen cannot expand the __force casts). */
 extern const __poll_t exanest_shim_pollin;
@@ -52,7 +53,8 @@ void exanest_shim_thread_free(struct exanest_thread *t);
 bool exanest_shim_memcg_enter(struct mm_struct *mm, void **old);
 void exanest_shim_disable_sriov(struct pci_dev *pf);
 void exanest_shim_memcg_exit(void *old);
-int exanest_shim_map_doorbell(struct vm_area_struct *vma, phys_addr_t phys);
+int exanest_shim_map_doorbell(struct vm_area_struct *vma);
+int exanest_shim_insert_doorbell(struct vm_fault *vmf, phys_addr_t phys);
 void exanest_shim_vf_memory_on(struct pci_dev *vf);
 struct address_space *exanest_shim_vma_mapping(struct vm_area_struct *vma);
 void exanest_shim_zap(struct address_space *mapping, u64 offset);
@@ -63,5 +65,7 @@ bool exanest_rust_invalidate(void *token, struct mmu_interval_notifier *mni,
 			     unsigned long start, unsigned long end, bool blockable,
 			     unsigned long cur_seq);
 void exanest_rust_fault_work(void *token);
+int exanest_rust_doorbell_fault(struct file *file, struct vm_fault *vmf);
+int exanest_rust_doorbell_wait(struct file *file);
 
 #endif /* EXANEST_SHIM_H */

@@ -253,7 +253,7 @@ impl Process {
             });
             let (evicted, victim) = (m.budget.evicted_pages - evicted, m.budget.last_victim);
             drop(m);
-            self.queue_evicted(&g, evicted, victim);
+            self.queue_evicted(&mut g, evicted, victim);
             g.chans.latency.fault_in.record(fault_in_us);
             match res {
                 Ok(Some(n)) => {

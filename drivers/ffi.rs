@@ -362,13 +362,26 @@ pub(crate) unsafe fn disable_sriov(pf: *mut bindings::pci_dev) {
     unsafe { raw::exanest_shim_disable_sriov(pf) }
 }
 
-/// Map the doorbell page at `phys` (a context's VF BAR0, one page) into `vma`, uncached device
-/// memory. EINVAL unless the VMA is exactly one page.
-pub(crate) fn map_doorbell(vma: &kernel::mm::virt::VmaNew, phys: u64) -> Result {
+/// Set up `vma` (exactly one page, else EINVAL) as a doorbell: uncached device memory, mapped
+/// page by page by the doorbell's fault handler (the shim's, which calls the process's
+/// `doorbell_fault`, userq.rs).
+pub(crate) fn map_doorbell(vma: &kernel::mm::virt::VmaNew) -> Result {
     // SAFETY: `vma` is the VMA being set up by this mmap call (the mmap lock is held for write
-    // by the caller of `f_op->mmap`), and `phys` is a page of a BAR the PCI core assigned to one
-    // of the engine's VFs, enabled for as long as the engine is bound.
-    kernel::error::to_result(unsafe { raw::exanest_shim_map_doorbell(vma.as_ptr(), phys) })
+    // by the caller of `f_op->mmap`); its file is an exanest file, whose private data the fault
+    // handler's callbacks expect.
+    kernel::error::to_result(unsafe { raw::exanest_shim_map_doorbell(vma.as_ptr()) })
+}
+
+/// Map the doorbell page at `phys` where `vmf` faulted. ENOMEM, or EFAULT if the page cannot
+/// be mapped.
+///
+/// # Safety
+///
+/// `vmf` is the fault being handled (its lock held), in a VMA set up by [`map_doorbell`], and
+/// `phys` the doorbell page of a context the VMA's process holds while the mapping stays.
+pub(crate) unsafe fn insert_doorbell(vmf: *mut bindings::vm_fault, phys: u64) -> Result {
+    // SAFETY: Per the contract.
+    kernel::error::to_result(unsafe { raw::exanest_shim_insert_doorbell(vmf, phys) })
 }
 
 /// Turn on memory decoding of a VF (its BAR: the context's doorbell page).

@@ -14,14 +14,19 @@
 //!    and whether the device is gone.
 //! 2. [`Process::inner`]: regions, pinned pages, notifiers, the channels and their counters,
 //!    the user-level queue.
-//! 3. [`Process::map`]: the domain and the on-demand mirror. The MMU notifier callback takes it
+//! 3. [`Process::doorbell_lock`]: the doorbell page's state against its mappings (userq.rs).
+//!    The doorbell's fault handler takes it under the mmap lock (or the VMA's lock) and maps the
+//!    page under it, which may allocate page tables, so reclaim may run under it.
+//! 4. [`Process::map`]: the domain and the on-demand mirror. The MMU notifier callback takes it
 //!    (odp.rs), from reclaim among other places, so nothing under it allocates with reclaim.
 //!
 //! No driver lock is held across a fault-in (HMM or pinning), which takes the mmap lock and may
 //! sleep as long as the mm's fault handler wants; what was looked up before it is looked up
 //! again after it. The MMU notifier of a region is removed (which waits for its callbacks) with
 //! neither `inner` nor `map` held, and so is the fault thread stopped (which waits for its work
-//! to give up). The interrupt thread takes `Instance::state` only to find the owner, then
+//! to give up). A doorbell fault that must wait for a context drops the mmap lock before it
+//! takes `Instance::state`; a doorbell's mappings are zapped (which calls the mm's notifiers)
+//! under `Instance::state` alone. The interrupt thread takes `Instance::state` only to find the owner, then
 //! releases it before taking `inner`. The IOMMU fault handler takes no lock
 //! ([`Process::claims`] is lock-free).
 
@@ -101,10 +106,13 @@ impl Inner {
         self.bound.as_ref().map(|(c, _)| c.clone())
     }
 
-    /// Whether the process may give its context up: no copy queued or running (so none waits
-    /// on a fault either), and no user-level queue, which keeps its context (contexts.rs).
+    /// Whether the process may give its context up, as far as the driver knows: no copy queued
+    /// or running (so none waits on a fault either), and no user-level queue being created nor
+    /// one that cannot move (register map 2.1). Whether a queue is idle is the engine's to say
+    /// (contexts.rs asks it before it takes the context).
     pub(crate) fn idle(&self) -> bool {
-        self.dead || (self.chans.sched.in_flight() == 0 && !self.queue.exists())
+        let movable = self.bound.as_ref().is_none_or(|(c, _)| c.can_move_queue());
+        self.dead || (self.chans.sched.in_flight() == 0 && self.queue.may_move(movable))
     }
 
     /// The channels, and what gives back the regions of a copy that ends: the callback that
@@ -152,6 +160,11 @@ pub(crate) struct Process {
     /// The address space the doorbell was mapped through (the device inode's), for zapping it
     /// at unbind; null until mapped.
     pub(crate) doorbell_map: AtomicPtr<bindings::address_space>,
+    /// Held while `doorbell` changes away from a context's page and while the doorbell's fault
+    /// maps that page, so that no mapping of a context's page outlives the queue's hold on it
+    /// (userq.rs).
+    #[pin]
+    pub(crate) doorbell_lock: Mutex<()>,
     /// The ranges the IOMMU fault handler claims faults in ([`Inner::publish_claims`]).
     pub(crate) claims: ClaimTable<MAX_REGIONS>,
     /// The fault thread, which runs the fault worker (fault.rs). Last: started once every
@@ -203,6 +216,7 @@ impl Process {
                 doorbell: AtomicU64::new(0),
                 doorbell_off: AtomicU64::new(0),
                 doorbell_map: AtomicPtr::new(core::ptr::null_mut()),
+                doorbell_lock <- new_mutex!((), "Process::doorbell_lock"),
                 claims: ClaimTable::new(),
                 // SAFETY: `this` is where the process is being initialised; the thread only uses
                 // it when kicked, which needs a complete process (its domain, or a copy), and

@@ -47,9 +47,19 @@ pub(crate) struct UserQueue {
     /// The rings' pin regions, held by the queue (DEREG is EBUSY).
     pub(crate) sq_handle: u32,
     pub(crate) cq_handle: u32,
+    /// The send ring's address.
+    pub(crate) sq: u64,
     /// The completion ring.
     pub(crate) cq: Range,
     pub(crate) cq_log2: u32,
+    /// The Q_CFG value the queue was enabled with.
+    pub(crate) cfg: u32,
+    /// Where the queue stopped when its context was taken (register map 2.2); `None` while it
+    /// runs on the process's context.
+    pub(crate) parked: Option<map::QueueIndices>,
+    /// Pages the budget evicted while the queue had no context, and the last run's address:
+    /// their event is posted when it has one again.
+    pub(crate) evicted: (u64, u64),
     /// The queue's channels (bit n: channel n).
     pub(crate) mask: u32,
     /// The queue stopped: (`EXANEST_DMA_QERR_*`, the address).
@@ -69,12 +79,21 @@ pub(crate) struct UserQueue {
 
 impl UserQueue {
     /// A queue enabled with these rings and channels.
-    pub(crate) fn new(sq_handle: u32, cq_handle: u32, cq: Range, cq_log2: u32, mask: u32) -> Self {
+    pub(crate) fn new(
+        (sq_handle, cq_handle): (u32, u32),
+        v: &abi::ValidQueue,
+        cfg: u32,
+        mask: u32,
+    ) -> Self {
         UserQueue {
             sq_handle,
             cq_handle,
-            cq,
-            cq_log2,
+            sq: v.sq.start,
+            cq: v.cq,
+            cq_log2: v.cq_log2,
+            cfg,
+            parked: None,
+            evicted: (0, 0),
             mask,
             error: None,
             events: 0,
@@ -159,9 +178,19 @@ impl UserQueue {
 }
 
 impl QueueState {
-    /// Whether the process has, or is creating, a queue: it keeps its context.
+    /// Whether the process has, or is creating, a queue.
     pub(crate) fn exists(&self) -> bool {
         !matches!(self, QueueState::None)
+    }
+
+    /// Whether the queue lets its context go, if the engine is idle for it: no queue, or a
+    /// ready one on an engine that can move queues (`movable`); not while it is being created.
+    pub(crate) fn may_move(&self, movable: bool) -> bool {
+        match self {
+            QueueState::None => true,
+            QueueState::Creating => false,
+            QueueState::Ready(_) => movable,
+        }
     }
 
     /// The engine interrupted the process's context with `pending` (`CTX_IRQ_STATUS`): count

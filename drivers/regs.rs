@@ -152,6 +152,8 @@ register! {
     /// 2.1: queue enable.
     pub(crate) Q_CTRL(u32)[NCTX, stride = CTX_STRIDE] @ 0x1024 {
         0:0 enable => bool;
+        1:1 restore => bool;
+        2:2 arm => bool;
     }
 
     /// 2.1: queue state and error.
@@ -159,6 +161,8 @@ register! {
         0:0 enabled => bool;
         1:1 error => bool;
         2:2 evt_lost => bool;
+        3:3 busy => bool;
+        4:4 armed => bool;
         15:8 code;
     }
 
@@ -185,6 +189,26 @@ register! {
 
     /// 2.1: the next event entry's `wr_id`, high half.
     pub(crate) EVT_ARG_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x103c {
+        31:0 value;
+    }
+
+    /// 2.2: the queue's SQ producer index (set while the queue is disabled).
+    pub(crate) Q_SQ_TAIL(u32)[NCTX, stride = CTX_STRIDE] @ 0x1040 {
+        31:0 value;
+    }
+
+    /// 2.2: the queue's SQ consumer index.
+    pub(crate) Q_SQ_HEAD(u32)[NCTX, stride = CTX_STRIDE] @ 0x1044 {
+        31:0 value;
+    }
+
+    /// 2.2: the queue's CQ consumer index.
+    pub(crate) Q_CQ_HEAD(u32)[NCTX, stride = CTX_STRIDE] @ 0x1048 {
+        31:0 value;
+    }
+
+    /// 2.2: the queue's CQ producer index.
+    pub(crate) Q_CQ_TAIL(u32)[NCTX, stride = CTX_STRIDE] @ 0x104c {
         31:0 value;
     }
 
@@ -301,6 +325,10 @@ mod tests {
             assert_eq!(off(EVT_POST::at(c)), at(ctx::EVT_POST));
             assert_eq!(off(EVT_ARG_LO::at(c)), at(ctx::EVT_ARG_LO));
             assert_eq!(off(EVT_ARG_HI::at(c)), at(ctx::EVT_ARG_HI));
+            assert_eq!(off(Q_SQ_TAIL::at(c)), at(ctx::Q_SQ_TAIL));
+            assert_eq!(off(Q_SQ_HEAD::at(c)), at(ctx::Q_SQ_HEAD));
+            assert_eq!(off(Q_CQ_HEAD::at(c)), at(ctx::Q_CQ_HEAD));
+            assert_eq!(off(Q_CQ_TAIL::at(c)), at(ctx::Q_CQ_TAIL));
         }
         assert!(CTX_STATUS::try_at(NCTX).is_none());
         for (c, k) in [
@@ -375,11 +403,20 @@ mod tests {
             enabled: true,
             error: true,
             evt_lost: false,
+            busy: true,
+            armed: false,
             code: regs::QueueError::CqWrite,
         }
         .encode();
         let qs = Q_STATUS::from_raw(raw);
-        assert!(qs.enabled() && qs.error());
+        assert!(qs.enabled() && qs.error() && qs.busy() && !qs.armed());
+        assert!(Q_STATUS::from_raw(regs::QStatus::ARMED).armed());
+        let idx = regs::QueueIndices {
+            armed: true,
+            ..Default::default()
+        };
+        let c = Q_CTRL::from_raw(idx.restore_ctrl());
+        assert!(c.enable() && c.restore() && c.arm());
         assert_eq!(qs.code().get(), 3);
         let e = EVT_POST::from_raw(regs::evt_post::encode(1, 0x1_2345_6789));
         assert_eq!((e.kind().get(), e.count().get()), (1, 0xff_ffff));

@@ -35,7 +35,7 @@ impl Process {
         self.check_caller()?;
         let max = crate::module_parameters::max_budget_pages.value();
         let new = abi::check_budget(req, max)?;
-        let inner = self.inner.lock();
+        let mut inner = self.inner.lock();
         if inner.dead {
             return Err(ENODEV);
         }
@@ -57,7 +57,7 @@ impl Process {
         };
         let victim = ms.budget.last_victim;
         drop(g);
-        self.queue_evicted(&inner, out.evicted_pages - before, victim);
+        self.queue_evicted(&mut inner, out.evicted_pages - before, victim);
         Ok(out)
     }
 

@@ -30,6 +30,7 @@ use crate::process::Process;
 use crate::queue::{QueueState, UserQueue};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
+    bindings,
     mm::virt::{flags as vm, VmaNew},
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
@@ -41,6 +42,9 @@ pub(crate) const ANY_REGION: u32 = 0;
 /// The next doorbell's mmap offset, in pages: unique among the files of every engine, so that
 /// zapping one file's doorbell through the device inode's mapping zaps no other.
 static NEXT_DOORBELL: AtomicU64 = AtomicU64::new(1);
+/// [`Process::doorbell`] while the queue has no context: the doorbell's next fault waits for
+/// one. (0: no queue, or gone; otherwise the page of the context the queue runs on.)
+pub(crate) const DOORBELL_PARKED: u64 = 1;
 
 impl Process {
     /// EXANEST_DMA_IOC_QUEUE_CREATE, with the process holding a context (device.rs).
@@ -125,7 +129,11 @@ impl Process {
                 return Err(e);
             }
         };
-        let q = UserQueue::new(sq_handle, cq_handle, v.cq, v.cq_log2, mask);
+        let Some(cfg) = map::q_cfg::encode(v.sq_log2, v.cq_log2, mask as u8) else {
+            self.queue_drop_rings(&[sq_handle, cq_handle]);
+            return Err(EINVAL);
+        };
+        let q = UserQueue::new((sq_handle, cq_handle), v, cfg, mask);
         let q = match KBox::new(q, GFP_KERNEL) {
             Ok(q) => q,
             Err(e) => {
@@ -149,7 +157,6 @@ impl Process {
             if g.dead {
                 return Err(ENODEV);
             }
-            let cfg = map::q_cfg::encode(v.sq_log2, v.cq_log2, mask as u8).ok_or(EINVAL)?;
             let st = ctx.queue_enable(v.sq.start, v.cq.start, cfg)?;
             if !st.enabled || st.error {
                 return Err(EIO);
@@ -177,8 +184,9 @@ impl Process {
     /// process that opened the file (EPERM otherwise), once its queue exists (ENXIO before, and
     /// after the device is gone). Not inherited by fork.
     ///
-    /// The doorbell's mappings are zapped when the device goes ([`Process::zap_doorbell`]); a
-    /// later access gets SIGBUS.
+    /// Nothing is mapped yet: the doorbell's fault maps the page of the context the queue runs
+    /// on ([`Process::doorbell_fault`]). The mappings are zapped when the context is taken
+    /// (the next access faults it back) and when the device goes (a later access gets SIGBUS).
     pub(crate) fn mmap_doorbell(&self, vma: &VmaNew) -> Result {
         self.check_caller()?;
         // SAFETY: `vma` is the VMA of this mmap call, alive and set up under the mmap lock
@@ -202,7 +210,98 @@ impl Process {
         vma.set_dontexpand();
         vma.set_dontdump();
         vma.set_io();
-        ffi::map_doorbell(vma, phys)
+        ffi::map_doorbell(vma)
+    }
+
+    /// The doorbell page's fault, under the fault's mmap or VMA lock (so no `inner`): map the
+    /// page of the context the queue runs on. EAGAIN when the queue has no context (the C shim
+    /// then waits for one with [`Process::doorbell_wait`], without the lock, and has the access
+    /// retried); ENXIO when the queue or the device is gone (SIGBUS).
+    pub(crate) fn doorbell_fault(&self, vmf: *mut bindings::vm_fault) -> Result {
+        let _g = self.doorbell_lock.lock();
+        match self.doorbell.load(Ordering::Acquire) {
+            0 => Err(ENXIO),
+            DOORBELL_PARKED => Err(EAGAIN),
+            // SAFETY: `vmf` is the fault being handled, its VMA the doorbell's (the shim's
+            // contract), and `doorbell_lock` keeps `phys` the page of the context the queue
+            // holds until the mapping is in place.
+            phys => unsafe { ffi::insert_doorbell(vmf, phys) },
+        }
+    }
+
+    /// contexts.rs is about to take the process's context (idle, as far as the driver knows),
+    /// with `Instance::state` held and not `inner`: stop the doorbell, so that nothing rings it
+    /// while the engine is asked whether the queue may move. The next access faults.
+    pub(crate) fn doorbell_park(&self) {
+        {
+            let _g = self.doorbell_lock.lock();
+            if self.doorbell.load(Ordering::Acquire) <= DOORBELL_PARKED {
+                return;
+            }
+            self.doorbell.store(DOORBELL_PARKED, Ordering::Release);
+        }
+        self.zap_doorbell();
+    }
+
+    /// The queue runs on `ctx` (again): the doorbell's next fault maps its page.
+    pub(crate) fn doorbell_open(&self, ctx: &Context) {
+        let _g = self.doorbell_lock.lock();
+        if self.doorbell.load(Ordering::Acquire) == DOORBELL_PARKED {
+            self.doorbell
+                .store(ctx.doorbell.unwrap_or(0), Ordering::Release);
+        }
+    }
+
+    /// contexts.rs takes `ctx` from the process, whose doorbell is parked: stop the queue
+    /// where it is, if the engine says it may move (nothing in flight, nothing posted and not
+    /// taken). Returns whether the context may go; if not, the caller opens the doorbell again.
+    pub(crate) fn queue_leave(&self, inner: &mut crate::process::Inner, ctx: &Context) -> bool {
+        let QueueState::Ready(q) = &mut inner.queue else {
+            return !inner.queue.exists();
+        };
+        if !ctx.can_move_queue() {
+            return false;
+        }
+        // An error the interrupt has not told yet: the reset that follows clears it.
+        if let Ok((st, addr)) = ctx.queue_status() {
+            if st.error && q.error.is_none() {
+                q.error = Some((u32::from(st.code.field()), addr));
+                q.events += 1;
+            }
+        }
+        match ctx.queue_park() {
+            Ok(Some(idx)) => {
+                q.parked = Some(idx);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The process got context `ctx` (contexts.rs, with `inner` held and the domain attached):
+    /// its parked queue runs there again, where it stopped, and the doorbell maps its page.
+    pub(crate) fn queue_return(&self, inner: &mut crate::process::Inner, ctx: &Context) {
+        let QueueState::Ready(q) = &mut inner.queue else {
+            return;
+        };
+        if let Some(idx) = q.parked.take() {
+            if q.error.is_none() {
+                match ctx.queue_restore(q.sq, q.cq.start, q.cfg, &idx) {
+                    Ok(st) if st.enabled && !st.error => {}
+                    r => {
+                        let code = r.map_or(0, |st| u32::from(st.code.field()));
+                        q.error = Some((code, 0));
+                        q.events += 1;
+                        self.done.notify_all();
+                    }
+                }
+            }
+            let (pages, addr) = core::mem::take(&mut q.evicted);
+            if pages != 0 && q.error.is_none() {
+                let _ = ctx.post_event(abi::EVENT_EVICTED, pages, addr);
+            }
+        }
+        self.doorbell_open(ctx);
     }
 
     /// EXANEST_DMA_IOC_QUEUE_WAIT: until the completion of index `cq_head` is in the CQ, the
@@ -266,13 +365,21 @@ impl Process {
 
     /// The translation budget evicted `pages` pages, the last run at `addr`: tell the process
     /// on its queue's CQ (the upcall), if it has one. Called with `inner` held.
-    pub(crate) fn queue_evicted(&self, inner: &crate::process::Inner, pages: u64, addr: u64) {
-        if pages == 0 || !matches!(inner.queue, QueueState::Ready(_)) || inner.dead {
+    pub(crate) fn queue_evicted(&self, inner: &mut crate::process::Inner, pages: u64, addr: u64) {
+        if pages == 0 || inner.dead {
             return;
         }
-        if let Some(ctx) = inner.hw() {
+        let ctx = inner.hw();
+        let QueueState::Ready(q) = &mut inner.queue else {
+            return;
+        };
+        match ctx {
             // A lost event (CQ full) stays counted in BUDGET and COUNTERS.
-            let _ = ctx.post_event(abi::EVENT_EVICTED, pages, addr);
+            Some(ctx) if q.parked.is_none() => {
+                let _ = ctx.post_event(abi::EVENT_EVICTED, pages, addr);
+            }
+            // Posted when the queue has a context again.
+            _ => q.evicted = (q.evicted.0.saturating_add(pages), addr),
         }
     }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /*
- * ExaNeSt PLDMA register map, version 2.1.
+ * ExaNeSt PLDMA register map, version 2.2.
  *
  * The contract between the driver, the QEMU engine model and a future FPGA
  * implementation on the QFDB. Documentation/pldma-registers.rst explains
@@ -20,7 +20,10 @@
  *
  * 2.1 adds user-level queues (one send queue and one completion queue per
  * context, rings in the context's address space); nothing of 2.0 changes
- * meaning.
+ * meaning. 2.2 lets the kernel move a queue between contexts: the PF reads
+ * and sets a queue's indices, re-enables it where they were (Q_CTRL
+ * RESTORE, ARM) and sees whether a transfer is in flight (Q_STATUS BUSY,
+ * ARMED); nothing of 2.1 changes meaning.
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
  */
@@ -58,7 +61,7 @@
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     1
+#define PLDMA_VERSION_MINOR     2
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */
@@ -100,6 +103,16 @@
 /* 2.1, RW: the event entry's wr_id */
 #define PLDMA_CTX_EVT_ARG_LO    0x038
 #define PLDMA_CTX_EVT_ARG_HI    0x03c
+/*
+ * 2.2, the queue's free-running indices, as the VF page has them. RW while
+ * the queue is disabled (ENABLE with RESTORE starts from them), RO (writes
+ * ignored) while it is enabled; disabling keeps them, QUIESCE and RESET
+ * zero them.
+ */
+#define PLDMA_CTX_Q_SQ_TAIL     0x040
+#define PLDMA_CTX_Q_SQ_HEAD     0x044
+#define PLDMA_CTX_Q_CQ_HEAD     0x048
+#define PLDMA_CTX_Q_CQ_TAIL     0x04c
 
 /* CTX_IRQ_STATUS: bits 7:0 channel n raised its interrupt */
 #define PLDMA_CTX_IRQ_CHANNELS  0x000000ffu
@@ -220,6 +233,14 @@
 /* Q_CTRL (2.1) */
 /* 0 -> 1: latch bases and Q_CFG, indices to 0; 1 -> 0: stop the queue */
 #define PLDMA_Q_CTRL_ENABLE     (1u << 0)
+/*
+ * 2.2, with ENABLE 0 -> 1: keep the indices (CTX_Q_SQ_TAIL..CQ_TAIL) instead
+ * of zeroing them, and take the descriptors posted between them; indices
+ * more than a ring apart put the queue in error (BAD_RING). Reads as 0.
+ */
+#define PLDMA_Q_CTRL_RESTORE    (1u << 1)
+/* 2.2, with ENABLE: arm the CQ event, as VF CQ_ARM does. Reads as 0. */
+#define PLDMA_Q_CTRL_ARM        (1u << 2)
 
 /* Q_STATUS (2.1) */
 #define PLDMA_Q_STATUS_ENABLED  (1u << 0)
@@ -227,6 +248,10 @@
 #define PLDMA_Q_STATUS_ERROR    (1u << 1)
 /* an event found no room in the CQ and was dropped (until the next enable) */
 #define PLDMA_Q_STATUS_EVT_LOST (1u << 2)
+/* 2.2: a queue transfer is in flight (a channel busy or faulted for it) */
+#define PLDMA_Q_STATUS_BUSY     (1u << 3)
+/* 2.2: the CQ event is armed */
+#define PLDMA_Q_STATUS_ARMED    (1u << 4)
 #define PLDMA_Q_STATUS_ERR_SHIFT 8
 #define PLDMA_Q_STATUS_ERR_MASK 0x0000ff00u
 #define PLDMA_QERR_NONE         0

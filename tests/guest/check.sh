@@ -105,7 +105,8 @@ if [ -e /lib/exanest_dma.ko ]; then
 	exanest-contexts; rc=$?
 	[ "$rc" -le 1 ] || t 1 "exanest-contexts (contexts=4)" "exit status $rc"
 	echo "GUEST-TIME: exanest-contexts-4 $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
-	# The user-level queues on four contexts: a queue on each, then a fifth file gets EBUSY.
+	# The user-level queues on four contexts: sixteen processes with queues share them (an idle
+	# queue's context moves to a waiting process, its doorbell faults one back).
 	exanest-queues -f queue_abi; rc=$?
 	[ "$rc" -le 1 ] || t 1 "exanest-queues (contexts=4)" "exit status $rc"
 	rmmod exanest_dma

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * exanest-queues: the user-level queue (ABI 3, register map 2.1), on the raw ABI. A process
+ * exanest-queues: the user-level queue (ABI 3, register map 2.2), on the raw ABI. A process
  * posts copies by writing descriptors into its own send ring and ringing the doorbell page of
  * its context, which it maps; completions land in its completion ring. No system call per copy:
  *  - copies of random sizes, in every memory mode, complete once each, out of order, with the
@@ -11,8 +11,10 @@
  *    a descriptor with flags with the engine's BAD_FLAGS;
  *  - QUEUE_WAIT sleeps until the completion is there, and times out when it is not;
  *  - every argument error of QUEUE_CREATE, QUEUE_WAIT and the doorbell's mmap has its errno;
- *  - a forked child inherits no doorbell and may not map one; a queue keeps its context, and
- *    when every context has a queue, another file gets EBUSY;
+ *  - a forked child inherits no doorbell and may not map one;
+ *  - more processes with queues than contexts (four more, at least 16) all make
+ *    progress with their data verified: an idle queue's context goes to another process, and
+ *    its doorbell faults it back (register map 2.2);
  *  - a process killed with copies posted writes nothing after its death.
  */
 #include <poll.h>
@@ -770,20 +772,144 @@ TEST_F_TIMEOUT(queue_abi, child_gets_no_doorbell, 60)
 	close(fd);
 }
 
+/* What a child of more_queues_than_contexts reports through its pipe. */
+struct share_report {
+	uint32_t rounds, copies, errors, mismatched, timeouts;
+	uint32_t contexts_seen;	/* distinct contexts its doorbell page named */
+};
+
 /*
- * A queue keeps its context: with a queue on every context, another file can neither create
- * a queue nor copy (EBUSY, rather than waiting for ever); once one queue's file is closed, it
- * can.
+ * One process sharing the engine: a queue, then ROUNDS rounds of COPIES copies of 4 KiB at
+ * random offsets (on-demand destination), each round posted with one doorbell, polled to the
+ * end, verified, and followed by a pause in which the process is idle and its context may go
+ * to another. The doorbell page's CONTEXT register says which context it is on.
  */
-TEST_F_TIMEOUT(queue_abi, every_context_has_a_queue, 120)
+static struct share_report share_child(uint32_t id, uint32_t rounds)
+{
+	enum { COPIES = 8, LEN = 4096, SHARE_BUF = 256 * 1024 };
+	struct share_report r = { 0 };
+	uint64_t seen = 0, seed = 0x9e3779b97f4a7c15ull * (id + 1);
+	uint8_t *src = big_alloc(SHARE_BUF), *dst = big_alloc(SHARE_BUF);
+	uint32_t hs, hd;
+	struct q q;
+	int fd;
+
+	r.errors = 1;
+	if (!src || !dst)
+		return r;
+	for (uint32_t k = 0; k < SHARE_BUF; k++)
+		src[k] = (uint8_t)(k * 31 + id * 7 + (k >> 12));
+	fd = dev_open(0);
+	if (fd < 0 || q_create(&q, fd, 4, 4) ||
+	    reg(fd, src, SHARE_BUF, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_PIN, NO_WINDOW, &hs) ||
+	    reg(fd, dst, SHARE_BUF, EXANEST_DMA_ACCESS_WRITE, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW,
+		&hd))
+		return r;
+	r.errors = 0;
+	for (uint32_t round = 0; round < rounds; round++) {
+		uint32_t off[COPIES];
+		struct cqe c;
+
+		for (uint32_t n = 0; n < COPIES; n++) {
+			off[n] = (uint32_t)(rnd(&seed) % (SHARE_BUF / LEN)) * LEN;
+			if (!q_push(&q, (uintptr_t)src + off[n], (uintptr_t)dst + off[n], LEN, 0,
+				    round * COPIES + n)) {
+				r.errors++;
+				return r;
+			}
+		}
+		q_ring(&q);
+		seen |= 1ull << (db_read(&q, PLDMA_VF_CONTEXT) & 63);
+		for (uint32_t n = 0; n < COPIES; n++) {
+			if (!q_next(&q, &c)) {
+				r.timeouts++;
+				return r;
+			}
+			if (c.status || c.bytes != LEN || c.wr_id / COPIES != round)
+				r.errors++;
+			r.copies++;
+		}
+		for (uint32_t n = 0; n < COPIES; n++)
+			if (memcmp(dst + off[n], src + off[n], LEN))
+				r.mismatched++;
+		r.rounds++;
+		usleep(1000 + rnd(&seed) % 4000);
+	}
+	r.contexts_seen = __builtin_popcountll(seen);
+	close(fd);
+	return r;
+}
+
+/*
+ * More processes with a queue than the engine has contexts: four more, and at least 16.
+ * Each holds its queue until it exits; the contexts move between them while they are idle
+ * (their doorbells are zapped and fault them back). Every process makes progress, with its
+ * data verified, and queues are seen to move.
+ */
+TEST_F_TIMEOUT(queue_abi, more_queues_than_contexts, 300)
+{
+	enum { ROUNDS = 40 };
+	struct exanest_dma_info i = { 0 };
+	struct share_report rep[64];
+	uint32_t nproc, moved = 0;
+	pid_t pid[64];
+	int pipes[64][2];
+	int fd;
+
+	fd = dev_open(0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, xioctl(fd, EXANEST_DMA_IOC_INFO, &i));
+	close(fd);
+	nproc = i.contexts + 4 < 16 ? 16 : i.contexts + 4;
+	ASSERT_GE(64, nproc);
+	for (uint32_t n = 0; n < nproc; n++) {
+		ASSERT_EQ(0, pipe(pipes[n]));
+		pid[n] = fork();
+		ASSERT_LE(0, pid[n]);
+		if (pid[n] == 0) {
+			struct share_report r = share_child(n, ROUNDS);
+
+			_exit(write(pipes[n][1], &r, sizeof(r)) == sizeof(r) ? 0 : 1);
+		}
+		close(pipes[n][1]);
+	}
+	for (uint32_t n = 0; n < nproc; n++) {
+		int status = 0;
+
+		memset(&rep[n], 0, sizeof(rep[n]));
+		EXPECT_EQ(sizeof(rep[n]), read(pipes[n][0], &rep[n], sizeof(rep[n])));
+		close(pipes[n][0]);
+		ASSERT_EQ(pid[n], waitpid(pid[n], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		EXPECT_EQ(ROUNDS, rep[n].rounds);
+		EXPECT_EQ(ROUNDS * 8, rep[n].copies);
+		EXPECT_EQ(0, rep[n].errors);
+		EXPECT_EQ(0, rep[n].mismatched);
+		EXPECT_EQ(0, rep[n].timeouts);
+		moved += rep[n].contexts_seen > 1;
+	}
+	TH_LOG("%u processes, %u contexts: %u queues ran on more than one context", nproc,
+	       i.contexts, moved);
+	if (nproc > i.contexts)
+		EXPECT_LT(0, moved);
+}
+
+/*
+ * A queue on every context, all idle: another file still gets a context, for a copy and then
+ * for a queue of its own (register map 2.1 answered EBUSY here). The first queue, whose
+ * context went, posts again: its doorbell faults a context back, and the copy completes.
+ */
+TEST_F_TIMEOUT(queue_abi, idle_queues_lend_their_contexts, 120)
 {
 	struct exanest_dma_info i = { 0 };
-	uint8_t *buf = big_alloc(MIB);
+	uint8_t *buf = big_alloc(MIB), *b0 = big_alloc(2 * PAGE);
 	struct q qs[64], extra;
-	uint32_t h;
+	struct cqe c = { 0 };
+	uint32_t h, h0;
 	int fd;
 
 	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, b0);
 	fd = dev_open(0);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, xioctl(fd, EXANEST_DMA_IOC_INFO, &i));
@@ -796,19 +922,29 @@ TEST_F_TIMEOUT(queue_abi, every_context_has_a_queue, 120)
 			TH_LOG("queue %u of %u", n, i.contexts);
 		}
 	}
+	/* Every context has an idle queue: another file takes one for a copy, then a queue. */
 	fd = dev_open(0);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, reg(fd, buf, MIB, EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE,
 			 EXANEST_DMA_MODE_PIN, NO_WINDOW, &h));
-	EXPECT_EQ(-EBUSY, q_create(&extra, fd, 1, 1));
-	EXPECT_EQ(-EBUSY, copy_wait(fd, buf, buf + MIB / 2, 4096));
-	/* The mapping holds the file: both go before the context is free. */
-	munmap((void *)qs[0].db, PAGE);
-	close(qs[0].fd);
 	EXPECT_EQ(0, copy_wait(fd, buf, buf + MIB / 2, 4096));
-	EXPECT_EQ(0, q_create(&extra, fd, 1, 1));
+	ASSERT_EQ(0, q_create(&extra, fd, 1, 1));
+	ASSERT_TRUE(q_post(&extra, buf, buf + MIB / 2 + 8192, 4096, 7));
+	ASSERT_TRUE(q_next(&extra, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(7, c.wr_id);
+	EXPECT_EQ(0, memcmp(buf, buf + MIB / 2 + 8192, 4096));
+	/* The first queue's context may have gone: its doorbell brings one back. */
+	memset(b0, 0x5a, PAGE);
+	ASSERT_EQ(0, reg(qs[0].fd, b0, 2 * PAGE, EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE,
+			 EXANEST_DMA_MODE_PIN, NO_WINDOW, &h0));
+	ASSERT_TRUE(q_post(&qs[0], b0, b0 + PAGE, PAGE, 9));
+	ASSERT_TRUE(q_next(&qs[0], &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(9, c.wr_id);
+	EXPECT_EQ(0x5a, b0[2 * PAGE - 1]);
 	close(fd);
-	for (uint32_t n = 1; n < i.contexts; n++)
+	for (uint32_t n = 0; n < i.contexts; n++)
 		close(qs[n].fd);
 }
 

@@ -131,10 +131,14 @@ REG32(CTX_Q_CFG, PLDMA_CTX_Q_CFG)
     FIELD(CTX_Q_CFG, CHAN, PLDMA_Q_CFG_CHAN_SHIFT, 8)
 REG32(CTX_Q_CTRL, PLDMA_CTX_Q_CTRL)
     FIELD(CTX_Q_CTRL, ENABLE, 0, 1)
+    FIELD(CTX_Q_CTRL, RESTORE, 1, 1)
+    FIELD(CTX_Q_CTRL, ARM, 2, 1)
 REG32(CTX_Q_STATUS, PLDMA_CTX_Q_STATUS)
     FIELD(CTX_Q_STATUS, ENABLED, 0, 1)
     FIELD(CTX_Q_STATUS, ERROR, 1, 1)
     FIELD(CTX_Q_STATUS, EVT_LOST, 2, 1)
+    FIELD(CTX_Q_STATUS, BUSY, 3, 1)
+    FIELD(CTX_Q_STATUS, ARMED, 4, 1)
     FIELD(CTX_Q_STATUS, ERR, PLDMA_Q_STATUS_ERR_SHIFT, 8)
 REG32(CTX_Q_ERR_LO, PLDMA_CTX_Q_ERR_LO)
 REG32(CTX_Q_ERR_HI, PLDMA_CTX_Q_ERR_HI)
@@ -143,6 +147,10 @@ REG32(CTX_EVT_POST, PLDMA_CTX_EVT_POST)
     FIELD(CTX_EVT_POST, KIND, PLDMA_EVT_POST_KIND_SHIFT, 8)
 REG32(CTX_EVT_ARG_LO, PLDMA_CTX_EVT_ARG_LO)
 REG32(CTX_EVT_ARG_HI, PLDMA_CTX_EVT_ARG_HI)
+REG32(CTX_Q_SQ_TAIL, PLDMA_CTX_Q_SQ_TAIL)
+REG32(CTX_Q_SQ_HEAD, PLDMA_CTX_Q_SQ_HEAD)
+REG32(CTX_Q_CQ_HEAD, PLDMA_CTX_Q_CQ_HEAD)
+REG32(CTX_Q_CQ_TAIL, PLDMA_CTX_Q_CQ_TAIL)
 
 /* Channel registers, relative to the channel's block. */
 REG32(CH_SRC_LO, PLDMA_CH_SRC_LO)
@@ -211,6 +219,10 @@ QEMU_BUILD_BUG_ON(R_CTX_Q_CFG_SQ_MASK != PLDMA_Q_CFG_SQ_MASK);
 QEMU_BUILD_BUG_ON(R_CTX_Q_CFG_CQ_MASK != PLDMA_Q_CFG_CQ_MASK);
 QEMU_BUILD_BUG_ON(R_CTX_Q_CFG_CHAN_MASK != PLDMA_Q_CFG_CHAN_MASK);
 QEMU_BUILD_BUG_ON(R_CTX_Q_CTRL_ENABLE_MASK != PLDMA_Q_CTRL_ENABLE);
+QEMU_BUILD_BUG_ON(R_CTX_Q_CTRL_RESTORE_MASK != PLDMA_Q_CTRL_RESTORE);
+QEMU_BUILD_BUG_ON(R_CTX_Q_CTRL_ARM_MASK != PLDMA_Q_CTRL_ARM);
+QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_BUSY_MASK != PLDMA_Q_STATUS_BUSY);
+QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ARMED_MASK != PLDMA_Q_STATUS_ARMED);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ENABLED_MASK != PLDMA_Q_STATUS_ENABLED);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ERROR_MASK != PLDMA_Q_STATUS_ERROR);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ERR_MASK != PLDMA_Q_STATUS_ERR_MASK);
@@ -983,10 +995,12 @@ static void pldma_q_pump(PldmaContext *x)
 }
 
 /*
- * Q_CTRL.ENABLE 0 -> 1: latch the bases and Q_CFG, the indices to 0, no
- * error. A bad configuration puts the queue in error at once (BAD_RING).
+ * Q_CTRL.ENABLE 0 -> 1: latch the bases and Q_CFG, the indices to 0 (or,
+ * with @restore, kept as the PF set them), no error. A bad configuration,
+ * or restored indices more than a ring apart, puts the queue in error at
+ * once (BAD_RING).
  */
-static void pldma_q_enable(PldmaContext *x)
+static void pldma_q_enable(PldmaContext *x, bool restore)
 {
     PldmaState *s = x->dev;
     PldmaQueue *q = &x->q;
@@ -999,7 +1013,9 @@ static void pldma_q_enable(PldmaContext *x)
 
     q->enabled = true;
     q->gen++;
-    q->sq_tail = q->sq_head = q->cq_head = q->cq_tail = 0;
+    if (!restore) {
+        q->sq_tail = q->sq_head = q->cq_head = q->cq_tail = 0;
+    }
     q->cq_writing = 0;
     q->armed = false;
     q->err = PLDMA_QERR_NONE;
@@ -1022,6 +1038,9 @@ static void pldma_q_enable(PldmaContext *x)
         bad = q->a_cq_base;
     } else if (!q->chmask) {
         why = "no channel the engine has";
+    } else if (restore && (q->sq_tail - q->sq_head > (1u << lsq) ||
+                           q->cq_tail - q->cq_head > (1u << lcq))) {
+        why = "restored indices more than a ring apart";
     }
     if (why) {
         qemu_log_mask(LOG_GUEST_ERROR,
@@ -1086,25 +1105,72 @@ static void pldma_q_reset(PldmaContext *x, bool keep)
 
 static void pldma_q_ctrl(PldmaContext *x, uint32_t val)
 {
+    PldmaQueue *q = &x->q;
+    uint32_t known = R_CTX_Q_CTRL_ENABLE_MASK | R_CTX_Q_CTRL_RESTORE_MASK |
+                     R_CTX_Q_CTRL_ARM_MASK;
     bool en = FIELD_EX32(val, CTX_Q_CTRL, ENABLE);
 
-    if (val & ~R_CTX_Q_CTRL_ENABLE_MASK) {
+    if (val & ~known) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "exanest-pldma: ctx%u: unknown Q_CTRL bits 0x%x "
-                      "ignored\n", x->index, val & ~R_CTX_Q_CTRL_ENABLE_MASK);
+                      "ignored\n", x->index, val & ~known);
     }
-    if (en && !x->q.enabled) {
-        pldma_q_enable(x);
-    } else if (!en && x->q.enabled) {
+    if (en && !q->enabled) {
+        pldma_q_enable(x, FIELD_EX32(val, CTX_Q_CTRL, RESTORE));
+    } else if (!en && q->enabled) {
         pldma_q_stop(x, true);
     }
+    if (!en || !q->enabled || q->err) {
+        return;
+    }
+    if (FIELD_EX32(val, CTX_Q_CTRL, ARM)) {
+        q->armed = true;
+    }
+    /* Restored: CQEs already waiting, descriptors already posted. */
+    pldma_q_event(x);
+    pldma_q_pump(x);
 }
 
-static uint32_t pldma_q_status(PldmaQueue *q)
+/* A queue transfer is in flight: its channel is busy or faulted. */
+static bool pldma_q_busy(PldmaContext *x)
 {
+    for (unsigned n = 0; n < x->dev->nchan; n++) {
+        PldmaChannel *c = &x->ch[n];
+
+        if (pldma_ch_queued(c) && !pldma_ch_free(c)) {
+            return true;
+        }
+    }
+    return x->q.cq_writing != 0;
+}
+
+/*
+ * CTX_Q_SQ_TAIL..CQ_TAIL: the indices, which the PF sets only while the
+ * queue is disabled.
+ */
+static uint32_t *pldma_q_index(PldmaQueue *q, hwaddr off)
+{
+    switch (off) {
+    case A_CTX_Q_SQ_TAIL:
+        return &q->sq_tail;
+    case A_CTX_Q_SQ_HEAD:
+        return &q->sq_head;
+    case A_CTX_Q_CQ_HEAD:
+        return &q->cq_head;
+    case A_CTX_Q_CQ_TAIL:
+        return &q->cq_tail;
+    }
+    return NULL;
+}
+
+static uint32_t pldma_q_status(PldmaContext *x)
+{
+    PldmaQueue *q = &x->q;
     uint32_t st = 0;
 
     st = FIELD_DP32(st, CTX_Q_STATUS, ENABLED, q->enabled);
+    st = FIELD_DP32(st, CTX_Q_STATUS, BUSY, pldma_q_busy(x));
+    st = FIELD_DP32(st, CTX_Q_STATUS, ARMED, q->armed);
     st = FIELD_DP32(st, CTX_Q_STATUS, ERROR, q->err != PLDMA_QERR_NONE);
     st = FIELD_DP32(st, CTX_Q_STATUS, EVT_LOST, q->evt_lost);
     return FIELD_DP32(st, CTX_Q_STATUS, ERR, q->err);
@@ -1371,7 +1437,7 @@ static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
         *val = FIELD_DP32(0, CTX_Q_CTRL, ENABLE, q->enabled);
         return true;
     case A_CTX_Q_STATUS:
-        *val = pldma_q_status(q);
+        *val = pldma_q_status(x);
         return true;
     case A_CTX_Q_ERR_LO:
         *val = extract64(q->err_addr, 0, 32);
@@ -1387,6 +1453,12 @@ static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
         return true;
     case A_CTX_EVT_ARG_HI:
         *val = extract64(q->evt_arg, 32, 32);
+        return true;
+    case A_CTX_Q_SQ_TAIL:
+    case A_CTX_Q_SQ_HEAD:
+    case A_CTX_Q_CQ_HEAD:
+    case A_CTX_Q_CQ_TAIL:
+        *val = *pldma_q_index(q, off);
         return true;
     }
     return false;
@@ -1445,6 +1517,19 @@ static bool pldma_ctx_write(PldmaContext *x, hwaddr off, uint32_t val)
         return true;
     case A_CTX_Q_CTRL:
         pldma_q_ctrl(x, val);
+        return true;
+    case A_CTX_Q_SQ_TAIL:
+    case A_CTX_Q_SQ_HEAD:
+    case A_CTX_Q_CQ_HEAD:
+    case A_CTX_Q_CQ_TAIL:
+        if (q->enabled) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "exanest-pldma: ctx%u: write 0x%x to queue index "
+                          "0x%" HWADDR_PRIx " ignored: the queue is "
+                          "enabled\n", x->index, val, off);
+            return true;
+        }
+        *pldma_q_index(q, off) = val;
         return true;
     }
     return false;
@@ -1815,7 +1900,7 @@ static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
 
 /*
  * The doorbells. Ignored (and logged) while the queue is disabled: enabling
- * it sets every index to 0. Values software should not write (an SQ_TAIL
+ * it sets every index to 0, or to what the PF restored. Values software should not write (an SQ_TAIL
  * more than the ring ahead of SQ_HEAD, a CQ_HEAD past CQ_TAIL) are logged
  * and taken as they are: they can only disturb the context's own queue.
  */

@@ -20,6 +20,7 @@ Usage: QEMU=/path/to/qemu-system-aarch64 test_model.py [-v]
        cache layout, <dir>/build/qemu-system-aarch64 next to <dir>/src)
 """
 import base64
+import copy
 import gc
 import os
 import random
@@ -436,7 +437,7 @@ class Identity(ModelTest):
     def test_id_version_caps(self):
         q = self.q
         self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 1)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 2)
         self.assertEqual(q.reg(R["PLDMA_VERSION"]), R["PLDMA_VERSION_MAJOR"] << 16 | R["PLDMA_VERSION_MINOR"])
         caps = q.reg(R["PLDMA_CAPS"])
         self.assertEqual(caps & R["PLDMA_CAPS_NCHAN_MASK"], 4, "default channels per context")
@@ -1036,14 +1037,16 @@ class Queues(ModelTest):
         return (q.chreg(n, R["PLDMA_CH_ORIGIN"], ctx),
                 q.chreg(n, R["PLDMA_CH_WRID_LO"], ctx) | q.chreg(n, R["PLDMA_CH_WRID_HI"], ctx) << 32)
 
-    def test_version_2_1(self):
+    def test_version_2_2(self):
         q = self.q
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 1)
-        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 1)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 2)
+        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 2)
         for ctx in (0, 15):
             self.assertEqual([q.ctxreg(ctx, R[r]) for r in (
                 "PLDMA_CTX_SQ_BASE_LO", "PLDMA_CTX_CQ_BASE_LO", "PLDMA_CTX_Q_CFG", "PLDMA_CTX_Q_CTRL",
-                "PLDMA_CTX_Q_STATUS", "PLDMA_CTX_Q_ERR_LO")], [0] * 6, "queue registers after reset")
+                "PLDMA_CTX_Q_STATUS", "PLDMA_CTX_Q_ERR_LO", "PLDMA_CTX_Q_SQ_TAIL", "PLDMA_CTX_Q_SQ_HEAD",
+                "PLDMA_CTX_Q_CQ_HEAD", "PLDMA_CTX_Q_CQ_TAIL")], [0] * 10,
+                "queue registers after reset")
             self.assertEqual(Ring.view(q, ctx).indices(), (0, 0, 0, 0))
 
     def test_post_n_read_n(self):
@@ -1486,6 +1489,91 @@ class Queues(ModelTest):
         r.set_vf("PLDMA_VF_SQ_TAIL", 5)
         self.assertEqual(r.indices(), (2, 2, 0, 0), "doorbell of a disabled queue ignored")
 
+    def pf_indices(self, ctx):
+        """(SQ_TAIL, SQ_HEAD, CQ_HEAD, CQ_TAIL) as the PF reads them."""
+        return tuple(self.q.ctxreg(ctx, R[r]) for r in (
+            "PLDMA_CTX_Q_SQ_TAIL", "PLDMA_CTX_Q_SQ_HEAD", "PLDMA_CTX_Q_CQ_HEAD", "PLDMA_CTX_Q_CQ_TAIL"))
+
+    def set_pf_indices(self, ctx, idx):
+        for r, v in zip(("PLDMA_CTX_Q_SQ_TAIL", "PLDMA_CTX_Q_SQ_HEAD", "PLDMA_CTX_Q_CQ_HEAD",
+                         "PLDMA_CTX_Q_CQ_TAIL"), idx):
+            self.q.set_ctxreg(ctx, R[r], v)
+
+    def test_move_a_queue_between_contexts(self):
+        """2.2: the kernel stops a queue on one context, reads its indices, and restores them on
+        another context with the same rings: the CQEs go on at the next slot with the right
+        phase, a descriptor posted while no context ran the queue is taken, and the armed CQ
+        event is kept."""
+        q = self.q
+        r = Ring(q, 2, self.SQ, self.CQ, log_sq=2, log_cq=2)
+        bufs = [self.data(i, 64) for i in range(6)]
+        r.post([(src, dst, 64, 0x200 + i) for i, (src, dst, _) in enumerate(bufs[:3])])
+        r.run_until_cq(3)
+        self.assertEqual([c.wr_id for c in r.reap(advance=False)], [0x200, 0x201, 0x202])
+        r.set_vf("PLDMA_VF_CQ_HEAD", 2)
+        r.set_vf("PLDMA_VF_CQ_ARM", R["PLDMA_VF_CQ_ARM_ONCE"])
+        st = q.ctxreg(2, R["PLDMA_CTX_Q_STATUS"])
+        self.assertEqual(st & (R["PLDMA_Q_STATUS_BUSY"] | R["PLDMA_Q_STATUS_ARMED"]), 0,
+                         "CQ_HEAD != CQ_TAIL: the armed event fired at once")
+        q.set_ctxreg(2, R["PLDMA_CTX_IRQ_STATUS"], R["PLDMA_CTX_IRQ_CQ"])
+        r.set_vf("PLDMA_VF_CQ_HEAD", 3)
+        r.set_vf("PLDMA_VF_CQ_ARM", R["PLDMA_VF_CQ_ARM_ONCE"])
+        self.assertEqual(q.ctxreg(2, R["PLDMA_CTX_Q_STATUS"]) & R["PLDMA_Q_STATUS_ARMED"],
+                         R["PLDMA_Q_STATUS_ARMED"])
+        self.assertEqual(self.pf_indices(2), (3, 3, 3, 3))
+        self.assertEqual(self.pf_indices(2), r.indices())
+        # Stop it: the indices stay.
+        r.enable(False)
+        self.assertEqual(self.pf_indices(2), (3, 3, 3, 3))
+        # A descriptor posted meanwhile (the doorbell page is gone): the kernel sets SQ_TAIL.
+        r.tail = 3
+        r.write([(bufs[3][0], bufs[3][1], 64, 0x203)])
+        # The same rings on context 5, where the queue was.
+        r5 = copy.copy(r)
+        r5.ctx = 5
+        r5.configure(self.SQ, self.CQ, 2 | 2 << 8)
+        self.set_pf_indices(5, (4, 3, 3, 3))
+        self.assertEqual(self.pf_indices(5), (4, 3, 3, 3))
+        q.set_ctxreg(5, R["PLDMA_CTX_Q_CTRL"], R["PLDMA_Q_CTRL_ENABLE"] | R["PLDMA_Q_CTRL_RESTORE"]
+                     | R["PLDMA_Q_CTRL_ARM"])
+        self.assertEqual(r5.status(), (True, False, 0))
+        self.assertEqual(q.ctxreg(5, R["PLDMA_CTX_Q_CTRL"]), R["PLDMA_Q_CTRL_ENABLE"],
+                         "RESTORE and ARM read as 0")
+        self.assertEqual(r5.indices(), (4, 4, 3, 3), "the posted descriptor was taken")
+        r5.tail, r5.head = 4, 3
+        r5.post([(src, dst, 64, 0x200 + i) for i, (src, dst, _) in enumerate(bufs[4:], 4)])
+        r5.run_until_cq(6)
+        self.assertEqual(self.ctx_irq(5), R["PLDMA_CTX_IRQ_CQ"], "the restored arm fired")
+        cqes = r5.reap()
+        self.assertEqual([c.wr_id for c in cqes], [0x203, 0x204, 0x205])
+        for i, (src, dst, data) in enumerate(bufs):
+            self.assertEqual(q.mem_read(dst, 64), data, f"copy {i}")
+        self.assertEqual(self.pf_indices(5), (6, 6, 6, 6))
+        self.assertEqual(r.indices(), (3, 3, 3, 3), "context 2 untouched")
+
+    def test_queue_busy_and_index_rules(self):
+        """Q_STATUS.BUSY while a queue transfer is in flight; the PF's index writes are ignored
+        while the queue runs; restored indices more than a ring apart are BAD_RING."""
+        q, r = self.q, self.ring(6, log_sq=2, log_cq=2)
+        src, dst, _ = self.data(0, 1 << 20)
+        r.post([(src, dst, 1 << 20, 0x600)])
+        self.assertTrue(q.ctxreg(6, R["PLDMA_CTX_Q_STATUS"]) & R["PLDMA_Q_STATUS_BUSY"])
+        self.set_pf_indices(6, (9, 9, 9, 9))
+        self.assertEqual(self.pf_indices(6), (1, 1, 0, 0), "ignored while enabled")
+        r.run_until_cq(1)
+        self.assertFalse(q.ctxreg(6, R["PLDMA_CTX_Q_STATUS"]) & R["PLDMA_Q_STATUS_BUSY"])
+        r.enable(False)
+        for idx in ((5, 0, 0, 0), (1, 1, 0, 5)):
+            self.set_pf_indices(6, idx)
+            q.set_ctxreg(6, R["PLDMA_CTX_Q_CTRL"],
+                         R["PLDMA_Q_CTRL_ENABLE"] | R["PLDMA_Q_CTRL_RESTORE"])
+            self.assertEqual(r.status(), (True, True, R["PLDMA_QERR_BAD_RING"]), idx)
+            r.enable(False)
+        # Without RESTORE, enabling starts from 0 as in 2.1.
+        self.set_pf_indices(6, (3, 3, 3, 3))
+        r.enable()
+        self.assertEqual(self.pf_indices(6), (0, 0, 0, 0))
+
     def test_quiesce_disables_the_queue(self):
         q, r = self.q, self.ring(10)
         src, dst, _ = self.data(0, 1 << 20)
@@ -1838,7 +1926,8 @@ class Tracing(unittest.TestCase):
             r.set_vf("PLDMA_VF_SQ_TAIL", 100)
             r.set_vf("PLDMA_VF_CQ_HEAD", 50)
             r.set_vf("PLDMA_VF_CQ_ARM", 3)
-            q.set_ctxreg(3, R["PLDMA_CTX_Q_CTRL"], 3)
+            q.set_ctxreg(3, R["PLDMA_CTX_Q_CTRL"], 9)
+            q.set_ctxreg(3, R["PLDMA_CTX_Q_SQ_TAIL"], 5)
             q.set_ctxreg(3, R["PLDMA_CTX_Q_CFG"], 0xFFFFFFFF)
             q.writel(VF_BAR + 3 * R["PLDMA_VF_MMIO_SIZE"] + R["PLDMA_VF_SQ_HEAD"], 1)
             r = Ring(q, 4, RAM + 0x400000, RAM + 0x500000)
@@ -1858,7 +1947,8 @@ class Tracing(unittest.TestCase):
                 r"exanest-pldma-vf: ctx3: SQ_TAIL 100 is more than 8 entries ahead of SQ_HEAD 1",
                 r"exanest-pldma-vf: ctx3: CQ_HEAD 50 is not between CQ_HEAD 0 and CQ_TAIL 8",
                 r"exanest-pldma-vf: ctx3: unknown CQ_ARM bits 0x2 ignored",
-                r"exanest-pldma: ctx3: unknown Q_CTRL bits 0x2 ignored",
+                r"exanest-pldma: ctx3: unknown Q_CTRL bits 0x8 ignored",
+                r"exanest-pldma: ctx3: write 0x5 to queue index 0x40 ignored: the queue is enabled",
                 r"exanest-pldma: ctx3: unknown Q_CFG bits 0xff00e0e0 ignored",
                 r"exanest-pldma-vf: ctx3: write 0x1 to read-only or unknown offset 0x44",
                 r"exanest-pldma: ctx4: queue access with VF 4 disabled or not a bus master",

@@ -54,7 +54,7 @@ pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 1;
+pub const VERSION_MINOR: u32 = 2;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 
@@ -98,6 +98,15 @@ pub mod ctx {
     pub const EVT_ARG_LO: usize = 0x038;
     /// 2.1: the next event entry's `wr_id`, high half.
     pub const EVT_ARG_HI: usize = 0x03c;
+    /// 2.2: the queue's SQ producer index, as the VF page has it; writable while the queue is
+    /// disabled (see [`super::q_ctrl::RESTORE`]).
+    pub const Q_SQ_TAIL: usize = 0x040;
+    /// 2.2: the queue's SQ consumer index.
+    pub const Q_SQ_HEAD: usize = 0x044;
+    /// 2.2: the queue's CQ consumer index.
+    pub const Q_CQ_HEAD: usize = 0x048;
+    /// 2.2: the queue's CQ producer index.
+    pub const Q_CQ_TAIL: usize = 0x04c;
 }
 
 /// Fields of [`ctx::EVT_POST`]: the event entry's `bytes` (a count) and its kind (not 0),
@@ -169,6 +178,42 @@ pub mod q_ctrl {
     /// 0 to 1: latch the bases and Q_CFG and set the indices to 0; 1 to 0: stop the queue,
     /// aborting its transfers in flight.
     pub const ENABLE: u32 = 1 << 0;
+    /// 2.2, with ENABLE 0 to 1: keep the indices the kernel wrote (`Q_SQ_TAIL`..`Q_CQ_TAIL`)
+    /// and take the descriptors posted between them; indices more than a ring apart are
+    /// `BAD_RING`.
+    pub const RESTORE: u32 = 1 << 1;
+    /// 2.2, with ENABLE: arm the CQ event, as the VF's CQ_ARM does.
+    pub const ARM: u32 = 1 << 2;
+}
+
+/// A user-level queue's free-running indices (register map 2.2), as the kernel saves them when
+/// it takes the queue's context away and restores them on the next one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueIndices {
+    /// Descriptors posted.
+    pub sq_tail: u32,
+    /// Descriptors the engine took.
+    pub sq_head: u32,
+    /// Completions software consumed.
+    pub cq_head: u32,
+    /// Completions the engine wrote.
+    pub cq_tail: u32,
+    /// The CQ event was armed.
+    pub armed: bool,
+}
+
+impl QueueIndices {
+    /// Whether a queue in this state, with `st` its status, may leave its context: nothing in
+    /// flight and nothing posted that the engine has not taken, so that stopping it loses no
+    /// work; or stopped on an error, which it keeps.
+    pub const fn movable(&self, st: &QStatus) -> bool {
+        st.error || (st.enabled && !st.busy && self.sq_head == self.sq_tail)
+    }
+
+    /// The Q_CTRL value that enables the queue again where it was.
+    pub const fn restore_ctrl(&self) -> u32 {
+        q_ctrl::ENABLE | q_ctrl::RESTORE | if self.armed { q_ctrl::ARM } else { 0 }
+    }
 }
 
 /// Command strobes of [`ctx::CTRL`].
@@ -597,6 +642,10 @@ pub struct QStatus {
     pub error: bool,
     /// An event found no room in the CQ and was dropped (until the next enable).
     pub evt_lost: bool,
+    /// 2.2: a queue transfer is in flight.
+    pub busy: bool,
+    /// 2.2: the CQ event is armed.
+    pub armed: bool,
     /// Why (meaningful when `error`).
     pub code: QueueError,
 }
@@ -608,6 +657,10 @@ impl QStatus {
     pub const ERROR: u32 = 1 << 1;
     /// The lost-event bit.
     pub const EVT_LOST: u32 = 1 << 2;
+    /// The busy bit (2.2).
+    pub const BUSY: u32 = 1 << 3;
+    /// The armed bit (2.2).
+    pub const ARMED: u32 = 1 << 4;
     /// Shift of the error code.
     pub const ERR_SHIFT: u32 = 8;
     /// Mask of the error code.
@@ -619,6 +672,8 @@ impl QStatus {
             enabled: raw & Self::ENABLED != 0,
             error: raw & Self::ERROR != 0,
             evt_lost: raw & Self::EVT_LOST != 0,
+            busy: raw & Self::BUSY != 0,
+            armed: raw & Self::ARMED != 0,
             code: QueueError::from_field(((raw & Self::ERR_MASK) >> Self::ERR_SHIFT) as u8),
         }
     }
@@ -628,6 +683,8 @@ impl QStatus {
         (if self.enabled { Self::ENABLED } else { 0 })
             | (if self.error { Self::ERROR } else { 0 })
             | (if self.evt_lost { Self::EVT_LOST } else { 0 })
+            | (if self.busy { Self::BUSY } else { 0 })
+            | (if self.armed { Self::ARMED } else { 0 })
             | ((self.code.field() as u32) << Self::ERR_SHIFT)
     }
 }
@@ -905,14 +962,48 @@ mod tests {
                 enabled: e & 1 != 0,
                 error: e & 2 != 0,
                 evt_lost: e & 4 != 0,
+                busy: e & 8 != 0,
+                armed: e & 16 != 0,
                 code: QueueError::from_field(e),
             };
             assert_eq!(QStatus::decode(st.encode()), st);
         }
+        assert_eq!(ctx_reg(2, ctx::Q_SQ_TAIL), Some(0x1000 + 2 * 0x400 + 0x40));
+        assert_eq!(ctx::Q_CQ_TAIL - ctx::Q_SQ_TAIL, vf::CQ_TAIL - vf::SQ_TAIL);
         let st = QStatus::decode(QStatus::ENABLED | QStatus::ERROR | (2 << 8));
         assert!(st.enabled && st.error);
         assert_eq!(st.code, QueueError::SqFetch);
         assert_eq!(QStatus::decode(0x7700).code, QueueError::Unknown(0x77));
+    }
+
+    #[test]
+    fn a_queue_moves_only_when_nothing_is_lost() {
+        let on = QStatus::decode(QStatus::ENABLED);
+        let idle = QueueIndices {
+            sq_tail: 7,
+            sq_head: 7,
+            cq_head: 5,
+            cq_tail: 7,
+            armed: false,
+        };
+        assert!(idle.movable(&on));
+        // A transfer in flight: stopping the queue would abort it.
+        assert!(!idle.movable(&QStatus { busy: true, ..on }));
+        // Posted, not taken yet (the CQ was full): it stays where it runs.
+        assert!(!QueueIndices { sq_tail: 8, ..idle }.movable(&on));
+        // Disabled without an error: not a queue this context runs.
+        assert!(!idle.movable(&QStatus::decode(0)));
+        // Stopped on an error: it moves, and keeps it.
+        assert!(QueueIndices { sq_tail: 8, ..idle }.movable(&QStatus::decode(QStatus::ERROR)));
+        assert_eq!(idle.restore_ctrl(), q_ctrl::ENABLE | q_ctrl::RESTORE);
+        assert_eq!(
+            QueueIndices {
+                armed: true,
+                ..idle
+            }
+            .restore_ctrl(),
+            q_ctrl::ENABLE | q_ctrl::RESTORE | q_ctrl::ARM
+        );
     }
 
     #[test]

@@ -485,8 +485,9 @@ impl Device {
     /// completion queue of `1 << cq_log2` completions (each log2 in 1..=12; `Error::Invalid`
     /// otherwise). The library allocates the rings and maps the doorbell page.
     ///
-    /// The driver's errors: `EEXIST` (the file already has, or had, a queue), `EBUSY` (no engine
-    /// context is free for a queue), `EOPNOTSUPP` (an engine older than 2.1), `EPERM` (not the
+    /// The driver's errors: `EEXIST` (the file already has, or had, a queue), `EBUSY` (on a 2.1
+    /// engine, every context has a queue already; a 2.2 engine moves idle queues between
+    /// contexts instead), `EOPNOTSUPP` (an engine older than 2.1), `EPERM` (not the
     /// process that opened the device), `ENODEV`, and `EINVAL`/`EFAULT` for rings it refuses.
     pub fn create_queue(&self, sq_log2: u32, cq_log2: u32) -> Result<Queue> {
         let range = abi::QUEUE_LOG2_MIN..=abi::QUEUE_LOG2_MAX;
