@@ -57,6 +57,8 @@ pub(crate) struct UserQueue {
     /// Where the queue stopped when its context was taken (register map 2.2); `None` while it
     /// runs on the process's context.
     pub(crate) parked: Option<map::QueueIndices>,
+    /// Times the queue left a context for another process (register map 2.2).
+    pub(crate) moves: u64,
     /// Pages the budget evicted while the queue had no context, and the last run's address:
     /// their event is posted when it has one again.
     pub(crate) evicted: (u64, u64),
@@ -93,6 +95,7 @@ impl UserQueue {
             cq_log2: v.cq_log2,
             cfg,
             parked: None,
+            moves: 0,
             evicted: (0, 0),
             mask,
             error: None,

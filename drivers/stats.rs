@@ -110,12 +110,18 @@ impl Process {
         if let crate::queue::QueueState::Ready(q) = &g.queue {
             writeln!(
                 f,
-                "queue channels {:#x} cq {:#x} entries {} events {} error {}",
+                "queue channels {:#x} cq {:#x} entries {} events {} error {} moves {} {}",
                 q.mask,
                 q.cq.start,
                 1u32 << q.cq_log2,
                 q.events,
-                q.error.map_or(0, |e| e.0)
+                q.error.map_or(0, |e| e.0),
+                q.moves,
+                if q.parked.is_some() {
+                    "parked"
+                } else {
+                    "running"
+                }
             )?;
         }
         drop(g);

@@ -272,6 +272,7 @@ impl Process {
         match ctx.queue_park() {
             Ok(Some(idx)) => {
                 q.parked = Some(idx);
+                q.moves += 1;
                 true
             }
             _ => false,

@@ -1900,9 +1900,10 @@ static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
 
 /*
  * The doorbells. Ignored (and logged) while the queue is disabled: enabling
- * it sets every index to 0, or to what the PF restored. Values software should not write (an SQ_TAIL
- * more than the ring ahead of SQ_HEAD, a CQ_HEAD past CQ_TAIL) are logged
- * and taken as they are: they can only disturb the context's own queue.
+ * it sets every index to 0, or to what the PF restored. Values software
+ * should not write (an SQ_TAIL more than the ring ahead of SQ_HEAD, a CQ_HEAD
+ * past CQ_TAIL) are logged and taken as they are: they can only disturb the
+ * context's own queue.
  */
 static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
                            unsigned size)
