@@ -23,7 +23,10 @@
  * meaning. 2.2 lets the kernel move a queue between contexts: the PF reads
  * and sets a queue's indices, re-enables it where they were (Q_CTRL
  * RESTORE, ARM) and sees whether a transfer is in flight (Q_STATUS BUSY,
- * ARMED); nothing of 2.1 changes meaning.
+ * ARMED). It also gives each context a second queue, the kernel's (KQ_*):
+ * the same descriptors and completions, with rings in the PF's own DMA
+ * space and its doorbell in the PF, and its transfers issued as the
+ * context's VF like every other; nothing of 2.1 changes meaning.
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
  */
@@ -113,6 +116,27 @@
 #define PLDMA_CTX_Q_SQ_HEAD     0x044
 #define PLDMA_CTX_Q_CQ_HEAD     0x048
 #define PLDMA_CTX_Q_CQ_TAIL     0x04c
+/*
+ * 2.2, the kernel queue: as the queue above (same layouts: Q_CFG, Q_CTRL
+ * ENABLE only, Q_STATUS without EVT_LOST and ARMED), but its rings are
+ * addresses the PF issues (the kernel's DMA space, not the context's), its
+ * doorbell and indices are these PF registers, every CQE it writes raises
+ * CTX_IRQ KCQ (no arming) and it takes no event entries.
+ */
+#define PLDMA_CTX_KQ_SQ_BASE_LO 0x060
+#define PLDMA_CTX_KQ_SQ_BASE_HI 0x064
+#define PLDMA_CTX_KQ_CQ_BASE_LO 0x068
+#define PLDMA_CTX_KQ_CQ_BASE_HI 0x06c
+#define PLDMA_CTX_KQ_CFG        0x070
+#define PLDMA_CTX_KQ_CTRL       0x074
+#define PLDMA_CTX_KQ_STATUS     0x078   /* RO */
+#define PLDMA_CTX_KQ_ERR_LO     0x07c   /* RO */
+#define PLDMA_CTX_KQ_ERR_HI     0x080   /* RO */
+/* RW: writing it rings the kernel queue's doorbell */
+#define PLDMA_CTX_KQ_SQ_TAIL    0x084
+#define PLDMA_CTX_KQ_SQ_HEAD    0x088   /* RO */
+#define PLDMA_CTX_KQ_CQ_HEAD    0x08c   /* RW */
+#define PLDMA_CTX_KQ_CQ_TAIL    0x090   /* RO */
 
 /* CTX_IRQ_STATUS: bits 7:0 channel n raised its interrupt */
 #define PLDMA_CTX_IRQ_CHANNELS  0x000000ffu
@@ -120,6 +144,10 @@
 #define PLDMA_CTX_IRQ_CQ        (1u << 8)
 /* 2.1: the queue entered ERROR */
 #define PLDMA_CTX_IRQ_QERR      (1u << 9)
+/* 2.2: the kernel queue wrote a CQE */
+#define PLDMA_CTX_IRQ_KCQ       (1u << 10)
+/* 2.2: the kernel queue entered ERROR */
+#define PLDMA_CTX_IRQ_KQERR     (1u << 11)
 
 /*
  * CTX_CTRL: stop every channel of the context at once: each returns to IDLE
@@ -212,6 +240,8 @@
 /* ORIGIN (2.1) */
 /* the transfer came from the send queue (else: a START) */
 #define PLDMA_ORIGIN_QUEUE      (1u << 31)
+/* 2.2, with QUEUE: from the kernel queue */
+#define PLDMA_ORIGIN_KERNEL     (1u << 30)
 /* the SQ index (mod 2^16) of its descriptor */
 #define PLDMA_ORIGIN_SQ_INDEX_MASK 0x0000ffffu
 

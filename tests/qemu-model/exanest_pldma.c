@@ -116,6 +116,8 @@ REG32(CTX_IRQ_STATUS, PLDMA_CTX_IRQ_STATUS)
     FIELD(CTX_IRQ_STATUS, CHANNELS, 0, 8)
     FIELD(CTX_IRQ_STATUS, CQ, 8, 1)
     FIELD(CTX_IRQ_STATUS, QERR, 9, 1)
+    FIELD(CTX_IRQ_STATUS, KCQ, 10, 1)
+    FIELD(CTX_IRQ_STATUS, KQERR, 11, 1)
 REG32(CTX_CTRL, PLDMA_CTX_CTRL)
     FIELD(CTX_CTRL, QUIESCE, 0, 1)
 REG32(CTX_STATUS, PLDMA_CTX_STATUS)
@@ -151,6 +153,19 @@ REG32(CTX_Q_SQ_TAIL, PLDMA_CTX_Q_SQ_TAIL)
 REG32(CTX_Q_SQ_HEAD, PLDMA_CTX_Q_SQ_HEAD)
 REG32(CTX_Q_CQ_HEAD, PLDMA_CTX_Q_CQ_HEAD)
 REG32(CTX_Q_CQ_TAIL, PLDMA_CTX_Q_CQ_TAIL)
+REG32(CTX_KQ_SQ_BASE_LO, PLDMA_CTX_KQ_SQ_BASE_LO)
+REG32(CTX_KQ_SQ_BASE_HI, PLDMA_CTX_KQ_SQ_BASE_HI)
+REG32(CTX_KQ_CQ_BASE_LO, PLDMA_CTX_KQ_CQ_BASE_LO)
+REG32(CTX_KQ_CQ_BASE_HI, PLDMA_CTX_KQ_CQ_BASE_HI)
+REG32(CTX_KQ_CFG, PLDMA_CTX_KQ_CFG)
+REG32(CTX_KQ_CTRL, PLDMA_CTX_KQ_CTRL)
+REG32(CTX_KQ_STATUS, PLDMA_CTX_KQ_STATUS)
+REG32(CTX_KQ_ERR_LO, PLDMA_CTX_KQ_ERR_LO)
+REG32(CTX_KQ_ERR_HI, PLDMA_CTX_KQ_ERR_HI)
+REG32(CTX_KQ_SQ_TAIL, PLDMA_CTX_KQ_SQ_TAIL)
+REG32(CTX_KQ_SQ_HEAD, PLDMA_CTX_KQ_SQ_HEAD)
+REG32(CTX_KQ_CQ_HEAD, PLDMA_CTX_KQ_CQ_HEAD)
+REG32(CTX_KQ_CQ_TAIL, PLDMA_CTX_KQ_CQ_TAIL)
 
 /* Channel registers, relative to the channel's block. */
 REG32(CH_SRC_LO, PLDMA_CH_SRC_LO)
@@ -177,6 +192,7 @@ REG32(CH_DONE_BYTES, PLDMA_CH_DONE_BYTES)
 REG32(CH_FAULTS, PLDMA_CH_FAULTS)
 REG32(CH_ORIGIN, PLDMA_CH_ORIGIN)
     FIELD(CH_ORIGIN, SQ_INDEX, 0, 16)
+    FIELD(CH_ORIGIN, KERNEL, 30, 1)
     FIELD(CH_ORIGIN, QUEUE, 31, 1)
 REG32(CH_WRID_LO, PLDMA_CH_WRID_LO)
 REG32(CH_WRID_HI, PLDMA_CH_WRID_HI)
@@ -223,6 +239,9 @@ QEMU_BUILD_BUG_ON(R_CTX_Q_CTRL_RESTORE_MASK != PLDMA_Q_CTRL_RESTORE);
 QEMU_BUILD_BUG_ON(R_CTX_Q_CTRL_ARM_MASK != PLDMA_Q_CTRL_ARM);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_BUSY_MASK != PLDMA_Q_STATUS_BUSY);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ARMED_MASK != PLDMA_Q_STATUS_ARMED);
+QEMU_BUILD_BUG_ON(R_CTX_IRQ_STATUS_KCQ_MASK != PLDMA_CTX_IRQ_KCQ);
+QEMU_BUILD_BUG_ON(R_CTX_IRQ_STATUS_KQERR_MASK != PLDMA_CTX_IRQ_KQERR);
+QEMU_BUILD_BUG_ON(R_CH_ORIGIN_KERNEL_MASK != PLDMA_ORIGIN_KERNEL);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ENABLED_MASK != PLDMA_Q_STATUS_ENABLED);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ERROR_MASK != PLDMA_Q_STATUS_ERROR);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ERR_MASK != PLDMA_Q_STATUS_ERR_MASK);
@@ -304,8 +323,14 @@ typedef struct PldmaChannel {
     QEMUTimer *latency;     /* START/RESUME: ready latency-ns later */
 } PldmaChannel;
 
-/* A context's send and completion queues (2.1). */
+/*
+ * A context's send and completion queues: the user's (2.1), whose rings the
+ * context's VF reads and writes, or the kernel's (2.2), whose rings the PF
+ * does.
+ */
 typedef struct PldmaQueue {
+    PldmaContext *ctx;
+    bool kernel;
     /* Programmed by the driver. */
     uint64_t sq_base, cq_base;
     uint32_t cfg;
@@ -333,7 +358,8 @@ struct PldmaContext {
     uint32_t irq_status;
     unsigned next_ch;       /* round-robin: the channel asked first */
     PldmaChannel ch[PLDMA_MAX_CHANNELS];
-    PldmaQueue q;
+    PldmaQueue q;           /* the user's queue, its doorbells in the VF */
+    PldmaQueue kq;          /* the kernel's queue (2.2), all in the PF */
 };
 
 struct PldmaState {
@@ -390,12 +416,19 @@ static void pldma_update_irq(PldmaState *s)
 }
 
 static void pldma_q_complete(PldmaChannel *c);
-static void pldma_q_pump(PldmaContext *x);
+static void pldma_pump(PldmaContext *x);
 
 /* A transfer of the channel that a descriptor started, not a START. */
 static bool pldma_ch_queued(PldmaChannel *c)
 {
     return FIELD_EX32(c->origin, CH_ORIGIN, QUEUE);
+}
+
+/* The queue whose descriptor channel c's transfer is (if it is one). */
+static PldmaQueue *pldma_ch_queue(PldmaChannel *c)
+{
+    return FIELD_EX32(c->origin, CH_ORIGIN, KERNEL) ? &c->ctx->kq :
+                                                      &c->ctx->q;
 }
 
 /* Neither BUSY nor in FAULT: START, or the queue, may take the channel. */
@@ -432,7 +465,7 @@ static void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err)
         pldma_update_irq(x->dev);
     }
     if (state != PLDMA_STATE_FAULT) {
-        pldma_q_pump(x); /* the channel is free: the queue may take it */
+        pldma_pump(x); /* the channel is free: a queue may take it */
     }
 }
 
@@ -731,25 +764,43 @@ static void pldma_start(PldmaChannel *c)
 
 /* Queues (2.1) */
 
-static void pldma_q_error(PldmaContext *x, uint32_t err, uint64_t addr)
+static void pldma_q_error(PldmaQueue *q, uint32_t err, uint64_t addr)
 {
+    PldmaContext *x = q->ctx;
+
     trace_exanest_pldma_q_error(x->index, err, addr);
-    x->q.err = err;
-    x->q.err_addr = addr;
-    x->irq_status |= R_CTX_IRQ_STATUS_QERR_MASK;
+    q->err = err;
+    q->err_addr = addr;
+    x->irq_status |= q->kernel ? R_CTX_IRQ_STATUS_KQERR_MASK :
+                                 R_CTX_IRQ_STATUS_QERR_MASK;
     pldma_update_irq(x->dev);
 }
 
 /*
- * One queue entry at @addr, read or written as the context's VF. Checked
- * like a data path piece first, so an entry that does not translate costs
- * one IOMMU event. An entry never crosses a page.
+ * One queue entry at @addr, read or written as the context's VF (the user's
+ * queue) or as the PF (the kernel's). Checked like a data path piece first,
+ * so an entry that does not translate costs one IOMMU event. An entry never
+ * crosses a page.
  */
-static bool pldma_q_dma(PldmaContext *x, uint64_t addr, void *buf,
+static bool pldma_q_dma(PldmaQueue *q, uint64_t addr, void *buf,
                         unsigned len, DMADirection dir)
 {
-    PCIDevice *fn = pldma_ctx_master(x);
+    PldmaContext *x = q->ctx;
+    PCIDevice *pf = PCI_DEVICE(x->dev);
+    PCIDevice *fn;
 
+    if (q->kernel) {
+        fn = pci_get_word(pf->config + PCI_COMMAND) & PCI_COMMAND_MASTER ?
+             pf : NULL;
+    } else {
+        fn = pldma_ctx_master(x);
+    }
+    if (!fn && q->kernel) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u: kernel queue access with the PF "
+                      "not a bus master\n", x->index);
+        return false;
+    }
     if (!fn) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "exanest-pldma: ctx%u: queue access with VF %u "
@@ -764,11 +815,17 @@ static bool pldma_q_dma(PldmaContext *x, uint64_t addr, void *buf,
            MEMTX_OK;
 }
 
-/* The armed CQ event fires once the CQ holds a CQE software has not taken. */
-static void pldma_q_event(PldmaContext *x)
+/*
+ * The armed CQ event fires once the CQ holds a CQE software has not taken.
+ * The kernel queue's fires at every CQE, armed or not.
+ */
+static void pldma_q_event(PldmaQueue *q)
 {
-    PldmaQueue *q = &x->q;
+    PldmaContext *x = q->ctx;
 
+    if (q->kernel) {
+        return;
+    }
     if (q->armed && q->cq_tail != q->cq_head) {
         trace_exanest_pldma_q_event(x->index, q->cq_tail, q->cq_head);
         q->armed = false;
@@ -786,7 +843,7 @@ static void pldma_q_event(PldmaContext *x)
 static void pldma_q_complete(PldmaChannel *c)
 {
     PldmaContext *x = c->ctx;
-    PldmaQueue *q = &x->q;
+    PldmaQueue *q = pldma_ch_queue(c);
     uint8_t cqe[PLDMA_CQE_SIZE] = { 0 };
     int32_t status = PLDMA_CQE_SUCCESS;
     unsigned gen = q->gen;
@@ -820,36 +877,44 @@ static void pldma_q_complete(PldmaChannel *c)
     trace_exanest_pldma_q_cqe(x->index, c->index, slot, addr, c->wr_id,
                               status, c->done);
     q->cq_writing++;
-    ok = pldma_q_dma(x, addr, cqe, sizeof(cqe), DMA_DIRECTION_FROM_DEVICE);
+    ok = pldma_q_dma(q, addr, cqe, sizeof(cqe), DMA_DIRECTION_FROM_DEVICE);
     if (gen != q->gen) {
         return; /* the write reached the engine, which stopped the queue */
     }
     q->cq_writing--;
     if (!ok) {
         qemu_log_mask(LOG_GUEST_ERROR,
-                      "exanest-pldma: ctx%u: writing CQE %u at 0x%" PRIx64
-                      " failed, queue stopped\n", x->index, slot, addr);
-        pldma_q_error(x, PLDMA_QERR_CQ_WRITE, addr);
+                      "exanest-pldma: ctx%u: writing %sCQE %u at 0x%" PRIx64
+                      " failed, queue stopped\n", x->index,
+                      q->kernel ? "kernel " : "", slot, addr);
+        pldma_q_error(q, PLDMA_QERR_CQ_WRITE, addr);
         return;
     }
     q->cq_tail++;
-    pldma_q_event(x);
-    pldma_q_pump(x);
+    if (q->kernel) {
+        x->irq_status |= R_CTX_IRQ_STATUS_KCQ_MASK;
+        pldma_update_irq(x->dev);
+    }
+    pldma_q_event(q);
+    pldma_pump(x); /* the channel is free: a queue may take it */
 }
 
 /*
  * The CQ entries taken: written, being written, and reserved for the queue
  * transfers in flight (whose CQEs must always find room).
  */
-static uint64_t pldma_q_cq_used(PldmaContext *x)
+static uint64_t pldma_q_cq_used(PldmaQueue *q)
 {
-    PldmaQueue *q = &x->q;
+    PldmaContext *x = q->ctx;
     uint64_t used = (uint64_t)(uint32_t)(q->cq_tail - q->cq_head) +
                     q->cq_writing;
 
     for (unsigned n = 0; n < x->dev->nchan; n++) {
-        if (!pldma_ch_free(&x->ch[n])) {
-            used += pldma_ch_queued(&x->ch[n]);
+        PldmaChannel *c = &x->ch[n];
+
+        if (!pldma_ch_free(c) && pldma_ch_queued(c) &&
+            pldma_ch_queue(c) == q) {
+            used++;
         }
     }
     return used;
@@ -880,7 +945,7 @@ static void pldma_q_post(PldmaContext *x, uint32_t val)
         return;
     }
     slot = q->cq_tail + q->cq_writing;
-    if (pldma_q_cq_used(x) >= q->cq_n) {
+    if (pldma_q_cq_used(q) >= q->cq_n) {
         trace_exanest_pldma_q_post(x->index, slot, q->evt_arg, val, 1);
         q->evt_lost = true;
         return;
@@ -894,7 +959,7 @@ static void pldma_q_post(PldmaContext *x, uint32_t val)
     addr = q->a_cq_base + (uint64_t)(slot & (q->cq_n - 1)) * PLDMA_CQE_SIZE;
     trace_exanest_pldma_q_post(x->index, slot, q->evt_arg, val, 0);
     q->cq_writing++;
-    ok = pldma_q_dma(x, addr, cqe, sizeof(cqe), DMA_DIRECTION_FROM_DEVICE);
+    ok = pldma_q_dma(q, addr, cqe, sizeof(cqe), DMA_DIRECTION_FROM_DEVICE);
     if (gen != q->gen) {
         return; /* the write reached the engine, which stopped the queue */
     }
@@ -903,16 +968,16 @@ static void pldma_q_post(PldmaContext *x, uint32_t val)
         qemu_log_mask(LOG_GUEST_ERROR,
                       "exanest-pldma: ctx%u: writing event entry %u at 0x%"
                       PRIx64 " failed, queue stopped\n", x->index, slot, addr);
-        pldma_q_error(x, PLDMA_QERR_CQ_WRITE, addr);
+        pldma_q_error(q, PLDMA_QERR_CQ_WRITE, addr);
         return;
     }
     q->cq_tail++;
-    pldma_q_event(x);
+    pldma_q_event(q);
 }
 
-/* Start the descriptor @d, SQ entry @idx, on channel c. */
-static void pldma_q_start(PldmaChannel *c, const uint8_t *d, uint32_t idx,
-                          uint64_t addr)
+/* Start the descriptor @d, entry @idx of @q's SQ, on channel c. */
+static void pldma_q_start(PldmaQueue *q, PldmaChannel *c, const uint8_t *d,
+                          uint32_t idx, uint64_t addr)
 {
     PldmaContext *x = c->ctx;
     uint32_t flags = ldl_le_p(d + PLDMA_SQE_FLAGS_OFF);
@@ -922,6 +987,7 @@ static void pldma_q_start(PldmaChannel *c, const uint8_t *d, uint32_t idx,
     c->a_len = ldl_le_p(d + PLDMA_SQE_LEN_OFF);
     c->wr_id = ldq_le_p(d + PLDMA_SQE_WRID_OFF);
     c->origin = FIELD_DP32(R_CH_ORIGIN_QUEUE_MASK, CH_ORIGIN, SQ_INDEX, idx);
+    c->origin = FIELD_DP32(c->origin, CH_ORIGIN, KERNEL, q->kernel);
     trace_exanest_pldma_q_fetch(x->index, c->index, idx, addr, c->wr_id);
     if (flags) {
         qemu_log_mask(LOG_GUEST_ERROR,
@@ -937,10 +1003,10 @@ static void pldma_q_start(PldmaChannel *c, const uint8_t *d, uint32_t idx,
  * use (the lowest-numbered one is taken), and room in the CQ for every queue
  * transfer in flight plus this one. Returns whether it took one.
  */
-static bool pldma_q_fetch(PldmaContext *x)
+static bool pldma_q_fetch(PldmaQueue *q)
 {
+    PldmaContext *x = q->ctx;
     PldmaState *s = x->dev;
-    PldmaQueue *q = &x->q;
     PldmaChannel *c = NULL;
     uint8_t d[PLDMA_SQE_SIZE];
     uint64_t used, addr;
@@ -949,7 +1015,7 @@ static bool pldma_q_fetch(PldmaContext *x)
     if (!q->enabled || q->err || q->sq_head == q->sq_tail) {
         return false;
     }
-    used = pldma_q_cq_used(x);
+    used = pldma_q_cq_used(q);
     for (unsigned n = 0; n < s->nchan; n++) {
         PldmaChannel *ch = &x->ch[n];
 
@@ -962,15 +1028,16 @@ static bool pldma_q_fetch(PldmaContext *x)
     }
     addr = q->a_sq_base + (uint64_t)(idx & (q->sq_n - 1)) * PLDMA_SQE_SIZE;
     /* A read: it may reach the engine's registers, but changes nothing. */
-    if (!pldma_q_dma(x, addr, d, sizeof(d), DMA_DIRECTION_TO_DEVICE)) {
+    if (!pldma_q_dma(q, addr, d, sizeof(d), DMA_DIRECTION_TO_DEVICE)) {
         qemu_log_mask(LOG_GUEST_ERROR,
-                      "exanest-pldma: ctx%u: reading descriptor %u at 0x%"
-                      PRIx64 " failed, queue stopped\n", x->index, idx, addr);
-        pldma_q_error(x, PLDMA_QERR_SQ_FETCH, addr);
+                      "exanest-pldma: ctx%u: reading %sdescriptor %u at 0x%"
+                      PRIx64 " failed, queue stopped\n", x->index,
+                      q->kernel ? "kernel " : "", idx, addr);
+        pldma_q_error(q, PLDMA_QERR_SQ_FETCH, addr);
         return false;
     }
     q->sq_head++;
-    pldma_q_start(c, d, idx, addr);
+    pldma_q_start(q, c, d, idx, addr);
     return true;
 }
 
@@ -980,18 +1047,23 @@ static bool pldma_q_fetch(PldmaContext *x)
  * nest: a call from inside (a descriptor that ends at once, a CQE write
  * reaching the doorbell) returns, and the running loop looks again.
  */
-static void pldma_q_pump(PldmaContext *x)
+static void pldma_q_pump(PldmaQueue *q)
 {
-    PldmaQueue *q = &x->q;
-
     if (q->pumping) {
         return;
     }
     q->pumping = true;
-    while (pldma_q_fetch(x)) {
+    while (pldma_q_fetch(q)) {
         /* one descriptor per call */
     }
     q->pumping = false;
+}
+
+/* A channel of the context is free: both queues may take it. */
+static void pldma_pump(PldmaContext *x)
+{
+    pldma_q_pump(&x->kq);
+    pldma_q_pump(&x->q);
 }
 
 /*
@@ -1000,10 +1072,10 @@ static void pldma_q_pump(PldmaContext *x)
  * or restored indices more than a ring apart, puts the queue in error at
  * once (BAD_RING).
  */
-static void pldma_q_enable(PldmaContext *x, bool restore)
+static void pldma_q_enable(PldmaQueue *q, bool restore)
 {
+    PldmaContext *x = q->ctx;
     PldmaState *s = x->dev;
-    PldmaQueue *q = &x->q;
     unsigned lsq = FIELD_EX32(q->cfg, CTX_Q_CFG, SQ);
     unsigned lcq = FIELD_EX32(q->cfg, CTX_Q_CFG, CQ);
     uint32_t chans = MAKE_64BIT_MASK(0, s->nchan);
@@ -1044,9 +1116,10 @@ static void pldma_q_enable(PldmaContext *x, bool restore)
     }
     if (why) {
         qemu_log_mask(LOG_GUEST_ERROR,
-                      "exanest-pldma: ctx%u: queue enabled with %s "
-                      "(Q_CFG 0x%x)\n", x->index, why, q->cfg);
-        pldma_q_error(x, PLDMA_QERR_BAD_RING, bad);
+                      "exanest-pldma: ctx%u: %squeue enabled with %s "
+                      "(Q_CFG 0x%x)\n", x->index, q->kernel ? "kernel " : "",
+                      why, q->cfg);
+        pldma_q_error(q, PLDMA_QERR_BAD_RING, bad);
         return;
     }
     q->sq_n = 1u << lsq;
@@ -1060,9 +1133,9 @@ static void pldma_q_enable(PldmaContext *x, bool restore)
  * to IDLE at once, without a CQE, and their interrupt bits clear (Q_CTRL
  * ENABLE 1 -> 0; QUIESCE and RESET stop every channel themselves).
  */
-static void pldma_q_stop(PldmaContext *x, bool abort)
+static void pldma_q_stop(PldmaQueue *q, bool abort)
 {
-    PldmaQueue *q = &x->q;
+    PldmaContext *x = q->ctx;
 
     if (q->enabled) {
         trace_exanest_pldma_q_stop(x->index);
@@ -1074,7 +1147,8 @@ static void pldma_q_stop(PldmaContext *x, bool abort)
     for (unsigned n = 0; abort && n < x->dev->nchan; n++) {
         PldmaChannel *c = &x->ch[n];
 
-        if (pldma_ch_queued(c) && !pldma_ch_free(c)) {
+        if (pldma_ch_queued(c) && pldma_ch_queue(c) == q &&
+            !pldma_ch_free(c)) {
             pldma_cancel(c);
             trace_exanest_pldma_state(x->index, n, PLDMA_STATE_IDLE,
                                       PLDMA_ERR_NONE);
@@ -1087,11 +1161,9 @@ static void pldma_q_stop(PldmaContext *x, bool abort)
 }
 
 /* QUIESCE (@keep: the programmed registers stay) and RESET. */
-static void pldma_q_reset(PldmaContext *x, bool keep)
+static void pldma_q_reset(PldmaQueue *q, bool keep)
 {
-    PldmaQueue *q = &x->q;
-
-    pldma_q_stop(x, false);
+    pldma_q_stop(q, false);
     q->sq_tail = q->sq_head = q->cq_head = q->cq_tail = 0;
     q->err = PLDMA_QERR_NONE;
     q->err_addr = 0;
@@ -1103,22 +1175,27 @@ static void pldma_q_reset(PldmaContext *x, bool keep)
     }
 }
 
-static void pldma_q_ctrl(PldmaContext *x, uint32_t val)
+/* Q_CTRL, or KQ_CTRL (ENABLE only). */
+static void pldma_q_ctrl(PldmaQueue *q, uint32_t val)
 {
-    PldmaQueue *q = &x->q;
-    uint32_t known = R_CTX_Q_CTRL_ENABLE_MASK | R_CTX_Q_CTRL_RESTORE_MASK |
-                     R_CTX_Q_CTRL_ARM_MASK;
+    PldmaContext *x = q->ctx;
+    uint32_t known = R_CTX_Q_CTRL_ENABLE_MASK;
     bool en = FIELD_EX32(val, CTX_Q_CTRL, ENABLE);
 
+    if (!q->kernel) {
+        known |= R_CTX_Q_CTRL_RESTORE_MASK | R_CTX_Q_CTRL_ARM_MASK;
+    }
     if (val & ~known) {
         qemu_log_mask(LOG_GUEST_ERROR,
-                      "exanest-pldma: ctx%u: unknown Q_CTRL bits 0x%x "
-                      "ignored\n", x->index, val & ~known);
+                      "exanest-pldma: ctx%u: unknown %s bits 0x%x "
+                      "ignored\n", x->index, q->kernel ? "KQ_CTRL" : "Q_CTRL",
+                      val & ~known);
+        val &= known;
     }
     if (en && !q->enabled) {
-        pldma_q_enable(x, FIELD_EX32(val, CTX_Q_CTRL, RESTORE));
+        pldma_q_enable(q, FIELD_EX32(val, CTX_Q_CTRL, RESTORE));
     } else if (!en && q->enabled) {
-        pldma_q_stop(x, true);
+        pldma_q_stop(q, true);
     }
     if (!en || !q->enabled || q->err) {
         return;
@@ -1127,21 +1204,24 @@ static void pldma_q_ctrl(PldmaContext *x, uint32_t val)
         q->armed = true;
     }
     /* Restored: CQEs already waiting, descriptors already posted. */
-    pldma_q_event(x);
-    pldma_q_pump(x);
+    pldma_q_event(q);
+    pldma_q_pump(q);
 }
 
-/* A queue transfer is in flight: its channel is busy or faulted. */
-static bool pldma_q_busy(PldmaContext *x)
+/* A transfer of the queue is in flight: its channel is busy or faulted. */
+static bool pldma_q_busy(PldmaQueue *q)
 {
+    PldmaContext *x = q->ctx;
+
     for (unsigned n = 0; n < x->dev->nchan; n++) {
         PldmaChannel *c = &x->ch[n];
 
-        if (pldma_ch_queued(c) && !pldma_ch_free(c)) {
+        if (pldma_ch_queued(c) && pldma_ch_queue(c) == q &&
+            !pldma_ch_free(c)) {
             return true;
         }
     }
-    return x->q.cq_writing != 0;
+    return q->cq_writing != 0;
 }
 
 /*
@@ -1163,13 +1243,12 @@ static uint32_t *pldma_q_index(PldmaQueue *q, hwaddr off)
     return NULL;
 }
 
-static uint32_t pldma_q_status(PldmaContext *x)
+static uint32_t pldma_q_status(PldmaQueue *q)
 {
-    PldmaQueue *q = &x->q;
     uint32_t st = 0;
 
     st = FIELD_DP32(st, CTX_Q_STATUS, ENABLED, q->enabled);
-    st = FIELD_DP32(st, CTX_Q_STATUS, BUSY, pldma_q_busy(x));
+    st = FIELD_DP32(st, CTX_Q_STATUS, BUSY, pldma_q_busy(q));
     st = FIELD_DP32(st, CTX_Q_STATUS, ARMED, q->armed);
     st = FIELD_DP32(st, CTX_Q_STATUS, ERROR, q->err != PLDMA_QERR_NONE);
     st = FIELD_DP32(st, CTX_Q_STATUS, EVT_LOST, q->evt_lost);
@@ -1261,7 +1340,8 @@ static void pldma_quiesce(PldmaContext *x)
         c->state = PLDMA_STATE_IDLE;
         c->err = PLDMA_ERR_NONE;
     }
-    pldma_q_reset(x, true);
+    pldma_q_reset(&x->q, true);
+    pldma_q_reset(&x->kq, true);
     x->irq_status = 0;
     pldma_update_irq(s);
 }
@@ -1275,7 +1355,8 @@ static void pldma_reset_all(PldmaState *s)
         for (unsigned n = 0; n < s->nchan; n++) {
             pldma_channel_reset(&x->ch[n]);
         }
-        pldma_q_reset(x, false);
+        pldma_q_reset(&x->q, false);
+        pldma_q_reset(&x->kq, false);
         x->irq_status = 0;
         x->next_ch = 0;
     }
@@ -1404,6 +1485,108 @@ static bool pldma_ch_write(PldmaChannel *c, hwaddr off, uint32_t val)
     return false;
 }
 
+/* The kernel queue's registers (2.2) in the context block. */
+static bool pldma_kq_read(PldmaQueue *kq, hwaddr off, uint64_t *val)
+{
+    switch (off) {
+    case A_CTX_KQ_SQ_BASE_LO:
+        *val = extract64(kq->sq_base, 0, 32);
+        return true;
+    case A_CTX_KQ_SQ_BASE_HI:
+        *val = extract64(kq->sq_base, 32, 32);
+        return true;
+    case A_CTX_KQ_CQ_BASE_LO:
+        *val = extract64(kq->cq_base, 0, 32);
+        return true;
+    case A_CTX_KQ_CQ_BASE_HI:
+        *val = extract64(kq->cq_base, 32, 32);
+        return true;
+    case A_CTX_KQ_CFG:
+        *val = kq->cfg;
+        return true;
+    case A_CTX_KQ_CTRL:
+        *val = FIELD_DP32(0, CTX_Q_CTRL, ENABLE, kq->enabled);
+        return true;
+    case A_CTX_KQ_STATUS:
+        *val = pldma_q_status(kq);
+        return true;
+    case A_CTX_KQ_ERR_LO:
+        *val = extract64(kq->err_addr, 0, 32);
+        return true;
+    case A_CTX_KQ_ERR_HI:
+        *val = extract64(kq->err_addr, 32, 32);
+        return true;
+    case A_CTX_KQ_SQ_TAIL:
+        *val = kq->sq_tail;
+        return true;
+    case A_CTX_KQ_SQ_HEAD:
+        *val = kq->sq_head;
+        return true;
+    case A_CTX_KQ_CQ_HEAD:
+        *val = kq->cq_head;
+        return true;
+    case A_CTX_KQ_CQ_TAIL:
+        *val = kq->cq_tail;
+        return true;
+    }
+    return false;
+}
+
+/*
+ * KQ_SQ_TAIL is the kernel queue's doorbell, KQ_CQ_HEAD gives CQ entries
+ * back: both ignored (and logged) while the queue is disabled, and taken as
+ * they are otherwise, as the VF's doorbells are.
+ */
+static bool pldma_kq_write(PldmaQueue *kq, hwaddr off, uint32_t val)
+{
+    uint32_t cfg_mask = R_CTX_Q_CFG_SQ_MASK | R_CTX_Q_CFG_CQ_MASK |
+                        R_CTX_Q_CFG_CHAN_MASK;
+    unsigned ctx = kq->ctx->index;
+
+    switch (off) {
+    case A_CTX_KQ_SQ_BASE_LO:
+        kq->sq_base = deposit64(kq->sq_base, 0, 32, val);
+        return true;
+    case A_CTX_KQ_SQ_BASE_HI:
+        kq->sq_base = deposit64(kq->sq_base, 32, 32, val);
+        return true;
+    case A_CTX_KQ_CQ_BASE_LO:
+        kq->cq_base = deposit64(kq->cq_base, 0, 32, val);
+        return true;
+    case A_CTX_KQ_CQ_BASE_HI:
+        kq->cq_base = deposit64(kq->cq_base, 32, 32, val);
+        return true;
+    case A_CTX_KQ_CFG:
+        if (val & ~cfg_mask) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "exanest-pldma: ctx%u: unknown KQ_CFG bits 0x%x "
+                          "ignored\n", ctx, val & ~cfg_mask);
+        }
+        kq->cfg = val & cfg_mask;
+        return true;
+    case A_CTX_KQ_CTRL:
+        pldma_q_ctrl(kq, val);
+        return true;
+    case A_CTX_KQ_SQ_TAIL:
+    case A_CTX_KQ_CQ_HEAD:
+        if (!kq->enabled) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "exanest-pldma: ctx%u: write 0x%x to kernel queue "
+                          "index 0x%" HWADDR_PRIx " ignored: the queue is "
+                          "disabled\n", ctx, val, off);
+            return true;
+        }
+        if (off == A_CTX_KQ_SQ_TAIL) {
+            kq->sq_tail = val;
+        } else {
+            kq->cq_head = val;
+        }
+        pldma_q_pump(kq);
+        return true;
+    }
+    return false;
+}
+
 static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
 {
     PldmaQueue *q = &x->q;
@@ -1437,7 +1620,7 @@ static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
         *val = FIELD_DP32(0, CTX_Q_CTRL, ENABLE, q->enabled);
         return true;
     case A_CTX_Q_STATUS:
-        *val = pldma_q_status(x);
+        *val = pldma_q_status(q);
         return true;
     case A_CTX_Q_ERR_LO:
         *val = extract64(q->err_addr, 0, 32);
@@ -1461,7 +1644,7 @@ static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
         *val = *pldma_q_index(q, off);
         return true;
     }
-    return false;
+    return pldma_kq_read(&x->kq, off, val);
 }
 
 static bool pldma_ctx_write(PldmaContext *x, hwaddr off, uint32_t val)
@@ -1516,7 +1699,7 @@ static bool pldma_ctx_write(PldmaContext *x, hwaddr off, uint32_t val)
         q->cfg = val & cfg_mask;
         return true;
     case A_CTX_Q_CTRL:
-        pldma_q_ctrl(x, val);
+        pldma_q_ctrl(q, val);
         return true;
     case A_CTX_Q_SQ_TAIL:
     case A_CTX_Q_SQ_HEAD:
@@ -1532,7 +1715,7 @@ static bool pldma_ctx_write(PldmaContext *x, hwaddr off, uint32_t val)
         *pldma_q_index(q, off) = val;
         return true;
     }
-    return false;
+    return pldma_kq_write(&x->kq, off, val);
 }
 
 static bool pldma_global_read(PldmaState *s, hwaddr addr, uint64_t *val)
@@ -1764,6 +1947,9 @@ static void pldma_realize(PCIDevice *pdev, Error **errp)
 
         x->dev = s;
         x->index = i;
+        x->q.ctx = x;
+        x->kq.ctx = x;
+        x->kq.kernel = true;
         for (unsigned n = 0; n < s->nchan; n++) {
             PldmaChannel *c = &x->ch[n];
 
@@ -1942,7 +2128,7 @@ static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
                           x->index, v, q->sq_n, q->sq_head);
         }
         q->sq_tail = v;
-        pldma_q_pump(x);
+        pldma_q_pump(q);
         break;
     case A_VF_CQ_HEAD:
         if (v - q->cq_head > q->cq_tail - q->cq_head) {
@@ -1952,8 +2138,8 @@ static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
                           x->index, v, q->cq_head, q->cq_tail);
         }
         q->cq_head = v;
-        pldma_q_event(x);
-        pldma_q_pump(x);
+        pldma_q_event(q);
+        pldma_q_pump(q);
         break;
     case A_VF_CQ_ARM:
         if (v & ~R_VF_CQ_ARM_ONCE_MASK) {
@@ -1963,7 +2149,7 @@ static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
         }
         if (FIELD_EX32(v, VF_CQ_ARM, ONCE)) {
             q->armed = true;
-            pldma_q_event(x);
+            pldma_q_event(q);
         }
         break;
     }

@@ -1574,6 +1574,108 @@ class Queues(ModelTest):
         r.enable()
         self.assertEqual(self.pf_indices(6), (0, 0, 0, 0))
 
+    KSQ = RAM + 0x8800000    # the kernel queue's rings (in the PF's DMA space: RAM, bypass)
+    KCQ = RAM + 0x8880000
+
+    def kq_setup(self, ctx, chans, log2=3):
+        """Program and enable context ctx's kernel queue (PF bus mastering on)."""
+        q = self.q
+        q.writew(q.pf + PCI_COMMAND, CMD_MEMORY | CMD_MASTER)
+        self.addCleanup(q.writew, q.pf + PCI_COMMAND, CMD_MEMORY)
+        q.mem_write(self.KSQ, bytes(32 << log2))
+        q.mem_write(self.KCQ, bytes(32 << log2))
+        for r, v in (("PLDMA_CTX_KQ_SQ_BASE_LO", self.KSQ), ("PLDMA_CTX_KQ_SQ_BASE_HI", 0),
+                     ("PLDMA_CTX_KQ_CQ_BASE_LO", self.KCQ), ("PLDMA_CTX_KQ_CQ_BASE_HI", 0),
+                     ("PLDMA_CTX_KQ_CFG", log2 | log2 << 8 | chans << 16),
+                     ("PLDMA_CTX_KQ_CTRL", R["PLDMA_Q_CTRL_ENABLE"])):
+            q.set_ctxreg(ctx, R[r], v)
+
+    def kq_post(self, ctx, first, descs, log2=3):
+        """Write descriptors at kernel SQ indices first.. and ring the PF doorbell."""
+        for i, d in enumerate(descs, first):
+            self.q.mem_write(self.KSQ + (i % (1 << log2)) * 32, sqe(*d))
+        self.q.set_ctxreg(ctx, R["PLDMA_CTX_KQ_SQ_TAIL"], first + len(descs))
+
+    def kq_indices(self, ctx):
+        return tuple(self.q.ctxreg(ctx, R[r]) for r in (
+            "PLDMA_CTX_KQ_SQ_TAIL", "PLDMA_CTX_KQ_SQ_HEAD", "PLDMA_CTX_KQ_CQ_HEAD",
+            "PLDMA_CTX_KQ_CQ_TAIL"))
+
+    def test_kernel_queue_beside_the_user_queue(self):
+        """2.2: the kernel's queue runs beside the user's on one context, each on its channels:
+        its rings are the PF's, its doorbell a PF register, its CQEs raise KCQ; the data moves as
+        the context's VF; the user's queue sees nothing of it."""
+        q = self.q
+        r = self.ring(7, chans=0b1110)
+        self.kq_setup(7, 0b0001)
+        self.assertEqual(q.ctxreg(7, R["PLDMA_CTX_KQ_STATUS"]), R["PLDMA_Q_STATUS_ENABLED"])
+        bufs = [self.data(i, 4096) for i in range(7)]
+        self.kq_post(7, 0, [(src, dst, 4096, 0xC0 + i) for i, (src, dst, _) in enumerate(bufs[:3])])
+        r.post([(src, dst, 4096, 0x70 + i) for i, (src, dst, _) in enumerate(bufs[3:])])
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_ORIGIN"], 7),
+                         R["PLDMA_ORIGIN_QUEUE"] | R["PLDMA_ORIGIN_KERNEL"] | 0)
+        self.assertEqual(q.chreg(1, R["PLDMA_CH_ORIGIN"], 7), R["PLDMA_ORIGIN_QUEUE"] | 0)
+        self.assertTrue(q.ctxreg(7, R["PLDMA_CTX_KQ_STATUS"]) & R["PLDMA_Q_STATUS_BUSY"])
+        r.run_until_cq(4)
+        start = q.now()
+        while self.kq_indices(7)[3] < 3:
+            self.assertLess(q.step() - start, 10**9)
+        self.assertEqual(self.kq_indices(7), (3, 3, 0, 3))
+        self.assertTrue(self.ctx_irq(7) & R["PLDMA_CTX_IRQ_KCQ"])
+        self.assertFalse(self.ctx_irq(7) & R["PLDMA_CTX_IRQ_CQ"], "the user's CQ is not armed")
+        for i in range(3):
+            c = Cqe(q.mem_read(self.KCQ + i * 32, 32))
+            self.assertEqual((c.wr_id, c.status, c.bytes, c.phase), (0xC0 + i, 0, 4096, 1))
+        self.assertEqual(sorted(c.wr_id for c in r.reap()), [0x70 + i for i in range(4)])
+        for src, dst, data in bufs:
+            self.assertEqual(q.mem_read(dst, 4096), data)
+        # The interrupt clears; the next CQE raises it again; CQ_HEAD is the kernel's.
+        q.set_ctxreg(7, R["PLDMA_CTX_IRQ_STATUS"], R["PLDMA_CTX_IRQ_KCQ"])
+        q.set_ctxreg(7, R["PLDMA_CTX_KQ_CQ_HEAD"], 3)
+        self.kq_post(7, 3, [(bufs[0][0], bufs[0][1], 64, 0xC3)])
+        start = q.now()
+        while self.kq_indices(7)[3] < 4:
+            self.assertLess(q.step() - start, 10**9)
+        self.assertEqual(self.ctx_irq(7) & R["PLDMA_CTX_IRQ_KCQ"], R["PLDMA_CTX_IRQ_KCQ"])
+        self.assertEqual(Cqe(q.mem_read(self.KCQ + 3 * 32, 32)).wr_id, 0xC3)
+        # QUIESCE stops it, as it does the user's.
+        q.set_ctxreg(7, R["PLDMA_CTX_CTRL"], R["PLDMA_CTX_QUIESCE"])
+        self.assertEqual((q.ctxreg(7, R["PLDMA_CTX_KQ_STATUS"]), self.kq_indices(7)),
+                         (0, (0, 0, 0, 0)))
+
+    def test_kernel_queue_errors(self):
+        """The kernel queue's own errors: KQERR, not QERR; a NACKed transfer's KCQE carries the
+        NACK status; its doorbell is ignored while it is disabled."""
+        q = self.q
+        r = self.ring(8, chans=0b1110)
+        self.kq_setup(8, 0b0001)
+        # A transfer that faults (no memory there), NACKed by the kernel with -EFAULT.
+        self.kq_post(8, 0, [(UNMAPPED, RAM + 0xA00000, 4096, 0xE0)])
+        self.assertEqual(q.run_until_settled(0, 8), 5000)
+        self.assertEqual(q.status(0, 8)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(self.ctx_irq(8), 1, "a fault raises the channel's interrupt")
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_ORIGIN"], 8),
+                         R["PLDMA_ORIGIN_QUEUE"] | R["PLDMA_ORIGIN_KERNEL"])
+        self.assertEqual(q.chreg(0, R["PLDMA_CH_WRID_LO"], 8), 0xE0)
+        q.set_chreg(0, R["PLDMA_CH_NACK_STATUS"], (-14) & 0xFFFFFFFF, 8)
+        q.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_NACK"], 8)
+        c = Cqe(q.mem_read(self.KCQ, 32))
+        self.assertEqual((c.wr_id, c.status, c.fault), (0xE0, -14, UNMAPPED))
+        # Without the PF as a bus master, the kernel queue cannot read its descriptor.
+        q.writew(q.pf + PCI_COMMAND, CMD_MEMORY)
+        self.kq_post(8, 1, [(RAM, RAM + 0xA00000, 64, 0xE1)])
+        st = q.ctxreg(8, R["PLDMA_CTX_KQ_STATUS"])
+        self.assertEqual((st & R["PLDMA_Q_STATUS_ERROR"], st >> R["PLDMA_Q_STATUS_ERR_SHIFT"]),
+                         (R["PLDMA_Q_STATUS_ERROR"], R["PLDMA_QERR_SQ_FETCH"]))
+        self.assertEqual(q.ctxreg(8, R["PLDMA_CTX_KQ_ERR_LO"]), self.KSQ + 32)
+        self.assertTrue(self.ctx_irq(8) & R["PLDMA_CTX_IRQ_KQERR"])
+        self.assertFalse(self.ctx_irq(8) & R["PLDMA_CTX_IRQ_QERR"])
+        self.assertEqual(r.status(), (True, False, 0), "the user's queue runs on")
+        # Disabled: the doorbell is ignored.
+        q.set_ctxreg(8, R["PLDMA_CTX_KQ_CTRL"], 0)
+        q.set_ctxreg(8, R["PLDMA_CTX_KQ_SQ_TAIL"], 9)
+        self.assertEqual(self.kq_indices(8)[0], 2)
+
     def test_quiesce_disables_the_queue(self):
         q, r = self.q, self.ring(10)
         src, dst, _ = self.data(0, 1 << 20)
@@ -1935,6 +2037,14 @@ class Tracing(unittest.TestCase):
             r.post([(RAM, RAM + 0x300000, 64, 1)])
             r = Ring(q, 5, RAM + 0x600000, UNMAPPED)
             r.post([(RAM, RAM + 0x300000, 0, 1)])
+            # The kernel queue: its doorbell while disabled, a bad KQ_CTRL bit, and a
+            # descriptor it cannot read with the PF not a bus master.
+            q.set_ctxreg(6, R["PLDMA_CTX_KQ_SQ_TAIL"], 1)
+            q.set_ctxreg(6, R["PLDMA_CTX_KQ_SQ_BASE_LO"], RAM + 0x700000)
+            q.set_ctxreg(6, R["PLDMA_CTX_KQ_CQ_BASE_LO"], RAM + 0x710000)
+            q.set_ctxreg(6, R["PLDMA_CTX_KQ_CFG"], 0x303)
+            q.set_ctxreg(6, R["PLDMA_CTX_KQ_CTRL"], 3)
+            q.set_ctxreg(6, R["PLDMA_CTX_KQ_SQ_TAIL"], 1)
         finally:
             q.close()
         with open(log, encoding="utf-8") as f:
@@ -1954,7 +2064,13 @@ class Tracing(unittest.TestCase):
                 r"exanest-pldma: ctx4: queue access with VF 4 disabled or not a bus master",
                 rf"exanest-pldma: ctx4: reading descriptor 0 at {RAM + 0x400000:#x} failed, "
                 r"queue stopped",
-                rf"exanest-pldma: ctx5: writing CQE 0 at {UNMAPPED:#x} failed, queue stopped"):
+                rf"exanest-pldma: ctx5: writing CQE 0 at {UNMAPPED:#x} failed, queue stopped",
+                r"exanest-pldma: ctx6: write 0x1 to kernel queue index 0x84 ignored: the queue "
+                r"is disabled",
+                r"exanest-pldma: ctx6: unknown KQ_CTRL bits 0x2 ignored",
+                r"exanest-pldma: ctx6: kernel queue access with the PF not a bus master",
+                rf"exanest-pldma: ctx6: reading kernel descriptor 0 at {RAM + 0x700000:#x} "
+                r"failed, queue stopped"):
             self.assertRegex(text, line)
 
 

@@ -107,6 +107,32 @@ pub mod ctx {
     pub const Q_CQ_HEAD: usize = 0x048;
     /// 2.2: the queue's CQ producer index.
     pub const Q_CQ_TAIL: usize = 0x04c;
+    /// 2.2: the kernel queue's send ring, an address the PF issues, low half.
+    pub const KQ_SQ_BASE_LO: usize = 0x060;
+    /// 2.2: high half.
+    pub const KQ_SQ_BASE_HI: usize = 0x064;
+    /// 2.2: the kernel queue's completion ring, an address the PF issues, low half.
+    pub const KQ_CQ_BASE_LO: usize = 0x068;
+    /// 2.2: high half.
+    pub const KQ_CQ_BASE_HI: usize = 0x06c;
+    /// 2.2: as [`Q_CFG`].
+    pub const KQ_CFG: usize = 0x070;
+    /// 2.2: [`super::q_ctrl::ENABLE`] only.
+    pub const KQ_CTRL: usize = 0x074;
+    /// 2.2: read-only, as [`Q_STATUS`].
+    pub const KQ_STATUS: usize = 0x078;
+    /// 2.2: read-only IOVA a kernel queue error is about, low half.
+    pub const KQ_ERR_LO: usize = 0x07c;
+    /// 2.2: high half.
+    pub const KQ_ERR_HI: usize = 0x080;
+    /// 2.2: the kernel queue's SQ producer index: writing it rings its doorbell.
+    pub const KQ_SQ_TAIL: usize = 0x084;
+    /// 2.2: read-only SQ consumer index.
+    pub const KQ_SQ_HEAD: usize = 0x088;
+    /// 2.2: CQ consumer index, written by the kernel.
+    pub const KQ_CQ_HEAD: usize = 0x08c;
+    /// 2.2: read-only CQ producer index.
+    pub const KQ_CQ_TAIL: usize = 0x090;
 }
 
 /// Fields of [`ctx::EVT_POST`]: the event entry's `bytes` (a count) and its kind (not 0),
@@ -139,6 +165,10 @@ pub mod ctx_irq {
     pub const CQ: u32 = 1 << 8;
     /// 2.1: the queue stopped on an error.
     pub const QERR: u32 = 1 << 9;
+    /// 2.2: the kernel queue wrote a completion (every one raises it).
+    pub const KCQ: u32 = 1 << 10;
+    /// 2.2: the kernel queue stopped on an error.
+    pub const KQERR: u32 = 1 << 11;
 }
 
 /// Fields of [`ctx::Q_CFG`], latched when the queue is enabled.
@@ -322,6 +352,8 @@ pub mod ch {
 pub mod origin {
     /// The transfer came from the send queue (else from START).
     pub const QUEUE: u32 = 1 << 31;
+    /// 2.2, with `QUEUE`: from the kernel queue's.
+    pub const KERNEL: u32 = 1 << 30;
     /// The send queue index of its descriptor, modulo 2^16.
     pub const SQ_INDEX_MASK: u32 = 0xffff;
 }
