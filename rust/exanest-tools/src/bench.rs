@@ -18,6 +18,7 @@
 //! exanest-bench fairness     [--reps N]
 //! exanest-bench queue        [--reps N] [--ms MS]
 //! exanest-bench eviction     [--size BYTES] [--passes N]
+//! exanest-bench queue-move   [--reps N]   (the driver loaded with contexts=1)
 //! exanest-bench all          [--quick]
 //! ```
 
@@ -811,6 +812,78 @@ fn queue(reps: usize, ms: u64) -> Res<()> {
     Ok(())
 }
 
+/// The moves the driver made of user-level queues between contexts, from debugfs (`moves N` of
+/// each queue line of every engine instance's `stats`); `None` without debugfs.
+fn queue_moves() -> Option<u64> {
+    let text = std::fs::read_to_string("/sys/kernel/debug/exanest-dma0/stats").ok()?;
+    Some(
+        text.lines()
+            .filter(|l| l.starts_with("queue "))
+            .filter_map(|l| l.split_whitespace().skip_while(|w| *w != "moves").nth(1))
+            .filter_map(|n| n.parse::<u64>().ok())
+            .sum(),
+    )
+}
+
+/// What moving a user-level queue between contexts costs (register map 2.2), on an engine the
+/// driver gives one context (module parameter `contexts=1`): two files of this process, each
+/// with a queue, take turns. Each turn, after a pause longer than the holder's time slice (so
+/// the other queue is idle and its context may go), one 64 B copy is posted and polled to its
+/// completion: the doorbell faults, the context is taken from the other queue and the queue is
+/// restored on it ("moved"); then a second copy on the same queue ("held"). p50 and p99 over
+/// `reps` turns, CLOCK_MONOTONIC. With more than one context nothing moves: a `skipped` line.
+fn queue_move(reps: usize) -> Res<()> {
+    let devs = [Device::open(0)?, Device::open(0)?];
+    let contexts = devs[0].info()?.contexts;
+    if contexts != 1 {
+        println!(
+            "{{\"bench\":\"queue-move\",\"skipped\":\"{contexts} contexts: load the driver with contexts=1\"}}"
+        );
+        return Ok(());
+    }
+    let mut bufs = Vec::new();
+    let mut queues = Vec::new();
+    for d in &devs {
+        let mut src = Buf::new(1 << 16, false)?;
+        let dst = Buf::new(1 << 16, false)?;
+        src.fill(9);
+        register(d, &src, Access::Read, Mode::Pin, None)?;
+        register(d, &dst, Access::Write, Mode::Pin, None)?;
+        queues.push(d.create_queue(4, 4)?);
+        bufs.push((src, dst));
+    }
+    let before = queue_moves();
+    let pause = std::time::Duration::from_millis(12); // the slice is 10 ms (contexts.rs)
+    let mut c = [QueueCompletion::default(); 1];
+    let (mut moved, mut held) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    let mut failed = 0u64;
+    for i in 0..=reps {
+        let k = i % 2;
+        std::thread::sleep(pause);
+        for t in [&mut moved, &mut held] {
+            let (src, dst) = &bufs[k];
+            let t0 = Instant::now();
+            // SAFETY: Both ranges lie in this file's pinned regions; nothing reads `dst` while
+            // the copy is outstanding.
+            unsafe { queues[k].post(src.addr(), dst.addr(), 64, i as u64)? };
+            poll_one(&mut queues[k], &mut c)?;
+            if i > 0 {
+                t.push(us(t0)); // the first turn creates nothing to move from
+            }
+            failed += u64::from(c[0].status != 0 || c[0].wr_id != i as u64);
+        }
+    }
+    let moves = queue_moves().zip(before).map(|(a, b)| a - b);
+    let (m50, m99) = p50_p99(&mut moved);
+    let (h50, h99) = p50_p99(&mut held);
+    let ok = failed == 0 && bufs.iter().all(|(s, d)| s.slice()[..64] == d.slice()[..64]);
+    println!(
+        "{{\"bench\":\"queue-move\",\"clock\":\"CLOCK_MONOTONIC\",\"size\":64,\"reps\":{reps},\"moved_p50_us\":{m50:.3},\"moved_p99_us\":{m99:.3},\"held_p50_us\":{h50:.3},\"held_p99_us\":{h99:.3},\"moves\":{},\"ok\":{ok}}}",
+        moves.map_or("null".to_string(), |m| m.to_string())
+    );
+    Ok(())
+}
+
 /// `--modes pin,on-demand`: the modes to measure (default all), by their names.
 fn modes(args: &[String]) -> Res<Vec<Mode>> {
     match args.windows(2).find(|w| w[0] == "--modes") {
@@ -838,6 +911,9 @@ fn run(args: &[String]) -> Res<()> {
                 arg(args, "--size", 4 << 20),
                 arg(args, "--passes", if quick0 { 2 } else { 5 }),
             )
+        }
+        Some("queue-move") => {
+            return queue_move(arg(args, "--reps", if quick0 { 20 } else { 200 }))
         }
         Some("queue") => {
             return queue(
@@ -877,7 +953,7 @@ fn run(args: &[String]) -> Res<()> {
             eviction(if quick { 1 << 20 } else { 4 << 20 }, if quick { 2 } else { 5 })?;
             queue(if quick { 200 } else { 2000 }, if quick { 20 } else { 200 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|queue-move|all [--quick]".into()),
     }
 }
 
