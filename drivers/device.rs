@@ -10,12 +10,14 @@ use crate::contexts::Contexts;
 use crate::engine::{Context, Engine, Hw};
 use crate::ffi;
 use crate::handler::exanest_iommu_fault;
+use crate::kqueue::KernelQueue;
 use crate::process::Process;
 use crate::stats;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     bindings, debugfs,
     device::{Bound, Device},
+    ffi::c_int,
     fs::File,
     irq,
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
@@ -359,12 +361,10 @@ ffi::check_callback!(ffi::raw::exanest_rust_poll, exanest_rust_poll);
 pub(crate) unsafe extern "C" fn exanest_rust_doorbell_fault(
     file: *mut bindings::file,
     vmf: *mut bindings::vm_fault,
-) -> kernel::ffi::c_int {
+) -> c_int {
     // SAFETY: Per the contract: the VMA holds the file, so the `Arc<OpenFile>` lives.
     let p: ArcBorrow<'_, OpenFile> = unsafe { <Arc<OpenFile>>::borrow((*file).private_data) };
-    p.process
-        .doorbell_fault(vmf)
-        .map_or_else(|e| e.to_errno(), |()| 0)
+    ffi::errno(p.process.doorbell_fault(vmf))
 }
 ffi::check_callback!(
     ffi::raw::exanest_rust_doorbell_fault,
@@ -378,15 +378,12 @@ ffi::check_callback!(
 ///
 /// `file` is an open exanest file, pinned by the caller for the call.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn exanest_rust_doorbell_wait(
-    file: *mut bindings::file,
-) -> kernel::ffi::c_int {
+pub(crate) unsafe extern "C" fn exanest_rust_doorbell_wait(file: *mut bindings::file) -> c_int {
     // SAFETY: Per the contract.
     let p: ArcBorrow<'_, OpenFile> = unsafe { <Arc<OpenFile>>::borrow((*file).private_data) };
-    p.inst
-        .acquire(&p.process)
-        .map_or_else(|e| e.to_errno(), |()| 0)
+    ffi::errno(p.inst.acquire(&p.process))
 }
+
 ffi::check_callback!(
     ffi::raw::exanest_rust_doorbell_wait,
     exanest_rust_doorbell_wait
@@ -430,12 +427,15 @@ impl EngineDevices {
         let engine = Arc::new(engine, GFP_KERNEL)?;
         let name = NAMES[no.0 as usize];
         let mut slots = KVec::with_capacity(ctx_devs.len(), GFP_KERNEL)?;
+        // The kernel queue (2.2) takes COPY's transfers on PCI (the PF reaches its rings).
+        let kq = engine.version.minor().get() >= 2;
         for (i, d) in ctx_devs.iter().enumerate() {
             let ctx = Context {
                 engine: engine.clone(),
                 index: i as u32,
                 dev: d.clone(),
                 doorbell: doorbells.get(i).copied(),
+                kq: KernelQueue::for_context(kq && i < doorbells.len(), dev)?,
             };
             slots.push(Arc::new(ctx, GFP_KERNEL)?, GFP_KERNEL)?;
         }

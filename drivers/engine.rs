@@ -7,9 +7,19 @@
 //! so its own StreamID and IOMMU group). Register values stay typed from the `register!` map
 //! (regs.rs) to the MMIO access; the core's enums name the field values.
 //!
-//! Nothing here locks: callers serialise channel commands under `Process::inner` (process.rs).
+//! With a kernel queue (register map 2.2, kqueue.rs), the [`Hw`] channels of a context are
+//! the queue's slots: COPY's transfers are descriptors, their ends completions, and a slot in
+//! fault-wait is the engine channel whose ORIGIN and WRID name it. Without one they are the
+//! engine's channels, STARTed by registers. The user-level queue's registers are ctxqueue.rs.
+//!
+//! Nothing here locks but the kernel queue's own leaf spinlock: callers serialise channel
+//! commands under `Process::inner` (process.rs).
 
-use crate::exanest_core::regs::{self as map, Error as ChError, FaultCause, State};
+use crate::exanest_core::{
+    kqueue::Slot,
+    regs::{self as map, Error as ChError, FaultCause, State},
+};
+use crate::kqueue::KernelQueue;
 use crate::regs as hw;
 use kernel::{
     device,
@@ -73,7 +83,7 @@ type Window = Region<BAR0_SIZE>;
 
 impl Regs {
     /// Read a register; ENODEV once the device is gone.
-    fn read<T, L>(&self, loc: L) -> Result<T>
+    pub(crate) fn read<T, L>(&self, loc: L) -> Result<T>
     where
         L: IoLoc<Window, T>,
         MmioBackend: IoCapable<L::IoType>,
@@ -85,7 +95,7 @@ impl Regs {
     }
 
     /// Write a register; ENODEV once the device is gone.
-    fn write<T, L>(&self, loc: L, val: T) -> Result
+    pub(crate) fn write<T, L>(&self, loc: L, val: T) -> Result
     where
         L: IoLoc<Window, T>,
         MmioBackend: IoCapable<L::IoType>,
@@ -99,7 +109,7 @@ impl Regs {
 
 /// One engine's registers and what its identification registers said at probe.
 pub(crate) struct Engine {
-    regs: Regs,
+    pub(crate) regs: Regs,
     /// Channels per context.
     pub(crate) channels: u32,
     /// Contexts.
@@ -194,11 +204,13 @@ pub(crate) struct Context {
     /// Physical address of the context's doorbell page (its VF's BAR0), which user space maps
     /// to drive the context's user-level queue; `None` without SR-IOV.
     pub(crate) doorbell: Option<u64>,
+    /// The context's kernel queue, which COPY's transfers take (register map 2.2 on PCI).
+    pub(crate) kq: Option<Pin<KBox<KernelQueue>>>,
 }
 
 impl Context {
     /// Channel `n` of this context as a register array index: EINVAL beyond its channels.
-    fn ch(&self, n: u32) -> Result<usize> {
+    pub(crate) fn ch(&self, n: u32) -> Result<usize> {
         if n >= self.engine.channels {
             return Err(EINVAL);
         }
@@ -216,208 +228,28 @@ impl Context {
             .write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, v)
     }
 
-    fn ctx(&self) -> usize {
+    pub(crate) fn ctx(&self) -> usize {
         self.index as usize
     }
 
-    /// Whether the engine has the user-level queue (register map 2.1 or later).
-    pub(crate) fn has_queue(&self) -> bool {
-        self.engine.version.minor().get() >= 1 && self.doorbell.is_some()
-    }
-
-    /// Configure and enable the context's user-level queue: rings at IOVAs `sq` and `cq`,
-    /// `cfg` a [`map::q_cfg::encode`] value. Its state after the enable edge.
-    pub(crate) fn queue_enable(&self, sq: u64, cq: u64, cfg: u32) -> Result<map::QStatus> {
-        self.queue_program(sq, cq, cfg)?;
-        self.engine.regs.write(
-            hw::Q_CTRL::try_at(self.ctx()).ok_or(EINVAL)?,
-            hw::Q_CTRL::zeroed().with_enable(true),
-        )?;
-        Ok(self.queue_status()?.0)
-    }
-
-    /// Write the queue's ring bases and `cfg`, taken at the next enable.
-    fn queue_program(&self, sq: u64, cq: u64, cfg: u32) -> Result {
-        let c = self.ctx();
+    /// The engine channel in fault-wait for the kernel queue's slot `k`: the one whose ORIGIN
+    /// names the kernel queue and whose WRID is `k` (kqueue.rs).
+    fn kq_channel(&self, k: u32) -> Option<u32> {
         let r = &self.engine.regs;
-        let (slo, shi) = map::split64(sq);
-        let (clo, chi) = map::split64(cq);
-        r.write(
-            hw::SQ_BASE_LO::try_at(c).ok_or(EINVAL)?,
-            hw::SQ_BASE_LO::zeroed().with_value(slo),
-        )?;
-        r.write(
-            hw::SQ_BASE_HI::try_at(c).ok_or(EINVAL)?,
-            hw::SQ_BASE_HI::zeroed().with_value(shi),
-        )?;
-        r.write(
-            hw::CQ_BASE_LO::try_at(c).ok_or(EINVAL)?,
-            hw::CQ_BASE_LO::zeroed().with_value(clo),
-        )?;
-        r.write(
-            hw::CQ_BASE_HI::try_at(c).ok_or(EINVAL)?,
-            hw::CQ_BASE_HI::zeroed().with_value(chi),
-        )?;
-        r.write(
-            hw::Q_CFG::try_at(c).ok_or(EINVAL)?,
-            hw::Q_CFG::from_raw(cfg),
-        )
-    }
-
-    /// Whether the engine can move a user-level queue between contexts (register map 2.2):
-    /// a queue holder's context may then be taken while its queue is idle.
-    pub(crate) fn can_move_queue(&self) -> bool {
-        self.has_queue() && self.engine.version.minor().get() >= 2
-    }
-
-    /// The queue's indices and whether its CQ event is armed.
-    fn queue_indices(&self, st: &map::QStatus) -> Result<map::QueueIndices> {
-        let c = self.ctx();
-        let r = &self.engine.regs;
-        Ok(map::QueueIndices {
-            sq_tail: r
-                .read(hw::Q_SQ_TAIL::try_at(c).ok_or(EINVAL)?)?
-                .value()
-                .get(),
-            sq_head: r
-                .read(hw::Q_SQ_HEAD::try_at(c).ok_or(EINVAL)?)?
-                .value()
-                .get(),
-            cq_head: r
-                .read(hw::Q_CQ_HEAD::try_at(c).ok_or(EINVAL)?)?
-                .value()
-                .get(),
-            cq_tail: r
-                .read(hw::Q_CQ_TAIL::try_at(c).ok_or(EINVAL)?)?
-                .value()
-                .get(),
-            armed: st.armed,
+        (0..self.engine.channels).find(|&n| {
+            let Ok(c) = self.ch(n) else { return false };
+            let at = |c| Some((hw::CH_STATUS::try_at(c)?, hw::CH_ORIGIN::try_at(c)?));
+            let Some((st, o)) = at(c) else { return false };
+            r.read(st).is_ok_and(|st| st.state() == State::Fault)
+                && r.read(o).is_ok_and(|o| o.queue() && o.kernel())
+                && hw::CH_WRID_LO::try_at(c)
+                    .and_then(|w| r.read(w).ok())
+                    .is_some_and(|w| w.value().get() == k)
         })
     }
 
-    /// Whether the context's queue may move now ([`map::QueueIndices::movable`]), as a first
-    /// look: the doorbell may still ring.
-    pub(crate) fn queue_quiet(&self) -> bool {
-        let Ok((st, _)) = self.queue_status() else {
-            return false;
-        };
-        self.queue_indices(&st).is_ok_and(|idx| idx.movable(&st))
-    }
-
-    /// Stop the context's queue if it may move ([`map::QueueIndices::movable`]) and return
-    /// where it was; `None` (and the queue runs on) if it may not. The caller has made sure no
-    /// doorbell of the queue can ring meanwhile (its mapping is zapped), so nothing starts
-    /// between the look and the stop.
-    pub(crate) fn queue_park(&self) -> Result<Option<map::QueueIndices>> {
-        let c = self.ctx();
-        let r = &self.engine.regs;
-        let st = map::QStatus::decode(r.read(hw::Q_STATUS::try_at(c).ok_or(EINVAL)?)?.into_raw());
-        let idx = self.queue_indices(&st)?;
-        if !idx.movable(&st) {
-            return Ok(None);
-        }
-        r.write(hw::Q_CTRL::try_at(c).ok_or(EINVAL)?, hw::Q_CTRL::zeroed())?;
-        Ok(Some(idx))
-    }
-
-    /// Enable the queue parked by [`Context::queue_park`] on this context, with the same rings
-    /// and `cfg`, where it was. Its state after the enable edge.
-    pub(crate) fn queue_restore(
-        &self,
-        sq: u64,
-        cq: u64,
-        cfg: u32,
-        idx: &map::QueueIndices,
-    ) -> Result<map::QStatus> {
-        let c = self.ctx();
-        let r = &self.engine.regs;
-        self.queue_program(sq, cq, cfg)?;
-        r.write(
-            hw::Q_SQ_TAIL::try_at(c).ok_or(EINVAL)?,
-            hw::Q_SQ_TAIL::zeroed().with_value(idx.sq_tail),
-        )?;
-        r.write(
-            hw::Q_SQ_HEAD::try_at(c).ok_or(EINVAL)?,
-            hw::Q_SQ_HEAD::zeroed().with_value(idx.sq_head),
-        )?;
-        r.write(
-            hw::Q_CQ_HEAD::try_at(c).ok_or(EINVAL)?,
-            hw::Q_CQ_HEAD::zeroed().with_value(idx.cq_head),
-        )?;
-        r.write(
-            hw::Q_CQ_TAIL::try_at(c).ok_or(EINVAL)?,
-            hw::Q_CQ_TAIL::zeroed().with_value(idx.cq_tail),
-        )?;
-        r.write(
-            hw::Q_CTRL::try_at(c).ok_or(EINVAL)?,
-            hw::Q_CTRL::from_raw(idx.restore_ctrl()),
-        )?;
-        Ok(self.queue_status()?.0)
-    }
-
-    /// The queue's state, and the IOVA its error is about.
-    pub(crate) fn queue_status(&self) -> Result<(map::QStatus, u64)> {
-        let c = self.ctx();
-        let r = &self.engine.regs;
-        let st = r.read(hw::Q_STATUS::try_at(c).ok_or(EINVAL)?)?;
-        let lo = r.read(hw::Q_ERR_LO::try_at(c).ok_or(EINVAL)?)?;
-        let hi = r.read(hw::Q_ERR_HI::try_at(c).ok_or(EINVAL)?)?;
-        Ok((
-            map::QStatus::decode(st.into_raw()),
-            map::join64(lo.value().get(), hi.value().get()),
-        ))
-    }
-
-    /// The SQ index (modulo 2^16) of the user-level queue's transfer channel `n` runs (or
-    /// last ran); `None` for a START.
-    pub(crate) fn origin(&self, n: u32) -> Result<Option<u32>> {
-        let c = self.ch(n)?;
-        let o = self
-            .engine
-            .regs
-            .read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
-        Ok(o.queue().then(|| o.sq_index().get()))
-    }
-
-    /// Have the engine post an event entry of `kind` in the queue's CQ: `count` in its bytes,
-    /// `arg` as its `wr_id`. Returns whether the queue has lost an event since it was enabled
-    /// (the CQ had no room).
-    pub(crate) fn post_event(&self, kind: u8, count: u64, arg: u64) -> Result<bool> {
-        let c = self.ctx();
-        let r = &self.engine.regs;
-        let (lo, hi) = map::split64(arg);
-        r.write(
-            hw::EVT_ARG_LO::try_at(c).ok_or(EINVAL)?,
-            hw::EVT_ARG_LO::zeroed().with_value(lo),
-        )?;
-        r.write(
-            hw::EVT_ARG_HI::try_at(c).ok_or(EINVAL)?,
-            hw::EVT_ARG_HI::zeroed().with_value(hi),
-        )?;
-        r.write(
-            hw::EVT_POST::try_at(c).ok_or(EINVAL)?,
-            hw::EVT_POST::from_raw(map::evt_post::encode(kind, count)),
-        )?;
-        Ok(r.read(hw::Q_STATUS::try_at(c).ok_or(EINVAL)?)?.evt_lost())
-    }
-
-    /// NACK channel `n`'s queue transfer: its completion reports `status` (a negative errno).
-    pub(crate) fn nack_with(&self, n: u32, status: i32) -> Result {
-        let c = self.ch(n)?;
-        self.engine.regs.write(
-            hw::CH_NACK_STATUS::try_at(c).ok_or(EINVAL)?,
-            hw::CH_NACK_STATUS::zeroed().with_value(status as u32),
-        )?;
-        self.nack(n)
-    }
-}
-
-impl Hw for Context {
-    fn channels(&self) -> u32 {
-        self.engine.channels
-    }
-
-    fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result {
+    /// Program engine channel `n` and start it, with its interrupt enabled.
+    fn ch_start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result {
         let (ctrl, c) = self.ctrl(n)?;
         let (slo, shi) = map::split64(src);
         let (dlo, dhi) = map::split64(dst);
@@ -435,17 +267,20 @@ impl Hw for Context {
         self.write_ctrl(c, ctrl.with_start(true))
     }
 
-    fn resume(&self, n: u32) -> Result {
+    /// Retransmit engine channel `n`'s transfer in fault-wait from its faulting offset.
+    pub(crate) fn ch_resume(&self, n: u32) -> Result {
         let (ctrl, c) = self.ctrl(n)?;
         self.write_ctrl(c, ctrl.with_resume(true))
     }
 
-    fn nack(&self, n: u32) -> Result {
+    /// End engine channel `n`'s busy or faulted transfer.
+    pub(crate) fn ch_nack(&self, n: u32) -> Result {
         let (ctrl, c) = self.ctrl(n)?;
         self.write_ctrl(c, ctrl.with_nack(true))
     }
 
-    fn report(&self, n: u32) -> Result<ChannelReport> {
+    /// Engine channel `n`'s state and latches.
+    pub(crate) fn ch_report(&self, n: u32) -> Result<ChannelReport> {
         let c = self.ch(n)?;
         let r = &self.engine.regs;
         let st = r.read(hw::CH_STATUS::try_at(c).ok_or(EINVAL)?)?;
@@ -462,14 +297,78 @@ impl Hw for Context {
             fault_cause: info.cause(),
         })
     }
+}
+
+impl Hw for Context {
+    fn channels(&self) -> u32 {
+        self.engine.channels
+    }
+
+    // With a kernel queue (register map 2.2), channel `n` of the COPY path is the queue's slot
+    // `n` (kqueue.rs); without one, it is engine channel `n`, STARTed by registers.
+    fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result {
+        match &self.kq {
+            Some(q) => q.start(self, n, src, dst, len),
+            None => self.ch_start(n, src, dst, len),
+        }
+    }
+
+    fn resume(&self, n: u32) -> Result {
+        match &self.kq {
+            Some(_) => self.ch_resume(self.kq_channel(n).ok_or(EINVAL)?),
+            None => self.ch_resume(n),
+        }
+    }
+
+    fn nack(&self, n: u32) -> Result {
+        match &self.kq {
+            // Its completion says ABORTED, whatever the channel's last NACK status was.
+            Some(_) => self.nack_with(self.kq_channel(n).ok_or(EINVAL)?, map::cqe_status::ABORTED),
+            None => self.ch_nack(n),
+        }
+    }
+
+    fn report(&self, n: u32) -> Result<ChannelReport> {
+        let Some(q) = &self.kq else {
+            return self.ch_report(n);
+        };
+        let quiet = |state| ChannelReport {
+            state,
+            error: ChError::None,
+            done_bytes: 0,
+            fault_addr: 0,
+            fault_write: false,
+            fault_cause: FaultCause::Translation,
+        };
+        match q.slot(self, n) {
+            Slot::Ended(e) => {
+                let (state, error) = e.report();
+                Ok(ChannelReport {
+                    error,
+                    done_bytes: e.bytes,
+                    fault_addr: e.fault_addr,
+                    ..quiet(state)
+                })
+            }
+            Slot::Busy => match self.kq_channel(n) {
+                Some(c) => self.ch_report(c),
+                None => Ok(quiet(State::Busy)),
+            },
+            Slot::Idle => Ok(quiet(State::Idle)),
+        }
+    }
 
     fn take_irq_status(&self) -> u32 {
         let at = || hw::CTX_IRQ_STATUS::try_at(self.ctx());
         let Some(Ok(st)) = at().map(|a| self.engine.regs.read(a)) else {
             return 0;
         };
-        let pending =
-            st.into_raw() & (map::ctx_irq::CHANNELS | map::ctx_irq::CQ | map::ctx_irq::QERR);
+        let pending = st.into_raw()
+            & (map::ctx_irq::CHANNELS
+                | map::ctx_irq::CQ
+                | map::ctx_irq::QERR
+                | map::ctx_irq::KCQ
+                | map::ctx_irq::KQERR);
         if let (true, Some(a)) = (pending != 0, at()) {
             // Write-one-to-clear exactly the bits seen.
             let _ = self.engine.regs.write(a, st);
@@ -483,6 +382,9 @@ impl Hw for Context {
                 .engine
                 .regs
                 .write(at, hw::CTX_CTRL::zeroed().with_quiesce(true));
+        }
+        if let Some(q) = &self.kq {
+            q.reset();
         }
     }
 }

@@ -17,7 +17,9 @@
 //! | [`ffi`] | the C shim, declared from its header by bindgen |
 //! | [`error`] | the one errno mapping |
 //! | [`regs`] | the register map (`register!`) |
+//! | [`kqueue`] | a context's kernel queue (2.2): the COPY ioctl's descriptors and completions |
 //! | [`engine`] | the engine, and a context's operations behind the [`engine::Hw`] trait |
+//! | [`ctxqueue`] | a context's queue registers: the user-level queue's and the kernel queue's |
 //! | [`sriov`] | the contexts' functions: SR-IOV virtual functions |
 //! | [`iommu`] | the per-process IOMMU domain |
 //! | [`pinned`] | pin mode: pinned pages and their mappings |
@@ -42,6 +44,7 @@ use kernel::{device::Core, irq, of, pci, platform, prelude::*};
 mod budget;
 mod channel;
 mod contexts;
+mod ctxqueue;
 mod device;
 mod engine;
 mod error;
@@ -54,6 +57,7 @@ mod ffi;
 mod handler;
 mod ioctl;
 mod iommu;
+mod kqueue;
 mod mirror;
 mod odp;
 mod pinned;

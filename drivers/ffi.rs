@@ -362,6 +362,11 @@ pub(crate) unsafe fn disable_sriov(pf: *mut bindings::pci_dev) {
     unsafe { raw::exanest_shim_disable_sriov(pf) }
 }
 
+/// 0, or the negative errno, as C callers of the shim's callbacks want it.
+pub(crate) fn errno(r: Result) -> kernel::ffi::c_int {
+    r.map_or_else(|e| e.to_errno(), |()| 0)
+}
+
 /// Set up `vma` (exactly one page, else EINVAL) as a doorbell: uncached device memory, mapped
 /// page by page by the doorbell's fault handler (the shim's, which calls the process's
 /// `doorbell_fault`, userq.rs).

@@ -7,11 +7,15 @@
 //! process's address space only. The process maps the context's doorbell page (its VF's BAR,
 //! nothing else of the engine) and rings it itself.
 //!
-//! - **Creation** (`EXANEST_DMA_IOC_QUEUE_CREATE`): once per file; the queue keeps the file's
-//!   context until the file is closed (a holder with a queue is never idle, contexts.rs), so a
-//!   doorbell mapping never outlives its context's ownership: the mapping holds the file, and
-//!   the context is only given up at release. The queue takes channels 1 to N-1; the COPY
-//!   ioctl keeps channel 0.
+//! - **Creation** (`EXANEST_DMA_IOC_QUEUE_CREATE`): once per file. The queue shares the
+//!   context's channels with COPY's kernel queue (register map 2.2; before, it takes channels
+//!   1 to N-1 and COPY STARTs channel 0).
+//! - **Moving** (2.2): while it is idle, the queue's context may go to another process
+//!   (contexts.rs). Its doorbell is parked and zapped first; it is mapped again only by its
+//!   fault handler, under `Process::doorbell_lock`, while the queue holds a context, so a
+//!   doorbell mapping never outlives the queue's hold on the context it rings. The next access
+//!   faults a context back and the queue goes on where it stopped (2.1: the queue keeps its
+//!   context until the file is closed).
 //! - **Faults** of queue transfers come as the channel's interrupt, like those of START: the
 //!   fault thread resolves the address in the process's registered regions (fault.rs) and
 //!   RESUMEs, or NACKs with the errno, which the completion reports.
@@ -121,7 +125,7 @@ impl UserQueue {
         if self.mask & (1 << n) == 0 {
             return None;
         }
-        match (ctx.report(n), ctx.origin(n)) {
+        match (ctx.ch_report(n), ctx.origin(n)) {
             (Ok(r), Ok(Some(index))) if r.state == State::Fault => {
                 let t = *self.fault_at[i].get_or_insert_with(|| {
                     // Found without its interrupt (lost): served now.
@@ -170,7 +174,7 @@ impl UserQueue {
             Ok(()) => {
                 k.faults_resolved += 1;
                 k.retransmissions += 1;
-                ctx.resume(n)
+                ctx.ch_resume(n)
             }
             Err(e) => {
                 k.nacks += 1;
@@ -219,7 +223,7 @@ impl QueueState {
             if (pending & q.mask) & (1 << n) == 0 || q.fault_at[i].is_some() {
                 continue;
             }
-            let faulted = ctx.report(n).is_ok_and(|r| r.state == State::Fault);
+            let faulted = ctx.ch_report(n).is_ok_and(|r| r.state == State::Fault);
             if faulted && ctx.origin(n).is_ok_and(|o| o.is_some()) {
                 k.faults += 1;
                 q.fault_at[i] = Some(Instant::now());

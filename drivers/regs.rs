@@ -212,6 +212,29 @@ register! {
         31:0 value;
     }
 
+    /// 2.2: the kernel queue's send and completion rings (addresses the PF issues), its
+    /// configuration (as Q_CFG), enable, status (as Q_STATUS), doorbell (SQ_TAIL) and CQ
+    /// indices.
+    pub(crate) KQ_SQ_BASE_LO(u32)[NCTX, stride = CTX_STRIDE] @ 0x1060 { 31:0 value; }
+    /// 2.2: high half.
+    pub(crate) KQ_SQ_BASE_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x1064 { 31:0 value; }
+    /// 2.2: the kernel queue's completion ring, low half.
+    pub(crate) KQ_CQ_BASE_LO(u32)[NCTX, stride = CTX_STRIDE] @ 0x1068 { 31:0 value; }
+    /// 2.2: high half.
+    pub(crate) KQ_CQ_BASE_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x106c { 31:0 value; }
+    /// 2.2: as Q_CFG.
+    pub(crate) KQ_CFG(u32)[NCTX, stride = CTX_STRIDE] @ 0x1070 { 31:0 value; }
+    /// 2.2: the kernel queue's enable.
+    pub(crate) KQ_CTRL(u32)[NCTX, stride = CTX_STRIDE] @ 0x1074 { 0:0 enable => bool; }
+    /// 2.2: as Q_STATUS.
+    pub(crate) KQ_STATUS(u32)[NCTX, stride = CTX_STRIDE] @ 0x1078 { 1:1 error => bool; }
+    /// 2.2: the kernel queue's SQ producer index: writing it rings its doorbell.
+    pub(crate) KQ_SQ_TAIL(u32)[NCTX, stride = CTX_STRIDE] @ 0x1084 { 31:0 value; }
+    /// 2.2: the kernel queue's CQ consumer index.
+    pub(crate) KQ_CQ_HEAD(u32)[NCTX, stride = CTX_STRIDE] @ 0x108c { 31:0 value; }
+    /// 2.2: the kernel queue's CQ producer index.
+    pub(crate) KQ_CQ_TAIL(u32)[NCTX, stride = CTX_STRIDE] @ 0x1090 { 31:0 value; }
+
     /// Source IOVA, low half.
     pub(crate) CH_SRC_LO(u32)[NCH, stride = STRIDE] @ 0x1100 {
         31:0 value;
@@ -276,8 +299,12 @@ register! {
     /// 2.1: where the transfer came from: the send queue (and its SQ index), or START.
     pub(crate) CH_ORIGIN(u32)[NCH, stride = STRIDE] @ 0x1130 {
         15:0 sq_index;
+        30:30 kernel => bool;
         31:31 queue => bool;
     }
+
+    /// 2.1: the `wr_id` of the channel's queue transfer, low half.
+    pub(crate) CH_WRID_LO(u32)[NCH, stride = STRIDE] @ 0x1134 { 31:0 value; }
 
     /// 2.1: the status the next NACK of the channel's queue transfer reports in its CQE.
     pub(crate) CH_NACK_STATUS(u32)[NCH, stride = STRIDE] @ 0x113c {
@@ -308,27 +335,23 @@ mod tests {
         assert_eq!(off(BANDWIDTH), global::BANDWIDTH);
         assert_eq!(off(LATENCY), global::LATENCY);
         assert_eq!(off(RESET), global::RESET);
+        // Each context register at its offset in the core map, for context `c`.
+        macro_rules! same {
+            ($c:expr; $($reg:ident = $o:ident),* $(,)?) => {
+                $(assert_eq!(off($reg::at($c)), regs::ctx_reg($c, ctx::$o).unwrap());)*
+            };
+        }
         for c in [0usize, 1, NCTX - 1] {
-            let at = |r| regs::ctx_reg(c, r).unwrap();
-            assert_eq!(off(CTX_IRQ_STATUS::at(c)), at(ctx::IRQ_STATUS));
-            assert_eq!(off(CTX_CTRL::at(c)), at(ctx::CTRL));
-            assert_eq!(off(CTX_STATUS::at(c)), at(ctx::STATUS));
-            assert_eq!(off(SQ_BASE_LO::at(c)), at(ctx::SQ_BASE_LO));
-            assert_eq!(off(SQ_BASE_HI::at(c)), at(ctx::SQ_BASE_HI));
-            assert_eq!(off(CQ_BASE_LO::at(c)), at(ctx::CQ_BASE_LO));
-            assert_eq!(off(CQ_BASE_HI::at(c)), at(ctx::CQ_BASE_HI));
-            assert_eq!(off(Q_CFG::at(c)), at(ctx::Q_CFG));
-            assert_eq!(off(Q_CTRL::at(c)), at(ctx::Q_CTRL));
-            assert_eq!(off(Q_STATUS::at(c)), at(ctx::Q_STATUS));
-            assert_eq!(off(Q_ERR_LO::at(c)), at(ctx::Q_ERR_LO));
-            assert_eq!(off(Q_ERR_HI::at(c)), at(ctx::Q_ERR_HI));
-            assert_eq!(off(EVT_POST::at(c)), at(ctx::EVT_POST));
-            assert_eq!(off(EVT_ARG_LO::at(c)), at(ctx::EVT_ARG_LO));
-            assert_eq!(off(EVT_ARG_HI::at(c)), at(ctx::EVT_ARG_HI));
-            assert_eq!(off(Q_SQ_TAIL::at(c)), at(ctx::Q_SQ_TAIL));
-            assert_eq!(off(Q_SQ_HEAD::at(c)), at(ctx::Q_SQ_HEAD));
-            assert_eq!(off(Q_CQ_HEAD::at(c)), at(ctx::Q_CQ_HEAD));
-            assert_eq!(off(Q_CQ_TAIL::at(c)), at(ctx::Q_CQ_TAIL));
+            same!(c; CTX_IRQ_STATUS = IRQ_STATUS, CTX_CTRL = CTRL, CTX_STATUS = STATUS);
+            same!(c; SQ_BASE_LO = SQ_BASE_LO, SQ_BASE_HI = SQ_BASE_HI, CQ_BASE_LO = CQ_BASE_LO);
+            same!(c; CQ_BASE_HI = CQ_BASE_HI, Q_CFG = Q_CFG, Q_CTRL = Q_CTRL, Q_STATUS = Q_STATUS);
+            same!(c; Q_ERR_LO = Q_ERR_LO, Q_ERR_HI = Q_ERR_HI, EVT_POST = EVT_POST);
+            same!(c; EVT_ARG_LO = EVT_ARG_LO, EVT_ARG_HI = EVT_ARG_HI, Q_SQ_TAIL = Q_SQ_TAIL);
+            same!(c; Q_SQ_HEAD = Q_SQ_HEAD, Q_CQ_HEAD = Q_CQ_HEAD, Q_CQ_TAIL = Q_CQ_TAIL);
+            same!(c; KQ_SQ_BASE_LO = KQ_SQ_BASE_LO, KQ_SQ_BASE_HI = KQ_SQ_BASE_HI);
+            same!(c; KQ_CQ_BASE_LO = KQ_CQ_BASE_LO, KQ_CQ_BASE_HI = KQ_CQ_BASE_HI);
+            same!(c; KQ_CFG = KQ_CFG, KQ_CTRL = KQ_CTRL, KQ_STATUS = KQ_STATUS);
+            same!(c; KQ_SQ_TAIL = KQ_SQ_TAIL, KQ_CQ_HEAD = KQ_CQ_HEAD, KQ_CQ_TAIL = KQ_CQ_TAIL);
         }
         assert!(CTX_STATUS::try_at(NCTX).is_none());
         for (c, k) in [
@@ -351,6 +374,7 @@ mod tests {
             assert_eq!(off(CH_FAULT_INFO::at(n)), at(ch::FAULT_INFO));
             assert_eq!(off(CH_DONE_BYTES::at(n)), at(ch::DONE_BYTES));
             assert_eq!(off(CH_ORIGIN::at(n)), at(ch::ORIGIN));
+            assert_eq!(off(CH_WRID_LO::at(n)), at(ch::WRID_LO));
             assert_eq!(off(CH_NACK_STATUS::at(n)), at(ch::NACK_STATUS));
         }
         assert!(CH_STATUS::try_at(NCH).is_none());
@@ -422,7 +446,8 @@ mod tests {
         assert_eq!((e.kind().get(), e.count().get()), (1, 0xff_ffff));
         assert!(Q_STATUS::from_raw(regs::QStatus::EVT_LOST).evt_lost());
         let o = CH_ORIGIN::from_raw(regs::origin::QUEUE | 0x1234);
-        assert!(o.queue());
+        assert!(o.queue() && !o.kernel());
+        assert!(CH_ORIGIN::from_raw(regs::origin::KERNEL).kernel());
         assert_eq!(o.sq_index().get(), 0x1234);
     }
 

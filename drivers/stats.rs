@@ -107,6 +107,10 @@ impl Process {
                 r.pages_resolved
             )?;
         }
+        if let Some(kq) = g.hw().as_ref().and_then(|c| c.kq.as_ref()) {
+            let (posted, completed) = kq.indices();
+            writeln!(f, "kernel queue posted {posted} completed {completed}")?;
+        }
         if let crate::queue::QueueState::Ready(q) = &g.queue {
             writeln!(
                 f,

@@ -7,11 +7,15 @@
 //! in the process's address space only. The process maps the context's doorbell page (its VF's
 //! BAR, nothing else of the engine) and rings it itself. The queue's state is queue.rs.
 //!
-//! - **Creation** (`EXANEST_DMA_IOC_QUEUE_CREATE`): once per file; the queue keeps the file's
-//!   context until the file is closed (a holder with a queue is never idle, contexts.rs), so a
-//!   doorbell mapping never outlives its context's ownership: the mapping holds the file, and
-//!   the context is only given up at release. The queue takes channels 1 to N-1; the COPY
-//!   ioctl keeps channel 0.
+//! - **Creation** (`EXANEST_DMA_IOC_QUEUE_CREATE`): once per file. The queue shares the
+//!   context's channels with COPY's kernel queue (register map 2.2; before, it takes channels
+//!   1 to N-1 and COPY STARTs channel 0).
+//! - **Moving** (2.2): while it is idle, the queue's context may go to another process
+//!   (contexts.rs). Its doorbell is parked and zapped first; it is mapped again only by its
+//!   fault handler, under `Process::doorbell_lock`, while the queue holds a context, so a
+//!   doorbell mapping never outlives the queue's hold on the context it rings. The next access
+//!   faults a context back and the queue goes on where it stopped (2.1: the queue keeps its
+//!   context until the file is closed).
 //! - **Faults** of queue transfers come as the channel's interrupt, like those of START: the
 //!   fault thread resolves the address in the process's registered regions (fault.rs) and
 //!   RESUMEs, or NACKs with the errno, which the completion reports.
@@ -61,16 +65,21 @@ impl Process {
                 return Err(EEXIST);
             }
             let ctx = g.hw().ok_or(ENOLINK)?;
-            if !ctx.has_queue() || channels < 2 {
+            let split = ctx.kq.is_none();
+            if !ctx.has_queue() || (split && channels < 2) {
                 return Err(EOPNOTSUPP);
             }
-            // The queue takes channels 1 to N-1: COPY keeps channel 0 (EBUSY while a copy
-            // runs on the others).
-            g.chans.sched.set_channels(1).map_err(|_| EBUSY)?;
+            // COPY STARTs channels by registers before register map 2.2: the queue takes
+            // channels 1 to N-1 and COPY keeps channel 0 (EBUSY while a copy runs on the
+            // others). COPY's kernel queue (2.2) shares every channel with it.
+            if split {
+                g.chans.sched.set_channels(1).map_err(|_| EBUSY)?;
+            }
             g.queue = QueueState::Creating;
             ctx
         };
-        let mask = ((1u32 << channels) - 1) & !1;
+        let all = (1u32 << channels) - 1;
+        let mask = if ctx.kq.is_none() { all & !1 } else { all };
         let res = self.queue_enable(&ctx, &v, mask);
         let mut g = self.inner.lock();
         match res {

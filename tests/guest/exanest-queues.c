@@ -467,14 +467,15 @@ TEST_F_TIMEOUT(queue, wait_sleeps_until_the_completion, 60)
 	EXPECT_EQ(0, c.status);
 }
 
-/* The COPY ioctl keeps working beside the queue, on the channel the queue leaves it. */
+/* The COPY ioctl keeps working beside the queue (on the kernel queue, register map 2.2). */
 TEST_F_TIMEOUT(queue, copy_ioctl_beside_the_queue, 60)
 {
 	struct exanest_dma_info i = { 0 };
 	struct cqe c;
 
 	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &i));
-	EXPECT_EQ(((1u << i.channels) - 1) & ~1u, self->q.info.channels);
+	/* Register map 2.2: the queue and COPY's kernel queue share every channel. */
+	EXPECT_EQ((1u << i.channels) - 1, self->q.info.channels);
 	EXPECT_EQ(i.context, self->q.info.context);
 	for (int n = 0; n < 7; n++)
 		ASSERT_TRUE(q_post(&self->q, self->src + n * MIB, self->dst + n * MIB, MIB, n));
@@ -485,6 +486,21 @@ TEST_F_TIMEOUT(queue, copy_ioctl_beside_the_queue, 60)
 	}
 	EXPECT_EQ(0, memcmp(self->src, self->dst, 7 * MIB));
 	EXPECT_EQ(0, memcmp(self->src, self->dst + 8 * MIB - 65536, 65536));
+}
+
+/*
+ * COPY and WAIT on the kernel queue (register map 2.2): each copy is a descriptor of the
+ * context's kernel queue and its end a completion, which debugfs counts for the file.
+ */
+TEST_F_TIMEOUT(queue, copies_take_the_kernel_queue, 60)
+{
+	char want[80];
+
+	for (int n = 0; n < 3; n++)
+		ASSERT_EQ(0, copy_wait(self->fd, self->src + n * 4096, self->dst + n * 4096, 4096));
+	EXPECT_EQ(0, memcmp(self->src, self->dst, 3 * 4096));
+	snprintf(want, sizeof(want), "kernel queue posted 3 completed 3");
+	EXPECT_TRUE(stats_has(want)) TH_LOG("debugfs stats has no \"%s\"", want);
 }
 
 /* The tests below open what they need. */
