@@ -85,6 +85,11 @@ if [ -e /lib/exanest_dma.ko ]; then
 	t $? debugfs-engine-timing "$(cat /sys/kernel/debug/exanest-dma0/engine)"
 	echo '{"run": 1}'
 	exanest-bench all --quick
+	# Moving a queue between contexts needs more queues than contexts: the driver with one.
+	rmmod exanest_dma && insmod /lib/exanest_dma.ko contexts=1 >/dev/null 2>&1
+	exanest-bench queue-move --quick
+	rmmod exanest_dma && insmod /lib/exanest_dma.ko >/dev/null 2>&1
+	t $? driver-reload-after-queue-move "insmod failed"
 	# Unload with an open file is refused; after close it works.
 	exec 3</dev/exanest-dma0
 	rmmod exanest_dma 2>/dev/null; [ $? != 0 ]; t $? driver-unload-refused-while-open "rmmod succeeded"
