@@ -81,7 +81,7 @@ struct exanest_dma_copy {
 	__u64 dst;		/* in: inside a region with ACCESS_WRITE */
 	__u64 length;		/* in: bytes, 1..max_transfer */
 	__u32 flags;		/* in: 0 */
-	__u32 channel;		/* out: engine channel it runs on */
+	__u32 channel;		/* out: channel (2.2: kernel queue slot) it runs on */
 	__u64 cookie;		/* out: pass to EXANEST_DMA_IOC_WAIT; never 0 */
 };
 
