@@ -14,6 +14,8 @@ pub mod budget;
 pub mod ctxpool;
 pub mod fault;
 pub mod kqueue;
+pub mod netop;
+pub mod packet;
 pub mod region;
 pub mod regs;
 pub mod sched;

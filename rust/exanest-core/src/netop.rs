@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! One operation's reliable transfer over the link (Documentation/network.rst), both ends:
+//! go-back-N within a bounded window of bytes in flight, cumulative ACKs, and the thesis's
+//! receiver faults: the receiver places bytes in order only, drops what follows a fault and
+//! NACKs its offset, resolves the fault, then sends RESUME, from which the sender goes on. A
+//! lost RESUME, ACK or data packet is recovered by the sender's timeout, with exponential
+//! backoff and a bounded number of retries. Every byte is placed exactly once and the op ends
+//! exactly once, whatever the link drops, duplicates or reorders.
+//!
+//! Times are nanoseconds on whatever monotonic clock the caller uses.
+
+use super::packet::{Nack, MTU};
+
+/// ETIMEDOUT: the op's end when the peer stays silent.
+pub const ETIMEDOUT: i32 = 110;
+
+/// How the sender paces and gives up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendParams {
+    /// Most bytes sent and not acknowledged.
+    pub window: u64,
+    /// Payload bytes per packet, 1..=MTU.
+    pub mtu: u32,
+    /// First retransmission timeout (doubles at each timeout).
+    pub rto_ns: u64,
+    /// Timeouts in a row before the op ends with ETIMEDOUT.
+    pub max_retries: u32,
+}
+
+impl Default for SendParams {
+    fn default() -> Self {
+        SendParams {
+            window: 64 << 10,
+            mtu: MTU as u32,
+            rto_ns: 1_000_000,
+            max_retries: 8,
+        }
+    }
+}
+
+/// Where the sending side of an op is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendState {
+    /// Sending within its window.
+    Sending,
+    /// The receiver NACKed (a fault, or not ready): wait for its RESUME.
+    Paused,
+    /// Ended: 0, or a positive errno.
+    Done(i32),
+}
+
+/// The sending side of one operation of `len` bytes.
+#[derive(Clone, Debug)]
+pub struct SendOp {
+    len: u64,
+    p: SendParams,
+    /// The receiver placed [0, acked).
+    acked: u64,
+    /// The next byte to send.
+    next: u64,
+    /// One past the highest byte ever sent: what is sent below it again is retransmitted.
+    high: u64,
+    state: SendState,
+    /// When the current timeout fires, if armed.
+    deadline: Option<u64>,
+    rto: u64,
+    retries: u32,
+    /// Counters.
+    pub retransmitted: u64,
+    /// Timeouts that fired.
+    pub timeouts: u32,
+    /// NACKs received.
+    pub nacks: u32,
+    /// RESUMEs received.
+    pub resumes: u32,
+}
+
+/// What an event did to the sending side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendEvent {
+    /// Nothing the caller must act on.
+    None,
+    /// The op ended with this status (0, or a positive errno): complete it, once.
+    Completed(i32),
+}
+
+impl SendOp {
+    /// An op of `len` bytes (0 is an op that completes at once).
+    pub fn new(len: u64, p: SendParams) -> Self {
+        let p = SendParams {
+            mtu: p.mtu.clamp(1, MTU as u32),
+            window: p.window.max(1),
+            ..p
+        };
+        SendOp {
+            len,
+            acked: 0,
+            next: 0,
+            high: 0,
+            state: if len == 0 {
+                SendState::Done(0)
+            } else {
+                SendState::Sending
+            },
+            deadline: None,
+            rto: p.rto_ns,
+            retries: 0,
+            p,
+            retransmitted: 0,
+            timeouts: 0,
+            nacks: 0,
+            resumes: 0,
+        }
+    }
+
+    /// Where the op is.
+    pub fn state(&self) -> SendState {
+        self.state
+    }
+
+    /// Bytes the receiver has placed.
+    pub fn acked(&self) -> u64 {
+        self.acked
+    }
+
+    /// When the caller must call [`SendOp::on_timeout`] next, if at all.
+    pub fn deadline(&self) -> Option<u64> {
+        self.deadline
+    }
+
+    /// The next packet to send now, as (offset, bytes), if the window allows one.
+    pub fn next_packet(&mut self, now: u64) -> Option<(u64, u32)> {
+        if self.state != SendState::Sending
+            || self.next >= self.len
+            || self.next - self.acked >= self.p.window
+        {
+            return None;
+        }
+        let room = (self.p.window - (self.next - self.acked)).min(self.len - self.next);
+        let n = room.min(u64::from(self.p.mtu)) as u32;
+        let off = self.next;
+        self.next += u64::from(n);
+        if off < self.high {
+            self.retransmitted += u64::from(n).min(self.high - off);
+        }
+        self.high = self.high.max(self.next);
+        if self.deadline.is_none() {
+            self.deadline = Some(now.saturating_add(self.rto));
+        }
+        Some((off, n))
+    }
+
+    fn end(&mut self, status: i32) -> SendEvent {
+        self.state = SendState::Done(status);
+        self.deadline = None;
+        SendEvent::Completed(status)
+    }
+
+    /// The receiver placed every byte below `off`. Old or impossible ACKs change nothing.
+    pub fn on_ack(&mut self, off: u64, now: u64) -> SendEvent {
+        if matches!(self.state, SendState::Done(_)) || off <= self.acked || off > self.high {
+            return SendEvent::None;
+        }
+        self.acked = off;
+        self.next = self.next.max(off);
+        self.retries = 0;
+        self.rto = self.p.rto_ns;
+        if self.acked == self.len {
+            return self.end(0);
+        }
+        self.deadline = (self.next > self.acked || self.state == SendState::Paused)
+            .then(|| now.saturating_add(self.rto));
+        SendEvent::None
+    }
+
+    /// The receiver dropped the op's data from `off` on, for `why`.
+    pub fn on_nack(&mut self, off: u64, why: Nack, now: u64) -> SendEvent {
+        if matches!(self.state, SendState::Done(_)) || off > self.high || off < self.acked {
+            return SendEvent::None;
+        }
+        self.nacks += 1;
+        if let Nack::Error(e) = why {
+            return self.end(e);
+        }
+        // Everything below `off` was placed; what was sent beyond is wasted.
+        self.acked = off;
+        self.next = off;
+        if why != Nack::Sequence {
+            self.state = SendState::Paused;
+        }
+        // A lost RESUME (or the resent data) is recovered by the timeout.
+        self.deadline = Some(now.saturating_add(self.rto));
+        SendEvent::None
+    }
+
+    /// The receiver can take the op's data again from `off`.
+    pub fn on_resume(&mut self, off: u64, now: u64) -> SendEvent {
+        if matches!(self.state, SendState::Done(_)) || off > self.high || off < self.acked {
+            return SendEvent::None;
+        }
+        self.resumes += 1;
+        self.acked = off;
+        self.next = off;
+        self.retries = 0;
+        self.rto = self.p.rto_ns;
+        if self.acked == self.len {
+            return self.end(0);
+        }
+        self.state = SendState::Sending;
+        self.deadline = Some(now.saturating_add(self.rto));
+        SendEvent::None
+    }
+
+    /// The clock reached `now`: past the deadline, go back to the last acknowledged byte and
+    /// send again (the receiver then re-ACKs, or re-NACKs), doubling the timeout; ETIMEDOUT
+    /// after `max_retries` in a row.
+    pub fn on_timeout(&mut self, now: u64) -> SendEvent {
+        match self.deadline {
+            Some(d) if now >= d && !matches!(self.state, SendState::Done(_)) => {}
+            _ => return SendEvent::None,
+        }
+        self.timeouts += 1;
+        self.retries += 1;
+        if self.retries > self.p.max_retries {
+            return self.end(ETIMEDOUT);
+        }
+        self.rto = self.rto.saturating_mul(2);
+        self.next = self.acked;
+        self.state = SendState::Sending;
+        self.deadline = None;
+        SendEvent::None
+    }
+}
+
+/// What the receiving side does with a data packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecvAction {
+    /// Place the payload at its offset, then ACK this offset (the end of what is placed).
+    Place(u64),
+    /// Drop it, and ACK this offset: a duplicate of placed data.
+    DropAck(u64),
+    /// Drop it, and NACK this offset with [`Nack::Sequence`]: data beyond a gap, the first
+    /// time for this gap (the sender goes back at once rather than at its timeout).
+    DropNack(u64),
+    /// Drop it and say nothing: the op is waiting on a fault, or already ended, or the packet
+    /// does not fit the op.
+    Drop,
+}
+
+/// Where the receiving side of an op is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecvState {
+    /// Taking data in order.
+    Receiving,
+    /// Placing stopped at this offset on a fault being resolved.
+    Faulted(u64),
+    /// Every byte is placed.
+    Done,
+}
+
+/// The receiving side of one operation of `len` bytes.
+#[derive(Clone, Debug)]
+pub struct RecvOp {
+    len: u64,
+    /// Bytes placed: [0, placed).
+    placed: u64,
+    state: RecvState,
+    /// The gap at this offset was NACKed already (one NACK per gap, not one per packet).
+    gap_nacked: Option<u64>,
+    /// Duplicate or out-of-order data packets dropped.
+    pub dropped: u64,
+}
+
+impl RecvOp {
+    /// An op of `len` bytes.
+    pub fn new(len: u64) -> Self {
+        RecvOp {
+            len,
+            placed: 0,
+            state: if len == 0 {
+                RecvState::Done
+            } else {
+                RecvState::Receiving
+            },
+            gap_nacked: None,
+            dropped: 0,
+        }
+    }
+
+    /// Where the op is.
+    pub fn state(&self) -> RecvState {
+        self.state
+    }
+
+    /// Bytes placed.
+    pub fn placed(&self) -> u64 {
+        self.placed
+    }
+
+    /// A data packet of `n` bytes at `off` arrived.
+    pub fn on_data(&mut self, off: u64, n: u32) -> RecvAction {
+        let end = match off.checked_add(u64::from(n)) {
+            Some(e) if n > 0 && e <= self.len => e,
+            _ => return RecvAction::Drop,
+        };
+        match self.state {
+            RecvState::Receiving if off == self.placed => {
+                self.placed = end;
+                if end == self.len {
+                    self.state = RecvState::Done;
+                }
+                RecvAction::Place(end)
+            }
+            RecvState::Receiving if off > self.placed => {
+                self.dropped += 1;
+                if self.gap_nacked == Some(self.placed) {
+                    return RecvAction::Drop;
+                }
+                self.gap_nacked = Some(self.placed);
+                RecvAction::DropNack(self.placed)
+            }
+            RecvState::Receiving | RecvState::Done => {
+                self.dropped += 1;
+                RecvAction::DropAck(self.placed)
+            }
+            RecvState::Faulted(_) => {
+                self.dropped += 1;
+                RecvAction::Drop
+            }
+        }
+    }
+
+    /// Placing the packet [`RecvOp::on_data`] accepted faulted at `off` (within it): the bytes
+    /// below `off` are placed, the rest is not. Returns the offset to NACK with
+    /// [`Nack::Fault`].
+    pub fn on_fault(&mut self, off: u64) -> u64 {
+        let off = off.min(self.placed);
+        self.placed = off;
+        self.state = RecvState::Faulted(off);
+        off
+    }
+
+    /// The fault is resolved: returns the offset to RESUME from.
+    pub fn on_resolved(&mut self) -> Option<u64> {
+        match self.state {
+            RecvState::Faulted(off) => {
+                self.state = RecvState::Receiving;
+                Some(off)
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::collections::VecDeque;
+    use std::vec;
+    use std::vec::Vec;
+
+    #[test]
+    fn window_and_acks() {
+        let p = SendParams {
+            window: 3 * 1000,
+            mtu: 1000,
+            rto_ns: 100,
+            max_retries: 2,
+        };
+        let mut s = SendOp::new(5500, p);
+        let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(0)).collect();
+        assert_eq!(sent, vec![(0, 1000), (1000, 1000), (2000, 1000)]);
+        assert_eq!(s.deadline(), Some(100));
+        assert_eq!(s.on_ack(2000, 10), SendEvent::None);
+        let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(10)).collect();
+        assert_eq!(sent, vec![(3000, 1000), (4000, 1000)]);
+        // An old ACK and one beyond what was sent change nothing.
+        assert_eq!(s.on_ack(1000, 11), SendEvent::None);
+        assert_eq!(s.on_ack(9000, 11), SendEvent::None);
+        assert_eq!(s.acked(), 2000);
+        assert_eq!(s.on_ack(5000, 12), SendEvent::None);
+        assert_eq!(s.next_packet(12), Some((5000, 500)));
+        assert_eq!(s.on_ack(5500, 13), SendEvent::Completed(0));
+        assert_eq!(s.on_ack(5500, 14), SendEvent::None);
+        assert_eq!(s.retransmitted, 0);
+    }
+
+    #[test]
+    fn nack_pause_resume() {
+        let p = SendParams {
+            window: 4000,
+            mtu: 1000,
+            rto_ns: 100,
+            max_retries: 2,
+        };
+        let mut s = SendOp::new(4000, p);
+        while s.next_packet(0).is_some() {}
+        let mut r = RecvOp::new(4000);
+        assert_eq!(r.on_data(0, 1000), RecvAction::Place(1000));
+        assert_eq!(r.on_data(1000, 1000), RecvAction::Place(2000));
+        // Placing at 1500 faults: NACK 1500, drop what follows.
+        assert_eq!(r.on_fault(1500), 1500);
+        assert_eq!(r.on_data(2000, 1000), RecvAction::Drop);
+        assert_eq!(s.on_nack(1500, Nack::Fault, 5), SendEvent::None);
+        assert_eq!(s.state(), SendState::Paused);
+        assert_eq!(s.next_packet(6), None);
+        assert_eq!(r.on_resolved(), Some(1500));
+        assert_eq!(s.on_resume(1500, 7), SendEvent::None);
+        assert_eq!(s.next_packet(7), Some((1500, 1000)));
+        assert_eq!(r.on_data(1500, 1000), RecvAction::Place(2500));
+        // 2500 bytes past 1500 went out twice: 1500..4000 had been sent.
+        while s.next_packet(8).is_some() {}
+        assert_eq!(s.retransmitted, 2500);
+        assert_eq!((s.nacks, s.resumes, s.timeouts), (1, 1, 0));
+        // An error NACK ends the op with its errno.
+        let mut e = SendOp::new(10, p);
+        e.next_packet(0);
+        assert_eq!(e.on_nack(0, Nack::Error(14), 1), SendEvent::Completed(14));
+        assert_eq!(e.on_resume(0, 2), SendEvent::None);
+    }
+
+    #[test]
+    fn silence_times_out_with_backoff() {
+        let p = SendParams {
+            window: 1000,
+            mtu: 1000,
+            rto_ns: 100,
+            max_retries: 2,
+        };
+        let mut s = SendOp::new(1000, p);
+        assert_eq!(s.next_packet(0), Some((0, 1000)));
+        assert_eq!(s.on_timeout(99), SendEvent::None);
+        assert_eq!(s.timeouts, 0);
+        assert_eq!(s.on_timeout(100), SendEvent::None);
+        assert_eq!(s.next_packet(100), Some((0, 1000)));
+        assert_eq!(s.deadline(), Some(300)); // doubled
+        assert_eq!(s.on_timeout(300), SendEvent::None);
+        assert_eq!(s.next_packet(300), Some((0, 1000)));
+        assert_eq!(s.deadline(), Some(700));
+        assert_eq!(s.on_timeout(700), SendEvent::Completed(ETIMEDOUT));
+        assert_eq!(s.retransmitted, 2000);
+    }
+
+    #[test]
+    fn hostile_input_changes_nothing() {
+        let mut r = RecvOp::new(100);
+        assert_eq!(r.on_data(0, 0), RecvAction::Drop);
+        assert_eq!(r.on_data(90, 20), RecvAction::Drop);
+        assert_eq!(r.on_data(u64::MAX, 5), RecvAction::Drop);
+        assert_eq!(r.on_resolved(), None);
+        assert_eq!(r.placed(), 0);
+        let mut s = SendOp::new(100, SendParams::default());
+        assert_eq!(s.on_nack(50, Nack::Fault, 0), SendEvent::None); // nothing sent yet
+        assert_eq!(s.on_resume(50, 0), SendEvent::None);
+        assert_eq!(s.on_ack(50, 0), SendEvent::None);
+        assert_eq!((s.nacks, s.resumes), (0, 0));
+        assert_eq!(s.next_packet(0), Some((0, 100)));
+        assert_eq!(
+            SendOp::new(0, SendParams::default()).state(),
+            SendState::Done(0)
+        );
+    }
+
+    /// A seeded xorshift, for the simulation.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn chance(&mut self, per_mille: u64) -> bool {
+            self.next() % 1000 < per_mille
+        }
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum Pkt {
+        Data(u64, u32),
+        Ack(u64),
+        Nack(u64, Nack),
+        Resume(u64),
+    }
+
+    /// One op over a link that drops, duplicates and reorders, into receiver memory whose
+    /// pages fault on first touch (some), resolved after a delay. Returns the sender's
+    /// counters; asserts exactly-once placement and completion.
+    fn simulate(
+        seed: u64,
+        len: u64,
+        (drop, dup, reorder): (u64, u64, bool),
+        faults: u64,
+    ) -> SendOp {
+        const PAGE: u64 = 4096;
+        let mut rng = Rng(seed | 1);
+        let p = SendParams {
+            window: 16 * 1024,
+            mtu: 1500,
+            rto_ns: 50_000,
+            max_retries: 20,
+        };
+        let mut s = SendOp::new(len, p);
+        let mut r = RecvOp::new(len);
+        let pages = len.div_ceil(PAGE);
+        let mut mapped: Vec<bool> = (0..pages).map(|_| !rng.chance(faults)).collect();
+        let mut placed = vec![0u8; len as usize];
+        let mut link: VecDeque<(u64, Pkt)> = VecDeque::new(); // (arrival time, packet)
+        let mut resolve_at: Option<u64> = None;
+        let mut completions = 0;
+        let mut now = 0u64;
+        let latency = 1_000;
+        let send = |link: &mut VecDeque<(u64, Pkt)>, rng: &mut Rng, now: u64, pk: Pkt| {
+            if rng.chance(drop) {
+                return;
+            }
+            let copies = if rng.chance(dup) { 2 } else { 1 };
+            for _ in 0..copies {
+                // Reordering: a random extra delay of up to 3 link latencies.
+                let extra = if reorder {
+                    rng.next() % (3 * latency)
+                } else {
+                    0
+                };
+                let at = now + latency + extra;
+                let i = link.iter().position(|(t, _)| *t > at).unwrap_or(link.len());
+                link.insert(i, (at, pk));
+            }
+        };
+        for _ in 0..2_000_000 {
+            if let SendState::Done(st) = s.state() {
+                assert_eq!(st, 0, "seed {seed}: the op failed");
+                break;
+            }
+            while let Some((off, n)) = s.next_packet(now) {
+                send(&mut link, &mut rng, now, Pkt::Data(off, n));
+            }
+            // The next event: a packet, the receiver's resolution, or the sender's timeout.
+            let t_link = link.front().map(|(t, _)| *t);
+            let t = [t_link, resolve_at, s.deadline()]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(t) = t else {
+                panic!("seed {seed}: nothing left to happen")
+            };
+            now = now.max(t);
+            if resolve_at.is_some_and(|t| t <= now) {
+                resolve_at = None;
+                if let Some(off) = r.on_resolved() {
+                    mapped[(off / PAGE) as usize] = true;
+                    send(&mut link, &mut rng, now, Pkt::Resume(off));
+                }
+            }
+            if s.deadline().is_some_and(|d| d <= now) {
+                if let SendEvent::Completed(st) = s.on_timeout(now) {
+                    completions += 1;
+                    assert_eq!(st, 0, "seed {seed}: timed out");
+                }
+            }
+            while link.front().is_some_and(|(t, _)| *t <= now) {
+                let (_, pk) = link.pop_front().unwrap();
+                let ev = match pk {
+                    Pkt::Data(off, n) => {
+                        match r.on_data(off, n) {
+                            RecvAction::Place(end) => {
+                                // Place page by page; the first unmapped page faults.
+                                let mut at = off;
+                                while at < end && mapped[(at / PAGE) as usize] {
+                                    let stop = ((at / PAGE + 1) * PAGE).min(end);
+                                    for b in &mut placed[at as usize..stop as usize] {
+                                        *b += 1;
+                                    }
+                                    at = stop;
+                                }
+                                if at < end {
+                                    let nack = r.on_fault(at);
+                                    resolve_at = Some(now + 20_000);
+                                    send(&mut link, &mut rng, now, Pkt::Nack(nack, Nack::Fault));
+                                } else {
+                                    send(&mut link, &mut rng, now, Pkt::Ack(end));
+                                }
+                            }
+                            RecvAction::DropAck(a) => send(&mut link, &mut rng, now, Pkt::Ack(a)),
+                            RecvAction::DropNack(a) => {
+                                send(&mut link, &mut rng, now, Pkt::Nack(a, Nack::Sequence))
+                            }
+                            RecvAction::Drop => {}
+                        }
+                        SendEvent::None
+                    }
+                    Pkt::Ack(a) => s.on_ack(a, now),
+                    Pkt::Nack(o, why) => s.on_nack(o, why, now),
+                    Pkt::Resume(o) => s.on_resume(o, now),
+                };
+                if let SendEvent::Completed(st) = ev {
+                    completions += 1;
+                    assert_eq!(st, 0);
+                }
+            }
+        }
+        assert_eq!(completions, 1, "seed {seed}: completed {completions} times");
+        assert_eq!(r.state(), RecvState::Done, "seed {seed}");
+        assert!(
+            placed.iter().all(|&c| c == 1),
+            "seed {seed}: a byte placed 0 or 2+ times"
+        );
+        s
+    }
+
+    /// A back-to-back link (no loss, in order): every receiver fault is recovered by its
+    /// RESUME, none by a timeout, and what is resent is at most a window per fault.
+    #[test]
+    fn receiver_faults_without_loss_never_time_out() {
+        for seed in 1..40 {
+            let s = simulate(seed * 7919, 256 * 1024, (0, 0, false), 300);
+            assert_eq!(s.timeouts, 0, "seed {seed}: a fault waited for a timeout");
+            assert_eq!(s.nacks, s.resumes);
+            assert!(
+                s.retransmitted <= u64::from(s.nacks) * 16 * 1024,
+                "seed {seed}"
+            );
+        }
+    }
+
+    #[test]
+    fn loss_duplication_reordering_and_faults() {
+        for seed in 1..60 {
+            simulate(seed * 104_729, 200_000, (20, 20, true), 100);
+            simulate(seed * 15_485_863, 100_000, (10, 0, false), 50);
+        }
+        // Heavy cases: 10% loss, 5% duplicates.
+        simulate(99, 64 * 1024, (100, 50, true), 200);
+        simulate(98, 64 * 1024, (100, 50, false), 0);
+    }
+}
