@@ -11,6 +11,7 @@ exec 3>&1 1>&2
 # Bump RECIPE when this script changes how QEMU is built (the key covers the inputs).
 RECIPE=2
 KEY=$(echo "$RECIPE $(hash_of "$TOP/scripts/versions.env" "$TOP/tests/qemu-model/exanest_pldma.c" \
+	"$TOP/tests/qemu-model/exanest_pldma.h" "$TOP/tests/qemu-model/exanest_net.c" \
 	"$TOP/tests/qemu-model/trace-events" "$TOP/tests/qemu-model/exanest.mak" "$TOP/include/hw")" |
 	sha256sum | cut -c1-16)
 OUT="$CACHE/qemu-$KEY"
@@ -25,8 +26,9 @@ tar -C "$OUT" -xf "$DL/qemu.orig.tar.xz" --exclude='*/roms/*'
 mv "$OUT"/qemu-* "$OUT/src"
 cd "$OUT/src"
 
-# The engine model: source, register header, trace events, Kconfig symbol, meson rule.
-cp "$TOP/tests/qemu-model/exanest_pldma.c" hw/misc/
+# The engine model: sources, register header, trace events, Kconfig symbol, meson rule.
+cp "$TOP/tests/qemu-model/exanest_pldma.c" "$TOP/tests/qemu-model/exanest_pldma.h" \
+	"$TOP/tests/qemu-model/exanest_net.c" hw/misc/
 cp "$TOP/include/hw/exanest-pldma-regs.h" hw/misc/
 cat "$TOP/tests/qemu-model/trace-events" >>hw/misc/trace-events
 cat >>hw/misc/Kconfig <<'KC'
@@ -36,7 +38,7 @@ config EXANEST_PLDMA
     default y if TEST_DEVICES
     depends on PCI
 KC
-echo "system_ss.add(when: 'CONFIG_EXANEST_PLDMA', if_true: files('exanest_pldma.c'))" >>hw/misc/meson.build
+echo "system_ss.add(when: 'CONFIG_EXANEST_PLDMA', if_true: files('exanest_pldma.c', 'exanest_net.c'))" >>hw/misc/meson.build
 cp "$TOP/tests/qemu-model/exanest.mak" configs/devices/aarch64-softmmu/exanest.mak
 
 # The +ds tarball strips the edk2 firmware blobs that pc-bios/meson.build lists: empty stand-ins.

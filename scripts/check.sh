@@ -58,9 +58,12 @@ lint_model() {
 		'qemu-*/scripts/checkpatch.pl' 2>"$log"; then
 		fail "QEMU checkpatch: cannot extract it from $DL/qemu.orig.tar.xz"; show_log "$log" 5; return
 	fi
-	if perl "$dir/scripts/checkpatch.pl" --strict --no-tree -f tests/qemu-model/exanest_pldma.c \
-		>"$log" 2>&1; then pass; else
-		fail "QEMU checkpatch (tests/qemu-model/exanest_pldma.c)"; show_log "$log" 30; fi
+	local f
+	for f in tests/qemu-model/exanest_pldma.c tests/qemu-model/exanest_pldma.h \
+		tests/qemu-model/exanest_net.c; do
+		if perl "$dir/scripts/checkpatch.pl" --strict --no-tree -f "$f" >"$log" 2>&1; then pass; else
+			fail "QEMU checkpatch ($f)"; show_log "$log" 30; fi
+	done
 	# The register header is shared with the guest tools and a future FPGA design, under
 	# (GPL-2.0-only OR MIT): QEMU's checkpatch notes that it prefers GPL-2.0-or-later. That note
 	# is the one message tolerated; any other WARNING or ERROR fails.
@@ -125,16 +128,20 @@ p_guest_rust() {
 
 p_model() {
 	[ -x "${QEMU:-}" ] || { fail "model tests: no QEMU"; return; }
-	local log="$LOGS/model-qtest.log" ran bad
-	QEMU="$QEMU" timeout 900 python3 tests/qemu-model/test_model.py -v >"$log" 2>&1
-	ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$log")
-	# One line per failed test or subtest: the count of passes stops at 0.
-	bad=$(grep -c -E '^(FAIL|ERROR):' "$log")
-	pass $(( ${ran:-0} > bad ? ${ran:-0} - bad : 0 ))
-	if [ -z "$ran" ] || [ "$bad" != 0 ] || ! tail -3 "$log" | grep -q '^OK'; then
-		fail "model qtest ($bad of ${ran:-?} failed)"; show_log "$log" 60
-	fi
-	echo "model qtest: ${ran:-0} run, $bad failed"
+	local t log ran bad
+	# The engine (test_model.py) and its network port, two engines on a hub (test_net.py).
+	for t in test_model test_net; do
+		log="$LOGS/model-$t.log"
+		QEMU="$QEMU" timeout 900 python3 "tests/qemu-model/$t.py" -v >"$log" 2>&1
+		ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$log")
+		# One line per failed test or subtest: the count of passes stops at 0.
+		bad=$(grep -c -E '^(FAIL|ERROR):' "$log")
+		pass $(( ${ran:-0} > bad ? ${ran:-0} - bad : 0 ))
+		if [ -z "$ran" ] || [ "$bad" != 0 ] || ! tail -3 "$log" | grep -q '^OK'; then
+			fail "model qtest $t ($bad of ${ran:-?} failed)"; show_log "$log" 60
+		fi
+		echo "model qtest $t: ${ran:-0} run, $bad failed"
+	done
 }
 
 p_guest() {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /*
- * ExaNeSt PLDMA register map, version 2.2.
+ * ExaNeSt PLDMA register map, version 2.3.
  *
  * The contract between the driver, the QEMU engine model and a future FPGA
  * implementation on the QFDB. Documentation/pldma-registers.rst explains
@@ -26,7 +26,11 @@
  * ARMED). It also gives each context a second queue, the kernel's (KQ_*):
  * the same descriptors and completions, with rings in the PF's own DMA
  * space and its doorbell in the PF, and its transfers issued as the
- * context's VF like every other; nothing of 2.1 changes meaning.
+ * context's VF like every other; nothing of 2.1 changes meaning. 2.3 adds
+ * the network port (Documentation/network.rst): a node id, the remote key
+ * and endpoint tables, counters, PUT operations from channels and queues,
+ * and receiver faults reported on a channel of the receiving context
+ * (ORIGIN NET_RX); nothing of 2.2 changes meaning.
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
  */
@@ -62,9 +66,84 @@
 /* RO: bytes a channel moves per turn on the shared data path */
 #define PLDMA_QUANTUM           0x028
 
+/*
+ * 2.3: the network port (Documentation/network.rst). NET_NODE is read-only;
+ * the rest are read-write unless marked. Table entries are written through
+ * a window: select the entry, write its fields, then write its control
+ * register, which commits the whole entry at once. No packet is placed with
+ * an entry after the write that changed it.
+ */
+#define PLDMA_NET_NODE          0x100   /* RO: PLDMA_NET_NODE_* */
+#define PLDMA_NET_WINDOW        0x104   /* RO: bytes in flight per op */
+#define PLDMA_NET_LINK_LATENCY  0x108   /* RO: ns, one way */
+#define PLDMA_NET_LINK_BW       0x10c   /* RO: MB/s (0: not modelled) */
+/* first retransmission timeout, us (doubles at each timeout); 0 reads 1 */
+#define PLDMA_NET_RTO_US        0x110
+/* timeouts in a row before an op ends with PLDMA_ERR_TIMEOUT */
+#define PLDMA_NET_RETRIES       0x114
+/* fault injection on sent packets, per million: dropped, one bit flipped */
+#define PLDMA_NET_DROP_PPM      0x118
+#define PLDMA_NET_CORRUPT_PPM   0x11c
+/* the endpoint table: endpoint EP_SEL's context */
+#define PLDMA_NET_EP_SEL        0x120
+#define PLDMA_NET_EP_CTX        0x124   /* PLDMA_NET_EP_* */
+/* the remote key table: entry RKEY_SEL (the low 32 bits of an rkey) */
+#define PLDMA_NET_RKEY_SEL      0x128
+#define PLDMA_NET_RKEY_TAG      0x12c   /* the rkey's high 32 bits */
+#define PLDMA_NET_RKEY_BASE_LO  0x130   /* the region: first byte (VA) */
+#define PLDMA_NET_RKEY_BASE_HI  0x134
+#define PLDMA_NET_RKEY_LEN_LO   0x138   /* the region's length, bytes */
+#define PLDMA_NET_RKEY_LEN_HI   0x13c
+#define PLDMA_NET_RKEY_EP       0x140   /* the endpoint owning the region */
+#define PLDMA_NET_RKEY_CTRL     0x144   /* PLDMA_NET_RKEY_*; commits */
+/* RO: counter n at PLDMA_NET_CNT_BASE + 4 n, free-running u32 */
+#define PLDMA_NET_CNT_BASE      0x180
+#define PLDMA_NET_CNT_TX_PACKETS        0
+#define PLDMA_NET_CNT_RX_PACKETS        1
+/* malformed, bad checksum, not for this node, or no room for its op */
+#define PLDMA_NET_CNT_RX_DROPPED        2
+#define PLDMA_NET_CNT_RX_BAD_CRC        3
+#define PLDMA_NET_CNT_NACKS_SENT        4
+#define PLDMA_NET_CNT_NACKS_RECEIVED    5
+#define PLDMA_NET_CNT_RESUMES_SENT      6
+#define PLDMA_NET_CNT_RESUMES_RECEIVED  7
+/* payload bytes sent again (a NACK, a timeout, a SEQUENCE NACK) */
+#define PLDMA_NET_CNT_RETRANS_BYTES     8
+#define PLDMA_NET_CNT_TIMEOUTS          9
+/* data packets dropped as duplicates or beyond a gap */
+#define PLDMA_NET_CNT_DUPLICATES        10
+#define PLDMA_NET_CNT_INJECTED_DROPS    11
+#define PLDMA_NET_CNT_INJECTED_CORRUPT  12
+/* error NACKs sent (a key, a range, a right, the driver's NACK) */
+#define PLDMA_NET_CNT_ERROR_NACKS       13
+#define PLDMA_NET_CNT_PLACED_BYTES      14
+/* probes of a paused op (no timeouts: the receiver owes a RESUME) */
+#define PLDMA_NET_CNT_PROBES            15
+#define PLDMA_NET_COUNTERS      16
+#define PLDMA_NET_MAX_NODES     64      /* node ids 0..63 */
+#define PLDMA_NET_MAX_EPS       256     /* endpoints 0..255 */
+#define PLDMA_NET_MAX_RKEYS     256     /* rkey table entries */
+/* receive ops the engine tracks at once (oldest finished ones recycled) */
+#define PLDMA_NET_RX_OPS        64
+/* NET_NODE */
+#define PLDMA_NET_NODE_ID_MASK  0x0000ffffu
+/* a network backend is attached and its link is up */
+#define PLDMA_NET_NODE_LINK     (1u << 16)
+/* NET_EP_CTX: bits 7:0 the context, valid with RESIDENT */
+#define PLDMA_NET_EP_CTX_MASK   0x000000ffu
+/*
+ * The endpoint's process holds that context. Writing it with RESIDENT
+ * RESUMEs every op NACKed NOT_READY for the endpoint.
+ */
+#define PLDMA_NET_EP_RESIDENT   (1u << 31)
+/* NET_RKEY_CTRL */
+#define PLDMA_NET_RKEY_VALID    (1u << 0)
+#define PLDMA_NET_RKEY_READ     (1u << 1)       /* remote read (get) */
+#define PLDMA_NET_RKEY_WRITE    (1u << 2)       /* remote write (put) */
+
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     2
+#define PLDMA_VERSION_MINOR     3
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */
@@ -76,6 +155,8 @@
 #define PLDMA_CAPS_TIMING       (1u << 10)
 /* contexts are SR-IOV virtual functions (else: context 0 is the PF) */
 #define PLDMA_CAPS_SRIOV        (1u << 11)
+/* 2.3: a network port (see PLDMA_NET_*) */
+#define PLDMA_CAPS_NET          (1u << 12)
 #define PLDMA_CAPS_NCTX_SHIFT   16
 #define PLDMA_CAPS_NCTX_MASK    0x00ff0000u     /* number of contexts */
 
@@ -137,6 +218,30 @@
 #define PLDMA_CTX_KQ_SQ_HEAD    0x088   /* RO */
 #define PLDMA_CTX_KQ_CQ_HEAD    0x08c   /* RW */
 #define PLDMA_CTX_KQ_CQ_TAIL    0x090   /* RO */
+
+/*
+ * 2.3: channel n's network registers at PLDMA_CH_NET_BASE +
+ * n * PLDMA_CH_NET_STRIDE in the context's block. A START with NET_OP PUT
+ * sends LEN bytes from SRC to DST, a virtual address of endpoint NET_EP at
+ * node NET_PEER, under NET_RKEY; DONE_BYTES is what the receiver placed.
+ */
+#define PLDMA_CH_NET_BASE       0x300
+#define PLDMA_CH_NET_STRIDE     0x20
+#define PLDMA_CH_NET_OP         0x00    /* RW: PLDMA_OP_* */
+#define PLDMA_CH_NET_PEER       0x04    /* RW: the remote node */
+#define PLDMA_CH_NET_EP         0x08    /* RW: the remote endpoint */
+#define PLDMA_CH_NET_RKEY_LO    0x0c    /* RW: the remote key */
+#define PLDMA_CH_NET_RKEY_HI    0x10
+/* RO: the op id of the channel's current or last network op */
+#define PLDMA_CH_NET_OPID       0x14
+/* RO, NET_RX channels: the sending node */
+#define PLDMA_CH_NET_SRC        0x18
+/* RO: ERROR(REMOTE): the receiver's status, a negative errno */
+#define PLDMA_CH_NET_STATUS     0x1c
+/* operations (NET_OP, and a descriptor's flags bits 3:0) */
+#define PLDMA_OP_COPY           0
+#define PLDMA_OP_PUT            1
+#define PLDMA_OP_MASK           0xfu
 
 /* CTX_IRQ_STATUS: bits 7:0 channel n raised its interrupt */
 #define PLDMA_CTX_IRQ_CHANNELS  0x000000ffu
@@ -224,6 +329,12 @@
 #define PLDMA_ERR_OVERLAP       5
 /* 2.1: a queue descriptor's flags are not 0 (queue transfers only) */
 #define PLDMA_ERR_BAD_FLAGS     6
+/* 2.3: a network op with no port, or its link down */
+#define PLDMA_ERR_NO_LINK       7
+/* 2.3: the receiver refused the op (CH_NET_STATUS says why) */
+#define PLDMA_ERR_REMOTE        8
+/* 2.3: the peer stayed silent through NET_RETRIES timeouts */
+#define PLDMA_ERR_TIMEOUT       9
 /* last command was invalid in this state, ignored */
 #define PLDMA_STATUS_REJECTED   (1u << 16)
 
@@ -242,6 +353,13 @@
 #define PLDMA_ORIGIN_QUEUE      (1u << 31)
 /* 2.2, with QUEUE: from the kernel queue */
 #define PLDMA_ORIGIN_KERNEL     (1u << 30)
+/*
+ * 2.3: the channel holds a receiver fault of a remote node's op, not a
+ * transfer of its own: RESUME sends RESUME, NACK sends an error NACK with
+ * CH_NACK_STATUS; either way the channel goes back to IDLE (no CQE, no
+ * interrupt). FAULT_* and DONE_BYTES (bytes placed) describe the fault.
+ */
+#define PLDMA_ORIGIN_NET_RX     (1u << 29)
 /* the SQ index (mod 2^16) of its descriptor */
 #define PLDMA_ORIGIN_SQ_INDEX_MASK 0x0000ffffu
 
@@ -305,8 +423,19 @@
 #define PLDMA_SQE_SRC_OFF       0       /* u64: source IOVA */
 #define PLDMA_SQE_DST_OFF       8       /* u64: destination IOVA */
 #define PLDMA_SQE_LEN_OFF       16      /* u32: bytes, 1..MAX_LEN */
-#define PLDMA_SQE_FLAGS_OFF     20      /* u32: must be 0 */
+/* u32: bits 3:0 PLDMA_OP_* (2.3; COPY before), the rest 0 */
+#define PLDMA_SQE_FLAGS_OFF     20
 #define PLDMA_SQE_WRID_OFF      24      /* u64: returned in the CQE */
+
+/*
+ * 2.3: a PUT takes two entries: the one above (SRC local, DST the remote
+ * VA), then this one, at the next SQ index. The engine takes both at once.
+ */
+#define PLDMA_SQE_NET_RKEY_OFF  0       /* u64: the remote key */
+#define PLDMA_SQE_NET_PEER_OFF  8       /* u16: the remote node */
+#define PLDMA_SQE_NET_RSVD0_OFF 10      /* u16: 0 */
+#define PLDMA_SQE_NET_EP_OFF    12      /* u32: the remote endpoint */
+#define PLDMA_SQE_NET_RSVD1_OFF 16      /* 16 bytes: 0 */
 
 /* Completion queue entry, little-endian: byte offsets of its fields */
 #define PLDMA_CQE_SIZE          32
@@ -338,6 +467,9 @@
 #define PLDMA_CQE_NO_MASTER     (-260)
 #define PLDMA_CQE_OVERLAP       (-261)
 #define PLDMA_CQE_BAD_FLAGS     (-262)
+#define PLDMA_CQE_NO_LINK       (-263)
+/* ERROR(REMOTE) reports the receiver's status, a negative errno */
+#define PLDMA_CQE_TIMEOUT       (-265)
 
 /* VF BAR0: a context's page, the one user space maps */
 #define PLDMA_VF_ID             0x000   /* RO: PLDMA_VF_ID_MAGIC */

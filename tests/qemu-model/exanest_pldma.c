@@ -66,21 +66,16 @@
 #include "hw/pci/pcie.h"
 #include "hw/pci/pcie_sriov.h"
 #include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
+#include "qemu/cutils.h"
 #include "hw/registerfields.h"
 #include "migration/vmstate.h"
 #include "system/dma.h"
 #include "qom/object.h"
 #include "trace.h"
 #include "exanest-pldma-regs.h"
+#include "exanest_pldma.h"
 
-#define TYPE_EXANEST_PLDMA "exanest-pldma"
-OBJECT_DECLARE_SIMPLE_TYPE(PldmaState, EXANEST_PLDMA)
-#define TYPE_EXANEST_PLDMA_VF "exanest-pldma-vf"
-OBJECT_DECLARE_SIMPLE_TYPE(PldmaVfState, EXANEST_PLDMA_VF)
-
-/* Bytes per data path turn: the value of the QUANTUM register. */
-#define PLDMA_STEP (64 * KiB)
-#define PLDMA_PAGE 4096ULL
 
 /* Config space layout, PF and VF alike. */
 #define PLDMA_PCIE_CAP_OFFSET   0x80
@@ -101,6 +96,7 @@ REG32(CAPS, PLDMA_CAPS)
     FIELD(CAPS, INTX, 9, 1)
     FIELD(CAPS, TIMING, 10, 1)
     FIELD(CAPS, SRIOV, 11, 1)
+    FIELD(CAPS, NET, 12, 1)
     FIELD(CAPS, NCTX, PLDMA_CAPS_NCTX_SHIFT, 8)
 REG32(MAX_LEN, PLDMA_MAX_LEN)
 REG32(IRQ_SUMMARY_LO, PLDMA_IRQ_SUMMARY_LO)
@@ -214,6 +210,16 @@ QEMU_BUILD_BUG_ON(R_CAPS_RESUME_MASK != PLDMA_CAPS_RESUME);
 QEMU_BUILD_BUG_ON(R_CAPS_INTX_MASK != PLDMA_CAPS_INTX);
 QEMU_BUILD_BUG_ON(R_CAPS_TIMING_MASK != PLDMA_CAPS_TIMING);
 QEMU_BUILD_BUG_ON(R_CAPS_SRIOV_MASK != PLDMA_CAPS_SRIOV);
+QEMU_BUILD_BUG_ON(R_CAPS_NET_MASK != PLDMA_CAPS_NET);
+/* The network registers sit between the globals and the contexts. */
+QEMU_BUILD_BUG_ON(PLDMA_QUANTUM >= PLDMA_NET_NODE ||
+                  PLDMA_NET_CNT_BASE + 4 * PLDMA_NET_COUNTERS >
+                  PLDMA_CTX_BASE);
+QEMU_BUILD_BUG_ON(PLDMA_CH_BASE + PLDMA_MAX_CHANNELS * PLDMA_CH_STRIDE >
+                  PLDMA_CH_NET_BASE ||
+                  PLDMA_CH_NET_BASE + PLDMA_MAX_CHANNELS *
+                  PLDMA_CH_NET_STRIDE > PLDMA_CTX_STRIDE);
+QEMU_BUILD_BUG_ON(PLDMA_SQE_NET_RSVD1_OFF + 16 != PLDMA_SQE_SIZE);
 QEMU_BUILD_BUG_ON(R_CAPS_NCTX_MASK != PLDMA_CAPS_NCTX_MASK);
 QEMU_BUILD_BUG_ON(R_CTX_CTRL_QUIESCE_MASK != PLDMA_CTX_QUIESCE);
 QEMU_BUILD_BUG_ON(R_CTX_STATUS_ACTIVE_MASK != PLDMA_CTX_ACTIVE);
@@ -274,6 +280,8 @@ QEMU_BUILD_BUG_ON(PLDMA_CQE_ABORTED != PLDMA_CQE_OF(PLDMA_ERR_ABORTED));
 QEMU_BUILD_BUG_ON(PLDMA_CQE_NO_MASTER != PLDMA_CQE_OF(PLDMA_ERR_NO_MASTER));
 QEMU_BUILD_BUG_ON(PLDMA_CQE_OVERLAP != PLDMA_CQE_OF(PLDMA_ERR_OVERLAP));
 QEMU_BUILD_BUG_ON(PLDMA_CQE_BAD_FLAGS != PLDMA_CQE_OF(PLDMA_ERR_BAD_FLAGS));
+QEMU_BUILD_BUG_ON(PLDMA_CQE_NO_LINK != PLDMA_CQE_OF(PLDMA_ERR_NO_LINK) ||
+                  PLDMA_CQE_TIMEOUT != PLDMA_CQE_OF(PLDMA_ERR_TIMEOUT));
 /* The blocks nest without overlapping, and every context fits in BAR0. */
 QEMU_BUILD_BUG_ON(PLDMA_QUANTUM >= PLDMA_CTX_BASE);
 QEMU_BUILD_BUG_ON(PLDMA_CTX_CTRL >= PLDMA_CH_BASE ||
@@ -287,112 +295,13 @@ QEMU_BUILD_BUG_ON(PLDMA_MAX_CONTEXTS > 64);
 QEMU_BUILD_BUG_ON(PLDMA_MAX_CHANNELS > 32);
 
 /* What the end of a channel's data path turn does. */
-typedef enum PldmaPending {
-    PLDMA_PEND_NONE,    /* bytes remain: the channel is ready again */
-    PLDMA_PEND_DONE,    /* all bytes copied: enter DONE */
-    PLDMA_PEND_FAULT,   /* bytes before a fault copied: enter FAULT */
-} PldmaPending;
-
-typedef struct PldmaContext PldmaContext;
-
-typedef struct PldmaChannel {
-    PldmaContext *ctx;
-    unsigned index;         /* within its context */
-    /* Programmed by the guest. */
-    uint64_t src, dst;
-    uint32_t len;
-    bool irq_en;
-    /* Latched at START. */
-    uint64_t a_src, a_dst;
-    uint32_t a_len;
-    /* Progress and status. */
-    uint32_t state, err;
-    bool rejected;
-    bool ready;             /* BUSY and waiting for a data path turn */
-    PldmaPending pending;   /* valid while the channel's turn runs */
-    uint64_t pend_addr;     /* the fault PLDMA_PEND_FAULT will raise */
-    uint32_t pend_info;
-    uint64_t fault_addr;
-    uint32_t fault_info;
-    uint32_t done;
-    uint32_t faults;
-    /* Where the transfer came from: ORIGIN, and its descriptor's wr_id. */
-    uint32_t origin;
-    uint64_t wr_id;
-    uint32_t nack_status;   /* the CQE status of a NACK */
-    QEMUTimer *latency;     /* START/RESUME: ready latency-ns later */
-} PldmaChannel;
-
-/*
- * A context's send and completion queues: the user's (2.1), whose rings the
- * context's VF reads and writes, or the kernel's (2.2), whose rings the PF
- * does.
- */
-typedef struct PldmaQueue {
-    PldmaContext *ctx;
-    bool kernel;
-    /* Programmed by the driver. */
-    uint64_t sq_base, cq_base;
-    uint32_t cfg;
-    bool enabled;           /* Q_CTRL.ENABLE, so Q_STATUS.ENABLED */
-    /* Latched when enabled. */
-    uint64_t a_sq_base, a_cq_base;
-    uint32_t sq_n, cq_n;    /* entries, powers of two (0: bad config) */
-    uint32_t chmask;        /* the channels the queue may take */
-    /* The indices, free-running. */
-    uint32_t sq_tail, sq_head, cq_head, cq_tail;
-    uint32_t cq_writing;    /* CQEs being written: their slots are taken */
-    bool armed;             /* the CQ event fires at the next CQE */
-    uint32_t err;           /* PLDMA_QERR_*: stopped unless NONE */
-    uint64_t err_addr;
-    uint64_t evt_arg;       /* EVT_ARG: the next event entry's wr_id */
-    bool evt_lost;          /* an event found the CQ full (until enabled) */
-    unsigned gen;           /* changes whenever the queue starts or stops */
-    bool pumping;           /* pldma_q_pump() is running */
-} PldmaQueue;
-
-struct PldmaContext {
-    struct PldmaState *dev;
-    unsigned index;         /* = the index of the VF issuing its DMA */
-    /* bit n: channel n raised its interrupt; CQ event; queue error */
-    uint32_t irq_status;
-    unsigned next_ch;       /* round-robin: the channel asked first */
-    PldmaChannel ch[PLDMA_MAX_CHANNELS];
-    PldmaQueue q;           /* the user's queue, its doorbells in the VF */
-    PldmaQueue kq;          /* the kernel's queue (2.2), all in the PF */
-};
-
-struct PldmaState {
-    PCIDevice parent_obj;
-    MemoryRegion mmio;
-    /* Properties. */
-    uint32_t nctx;
-    uint32_t nchan;         /* per context */
-    uint32_t bandwidth_mbs; /* MB/s = bytes per us; 0 = infinitely fast */
-    uint32_t latency_ns;
-    uint32_t max_len;
-    /* State. */
-    uint32_t scratch;
-    PldmaContext *ctx;
-    /* The shared data path. */
-    QEMUTimer *arbiter;     /* fires when the data path is free again */
-    PldmaChannel *turn;     /* whose bytes hold it now, or NULL */
-    int64_t path_free_ns;   /* it is busy until then */
-    unsigned next_ctx;      /* round-robin: the context asked first */
-    uint8_t *bounce;        /* one turn's bytes */
-};
-
-struct PldmaVfState {
-    PCIDevice parent_obj;
-    MemoryRegion mmio;
-};
 
 /*
  * The function that issues context x's DMA, if it may: VF x, enabled (so
  * NumVFs > x and VF Enable is set in the PF's SR-IOV capability) and with
  * bus mastering on in its own command register. NULL otherwise.
  */
-static PCIDevice *pldma_ctx_master(PldmaContext *x)
+PCIDevice *pldma_ctx_master(PldmaContext *x)
 {
     PCIDevice *vf = pcie_sriov_get_vf_at_index(PCI_DEVICE(x->dev), x->index);
 
@@ -405,7 +314,7 @@ static PCIDevice *pldma_ctx_master(PldmaContext *x)
     return vf;
 }
 
-static void pldma_update_irq(PldmaState *s)
+void pldma_update_irq(PldmaState *s)
 {
     bool level = false;
 
@@ -416,7 +325,6 @@ static void pldma_update_irq(PldmaState *s)
 }
 
 static void pldma_q_complete(PldmaChannel *c);
-static void pldma_pump(PldmaContext *x);
 
 /* A transfer of the channel that a descriptor started, not a START. */
 static bool pldma_ch_queued(PldmaChannel *c)
@@ -442,7 +350,7 @@ static bool pldma_ch_free(PldmaChannel *c)
  * transfer raises it for a fault only (whatever IRQ_EN says: the driver has
  * to resolve the fault); its end writes a CQE instead.
  */
-static void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err)
+void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err)
 {
     PldmaContext *x = c->ctx;
 
@@ -477,7 +385,7 @@ static void pldma_raise_fault(PldmaChannel *c, uint64_t addr, uint32_t info)
     pldma_notify(c, PLDMA_STATE_FAULT, PLDMA_ERR_NONE);
 }
 
-static uint32_t pldma_fault_info(bool write, uint32_t cause)
+uint32_t pldma_fault_info(bool write, uint32_t cause)
 {
     uint32_t info = 0;
 
@@ -485,7 +393,7 @@ static uint32_t pldma_fault_info(bool write, uint32_t cause)
     return FIELD_DP32(info, CH_FAULT_INFO, CAUSE, cause);
 }
 
-static int64_t pldma_xfer_ns(PldmaState *s, uint64_t bytes)
+int64_t pldma_xfer_ns(PldmaState *s, uint64_t bytes)
 {
     if (!s->bandwidth_mbs) {
         return 0;
@@ -551,6 +459,10 @@ static void pldma_turn(PldmaState *s, PldmaChannel *c, int64_t now)
         return;
     }
 
+    if (c->a_op == PLDMA_OP_PUT) {
+        pldma_net_turn(s, c, fn, now);
+        return;
+    }
     src = c->a_src + c->done;
     dst = c->a_dst + c->done;
     n = MIN((uint64_t)(c->a_len - c->done), PLDMA_STEP);
@@ -607,6 +519,8 @@ static void pldma_turn_end(PldmaChannel *c)
     case PLDMA_PEND_NONE:
         c->ready = true;
         break;
+    case PLDMA_PEND_WAIT:
+        break; /* an ACK, RESUME or timeout makes it ready */
     }
 }
 
@@ -663,7 +577,7 @@ static void pldma_arbiter(void *opaque)
 }
 
 /* A channel became ready: make sure the arbiter looks when it can. */
-static void pldma_arbiter_kick(PldmaState *s)
+void pldma_arbiter_kick(PldmaState *s)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
@@ -698,11 +612,12 @@ static void pldma_kick(PldmaChannel *c)
  * queue, and if its turn holds the data path, nothing happens when that
  * turn ends (the data path stays busy for the bytes already moved).
  */
-static void pldma_cancel(PldmaChannel *c)
+void pldma_cancel(PldmaChannel *c)
 {
     PldmaState *s = c->ctx->dev;
 
     timer_del(c->latency);
+    pldma_net_stop(c);
     c->ready = false;
     c->pending = PLDMA_PEND_NONE;
     if (s->turn == c) {
@@ -719,6 +634,27 @@ static bool pldma_wraps(uint64_t a, uint64_t len)
  * Start the transfer latched in a_src, a_dst, a_len: START, or a descriptor
  * the queue took (whose flags must be 0). Checks the request first.
  */
+/* A network op (2.3): its own checks, then the same start. */
+static void pldma_launch_net(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+    uint32_t err = pldma_net_launch(c);
+
+    if (!err && (!c->a_len || c->a_len > s->max_len)) {
+        err = PLDMA_ERR_BAD_LEN;
+    } else if (!err && (pldma_wraps(c->a_src, c->a_len) ||
+                        pldma_wraps(c->a_dst, c->a_len))) {
+        err = PLDMA_ERR_BAD_ADDR;
+    } else if (!err && !pldma_ctx_master(c->ctx)) {
+        err = PLDMA_ERR_NO_MASTER;
+    }
+    if (err) {
+        pldma_notify(c, PLDMA_STATE_ERROR, err);
+    } else {
+        pldma_kick(c);
+    }
+}
+
 static void pldma_launch(PldmaChannel *c, bool bad_flags)
 {
     PldmaContext *x = c->ctx;
@@ -734,6 +670,8 @@ static void pldma_launch(PldmaChannel *c, bool bad_flags)
 
     if (bad_flags) {
         pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_BAD_FLAGS);
+    } else if (c->a_op != PLDMA_OP_COPY) {
+        pldma_launch_net(c);
     } else if (!c->a_len || c->a_len > s->max_len) {
         pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_BAD_LEN);
     } else if (pldma_wraps(c->a_src, c->a_len) ||
@@ -757,9 +695,13 @@ static void pldma_start(PldmaChannel *c)
     c->a_src = c->src;
     c->a_dst = c->dst;
     c->a_len = c->len;
+    c->a_op = c->net_op;
+    c->a_peer = c->net_peer;
+    c->a_ep = c->net_ep;
+    c->a_rkey = c->net_rkey;
     c->origin = 0;
     c->wr_id = 0;
-    pldma_launch(c, false);
+    pldma_launch(c, c->a_op != PLDMA_OP_COPY && c->a_op != PLDMA_OP_PUT);
 }
 
 /* Queues (2.1) */
@@ -853,6 +795,7 @@ static void pldma_q_complete(PldmaChannel *c)
 
     if (c->state == PLDMA_STATE_ERROR) {
         status = c->err == PLDMA_ERR_ABORTED ? (int32_t)c->nack_status :
+                 c->err == PLDMA_ERR_REMOTE ? c->net_status :
                  PLDMA_CQE_OF((int32_t)c->err);
     }
     stq_le_p(cqe + PLDMA_CQE_WRID_OFF, c->wr_id);
@@ -975,26 +918,65 @@ static void pldma_q_post(PldmaContext *x, uint32_t val)
     pldma_q_event(q);
 }
 
-/* Start the descriptor @d, entry @idx of @q's SQ, on channel c. */
+/*
+ * Start the descriptor @d, entry @idx of @q's SQ, on channel c; @d2 is the
+ * next entry, a PUT's second half.
+ */
 static void pldma_q_start(PldmaQueue *q, PldmaChannel *c, const uint8_t *d,
-                          uint32_t idx, uint64_t addr)
+                          const uint8_t *d2, uint32_t idx, uint64_t addr)
 {
     PldmaContext *x = c->ctx;
     uint32_t flags = ldl_le_p(d + PLDMA_SQE_FLAGS_OFF);
+    uint32_t op = flags & PLDMA_OP_MASK;
+    bool bad = (flags & ~PLDMA_OP_MASK) ||
+               (op != PLDMA_OP_COPY && op != PLDMA_OP_PUT);
 
     c->a_src = ldq_le_p(d + PLDMA_SQE_SRC_OFF);
     c->a_dst = ldq_le_p(d + PLDMA_SQE_DST_OFF);
     c->a_len = ldl_le_p(d + PLDMA_SQE_LEN_OFF);
     c->wr_id = ldq_le_p(d + PLDMA_SQE_WRID_OFF);
+    c->a_op = op;
+    c->a_peer = c->a_ep = 0;
+    c->a_rkey = 0;
+    if (op == PLDMA_OP_PUT) {
+        c->a_rkey = ldq_le_p(d2 + PLDMA_SQE_NET_RKEY_OFF);
+        c->a_peer = lduw_le_p(d2 + PLDMA_SQE_NET_PEER_OFF);
+        c->a_ep = ldl_le_p(d2 + PLDMA_SQE_NET_EP_OFF);
+        bad |= lduw_le_p(d2 + PLDMA_SQE_NET_RSVD0_OFF) ||
+               !buffer_is_zero(d2 + PLDMA_SQE_NET_RSVD1_OFF,
+                               PLDMA_SQE_SIZE - PLDMA_SQE_NET_RSVD1_OFF);
+    }
     c->origin = FIELD_DP32(R_CH_ORIGIN_QUEUE_MASK, CH_ORIGIN, SQ_INDEX, idx);
     c->origin = FIELD_DP32(c->origin, CH_ORIGIN, KERNEL, q->kernel);
     trace_exanest_pldma_q_fetch(x->index, c->index, idx, addr, c->wr_id);
-    if (flags) {
+    if (bad) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "exanest-pldma: ctx%u: descriptor %u has flags 0x%x\n",
                       x->index, idx, flags);
     }
-    pldma_launch(c, flags != 0);
+    pldma_launch(c, bad);
+}
+
+/* The address of SQ entry @idx. */
+static uint64_t pldma_q_sqe(PldmaQueue *q, uint32_t idx)
+{
+    return q->a_sq_base + (uint64_t)(idx & (q->sq_n - 1)) * PLDMA_SQE_SIZE;
+}
+
+/* Read SQ entry @idx; a failure puts the queue in error. */
+static bool pldma_q_read_sqe(PldmaQueue *q, uint32_t idx, uint8_t *d)
+{
+    uint64_t addr = pldma_q_sqe(q, idx);
+
+    if (!pldma_q_dma(q, addr, d, PLDMA_SQE_SIZE, DMA_DIRECTION_TO_DEVICE)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u: reading %sdescriptor %u at 0x%"
+                      PRIx64 " failed, queue stopped\n", q->ctx->index,
+                      q->kernel ? "kernel " : "", idx, addr);
+        pldma_q_error(q, PLDMA_QERR_SQ_FETCH, addr);
+        return false;
+    }
+    return true;
 }
 
 /*
@@ -1008,7 +990,7 @@ static bool pldma_q_fetch(PldmaQueue *q)
     PldmaContext *x = q->ctx;
     PldmaState *s = x->dev;
     PldmaChannel *c = NULL;
-    uint8_t d[PLDMA_SQE_SIZE];
+    uint8_t d[PLDMA_SQE_SIZE], d2[PLDMA_SQE_SIZE] = { 0 };
     uint64_t used, addr;
     uint32_t idx = q->sq_head;
 
@@ -1026,18 +1008,20 @@ static bool pldma_q_fetch(PldmaQueue *q)
     if (!c || used >= q->cq_n) {
         return false;
     }
-    addr = q->a_sq_base + (uint64_t)(idx & (q->sq_n - 1)) * PLDMA_SQE_SIZE;
+    addr = pldma_q_sqe(q, idx);
     /* A read: it may reach the engine's registers, but changes nothing. */
-    if (!pldma_q_dma(q, addr, d, sizeof(d), DMA_DIRECTION_TO_DEVICE)) {
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "exanest-pldma: ctx%u: reading %sdescriptor %u at 0x%"
-                      PRIx64 " failed, queue stopped\n", x->index,
-                      q->kernel ? "kernel " : "", idx, addr);
-        pldma_q_error(q, PLDMA_QERR_SQ_FETCH, addr);
+    if (!pldma_q_read_sqe(q, idx, d)) {
         return false;
     }
-    q->sq_head++;
-    pldma_q_start(q, c, d, idx, addr);
+    if ((ldl_le_p(d + PLDMA_SQE_FLAGS_OFF) & PLDMA_OP_MASK) == PLDMA_OP_PUT) {
+        /* Two entries: wait for the second, then take both. */
+        if (q->sq_tail - q->sq_head < 2 || !pldma_q_read_sqe(q, idx + 1, d2)) {
+            return false;
+        }
+    }
+    q->sq_head += (ldl_le_p(d + PLDMA_SQE_FLAGS_OFF) & PLDMA_OP_MASK) ==
+                  PLDMA_OP_PUT ? 2 : 1;
+    pldma_q_start(q, c, d, d2, idx, addr);
     return true;
 }
 
@@ -1060,8 +1044,9 @@ static void pldma_q_pump(PldmaQueue *q)
 }
 
 /* A channel of the context is free: both queues may take it. */
-static void pldma_pump(PldmaContext *x)
+void pldma_pump(PldmaContext *x)
 {
+    pldma_net_channel_freed(x);
     pldma_q_pump(&x->kq);
     pldma_q_pump(&x->q);
 }
@@ -1275,11 +1260,20 @@ static void pldma_ctrl(PldmaChannel *c, uint32_t val)
         ok = c->state == PLDMA_STATE_FAULT;
         if (ok) {
             trace_exanest_pldma_resume(ctx, c->index, c->done);
-            pldma_kick(c);
+            if (c->origin & PLDMA_ORIGIN_NET_RX) {
+                pldma_net_rx_resume(c);
+            } else {
+                pldma_kick(c);
+            }
         }
         break;
     case R_CH_CTRL_NACK_MASK:
-        if (c->state == PLDMA_STATE_BUSY || c->state == PLDMA_STATE_FAULT) {
+        if (c->state == PLDMA_STATE_FAULT &&
+            (c->origin & PLDMA_ORIGIN_NET_RX)) {
+            trace_exanest_pldma_nack(ctx, c->index, c->done);
+            pldma_net_rx_nack(c);
+        } else if (c->state == PLDMA_STATE_BUSY ||
+                   c->state == PLDMA_STATE_FAULT) {
             trace_exanest_pldma_nack(ctx, c->index, c->done);
             pldma_cancel(c);
             pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_ABORTED);
@@ -1315,6 +1309,13 @@ static void pldma_channel_reset(PldmaChannel *c)
     c->origin = 0;
     c->wr_id = 0;
     c->nack_status = PLDMA_CQE_ABORTED;
+    c->net_op = c->net_peer = c->net_ep = 0;
+    c->a_op = c->a_peer = c->a_ep = 0;
+    c->net_rkey = c->a_rkey = 0;
+    c->op_id = 0;
+    c->net_status = 0;
+    c->rx = -1;
+    c->rx_src = 0;
 }
 
 /*
@@ -1364,6 +1365,7 @@ static void pldma_reset_all(PldmaState *s)
     s->turn = NULL;
     s->path_free_ns = 0;
     s->next_ctx = 0;
+    pldma_net_reset(s);
     pldma_update_irq(s);
 }
 
@@ -1591,6 +1593,13 @@ static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
 {
     PldmaQueue *q = &x->q;
 
+    if (off >= PLDMA_CH_NET_BASE) {
+        hwaddr n = (off - PLDMA_CH_NET_BASE) / PLDMA_CH_NET_STRIDE;
+
+        return n < x->dev->nchan &&
+               pldma_ch_net_read(&x->ch[n], (off - PLDMA_CH_NET_BASE) %
+                                 PLDMA_CH_NET_STRIDE, val);
+    }
     switch (off) {
     case A_CTX_IRQ_STATUS:
         *val = x->irq_status;
@@ -1652,6 +1661,14 @@ static bool pldma_ctx_write(PldmaContext *x, hwaddr off, uint32_t val)
     PldmaQueue *q = &x->q;
     uint32_t cfg_mask = R_CTX_Q_CFG_SQ_MASK | R_CTX_Q_CFG_CQ_MASK |
                         R_CTX_Q_CFG_CHAN_MASK;
+
+    if (off >= PLDMA_CH_NET_BASE) {
+        hwaddr n = (off - PLDMA_CH_NET_BASE) / PLDMA_CH_NET_STRIDE;
+
+        return n < x->dev->nchan &&
+               pldma_ch_net_write(&x->ch[n], (off - PLDMA_CH_NET_BASE) %
+                                  PLDMA_CH_NET_STRIDE, val);
+    }
 
     switch (off) {
     case A_CTX_IRQ_STATUS:
@@ -1736,6 +1753,7 @@ static bool pldma_global_read(PldmaState *s, hwaddr addr, uint64_t *val)
         v = FIELD_DP32(v, CAPS, INTX, 1);
         v = FIELD_DP32(v, CAPS, TIMING, 1);
         v = FIELD_DP32(v, CAPS, SRIOV, 1);
+        v = FIELD_DP32(v, CAPS, NET, 1);
         *val = FIELD_DP32(v, CAPS, NCTX, s->nctx);
         return true;
     case A_MAX_LEN:
@@ -1763,7 +1781,7 @@ static bool pldma_global_read(PldmaState *s, hwaddr addr, uint64_t *val)
         *val = PLDMA_STEP;
         return true;
     }
-    return false;
+    return pldma_net_read(s, addr, val);
 }
 
 static bool pldma_global_write(PldmaState *s, hwaddr addr, uint32_t val)
@@ -1778,7 +1796,7 @@ static bool pldma_global_write(PldmaState *s, hwaddr addr, uint32_t val)
         }
         return true;
     }
-    return false;
+    return pldma_net_write(s, addr, val);
 }
 
 /*
@@ -1914,6 +1932,15 @@ static void pldma_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "exanest-pldma: max-len must be 1..2^31");
         return;
     }
+    if (s->net.node >= PLDMA_NET_MAX_NODES) {
+        error_setg(errp, "exanest-pldma: node-id must be 0..%d",
+                   PLDMA_NET_MAX_NODES - 1);
+        return;
+    }
+    if (!s->net.window) {
+        error_setg(errp, "exanest-pldma: net-window must be at least 1");
+        return;
+    }
     pci_config_set_interrupt_pin(pdev->config, 1); /* INTA# */
     memory_region_init_io(&s->mmio, OBJECT(s), &pldma_mmio_ops, s,
                           "exanest-pldma-mmio", PLDMA_MMIO_SIZE);
@@ -1957,10 +1984,12 @@ static void pldma_realize(PCIDevice *pdev, Error **errp)
             c->index = n;
             c->latency = timer_new_ns(QEMU_CLOCK_VIRTUAL, pldma_latency_done,
                                       c);
+            pldma_net_channel_init(c);
         }
     }
     s->arbiter = timer_new_ns(QEMU_CLOCK_VIRTUAL, pldma_arbiter, s);
     s->bounce = g_malloc(PLDMA_STEP);
+    pldma_net_realize(s);
     pldma_reset_all(s);
 }
 
@@ -1971,9 +2000,11 @@ static void pldma_exit(PCIDevice *pdev)
     for (unsigned i = 0; i < s->nctx; i++) {
         for (unsigned n = 0; n < s->nchan; n++) {
             timer_free(s->ctx[i].ch[n].latency);
+            pldma_net_channel_exit(&s->ctx[i].ch[n]);
         }
     }
     timer_free(s->arbiter);
+    pldma_net_exit(s);
     g_free(s->ctx);
     g_free(s->bounce);
     pcie_sriov_pf_exit(pdev);
@@ -1991,6 +2022,14 @@ static const Property pldma_properties[] = {
     DEFINE_PROP_UINT32("bandwidth", PldmaState, bandwidth_mbs, 2000),
     DEFINE_PROP_UINT32("latency-ns", PldmaState, latency_ns, 2000),
     DEFINE_PROP_UINT32("max-len", PldmaState, max_len, 1u << 30),
+    /* 2.3: the network port */
+    DEFINE_NIC_PROPERTIES(PldmaState, net.conf),
+    DEFINE_PROP_UINT32("node-id", PldmaState, net.node, 0),
+    DEFINE_PROP_UINT32("net-window", PldmaState, net.window, 64 * KiB),
+    DEFINE_PROP_UINT32("link-latency-ns", PldmaState, net.link_latency_ns,
+                       1000),
+    DEFINE_PROP_UINT32("link-bandwidth", PldmaState, net.link_bw_mbs, 0),
+    DEFINE_PROP_UINT64("net-seed", PldmaState, net.seed, 0),
 };
 
 /*

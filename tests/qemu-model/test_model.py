@@ -83,19 +83,27 @@ def machine(args):
 class Qtest:
     """One QEMU with one engine behind a pcie-root-port, set up as a guest's PCI code would."""
 
-    def __init__(self, props="", extra=()):
-        dev = "exanest-pldma,bus=rp1" + (f",{props}" if props else "")
-        self.vm = machine(["-device", ROOT_PORT, "-device", dev, *extra])
-        self.vm.launch()
+    def __init__(self, props="", extra=(), vm=None, port=1):
+        """One engine behind root port `port` (bus `port`, BARs at BAR + (port - 1) * WINDOW).
+        With `vm`, the engine is one of several that an already launched QEMU has (see
+        engines_args), else this launches a QEMU with just this one."""
+        self.bus = port
+        self.bar = BAR + (port - 1) * WINDOW
+        self.vf_bar = VF_BAR + (port - 1) * WINDOW
+        if vm is None:
+            dev = "exanest-pldma,bus=rp1" + (f",{props}" if props else "")
+            vm = machine(["-device", ROOT_PORT, "-device", dev, *extra])
+            vm.launch()
+        self.vm = vm
         self.ecam = self._find_ecam()
-        self._setup_root_port()
-        self.pf = self.ecam + (BUS << 20)
+        self._setup_root_port(port)
+        self.pf = self.ecam + (self.bus << 20)
         ident = self.readl(self.pf)
         if ident != R["PLDMA_PCI_DEVICE_ID"] << 16 | R["PLDMA_PCI_VENDOR_ID"]:
-            raise RuntimeError(f"engine not found at {BUS:02x}:00.0 (id {ident:#x})")
+            raise RuntimeError(f"engine not found at {self.bus:02x}:00.0 (id {ident:#x})")
         self.sriov = self.find_ext_cap(self.pf, EXT_CAP_SRIOV)
-        self.writel(self.pf + 0x10, BAR)                      # BAR0
-        self.writel(self.pf + self.sriov + SRIOV_BAR, VF_BAR)  # VF BAR0
+        self.writel(self.pf + 0x10, self.bar)                      # BAR0
+        self.writel(self.pf + self.sriov + SRIOV_BAR, self.vf_bar)  # VF BAR0
         # Memory decoding only: the PF's bus mastering plays no part in context DMA.
         self.writew(self.pf + PCI_COMMAND, CMD_MEMORY)
         self.nctx = self.reg(R["PLDMA_CAPS"]) >> R["PLDMA_CAPS_NCTX_SHIFT"] & 0xFF
@@ -166,15 +174,19 @@ class Qtest:
                 return base
         raise RuntimeError("ECAM not found")
 
-    def _setup_root_port(self):
+    def _setup_root_port(self, port):
+        found = 0
         for dev in range(1, 32):
             rp = self.ecam + (dev << 15)
             if self.readl(rp) == 0x000C1B36:  # pcie-root-port
-                break
+                found += 1
+                if found == port:
+                    break
         else:
-            raise RuntimeError("pcie-root-port not found on bus 0")
-        self.writel(rp + 0x18, BUS << 16 | BUS << 8)             # primary 0, secondary, subordinate
-        self.writel(rp + 0x20, ((BAR + WINDOW - 1) >> 16 & 0xFFF0) << 16 | (BAR >> 16 & 0xFFF0))
+            raise RuntimeError(f"pcie-root-port {port} not found on bus 0")
+        bus, bar = self.bus, self.bar
+        self.writel(rp + 0x18, bus << 16 | bus << 8)             # primary 0, secondary, subordinate
+        self.writel(rp + 0x20, ((bar + WINDOW - 1) >> 16 & 0xFFF0) << 16 | (bar >> 16 & 0xFFF0))
         self.writel(rp + 0x24, 0x0000FFF0)                      # no prefetchable window
         self.writew(rp + PCI_COMMAND, CMD_MEMORY | CMD_MASTER)
         self.rp = rp
@@ -218,10 +230,10 @@ class Qtest:
 
     # Engine registers
     def reg(self, off):
-        return self.readl(BAR + off)
+        return self.readl(self.bar + off)
 
     def set_reg(self, off, val):
-        self.writel(BAR + off, val)
+        self.writel(self.bar + off, val)
 
     def ctx_off(self, ctx, off):
         return R["PLDMA_CTX_BASE"] + ctx * R["PLDMA_CTX_STRIDE"] + off
@@ -242,7 +254,7 @@ class Qtest:
         self.set_reg(self.ch_off(n, off, ctx), val)
 
     def vfreg(self, ctx, off):
-        return self.readl(VF_BAR + ctx * R["PLDMA_VF_MMIO_SIZE"] + off)
+        return self.readl(self.vf_bar + ctx * R["PLDMA_VF_MMIO_SIZE"] + off)
 
     def program(self, n, src, dst, length, ctrl=None, ctx=0):
         self.set_chreg(n, R["PLDMA_CH_SRC_LO"], src, ctx)
@@ -359,7 +371,7 @@ class Ring:
         return self.q.vfreg(self.ctx, R[off])
 
     def set_vf(self, off, val):
-        self.q.writel(VF_BAR + self.ctx * R["PLDMA_VF_MMIO_SIZE"] + R[off], val)
+        self.q.writel(self.q.vf_bar + self.ctx * R["PLDMA_VF_MMIO_SIZE"] + R[off], val)
 
     def indices(self):
         """(SQ_TAIL, SQ_HEAD, CQ_HEAD, CQ_TAIL) from the VF page."""
@@ -437,7 +449,7 @@ class Identity(ModelTest):
     def test_id_version_caps(self):
         q = self.q
         self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 2)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 3)
         self.assertEqual(q.reg(R["PLDMA_VERSION"]), R["PLDMA_VERSION_MAJOR"] << 16 | R["PLDMA_VERSION_MINOR"])
         caps = q.reg(R["PLDMA_CAPS"])
         self.assertEqual(caps & R["PLDMA_CAPS_NCHAN_MASK"], 4, "default channels per context")
@@ -1039,8 +1051,8 @@ class Queues(ModelTest):
 
     def test_version_2_2(self):
         q = self.q
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 2)
-        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 2)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 3, "2.3 keeps 2.2's registers")
+        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 3)
         for ctx in (0, 15):
             self.assertEqual([q.ctxreg(ctx, R[r]) for r in (
                 "PLDMA_CTX_SQ_BASE_LO", "PLDMA_CTX_CQ_BASE_LO", "PLDMA_CTX_Q_CFG", "PLDMA_CTX_Q_CTRL",
@@ -1310,7 +1322,7 @@ class Queues(ModelTest):
         bad = [
             ((src, dst, 0, 0x500), R["PLDMA_CQE_BAD_LEN"]),
             ((src, dst, (1 << 30) + 1, 0x501), R["PLDMA_CQE_BAD_LEN"]),
-            ((src, dst, 0, 0x502, 1), R["PLDMA_CQE_BAD_FLAGS"]),      # flags checked first
+            ((src, dst, 0, 0x502, 0x10), R["PLDMA_CQE_BAD_FLAGS"]),   # flags checked first
             ((src, dst, 300, 0x503, 0x80000000), R["PLDMA_CQE_BAD_FLAGS"]),
             ((2**64 - 100, dst, 4096, 0x504), R["PLDMA_CQE_BAD_ADDR"]),
             ((src, src + 10, 300, 0x505), R["PLDMA_CQE_OVERLAP"]),

@@ -74,6 +74,8 @@ pub struct SendOp {
     pub nacks: u32,
     /// RESUMEs received.
     pub resumes: u32,
+    /// Probes sent while paused.
+    pub probes: u32,
 }
 
 /// What an event did to the sending side.
@@ -83,6 +85,9 @@ pub enum SendEvent {
     None,
     /// The op ended with this status (0, or a positive errno): complete it, once.
     Completed(i32),
+    /// Paused past the deadline: send a probe (a WRITE with no payload) at this offset, which
+    /// the receiver answers with where its op is ([`RecvOp::on_probe`]).
+    Probe(u64),
 }
 
 impl SendOp {
@@ -111,6 +116,7 @@ impl SendOp {
             timeouts: 0,
             nacks: 0,
             resumes: 0,
+            probes: 0,
         }
     }
 
@@ -176,13 +182,24 @@ impl SendOp {
 
     /// The receiver dropped the op's data from `off` on, for `why`.
     pub fn on_nack(&mut self, off: u64, why: Nack, now: u64) -> SendEvent {
-        if matches!(self.state, SendState::Done(_)) || off > self.high || off < self.acked {
+        if matches!(self.state, SendState::Done(_)) || off > self.high {
             return SendEvent::None;
         }
-        self.nacks += 1;
         if let Nack::Error(e) = why {
+            // The receiver refused the op, whatever it had placed.
+            self.nacks += 1;
             return self.end(e);
         }
+        if off < self.acked {
+            return SendEvent::None;
+        }
+        if self.state == SendState::Paused
+            && off == self.acked
+            && matches!(why, Nack::Fault | Nack::NotReady)
+        {
+            return SendEvent::None; // a probe's answer: still being resolved
+        }
+        self.nacks += 1;
         // Everything below `off` was placed; what was sent beyond is wasted.
         self.acked = off;
         self.next = off;
@@ -214,14 +231,25 @@ impl SendOp {
 
     /// The clock reached `now`: past the deadline, go back to the last acknowledged byte and
     /// send again (the receiver then re-ACKs, or re-NACKs), doubling the timeout; ETIMEDOUT
-    /// after `max_retries` in a row.
+    /// after `max_retries` in a row. A paused op instead probes the receiver, which owes it a
+    /// RESUME: a fault that takes long to resolve is not a lost packet, so probes are not
+    /// timeouts, but they back off and end the op with ETIMEDOUT the same way (a dead peer).
     pub fn on_timeout(&mut self, now: u64) -> SendEvent {
         match self.deadline {
             Some(d) if now >= d && !matches!(self.state, SendState::Done(_)) => {}
             _ => return SendEvent::None,
         }
-        self.timeouts += 1;
         self.retries += 1;
+        if self.state == SendState::Paused {
+            if self.retries > self.p.max_retries {
+                return self.end(ETIMEDOUT);
+            }
+            self.rto = self.rto.saturating_mul(2);
+            self.probes += 1;
+            self.deadline = Some(now.saturating_add(self.rto));
+            return SendEvent::Probe(self.acked);
+        }
+        self.timeouts += 1;
         if self.retries > self.p.max_retries {
             return self.end(ETIMEDOUT);
         }
@@ -246,6 +274,17 @@ pub enum RecvAction {
     /// Drop it and say nothing: the op is waiting on a fault, or already ended, or the packet
     /// does not fit the op.
     Drop,
+}
+
+/// How the receiving side answers a probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeAnswer {
+    /// ACK this offset: the op is complete.
+    Ack(u64),
+    /// RESUME from this offset: the fault is resolved (the first RESUME was lost).
+    Resume(u64),
+    /// NACK FAULT at this offset again: still being resolved.
+    Fault(u64),
 }
 
 /// Where the receiving side of an op is.
@@ -339,6 +378,15 @@ impl RecvOp {
         self.placed = off;
         self.state = RecvState::Faulted(off);
         off
+    }
+
+    /// A probe of a paused sender arrived: where the op is.
+    pub fn on_probe(&self) -> ProbeAnswer {
+        match self.state {
+            RecvState::Receiving => ProbeAnswer::Resume(self.placed),
+            RecvState::Faulted(off) => ProbeAnswer::Fault(off),
+            RecvState::Done => ProbeAnswer::Ack(self.placed),
+        }
     }
 
     /// The fault is resolved: returns the offset to RESUME from.
@@ -483,6 +531,7 @@ mod tests {
         Ack(u64),
         Nack(u64, Nack),
         Resume(u64),
+        Probe,
     }
 
     /// One op over a link that drops, duplicates and reorders, into receiver memory whose
@@ -493,6 +542,16 @@ mod tests {
         len: u64,
         (drop, dup, reorder): (u64, u64, bool),
         faults: u64,
+    ) -> SendOp {
+        simulate_resolving(seed, len, (drop, dup, reorder), faults, 20_000)
+    }
+
+    fn simulate_resolving(
+        seed: u64,
+        len: u64,
+        (drop, dup, reorder): (u64, u64, bool),
+        faults: u64,
+        resolve_ns: u64,
     ) -> SendOp {
         const PAGE: u64 = 4096;
         let mut rng = Rng(seed | 1);
@@ -555,9 +614,13 @@ mod tests {
                 }
             }
             if s.deadline().is_some_and(|d| d <= now) {
-                if let SendEvent::Completed(st) = s.on_timeout(now) {
-                    completions += 1;
-                    assert_eq!(st, 0, "seed {seed}: timed out");
+                match s.on_timeout(now) {
+                    SendEvent::Completed(st) => {
+                        completions += 1;
+                        assert_eq!(st, 0, "seed {seed}: timed out");
+                    }
+                    SendEvent::Probe(_) => send(&mut link, &mut rng, now, Pkt::Probe),
+                    SendEvent::None => {}
                 }
             }
             while link.front().is_some_and(|(t, _)| *t <= now) {
@@ -577,7 +640,7 @@ mod tests {
                                 }
                                 if at < end {
                                     let nack = r.on_fault(at);
-                                    resolve_at = Some(now + 20_000);
+                                    resolve_at = Some(now + resolve_ns);
                                     send(&mut link, &mut rng, now, Pkt::Nack(nack, Nack::Fault));
                                 } else {
                                     send(&mut link, &mut rng, now, Pkt::Ack(end));
@@ -589,6 +652,15 @@ mod tests {
                             }
                             RecvAction::Drop => {}
                         }
+                        SendEvent::None
+                    }
+                    Pkt::Probe => {
+                        let answer = match r.on_probe() {
+                            ProbeAnswer::Ack(a) => Pkt::Ack(a),
+                            ProbeAnswer::Resume(o) => Pkt::Resume(o),
+                            ProbeAnswer::Fault(o) => Pkt::Nack(o, Nack::Fault),
+                        };
+                        send(&mut link, &mut rng, now, answer);
                         SendEvent::None
                     }
                     Pkt::Ack(a) => s.on_ack(a, now),
@@ -623,6 +695,63 @@ mod tests {
                 "seed {seed}"
             );
         }
+    }
+
+    /// Faults that take longer to resolve than the retransmission timeout: the paused sender
+    /// probes (backing off), never resends data and never counts a timeout.
+    #[test]
+    fn slow_faults_are_probed_not_timed_out() {
+        for seed in 1..20 {
+            let s = simulate_resolving(seed * 31, 128 * 1024, (0, 0, false), 300, 400_000);
+            assert_eq!(s.timeouts, 0, "seed {seed}");
+            assert!(s.probes > 0, "seed {seed}");
+            assert_eq!(
+                s.nacks, s.resumes,
+                "seed {seed}: a probe's answer is not a NACK"
+            );
+        }
+    }
+
+    /// A lost RESUME is recovered by a probe, whose answer is the RESUME again.
+    #[test]
+    fn a_probe_recovers_a_lost_resume() {
+        let p = SendParams {
+            window: 4000,
+            mtu: 1000,
+            rto_ns: 100,
+            max_retries: 3,
+        };
+        let mut s = SendOp::new(2000, p);
+        let mut r = RecvOp::new(2000);
+        while s.next_packet(0).is_some() {}
+        assert_eq!(r.on_data(0, 1000), RecvAction::Place(1000));
+        assert_eq!(r.on_fault(1000), 1000);
+        assert_eq!(s.on_nack(1000, Nack::Fault, 1), SendEvent::None);
+        assert_eq!(r.on_probe(), ProbeAnswer::Fault(1000));
+        assert_eq!(s.on_timeout(101), SendEvent::Probe(1000));
+        assert_eq!(s.on_nack(1000, Nack::Fault, 102), SendEvent::None);
+        assert_eq!(r.on_resolved(), Some(1000)); // its RESUME is lost
+        assert_eq!(s.on_timeout(301), SendEvent::Probe(1000));
+        assert_eq!(r.on_probe(), ProbeAnswer::Resume(1000));
+        assert_eq!(s.on_resume(1000, 302), SendEvent::None);
+        assert_eq!(s.next_packet(302), Some((1000, 1000)));
+        assert_eq!(r.on_data(1000, 1000), RecvAction::Place(2000));
+        assert_eq!(s.on_ack(2000, 303), SendEvent::Completed(0));
+        assert_eq!((s.nacks, s.resumes, s.probes, s.timeouts), (1, 1, 2, 0));
+        // A paused op whose receiver is gone ends with ETIMEDOUT after its probes.
+        let mut d = SendOp::new(10, p);
+        d.next_packet(0);
+        d.on_nack(0, Nack::Fault, 0);
+        let (end, at) = loop {
+            let now = d.deadline().unwrap();
+            match d.on_timeout(now) {
+                SendEvent::Completed(st) => break (st, now),
+                SendEvent::Probe(0) => {}
+                e => panic!("{e:?}"),
+            }
+        };
+        assert_eq!((end, d.probes, d.timeouts), (ETIMEDOUT, 3, 0));
+        assert!(at >= 100 + 200 + 400 + 800);
     }
 
     #[test]

@@ -49,12 +49,152 @@ pub mod global {
     pub const QUANTUM: usize = 0x028;
 }
 
+/// 2.3: the network port's global registers (Documentation/network.rst). Table entries are
+/// written through a window: select, write the fields, then the control register commits.
+pub mod net {
+    /// Read-only: the node id (bits 15:0) and [`NODE_LINK`].
+    pub const NODE: usize = 0x100;
+    /// Read-only: bytes an op may have in flight.
+    pub const WINDOW: usize = 0x104;
+    /// Read-only: one-way link latency, ns.
+    pub const LINK_LATENCY: usize = 0x108;
+    /// Read-only: link bandwidth, MB/s.
+    pub const LINK_BW: usize = 0x10c;
+    /// First retransmission timeout in us (doubles at each timeout).
+    pub const RTO_US: usize = 0x110;
+    /// Timeouts in a row before an op ends with [`super::Error::Timeout`].
+    pub const RETRIES: usize = 0x114;
+    /// Injection: sent packets dropped per million.
+    pub const DROP_PPM: usize = 0x118;
+    /// Injection: sent packets with one bit flipped per million.
+    pub const CORRUPT_PPM: usize = 0x11c;
+    /// The endpoint [`EP_CTX`] is about.
+    pub const EP_SEL: usize = 0x120;
+    /// The selected endpoint's context ([`EP_CTX_MASK`], [`EP_RESIDENT`]).
+    pub const EP_CTX: usize = 0x124;
+    /// The rkey table entry the window is about (an rkey's low 32 bits).
+    pub const RKEY_SEL: usize = 0x128;
+    /// The entry's tag: the rkey's high 32 bits.
+    pub const RKEY_TAG: usize = 0x12c;
+    /// The region's first byte (VA), low half.
+    pub const RKEY_BASE_LO: usize = 0x130;
+    /// High half of [`RKEY_BASE_LO`].
+    pub const RKEY_BASE_HI: usize = 0x134;
+    /// The region's length in bytes, low half.
+    pub const RKEY_LEN_LO: usize = 0x138;
+    /// High half of [`RKEY_LEN_LO`].
+    pub const RKEY_LEN_HI: usize = 0x13c;
+    /// The endpoint owning the region.
+    pub const RKEY_EP: usize = 0x140;
+    /// [`RKEY_VALID`] and the rights; writing it commits the entry.
+    pub const RKEY_CTRL: usize = 0x144;
+    /// Read-only counters: counter n at `CNT_BASE + 4 * n`, free-running u32.
+    pub const CNT_BASE: usize = 0x180;
+    /// Counter: packets sent.
+    pub const CNT_TX_PACKETS: usize = 0;
+    /// Counter: packets received.
+    pub const CNT_RX_PACKETS: usize = 1;
+    /// Counter: packets dropped (malformed, checksum, another node, no room).
+    pub const CNT_RX_DROPPED: usize = 2;
+    /// Counter: packets with a bad checksum.
+    pub const CNT_RX_BAD_CRC: usize = 3;
+    /// Counter: FAULT, NOT_READY and SEQUENCE NACKs sent.
+    pub const CNT_NACKS_SENT: usize = 4;
+    /// Counter: NACKs received.
+    pub const CNT_NACKS_RECEIVED: usize = 5;
+    /// Counter: RESUMEs sent.
+    pub const CNT_RESUMES_SENT: usize = 6;
+    /// Counter: RESUMEs received.
+    pub const CNT_RESUMES_RECEIVED: usize = 7;
+    /// Counter: payload bytes sent again.
+    pub const CNT_RETRANS_BYTES: usize = 8;
+    /// Counter: retransmission timeouts.
+    pub const CNT_TIMEOUTS: usize = 9;
+    /// Counter: data packets dropped as duplicates or beyond a gap.
+    pub const CNT_DUPLICATES: usize = 10;
+    /// Counter: packets the drop injection dropped.
+    pub const CNT_INJECTED_DROPS: usize = 11;
+    /// Counter: packets the corruption injection changed.
+    pub const CNT_INJECTED_CORRUPT: usize = 12;
+    /// Counter: error NACKs sent.
+    pub const CNT_ERROR_NACKS: usize = 13;
+    /// Counter: bytes placed for remote ops.
+    pub const CNT_PLACED_BYTES: usize = 14;
+    /// Counter: probes of a paused op (the receiver owes a RESUME; not timeouts).
+    pub const CNT_PROBES: usize = 15;
+    /// Number of counters.
+    pub const COUNTERS: usize = 16;
+    /// Node ids are below this.
+    pub const MAX_NODES: usize = 64;
+    /// Endpoints are below this.
+    pub const MAX_EPS: usize = 256;
+    /// Entries of the rkey table.
+    pub const MAX_RKEYS: usize = 256;
+    /// Remote ops the engine receives at once.
+    pub const RX_OPS: usize = 64;
+    /// [`NODE`]: the node id.
+    pub const NODE_ID_MASK: u32 = 0xffff;
+    /// [`NODE`]: a backend is attached and its link is up.
+    pub const NODE_LINK: u32 = 1 << 16;
+    /// [`EP_CTX`]: the context.
+    pub const EP_CTX_MASK: u32 = 0xff;
+    /// [`EP_CTX`]: the endpoint holds the context; writing it RESUMEs its NOT_READY ops.
+    pub const EP_RESIDENT: u32 = 1 << 31;
+    /// [`RKEY_CTRL`]: the entry is valid.
+    pub const RKEY_VALID: u32 = 1 << 0;
+    /// [`RKEY_CTRL`]: remote read.
+    pub const RKEY_READ: u32 = 1 << 1;
+    /// [`RKEY_CTRL`]: remote write.
+    pub const RKEY_WRITE: u32 = 1 << 2;
+}
+
+/// 2.3: a channel's network registers, at `CH_NET_BASE + n * CH_NET_STRIDE` in its context's
+/// block.
+pub mod ch_net {
+    /// Block of channel 0.
+    pub const BASE: usize = 0x300;
+    /// Distance between channels' blocks.
+    pub const STRIDE: usize = 0x20;
+    /// The operation, [`OP_COPY`] or [`OP_PUT`].
+    pub const OP: usize = 0x00;
+    /// The remote node.
+    pub const PEER: usize = 0x04;
+    /// The remote endpoint.
+    pub const EP: usize = 0x08;
+    /// The remote key, low half.
+    pub const RKEY_LO: usize = 0x0c;
+    /// High half of [`RKEY_LO`].
+    pub const RKEY_HI: usize = 0x10;
+    /// Read-only: the op id of the current or last network op.
+    pub const OPID: usize = 0x14;
+    /// Read-only, `NET_RX` channels: the sending node.
+    pub const SRC: usize = 0x18;
+    /// Read-only: the receiver's status (a negative errno) of [`super::Error::Remote`].
+    pub const STATUS: usize = 0x1c;
+    /// A local copy.
+    pub const OP_COPY: u32 = 0;
+    /// An RDMA write to a remote node.
+    pub const OP_PUT: u32 = 1;
+    /// The op field of [`OP`] and of a descriptor's flags.
+    pub const OP_MASK: u32 = 0xf;
+    /// A PUT's second queue entry: the remote key (u64).
+    pub const SQE_RKEY_OFF: usize = 0;
+    /// A PUT's second queue entry: the remote node (u16).
+    pub const SQE_PEER_OFF: usize = 8;
+    /// A PUT's second queue entry: 0 (u16).
+    pub const SQE_RSVD0_OFF: usize = 10;
+    /// A PUT's second queue entry: the remote endpoint (u32).
+    pub const SQE_EP_OFF: usize = 12;
+    /// A PUT's second queue entry: 16 bytes of 0.
+    pub const SQE_RSVD1_OFF: usize = 16;
+}
+
 /// Value of the ID register ("EXNS").
 pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 2;
+pub const VERSION_MINOR: u32 = 3;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 
@@ -354,6 +494,9 @@ pub mod origin {
     pub const QUEUE: u32 = 1 << 31;
     /// 2.2, with `QUEUE`: from the kernel queue's.
     pub const KERNEL: u32 = 1 << 30;
+    /// 2.3: a receiver fault of a remote op, reported on this channel (RESUME and NACK answer
+    /// the remote sender).
+    pub const NET_RX: u32 = 1 << 29;
     /// The send queue index of its descriptor, modulo 2^16.
     pub const SQ_INDEX_MASK: u32 = 0xffff;
 }
@@ -391,6 +534,8 @@ impl Caps {
     pub const TIMING: u32 = 1 << 10;
     /// Contexts are SR-IOV virtual functions (else context 0 is the physical function).
     pub const SRIOV: u32 = 1 << 11;
+    /// 2.3: the engine has a network port ([`net`]).
+    pub const NET: u32 = 1 << 12;
     /// Shift of the context count.
     pub const NCTX_SHIFT: u32 = 16;
     /// Mask of the context count.
@@ -496,6 +641,12 @@ pub enum Error {
     Overlap,
     /// 2.1: a queue descriptor's flags are not 0 (queue transfers only).
     BadFlags,
+    /// 2.3: a network op with no port or its link down.
+    NoLink,
+    /// 2.3: the receiver refused the op ([`ch_net::STATUS`] says why).
+    Remote,
+    /// 2.3: the peer stayed silent through the retries.
+    Timeout,
     /// A value this version does not know.
     Unknown(u8),
 }
@@ -511,6 +662,9 @@ impl Error {
             4 => Error::NoMaster,
             5 => Error::Overlap,
             6 => Error::BadFlags,
+            7 => Error::NoLink,
+            8 => Error::Remote,
+            9 => Error::Timeout,
             e => Error::Unknown(e),
         }
     }
@@ -525,6 +679,9 @@ impl Error {
             Error::NoMaster => 4,
             Error::Overlap => 5,
             Error::BadFlags => 6,
+            Error::NoLink => 7,
+            Error::Remote => 8,
+            Error::Timeout => 9,
             Error::Unknown(v) => v,
         }
     }
@@ -811,6 +968,10 @@ pub mod cqe_status {
     pub const OVERLAP: i32 = -261;
     /// [`super::Error::BadFlags`].
     pub const BAD_FLAGS: i32 = -262;
+    /// [`super::Error::NoLink`].
+    pub const NO_LINK: i32 = -263;
+    /// [`super::Error::Timeout`]. ([`super::Error::Remote`] reports the receiver's errno.)
+    pub const TIMEOUT: i32 = -265;
 }
 
 /// The completion status the engine reports for a transfer that ended with error `e`.

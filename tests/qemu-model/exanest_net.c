@@ -1,0 +1,1249 @@
+/*
+ * ExaNeSt PLDMA engine model: the network port (register map 2.3).
+ *
+ * Copyright (c) 2026 The ExaNeSt DMA developers
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * Design notes (Documentation/network.rst has the protocol):
+ *  - The port is a NIC front-end on QEMU's network layer (qemu_new_nic,
+ *    the "netdev" property): packets go out with qemu_send_packet() and come
+ *    in through NetClientInfo.receive, so any backend links two engines: a
+ *    hub in one QEMU, a stream or dgram socket between two.
+ *  - The link: a packet leaves when the link has sent the ones before it,
+ *    at link-bandwidth, and no earlier than the data path read its payload;
+ *    it reaches the far end link-latency-ns later. The sender's port holds
+ *    it until then (one timer), so in one QEMU both ends see exact virtual
+ *    time. Injection (NET_DROP_PPM, NET_CORRUPT_PPM) acts as the packet
+ *    leaves, from a seeded generator, so runs repeat.
+ *  - Sending a PUT is a channel's transfer: each data path turn reads the
+ *    source as the context's VF (a local fault stops it as for a copy) and
+ *    sends what the op's window allows, MTU-sized. ACKs slide the window,
+ *    NACKs and RESUMEs move it, one timer per channel retransmits: the
+ *    state machine of rust/exanest-core/src/netop.rs (SendOp).
+ *  - Receiving is not a channel's: a WRITE is checked (its key, range and
+ *    right, its endpoint's context) and placed at once in order, as the
+ *    receiving context's VF (RecvOp). A fault stops the op: NACK FAULT, and
+ *    the fault is reported on an idle channel of that context (ORIGIN
+ *    NET_RX), where the driver resolves it as any other and answers RESUME
+ *    or NACK; the port sends that on. With no idle channel the report waits
+ *    for one.
+ *  - Every packet field is checked before use; bad packets are dropped and
+ *    counted, never answered with anything but a NACK.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/crc32c.h"
+#include "qemu/log.h"
+#include "qemu/units.h"
+#include "qapi/error.h"
+#include "net/net.h"
+#include "system/dma.h"
+#include "trace.h"
+#include "exanest_pldma.h"
+
+/* The packet format (rust/exanest-core/src/packet.rs). */
+#define PKT_HDR         64
+#define PKT_MTU         4096
+#define PKT_MAGIC       0xEDA0
+#define PKT_VERSION     1
+#define PKT_CRC_OFF     60
+
+enum {
+    PKT_WRITE = 1,
+    PKT_READ_REQ = 2,
+    PKT_READ_RESP = 3,
+    PKT_ACK = 4,
+    PKT_NACK = 5,
+    PKT_RESUME = 6,
+    PKT_MAILBOX = 7,
+};
+
+/* NACK status: these, or a negative errno. */
+#define NACK_FAULT      1
+#define NACK_NOT_READY  2
+#define NACK_SEQUENCE   3
+
+/* Errnos of error NACKs (Linux's values: the CQE reports them). */
+#define PLDMA_EPERM     1
+#define PLDMA_ERANGE    34
+#define PLDMA_ESTALE    116
+#define PLDMA_ENOKEY    126
+
+typedef struct PldmaPkt {
+    uint8_t op;
+    uint16_t src, dst;
+    uint32_t ep, op_id, seq;
+    int32_t status;
+    uint64_t rkey, addr, len, offset;
+    uint16_t plen;
+    const uint8_t *payload;
+} PldmaPkt;
+
+static void net_count(PldmaState *s, unsigned n, uint32_t by)
+{
+    s->net.cnt[n] += by;
+}
+
+/* xorshift64*: the injection's generator */
+static uint64_t net_rand(PldmaNet *n)
+{
+    n->rng ^= n->rng >> 12;
+    n->rng ^= n->rng << 25;
+    n->rng ^= n->rng >> 27;
+    return n->rng * 0x2545F4914F6CDD1DULL;
+}
+
+bool pldma_net_link(PldmaState *s)
+{
+    NetClientState *nc = s->net.nic ? qemu_get_queue(s->net.nic) : NULL;
+
+    return nc && nc->peer && !nc->link_down;
+}
+
+static int64_t net_link_ns(PldmaState *s, uint64_t bytes)
+{
+    uint32_t bw = s->net.link_bw_mbs ? s->net.link_bw_mbs : s->bandwidth_mbs;
+
+    return bw ? (int64_t)(bytes * 1000 / bw) : 0;
+}
+
+/* The link: send what has reached the far end. */
+static void net_tx_timer(void *opaque)
+{
+    PldmaState *s = opaque;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    PldmaTxPacket *p;
+
+    while ((p = QSIMPLEQ_FIRST(&s->net.txq)) && p->at <= now) {
+        QSIMPLEQ_REMOVE_HEAD(&s->net.txq, next);
+        if (s->net.nic) {
+            qemu_send_packet(qemu_get_queue(s->net.nic), p->data, p->len);
+        }
+        g_free(p);
+    }
+    if (p) {
+        timer_mod(s->net.tx_timer, p->at);
+    }
+}
+
+/*
+ * Put a packet on the link, leaving no earlier than @ready (when its payload
+ * was read); its checksum is computed here, then injection may drop it or
+ * flip one bit of it.
+ */
+static void net_tx(PldmaState *s, const PldmaPkt *k, int64_t ready)
+{
+    PldmaNet *n = &s->net;
+    size_t len = PKT_HDR + k->plen;
+    PldmaTxPacket *p = g_malloc0(sizeof(*p) + len);
+    uint8_t *b = p->data;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    int64_t depart;
+
+    stw_le_p(b, PKT_MAGIC);
+    b[2] = PKT_VERSION;
+    b[3] = k->op;
+    stw_le_p(b + 4, k->src);
+    stw_le_p(b + 6, k->dst);
+    stl_le_p(b + 8, k->ep);
+    stl_le_p(b + 12, k->op_id);
+    stl_le_p(b + 16, k->seq);
+    stl_le_p(b + 20, k->status);
+    stq_le_p(b + 24, k->rkey);
+    stq_le_p(b + 32, k->addr);
+    stq_le_p(b + 40, k->len);
+    stq_le_p(b + 48, k->offset);
+    stw_le_p(b + 56, k->plen);
+    if (k->plen) {
+        memcpy(b + PKT_HDR, k->payload, k->plen);
+    }
+    stl_le_p(b + PKT_CRC_OFF, crc32c(0xffffffff, b, len));
+    p->len = len;
+
+    depart = MAX(MAX(now, ready), n->tx_free_ns) + net_link_ns(s, len);
+    n->tx_free_ns = depart;
+    p->at = depart + n->link_latency_ns;
+    net_count(s, PLDMA_NET_CNT_TX_PACKETS, 1);
+    trace_exanest_pldma_net_tx(k->op, k->dst, k->op_id, k->offset, k->plen,
+                               k->status, p->at);
+
+    if (n->drop_ppm && net_rand(n) % 1000000 < n->drop_ppm) {
+        net_count(s, PLDMA_NET_CNT_INJECTED_DROPS, 1);
+        g_free(p);
+        return;
+    }
+    if (n->corrupt_ppm && net_rand(n) % 1000000 < n->corrupt_ppm) {
+        uint64_t bit = net_rand(n) % (len * 8);
+
+        b[bit / 8] ^= 1u << (bit % 8);
+        net_count(s, PLDMA_NET_CNT_INJECTED_CORRUPT, 1);
+    }
+    QSIMPLEQ_INSERT_TAIL(&n->txq, p, next);
+    if (!timer_pending(n->tx_timer) ||
+        timer_expire_time_ns(n->tx_timer) > p->at) {
+        timer_mod(n->tx_timer, p->at);
+    }
+}
+
+/* An answer (ACK, NACK, RESUME) to packet @k's sender about its op. */
+static void net_answer(PldmaState *s, const PldmaPkt *k, uint8_t op,
+                       uint64_t offset, int32_t status)
+{
+    PldmaPkt a = {
+        .op = op, .src = s->net.node, .dst = k->src, .ep = k->ep,
+        .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr, .len = k->len,
+        .offset = offset, .status = status,
+    };
+
+    if (op == PKT_NACK) {
+        net_count(s, status < 0 ? PLDMA_NET_CNT_ERROR_NACKS :
+                                  PLDMA_NET_CNT_NACKS_SENT, 1);
+    } else if (op == PKT_RESUME) {
+        net_count(s, PLDMA_NET_CNT_RESUMES_SENT, 1);
+    }
+    net_tx(s, &a, 0);
+}
+
+/* Sending side (SendOp) */
+
+/* The channel sending op @op_id to node @peer, if any. */
+static PldmaChannel *net_sender(PldmaState *s, uint32_t peer, uint32_t op_id)
+{
+    for (unsigned i = 0; i < s->nctx; i++) {
+        for (unsigned j = 0; j < s->nchan; j++) {
+            PldmaChannel *c = &s->ctx[i].ch[j];
+
+            if (c->a_op == PLDMA_OP_PUT && c->op_id == op_id &&
+                c->a_peer == peer &&
+                (c->state == PLDMA_STATE_BUSY ||
+                 c->state == PLDMA_STATE_FAULT) &&
+                !(c->origin & PLDMA_ORIGIN_NET_RX)) {
+                return c;
+            }
+        }
+    }
+    return NULL;
+}
+
+static bool net_can_send(PldmaState *s, PldmaChannel *c)
+{
+    return !c->snd_paused && c->snd_next < c->a_len &&
+           c->snd_next - c->done < s->net.window;
+}
+
+/* Channel c may send again: make it ready for the data path. */
+static void net_wake(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+
+    if (c->state != PLDMA_STATE_BUSY || !net_can_send(s, c)) {
+        return;
+    }
+    if (s->turn == c) {
+        if (c->pending == PLDMA_PEND_WAIT) {
+            c->pending = PLDMA_PEND_NONE;
+        }
+    } else if (!c->ready && !timer_pending(c->latency)) {
+        c->ready = true;
+        pldma_arbiter_kick(s);
+    }
+}
+
+static void net_arm(PldmaChannel *c)
+{
+    timer_mod(c->rto, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + c->rto_ns);
+}
+
+static void net_rto_reset(PldmaChannel *c)
+{
+    c->retries = 0;
+    c->rto_ns = (int64_t)MAX(c->ctx->dev->net.rto_us, 1) * 1000;
+}
+
+/* The op ended: DONE, or ERROR with @err (and @status for REMOTE). */
+static void net_end(PldmaChannel *c, uint32_t err, int32_t status)
+{
+    timer_del(c->rto);
+    pldma_cancel(c);
+    c->net_status = status;
+    pldma_notify(c, err ? PLDMA_STATE_ERROR : PLDMA_STATE_DONE, err);
+}
+
+uint32_t pldma_net_launch(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+
+    c->op_id = ++s->net.next_op_id;
+    c->rx = -1;
+    c->rx_src = 0;
+    c->snd_next = c->snd_high = 0;
+    c->snd_paused = false;
+    c->snd_seq = 0;
+    c->net_status = 0;
+    net_rto_reset(c);
+    if (c->a_op != PLDMA_OP_PUT) {
+        return PLDMA_ERR_BAD_FLAGS;
+    }
+    if (!pldma_net_link(s)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "exanest-pldma: ctx%u ch%u: network op with no link\n",
+                      c->ctx->index, c->index);
+        return PLDMA_ERR_NO_LINK;
+    }
+    if (c->a_peer >= PLDMA_NET_MAX_NODES) {
+        return PLDMA_ERR_BAD_ADDR;
+    }
+    return PLDMA_ERR_NONE;
+}
+
+/*
+ * Channel c's turn on the data path for its PUT: read and send up to a
+ * quantum of what the window allows, packet by packet. A source page that
+ * does not translate ends the turn there, in FAULT once the data path is
+ * through.
+ */
+void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
+                    int64_t now)
+{
+    AddressSpace *as = pci_get_address_space(fn);
+    uint64_t moved = 0;
+
+    c->pending = PLDMA_PEND_WAIT;
+    while (moved < PLDMA_STEP && net_can_send(s, c)) {
+        uint64_t off = c->snd_next;
+        uint64_t room = s->net.window - (off - c->done);
+        uint64_t n = MIN(MIN(room, c->a_len - off), PKT_MTU);
+        uint64_t src = c->a_src + off, good = 0;
+        PldmaPkt k;
+
+        while (good < n) {
+            uint64_t piece = MIN(n - good, PLDMA_PAGE -
+                                 ((src + good) & (PLDMA_PAGE - 1)));
+
+            if (!dma_memory_valid(as, src + good, piece,
+                                  DMA_DIRECTION_TO_DEVICE,
+                                  MEMTXATTRS_UNSPECIFIED)) {
+                break;
+            }
+            good += piece;
+        }
+        if (good && pci_dma_read(fn, src, s->bounce, good) != MEMTX_OK) {
+            good = 0;
+        }
+        if (good) {
+            moved += good;
+            k = (PldmaPkt) {
+                .op = PKT_WRITE, .src = s->net.node, .dst = c->a_peer,
+                .ep = c->a_ep, .op_id = c->op_id, .seq = c->snd_seq++,
+                .rkey = c->a_rkey, .addr = c->a_dst, .len = c->a_len,
+                .offset = off, .plen = good, .payload = s->bounce,
+            };
+            if (off < c->snd_high) {
+                net_count(s, PLDMA_NET_CNT_RETRANS_BYTES,
+                          MIN(good, c->snd_high - off));
+            }
+            net_tx(s, &k, now + pldma_xfer_ns(s, moved));
+            c->snd_next = off + good;
+            c->snd_high = MAX(c->snd_high, c->snd_next);
+            if (!timer_pending(c->rto)) {
+                net_arm(c);
+            }
+        }
+        if (good < n) {
+            c->pending = PLDMA_PEND_FAULT;
+            c->pend_addr = src + good;
+            c->pend_info = pldma_fault_info(false, PLDMA_CAUSE_TRANSLATION);
+            break;
+        }
+    }
+    s->path_free_ns = now + pldma_xfer_ns(s, moved);
+    trace_exanest_pldma_step(c->ctx->index, c->index, c->done, moved, now,
+                             s->path_free_ns);
+    if (c->pending == PLDMA_PEND_WAIT && net_can_send(s, c)) {
+        c->pending = PLDMA_PEND_NONE;
+    }
+    s->turn = c;
+}
+
+/* The op's data below @off is placed. */
+static void net_acked(PldmaChannel *c, uint64_t off)
+{
+    c->done = off;
+    c->snd_next = MAX(c->snd_next, off);
+    net_rto_reset(c);
+}
+
+static void net_on_ack(PldmaChannel *c, uint64_t off)
+{
+    if (off <= c->done || off > c->snd_high) {
+        return;
+    }
+    net_acked(c, off);
+    if (c->done == c->a_len) {
+        net_end(c, PLDMA_ERR_NONE, 0);
+        return;
+    }
+    if (c->snd_next > c->done || c->snd_paused) {
+        net_arm(c);
+    } else {
+        timer_del(c->rto);
+    }
+    net_wake(c);
+}
+
+static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
+{
+    PldmaState *s = c->ctx->dev;
+
+    if (off > c->snd_high || (off < c->done && status >= 0)) {
+        return;
+    }
+    if (c->snd_paused && off == c->done &&
+        (status == NACK_FAULT || status == NACK_NOT_READY)) {
+        return; /* a probe's answer: still being resolved */
+    }
+    net_count(s, PLDMA_NET_CNT_NACKS_RECEIVED, 1);
+    if (status < 0) {
+        /* The receiver refused the op, whatever it had placed. */
+        net_end(c, PLDMA_ERR_REMOTE, status);
+        return;
+    }
+    c->done = off;
+    c->snd_next = off;
+    if (status != NACK_SEQUENCE) {
+        c->snd_paused = true;
+    }
+    net_arm(c);
+    net_wake(c);
+}
+
+static void net_on_resume(PldmaChannel *c, uint64_t off)
+{
+    PldmaState *s = c->ctx->dev;
+
+    if (off > c->snd_high || off < c->done) {
+        return;
+    }
+    net_count(s, PLDMA_NET_CNT_RESUMES_RECEIVED, 1);
+    c->done = off;
+    c->snd_next = off;
+    net_rto_reset(c);
+    if (c->done == c->a_len) {
+        net_end(c, PLDMA_ERR_NONE, 0);
+        return;
+    }
+    c->snd_paused = false;
+    net_arm(c);
+    net_wake(c);
+}
+
+/*
+ * A paused op's timer: the receiver owes a RESUME. Ask where it is with a
+ * probe (a WRITE of no payload at the paused offset), which it answers with
+ * its op's state: NACK again while the fault is being resolved, RESUME if
+ * that was lost. Probes back off and are bounded like retransmissions, but
+ * are not timeouts: a slow fault is not a lost packet.
+ */
+static void net_probe(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+    PldmaPkt k = {
+        .op = PKT_WRITE, .src = s->net.node, .dst = c->a_peer, .ep = c->a_ep,
+        .op_id = c->op_id, .seq = c->snd_seq++, .rkey = c->a_rkey,
+        .addr = c->a_dst, .len = c->a_len, .offset = c->done,
+    };
+
+    net_count(s, PLDMA_NET_CNT_PROBES, 1);
+    net_tx(s, &k, 0);
+}
+
+/* Retransmission timeout: go back to the last byte placed. */
+static void net_rto_fired(void *opaque)
+{
+    PldmaChannel *c = opaque;
+    PldmaState *s = c->ctx->dev;
+
+    if (c->state == PLDMA_STATE_FAULT) {
+        net_arm(c); /* the driver has the source fault: not the peer's */
+        return;
+    }
+    if (c->state != PLDMA_STATE_BUSY || c->a_op != PLDMA_OP_PUT) {
+        return;
+    }
+    if (++c->retries > s->net.retries) {
+        if (!c->snd_paused) {
+            net_count(s, PLDMA_NET_CNT_TIMEOUTS, 1);
+        }
+        net_end(c, PLDMA_ERR_TIMEOUT, 0);
+        return;
+    }
+    c->rto_ns *= 2;
+    if (c->snd_paused) {
+        net_probe(c);
+        net_arm(c);
+        return;
+    }
+    net_count(s, PLDMA_NET_CNT_TIMEOUTS, 1);
+    trace_exanest_pldma_net_timeout(c->ctx->index, c->index, c->op_id,
+                                    c->done, c->retries);
+    c->snd_next = c->done;
+    net_arm(c);
+    net_wake(c);
+}
+
+/*
+ * Channel c stops (NACK, QUIESCE, RESET): no retransmission; a receiver
+ * fault it reported waits for another channel.
+ */
+void pldma_net_stop(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+
+    timer_del(c->rto);
+    if ((c->origin & PLDMA_ORIGIN_NET_RX) && c->rx >= 0 &&
+        s->net.rx[c->rx].ch == c) {
+        s->net.rx[c->rx].ch = NULL;
+    }
+}
+
+/* Receiving side (RecvOp) */
+
+static PldmaRxOp *net_rx_find(PldmaState *s, uint32_t src, uint32_t op_id)
+{
+    for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
+        PldmaRxOp *r = &s->net.rx[i];
+
+        if (r->state != PLDMA_RX_FREE && r->src == src && r->op_id == op_id) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* A slot for a new op: a free one, else the oldest finished one. */
+static PldmaRxOp *net_rx_new(PldmaState *s, const PldmaPkt *k)
+{
+    PldmaNet *n = &s->net;
+    PldmaRxOp *r = NULL;
+
+    for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
+        PldmaRxOp *o = &n->rx[i];
+
+        if (o->state == PLDMA_RX_FREE) {
+            r = o;
+            break;
+        }
+        if ((o->state == PLDMA_RX_DONE || o->state == PLDMA_RX_ERROR) &&
+            (!r || o->stamp < r->stamp)) {
+            r = o;
+        }
+    }
+    if (!r) {
+        return NULL;
+    }
+    if (r->state != PLDMA_RX_FREE) {
+        /* Forget it: its sender's ops up to it are finished. */
+        if (!n->floor_set[r->src] ||
+            (int32_t)(r->op_id - n->floor[r->src]) > 0) {
+            n->floor[r->src] = r->op_id;
+            n->floor_set[r->src] = true;
+        }
+    }
+    *r = (PldmaRxOp) {
+        .state = PLDMA_RX_RECV, .src = k->src, .op_id = k->op_id,
+        .ep = k->ep, .rkey = k->rkey, .addr = k->addr, .len = k->len,
+    };
+    return r;
+}
+
+/*
+ * Op @k may write its whole range with its key: 0, or the negative errno
+ * its NACK carries. Checked at every packet, so a key revoked mid-op stops
+ * it at the next one.
+ */
+static int32_t net_rkey_check(PldmaState *s, const PldmaPkt *k, uint32_t right)
+{
+    uint64_t idx = k->rkey & 0xffffffffu;
+    PldmaRkey *e;
+
+    if (idx >= PLDMA_NET_MAX_RKEYS) {
+        return -PLDMA_ENOKEY;
+    }
+    e = &s->net.rkeys[idx];
+    if (!(e->ctrl & PLDMA_NET_RKEY_VALID) || e->tag != k->rkey >> 32 ||
+        e->ep != k->ep) {
+        return -PLDMA_ENOKEY;
+    }
+    if (!(e->ctrl & right)) {
+        return -PLDMA_EPERM;
+    }
+    if (k->addr < e->base || k->len > e->len ||
+        k->addr - e->base > e->len - k->len) {
+        return -PLDMA_ERANGE;
+    }
+    return 0;
+}
+
+/* Report rx op r's fault on an idle channel of @x, if one is. */
+static void net_rx_report(PldmaContext *x, PldmaRxOp *r)
+{
+    PldmaState *s = x->dev;
+
+    for (unsigned n = 0; n < s->nchan; n++) {
+        PldmaChannel *c = &x->ch[n];
+
+        if (c->state != PLDMA_STATE_IDLE) {
+            continue;
+        }
+        c->origin = PLDMA_ORIGIN_NET_RX;
+        c->rx = r - s->net.rx;
+        c->rx_src = r->src;
+        c->op_id = r->op_id;
+        c->a_op = PLDMA_OP_COPY;
+        c->a_src = 0;
+        c->a_dst = r->addr;
+        c->a_len = r->len;
+        c->wr_id = 0;
+        c->done = r->placed;
+        c->nack_status = PLDMA_CQE_ABORTED;
+        c->fault_addr = r->fault_addr;
+        c->fault_info = r->fault_info;
+        c->faults = 1;
+        r->ch = c;
+        c->state = PLDMA_STATE_FAULT;
+        c->err = PLDMA_ERR_NONE;
+        trace_exanest_pldma_fault(x->index, n, 1, r->fault_addr,
+                                  PLDMA_CAUSE_TRANSLATION, 0);
+        x->irq_status |= 1u << n;
+        pldma_update_irq(s);
+        return;
+    }
+}
+
+/* A channel of @x went idle: a receiver fault waiting for one takes it. */
+void pldma_net_channel_freed(PldmaContext *x)
+{
+    PldmaState *s = x->dev;
+
+    for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
+        PldmaRxOp *r = &s->net.rx[i];
+
+        if (r->state == PLDMA_RX_FAULT && !r->ch &&
+            (s->net.ep[r->ep] & PLDMA_NET_EP_RESIDENT) &&
+            (s->net.ep[r->ep] & PLDMA_NET_EP_CTX_MASK) == x->index) {
+            net_rx_report(x, r);
+            if (!r->ch) {
+                return;
+            }
+        }
+    }
+}
+
+static PldmaPkt net_reply_to(PldmaState *s, PldmaRxOp *r)
+{
+    return (PldmaPkt) {
+        .src = r->src, .ep = r->ep, .op_id = r->op_id, .rkey = r->rkey,
+        .addr = r->addr, .len = r->len,
+    };
+}
+
+/* The driver resolved the fault channel c reports: RESUME the sender. */
+void pldma_net_rx_resume(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+    PldmaRxOp *r = &s->net.rx[c->rx];
+    PldmaPkt k;
+
+    c->state = PLDMA_STATE_IDLE;
+    c->origin = 0;
+    if (r->state == PLDMA_RX_FAULT && r->ch == c) {
+        r->ch = NULL;
+        r->state = PLDMA_RX_RECV;
+        r->gap_nacked = false;
+        k = net_reply_to(s, r);
+        net_answer(s, &k, PKT_RESUME, r->placed, 0);
+    }
+    pldma_pump(c->ctx);
+}
+
+/* The driver could not resolve it: NACK the op with CH_NACK_STATUS. */
+void pldma_net_rx_nack(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+    PldmaRxOp *r = &s->net.rx[c->rx];
+    int32_t status = (int32_t)c->nack_status;
+    PldmaPkt k;
+
+    if (status >= 0 || status <= -PLDMA_CQE_ERR_BASE) {
+        status = -14; /* no errno written: EFAULT */
+    }
+    c->state = PLDMA_STATE_IDLE;
+    c->origin = 0;
+    if (r->state == PLDMA_RX_FAULT && r->ch == c) {
+        r->ch = NULL;
+        r->state = PLDMA_RX_ERROR;
+        r->err = status;
+        k = net_reply_to(s, r);
+        net_answer(s, &k, PKT_NACK, r->placed, status);
+    }
+    pldma_pump(c->ctx);
+}
+
+/*
+ * Place WRITE @k of op r at r->placed, as context x's VF. Returns the bytes
+ * placed; fewer than k->plen when a destination page does not translate.
+ */
+static uint64_t net_place(PCIDevice *fn, const PldmaPkt *k, uint64_t *fault)
+{
+    AddressSpace *as = pci_get_address_space(fn);
+    uint64_t dst = k->addr + k->offset, good = 0;
+
+    while (good < k->plen) {
+        uint64_t piece = MIN(k->plen - good, PLDMA_PAGE -
+                             ((dst + good) & (PLDMA_PAGE - 1)));
+
+        if (!dma_memory_valid(as, dst + good, piece,
+                              DMA_DIRECTION_FROM_DEVICE,
+                              MEMTXATTRS_UNSPECIFIED)) {
+            break;
+        }
+        good += piece;
+    }
+    if (good && pci_dma_write(fn, dst, k->payload, good) != MEMTX_OK) {
+        good = 0;
+    }
+    *fault = dst + good;
+    return good;
+}
+
+/* A probe (a WRITE of no payload): answer with the op's state. */
+static void net_rx_probe(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
+{
+    switch (r->state) {
+    case PLDMA_RX_DONE:
+        net_answer(s, k, PKT_ACK, r->placed, 0);
+        break;
+    case PLDMA_RX_ERROR:
+        net_answer(s, k, PKT_NACK, r->placed, r->err);
+        break;
+    case PLDMA_RX_FAULT:
+        net_tx(s, &(PldmaPkt) {
+            .op = PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
+            .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr,
+            .len = k->len, .offset = r->placed, .status = NACK_FAULT,
+        }, 0);
+        break;
+    case PLDMA_RX_NOT_READY:
+        net_tx(s, &(PldmaPkt) {
+            .op = PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
+            .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr,
+            .len = k->len, .offset = r->placed, .status = NACK_NOT_READY,
+        }, 0);
+        break;
+    default:
+        net_answer(s, k, PKT_RESUME, r->placed, 0); /* the RESUME was lost */
+        break;
+    }
+}
+
+static void net_rx_write(PldmaState *s, const PldmaPkt *k)
+{
+    PldmaNet *n = &s->net;
+    PldmaRxOp *r = net_rx_find(s, k->src, k->op_id);
+    uint64_t end = k->offset + k->plen, got, fault_addr;
+    int32_t err = net_rkey_check(s, k, PLDMA_NET_RKEY_WRITE);
+    PldmaContext *x;
+    PCIDevice *fn;
+
+    if (err) {
+        /* No state for a packet its key does not allow: refuse, and forget. */
+        if (r && r->state != PLDMA_RX_FAULT) {
+            r->state = PLDMA_RX_ERROR;
+            r->err = err;
+        }
+        net_answer(s, k, PKT_NACK, r ? r->placed : 0, err);
+        return;
+    }
+    if (!r && !k->plen) {
+        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        return; /* a probe of an op this node does not have */
+    }
+    if (!r) {
+        if (n->floor_set[k->src] &&
+            (int32_t)(k->op_id - n->floor[k->src]) <= 0) {
+            /* Finished and forgotten, or too old to tell: refuse it. */
+            net_answer(s, k, PKT_NACK, 0, -PLDMA_ESTALE);
+            return;
+        }
+        r = net_rx_new(s, k);
+        if (!r) {
+            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+            return; /* no room: the sender's timeout tries again */
+        }
+    }
+    if (r->rkey != k->rkey || r->addr != k->addr || r->len != k->len ||
+        r->ep != k->ep) {
+        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        return; /* not the op it claims to be part of */
+    }
+    r->stamp = ++n->rx_stamp;
+    if (!k->plen) {
+        net_rx_probe(s, r, k);
+        return;
+    }
+    switch (r->state) {
+    case PLDMA_RX_DONE:
+        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
+        net_answer(s, k, PKT_ACK, r->placed, 0);
+        return;
+    case PLDMA_RX_ERROR:
+        net_answer(s, k, PKT_NACK, r->placed, r->err);
+        return;
+    case PLDMA_RX_FAULT:
+    case PLDMA_RX_NOT_READY:
+        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
+        return;
+    default:
+        break;
+    }
+    if (k->offset > r->placed) {
+        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
+        if (!r->gap_nacked) {
+            r->gap_nacked = true;
+            net_answer(s, k, PKT_NACK, r->placed, NACK_SEQUENCE);
+        }
+        return;
+    }
+    if (k->offset < r->placed) {
+        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
+        net_answer(s, k, PKT_ACK, r->placed, 0);
+        return;
+    }
+    x = (n->ep[k->ep] & PLDMA_NET_EP_RESIDENT) ?
+        &s->ctx[n->ep[k->ep] & PLDMA_NET_EP_CTX_MASK] : NULL;
+    fn = x ? pldma_ctx_master(x) : NULL;
+    if (!fn) {
+        r->state = PLDMA_RX_NOT_READY;
+        net_answer(s, k, PKT_NACK, r->placed, NACK_NOT_READY);
+        return;
+    }
+    got = net_place(fn, k, &fault_addr);
+    r->placed += got;
+    r->gap_nacked = false;
+    net_count(s, PLDMA_NET_CNT_PLACED_BYTES, got);
+    trace_exanest_pldma_net_place(x->index, k->src, k->op_id, k->offset, got);
+    if (got < k->plen) {
+        r->state = PLDMA_RX_FAULT;
+        r->fault_addr = fault_addr;
+        r->fault_info = pldma_fault_info(true, PLDMA_CAUSE_TRANSLATION);
+        r->ch = NULL;
+        net_answer(s, k, PKT_NACK, r->placed, NACK_FAULT);
+        net_rx_report(x, r);
+        return;
+    }
+    if (r->placed == end && end == r->len) {
+        r->state = PLDMA_RX_DONE;
+    }
+    net_answer(s, k, PKT_ACK, r->placed, 0);
+}
+
+/* Decode and check @buf; false (and counted) for a packet to drop. */
+static bool net_decode(PldmaState *s, const uint8_t *buf, size_t size,
+                       PldmaPkt *k)
+{
+    uint8_t hdr[PKT_HDR];
+    uint32_t crc;
+
+    if (size < PKT_HDR || size > PKT_HDR + PKT_MTU) {
+        return false;
+    }
+    k->op = buf[3];
+    k->plen = lduw_le_p(buf + 56);
+    if (lduw_le_p(buf) != PKT_MAGIC || buf[2] != PKT_VERSION ||
+        k->op < PKT_WRITE || k->op > PKT_MAILBOX ||
+        k->plen != size - PKT_HDR || lduw_le_p(buf + 58) ||
+        (k->plen && k->op != PKT_WRITE && k->op != PKT_READ_RESP &&
+         k->op != PKT_MAILBOX)) {
+        return false;
+    }
+    memcpy(hdr, buf, PKT_HDR);
+    crc = ldl_le_p(hdr + PKT_CRC_OFF);
+    stl_le_p(hdr + PKT_CRC_OFF, 0);
+    if (crc32c(crc32c(0xffffffff, hdr, PKT_HDR) ^ 0xffffffff,
+               buf + PKT_HDR, k->plen) != crc) {
+        net_count(s, PLDMA_NET_CNT_RX_BAD_CRC, 1);
+        return false;
+    }
+    k->src = lduw_le_p(buf + 4);
+    k->dst = lduw_le_p(buf + 6);
+    k->ep = ldl_le_p(buf + 8);
+    k->op_id = ldl_le_p(buf + 12);
+    k->seq = ldl_le_p(buf + 16);
+    k->status = (int32_t)ldl_le_p(buf + 20);
+    k->rkey = ldq_le_p(buf + 24);
+    k->addr = ldq_le_p(buf + 32);
+    k->len = ldq_le_p(buf + 40);
+    k->offset = ldq_le_p(buf + 48);
+    k->payload = buf + PKT_HDR;
+    if (k->offset > k->len || k->len - k->offset < k->plen ||
+        k->addr + k->len < k->addr) {
+        return false;
+    }
+    return k->dst == s->net.node && k->src < PLDMA_NET_MAX_NODES &&
+           k->ep < PLDMA_NET_MAX_EPS;
+}
+
+static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
+                                 size_t size)
+{
+    PldmaState *s = qemu_get_nic_opaque(nc);
+    PldmaChannel *c;
+    PldmaPkt k;
+
+    net_count(s, PLDMA_NET_CNT_RX_PACKETS, 1);
+    if (!net_decode(s, buf, size, &k)) {
+        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        trace_exanest_pldma_net_drop(size);
+        return size;
+    }
+    trace_exanest_pldma_net_rx(k.op, k.src, k.op_id, k.offset, k.plen,
+                               k.status);
+    switch (k.op) {
+    case PKT_WRITE:
+        net_rx_write(s, &k);
+        break;
+    case PKT_ACK:
+    case PKT_NACK:
+    case PKT_RESUME:
+        c = net_sender(s, k.src, k.op_id);
+        if (!c || c->a_ep != k.ep || c->a_rkey != k.rkey ||
+            c->a_dst != k.addr || c->a_len != k.len) {
+            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+            break;
+        }
+        if (k.op == PKT_ACK) {
+            net_on_ack(c, k.offset);
+        } else if (k.op == PKT_RESUME) {
+            net_on_resume(c, k.offset);
+        } else if (k.status == NACK_FAULT || k.status == NACK_NOT_READY ||
+                   k.status == NACK_SEQUENCE ||
+                   (k.status < 0 && k.status > -4096)) {
+            net_on_nack(c, k.offset, k.status);
+        } else {
+            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        }
+        break;
+    default:
+        /* READ_REQ, READ_RESP, MAILBOX: not in this version of the engine */
+        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        break;
+    }
+    return size;
+}
+
+/*
+ * EP_CTX written with RESIDENT: RESUME the ops it NACKed NOT_READY, and
+ * report the faults no channel holds on the endpoint's context.
+ */
+static void net_ep_resident(PldmaState *s, uint32_t ep)
+{
+    PldmaContext *x = &s->ctx[s->net.ep[ep] & PLDMA_NET_EP_CTX_MASK];
+
+    for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
+        PldmaRxOp *r = &s->net.rx[i];
+        PldmaPkt k;
+
+        if (r->state == PLDMA_RX_FAULT && !r->ch && r->ep == ep) {
+            net_rx_report(x, r);
+        }
+        if (r->state == PLDMA_RX_NOT_READY && r->ep == ep) {
+            r->state = PLDMA_RX_RECV;
+            r->gap_nacked = false;
+            k = net_reply_to(s, r);
+            net_answer(s, &k, PKT_RESUME, r->placed, 0);
+        }
+    }
+}
+
+/* Registers */
+
+bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val)
+{
+    PldmaNet *n = &s->net;
+
+    if (addr >= PLDMA_NET_CNT_BASE &&
+        addr < PLDMA_NET_CNT_BASE + 4 * PLDMA_NET_COUNTERS) {
+        *val = n->cnt[(addr - PLDMA_NET_CNT_BASE) / 4];
+        return true;
+    }
+    switch (addr) {
+    case PLDMA_NET_NODE:
+        *val = n->node | (pldma_net_link(s) ? PLDMA_NET_NODE_LINK : 0);
+        break;
+    case PLDMA_NET_WINDOW:
+        *val = n->window;
+        break;
+    case PLDMA_NET_LINK_LATENCY:
+        *val = n->link_latency_ns;
+        break;
+    case PLDMA_NET_LINK_BW:
+        *val = n->link_bw_mbs ? n->link_bw_mbs : s->bandwidth_mbs;
+        break;
+    case PLDMA_NET_RTO_US:
+        *val = MAX(n->rto_us, 1);
+        break;
+    case PLDMA_NET_RETRIES:
+        *val = n->retries;
+        break;
+    case PLDMA_NET_DROP_PPM:
+        *val = n->drop_ppm;
+        break;
+    case PLDMA_NET_CORRUPT_PPM:
+        *val = n->corrupt_ppm;
+        break;
+    case PLDMA_NET_EP_SEL:
+        *val = n->ep_sel;
+        break;
+    case PLDMA_NET_EP_CTX:
+        *val = n->ep[n->ep_sel];
+        break;
+    case PLDMA_NET_RKEY_SEL:
+        *val = n->rkey_sel;
+        break;
+    case PLDMA_NET_RKEY_TAG:
+        *val = n->rkey_win.tag;
+        break;
+    case PLDMA_NET_RKEY_BASE_LO:
+        *val = n->rkey_win.base;
+        break;
+    case PLDMA_NET_RKEY_BASE_HI:
+        *val = n->rkey_win.base >> 32;
+        break;
+    case PLDMA_NET_RKEY_LEN_LO:
+        *val = n->rkey_win.len;
+        break;
+    case PLDMA_NET_RKEY_LEN_HI:
+        *val = n->rkey_win.len >> 32;
+        break;
+    case PLDMA_NET_RKEY_EP:
+        *val = n->rkey_win.ep;
+        break;
+    case PLDMA_NET_RKEY_CTRL:
+        *val = n->rkeys[n->rkey_sel].ctrl;
+        break;
+    default:
+        return false;
+    }
+    return true;
+}
+
+static void net_set_lo(uint64_t *r, uint32_t v)
+{
+    *r = deposit64(*r, 0, 32, v);
+}
+
+static void net_set_hi(uint64_t *r, uint32_t v)
+{
+    *r = deposit64(*r, 32, 32, v);
+}
+
+bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val)
+{
+    PldmaNet *n = &s->net;
+
+    switch (addr) {
+    case PLDMA_NET_RTO_US:
+        n->rto_us = val;
+        break;
+    case PLDMA_NET_RETRIES:
+        n->retries = val;
+        break;
+    case PLDMA_NET_DROP_PPM:
+        n->drop_ppm = MIN(val, 1000000);
+        break;
+    case PLDMA_NET_CORRUPT_PPM:
+        n->corrupt_ppm = MIN(val, 1000000);
+        break;
+    case PLDMA_NET_EP_SEL:
+        n->ep_sel = val % PLDMA_NET_MAX_EPS;
+        break;
+    case PLDMA_NET_EP_CTX:
+        if ((val & PLDMA_NET_EP_RESIDENT) &&
+            (val & PLDMA_NET_EP_CTX_MASK) >= s->nctx) {
+            qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: endpoint %u: "
+                          "no context %u\n", n->ep_sel,
+                          val & PLDMA_NET_EP_CTX_MASK);
+            break;
+        }
+        n->ep[n->ep_sel] = val & (PLDMA_NET_EP_RESIDENT |
+                                  PLDMA_NET_EP_CTX_MASK);
+        if (val & PLDMA_NET_EP_RESIDENT) {
+            net_ep_resident(s, n->ep_sel);
+        }
+        break;
+    case PLDMA_NET_RKEY_SEL:
+        n->rkey_sel = val % PLDMA_NET_MAX_RKEYS;
+        break;
+    case PLDMA_NET_RKEY_TAG:
+        n->rkey_win.tag = val;
+        break;
+    case PLDMA_NET_RKEY_BASE_LO:
+        net_set_lo(&n->rkey_win.base, val);
+        break;
+    case PLDMA_NET_RKEY_BASE_HI:
+        net_set_hi(&n->rkey_win.base, val);
+        break;
+    case PLDMA_NET_RKEY_LEN_LO:
+        net_set_lo(&n->rkey_win.len, val);
+        break;
+    case PLDMA_NET_RKEY_LEN_HI:
+        net_set_hi(&n->rkey_win.len, val);
+        break;
+    case PLDMA_NET_RKEY_EP:
+        n->rkey_win.ep = val;
+        break;
+    case PLDMA_NET_RKEY_CTRL:
+        n->rkey_win.ctrl = val & (PLDMA_NET_RKEY_VALID | PLDMA_NET_RKEY_READ |
+                                  PLDMA_NET_RKEY_WRITE);
+        n->rkeys[n->rkey_sel] = n->rkey_win;
+        trace_exanest_pldma_net_rkey(n->rkey_sel, n->rkey_win.tag,
+                                     n->rkey_win.ep, n->rkey_win.base,
+                                     n->rkey_win.len, n->rkey_win.ctrl);
+        break;
+    default:
+        return false;
+    }
+    return true;
+}
+
+bool pldma_ch_net_read(PldmaChannel *c, hwaddr off, uint64_t *val)
+{
+    switch (off) {
+    case PLDMA_CH_NET_OP:
+        *val = c->net_op;
+        break;
+    case PLDMA_CH_NET_PEER:
+        *val = c->net_peer;
+        break;
+    case PLDMA_CH_NET_EP:
+        *val = c->net_ep;
+        break;
+    case PLDMA_CH_NET_RKEY_LO:
+        *val = (uint32_t)c->net_rkey;
+        break;
+    case PLDMA_CH_NET_RKEY_HI:
+        *val = c->net_rkey >> 32;
+        break;
+    case PLDMA_CH_NET_OPID:
+        *val = c->op_id;
+        break;
+    case PLDMA_CH_NET_SRC:
+        *val = c->rx_src;
+        break;
+    case PLDMA_CH_NET_STATUS:
+        *val = (uint32_t)c->net_status;
+        break;
+    default:
+        return false;
+    }
+    return true;
+}
+
+bool pldma_ch_net_write(PldmaChannel *c, hwaddr off, uint32_t val)
+{
+    switch (off) {
+    case PLDMA_CH_NET_OP:
+        c->net_op = val & PLDMA_OP_MASK;
+        break;
+    case PLDMA_CH_NET_PEER:
+        c->net_peer = val & 0xffff;
+        break;
+    case PLDMA_CH_NET_EP:
+        c->net_ep = val;
+        break;
+    case PLDMA_CH_NET_RKEY_LO:
+        net_set_lo(&c->net_rkey, val);
+        break;
+    case PLDMA_CH_NET_RKEY_HI:
+        net_set_hi(&c->net_rkey, val);
+        break;
+    default:
+        return false; /* the read-only ones too */
+    }
+    return true;
+}
+
+/* Life cycle */
+
+static void pldma_net_set_link(NetClientState *nc)
+{
+    /* NET_NODE.LINK reads the link state; ops see it at their start. */
+}
+
+static NetClientInfo pldma_net_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .receive = pldma_net_receive,
+    .link_status_changed = pldma_net_set_link,
+};
+
+void pldma_net_channel_init(PldmaChannel *c)
+{
+    c->rto = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_rto_fired, c);
+}
+
+void pldma_net_channel_exit(PldmaChannel *c)
+{
+    timer_free(c->rto);
+}
+
+/* After the properties are checked (pldma_realize). */
+void pldma_net_realize(PldmaState *s)
+{
+    PldmaNet *n = &s->net;
+    DeviceState *d = DEVICE(s);
+
+    QSIMPLEQ_INIT(&n->txq);
+    n->tx_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_tx_timer, s);
+    qemu_macaddr_default_if_unset(&n->conf.macaddr);
+    n->nic = qemu_new_nic(&pldma_net_info, &n->conf,
+                          object_get_typename(OBJECT(s)), d->id,
+                          &d->mem_reentrancy_guard, s);
+}
+
+void pldma_net_exit(PldmaState *s)
+{
+    PldmaTxPacket *p;
+
+    while ((p = QSIMPLEQ_FIRST(&s->net.txq))) {
+        QSIMPLEQ_REMOVE_HEAD(&s->net.txq, next);
+        g_free(p);
+    }
+    timer_free(s->net.tx_timer);
+    qemu_del_nic(s->net.nic);
+}
+
+/*
+ * RESET: the tables, the counters and the receive ops go; packets on the
+ * link still arrive (they left before the reset). Op ids keep counting, so
+ * a peer never takes a new op for one it saw before.
+ */
+void pldma_net_reset(PldmaState *s)
+{
+    PldmaNet *n = &s->net;
+
+    memset(n->ep, 0, sizeof(n->ep));
+    memset(n->rkeys, 0, sizeof(n->rkeys));
+    memset(&n->rkey_win, 0, sizeof(n->rkey_win));
+    memset(n->cnt, 0, sizeof(n->cnt));
+    memset(n->rx, 0, sizeof(n->rx));
+    n->ep_sel = n->rkey_sel = 0;
+    n->drop_ppm = n->corrupt_ppm = 0;
+    n->rto_us = 1000;
+    n->retries = 8;
+    /* Each node its own sequence, from the same seed. */
+    n->rng = (n->seed ? n->seed : 0x9E3779B97F4A7C15ULL) ^
+             (n->node + 1) * 0xD1B54A32D192ED03ULL;
+    n->rng = n->rng ? n->rng : 1;
+}

@@ -1,0 +1,241 @@
+/*
+ * ExaNeSt PLDMA engine model: the state shared by the engine
+ * (exanest_pldma.c) and its network port (exanest_net.c).
+ *
+ * Copyright (c) 2026 The ExaNeSt DMA developers
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef EXANEST_PLDMA_H
+#define EXANEST_PLDMA_H
+
+#include "hw/pci/pci_device.h"
+#include "net/net.h"
+#include "qemu/timer.h"
+#include "exanest-pldma-regs.h"
+
+#define TYPE_EXANEST_PLDMA "exanest-pldma"
+OBJECT_DECLARE_SIMPLE_TYPE(PldmaState, EXANEST_PLDMA)
+#define TYPE_EXANEST_PLDMA_VF "exanest-pldma-vf"
+OBJECT_DECLARE_SIMPLE_TYPE(PldmaVfState, EXANEST_PLDMA_VF)
+
+/* Bytes per data path turn: the value of the QUANTUM register. */
+#define PLDMA_STEP (64 * KiB)
+#define PLDMA_PAGE 4096ULL
+
+typedef enum PldmaPending {
+    PLDMA_PEND_NONE,    /* bytes remain: the channel is ready again */
+    PLDMA_PEND_DONE,    /* all bytes copied: enter DONE */
+    PLDMA_PEND_FAULT,   /* bytes before a fault copied: enter FAULT */
+    PLDMA_PEND_WAIT,    /* a network op's window is full: wait for ACKs */
+} PldmaPending;
+
+typedef struct PldmaContext PldmaContext;
+
+typedef struct PldmaChannel {
+    PldmaContext *ctx;
+    unsigned index;         /* within its context */
+    /* Programmed by the guest. */
+    uint64_t src, dst;
+    uint32_t len;
+    bool irq_en;
+    /* Latched at START. */
+    uint64_t a_src, a_dst;
+    uint32_t a_len;
+    /* Progress and status. */
+    uint32_t state, err;
+    bool rejected;
+    bool ready;             /* BUSY and waiting for a data path turn */
+    PldmaPending pending;   /* valid while the channel's turn runs */
+    uint64_t pend_addr;     /* the fault PLDMA_PEND_FAULT will raise */
+    uint32_t pend_info;
+    uint64_t fault_addr;
+    uint32_t fault_info;
+    uint32_t done;
+    uint32_t faults;
+    /* Where the transfer came from: ORIGIN, and its descriptor's wr_id. */
+    uint32_t origin;
+    uint64_t wr_id;
+    uint32_t nack_status;   /* the CQE status of a NACK */
+    QEMUTimer *latency;     /* START/RESUME: ready latency-ns later */
+    /* 2.3: network registers, as programmed, then latched at START. */
+    uint32_t net_op, net_peer, net_ep;
+    uint64_t net_rkey;
+    uint32_t a_op, a_peer, a_ep;
+    uint64_t a_rkey;
+    /* A network op's sending side (done: bytes the receiver placed). */
+    uint32_t op_id;
+    uint64_t snd_next;      /* the next byte to send */
+    uint64_t snd_high;      /* one past the highest byte ever sent */
+    bool snd_paused;        /* NACKed FAULT or NOT_READY: wait for RESUME */
+    uint32_t snd_seq;       /* packets sent */
+    int32_t net_status;     /* ERROR(REMOTE): the receiver's -errno */
+    int64_t rto_ns;         /* the current retransmission timeout */
+    uint32_t retries;       /* timeouts in a row */
+    QEMUTimer *rto;
+    int rx;                 /* ORIGIN NET_RX: the receive op it reports */
+    uint32_t rx_src;        /* ORIGIN NET_RX: the sending node */
+} PldmaChannel;
+
+/*
+ * A context's send and completion queues: the user's (2.1), whose rings the
+ * context's VF reads and writes, or the kernel's (2.2), whose rings the PF
+ * does.
+ */
+typedef struct PldmaQueue {
+    PldmaContext *ctx;
+    bool kernel;
+    /* Programmed by the driver. */
+    uint64_t sq_base, cq_base;
+    uint32_t cfg;
+    bool enabled;           /* Q_CTRL.ENABLE, so Q_STATUS.ENABLED */
+    /* Latched when enabled. */
+    uint64_t a_sq_base, a_cq_base;
+    uint32_t sq_n, cq_n;    /* entries, powers of two (0: bad config) */
+    uint32_t chmask;        /* the channels the queue may take */
+    /* The indices, free-running. */
+    uint32_t sq_tail, sq_head, cq_head, cq_tail;
+    uint32_t cq_writing;    /* CQEs being written: their slots are taken */
+    bool armed;             /* the CQ event fires at the next CQE */
+    uint32_t err;           /* PLDMA_QERR_*: stopped unless NONE */
+    uint64_t err_addr;
+    uint64_t evt_arg;       /* EVT_ARG: the next event entry's wr_id */
+    bool evt_lost;          /* an event found the CQ full (until enabled) */
+    unsigned gen;           /* changes whenever the queue starts or stops */
+    bool pumping;           /* pldma_q_pump() is running */
+} PldmaQueue;
+
+struct PldmaContext {
+    struct PldmaState *dev;
+    unsigned index;         /* = the index of the VF issuing its DMA */
+    /* bit n: channel n raised its interrupt; CQ event; queue error */
+    uint32_t irq_status;
+    unsigned next_ch;       /* round-robin: the channel asked first */
+    PldmaChannel ch[PLDMA_MAX_CHANNELS];
+    PldmaQueue q;           /* the user's queue, its doorbells in the VF */
+    PldmaQueue kq;          /* the kernel's queue (2.2), all in the PF */
+};
+
+/* A remote node's op this engine receives (2.3). */
+typedef enum PldmaRxState {
+    PLDMA_RX_FREE,
+    PLDMA_RX_RECV,          /* placing in order */
+    PLDMA_RX_FAULT,         /* placing stopped at a fault being resolved */
+    PLDMA_RX_NOT_READY,     /* its endpoint holds no context */
+    PLDMA_RX_DONE,          /* every byte placed */
+    PLDMA_RX_ERROR,         /* refused: err */
+} PldmaRxState;
+
+typedef struct PldmaRxOp {
+    PldmaRxState state;
+    uint32_t src, op_id, ep;
+    uint64_t rkey, addr, len;
+    uint64_t placed;        /* bytes placed: [0, placed) */
+    int32_t err;            /* PLDMA_RX_ERROR: the NACK's -errno */
+    bool gap_nacked;        /* the gap at placed was NACKed SEQUENCE */
+    uint64_t stamp;         /* last packet: the oldest finished op goes */
+    PldmaChannel *ch;       /* PLDMA_RX_FAULT: the channel reporting it */
+    uint64_t fault_addr;    /* PLDMA_RX_FAULT, until a channel reports it */
+    uint32_t fault_info;
+} PldmaRxOp;
+
+/* A packet on its way over the link. */
+typedef struct PldmaTxPacket {
+    QSIMPLEQ_ENTRY(PldmaTxPacket) next;
+    int64_t at;             /* when it reaches the far end */
+    size_t len;
+    uint8_t data[];
+} PldmaTxPacket;
+
+typedef struct PldmaRkey {
+    uint32_t ctrl, tag, ep;
+    uint64_t base, len;
+} PldmaRkey;
+
+/* The network port (2.3). */
+typedef struct PldmaNet {
+    NICConf conf;
+    NICState *nic;
+    /* Properties. */
+    uint32_t node;
+    uint32_t window;
+    uint32_t link_latency_ns;
+    uint32_t link_bw_mbs;   /* 0: the data path's bandwidth property */
+    uint64_t seed;
+    /* Registers. */
+    uint32_t rto_us, retries, drop_ppm, corrupt_ppm;
+    uint32_t ep_sel, rkey_sel;
+    PldmaRkey rkey_win;     /* the entry being written */
+    uint32_t ep[PLDMA_NET_MAX_EPS];
+    PldmaRkey rkeys[PLDMA_NET_MAX_RKEYS];
+    uint32_t cnt[PLDMA_NET_COUNTERS];
+    /* Sending. */
+    uint32_t next_op_id;
+    uint64_t rng;
+    int64_t tx_free_ns;     /* the link is busy sending until then */
+    QSIMPLEQ_HEAD(, PldmaTxPacket) txq;
+    QEMUTimer *tx_timer;
+    /* Receiving. */
+    PldmaRxOp rx[PLDMA_NET_RX_OPS];
+    uint64_t rx_stamp;
+    /* Per source node: ops at or below it are finished and forgotten. */
+    uint32_t floor[PLDMA_NET_MAX_NODES];
+    bool floor_set[PLDMA_NET_MAX_NODES];
+} PldmaNet;
+
+struct PldmaState {
+    PCIDevice parent_obj;
+    MemoryRegion mmio;
+    /* Properties. */
+    uint32_t nctx;
+    uint32_t nchan;         /* per context */
+    uint32_t bandwidth_mbs; /* MB/s = bytes per us; 0 = infinitely fast */
+    uint32_t latency_ns;
+    uint32_t max_len;
+    /* State. */
+    uint32_t scratch;
+    PldmaContext *ctx;
+    /* The shared data path. */
+    QEMUTimer *arbiter;     /* fires when the data path is free again */
+    PldmaChannel *turn;     /* whose bytes hold it now, or NULL */
+    int64_t path_free_ns;   /* it is busy until then */
+    unsigned next_ctx;      /* round-robin: the context asked first */
+    uint8_t *bounce;        /* one turn's bytes */
+    PldmaNet net;
+};
+
+struct PldmaVfState {
+    PCIDevice parent_obj;
+    MemoryRegion mmio;
+};
+
+/* The engine (exanest_pldma.c), for the port. */
+PCIDevice *pldma_ctx_master(PldmaContext *x);
+void pldma_update_irq(PldmaState *s);
+void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err);
+void pldma_cancel(PldmaChannel *c);
+void pldma_arbiter_kick(PldmaState *s);
+void pldma_pump(PldmaContext *x);
+int64_t pldma_xfer_ns(PldmaState *s, uint64_t bytes);
+uint32_t pldma_fault_info(bool write, uint32_t cause);
+
+/* The port (exanest_net.c), for the engine. */
+void pldma_net_realize(PldmaState *s);
+void pldma_net_exit(PldmaState *s);
+void pldma_net_reset(PldmaState *s);
+void pldma_net_channel_init(PldmaChannel *c);
+void pldma_net_channel_exit(PldmaChannel *c);
+bool pldma_net_link(PldmaState *s);
+/* START or a descriptor latched a network op on c: false to refuse it */
+uint32_t pldma_net_launch(PldmaChannel *c);
+void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
+                    int64_t now);
+void pldma_net_stop(PldmaChannel *c);
+void pldma_net_rx_resume(PldmaChannel *c);
+void pldma_net_rx_nack(PldmaChannel *c);
+void pldma_net_channel_freed(PldmaContext *x);
+bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val);
+bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val);
+bool pldma_ch_net_read(PldmaChannel *c, hwaddr off, uint64_t *val);
+bool pldma_ch_net_write(PldmaChannel *c, hwaddr off, uint32_t val);
+
+#endif /* EXANEST_PLDMA_H */

@@ -1,0 +1,655 @@
+#!/usr/bin/env python3
+"""Host tests of the PLDMA engine model's network port (register map 2.3), through qtest.
+
+Two engines in one QEMU, each behind its own pcie-root-port, are two nodes: their ports are
+cabled back to back through a hub (QEMU's own network layer: -netdev hubport), so both share
+the virtual clock the test advances and every figure is exact. No guest kernel runs: the test
+plays both nodes' drivers (the remote key and endpoint tables, the receiver's fault handling).
+As in test_model.py the SMMU is in bypass, so an address past RAM stands in for a page that does
+not translate, and a hot-plugged DIMM for a page the receiver's kernel makes valid.
+
+Usage: QEMU=/path/to/qemu-system-aarch64 test_net.py [-v]
+"""
+import os
+import random
+import socket
+import struct
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_model import (R, RAM, UNMAPPED, RAM_SIZE, Qtest, Ring, machine,  # noqa: E402
+                        s32)
+
+START = R["PLDMA_CTRL_START"]
+PUT = R["PLDMA_OP_PUT"]
+HUB = ("-netdev", "hubport,id=n0,hubid=0", "-netdev", "hubport,id=n1,hubid=0")
+RKEY_W = R["PLDMA_NET_RKEY_VALID"] | R["PLDMA_NET_RKEY_WRITE"]
+ENOKEY, EPERM, ERANGE, EFAULT = 126, 1, 34, 14
+SRC = RAM + 0x1000000        # node 0's source buffers
+DST = RAM + 0x4000000        # node 1's registered region
+REGION = 8 << 20
+
+
+def cnt(q, name):
+    return q.reg(R["PLDMA_NET_CNT_BASE"] + 4 * R[f"PLDMA_NET_CNT_{name}"])
+
+
+def counters(q):
+    names = [k[len("PLDMA_NET_CNT_"):] for k in R if k.startswith("PLDMA_NET_CNT_")
+             and k != "PLDMA_NET_CNT_BASE"]
+    return {n: cnt(q, n) for n in names}
+
+
+def two_nodes(props="", extra=(), ports=2):
+    """A QEMU with `ports` engines, node i behind root port i + 1, linked by one hub."""
+    args = []
+    for i in range(ports):
+        args += ["-device", f"pcie-root-port,id=rp{i + 1},chassis={i + 1},slot={i + 1}"]
+    for i in range(ports):
+        args += ["-netdev", f"hubport,id=n{i},hubid=0"]
+    for i in range(ports):
+        dev = f"exanest-pldma,bus=rp{i + 1},netdev=n{i},node-id={i},contexts=4"
+        args += ["-device", dev + (f",{props}" if props else "")]
+    vm = machine(args + list(extra))
+    vm.launch()
+    return [Qtest(vm=vm, port=i + 1) for i in range(ports)]
+
+
+def set_ep(q, ep, ctx, resident=True):
+    q.set_reg(R["PLDMA_NET_EP_SEL"], ep)
+    q.set_reg(R["PLDMA_NET_EP_CTX"], ctx | (R["PLDMA_NET_EP_RESIDENT"] if resident else 0))
+
+
+def set_rkey(q, idx, tag, ep, base, length, ctrl=RKEY_W):
+    """Entry idx of the rkey table; returns the rkey: tag << 32 | idx."""
+    q.set_reg(R["PLDMA_NET_RKEY_SEL"], idx)
+    q.set_reg(R["PLDMA_NET_RKEY_TAG"], tag)
+    q.set_reg(R["PLDMA_NET_RKEY_BASE_LO"], base)
+    q.set_reg(R["PLDMA_NET_RKEY_BASE_HI"], base >> 32)
+    q.set_reg(R["PLDMA_NET_RKEY_LEN_LO"], length)
+    q.set_reg(R["PLDMA_NET_RKEY_LEN_HI"], length >> 32)
+    q.set_reg(R["PLDMA_NET_RKEY_EP"], ep)
+    q.set_reg(R["PLDMA_NET_RKEY_CTRL"], ctrl)
+    return tag << 32 | idx
+
+
+def ch_net(q, n, off, ctx):
+    return q.ctx_off(ctx, R["PLDMA_CH_NET_BASE"] + n * R["PLDMA_CH_NET_STRIDE"] + R[off])
+
+
+def put(q, n, ctx, src, dst, length, peer, ep, rkey, start=True):
+    """Program channel n of context ctx with a PUT, and START it."""
+    q.program(n, src, dst, length, None, ctx)
+    q.set_reg(ch_net(q, n, "PLDMA_CH_NET_OP", ctx), PUT)
+    q.set_reg(ch_net(q, n, "PLDMA_CH_NET_PEER", ctx), peer)
+    q.set_reg(ch_net(q, n, "PLDMA_CH_NET_EP", ctx), ep)
+    q.set_reg(ch_net(q, n, "PLDMA_CH_NET_RKEY_LO", ctx), rkey)
+    q.set_reg(ch_net(q, n, "PLDMA_CH_NET_RKEY_HI", ctx), rkey >> 32)
+    if start:
+        q.set_chreg(n, R["PLDMA_CH_CTRL"], START, ctx)
+
+
+def net_status(q, n, ctx):
+    return s32(q.reg(ch_net(q, n, "PLDMA_CH_NET_STATUS", ctx)))
+
+
+def until_nack(a, b, limit_ns=10**8):
+    """Advance the clock until node b has sent its first NACK."""
+    start = a.now()
+    while not cnt(b, "NACKS_SENT"):
+        if a.step() - start > limit_ns:
+            raise AssertionError("no NACK")
+
+
+def put_sqes(src, dst, length, wr_id, rkey, peer, ep, flags=PUT, rsvd=0):
+    """A PUT's two send queue entries."""
+    return (struct.pack("<QQIIQ", src, dst, length, flags, wr_id)
+            + struct.pack("<QHHI", rkey, peer, rsvd, ep) + bytes(16))
+
+
+class TwoNodes(unittest.TestCase):
+    """Node 0 puts into node 1 over a hub; each test starts from a RESET of both engines."""
+    props = "bandwidth=1000,latency-ns=2000"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.a, cls.b = two_nodes(cls.props)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.a.close()
+
+    def setUp(self):
+        for q in (self.a, self.b):
+            q.set_reg(R["PLDMA_RESET"], R["PLDMA_RESET_MAGIC"])
+            q.enable_vfs(q.nctx)
+        set_ep(self.b, 7, 2)            # endpoint 7: the process on node 1's context 2
+        self.rkey = set_rkey(self.b, 5, 0xC0FFEE11, 7, DST, REGION)
+        self.b.mem_write(DST, bytes(REGION))
+
+    def tearDown(self):
+        self.assertTrue(self.a.alive(), "QEMU died")
+
+    def settle(self, n=0, ctx=1):
+        return self.a.run_until_settled(n, ctx)
+
+
+class Identity(TwoNodes):
+    def test_version_node_and_link(self):
+        a, b = self.a, self.b
+        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 3)
+        self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_NET"])
+        self.assertEqual(a.reg(R["PLDMA_NET_NODE"]), 0 | R["PLDMA_NET_NODE_LINK"])
+        self.assertEqual(b.reg(R["PLDMA_NET_NODE"]), 1 | R["PLDMA_NET_NODE_LINK"])
+        self.assertEqual(a.reg(R["PLDMA_NET_WINDOW"]), 64 << 10)
+        self.assertEqual(a.reg(R["PLDMA_NET_LINK_LATENCY"]), 1000)
+        self.assertEqual(a.reg(R["PLDMA_NET_LINK_BW"]), 1000, "the data path's, by default")
+        self.assertEqual(a.reg(R["PLDMA_NET_RTO_US"]), 1000)
+        self.assertEqual(a.reg(R["PLDMA_NET_RETRIES"]), 8)
+        # The key table reads back what was committed; RESET clears it.
+        self.b.set_reg(R["PLDMA_NET_RKEY_SEL"], 5)
+        self.assertEqual(self.b.reg(R["PLDMA_NET_RKEY_CTRL"]), RKEY_W)
+        self.b.set_reg(R["PLDMA_RESET"], R["PLDMA_RESET_MAGIC"])
+        self.b.set_reg(R["PLDMA_NET_RKEY_SEL"], 5)
+        self.assertEqual(self.b.reg(R["PLDMA_NET_RKEY_CTRL"]), 0)
+
+    def test_no_netdev_no_link(self):
+        q = Qtest("node-id=3")
+        try:
+            self.assertEqual(q.reg(R["PLDMA_NET_NODE"]), 3, "no backend: no LINK")
+            put(q, 0, 0, RAM, RAM + 0x100000, 4096, 1, 7, 1)
+            q.run_until_settled(0, 0)
+            self.assertEqual(q.status(0, 0)[:2], (R["PLDMA_STATE_ERROR"],
+                                                  R["PLDMA_ERR_NO_LINK"]))
+            self.assertEqual(cnt(q, "TX_PACKETS"), 0)
+        finally:
+            q.close()
+
+    def test_bad_properties_are_refused(self):
+        for props in ("node-id=64", "net-window=0"):
+            with self.assertRaises(Exception, msg=props):
+                q = Qtest(props)
+                q.close()
+
+
+class Put(TwoNodes):
+    def check_put(self, length, src_off=0, dst_off=0):
+        a, b = self.a, self.b
+        data = random.Random(length).randbytes(length)
+        a.mem_write(SRC + src_off, data)
+        b.mem_write(DST, bytes(dst_off + length + 4096))
+        t = (put(a, 0, 1, SRC + src_off, DST + dst_off, length, 1, 7, self.rkey), self.settle())[1]
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0), f"{length} B")
+        self.assertEqual(a.chreg(0, R["PLDMA_CH_DONE_BYTES"], 1), length)
+        self.assertEqual(b.mem_read(DST + dst_off, length), data)
+        # Nothing around it was touched.
+        self.assertEqual(b.mem_read(DST + dst_off + length, 4096), bytes(4096))
+        if dst_off:
+            self.assertEqual(b.mem_read(DST, dst_off), bytes(dst_off))
+        return t
+
+    def test_put_sizes_and_odd_offsets(self):
+        for length, so, do in ((1, 0, 0), (63, 3, 5), (4096, 0, 0), (4097, 1, 4095),
+                               (65536, 0, 0), (200_000, 7, 1), (1 << 20, 0, 3)):
+            before_a, before_b = counters(self.a), counters(self.b)
+            self.check_put(length, so, do)
+            ca, cb = counters(self.a), counters(self.b)
+            pkts = sum(-(-(min(4096, length - o)) // 4096) for o in range(0, length, 4096))
+            self.assertGreaterEqual(ca["TX_PACKETS"] - before_a["TX_PACKETS"], pkts)
+            self.assertEqual(cb["PLACED_BYTES"] - before_b["PLACED_BYTES"], length)
+            for c, name in ((ca, "a"), (cb, "b")):
+                for k in ("TIMEOUTS", "RETRANS_BYTES", "NACKS_SENT", "NACKS_RECEIVED",
+                          "RX_DROPPED", "RX_BAD_CRC", "ERROR_NACKS"):
+                    self.assertEqual(c[k], 0, f"{name} {k} after {length} B")
+
+    def test_warm_put_time_is_the_wire(self):
+        """64 KiB, warm: the start latency, then the bytes at 1000 MB/s on the data path and the
+        link, the last packet's link latency and its ACK's way back."""
+        t = self.check_put(64 << 10)
+        wire = (64 << 10) * 1000 // 1000 + 16 * 64     # payload + headers at 1000 MB/s
+        self.assertGreaterEqual(t, 2000 + wire + 1000 + 64 + 1000)
+        self.assertLess(t, 2000 + wire + 2 * 1000 + 4096 + 64 + 1000)
+
+
+class LongLink(unittest.TestCase):
+    def test_window_paces_a_long_link(self):
+        a, b = two_nodes("bandwidth=0,latency-ns=0,link-latency-ns=100000,net-window=65536")
+        try:
+            set_ep(b, 7, 2)
+            rkey = set_rkey(b, 5, 0x1234, 7, DST, REGION)
+            a.mem_write(SRC, bytes(range(256)) * 4096)
+            put(a, 0, 1, SRC, DST, 1 << 20, 1, 7, rkey)
+            t = a.run_until_settled(0, 1)
+            self.assertEqual(a.status(0, 1)[0], R["PLDMA_STATE_DONE"])
+            self.assertEqual(b.mem_read(DST, 1 << 20), bytes(range(256)) * 4096)
+            # 16 windows, each a round trip of 200 us (infinitely fast link otherwise).
+            self.assertGreaterEqual(t, 16 * 200_000)
+            self.assertLess(t, 17 * 200_000)
+            self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+        finally:
+            a.close()
+
+
+class Keys(TwoNodes):
+    """A put that its key does not allow: an error NACK, the sender's op ends with that errno,
+    and not one byte of the receiver's memory changes."""
+
+    def refused(self, rkey, ep=7, dst=DST, length=8192, errno=ENOKEY):
+        a, b = self.a, self.b
+        before = b.mem_read(DST - 4096, REGION + 8192)
+        a.mem_write(SRC, b"\xA5" * length)
+        put(a, 0, 1, SRC, dst, length, 1, ep, rkey)
+        self.settle()
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_REMOTE"]))
+        self.assertEqual(net_status(a, 0, 1), -errno)
+        self.assertEqual(a.chreg(0, R["PLDMA_CH_DONE_BYTES"], 1), 0)
+        self.assertEqual(b.mem_read(DST - 4096, REGION + 8192), before, "memory changed")
+        self.assertEqual(cnt(b, "PLACED_BYTES"), 0)
+        self.assertGreaterEqual(cnt(b, "ERROR_NACKS"), 1)
+
+    def test_forged_tag(self):
+        self.refused(self.rkey ^ (1 << 40))
+
+    def test_wrong_index(self):
+        self.refused(self.rkey + 1)
+
+    def test_index_past_the_table(self):
+        self.refused(0xC0FFEE11 << 32 | R["PLDMA_NET_MAX_RKEYS"])
+
+    def test_another_endpoint(self):
+        set_ep(self.b, 8, 3)
+        self.refused(self.rkey, ep=8)
+
+    def test_revoked(self):
+        set_rkey(self.b, 5, 0xC0FFEE11, 7, DST, REGION, ctrl=0)
+        self.refused(self.rkey)
+
+    def test_no_write_right(self):
+        rkey = set_rkey(self.b, 6, 0x77, 7, DST, REGION,
+                        ctrl=R["PLDMA_NET_RKEY_VALID"] | R["PLDMA_NET_RKEY_READ"])
+        self.refused(rkey, errno=EPERM)
+
+    def test_outside_the_region(self):
+        self.refused(self.rkey, dst=DST + REGION - 4096, errno=ERANGE)
+        self.refused(self.rkey, dst=DST - 1, length=2, errno=ERANGE)
+
+    def test_revoked_mid_put_stops_at_the_next_packet(self):
+        a, b = self.a, self.b
+        a.mem_write(SRC, b"\x5A" * (1 << 20))
+        put(a, 0, 1, SRC, DST, 1 << 20, 1, 7, self.rkey)
+        while cnt(b, "PLACED_BYTES") < 64 << 10:
+            a.step()
+        set_rkey(b, 5, 0xC0FFEE11, 7, DST, REGION, ctrl=0)
+        placed = cnt(b, "PLACED_BYTES")
+        snapshot = b.mem_read(DST, REGION)
+        self.settle()
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_REMOTE"]))
+        self.assertEqual(net_status(a, 0, 1), -ENOKEY)
+        self.assertEqual(cnt(b, "PLACED_BYTES"), placed, "placed after revocation")
+        self.assertEqual(b.mem_read(DST, REGION), snapshot)
+
+
+class NotReady(TwoNodes):
+    def test_endpoint_without_a_context_is_resumed_when_it_gets_one(self):
+        a, b = self.a, self.b
+        set_ep(b, 7, 2, resident=False)
+        a.mem_write(SRC, b"\x3C" * 100_000)
+        put(a, 0, 1, SRC, DST, 100_000, 1, 7, self.rkey)
+        until_nack(a, b)
+        a.step(3_500_000)   # past two probes (1 and 1 + 2 ms after the NACK)
+        self.assertEqual(a.status(0, 1)[0], R["PLDMA_STATE_BUSY"], "paused, not failed")
+        self.assertGreaterEqual(cnt(a, "PROBES"), 2)
+        self.assertEqual(cnt(b, "NACKS_SENT"), 1, "one NACK NOT_READY for the op")
+        self.assertEqual(cnt(b, "PLACED_BYTES"), 0)
+        set_ep(b, 7, 3)                     # the driver made it resident, on context 3
+        self.settle()
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(DST, 100_000), b"\x3C" * 100_000)
+        self.assertEqual(cnt(b, "RESUMES_SENT"), 1)
+        self.assertEqual(cnt(a, "RESUMES_RECEIVED"), 1)
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0, "the RESUME, not a timeout, went on")
+
+
+class ReceiverFaults(unittest.TestCase):
+    """The thesis's case: a put into receiver memory that does not translate. The receiving
+    engine NACKs FAULT and reports the fault on a channel of the receiving context; its driver
+    makes the page valid (here: a DIMM appears) and RESUMEs; the sender goes on from there."""
+
+    @classmethod
+    def setUpClass(cls):
+        fw = os.path.join(tempfile.mkdtemp(prefix="pldma-fw-"), "zero.fd")
+        with open(fw, "wb") as f:
+            f.write(bytes(4096))
+        cls.fw = fw
+
+    def nodes(self):
+        a, b = two_nodes("bandwidth=1000,latency-ns=2000", extra=(
+            "-bios", self.fw, "-m", f"{RAM_SIZE >> 20}M,slots=1,maxmem=1G",
+            "-object", "memory-backend-ram,id=hot,size=64M"))
+        self.addCleanup(a.close)
+        return a, b
+
+    def test_fault_nack_resume_retransmit(self):
+        a, b = self.nodes()
+        dimm = 0x80000000                       # where the DIMM will appear, on node 1
+        dst, length = dimm + 0x3000 + 5, 300_000
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 9, 0xABCD, 7, dimm, 64 << 20)
+        data = random.Random(1).randbytes(length)
+        a.mem_write(SRC, data)
+        put(a, 1, 0, SRC, dst, length, 1, 7, rkey)
+        # Node 1 faults on the first packet: NACK FAULT, the fault on context 2's channel 0.
+        for _ in range(200):
+            a.step()
+            if b.status(0, 2)[0] == R["PLDMA_STATE_FAULT"]:
+                break
+        self.assertEqual(b.status(0, 2)[0], R["PLDMA_STATE_FAULT"])
+        origin = b.chreg(0, R["PLDMA_CH_ORIGIN"], 2)
+        self.assertEqual(origin, R["PLDMA_ORIGIN_NET_RX"])
+        self.assertEqual(b.chreg(0, R["PLDMA_CH_FAULT_LO"], 2), dst)
+        self.assertEqual(b.chreg(0, R["PLDMA_CH_FAULT_INFO"], 2) & R["PLDMA_FAULT_WRITE"], 1)
+        self.assertEqual(b.chreg(0, R["PLDMA_CH_DONE_BYTES"], 2), 0)
+        self.assertEqual(b.reg(ch_net(b, 0, "PLDMA_CH_NET_SRC", 2)), 0)
+        self.assertEqual(b.ctxreg(2, R["PLDMA_CTX_IRQ_STATUS"]), 1 << 0)
+        self.assertTrue(b.intx())
+        # The sender waits for the RESUME: long past its timeout it has not resent data, only
+        # probed, and the receiver answered each probe: still resolving.
+        t0 = a.now()
+        while a.now() - t0 < 5_000_000:
+            a.step(500_000)
+        self.assertEqual(a.status(1, 0)[0], R["PLDMA_STATE_BUSY"])
+        self.assertGreaterEqual(cnt(a, "PROBES"), 2)
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+        self.assertEqual(cnt(a, "RETRANS_BYTES"), 0)
+        self.assertEqual(cnt(b, "NACKS_SENT"), 1, "a probe's answer is not another NACK")
+        wasted = cnt(a, "TX_PACKETS")
+        # The receiver's kernel resolves the fault: the memory appears; RESUME.
+        res = b.vm.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hot")
+        self.assertEqual(res, {"return": {}})
+        b.set_ctxreg(2, R["PLDMA_CTX_IRQ_STATUS"], 1)
+        b.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], 2)
+        self.assertEqual(b.status(0, 2)[0], R["PLDMA_STATE_IDLE"], "the channel is free again")
+        a.run_until_settled(1, 0)
+        self.assertEqual(a.status(1, 0)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(a.chreg(1, R["PLDMA_CH_DONE_BYTES"], 0), length)
+        self.assertEqual(b.mem_read(dst, length), data)
+        ca, cb = counters(a), counters(b)
+        self.assertEqual((cb["NACKS_SENT"], cb["RESUMES_SENT"]), (1, 1))
+        self.assertEqual((ca["NACKS_RECEIVED"], ca["RESUMES_RECEIVED"]), (1, 1))
+        self.assertEqual(ca["TIMEOUTS"], 0, "no loss: the RESUME, never a timeout")
+        self.assertLessEqual(ca["RETRANS_BYTES"], 64 << 10, "at most one window resent")
+        self.assertGreater(ca["RETRANS_BYTES"], 0)
+        self.assertEqual(cb["PLACED_BYTES"], length)
+        self.assertGreaterEqual(wasted, 1)
+        print(f"\n  receiver fault: {ca['RETRANS_BYTES']} bytes retransmitted of {length}, "
+              f"{ca['TX_PACKETS']} packets sent", file=sys.stderr)
+
+    def test_fault_that_cannot_be_resolved(self):
+        a, b = self.nodes()
+        dst = 0x80000000
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 9, 0xABCD, 7, dst, 64 << 20)
+        put(a, 1, 0, SRC, dst, 10_000, 1, 7, rkey)
+        for _ in range(200):
+            a.step()
+            if b.status(0, 2)[0] == R["PLDMA_STATE_FAULT"]:
+                break
+        # The driver finds no VMA there: NACK with EFAULT.
+        b.set_chreg(0, R["PLDMA_CH_NACK_STATUS"], -EFAULT, 2)
+        b.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_NACK"], 2)
+        self.assertEqual(b.status(0, 2)[0], R["PLDMA_STATE_IDLE"])
+        a.run_until_settled(1, 0)
+        self.assertEqual(a.status(1, 0)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_REMOTE"]))
+        self.assertEqual(net_status(a, 1, 0), -EFAULT)
+        self.assertEqual(cnt(b, "ERROR_NACKS"), 1)
+
+    def test_fault_waits_for_a_free_channel(self):
+        """Every channel of the receiving context holds a fault of its own queue: the receiver
+        fault is reported when the driver frees one, and the op still completes."""
+        a, b = self.nodes()
+        dimm = 0x80000000
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 9, 0xABCD, 7, dimm, 64 << 20)
+        r = Ring(b, 2, RAM + 0x100000, RAM + 0x200000)
+        r.post([(UNMAPPED, RAM + 0x300000 + n * 4096, 4096, 0x70 + n) for n in range(b.nchan)])
+        a.step(100_000)
+        self.assertTrue(all(b.status(n, 2)[0] == R["PLDMA_STATE_FAULT"]
+                            for n in range(b.nchan)))
+        a.mem_write(SRC, b"\x11" * 9000)
+        put(a, 0, 0, SRC, dimm, 9000, 1, 7, rkey)
+        until_nack(a, b)
+        a.step(100_000)
+        self.assertEqual(cnt(b, "NACKS_SENT"), 1)
+        self.assertEqual(a.status(0, 0)[0], R["PLDMA_STATE_BUSY"])
+        # The driver NACKs the copy on channel 3: its CQE frees it, and the fault takes it.
+        b.set_chreg(3, R["PLDMA_CH_NACK_STATUS"], -EFAULT, 2)
+        b.set_chreg(3, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_NACK"], 2)
+        self.assertEqual(b.status(3, 2)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(b.chreg(3, R["PLDMA_CH_ORIGIN"], 2), R["PLDMA_ORIGIN_NET_RX"])
+        self.assertEqual(b.chreg(3, R["PLDMA_CH_FAULT_LO"], 2), dimm)
+        (c,) = r.reap()
+        self.assertEqual((c.wr_id, c.status), (0x73, -EFAULT))
+        b.vm.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hot")
+        b.set_chreg(3, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], 2)
+        a.run_until_settled(0, 0)
+        self.assertEqual(a.status(0, 0)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(dimm, 9000), b"\x11" * 9000)
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+
+
+class Loss(unittest.TestCase):
+    def run_lossy(self, drop_ppm, corrupt_ppm, length, seed):
+        a, b = two_nodes(f"bandwidth=2000,latency-ns=1000,net-seed={seed}")
+        try:
+            for q in (a, b):
+                q.set_reg(R["PLDMA_NET_DROP_PPM"], drop_ppm)
+                q.set_reg(R["PLDMA_NET_CORRUPT_PPM"], corrupt_ppm)
+                q.set_reg(R["PLDMA_NET_RTO_US"], 200)
+                q.set_reg(R["PLDMA_NET_RETRIES"], 12)
+            set_ep(b, 7, 2)
+            rkey = set_rkey(b, 5, 0x51, 7, DST, REGION)
+            data = random.Random(seed).randbytes(length)
+            a.mem_write(SRC, data)
+            b.mem_write(DST, bytes(length + 4096))
+            # Two puts at once, from two channels, to two halves.
+            half = length // 2
+            put(a, 0, 1, SRC, DST, half, 1, 7, rkey)
+            put(a, 1, 1, SRC + half, DST + half, length - half, 1, 7, rkey)
+            a.settle_times([(1, 0), (1, 1)], limit_ns=10**11)
+            for n in (0, 1):
+                self.assertEqual(a.status(n, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+            self.assertEqual(b.mem_read(DST, length + 4096), data + bytes(4096))
+            ca, cb = counters(a), counters(b)
+            self.assertEqual(cb["PLACED_BYTES"], length, "every byte placed exactly once")
+            return ca, cb
+        finally:
+            a.close()
+
+    def test_one_percent_drop_and_corruption(self):
+        ca, cb = self.run_lossy(10_000, 1_000, 4 << 20, 7)
+        self.assertGreater(ca["INJECTED_DROPS"] + cb["INJECTED_DROPS"], 0)
+        corrupt = ca["INJECTED_CORRUPT"] + cb["INJECTED_CORRUPT"]
+        self.assertGreater(corrupt, 0)
+        # Every corrupted packet was refused: on its checksum, or a header check before it.
+        self.assertGreaterEqual(ca["RX_DROPPED"] + cb["RX_DROPPED"], corrupt)
+        self.assertGreater(ca["RETRANS_BYTES"], 0)
+        print(f"\n  1% drop, 0.1% corruption, 4 MiB: {ca['RETRANS_BYTES']} bytes resent, "
+              f"{ca['TIMEOUTS']} timeouts, {cb['DUPLICATES']} duplicates dropped, "
+              f"{cb['RX_BAD_CRC'] + ca['RX_BAD_CRC']} bad checksums", file=sys.stderr)
+
+    def test_heavy_loss(self):
+        ca, cb = self.run_lossy(100_000, 20_000, 1 << 20, 11)
+        self.assertGreater(ca["TIMEOUTS"], 0)
+
+    def test_dead_peer_times_out(self):
+        a, b = two_nodes("bandwidth=2000")
+        try:
+            a.set_reg(R["PLDMA_NET_RTO_US"], 100)
+            a.set_reg(R["PLDMA_NET_RETRIES"], 3)
+            a.vm.qmp("set_link", name="n1", up=False)
+            put(a, 0, 1, SRC, DST, 8192, 1, 7, 1)
+            t = a.run_until_settled(0, 1)
+            self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_ERROR"],
+                                                  R["PLDMA_ERR_TIMEOUT"]))
+            self.assertEqual(cnt(a, "TIMEOUTS"), 4)
+            # 100 + 200 + 400 + 800 us of timeouts
+            self.assertGreaterEqual(t, 1_500_000)
+            self.assertEqual(cnt(b, "RX_PACKETS"), 0)
+        finally:
+            a.close()
+
+
+class Queue(TwoNodes):
+    def test_put_from_the_send_queue(self):
+        a, b = self.a, self.b
+        r = Ring(a, 1, RAM + 0x100000, RAM + 0x200000, log_sq=3, log_cq=3)
+        data = random.Random(3).randbytes(50_000)
+        a.mem_write(SRC, data)
+        a.mem_write(r.sq, put_sqes(SRC, DST + 11, 50_000, 0xAB, self.rkey, 1, 7))
+        r.tail = 2
+        r.write([(SRC, RAM + 0x300000, 4096, 0xCD)])        # a local copy after it
+        r.doorbell()
+        r.run_until_cq(2)
+        cqes = {c.wr_id: c for c in r.reap()}
+        self.assertEqual((cqes[0xAB].status, cqes[0xAB].bytes), (0, 50_000))
+        self.assertEqual((cqes[0xCD].status, cqes[0xCD].bytes), (0, 4096))
+        self.assertEqual(b.mem_read(DST + 11, 50_000), data)
+        self.assertEqual(r.vf("PLDMA_VF_SQ_HEAD"), 3)
+
+    def test_put_waits_for_its_second_entry(self):
+        a, b = self.a, self.b
+        r = Ring(a, 1, RAM + 0x100000, RAM + 0x200000)
+        a.mem_write(SRC, b"\x42" * 100)
+        a.mem_write(r.sq, put_sqes(SRC, DST, 100, 1, self.rkey, 1, 7))
+        r.tail = 1
+        r.doorbell()
+        a.step(100_000)
+        self.assertEqual(r.vf("PLDMA_VF_SQ_HEAD"), 0, "half a PUT is not taken")
+        r.tail = 2
+        r.doorbell()
+        r.run_until_cq(1)
+        (c,) = r.reap()
+        self.assertEqual((c.wr_id, c.status, c.bytes), (1, 0, 100))
+
+    def test_bad_second_entry_and_remote_errors_in_the_cqe(self):
+        a, b = self.a, self.b
+        r = Ring(a, 1, RAM + 0x100000, RAM + 0x200000)
+        a.mem_write(r.sq, put_sqes(SRC, DST, 100, 1, self.rkey, 1, 7, rsvd=1)
+                    + put_sqes(SRC, DST, 100, 2, self.rkey ^ 1 << 33, 1, 7)
+                    + put_sqes(SRC, DST, 100, 3, self.rkey, 1, 7, flags=PUT | 1 << 8))
+        r.tail = 6
+        r.doorbell()
+        r.run_until_cq(3)
+        got = {c.wr_id: c.status for c in r.reap()}
+        self.assertEqual(got, {1: R["PLDMA_CQE_BAD_FLAGS"], 2: -ENOKEY,
+                               3: R["PLDMA_CQE_BAD_FLAGS"]})
+        self.assertEqual(b.mem_read(DST, 4096), bytes(4096))
+
+
+class Hostile(unittest.TestCase):
+    """A third port on the hub is a hostile node the test speaks for (a unix datagram socket):
+    random and malformed packets, packets with valid checksums and every field wrong, replays
+    and forged answers. Nothing outside the registered region changes, the engines stay up,
+    and an honest put beside it completes exactly."""
+
+    def test_link_fuzzer(self):
+        d = tempfile.mkdtemp(prefix="pldma-fuzz-")
+        qemu_path, ours = os.path.join(d, "qemu.sock"), os.path.join(d, "fuzz.sock")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(ours)
+        self.addCleanup(sock.close)
+        a, b = two_nodes("bandwidth=2000,latency-ns=1000", extra=(
+            "-netdev", f"dgram,id=x,local.type=unix,local.path={qemu_path},"
+                       f"remote.type=unix,remote.path={ours}",
+            "-netdev", "hubport,id=n2,hubid=0,netdev=x"))
+        self.addCleanup(a.close)
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 5, 0xFEED, 7, DST, 1 << 20)
+        canary = random.Random(5).randbytes(1 << 20)
+        b.mem_write(DST - (1 << 20), canary)
+        b.mem_write(DST + (1 << 20), canary)
+        b.mem_write(DST, bytes(1 << 20))
+        data = random.Random(6).randbytes(1 << 20)
+        a.mem_write(SRC, data)
+        put(a, 0, 1, SRC, DST, 1 << 20, 1, 7, rkey)
+        rnd = random.Random(1234)
+        honest = a.reg(ch_net(a, 0, "PLDMA_CH_NET_OPID", 1))
+        sock.setblocking(False)
+        seen, sent = [], 0
+        while a.busy(0, 1):
+            try:
+                while True:     # what the hub floods to us: the honest packets, to replay
+                    seen.append(sock.recv(8192))
+            except BlockingIOError:
+                pass
+            for _ in range(20):
+                if seen and rnd.randrange(4) == 0:
+                    p = rnd.choice(seen[-200:])
+                else:
+                    p = fuzz_packet(rnd, rkey, honest)
+                try:
+                    sock.sendto(p, qemu_path)
+                except BlockingIOError:
+                    break       # QEMU has not read the last ones yet
+                sent += 1
+            a.step()
+            self.assertLess(sent, 400_000)
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(DST, 1 << 20), data)
+        self.assertEqual(b.mem_read(DST - (1 << 20), 1 << 20), canary)
+        self.assertEqual(b.mem_read(DST + (1 << 20), 1 << 20), canary)
+        self.assertGreater(cnt(b, "RX_DROPPED") + cnt(a, "RX_DROPPED"), 0)
+        print(f"\n  fuzzer: {sent} hostile packets; node 1 dropped {cnt(b, 'RX_DROPPED')}, "
+              f"{cnt(b, 'RX_BAD_CRC')} on their checksum, sent {cnt(b, 'ERROR_NACKS')} error "
+              f"NACKs", file=sys.stderr)
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for x in data:
+        c ^= x
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return c ^ 0xFFFFFFFF
+
+
+def packet(op, src, dst, ep, op_id, seq, status, rkey, addr, length, offset, payload=b""):
+    hdr = struct.pack("<HBBHHIIIiQQQQHHI", 0xEDA0, 1, op, src, dst, ep, op_id, seq, status,
+                      rkey, addr, length, offset, len(payload), 0, 0)
+    crc = crc32c(hdr + payload)
+    return hdr[:60] + struct.pack("<I", crc) + payload
+
+
+def fuzz_packet(rnd, rkey, honest):
+    """One hostile packet: random bytes, or a well-formed packet with hostile fields: never
+    the valid key with its endpoint (which would allow the write), nor the honest op's id."""
+    kind = rnd.randrange(6)
+    if kind == 0:
+        return rnd.randbytes(rnd.randrange(0, 4200))
+    op = rnd.choice([1, 2, 3, 4, 5, 6, 7, 0, 9])
+    src, dst = rnd.choice([0, 1, 2, 63, 64, 65535]), rnd.choice([0, 1, 2, 65535])
+    ep = rnd.choice([7, 8, 0, 255, 256, 2**32 - 1])
+    op_id = rnd.choice([honest + 1, honest + 2, 0, rnd.randrange(2**32)])
+    key = rnd.choice([rkey, rkey ^ 1 << 40, rkey + 1, 0, rnd.randrange(2**64)])
+    if key == rkey and ep == 7:
+        ep = 8
+    addr = rnd.choice([DST, DST - 4096, DST + (1 << 20) - 10, 0, 2**64 - 4096,
+                       rnd.randrange(2**64)])
+    length = rnd.choice([1, 4096, 1 << 20, 2 << 20, 2**64 - 1, rnd.randrange(2**32)])
+    offset = rnd.choice([0, 4096, length, length - 1 if length else 0, rnd.randrange(2**32)])
+    status = rnd.choice([0, 1, 2, 3, -14, -4096, 2**31 - 1])
+    payload = rnd.randbytes(rnd.choice([0, 1, 100, 4096])) if op in (1, 3, 7) else b""
+    p = packet(op, src, dst, ep, op_id, rnd.randrange(100), status, key, addr, length & (2**64 - 1),
+               offset & (2**64 - 1), payload)
+    if kind == 1:   # one bit flipped: the checksum must catch it
+        i = rnd.randrange(len(p) * 8)
+        p = bytearray(p)
+        p[i // 8] ^= 1 << (i % 8)
+        p = bytes(p)
+    return p
+
+
+if __name__ == "__main__":
+    unittest.main()
