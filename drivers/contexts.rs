@@ -121,6 +121,8 @@ impl Contexts {
         dom.attach(ctx.dev.clone())?;
         let now = ffi::ktime_ns();
         p.queue_return(&mut g, &ctx);
+        // Other nodes reach the process's endpoint through this context now (remote.rs).
+        let _ = p.engine.ep_set(p.endpoint, Some(ctx.index));
         g.bound = Some((ctx, now));
         drop(g);
         self.pool.bind(slot, id(p), now);
@@ -165,6 +167,8 @@ impl Contexts {
             }
         }
         if let Some((ctx, _)) = g.bound.take() {
+            // Not through this context any more: NACKed NOT_READY until it has another.
+            let _ = v.engine.ep_set(v.endpoint, None);
             ctx.reset();
             if let Some(d) = v.domain() {
                 d.detach();

@@ -316,11 +316,11 @@ impl MiscDevice for OpenFile {
     }
 
     fn ioctl(this: ArcBorrow<'_, OpenFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        use crate::exanest_core::abi::{IOC_COPY, IOC_QUEUE_CREATE};
-        if cmd == IOC_COPY || cmd == IOC_QUEUE_CREATE {
+        // COPY, QUEUE_CREATE and a REG with remote access get a context first (ioctl.rs).
+        if crate::ioctl::needs_context(cmd, arg) {
             return this.inst.copy(&this.process, cmd, arg);
         }
-        crate::ioctl::dispatch(this.process.as_arc_borrow(), cmd, arg)
+        crate::ioctl::dispatch_direct(this.process.as_arc_borrow(), cmd, arg)
     }
 
     fn mmap(this: ArcBorrow<'_, OpenFile>, _file: &File, vma: &VmaNew) -> Result {

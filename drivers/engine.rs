@@ -15,18 +15,20 @@
 //! Nothing here locks but the kernel queue's own leaf spinlock: callers serialise channel
 //! commands under `Process::inner` (process.rs).
 
+use crate::exanest_core::{abi, idmap::IdMap};
 use crate::exanest_core::{
     kqueue::Slot,
     regs::{self as map, Error as ChError, FaultCause, State},
 };
 use crate::kqueue::KernelQueue;
+use crate::netregs;
 use crate::regs as hw;
 use kernel::{
     device,
     io::{mem::DevresIoMem, register::Array, Io, IoCapable, IoLoc, MmioBackend, Region},
-    pci,
+    new_spinlock, pci,
     prelude::*,
-    sync::{aref::ARef, Arc},
+    sync::{aref::ARef, Arc, SpinLock},
 };
 
 /// Size of the register window.
@@ -122,6 +124,14 @@ pub(crate) struct Engine {
     pub(crate) version: hw::VERSION,
     /// Modelled bandwidth (MB/s) and latency (ns), when CAPS.timing says they mean something.
     pub(crate) timing: Option<(u32, u32)>,
+    /// The network node id (register map 2.3), `abi::NO_NODE` without a port (remote.rs).
+    pub(crate) node: u32,
+    /// The endpoints processes hold (remote.rs).
+    pub(crate) endpoints: IdMap<4>,
+    /// The remote key table entries regions hold (remote.rs).
+    pub(crate) rkeys: IdMap<4>,
+    /// Serialises the network tables' register windows (select, fields, commit): a leaf lock.
+    pub(crate) net_win: Arc<SpinLock<()>>,
 }
 
 impl Engine {
@@ -160,6 +170,11 @@ impl Engine {
         } else {
             None
         };
+        let node = if caps.net() {
+            regs.read(netregs::NET_NODE)?.value().get() & map::net::NODE_ID_MASK
+        } else {
+            abi::NO_NODE
+        };
         Ok(Engine {
             regs,
             channels,
@@ -168,6 +183,10 @@ impl Engine {
             max_len,
             version,
             timing,
+            node,
+            endpoints: IdMap::new(),
+            rkeys: IdMap::new(),
+            net_win: Arc::pin_init(new_spinlock!((), "Engine::net_win"), GFP_KERNEL)?,
         })
     }
 

@@ -15,6 +15,8 @@ pub(crate) mod budget;
 pub(crate) mod ctxpool;
 #[path = "../rust/exanest-core/src/fault.rs"]
 pub(crate) mod fault;
+#[path = "../rust/exanest-core/src/idmap.rs"]
+pub(crate) mod idmap;
 #[path = "../rust/exanest-core/src/kqueue.rs"]
 pub(crate) mod kqueue;
 #[path = "../rust/exanest-core/src/region.rs"]

@@ -71,19 +71,25 @@ impl Process {
                 }
             }
             let all = self.faults.take_overflow() || busy;
-            let (pending, queued, channels) = {
+            let (pending, queued, net, channels) = {
                 let mut g = self.inner.lock();
                 if g.dead {
                     return;
                 }
                 let queued = g.queue.take_pending(all);
+                let net = core::mem::take(&mut g.net_rx) | if all { u32::MAX } else { 0 };
                 (
                     g.chans.take_fault_pending(all),
                     queued,
+                    net,
                     self.engine.channels,
                 )
             };
             for n in 0..channels {
+                // Receiver faults of remote ops (remote.rs).
+                if net & (1 << n) != 0 && self.service_net_rx(n) {
+                    busy = true;
+                }
                 if pending & (1 << n) != 0 && self.service_channel(n) {
                     busy = true;
                 }

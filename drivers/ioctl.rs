@@ -43,6 +43,29 @@ plain_abi_struct!(
     abi::QueueWait,
 );
 
+/// Whether call `cmd` needs the process to hold a context (device.rs gets it one, then
+/// dispatches, and again if it lost it meanwhile: ENOLINK): COPY, QUEUE_CREATE, and a REG that
+/// asks for a remote right, whose endpoint must be resident (remote.rs).
+pub(crate) fn needs_context(cmd: u32, arg: usize) -> bool {
+    match cmd {
+        abi::IOC_COPY | abi::IOC_QUEUE_CREATE => true,
+        abi::IOC_REG => {
+            let slice = UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<abi::Reg>());
+            slice
+                .reader()
+                .read::<abi::Reg>()
+                .is_ok_and(|r| r.access & abi::ACCESS_REMOTE != 0)
+        }
+        _ => false,
+    }
+}
+
+/// [`dispatch`] for a call that did not get a context first. A REG whose argument changed
+/// under us to ask for remote access (the caller's own race) gets EAGAIN.
+pub(crate) fn dispatch_direct(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Result<isize> {
+    dispatch(this, cmd, arg).map_err(|e| if e == ENOLINK { EAGAIN } else { e })
+}
+
 /// The ioctl entry point.
 pub(crate) fn dispatch(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Result<isize> {
     let slice = UserSlice::new(UserPtr::from_addr(arg), _IOC_SIZE(cmd));
@@ -54,6 +77,22 @@ pub(crate) fn dispatch(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Re
             let (mut r, mut w) = slice.reader_writer();
             let mut req: abi::Reg = r.read()?;
             req.handle = this.register(&req)?;
+            if req.access & abi::ACCESS_REMOTE != 0 {
+                // Checked by `register` already.
+                let v = abi::check_reg(&abi::Reg { handle: 0, ..req }, &this.limits())
+                    .map_err(Error::from)
+                    .and_then(|v| this.grant_rkey(req.handle, &v));
+                match v {
+                    Ok(rkey) => req.rkey = rkey,
+                    Err(e) => {
+                        let _ = this.deregister(&abi::Dereg {
+                            handle: req.handle,
+                            flags: 0,
+                        });
+                        return Err(e);
+                    }
+                }
+            }
             if let Err(e) = w.write(&req) {
                 // User space cannot learn the handle: drop the region again.
                 let _ = this.deregister(&abi::Dereg {

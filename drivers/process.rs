@@ -19,6 +19,8 @@
 //!    page under it, which may allocate page tables, so reclaim may run under it.
 //! 4. [`Process::map`]: the domain and the on-demand mirror. The MMU notifier callback takes it
 //!    (odp.rs), from reclaim among other places, so nothing under it allocates with reclaim.
+//! 5. `Engine::net_win` (engine.rs): a leaf spinlock around the network tables' register
+//!    windows (remote.rs); nothing is taken under it.
 //!
 //! No driver lock is held across a fault-in (HMM or pinning), which takes the mmap lock and may
 //! sleep as long as the mm's fault handler wants; what was looked up before it is looked up
@@ -79,6 +81,10 @@ pub(crate) struct Inner {
     pub(crate) bound: Option<(Arc<Context>, u64)>,
     /// The user-level queue (queue.rs, userq.rs).
     pub(crate) queue: QueueState,
+    /// The rkeys of regions with remote access: (region handle, key table entry) (remote.rs).
+    pub(crate) rkeys: KVec<(u32, u32)>,
+    /// Channels holding a receiver fault the fault thread has to serve (remote.rs).
+    pub(crate) net_rx: u32,
 }
 
 impl Inner {
@@ -112,7 +118,12 @@ impl Inner {
     /// (contexts.rs asks it before it takes the context).
     pub(crate) fn idle(&self) -> bool {
         let movable = self.bound.as_ref().is_none_or(|(c, _)| c.can_move_queue());
-        self.dead || (self.chans.sched.in_flight() == 0 && self.queue.may_move(movable))
+        // Remote keys: other nodes may write at any time, so the endpoint stays resident.
+        self.dead
+            || (self.chans.sched.in_flight() == 0
+                && self.queue.may_move(movable)
+                && self.rkeys.is_empty()
+                && self.net_rx == 0)
     }
 
     /// The channels, and what gives back the regions of a copy that ends: the callback that
@@ -133,6 +144,9 @@ pub(crate) struct Process {
     pub(crate) engine: Arc<Engine>,
     /// The address space of the process that opened the engine (mmgrab'd for identity checks).
     pub(crate) mm: ARef<Mm>,
+    /// The endpoint other nodes address the process by, `remote::NO_ENDPOINT` if none
+    /// (remote.rs); given back at teardown.
+    pub(crate) endpoint: u32,
     /// One past the highest address the engine can reach (the domain's aperture).
     pub(crate) va_end: u64,
     /// Most bytes the process may have registered (module parameter `max_registered_mib`).
@@ -194,10 +208,13 @@ impl Process {
         let pages = PageMap::new(mm.clone());
         let map_state = MapState::new(budget)?;
         let pid = task.pid();
+        let endpoint = engine.endpoint_alloc();
+        let eng = engine.clone();
         let process = Arc::pin_init(
             try_pin_init!(&this in Process {
                 engine,
                 mm,
+                endpoint,
                 va_end,
                 max_bytes,
                 inner <- new_mutex!(Inner {
@@ -208,6 +225,8 @@ impl Process {
                     chans: Channels::new(channels),
                     bound: None,
                     queue: QueueState::None,
+                    rkeys: KVec::new(),
+                    net_rx: 0,
                 }, "Process::inner"),
                 map <- new_mutex!(map_state, "Process::map"),
                 done <- new_poll_condvar!("Process::done"),
@@ -224,14 +243,21 @@ impl Process {
                 thread: unsafe { FaultThread::start(this.as_ptr().cast(), pid)? },
             }? Error),
             GFP_KERNEL,
-        )?;
+        )
+        .inspect_err(|_| eng.endpoint_free(endpoint))?;
         let token = core::ptr::from_ref::<Process>(&process).cast_mut().cast();
         // SAFETY: The process outlives its domain, hence the handler's use of `token`: teardown
         // drops the domain, and a process is only freed after its teardown (release or unbind).
-        let domain = unsafe { Domain::new(dev, handler, token, late_handler)? };
-        if domain.aperture_end() < va_end {
-            return Err(ENODEV);
-        }
+        let domain = unsafe { Domain::new(dev, handler, token, late_handler) }
+            .and_then(|d| {
+                if d.aperture_end() < va_end {
+                    Err(ENODEV)
+                } else {
+                    Ok(d)
+                }
+            })
+            // Never torn down: give the endpoint back here.
+            .inspect_err(|_| process.engine.endpoint_free(process.endpoint))?;
         process.map.lock().domain = Some(domain);
         Ok(process)
     }
@@ -285,7 +311,9 @@ impl Process {
             max_inflight: MAX_INFLIGHT as u32,
             context,
             contexts: self.engine.contexts,
-            reserved: [0; 3],
+            node: self.engine.node,
+            endpoint: self.endpoint,
+            reserved: [0; 2],
         })
     }
 
@@ -314,6 +342,9 @@ impl Process {
         inner.dead = true;
         self.doorbell
             .store(0, core::sync::atomic::Ordering::Release);
+        // Other nodes first: the rkeys go, then the endpoint, before any page goes back.
+        self.revoke_all(inner);
+        self.engine.endpoint_free(self.endpoint);
         // Stop the context's channels first: no DMA may run once pages go back to the process;
         // then the context's function goes back to its default domain (device.rs frees the
         // context).

@@ -150,6 +150,8 @@ impl Process {
                 return Err(ENODEV);
             }
             let r = inner.regions.remove(handle)?;
+            // Other nodes first: nothing is placed with the region's rkey from here on.
+            self.revoke_rkey(inner, handle);
             inner.publish_claims(&self.claims);
             let mut notifier = None;
             if let Some(i) = inner.notifiers.iter().position(|(h, _)| *h == handle) {

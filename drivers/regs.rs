@@ -65,6 +65,7 @@ register! {
         9:9 intx => bool;
         10:10 timing => bool;
         11:11 sriov => bool;
+        12:12 net => bool;
         23:16 contexts;
     }
 
@@ -299,6 +300,7 @@ register! {
     /// 2.1: where the transfer came from: the send queue (and its SQ index), or START.
     pub(crate) CH_ORIGIN(u32)[NCH, stride = STRIDE] @ 0x1130 {
         15:0 sq_index;
+        29:29 net_rx => bool;
         30:30 kernel => bool;
         31:31 queue => bool;
     }

@@ -72,8 +72,14 @@ impl Process {
         let queue_fault = inner
             .queue
             .interrupt(&ctx, pending, &mut inner.chans.counters);
+        // Receiver faults of remote ops (remote.rs).
+        let net = ctx.net_rx_faults(pending & map::ctx_irq::CHANNELS);
+        inner.net_rx |= net;
         let (chans, mut ended) = inner.chans_releasing();
-        if chans.interrupt(&*ctx, pending & map::ctx_irq::CHANNELS, &mut ended) || queue_fault {
+        if chans.interrupt(&*ctx, pending & map::ctx_irq::CHANNELS, &mut ended)
+            || queue_fault
+            || net != 0
+        {
             // The fault worker resolves it (or NACKs it) and resumes the channel.
             self.kick();
         }

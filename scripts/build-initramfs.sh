@@ -27,7 +27,7 @@ aarch64-linux-gnu-gcc $CFLAGS -I "$TOP/include/uapi" -o "$ROOT/bin/exanest-demo"
 # ioctl fuzzer, on the same harness (exanest-fuzz -h for its options).
 KSFT="$KBUILD/source/tools/testing/selftests"
 [ -e "$KSFT/kselftest_harness.h" ] || die "no kselftest_harness.h in $KSFT (kernel source)"
-for t in sizes coherence fork errors contexts queues concurrency hardening race fuzz; do
+for t in sizes coherence fork errors contexts queues net concurrency hardening race fuzz; do
 	aarch64-linux-gnu-gcc $CFLAGS -Wno-sign-compare -I "$KSFT" -I "$TOP/include/uapi" \
 		-o "$ROOT/bin/exanest-$t" "$TOP/tests/guest/exanest-$t.c" -lpthread
 done

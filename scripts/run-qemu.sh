@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Boot the guest under the project's QEMU: virt with an SMMUv3, two PLDMA engines, each an SR-IOV
 # PCIe endpoint behind its own pcie-root-port (so each engine and each of its contexts, a virtual
-# function, has its own StreamID and IOMMU group), the console on stdio.
+# function, has its own StreamID and IOMMU group), the console on stdio. The engines' network
+# ports are cabled back to back through a hub: nodes 0 and 1 (Documentation/network.rst).
 # Usage: run-qemu.sh RUN [extra QEMU args...]   RUN is demo, check or shell (see tests/guest/init).
 # Environment: QEMU, KERNEL, INITRD (set by the Makefile), TIMEOUT seconds (0 = none),
 # QEMU_APPEND (more kernel arguments), PLDMA_OPTS (engine properties, e.g. bandwidth=1000 or
@@ -17,8 +18,11 @@ cmd=("$QEMU" -machine virt,iommu=smmuv3,gic-version=3 -cpu max -smp 2 -m "${QEMU
 	-nographic -nic none -no-reboot
 	-kernel "$KERNEL" -initrd "$INITRD"
 	-append "console=ttyAMA0 log_buf_len=1M panic=-1 oops=panic exanest.run=$RUN ${QEMU_APPEND:-}"
-	-device pcie-root-port,id=rp0,chassis=1,slot=0,addr=0x4 -device "exanest-pldma,bus=rp0$opts"
-	-device pcie-root-port,id=rp1,chassis=2,slot=1,addr=0x5 -device "exanest-pldma,bus=rp1$opts"
+	-netdev hubport,id=link0,hubid=0 -netdev hubport,id=link1,hubid=0
+	-device pcie-root-port,id=rp0,chassis=1,slot=0,addr=0x4
+	-device "exanest-pldma,bus=rp0,netdev=link0,node-id=0$opts"
+	-device pcie-root-port,id=rp1,chassis=2,slot=1,addr=0x5
+	-device "exanest-pldma,bus=rp1,netdev=link1,node-id=1$opts"
 	"$@")
 if [ "$TIMEOUT" != 0 ]; then
 	exec timeout --foreground -k 10 "$TIMEOUT" "${cmd[@]}" </dev/null

@@ -43,7 +43,7 @@ if [ -e /lib/exanest_dma.ko ]; then
 	# unbinds and rebinds the devices.
 	# Exit status 1 means failures, which the TAP lines report; anything else (not found,
 	# killed) would lose the binary's lines silently: report it.
-	for topic in sizes errors contexts queues coherence fork hardening race fuzz concurrency; do
+	for topic in sizes errors contexts queues net coherence fork hardening race fuzz concurrency; do
 		t0=$(cut -d' ' -f1 /proc/uptime)
 		exanest-$topic; rc=$?
 		[ "$rc" -le 1 ] || t 1 "exanest-$topic" "exit status $rc"

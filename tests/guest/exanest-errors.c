@@ -94,8 +94,12 @@ TEST_F(errors, reg_bad_arguments)
 				      .mode = m, .flags = 2 };
 	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("unknown flag");
 	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = RD,
-				      .mode = m, .reserved = 1 };
-	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("reserved");
+				      .mode = m, .rkey = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("rkey set on input");
+	/* ABI 4: a remote right needs its local one. */
+	EXPECT_EQ(-EINVAL, reg(fd, buf, 4096, RD | EXANEST_DMA_ACCESS_REMOTE_WRITE, m, NO_WINDOW,
+			       NULL));
+	EXPECT_EQ(-EINVAL, reg(fd, buf, 4096, 16, m, NO_WINDOW, NULL));
 	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = RD,
 				      .mode = m, .reserved0 = 1 };
 	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("reserved0");

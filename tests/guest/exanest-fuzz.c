@@ -526,11 +526,19 @@ static bool reg_doomed(const struct exanest_dma_reg *r)
 {
 	bool window = r->flags & EXANEST_DMA_REG_WINDOW;
 
-	return (r->flags & ~EXANEST_DMA_REG_WINDOW) || r->handle || r->reserved0 || r->reserved ||
+	const uint32_t all = EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE |
+			     EXANEST_DMA_ACCESS_REMOTE_READ | EXANEST_DMA_ACCESS_REMOTE_WRITE;
+
+	return (r->flags & ~EXANEST_DMA_REG_WINDOW) || r->handle || r->reserved0 || r->rkey ||
 	       (!window && r->touch_ahead) ||
 	       (window && r->touch_ahead > EXANEST_DMA_MAX_WINDOW &&
 		r->touch_ahead != EXANEST_DMA_WINDOW_ADAPTIVE) ||
-	       !r->access || (r->access & ~(EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE)) ||
+	       !r->access || (r->access & ~all) ||
+	       /* ABI 4: a remote right needs its local one */
+	       ((r->access & EXANEST_DMA_ACCESS_REMOTE_READ) &&
+		!(r->access & EXANEST_DMA_ACCESS_READ)) ||
+	       ((r->access & EXANEST_DMA_ACCESS_REMOTE_WRITE) &&
+		!(r->access & EXANEST_DMA_ACCESS_WRITE)) ||
 	       r->mode > EXANEST_DMA_MODE_ON_DEMAND || range_bad(r->addr, r->length);
 }
 
@@ -570,7 +578,7 @@ static void gen_reg(struct worker *w, struct exanest_dma_reg *r)
 	if (chance(w, 2))
 		r->reserved0 = 1 + (uint32_t)below(w, UINT32_MAX);
 	if (chance(w, 2))
-		r->reserved = rnd(w) | 1;
+		r->rkey = rnd(w) | 1;
 
 	r100 = below(w, 100);
 	if (r100 < 35) {
@@ -932,10 +940,10 @@ static void describe(const struct req *c, char *buf, size_t n)
 	switch (c->call) {
 	case C_REG:
 		snprintf(buf, n, " {addr %#llx length %#llx access %#x mode %u flags %#x handle %u "
-			 "touch_ahead %#x reserved0 %#x reserved %#llx}",
+			 "touch_ahead %#x reserved0 %#x rkey %#llx}",
 			 (unsigned long long)a->reg.addr, (unsigned long long)a->reg.length,
 			 a->reg.access, a->reg.mode, a->reg.flags, a->reg.handle,
-			 a->reg.touch_ahead, a->reg.reserved0, (unsigned long long)a->reg.reserved);
+			 a->reg.touch_ahead, a->reg.reserved0, (unsigned long long)a->reg.rkey);
 		break;
 	case C_DEREG:
 		snprintf(buf, n, " {handle %u flags %#x}", a->dereg.handle, a->dereg.flags);
@@ -989,7 +997,7 @@ static const char *check_out(struct worker *w, const struct req *c, const union 
 	case C_INFO:
 		if (out->info.abi_version != EXANEST_DMA_ABI_VERSION)
 			return "INFO abi_version is not EXANEST_DMA_ABI_VERSION";
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 2; i++)
 			if (out->info.reserved[i])
 				return "INFO reserved word not zero";
 		if (out->info.context >= out->info.contexts &&
@@ -1002,6 +1010,9 @@ static const char *check_out(struct worker *w, const struct req *c, const union 
 	case C_REG:
 		if (!out->reg.handle)
 			return "REG handed back handle 0";
+		if (!!out->reg.rkey != !!(c->sent.reg.access & (EXANEST_DMA_ACCESS_REMOTE_READ |
+								EXANEST_DMA_ACCESS_REMOTE_WRITE)))
+			return "REG handed back an rkey without remote access, or none with it";
 		break;
 	case C_COPY:
 		if (!out->copy.cookie)

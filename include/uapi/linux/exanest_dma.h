@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
 /*
- * ExaNeSt DMA user ABI, version 3 (3 adds the user-level queue: QUEUE_CREATE, QUEUE_WAIT, mmap).
+ * ExaNeSt DMA user ABI, version 4 (3 adds the user-level queue: QUEUE_CREATE, QUEUE_WAIT, mmap;
+ * 4 adds remote access: the REMOTE access bits, a region's rkey, the node and endpoint in INFO).
  *
  * One character device per engine instance: /dev/exanest-dma<N>. Each open file gets one of the
  * engine's contexts (EBUSY when every context is taken): the context's own IOMMU domain, attached
@@ -21,7 +22,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define EXANEST_DMA_ABI_VERSION		3
+#define EXANEST_DMA_ABI_VERSION		4
 
 /* exanest_dma_info.context of a file that holds no engine context at the moment. */
 #define EXANEST_DMA_NO_CONTEXT		0xffffffffu
@@ -34,6 +35,12 @@
 /* Access rights of a registered region (bitmask, at least one). */
 #define EXANEST_DMA_ACCESS_READ		(1u << 0)	/* the engine may read it (copy source) */
 #define EXANEST_DMA_ACCESS_WRITE	(1u << 1)	/* the engine may write it (copy destination) */
+/* ABI 4: other nodes may read (get) or write (put) it under its rkey; each needs its local bit. */
+#define EXANEST_DMA_ACCESS_REMOTE_READ	(1u << 2)
+#define EXANEST_DMA_ACCESS_REMOTE_WRITE	(1u << 3)
+
+/* exanest_dma_info.node of an engine without a network port. */
+#define EXANEST_DMA_NO_NODE		0xffffffffu
 
 /* EXANEST_DMA_IOC_INFO: what this instance and driver support. */
 struct exanest_dma_info {
@@ -46,7 +53,10 @@ struct exanest_dma_info {
 	__u32 max_inflight;	/* out: copies one process may have in flight */
 	__u32 context;		/* out: this file's context, or EXANEST_DMA_NO_CONTEXT (ABI 2) */
 	__u32 contexts;		/* out: the engine's contexts (since ABI 2) */
-	__u64 reserved[3];	/* out: zero */
+	__u32 node;		/* out: the engine's network node, or EXANEST_DMA_NO_NODE (ABI 4) */
+	__u32 endpoint;		/* out: this file's endpoint, by which other nodes address it
+				 * (ABI 4) */
+	__u64 reserved[2];	/* out: zero */
 };
 
 /* Flags of struct exanest_dma_reg. */
@@ -66,7 +76,7 @@ struct exanest_dma_reg {
 				 * faulting one (on-demand), 0..EXANEST_DMA_MAX_WINDOW, or
 				 * EXANEST_DMA_WINDOW_ADAPTIVE */
 	__u32 reserved0;	/* in: 0 */
-	__u64 reserved;		/* in: 0 */
+	__u64 rkey;		/* in: 0; out: the remote key, with a REMOTE access bit (ABI 4) */
 };
 
 /* EXANEST_DMA_IOC_DEREG: drop a region. EBUSY while a copy in flight uses it. */

@@ -7,7 +7,7 @@
 //! the kernel's error, so user space sees exactly the errno documented in Documentation/abi.rst.
 
 /// ABI version reported by `EXANEST_DMA_IOC_INFO`.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 
 /// `Info::context` of a file that holds no engine context at the moment (it gets one when it
 /// next submits a copy).
@@ -24,8 +24,16 @@ pub const MODE_ON_DEMAND: u32 = 2;
 pub const ACCESS_READ: u32 = 1 << 0;
 /// The engine may write the region (copy destination).
 pub const ACCESS_WRITE: u32 = 1 << 1;
+/// ABI 4: other nodes' engines may read the region under its rkey (needs [`ACCESS_READ`]).
+pub const ACCESS_REMOTE_READ: u32 = 1 << 2;
+/// ABI 4: other nodes' engines may write the region under its rkey (needs [`ACCESS_WRITE`]).
+pub const ACCESS_REMOTE_WRITE: u32 = 1 << 3;
+/// The remote access bits.
+pub const ACCESS_REMOTE: u32 = ACCESS_REMOTE_READ | ACCESS_REMOTE_WRITE;
 /// Every access bit this version knows.
-pub const ACCESS_ALL: u32 = ACCESS_READ | ACCESS_WRITE;
+pub const ACCESS_ALL: u32 = ACCESS_READ | ACCESS_WRITE | ACCESS_REMOTE;
+/// `Info::node` of an engine without a network port.
+pub const NO_NODE: u32 = 0xffff_ffff;
 
 /// ioctl type byte.
 pub const IOC_MAGIC: u32 = 0xE5;
@@ -479,8 +487,12 @@ pub struct Info {
     pub context: u32,
     /// The engine's contexts (ABI 2).
     pub contexts: u32,
+    /// ABI 4: the engine's network node id, or [`NO_NODE`].
+    pub node: u32,
+    /// ABI 4: this file's endpoint, the id other nodes address it by.
+    pub endpoint: u32,
     /// Zero.
-    pub reserved: [u64; 3],
+    pub reserved: [u64; 2],
 }
 
 /// `struct exanest_dma_reg`.
@@ -503,8 +515,8 @@ pub struct Reg {
     pub touch_ahead: u32,
     /// Zero.
     pub reserved0: u32,
-    /// Zero.
-    pub reserved: u64,
+    /// In: zero. Out, ABI 4: the remote key, with a remote access bit (0 without).
+    pub rkey: u64,
 }
 
 /// `struct exanest_dma_advise`.
@@ -708,7 +720,7 @@ pub struct ValidReg {
 
 /// Check an `EXANEST_DMA_IOC_REG` request.
 pub fn check_reg(r: &Reg, lim: &Limits) -> Result<ValidReg, Errno> {
-    if r.flags & !REG_WINDOW != 0 || r.handle != 0 || r.reserved0 != 0 || r.reserved != 0 {
+    if r.flags & !REG_WINDOW != 0 || r.handle != 0 || r.reserved0 != 0 || r.rkey != 0 {
         return Err(Errno::Inval);
     }
     let window = if r.flags & REG_WINDOW != 0 {
@@ -723,6 +735,13 @@ pub fn check_reg(r: &Reg, lim: &Limits) -> Result<ValidReg, Errno> {
         lim.default_window
     };
     if r.access == 0 || r.access & !ACCESS_ALL != 0 {
+        return Err(Errno::Inval);
+    }
+    // A remote right needs the local one: the engine reaches the region through the same
+    // mapping.
+    if (r.access & ACCESS_REMOTE_READ != 0 && r.access & ACCESS_READ == 0)
+        || (r.access & ACCESS_REMOTE_WRITE != 0 && r.access & ACCESS_WRITE == 0)
+    {
         return Err(Errno::Inval);
     }
     if r.mode > MODE_ON_DEMAND {
@@ -963,8 +982,22 @@ mod tests {
         r.flags = 2;
         assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
         r = reg(0x1000, 1);
-        r.reserved = 1;
+        r.rkey = 1;
         assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
+        // Remote rights need the local ones.
+        for (access, ok) in [
+            (ACCESS_WRITE | ACCESS_REMOTE_WRITE, true),
+            (ACCESS_READ | ACCESS_REMOTE_READ, true),
+            (ACCESS_READ | ACCESS_WRITE | ACCESS_REMOTE, true),
+            (ACCESS_READ | ACCESS_REMOTE_WRITE, false),
+            (ACCESS_WRITE | ACCESS_REMOTE_READ, false),
+            (ACCESS_REMOTE, false),
+            (1 << 4, false),
+        ] {
+            r = reg(0x1000, 1);
+            r.access = access;
+            assert_eq!(check_reg(&r, &LIM).is_ok(), ok, "access {access:#x}");
+        }
         r = reg(0x1000, 1);
         assert_eq!(check_reg(&r, &LIM).unwrap().window, 16);
         r.touch_ahead = 4;

@@ -33,6 +33,8 @@ fn expectations() -> Vec<(String, u64)> {
             max_inflight,
             context,
             contexts,
+            node,
+            endpoint,
             reserved
         ]
     );
@@ -48,7 +50,7 @@ fn expectations() -> Vec<(String, u64)> {
             handle,
             touch_ahead,
             reserved0,
-            reserved
+            rkey
         ]
     );
     st!(
@@ -154,6 +156,9 @@ fn expectations() -> Vec<(String, u64)> {
         ("EXANEST_DMA_MODE_ON_DEMAND", abi::MODE_ON_DEMAND),
         ("EXANEST_DMA_ACCESS_READ", abi::ACCESS_READ),
         ("EXANEST_DMA_ACCESS_WRITE", abi::ACCESS_WRITE),
+        ("EXANEST_DMA_ACCESS_REMOTE_READ", abi::ACCESS_REMOTE_READ),
+        ("EXANEST_DMA_ACCESS_REMOTE_WRITE", abi::ACCESS_REMOTE_WRITE),
+        ("EXANEST_DMA_NO_NODE", abi::NO_NODE),
     ] {
         v.push((format!("(unsigned long long)({c})"), r as u64));
     }

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The network port's registers (register map 2.3, Documentation/pldma-registers.rst, "The
+//! network port") in the kernel's `register!` style, beside regs.rs: the node id, and the
+//! endpoint and remote key tables that remote.rs programs. Their field values are the core's
+//! (`exanest_core::regs::net`); the KUnit suite below checks the offsets against the core's
+//! map, which the host tests check against the C header.
+
+use kernel::io::register;
+use kernel::prelude::*;
+
+register! {
+    /// The node id (bits 15:0) and whether the link is up (`net::NODE_LINK`).
+    pub(crate) NET_NODE(u32) @ 0x100 {
+        31:0 value;
+    }
+
+    /// The endpoint that NET_EP_CTX is about.
+    pub(crate) NET_EP_SEL(u32) @ 0x120 {
+        31:0 value;
+    }
+
+    /// The selected endpoint's context and `net::EP_RESIDENT`; writing it with RESIDENT
+    /// RESUMEs the ops it NACKed NOT_READY.
+    pub(crate) NET_EP_CTX(u32) @ 0x124 {
+        31:0 value;
+    }
+
+    /// The rkey table entry the window is about: an rkey's low 32 bits.
+    pub(crate) NET_RKEY_SEL(u32) @ 0x128 {
+        31:0 value;
+    }
+
+    /// The entry's tag: an rkey's high 32 bits.
+    pub(crate) NET_RKEY_TAG(u32) @ 0x12c {
+        31:0 value;
+    }
+
+    /// The region's first byte, low half.
+    pub(crate) NET_RKEY_BASE_LO(u32) @ 0x130 {
+        31:0 value;
+    }
+
+    /// The region's first byte, high half.
+    pub(crate) NET_RKEY_BASE_HI(u32) @ 0x134 {
+        31:0 value;
+    }
+
+    /// The region's length, low half.
+    pub(crate) NET_RKEY_LEN_LO(u32) @ 0x138 {
+        31:0 value;
+    }
+
+    /// The region's length, high half.
+    pub(crate) NET_RKEY_LEN_HI(u32) @ 0x13c {
+        31:0 value;
+    }
+
+    /// The endpoint owning the region.
+    pub(crate) NET_RKEY_EP(u32) @ 0x140 {
+        31:0 value;
+    }
+
+    /// `net::RKEY_VALID` and the rights; writing it commits the entry.
+    pub(crate) NET_RKEY_CTRL(u32) @ 0x144 {
+        31:0 value;
+    }
+}
+
+#[kunit_tests(exanest_netregs)]
+mod tests {
+    use super::*;
+    use crate::exanest_core::regs::{self, net};
+    use kernel::io::{IoLoc, Region};
+
+    fn off<T, L: IoLoc<Region<{ regs::MMIO_SIZE }>, T>>(l: L) -> usize {
+        l.offset()
+    }
+
+    /// The network registers sit where the core's map (checked against the C header) says.
+    #[test]
+    fn offsets_match_core_map() {
+        assert_eq!(off(NET_NODE), net::NODE);
+        assert_eq!(off(NET_EP_SEL), net::EP_SEL);
+        assert_eq!(off(NET_EP_CTX), net::EP_CTX);
+        assert_eq!(off(NET_RKEY_SEL), net::RKEY_SEL);
+        assert_eq!(off(NET_RKEY_TAG), net::RKEY_TAG);
+        assert_eq!(off(NET_RKEY_BASE_LO), net::RKEY_BASE_LO);
+        assert_eq!(off(NET_RKEY_BASE_HI), net::RKEY_BASE_HI);
+        assert_eq!(off(NET_RKEY_LEN_LO), net::RKEY_LEN_LO);
+        assert_eq!(off(NET_RKEY_LEN_HI), net::RKEY_LEN_HI);
+        assert_eq!(off(NET_RKEY_EP), net::RKEY_EP);
+        assert_eq!(off(NET_RKEY_CTRL), net::RKEY_CTRL);
+    }
+}

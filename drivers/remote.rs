@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Remote access (register map 2.3, Documentation/network.rst): what other nodes reach a
+//! process by, and what the engine does for them on its behalf.
+//!
+//! - **Endpoints.** Each process on an engine with a network port holds an endpoint id
+//!   (0-255), the stable name other nodes address it by. The engine's endpoint table says
+//!   which context it holds now: set when contexts.rs gives it one, cleared before it is taken.
+//! - **Remote keys.** A region registered with a remote right gets an rkey: an entry of the
+//!   engine's key table (its index, the rkey's low 32 bits) with a random tag (the high 32
+//!   bits), bound to the process's endpoint, the region's range and rights. The entry is
+//!   committed before the caller learns the key, and revoked (the engine's VALID bit cleared)
+//!   before any page of the region is unmapped or unpinned: DEREG and teardown revoke first.
+//!   A process with remote keys keeps its context (`Inner::idle`).
+//! - **Receiver faults.** A remote put into a page that does not translate is NACKed by the
+//!   engine, which reports the fault on an idle channel of the receiving context (ORIGIN
+//!   NET_RX). The fault thread resolves it on the process's mm like a local fault (fault.rs)
+//!   and writes RESUME, which the engine sends on to the sender; or NACK with the resolver's
+//!   errno (EFAULT: no VMA, EACCES: no permission), which ends the sender's op with it.
+
+use crate::engine::{Context, Engine};
+use crate::exanest_core::{
+    abi::{self, ValidReg},
+    regs::{net, FaultCause, State},
+};
+use crate::netregs as nr;
+use crate::process::{Inner, Process};
+use crate::regs as hw;
+use crate::userq::ANY_REGION;
+use kernel::{bindings, io::register::Array, prelude::*, sync::Arc};
+
+/// The endpoint of a process that has none: the engine has no port, or every endpoint is held.
+pub(crate) const NO_ENDPOINT: u32 = u32::MAX;
+
+impl Engine {
+    /// An endpoint for a new process, or [`NO_ENDPOINT`].
+    pub(crate) fn endpoint_alloc(&self) -> u32 {
+        if self.node == abi::NO_NODE {
+            return NO_ENDPOINT;
+        }
+        self.endpoints.alloc(net::MAX_EPS).unwrap_or(NO_ENDPOINT)
+    }
+
+    /// The process holding `ep` is gone: no context for it, and the id is free again.
+    pub(crate) fn endpoint_free(&self, ep: u32) {
+        if ep != NO_ENDPOINT {
+            let _ = self.ep_set(ep, None);
+            self.endpoints.free(ep);
+        }
+    }
+
+    /// Endpoint `ep` holds context `ctx` now, or none.
+    pub(crate) fn ep_set(&self, ep: u32, ctx: Option<u32>) -> Result {
+        if ep == NO_ENDPOINT {
+            return Ok(());
+        }
+        let _win = self.net_win.lock();
+        let r = &self.regs;
+        r.write((), nr::NET_EP_SEL::zeroed().with_value(ep))?;
+        let v = ctx.map_or(0, |c| c | net::EP_RESIDENT);
+        r.write((), nr::NET_EP_CTX::zeroed().with_value(v))
+    }
+
+    /// Commit entry `idx` of the key table (`ctrl` 0 revokes it).
+    fn rkey_write(&self, idx: u32, tag: u32, ep: u32, base: u64, len: u64, ctrl: u32) -> Result {
+        let _win = self.net_win.lock();
+        let r = &self.regs;
+        r.write((), nr::NET_RKEY_SEL::zeroed().with_value(idx))?;
+        r.write((), nr::NET_RKEY_TAG::zeroed().with_value(tag))?;
+        r.write((), nr::NET_RKEY_BASE_LO::zeroed().with_value(base as u32))?;
+        r.write(
+            (),
+            nr::NET_RKEY_BASE_HI::zeroed().with_value((base >> 32) as u32),
+        )?;
+        r.write((), nr::NET_RKEY_LEN_LO::zeroed().with_value(len as u32))?;
+        r.write(
+            (),
+            nr::NET_RKEY_LEN_HI::zeroed().with_value((len >> 32) as u32),
+        )?;
+        r.write((), nr::NET_RKEY_EP::zeroed().with_value(ep))?;
+        // The commit: the engine takes the whole entry from here on.
+        r.write((), nr::NET_RKEY_CTRL::zeroed().with_value(ctrl))
+    }
+}
+
+impl Context {
+    /// Channel `n` holds a receiver fault of a remote op (ORIGIN NET_RX).
+    fn is_net_rx(&self, n: u32) -> bool {
+        self.ch(n)
+            .ok()
+            .and_then(hw::CH_ORIGIN::try_at)
+            .and_then(|at| self.engine.regs.read(at).ok())
+            .is_some_and(|o| o.net_rx())
+    }
+
+    /// Of the channels in `pending`, those in fault-wait with a receiver fault.
+    pub(crate) fn net_rx_faults(&self, pending: u32) -> u32 {
+        if self.engine.node == abi::NO_NODE {
+            return 0;
+        }
+        (0..self.engine.channels.min(32))
+            .filter(|&n| pending & (1 << n) != 0)
+            .filter(|&n| self.ch_report(n).is_ok_and(|r| r.state == State::Fault))
+            .filter(|&n| self.is_net_rx(n))
+            .fold(0, |m, n| m | (1 << n))
+    }
+}
+
+impl Process {
+    /// REG with a remote right, for region `handle` (`v`): its rkey, committed to the engine's
+    /// key table. EOPNOTSUPP without a network port, ENOSPC when the table (or the endpoints)
+    /// are full, ENOLINK while the process holds no context (device.rs gets it one and asks
+    /// again: a process with remote keys keeps its context, so its endpoint is resident).
+    pub(crate) fn grant_rkey(&self, handle: u32, v: &ValidReg) -> Result<u64> {
+        if self.engine.node == abi::NO_NODE {
+            return Err(EOPNOTSUPP);
+        }
+        if self.endpoint == NO_ENDPOINT {
+            return Err(ENOSPC);
+        }
+        let idx = self.engine.rkeys.alloc(net::MAX_RKEYS).ok_or(ENOSPC)?;
+        let tag = loop {
+            // SAFETY: `get_random_u32` has no preconditions and may be called from any context.
+            let t = unsafe { bindings::get_random_u32() };
+            if t != 0 {
+                break t;
+            }
+        };
+        let mut ctrl = net::RKEY_VALID;
+        if v.access & abi::ACCESS_REMOTE_READ != 0 {
+            ctrl |= net::RKEY_READ;
+        }
+        if v.access & abi::ACCESS_REMOTE_WRITE != 0 {
+            ctrl |= net::RKEY_WRITE;
+        }
+        let mut g = self.inner.lock();
+        let res = if g.dead {
+            Err(ENODEV)
+        } else if g.bound.is_none() {
+            Err(ENOLINK)
+        } else if g.regions.get(handle).is_none() {
+            Err(ENOENT)
+        } else {
+            g.rkeys
+                .push((handle, idx), GFP_KERNEL)
+                .map_err(Error::from)
+                .and_then(|()| {
+                    let (start, len) = (v.range.start, v.range.len());
+                    self.engine
+                        .rkey_write(idx, tag, self.endpoint, start, len, ctrl)
+                })
+        };
+        if let Err(e) = res {
+            if let Some(i) = g.rkeys.iter().position(|&(_, x)| x == idx) {
+                let _ = g.rkeys.remove(i);
+            }
+            let _ = self.engine.rkey_write(idx, 0, 0, 0, 0, 0);
+            self.engine.rkeys.free(idx);
+            return Err(e);
+        }
+        Ok((u64::from(tag) << 32) | u64::from(idx))
+    }
+
+    /// Revoke region `handle`'s rkey, if it has one: from here on the engine places nothing
+    /// with it. Before the region's pages go.
+    pub(crate) fn revoke_rkey(&self, inner: &mut Inner, handle: u32) {
+        if let Some(i) = inner.rkeys.iter().position(|&(h, _)| h == handle) {
+            if let Ok((_, idx)) = inner.rkeys.remove(i) {
+                let _ = self.engine.rkey_write(idx, 0, 0, 0, 0, 0);
+                self.engine.rkeys.free(idx);
+            }
+        }
+    }
+
+    /// Revoke every rkey of the process (teardown).
+    pub(crate) fn revoke_all(&self, inner: &mut Inner) {
+        while let Some(&(h, _)) = inner.rkeys.first() {
+            self.revoke_rkey(inner, h);
+        }
+    }
+
+    /// The receiver fault on channel `n`: resolve it, then RESUME, or NACK with the errno.
+    /// Returns whether the channel held one.
+    pub(crate) fn service_net_rx(&self, n: u32) -> bool {
+        let Some(ctx) = self.inner.lock().hw() else {
+            return false;
+        };
+        let Ok(rep) = ctx.ch_report(n) else {
+            return false;
+        };
+        if rep.state != State::Fault || !ctx.is_net_rx(n) {
+            return false;
+        }
+        let res = match rep.fault_cause {
+            FaultCause::Translation => {
+                self.resolve(rep.fault_addr, rep.fault_write, u64::MAX, Some(ANY_REGION))
+            }
+            _ => Err(EIO),
+        };
+        let mut g = self.inner.lock();
+        // The context is the process's still (it keeps it while it has remote keys), and the
+        // channel still holds that fault; otherwise there is nothing to answer.
+        if g.dead || !g.hw().is_some_and(|c| Arc::ptr_eq(&c, &ctx)) || !ctx.is_net_rx(n) {
+            return true;
+        }
+        // Counted as the process's engine faults (Documentation/abi.rst, COUNTERS).
+        let k = &mut g.chans.counters;
+        k.faults += 1;
+        match res {
+            Ok(()) => {
+                k.faults_resolved += 1;
+                k.retransmissions += 1;
+                let _ = ctx.ch_resume(n);
+            }
+            Err(e) => {
+                k.nacks += 1;
+                let _ = ctx.nack_with(n, e.to_errno());
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * exanest-net: remote puts between the guest's two engines, whose network ports are cabled back
+ * to back (scripts/run-qemu.sh: node 0 is /dev/exanest-dma0, node 1 /dev/exanest-dma1), on the
+ * raw ABI (4) and register map 2.3 (Documentation/network.rst):
+ *  - a process on node 1 registers malloc'd memory it never touched with remote write access and
+ *    hands its address, rkey and endpoint to a process on node 0 (a pipe), which puts 8 MiB
+ *    there from its user-level queue: the receiving engine faults, NACKs, node 1's driver
+ *    resolves the faults on the receiver's mm and RESUMEs, the sender retransmits; the data
+ *    arrives exactly, and the receiver's counters show the faults resolved;
+ *  - a forged rkey, a key of a deregistered region, a read-only mapping and an unmapped one end
+ *    the put with ENOKEY, ENOKEY, EACCES and EFAULT, and the receiver's buffer is unchanged;
+ *  - the receiver killed during a put: the sender's put ends with an error, and both nodes
+ *    take the next put.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "exanest-queue.h"
+
+#define PUT_LEN (8 * MIB)
+
+/* What the receiver hands the sender. */
+struct target {
+	uint64_t addr, rkey;
+	uint32_t endpoint, node;
+};
+
+/* Post a PUT (two entries) and ring: false when the SQ has no room for both. */
+static bool q_put(struct q *q, const void *src, uint64_t dst, uint32_t len, uint64_t wr_id,
+		  const struct target *t)
+{
+	uint8_t *d;
+	uint64_t rkey = t->rkey;
+	uint16_t peer = (uint16_t)t->node;
+
+	if (q->tail + 2 - q->completed > q->sq_n || q->tail + 2 - q->sq_head > q->sq_n) {
+		q->sq_head = db_read(q, PLDMA_VF_SQ_HEAD);
+		if (q->tail + 2 - q->sq_head > q->sq_n)
+			return false;
+	}
+	if (!q_push(q, (uintptr_t)src, dst, len, PLDMA_OP_PUT, wr_id))
+		return false;
+	d = q->sq + (q->tail & (q->sq_n - 1)) * PLDMA_SQE_SIZE;
+	memset(d, 0, PLDMA_SQE_SIZE);
+	memcpy(d + PLDMA_SQE_NET_RKEY_OFF, &rkey, 8);
+	memcpy(d + PLDMA_SQE_NET_PEER_OFF, &peer, 2);
+	memcpy(d + PLDMA_SQE_NET_EP_OFF, &t->endpoint, 4);
+	q->tail++;
+	/* The second entry ends with the first: one completion for both. */
+	q->completed++;
+	q_ring(q);
+	return true;
+}
+
+/* Put len bytes from src to t->addr + off, and wait for its completion (30 s at most). */
+static int put_wait(struct q *q, const void *src, const struct target *t, uint64_t off,
+		    uint32_t len, struct cqe *c)
+{
+	struct timespec t0, now;
+
+	if (!q_put(q, src, t->addr + off, len, 0x77, t))
+		return -ENOSPC;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!q_poll(q, c)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec > 30)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+static uint32_t sum(const uint8_t *p, size_t n)
+{
+	uint32_t s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s = s * 31 + p[i];
+	return s;
+}
+
+/*
+ * The receiving process on node 1: registers len bytes (prot as mapped, munmapped after
+ * registration when unmap) with remote write access, sends the target, then waits for a byte:
+ * 'v' verifies the pattern seed 7 and answers 1/0, 's' answers the checksum, 'c' its counters.
+ */
+static void receiver(int rd, int wr, size_t len, int prot, bool unmap)
+{
+	struct exanest_dma_info info = { 0 };
+	struct exanest_dma_reg r = { 0 };
+	struct target t = { 0 };
+	int fd = dev_open(1);
+	uint8_t *buf, cmd;
+
+	buf = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fd < 0 || buf == MAP_FAILED || xioctl(fd, EXANEST_DMA_IOC_INFO, &info))
+		_exit(2);
+	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = len,
+				      .access = RD | WR | EXANEST_DMA_ACCESS_REMOTE_WRITE,
+				      .mode = EXANEST_DMA_MODE_ON_DEMAND };
+	if (xioctl(fd, EXANEST_DMA_IOC_REG, &r))
+		_exit(3);
+	if (unmap)
+		munmap(buf, len);
+	t = (struct target){ .addr = (uintptr_t)buf, .rkey = r.rkey, .endpoint = info.endpoint,
+			     .node = info.node };
+	if (write(wr, &t, sizeof(t)) != sizeof(t))
+		_exit(4);
+	while (read(rd, &cmd, 1) == 1) {
+		if (cmd == 'v') {
+			uint8_t *want = malloc(len);
+			uint8_t ok;
+
+			fill(want, len, 7);
+			ok = !memcmp(buf, want, len);
+			free(want);
+			if (write(wr, &ok, 1) != 1)
+				_exit(5);
+		} else if (cmd == 's') {
+			uint32_t s = sum(buf, len);
+
+			if (write(wr, &s, sizeof(s)) != sizeof(s))
+				_exit(5);
+		} else if (cmd == 'c') {
+			struct exanest_dma_counters k = counters(fd);
+
+			if (write(wr, &k, sizeof(k)) != sizeof(k))
+				_exit(5);
+		} else if (cmd == 'd') {
+			struct exanest_dma_dereg d = { .handle = r.handle };
+			int32_t ret = xioctl(fd, EXANEST_DMA_IOC_DEREG, &d);
+
+			if (write(wr, &ret, sizeof(ret)) != sizeof(ret))
+				_exit(5);
+		}
+	}
+	_exit(0);
+}
+
+FIXTURE(net) {
+	int fd;			/* node 0 */
+	struct q q;
+	uint8_t *src;
+	pid_t child;
+	int to_child, from_child;
+	struct target t;
+};
+
+FIXTURE_SETUP(net)
+{
+	struct exanest_dma_info i0 = { 0 };
+	uint32_t h;
+
+	self->child = 0;
+	self->fd = dev_open(0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &i0));
+	if (i0.node == EXANEST_DMA_NO_NODE)
+		SKIP(return, "the engine has no network port");
+	ASSERT_EQ(0, i0.node);
+	self->src = big_alloc(PUT_LEN);
+	ASSERT_NE(NULL, self->src);
+	fill(self->src, PUT_LEN, 7);
+	ASSERT_EQ(0, reg(self->fd, self->src, PUT_LEN, RD, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW,
+			 &h));
+	ASSERT_EQ(0, q_create(&self->q, self->fd, 4, 4));
+}
+
+FIXTURE_TEARDOWN(net)
+{
+	if (self->child > 0) {
+		close(self->to_child);
+		close(self->from_child);
+		kill(self->child, SIGKILL);
+		waitpid(self->child, NULL, 0);
+	}
+	close(self->fd);
+}
+
+/* Start a receiver on node 1 and read its target. */
+static int start_receiver(FIXTURE_DATA(net) *self, size_t len, int prot, bool unmap)
+{
+	int down[2], up[2];
+
+	if (pipe(down) || pipe(up))
+		return -errno;
+	self->child = fork();
+	if (self->child < 0)
+		return -errno;
+	if (!self->child) {
+		close(down[1]);
+		close(up[0]);
+		receiver(down[0], up[1], len, prot, unmap);
+	}
+	close(down[0]);
+	close(up[1]);
+	self->to_child = down[1];
+	self->from_child = up[0];
+	if (read(self->from_child, &self->t, sizeof(self->t)) != sizeof(self->t))
+		return -EIO;
+	return 0;
+}
+
+static int ask(FIXTURE_DATA(net) *self, char cmd, void *out, size_t n)
+{
+	if (write(self->to_child, &cmd, 1) != 1)
+		return -EIO;
+	return read(self->from_child, out, n) == (ssize_t)n ? 0 : -EIO;
+}
+
+/* The thesis's case: 8 MiB into memory the receiver never touched. */
+TEST_F(net, put_into_untouched_memory)
+{
+	struct exanest_dma_counters k;
+	struct cqe c;
+	uint8_t ok = 0;
+
+	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
+	EXPECT_EQ(1, self->t.node);
+	EXPECT_NE(0, self->t.rkey);
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(PUT_LEN, c.bytes);
+	ASSERT_EQ(0, ask(self, 'v', &ok, 1));
+	EXPECT_EQ(1, ok) TH_LOG("the receiver's memory differs from what was put");
+	ASSERT_EQ(0, ask(self, 'c', &k, sizeof(k)));
+	EXPECT_LT(0, k.faults) TH_LOG("no receiver fault: was the memory touched?");
+	EXPECT_EQ(k.faults, k.faults_resolved);
+	EXPECT_EQ(0, k.nacks);
+	EXPECT_LE(PAGES(PUT_LEN), k.pages_resolved + 512 * k.huge_mappings);
+	TH_LOG("receiver: %llu faults NACKed and resolved (RESUMEs), %llu pages resolved",
+	       (unsigned long long)k.faults, (unsigned long long)k.pages_resolved);
+	/* Warm now: a second put takes no fault. */
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
+	EXPECT_EQ(0, c.status);
+}
+
+/* Keys that do not allow the put: ENOKEY, and not a byte of the receiver's memory changes. */
+TEST_F(net, forged_and_revoked_keys)
+{
+	struct target forged;
+	uint32_t before, after;
+	int32_t ret;
+	struct cqe c;
+
+	ASSERT_EQ(0, start_receiver(self, MIB, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, ask(self, 's', &before, sizeof(before)));
+	forged = self->t;
+	forged.rkey ^= 1ull << 40;
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &forged, 0, 65536, &c));
+	EXPECT_EQ(-ENOKEY, c.status);
+	EXPECT_EQ(0, c.bytes);
+	forged = self->t;
+	forged.endpoint ^= 1;
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &forged, 0, 4096, &c));
+	EXPECT_EQ(-ENOKEY, c.status) TH_LOG("another endpoint's key");
+	/* Past the region: ERANGE. */
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, MIB - 100, 4096, &c));
+	EXPECT_EQ(-ERANGE, c.status);
+	ASSERT_EQ(0, ask(self, 's', &after, sizeof(after)));
+	EXPECT_EQ(before, after);
+	/* Deregistered: the key is revoked first. */
+	ASSERT_EQ(0, ask(self, 'd', &ret, sizeof(ret)));
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, 4096, &c));
+	EXPECT_EQ(-ENOKEY, c.status);
+	ASSERT_EQ(0, ask(self, 's', &after, sizeof(after)));
+	EXPECT_EQ(before, after);
+}
+
+/* The receiver's mapping is read-only: its driver NACKs with EACCES. */
+TEST_F(net, read_only_receiver)
+{
+	struct exanest_dma_counters k;
+	struct cqe c;
+
+	ASSERT_EQ(0, start_receiver(self, MIB, PROT_READ, false));
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, 65536, &c));
+	EXPECT_EQ(-EACCES, c.status);
+	EXPECT_EQ(0, c.bytes);
+	ASSERT_EQ(0, ask(self, 'c', &k, sizeof(k)));
+	EXPECT_LT(0, k.nacks);
+}
+
+/* The receiver unmapped the memory after registering it: EFAULT, and nothing else happens. */
+TEST_F(net, unmapped_receiver)
+{
+	struct exanest_dma_counters k;
+	struct cqe c;
+
+	ASSERT_EQ(0, start_receiver(self, MIB, PROT_READ | PROT_WRITE, true));
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, 65536, &c));
+	EXPECT_EQ(-EFAULT, c.status);
+	ASSERT_EQ(0, ask(self, 'c', &k, sizeof(k)));
+	EXPECT_LT(0, k.nacks);
+}
+
+/* The receiver is killed while a put runs: an error for the sender, and both nodes go on. */
+TEST_F(net, receiver_killed_mid_put)
+{
+	struct cqe c;
+	uint8_t ok = 0;
+
+	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
+	ASSERT_TRUE(q_put(&self->q, self->src, self->t.addr, PUT_LEN, 0x99, &self->t));
+	usleep(2000);
+	kill(self->child, SIGKILL);
+	waitpid(self->child, NULL, 0);
+	self->child = 0;
+	close(self->to_child);
+	close(self->from_child);
+	ASSERT_TRUE(q_next(&self->q, &c));
+	EXPECT_EQ(0x99, c.wr_id);
+	/* Done before the kill, or refused after it: never anything else, and never a hang. */
+	EXPECT_TRUE(c.status == 0 || c.status == -ENOKEY || c.status == -EFAULT ||
+		    c.status == -ESTALE) TH_LOG("status %d", c.status);
+	/* Both nodes take the next put. */
+	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
+	EXPECT_EQ(0, c.status);
+	ASSERT_EQ(0, ask(self, 'v', &ok, 1));
+	EXPECT_EQ(1, ok);
+}
+
+TEST_HARNESS_MAIN
