@@ -65,13 +65,21 @@ register! {
     pub(crate) NET_RKEY_CTRL(u32) @ 0x144 {
         31:0 value;
     }
+
+    /// The port's counters, free-running (`net::CNT_*`).
+    pub(crate) NET_CNT(u32)[COUNTERS, stride = 4] @ 0x180 {
+        31:0 value;
+    }
 }
+
+/// Counters the port has.
+const COUNTERS: usize = crate::exanest_core::regs::net::COUNTERS;
 
 #[kunit_tests(exanest_netregs)]
 mod tests {
     use super::*;
     use crate::exanest_core::regs::{self, net};
-    use kernel::io::{IoLoc, Region};
+    use kernel::io::{register::Array, IoLoc, Region};
 
     fn off<T, L: IoLoc<Region<{ regs::MMIO_SIZE }>, T>>(l: L) -> usize {
         l.offset()
@@ -91,5 +99,11 @@ mod tests {
         assert_eq!(off(NET_RKEY_LEN_HI), net::RKEY_LEN_HI);
         assert_eq!(off(NET_RKEY_EP), net::RKEY_EP);
         assert_eq!(off(NET_RKEY_CTRL), net::RKEY_CTRL);
+        assert_eq!(off(NET_CNT::at(0)), net::CNT_BASE);
+        assert_eq!(
+            off(NET_CNT::at(net::CNT_PROBES)),
+            net::CNT_BASE + 4 * net::CNT_PROBES
+        );
+        assert!(NET_CNT::try_at(net::COUNTERS).is_none());
     }
 }

@@ -32,7 +32,52 @@ use kernel::{bindings, io::register::Array, prelude::*, sync::Arc};
 /// The endpoint of a process that has none: the engine has no port, or every endpoint is held.
 pub(crate) const NO_ENDPOINT: u32 = u32::MAX;
 
+/// The port's counters by index (`net::CNT_*`), as debugfs names them.
+const COUNTER_NAMES: [&str; net::COUNTERS] = [
+    "tx_packets",
+    "rx_packets",
+    "rx_dropped",
+    "rx_bad_crc",
+    "nacks_sent",
+    "nacks_received",
+    "resumes_sent",
+    "resumes_received",
+    "retransmitted_bytes",
+    "timeouts",
+    "duplicates",
+    "injected_drops",
+    "injected_corruptions",
+    "error_nacks",
+    "placed_bytes",
+    "probes",
+];
+
 impl Engine {
+    /// debugfs `engine`'s network part (stats.rs): `, "node": N, "link": B, "net": {...}`,
+    /// nothing without a port.
+    pub(crate) fn write_net(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.node == abi::NO_NODE {
+            return Ok(());
+        }
+        let link = self
+            .regs
+            .read(nr::NET_NODE)
+            .is_ok_and(|v| v.value().get() & net::NODE_LINK != 0);
+        write!(
+            f,
+            ", \"node\": {}, \"link\": {link}, \"net\": {{",
+            self.node
+        )?;
+        for (i, name) in COUNTER_NAMES.iter().enumerate() {
+            let v = nr::NET_CNT::try_at(i)
+                .and_then(|at| self.regs.read(at).ok())
+                .map_or(0, |v| v.value().get());
+            let sep = if i == 0 { "" } else { ", " };
+            write!(f, "{sep}\"{name}\": {v}")?;
+        }
+        write!(f, "}}")
+    }
+
     /// An endpoint for a new process, or [`NO_ENDPOINT`].
     pub(crate) fn endpoint_alloc(&self) -> u32 {
         if self.node == abi::NO_NODE {

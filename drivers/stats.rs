@@ -187,6 +187,7 @@ pub(crate) fn write_engine(name: &CStr, e: &Engine, f: &mut Formatter<'_>) -> Fm
     if let Some((bw, lat)) = e.timing {
         write!(f, ", \"bandwidth_mbps\": {bw}, \"latency_ns\": {lat}")?;
     }
+    e.write_net(f)?;
     writeln!(f, "}}")
 }
 

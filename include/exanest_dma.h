@@ -146,6 +146,30 @@ struct exanest_dma_queue_events {
 };
 int exanest_dma_queue_events(struct exanest_dma_queue_h *q, struct exanest_dma_queue_events *out);
 
+/*
+ * Remote access (ABI 4). A buffer other nodes may write is described to them by a struct
+ * exanest_dma_remote, which programs exchange by any means; a put names it.
+ */
+struct exanest_dma_remote {
+	uint64_t addr;		/* the buffer's first byte, a virtual address of its process */
+	uint64_t len;		/* bytes */
+	uint64_t rkey;		/* its remote key */
+	uint32_t node;		/* the receiving engine's node */
+	uint32_t endpoint;	/* the receiving process's endpoint */
+};
+
+/* Register [addr, addr + len) for other nodes to write, in a mode (EXANEST_DMA_MODE_*); *target
+ * gets what a writer needs. -EOPNOTSUPP: no network port; -ENOSPC: the key table is full. The
+ * rkey is revoked when the region is deregistered, before its pages go. */
+int exanest_dma_reg_remote(const struct exanest_dma *dev, void *addr, size_t len, uint32_t mode,
+			   uint32_t *handle, struct exanest_dma_remote *target);
+/* Put len bytes from src (a readable region of this file) to byte offset of *to, with no system
+ * call; the completion comes on the queue with wr_id, its status 0 or the receiver's refusal
+ * (-ENOKEY, -ERANGE, -EPERM, -EFAULT, -EACCES) or PLDMA's TIMEOUT (-265). -EINVAL: the range is
+ * not inside *to. */
+int exanest_dma_queue_put(struct exanest_dma_queue_h *q, uint64_t src, uint32_t len,
+			  const struct exanest_dma_remote *to, uint64_t offset, uint64_t wr_id);
+
 #ifdef __cplusplus
 }
 #endif

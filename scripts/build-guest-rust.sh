@@ -23,6 +23,7 @@ R="$CARGO_TARGET_DIR/$T/release"
 cp "$R/exanest-cli" "$R/exanest-bench" "$OUT/"
 cp "$R/examples/copy" "$OUT/copy-rs"
 cp "$R/examples/odp" "$OUT/odp-rs"
+cp "$R/examples/put" "$OUT/put-rs"
 # The installed library: headers, the static library and its pkg-config file.
 mkdir -p "$SYS/include/linux" "$SYS/lib/pkgconfig"
 cp "$R/libexanest_dma.a" "$SYS/lib/"
@@ -32,7 +33,7 @@ sed "s|@PREFIX@|$SYS|" "$TOP/rust/exanest-dma/exanest-dma.pc.in" >"$SYS/lib/pkgc
 # The C examples, built the way a user would: with pkg-config, statically.
 PKG="pkg-config --static"
 export PKG_CONFIG_PATH="$SYS/lib/pkgconfig"
-for ex in copy odp queue; do
+for ex in copy odp queue put; do
 	# shellcheck disable=SC2046
 	aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror $($PKG --cflags exanest-dma) \
 		-o "$OUT/$ex-c" "$TOP/examples/$ex.c" $($PKG --libs exanest-dma) 2>"$OUT/$ex-c.ld.log"

@@ -194,7 +194,7 @@ TEST_F_TIMEOUT(queue, errors_end_the_copy_not_the_queue, 60)
 	EXPECT_EQ(2, c.wr_id);
 	EXPECT_EQ(-EACCES, c.status);
 
-	ASSERT_TRUE(q_push(&self->q, (uintptr_t)self->src, (uintptr_t)self->dst, 64, 1, 3));
+	ASSERT_TRUE(q_push(&self->q, (uintptr_t)self->src, (uintptr_t)self->dst, 64, 1u << 4, 3));
 	ASSERT_TRUE(q_push(&self->q, (uintptr_t)self->src, (uintptr_t)self->dst, 0, 0, 4));
 	q_ring(&self->q);
 	ASSERT_TRUE(q_next(&self->q, &c));

@@ -1240,7 +1240,7 @@ void pldma_net_reset(PldmaState *s)
     memset(n->rx, 0, sizeof(n->rx));
     n->ep_sel = n->rkey_sel = 0;
     n->drop_ppm = n->corrupt_ppm = 0;
-    n->rto_us = 1000;
+    n->rto_us = 10000;
     n->retries = 8;
     /* Each node its own sequence, from the same seed. */
     n->rng = (n->seed ? n->seed : 0x9E3779B97F4A7C15ULL) ^

@@ -33,7 +33,7 @@ impl Default for SendParams {
         SendParams {
             window: 64 << 10,
             mtu: MTU as u32,
-            rto_ns: 1_000_000,
+            rto_ns: 10_000_000,
             max_retries: 8,
         }
     }

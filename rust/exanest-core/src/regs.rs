@@ -950,6 +950,42 @@ impl Sqe {
     }
 }
 
+/// 2.3: a PUT's second send queue entry: where the data goes. The first is an [`Sqe`] whose
+/// `src` is local, `dst` the remote virtual address, and `flags` [`ch_net::OP_PUT`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PutSqe {
+    /// The remote key of the receiver's region.
+    pub rkey: u64,
+    /// The receiving node.
+    pub peer: u16,
+    /// The receiving process's endpoint.
+    pub endpoint: u32,
+}
+
+impl PutSqe {
+    /// The entry's bytes, as the engine reads them (reserved fields 0).
+    pub const fn encode(&self) -> QueueEntry {
+        let b = put_le([0; 32], ch_net::SQE_RKEY_OFF, 8, self.rkey);
+        let b = put_le(b, ch_net::SQE_PEER_OFF, 2, self.peer as u64);
+        put_le(b, ch_net::SQE_EP_OFF, 4, self.endpoint as u64)
+    }
+
+    /// Decode an entry's bytes; `None` if a reserved field is not 0 (the engine's BAD_FLAGS).
+    pub const fn decode(b: &QueueEntry) -> Option<Self> {
+        if get_le(b, ch_net::SQE_RSVD0_OFF, 2) != 0
+            || get_le(b, ch_net::SQE_RSVD1_OFF, 8) != 0
+            || get_le(b, ch_net::SQE_RSVD1_OFF + 8, 8) != 0
+        {
+            return None;
+        }
+        Some(PutSqe {
+            rkey: get_le(b, ch_net::SQE_RKEY_OFF, 8),
+            peer: get_le(b, ch_net::SQE_PEER_OFF, 2) as u16,
+            endpoint: get_le(b, ch_net::SQE_EP_OFF, 4) as u32,
+        })
+    }
+}
+
 /// Status values of a completion queue entry ([`Cqe::status`]).
 pub mod cqe_status {
     /// The copy completed.
@@ -1220,6 +1256,27 @@ mod tests {
             ..d
         };
         assert_eq!(Sqe::decode(&odd.encode()), odd);
+    }
+
+    #[test]
+    fn put_sqe_layout() {
+        let p = PutSqe {
+            rkey: 0xc0ff_ee11_0000_0005,
+            peer: 0x0102,
+            endpoint: 0x0a0b_0c0d,
+        };
+        let b = p.encode();
+        assert_eq!(&b[0..8], &0xc0ff_ee11_0000_0005u64.to_le_bytes());
+        assert_eq!(&b[8..10], &[2, 1]);
+        assert_eq!(&b[10..12], &[0, 0]);
+        assert_eq!(&b[12..16], &[0x0d, 0x0c, 0x0b, 0x0a]);
+        assert_eq!(&b[16..32], &[0; 16]);
+        assert_eq!(PutSqe::decode(&b), Some(p));
+        for i in [10, 11, 16, 31] {
+            let mut bad = b;
+            bad[i] = 1;
+            assert_eq!(PutSqe::decode(&bad), None, "byte {i}");
+        }
     }
 
     #[test]

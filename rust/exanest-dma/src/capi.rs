@@ -7,7 +7,7 @@
 //! itself. Out parameters are always written when non-NULL: on failure with 0 (NULL for the
 //! handle), so a program never reads a stale value.
 
-use crate::{Access, Completion, Device, Mode, Queue, QueueCompletion};
+use crate::{Access, Completion, Device, Mode, Queue, QueueCompletion, Remote};
 use core::ffi::{c_char, c_int, c_uint, c_void};
 use exanest_core::abi;
 use std::os::fd::AsRawFd;
@@ -609,4 +609,79 @@ pub unsafe extern "C" fn exanest_dma_queue_events(
         }
         _ => -libc::EINVAL,
     }
+}
+
+/// Register `[addr, addr + len)` for other nodes to write (and this process's engine to read
+/// and write), in `mode_raw`; `*handle` names the region and `*target` is what a writer puts
+/// to (its rkey, node and endpoint included). Both are zeroed on failure.
+///
+/// # Safety
+///
+/// `dev` is NULL or a live handle; the memory stays valid until deregistered; `handle` and
+/// `target` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_reg_remote(
+    dev: *const ExanestDma,
+    addr: *mut c_void,
+    len: usize,
+    mode_raw: u32,
+    handle: *mut u32,
+    target: *mut Remote,
+) -> c_int {
+    // SAFETY: `handle` and `target` are NULL or writable per the contract.
+    unsafe {
+        put(handle, 0);
+        put(target, Remote::default());
+    }
+    let d = dev!(dev);
+    let Some(m) = Mode::from_raw(mode_raw) else {
+        return -libc::EINVAL;
+    };
+    let info = match d.info() {
+        Ok(i) => i,
+        Err(e) => return -e.errno(),
+    };
+    let access = abi::ACCESS_READ | abi::ACCESS_WRITE | abi::ACCESS_REMOTE_WRITE;
+    // SAFETY: The caller keeps the memory valid until deregistration and accepts that other
+    // nodes write it meanwhile: `register_raw_access`'s contract.
+    let r = unsafe { d.register_raw_access(addr as u64, len as u64, access, m) };
+    if let Ok((h, rkey)) = r {
+        let t = Remote {
+            addr: addr as u64,
+            len: len as u64,
+            rkey,
+            node: info.node,
+            endpoint: info.endpoint,
+        };
+        // SAFETY: As above.
+        unsafe {
+            put(handle, h);
+            put(target, t);
+        }
+    }
+    ret(r)
+}
+
+/// Put `len` bytes from `src` to byte `offset` of `*to` (one doorbell write); its completion
+/// comes on the queue with `wr_id`. `-EINVAL` for a range outside `*to`; `-EAGAIN` and `-EIO`
+/// as for `exanest_dma_queue_post`.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle; `to` is NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_put(
+    q: *mut ExanestDmaQueue,
+    src: u64,
+    len: u32,
+    to: *const Remote,
+    offset: u64,
+    wr_id: u64,
+) -> c_int {
+    let q = queue!(q);
+    // SAFETY: NULL or readable per the contract.
+    let Some(to) = (unsafe { to.as_ref() }) else {
+        return -libc::EINVAL;
+    };
+    ret(q.put(src, len, to, offset, wr_id))
 }

@@ -22,7 +22,8 @@
 //! [`Device::register_mut`] takes `&mut [u8]` and lets it write it (a destination).
 //!
 //! [`Device::create_queue`] gives the file's user-level [`Queue`]: copies posted and their
-//! completions polled without a system call (see [`queue`]).
+//! completions polled without a system call (see [`queue`]). [`Device::register_remote`] lets
+//! other nodes put into a buffer, and [`Queue::put`] puts into theirs (see [`remote`]).
 //!
 //! Errors carry the errno the driver returned, exactly as `Documentation/abi.rst` lists it
 //! ([`Error`]). The C ABI of this crate is declared in `include/exanest_dma.h` (see [`capi`]);
@@ -39,8 +40,10 @@ use exanest_core::abi;
 
 pub mod capi;
 pub mod queue;
+pub mod remote;
 
 pub use queue::{Completion as QueueCompletion, Queue, QueueError, QueueEvents};
+pub use remote::{Remote, RemoteRegion};
 
 /// An error of this library.
 ///
@@ -140,7 +143,7 @@ impl Access {
         match self {
             Access::Read => abi::ACCESS_READ,
             Access::Write => abi::ACCESS_WRITE,
-            Access::ReadWrite => abi::ACCESS_ALL,
+            Access::ReadWrite => abi::ACCESS_READ | abi::ACCESS_WRITE,
         }
     }
 
@@ -149,7 +152,7 @@ impl Access {
         match bits {
             abi::ACCESS_READ => Some(Access::Read),
             abi::ACCESS_WRITE => Some(Access::Write),
-            abi::ACCESS_ALL => Some(Access::ReadWrite),
+            x if x == abi::ACCESS_READ | abi::ACCESS_WRITE => Some(Access::ReadWrite),
             _ => None,
         }
     }
@@ -732,7 +735,12 @@ mod tests {
 
     #[test]
     fn access_and_timeout_encode_as_the_abi() {
-        assert_eq!(Access::ReadWrite.bits(), abi::ACCESS_ALL);
+        // Local access only: the remote bits (ABI 4) are `register_remote`'s.
+        assert_eq!(
+            Access::ReadWrite.bits(),
+            abi::ACCESS_READ | abi::ACCESS_WRITE
+        );
+        assert_eq!(Access::from_bits(abi::ACCESS_ALL), None);
         for a in [Access::Read, Access::Write, Access::ReadWrite] {
             assert_eq!(Access::from_bits(a.bits()), Some(a));
         }

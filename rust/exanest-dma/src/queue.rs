@@ -270,6 +270,42 @@ impl<D: Doorbell> Ring<D> {
         Ok(())
     }
 
+    /// Write the two entries of one operation (a PUT: register map 2.3) without ringing the
+    /// doorbell; one completion comes for both. `Again` as for [`Ring::push`], or when the SQ
+    /// has no room for both.
+    pub(crate) fn push_pair(
+        &mut self,
+        first: &regs::QueueEntry,
+        second: &regs::QueueEntry,
+    ) -> core::result::Result<(), Errno> {
+        if self.outstanding >= self.capacity() {
+            return Err(Errno::Again);
+        }
+        let n = 1u32 << self.sq_log2;
+        if self.tail.wrapping_sub(self.sq_head) + 2 > n {
+            let h = self.db.read(regs::vf::SQ_HEAD);
+            if self.tail.wrapping_sub(h) <= n {
+                self.sq_head = h;
+            }
+            if self.tail.wrapping_sub(self.sq_head) + 2 > n {
+                return Err(Errno::Again);
+            }
+        }
+        for e in [first, second] {
+            let slot = regs::ring_offset(self.tail, self.sq_log2) / 8;
+            for (i, w) in e.chunks_exact(8).enumerate() {
+                let w = u64::from_ne_bytes(w.try_into().unwrap_or([0; 8]));
+                // SAFETY: `slot + i` is a word of the entry of index `tail`, inside the SQ's
+                // `1 << sq_log2` entries (room for both was checked above), which `new`'s
+                // contract makes valid for volatile writes.
+                unsafe { self.sq.as_ptr().add(slot + i).write_volatile(w) };
+            }
+            self.tail = self.tail.wrapping_add(1);
+        }
+        self.outstanding += 1;
+        Ok(())
+    }
+
     /// Publish the descriptors written since the last ring: a store barrier, then SQ_TAIL.
     pub(crate) fn ring(&mut self) {
         if self.tail != self.rung {
@@ -347,7 +383,7 @@ impl<D: Doorbell> Ring<D> {
 }
 
 /// The doorbell page, mapped from the device (device memory: 32-bit volatile accesses only).
-struct Mmio(NonNull<u32>);
+pub(crate) struct Mmio(NonNull<u32>);
 
 impl Doorbell for Mmio {
     fn read(&self, off: usize) -> u32 {
@@ -589,6 +625,16 @@ impl Queue {
             wr_id,
         };
         self.ring.push(&sqe).map_err(Error::Abi)
+    }
+
+    /// The ring, for the remote operations (remote.rs).
+    pub(crate) fn ring_mut(&mut self) -> &mut Ring<Mmio> {
+        &mut self.ring
+    }
+
+    /// Whether the queue stopped (`EIO`), for the remote operations.
+    pub(crate) fn check_running(&self) -> Result<()> {
+        self.stopped()
     }
 
     /// Publish the descriptors pushed since the last ring (one doorbell write).
@@ -885,6 +931,64 @@ mod tests {
         fn engine(&self) -> std::cell::Ref<'_, Engine> {
             self.sim.0.borrow()
         }
+    }
+
+    /// A PUT takes two SQ entries (register map 2.3), both written in order across the ring's
+    /// wrap, and one completion's worth of capacity; a full SQ refuses a pair even when fewer
+    /// than `capacity` operations are outstanding, until the engine has taken entries.
+    #[test]
+    fn put_pairs_take_two_entries() {
+        use exanest_core::regs::{ch_net, PutSqe};
+        let mut b = Bench::new(2, 2, u32::MAX - 2);
+        let entry = |i: u32| -> regs::QueueEntry {
+            let slot = regs::ring_offset(i, 2) / 8;
+            let mut e = [0u8; 32];
+            for k in 0..4 {
+                // SAFETY: Inside the SQ vector, which the ring only writes through its own
+                // pointer (no reference exists).
+                let w = unsafe { b.sq_ptr.add(slot + k).read_volatile() };
+                e[k * 8..k * 8 + 8].copy_from_slice(&w.to_ne_bytes());
+            }
+            e
+        };
+        let first = |n: u64| Sqe {
+            src: 0x1000 * n,
+            dst: 0x7f00_0000 + n,
+            len: 4096,
+            flags: ch_net::OP_PUT,
+            wr_id: n,
+        };
+        let second = |n: u64| PutSqe {
+            rkey: 0xabcd_0000_0000_0003 + n,
+            peer: 1,
+            endpoint: 7,
+        };
+        for n in 1..=2 {
+            b.ring
+                .push_pair(&first(n).encode(), &second(n).encode())
+                .unwrap();
+        }
+        assert_eq!(b.ring.outstanding(), 2);
+        assert_eq!(
+            b.ring.push_pair(&first(3).encode(), &second(3).encode()),
+            Err(Errno::Again),
+            "the SQ is full"
+        );
+        let start = u32::MAX - 2;
+        for n in 0..2u32 {
+            let i = start.wrapping_add(2 * n);
+            assert_eq!(Sqe::decode(&entry(i)), first(u64::from(n) + 1));
+            let j = i.wrapping_add(1);
+            assert_eq!(PutSqe::decode(&entry(j)), Some(second(u64::from(n) + 1)));
+        }
+        b.ring.ring();
+        assert_eq!(b.engine().sq_tail, start.wrapping_add(4));
+        // The engine takes the first pair: room again.
+        b.sim.0.borrow_mut().sq_head = start.wrapping_add(2);
+        b.ring
+            .push_pair(&first(3).encode(), &second(3).encode())
+            .unwrap();
+        assert_eq!(Sqe::decode(&entry(start.wrapping_add(4))), first(3));
     }
 
     /// An event entry (as EVT_POST has the engine write it) at the CQ's tail.

@@ -16,6 +16,10 @@ static int failed;
 /* The Rust side has the same layout (queue::tests::completion_layout_is_the_c_struct). */
 _Static_assert(sizeof(struct exanest_dma_completion) == 24, "completion size");
 _Static_assert(offsetof(struct exanest_dma_completion, fault_addr) == 16, "completion layout");
+/* And for the remote target (remote::tests::remote_layout_is_the_c_struct). */
+_Static_assert(sizeof(struct exanest_dma_remote) == 32, "remote size");
+_Static_assert(offsetof(struct exanest_dma_remote, rkey) == 16, "remote layout");
+_Static_assert(offsetof(struct exanest_dma_remote, endpoint) == 28, "remote layout");
 
 static void check(int ok, const char *what, long got)
 {

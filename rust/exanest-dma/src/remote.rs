@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! Remote access (ABI 4, register map 2.3): put into another node's process's memory by its
+//! virtual address, from the user-level queue, with no system call.
+//!
+//! ```no_run
+//! use exanest_dma::{Device, Mode, QueueCompletion, Remote};
+//! // On node 1: a buffer other nodes may write, never touched here.
+//! let dev1 = Device::open(1)?;
+//! let mut inbox = vec![0u8; 1 << 20];
+//! let region = dev1.register_remote(&mut inbox, Mode::OnDemand)?;
+//! let to: Remote = region.target(); // send this to the writer, out of band
+//! // On node 0: put 1 MiB there.
+//! let dev0 = Device::open(0)?;
+//! let data = vec![7u8; 1 << 20];
+//! let src = dev0.register(&data, Mode::OnDemand)?;
+//! let mut q = dev0.create_queue(4, 4)?;
+//! q.put(src.addr(), 1 << 20, &to, 0, 1)?;
+//! let mut c = [QueueCompletion::default(); 1];
+//! while q.poll(&mut c) == 0 {
+//!     q.wait(None)?;
+//! }
+//! assert_eq!((c[0].status, c[0].bytes), (0, 1 << 20));
+//! # Ok::<(), exanest_dma::Error>(())
+//! ```
+//!
+//! The receiver registers a buffer with [`Device::register_remote`]: the driver gives it a
+//! remote key (rkey) bound to the process's endpoint, the buffer's range and the right to
+//! write it, and revokes the key when the region is dropped, before the buffer goes back. The
+//! receiver hands the writer a [`Remote`] (node, endpoint, rkey, address, length), by any
+//! means. The writer's [`Queue::put`] names it; the put completes, like a copy, with a
+//! completion on the writer's queue: its status is 0, or the receiver's refusal as a negative
+//! errno (`-ENOKEY` a key that is not, or no longer, the region's; `-ERANGE` outside it;
+//! `-EPERM` no write right; `-EFAULT` or `-EACCES` memory the receiver's kernel could not make
+//! writable), or `PLDMA_CQE_TIMEOUT` when the receiver's node stays silent.
+//!
+//! The receiver's memory may be in any mode: an on-demand buffer is faulted in as puts reach
+//! it. The receiving engine NACKs each fault to the writer, the receiver's kernel resolves it,
+//! and the engine RESUMEs the writer, which retransmits from there (Documentation/network.rst).
+
+use crate::queue::Queue;
+use crate::{Device, Error, Mode, Registered, Result};
+use exanest_core::abi;
+use exanest_core::regs::{ch_net, PutSqe, Sqe};
+use std::marker::PhantomData;
+
+/// Where a put goes: a buffer another process registered with [`Device::register_remote`],
+/// as that process describes it. `#[repr(C)]`: the C ABI's `struct exanest_dma_remote`, and
+/// what programs exchange.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Remote {
+    /// The buffer's first byte, a virtual address of the receiving process.
+    pub addr: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// The remote key the driver gave it.
+    pub rkey: u64,
+    /// The receiving engine's node.
+    pub node: u32,
+    /// The receiving process's endpoint on it.
+    pub endpoint: u32,
+}
+
+/// A buffer other nodes may write, registered with [`Device::register_remote`]; its rkey is
+/// revoked, and the region deregistered, on drop.
+#[derive(Debug)]
+pub struct RemoteRegion<'a> {
+    reg: Registered<'a, &'a mut [u8]>,
+    target: Remote,
+    _buf: PhantomData<&'a mut [u8]>,
+}
+
+impl RemoteRegion<'_> {
+    /// What a writer needs to put into the buffer.
+    pub fn target(&self) -> Remote {
+        self.target
+    }
+
+    /// The driver's handle of the region.
+    pub fn handle(&self) -> u32 {
+        self.reg.handle()
+    }
+
+    /// A copy of the buffer's bytes as they are now. Other nodes may be writing it meanwhile:
+    /// the bytes are read one by one, volatile, never through a reference.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let p = self.target.addr as *const u8;
+        (0..self.target.len as usize)
+            // SAFETY: The region borrows its buffer of `len` bytes at `addr` mutably for its
+            // lifetime, so the memory is valid; volatile reads do not assume that nothing
+            // else (the engine) writes it.
+            .map(|i| unsafe { p.add(i).read_volatile() })
+            .collect()
+    }
+}
+
+impl Device {
+    /// Register `[addr, addr + len)` with `access` (`EXANEST_DMA_ACCESS_*`, remote bits
+    /// included) in `mode`: its handle and rkey (0 without a remote bit).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Device::register_raw`]; with a remote bit, other nodes may write (or read) the
+    /// memory until the region is deregistered.
+    pub unsafe fn register_raw_access(
+        &self,
+        addr: u64,
+        len: u64,
+        access: u32,
+        mode: Mode,
+    ) -> Result<(u32, u64)> {
+        let mut r = abi::Reg {
+            addr,
+            length: len,
+            access,
+            mode: mode.raw(),
+            ..Default::default()
+        };
+        crate::ioctl(&self.fd, abi::IOC_REG, &mut r)?;
+        Ok((r.handle, r.rkey))
+    }
+
+    /// Register a buffer that other nodes may write (and this process's engine read and
+    /// write): its [`RemoteRegion::target`] is what a writer puts to. `EOPNOTSUPP` without a
+    /// network port; `ENOSPC` when the engine's key table is full.
+    pub fn register_remote<'a>(
+        &'a self,
+        buf: &'a mut [u8],
+        mode: Mode,
+    ) -> Result<RemoteRegion<'a>> {
+        let info = self.info()?;
+        let (addr, len) = (buf.as_mut_ptr() as u64, buf.len());
+        let access = abi::ACCESS_READ | abi::ACCESS_WRITE | abi::ACCESS_REMOTE_WRITE;
+        // SAFETY: The region borrows `buf` mutably for its lifetime and is deregistered (its
+        // rkey revoked first) when dropped; Rust reads it only volatile, through `snapshot`.
+        let (handle, rkey) = unsafe { self.register_raw_access(addr, len as u64, access, mode)? };
+        Ok(RemoteRegion {
+            reg: Registered::new(self, handle, addr, len, mode),
+            target: Remote {
+                addr,
+                len: len as u64,
+                rkey,
+                node: info.node,
+                endpoint: info.endpoint,
+            },
+            _buf: PhantomData,
+        })
+    }
+}
+
+impl Queue {
+    /// Put `len` bytes from `src` (in a region registered readable on this file) to byte
+    /// `offset` of `to`, with `wr_id` for its completion; no system call. `EINVAL` when the
+    /// range is not inside `to`; `EAGAIN` and `EIO` as for [`Queue::post`]. The engine only
+    /// reads local memory, so this is safe; the source should not change until the put's
+    /// completion, for a defined result.
+    pub fn put(&mut self, src: u64, len: u32, to: &Remote, offset: u64, wr_id: u64) -> Result<()> {
+        self.check_running()?;
+        let end = offset.checked_add(u64::from(len));
+        if len == 0 || end.is_none_or(|e| e > to.len) || to.node > u32::from(u16::MAX) {
+            return Err(Error::Abi(abi::Errno::Inval));
+        }
+        let first = Sqe {
+            src,
+            dst: to.addr + offset,
+            len,
+            flags: ch_net::OP_PUT,
+            wr_id,
+        };
+        let second = PutSqe {
+            rkey: to.rkey,
+            peer: to.node as u16,
+            endpoint: to.endpoint,
+        };
+        let ring = self.ring_mut();
+        ring.push_pair(&first.encode(), &second.encode())
+            .map_err(Error::Abi)?;
+        ring.ring();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// `struct exanest_dma_remote` of include/exanest_dma.h (tests/capi.c asserts the same).
+    #[test]
+    fn remote_layout_is_the_c_struct() {
+        assert_eq!(size_of::<Remote>(), 32);
+        assert_eq!(offset_of!(Remote, len), 8);
+        assert_eq!(offset_of!(Remote, rkey), 16);
+        assert_eq!(offset_of!(Remote, node), 24);
+        assert_eq!(offset_of!(Remote, endpoint), 28);
+    }
+}
