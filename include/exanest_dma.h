@@ -158,7 +158,7 @@ struct exanest_dma_remote {
 	uint32_t endpoint;	/* the receiving process's endpoint */
 };
 
-/* Register [addr, addr + len) for other nodes to write, in a mode (EXANEST_DMA_MODE_*); *target
+/* Register [addr, addr + len) for other nodes to write and read, in a mode (EXANEST_DMA_MODE_*); *target
  * gets what a writer needs. -EOPNOTSUPP: no network port; -ENOSPC: the key table is full. The
  * rkey is revoked when the region is deregistered, before its pages go. */
 int exanest_dma_reg_remote(const struct exanest_dma *dev, void *addr, size_t len, uint32_t mode,
@@ -169,6 +169,11 @@ int exanest_dma_reg_remote(const struct exanest_dma *dev, void *addr, size_t len
  * not inside *to. */
 int exanest_dma_queue_put(struct exanest_dma_queue_h *q, uint64_t src, uint32_t len,
 			  const struct exanest_dma_remote *to, uint64_t offset, uint64_t wr_id);
+/* Get len bytes from byte offset of *from into dst (a writable region of this file), with no
+ * system call; do not touch [dst, dst + len) until its completion is polled. Errors as for a
+ * put. */
+int exanest_dma_queue_get(struct exanest_dma_queue_h *q, uint64_t dst, uint32_t len,
+			  const struct exanest_dma_remote *from, uint64_t offset, uint64_t wr_id);
 
 #ifdef __cplusplus
 }

@@ -241,6 +241,8 @@
 /* operations (NET_OP, and a descriptor's flags bits 3:0) */
 #define PLDMA_OP_COPY           0
 #define PLDMA_OP_PUT            1
+/* SRC a virtual address of endpoint NET_EP at NET_PEER, DST local */
+#define PLDMA_OP_GET            2
 #define PLDMA_OP_MASK           0xfu
 
 /* CTX_IRQ_STATUS: bits 7:0 channel n raised its interrupt */
@@ -428,8 +430,9 @@
 #define PLDMA_SQE_WRID_OFF      24      /* u64: returned in the CQE */
 
 /*
- * 2.3: a PUT takes two entries: the one above (SRC local, DST the remote
- * VA), then this one, at the next SQ index. The engine takes both at once.
+ * 2.3: a PUT or a GET takes two entries: the one above (PUT: SRC local, DST
+ * the remote VA; GET: SRC the remote VA, DST local), then this one, at the
+ * next SQ index. The engine takes both at once.
  */
 #define PLDMA_SQE_NET_RKEY_OFF  0       /* u64: the remote key */
 #define PLDMA_SQE_NET_PEER_OFF  8       /* u16: the remote node */

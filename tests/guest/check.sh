@@ -66,10 +66,12 @@ if [ -e /lib/exanest_dma.ko ]; then
 	# Remote puts (ABI 4): node 0 into node 1's never-touched memory, faults NACKed and resolved.
 	out=$(put-c 8388611 2>&1); echo "$out"
 	echo "$out" | grep -q "receiver on node 1: [1-9][0-9]* faults NACKed and resolved" &&
-		echo "$out" | grep -q "^put 8388611 bytes between two nodes, data verified"
+		echo "$out" | grep -q "got 8388611 bytes back into untouched memory, status 0, [1-9][0-9]* faults of its own resolved, data verified" &&
+		echo "$out" | grep -q "^put 8388611 bytes to another node and got them back, data verified on both"
 	t $? example-put-c "$out"
 	out=$(put-rs 4194307 2>&1); echo "$out"
-	echo "$out" | grep -q "put 4194307 bytes to node 1 endpoint [0-9]*: status 0, [1-9][0-9]* receiver faults NACKed and resolved, data verified"
+	echo "$out" | grep -q "put 4194307 bytes to node 1 endpoint [0-9]*: status 0, [1-9][0-9]* receiver faults NACKed and resolved, data verified" &&
+		echo "$out" | grep -q "got 4194307 bytes back: status 0, data verified"
 	t $? example-put-rust "$out"
 	out=$(exanest-cli -d 1 copy --size 5M --count 3 --src-offset 3 --dst-offset 1 2>&1); echo "$out"
 	echo "$out" | grep -q "15728640 bytes .* data verified"; t $? cli-copy "$out"

@@ -17,12 +17,13 @@ if [ -e /lib/exanest_dma.ko ]; then
 	exanest-demo
 	if command -v put-c >/dev/null; then
 		echo
-		echo "=== Two nodes: a put of 8 MiB into malloc'd memory another node's process never touched ==="
+		echo "=== Two nodes: a put of 8 MiB into malloc'd memory another node's process never touched, and a get back ==="
 		echo "(the guest's two engines are nodes 0 and 1, their network ports cabled back to back;"
 		echo " a process on node 1 registers the memory for remote writing, a process on node 0"
 		echo " puts into it from its user-level queue; each first write of a page faults in node 1's"
 		echo " SMMU, node 1's engine NACKs it, node 1's driver resolves it, the engine RESUMEs the"
-		echo " writer, which retransmits)"
+		echo " writer, which retransmits; then the writer gets the bytes back into memory it never"
+		echo " touched, its own faults resolved by its own kernel)"
 		put-c 8388608
 		for n in 0 1; do
 			echo "node $n engine counters (debugfs exanest-dma$n/engine):"

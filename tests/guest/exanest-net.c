@@ -11,7 +11,9 @@
  *  - a forged rkey, a key of a deregistered region, a read-only mapping and an unmapped one end
  *    the put with ENOKEY, ENOKEY, EACCES and EFAULT, and the receiver's buffer is unchanged;
  *  - the receiver killed during a put: the sender's put ends with an error, and both nodes
- *    take the next put.
+ *    take the next put;
+ *  - gets: back into memory the reader never touched (its own faults), and from memory the
+ *    other side never touched (the responder's faults, resolved by its kernel before it sends).
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -27,9 +29,9 @@ struct target {
 	uint32_t endpoint, node;
 };
 
-/* Post a PUT (two entries) and ring: false when the SQ has no room for both. */
-static bool q_put(struct q *q, const void *src, uint64_t dst, uint32_t len, uint64_t wr_id,
-		  const struct target *t)
+/* Post a PUT or a GET (two entries) and ring: false when the SQ has no room for both. */
+static bool q_remote(struct q *q, uint32_t op, uint64_t src, uint64_t dst, uint32_t len,
+		     uint64_t wr_id, const struct target *t)
 {
 	uint8_t *d;
 	uint64_t rkey = t->rkey;
@@ -40,7 +42,7 @@ static bool q_put(struct q *q, const void *src, uint64_t dst, uint32_t len, uint
 		if (q->tail + 2 - q->sq_head > q->sq_n)
 			return false;
 	}
-	if (!q_push(q, (uintptr_t)src, dst, len, PLDMA_OP_PUT, wr_id))
+	if (!q_push(q, src, dst, len, op, wr_id))
 		return false;
 	d = q->sq + (q->tail & (q->sq_n - 1)) * PLDMA_SQE_SIZE;
 	memset(d, 0, PLDMA_SQE_SIZE);
@@ -52,6 +54,35 @@ static bool q_put(struct q *q, const void *src, uint64_t dst, uint32_t len, uint
 	q->completed++;
 	q_ring(q);
 	return true;
+}
+
+static bool q_put(struct q *q, const void *src, uint64_t dst, uint32_t len, uint64_t wr_id,
+		  const struct target *t)
+{
+	return q_remote(q, PLDMA_OP_PUT, (uintptr_t)src, dst, len, wr_id, t);
+}
+
+/* Wait for the next completion (30 s at most). */
+static int cqe_wait(struct q *q, struct cqe *c)
+{
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!q_poll(q, c)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec > 30)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* Get len bytes from t->addr + off into dst, and wait for its completion. */
+static int get_wait(struct q *q, void *dst, const struct target *t, uint64_t off, uint32_t len,
+		    struct cqe *c)
+{
+	if (!q_remote(q, PLDMA_OP_GET, t->addr + off, (uintptr_t)dst, len, 0x66, t))
+		return -ENOSPC;
+	return cqe_wait(q, c);
 }
 
 /* Put len bytes from src to t->addr + off, and wait for its completion (30 s at most). */
@@ -97,7 +128,8 @@ static void receiver(int rd, int wr, size_t len, int prot, bool unmap)
 	if (fd < 0 || buf == MAP_FAILED || xioctl(fd, EXANEST_DMA_IOC_INFO, &info))
 		_exit(2);
 	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = len,
-				      .access = RD | WR | EXANEST_DMA_ACCESS_REMOTE_WRITE,
+				      .access = RD | WR | EXANEST_DMA_ACCESS_REMOTE_WRITE |
+						EXANEST_DMA_ACCESS_REMOTE_READ,
 				      .mode = EXANEST_DMA_MODE_ON_DEMAND };
 	if (xioctl(fd, EXANEST_DMA_IOC_REG, &r))
 		_exit(3);
@@ -321,6 +353,53 @@ TEST_F(net, receiver_killed_mid_put)
 	EXPECT_EQ(0, c.status);
 	ASSERT_EQ(0, ask(self, 'v', &ok, 1));
 	EXPECT_EQ(1, ok);
+}
+
+/* Put 8 MiB, then get it back into memory the reader never touched: its own faults. */
+TEST_F(net, get_back_into_untouched_memory)
+{
+	uint8_t *back = big_alloc(PUT_LEN);
+	struct target forged;
+	uint32_t h;
+	struct cqe c;
+
+	ASSERT_NE(NULL, back);
+	ASSERT_EQ(0, reg(self->fd, back, PUT_LEN, WR, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW, &h));
+	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
+	ASSERT_EQ(0, c.status);
+	ASSERT_EQ(0, get_wait(&self->q, back, &self->t, 0, PUT_LEN, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(PUT_LEN, c.bytes);
+	EXPECT_EQ(0, memcmp(back, self->src, PUT_LEN));
+	/* A forged key reads nothing. */
+	memset(back, 0xAA, 65536);
+	forged = self->t;
+	forged.rkey ^= 1ull << 50;
+	ASSERT_EQ(0, get_wait(&self->q, back, &forged, 0, 65536, &c));
+	EXPECT_EQ(-ENOKEY, c.status);
+	EXPECT_TRUE(all_bytes(back, 65536, 0xAA));
+}
+
+/* A get from memory the responder never touched: its kernel resolves the reads' faults. */
+TEST_F(net, get_from_untouched_memory)
+{
+	struct exanest_dma_counters k;
+	uint8_t *dst = big_alloc(2 * MIB);
+	uint32_t h;
+	struct cqe c;
+
+	ASSERT_NE(NULL, dst);
+	memset(dst, 0xAA, 2 * MIB);
+	ASSERT_EQ(0, reg(self->fd, dst, 2 * MIB, WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, &h));
+	ASSERT_EQ(0, start_receiver(self, 2 * MIB, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, get_wait(&self->q, dst, &self->t, 0, 2 * MIB, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(2 * MIB, c.bytes);
+	EXPECT_TRUE(all_bytes(dst, 2 * MIB, 0)) TH_LOG("untouched anonymous memory reads as 0");
+	ASSERT_EQ(0, ask(self, 'c', &k, sizeof(k)));
+	EXPECT_LT(0, k.faults) TH_LOG("the responder took no fault: was its memory touched?");
+	EXPECT_EQ(k.faults, k.faults_resolved);
 }
 
 TEST_HARNESS_MAIN

@@ -214,7 +214,8 @@ static PldmaChannel *net_sender(PldmaState *s, uint32_t peer, uint32_t op_id)
         for (unsigned j = 0; j < s->nchan; j++) {
             PldmaChannel *c = &s->ctx[i].ch[j];
 
-            if (c->a_op == PLDMA_OP_PUT && c->op_id == op_id &&
+            if ((c->a_op == PLDMA_OP_PUT || c->a_op == PLDMA_OP_GET) &&
+                c->op_id == op_id &&
                 c->a_peer == peer &&
                 (c->state == PLDMA_STATE_BUSY ||
                  c->state == PLDMA_STATE_FAULT) &&
@@ -282,7 +283,8 @@ uint32_t pldma_net_launch(PldmaChannel *c)
     c->snd_seq = 0;
     c->net_status = 0;
     net_rto_reset(c);
-    if (c->a_op != PLDMA_OP_PUT) {
+    c->rd_gap = false;
+    if (c->a_op != PLDMA_OP_PUT && c->a_op != PLDMA_OP_GET) {
         return PLDMA_ERR_BAD_FLAGS;
     }
     if (!pldma_net_link(s)) {
@@ -297,6 +299,57 @@ uint32_t pldma_net_launch(PldmaChannel *c)
     return PLDMA_ERR_NONE;
 }
 
+/* The remote address of channel c's op: a PUT's destination, a GET's source. */
+static uint64_t net_raddr(PldmaChannel *c)
+{
+    return c->a_op == PLDMA_OP_GET ? c->a_src : c->a_dst;
+}
+
+/* A GET's READ_REQ for [off, off + n). */
+static void net_read_req(PldmaState *s, PldmaChannel *c, uint64_t off,
+                         uint64_t n)
+{
+    PldmaPkt k = {
+        .op = PKT_READ_REQ, .src = s->net.node, .dst = c->a_peer,
+        .ep = c->a_ep, .op_id = c->op_id, .seq = c->snd_seq++,
+        .rkey = c->a_rkey, .addr = c->a_src, .len = c->a_len,
+        .offset = off, .status = (int32_t)n,
+    };
+
+    net_tx(s, &k, 0);
+}
+
+/*
+ * A GET's turn: ask for what the window allows, in half windows, so that
+ * the next request is on its way while the data of the last one comes.
+ * The data path is not held: the responder's engine reads, this one places
+ * as the data arrives.
+ */
+static void net_get_turn(PldmaState *s, PldmaChannel *c, int64_t now)
+{
+    uint64_t chunk = MAX(s->net.window / 2, PKT_MTU);
+
+    while (net_can_send(s, c)) {
+        uint64_t off = c->snd_next;
+        uint64_t n = MIN(MIN(chunk, c->a_len - off),
+                         s->net.window - (off - c->done));
+
+        if (off < c->snd_high) {
+            net_count(s, PLDMA_NET_CNT_RETRANS_BYTES,
+                      MIN(n, c->snd_high - off));
+        }
+        net_read_req(s, c, off, n);
+        c->snd_next = off + n;
+        c->snd_high = MAX(c->snd_high, c->snd_next);
+        if (!timer_pending(c->rto)) {
+            net_arm(c);
+        }
+    }
+    c->pending = PLDMA_PEND_WAIT;
+    s->path_free_ns = now;
+    s->turn = c;
+}
+
 /*
  * Channel c's turn on the data path for its PUT: read and send up to a
  * quantum of what the window allows, packet by packet. A source page that
@@ -309,6 +362,10 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
     AddressSpace *as = pci_get_address_space(fn);
     uint64_t moved = 0;
 
+    if (c->a_op == PLDMA_OP_GET) {
+        net_get_turn(s, c, now);
+        return;
+    }
     c->pending = PLDMA_PEND_WAIT;
     while (moved < PLDMA_STEP && net_can_send(s, c)) {
         uint64_t off = c->snd_next;
@@ -396,10 +453,11 @@ static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
 {
     PldmaState *s = c->ctx->dev;
 
-    if (off > c->snd_high || (off < c->done && status >= 0)) {
+    if (off > c->snd_high ||
+        (off < c->done && status >= 0 && c->a_op != PLDMA_OP_GET)) {
         return;
     }
-    if (c->snd_paused && off == c->done &&
+    if (c->snd_paused && (off == c->done || c->a_op == PLDMA_OP_GET) &&
         (status == NACK_FAULT || status == NACK_NOT_READY)) {
         return; /* a probe's answer: still being resolved */
     }
@@ -407,6 +465,14 @@ static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
     if (status < 0) {
         /* The receiver refused the op, whatever it had placed. */
         net_end(c, PLDMA_ERR_REMOTE, status);
+        return;
+    }
+    if (c->a_op == PLDMA_OP_GET) {
+        /* The responder stopped at off: data below it may still come. */
+        c->snd_next = c->done;
+        c->snd_paused = status != NACK_SEQUENCE;
+        net_arm(c);
+        net_wake(c);
         return;
     }
     c->done = off;
@@ -422,6 +488,19 @@ static void net_on_resume(PldmaChannel *c, uint64_t off)
 {
     PldmaState *s = c->ctx->dev;
 
+    if (c->a_op == PLDMA_OP_GET) {
+        if (!c->snd_paused || off > c->snd_high) {
+            return;
+        }
+        /* Ask again for what is not placed yet. */
+        net_count(s, PLDMA_NET_CNT_RESUMES_RECEIVED, 1);
+        c->snd_paused = false;
+        c->snd_next = c->done;
+        net_rto_reset(c);
+        net_arm(c);
+        net_wake(c);
+        return;
+    }
     if (off > c->snd_high || off < c->done) {
         return;
     }
@@ -455,6 +534,12 @@ static void net_probe(PldmaChannel *c)
     };
 
     net_count(s, PLDMA_NET_CNT_PROBES, 1);
+    if (c->a_op == PLDMA_OP_GET) {
+        /* A GET's probe is its request again: data if the fault is gone. */
+        net_read_req(s, c, c->done,
+                     MIN(MAX(s->net.window / 2, PKT_MTU), c->a_len - c->done));
+        return;
+    }
     net_tx(s, &k, 0);
 }
 
@@ -468,7 +553,8 @@ static void net_rto_fired(void *opaque)
         net_arm(c); /* the driver has the source fault: not the peer's */
         return;
     }
-    if (c->state != PLDMA_STATE_BUSY || c->a_op != PLDMA_OP_PUT) {
+    if (c->state != PLDMA_STATE_BUSY ||
+        (c->a_op != PLDMA_OP_PUT && c->a_op != PLDMA_OP_GET)) {
         return;
     }
     if (++c->retries > s->net.retries) {
@@ -488,6 +574,7 @@ static void net_rto_fired(void *opaque)
     trace_exanest_pldma_net_timeout(c->ctx->index, c->index, c->op_id,
                                     c->done, c->retries);
     c->snd_next = c->done;
+    c->rd_gap = false;
     net_arm(c);
     net_wake(c);
 }
@@ -542,7 +629,7 @@ static PldmaRxOp *net_rx_new(PldmaState *s, const PldmaPkt *k)
     if (!r) {
         return NULL;
     }
-    if (r->state != PLDMA_RX_FREE) {
+    if (r->state != PLDMA_RX_FREE && !r->read) {
         /* Forget it: its sender's ops up to it are finished. */
         if (!n->floor_set[r->src] ||
             (int32_t)(r->op_id - n->floor[r->src]) > 0) {
@@ -613,8 +700,9 @@ static void net_rx_report(PldmaContext *x, PldmaRxOp *r)
         r->ch = c;
         c->state = PLDMA_STATE_FAULT;
         c->err = PLDMA_ERR_NONE;
-        trace_exanest_pldma_fault(x->index, n, 1, r->fault_addr,
-                                  PLDMA_CAUSE_TRANSLATION, 0);
+        trace_exanest_pldma_fault(x->index, n,
+                                  !!(r->fault_info & PLDMA_FAULT_WRITE),
+                                  r->fault_addr, PLDMA_CAUSE_TRANSLATION, 0);
         x->irq_status |= 1u << n;
         pldma_update_irq(s);
         return;
@@ -659,7 +747,8 @@ void pldma_net_rx_resume(PldmaChannel *c)
     c->origin = 0;
     if (r->state == PLDMA_RX_FAULT && r->ch == c) {
         r->ch = NULL;
-        r->state = PLDMA_RX_RECV;
+        /* A GET's responder keeps nothing: the next request is served. */
+        r->state = r->read ? PLDMA_RX_DONE : PLDMA_RX_RECV;
         r->gap_nacked = false;
         k = net_reply_to(s, r);
         net_answer(s, &k, PKT_RESUME, r->placed, 0);
@@ -848,6 +937,172 @@ static void net_rx_write(PldmaState *s, const PldmaPkt *k)
     net_answer(s, k, PKT_ACK, r->placed, 0);
 }
 
+/* The answer to a request of a read op that is faulted or not ready. */
+static void net_rx_still(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
+{
+    net_tx(s, &(PldmaPkt) {
+        .op = PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
+        .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr, .len = k->len,
+        .offset = r->placed,
+        .status = r->state == PLDMA_RX_FAULT ? NACK_FAULT : NACK_NOT_READY,
+    }, 0);
+}
+
+/*
+ * A READ_REQ: send [offset, offset + status) of the op's source as
+ * READ_RESP packets, read as the endpoint's context's VF. The responder
+ * keeps nothing but a fault: a page that does not translate stops it there
+ * (NACK FAULT, the fault reported like a receiver's, RESUME once resolved).
+ */
+static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
+{
+    PldmaNet *n = &s->net;
+    PldmaRxOp *r = net_rx_find(s, k->src, k->op_id);
+    int32_t err = net_rkey_check(s, k, PLDMA_NET_RKEY_READ);
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint64_t off = k->offset, end, sent = 0;
+    uint8_t buf[PKT_MTU];
+    PldmaContext *x;
+    AddressSpace *as;
+    PCIDevice *fn;
+
+    if (err) {
+        if (r && r->state != PLDMA_RX_FAULT) {
+            r->state = PLDMA_RX_ERROR;
+            r->err = err;
+        }
+        net_answer(s, k, PKT_NACK, off, err);
+        return;
+    }
+    if (!r) {
+        r = net_rx_new(s, k);
+        if (!r) {
+            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+            return;
+        }
+        r->read = true;
+        r->state = PLDMA_RX_DONE;
+    }
+    if (!r->read || r->rkey != k->rkey || r->addr != k->addr ||
+        r->len != k->len || r->ep != k->ep) {
+        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        return;
+    }
+    r->stamp = ++n->rx_stamp;
+    if (r->state == PLDMA_RX_FAULT || r->state == PLDMA_RX_NOT_READY) {
+        net_rx_still(s, r, k);
+        return;
+    }
+    if (r->state == PLDMA_RX_ERROR) {
+        net_answer(s, k, PKT_NACK, off, r->err);
+        return;
+    }
+    x = (n->ep[k->ep] & PLDMA_NET_EP_RESIDENT) ?
+        &s->ctx[n->ep[k->ep] & PLDMA_NET_EP_CTX_MASK] : NULL;
+    fn = x ? pldma_ctx_master(x) : NULL;
+    if (!fn) {
+        r->state = PLDMA_RX_NOT_READY;
+        r->placed = off;
+        net_answer(s, k, PKT_NACK, off, NACK_NOT_READY);
+        return;
+    }
+    as = pci_get_address_space(fn);
+    /* At most a megabyte per request, whatever it asks. */
+    end = off + MIN((uint64_t)(uint32_t)k->status, MIN(k->len - off, MiB));
+    while (off < end) {
+        uint64_t len = MIN(end - off, PKT_MTU), good = 0;
+        uint64_t src = k->addr + off;
+
+        while (good < len) {
+            uint64_t piece = MIN(len - good, PLDMA_PAGE -
+                                 ((src + good) & (PLDMA_PAGE - 1)));
+
+            if (!dma_memory_valid(as, src + good, piece,
+                                  DMA_DIRECTION_TO_DEVICE,
+                                  MEMTXATTRS_UNSPECIFIED)) {
+                break;
+            }
+            good += piece;
+        }
+        if (good && pci_dma_read(fn, src, buf, good) != MEMTX_OK) {
+            good = 0;
+        }
+        if (good) {
+            sent += good;
+            net_tx(s, &(PldmaPkt) {
+                .op = PKT_READ_RESP, .src = n->node, .dst = k->src,
+                .ep = k->ep, .op_id = k->op_id, .seq = k->seq,
+                .rkey = k->rkey, .addr = k->addr, .len = k->len,
+                .offset = off, .plen = good, .payload = buf,
+            }, now + pldma_xfer_ns(s, sent));
+            off += good;
+        }
+        if (good < len) {
+            r->state = PLDMA_RX_FAULT;
+            r->placed = off;
+            r->fault_addr = src + good;
+            r->fault_info = pldma_fault_info(false, PLDMA_CAUSE_TRANSLATION);
+            r->ch = NULL;
+            net_answer(s, k, PKT_NACK, off, NACK_FAULT);
+            net_rx_report(x, r);
+            return;
+        }
+    }
+    r->placed = off;
+}
+
+/* READ_RESP data for GET channel c: placed in order as the context's VF. */
+static void net_get_data(PldmaChannel *c, const PldmaPkt *k)
+{
+    PldmaState *s = c->ctx->dev;
+    PCIDevice *fn = pldma_ctx_master(c->ctx);
+    uint64_t fault;
+    uint64_t got;
+
+    if (c->state != PLDMA_STATE_BUSY || k->offset != c->done) {
+        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
+        if (c->state == PLDMA_STATE_BUSY && k->offset > c->done &&
+            !c->rd_gap && !c->snd_paused) {
+            /* A lost packet: ask again from the gap, once per gap. */
+            c->rd_gap = true;
+            c->snd_next = c->done;
+            net_wake(c);
+        }
+        return;
+    }
+    if (!fn) {
+        net_end(c, PLDMA_ERR_NO_MASTER, 0);
+        return;
+    }
+    got = net_place(fn, &(PldmaPkt) {
+        .addr = c->a_dst, .offset = c->done, .plen = k->plen,
+        .payload = k->payload,
+    }, &fault);
+    c->done += got;
+    c->rd_gap = false;
+    net_count(s, PLDMA_NET_CNT_PLACED_BYTES, got);
+    trace_exanest_pldma_net_place(c->ctx->index, k->src, k->op_id, k->offset,
+                                  got);
+    if (got < k->plen) {
+        /* This engine's own fault: the driver resolves it, RESUME asks on. */
+        timer_del(c->rto);
+        c->snd_next = c->done;
+        c->fault_addr = fault;
+        c->fault_info = pldma_fault_info(true, PLDMA_CAUSE_TRANSLATION);
+        c->faults++;
+        pldma_cancel(c);
+        pldma_notify(c, PLDMA_STATE_FAULT, PLDMA_ERR_NONE);
+        return;
+    }
+    if (c->done == c->a_len) {
+        net_end(c, PLDMA_ERR_NONE, 0);
+        return;
+    }
+    net_rto_reset(c);
+    net_arm(c);
+    net_wake(c);
+}
+
 /* Decode and check @buf; false (and counted) for a packet to drop. */
 static bool net_decode(PldmaState *s, const uint8_t *buf, size_t size,
                        PldmaPkt *k)
@@ -913,17 +1168,31 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
     case PKT_WRITE:
         net_rx_write(s, &k);
         break;
+    case PKT_READ_REQ:
+        net_rx_read_req(s, &k);
+        break;
+    case PKT_READ_RESP:
+        c = net_sender(s, k.src, k.op_id);
+        if (!c || c->a_op != PLDMA_OP_GET || c->a_ep != k.ep ||
+            c->a_rkey != k.rkey || c->a_src != k.addr || c->a_len != k.len) {
+            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+            break;
+        }
+        net_get_data(c, &k);
+        break;
     case PKT_ACK:
     case PKT_NACK:
     case PKT_RESUME:
         c = net_sender(s, k.src, k.op_id);
         if (!c || c->a_ep != k.ep || c->a_rkey != k.rkey ||
-            c->a_dst != k.addr || c->a_len != k.len) {
+            net_raddr(c) != k.addr || c->a_len != k.len) {
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
             break;
         }
         if (k.op == PKT_ACK) {
-            net_on_ack(c, k.offset);
+            if (c->a_op == PLDMA_OP_PUT) {
+                net_on_ack(c, k.offset);
+            }
         } else if (k.op == PKT_RESUME) {
             net_on_resume(c, k.offset);
         } else if (k.status == NACK_FAULT || k.status == NACK_NOT_READY ||
@@ -935,7 +1204,7 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
         }
         break;
     default:
-        /* READ_REQ, READ_RESP, MAILBOX: not in this version of the engine */
+        /* MAILBOX: not in this version of the engine */
         net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
         break;
     }
@@ -958,7 +1227,7 @@ static void net_ep_resident(PldmaState *s, uint32_t ep)
             net_rx_report(x, r);
         }
         if (r->state == PLDMA_RX_NOT_READY && r->ep == ep) {
-            r->state = PLDMA_RX_RECV;
+            r->state = r->read ? PLDMA_RX_DONE : PLDMA_RX_RECV;
             r->gap_nacked = false;
             k = net_reply_to(s, r);
             net_answer(s, &k, PKT_RESUME, r->placed, 0);

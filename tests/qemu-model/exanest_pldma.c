@@ -459,7 +459,7 @@ static void pldma_turn(PldmaState *s, PldmaChannel *c, int64_t now)
         return;
     }
 
-    if (c->a_op == PLDMA_OP_PUT) {
+    if (c->a_op == PLDMA_OP_PUT || c->a_op == PLDMA_OP_GET) {
         pldma_net_turn(s, c, fn, now);
         return;
     }
@@ -701,7 +701,7 @@ static void pldma_start(PldmaChannel *c)
     c->a_rkey = c->net_rkey;
     c->origin = 0;
     c->wr_id = 0;
-    pldma_launch(c, c->a_op != PLDMA_OP_COPY && c->a_op != PLDMA_OP_PUT);
+    pldma_launch(c, c->a_op > PLDMA_OP_GET);
 }
 
 /* Queues (2.1) */
@@ -929,7 +929,7 @@ static void pldma_q_start(PldmaQueue *q, PldmaChannel *c, const uint8_t *d,
     uint32_t flags = ldl_le_p(d + PLDMA_SQE_FLAGS_OFF);
     uint32_t op = flags & PLDMA_OP_MASK;
     bool bad = (flags & ~PLDMA_OP_MASK) ||
-               (op != PLDMA_OP_COPY && op != PLDMA_OP_PUT);
+               op > PLDMA_OP_GET;
 
     c->a_src = ldq_le_p(d + PLDMA_SQE_SRC_OFF);
     c->a_dst = ldq_le_p(d + PLDMA_SQE_DST_OFF);
@@ -938,7 +938,7 @@ static void pldma_q_start(PldmaQueue *q, PldmaChannel *c, const uint8_t *d,
     c->a_op = op;
     c->a_peer = c->a_ep = 0;
     c->a_rkey = 0;
-    if (op == PLDMA_OP_PUT) {
+    if (op == PLDMA_OP_PUT || op == PLDMA_OP_GET) {
         c->a_rkey = ldq_le_p(d2 + PLDMA_SQE_NET_RKEY_OFF);
         c->a_peer = lduw_le_p(d2 + PLDMA_SQE_NET_PEER_OFF);
         c->a_ep = ldl_le_p(d2 + PLDMA_SQE_NET_EP_OFF);
@@ -992,7 +992,7 @@ static bool pldma_q_fetch(PldmaQueue *q)
     PldmaChannel *c = NULL;
     uint8_t d[PLDMA_SQE_SIZE], d2[PLDMA_SQE_SIZE] = { 0 };
     uint64_t used, addr;
-    uint32_t idx = q->sq_head;
+    uint32_t idx = q->sq_head, op;
 
     if (!q->enabled || q->err || q->sq_head == q->sq_tail) {
         return false;
@@ -1013,14 +1013,14 @@ static bool pldma_q_fetch(PldmaQueue *q)
     if (!pldma_q_read_sqe(q, idx, d)) {
         return false;
     }
-    if ((ldl_le_p(d + PLDMA_SQE_FLAGS_OFF) & PLDMA_OP_MASK) == PLDMA_OP_PUT) {
+    op = ldl_le_p(d + PLDMA_SQE_FLAGS_OFF) & PLDMA_OP_MASK;
+    if (op == PLDMA_OP_PUT || op == PLDMA_OP_GET) {
         /* Two entries: wait for the second, then take both. */
         if (q->sq_tail - q->sq_head < 2 || !pldma_q_read_sqe(q, idx + 1, d2)) {
             return false;
         }
     }
-    q->sq_head += (ldl_le_p(d + PLDMA_SQE_FLAGS_OFF) & PLDMA_OP_MASK) ==
-                  PLDMA_OP_PUT ? 2 : 1;
+    q->sq_head += op == PLDMA_OP_PUT || op == PLDMA_OP_GET ? 2 : 1;
     pldma_q_start(q, c, d, d2, idx, addr);
     return true;
 }

@@ -67,6 +67,7 @@ typedef struct PldmaChannel {
     uint64_t snd_next;      /* the next byte to send */
     uint64_t snd_high;      /* one past the highest byte ever sent */
     bool snd_paused;        /* NACKed FAULT or NOT_READY: wait for RESUME */
+    bool rd_gap;            /* GET: a gap in the data was asked for again */
     uint32_t snd_seq;       /* packets sent */
     int32_t net_status;     /* ERROR(REMOTE): the receiver's -errno */
     int64_t rto_ns;         /* the current retransmission timeout */
@@ -127,6 +128,7 @@ typedef enum PldmaRxState {
 
 typedef struct PldmaRxOp {
     PldmaRxState state;
+    bool read;              /* a GET this node serves (else a PUT it places) */
     uint32_t src, op_id, ep;
     uint64_t rkey, addr, len;
     uint64_t placed;        /* bytes placed: [0, placed) */

@@ -24,6 +24,8 @@ from test_model import (R, RAM, UNMAPPED, RAM_SIZE, Qtest, Ring, machine,  # noq
 
 START = R["PLDMA_CTRL_START"]
 PUT = R["PLDMA_OP_PUT"]
+GET = R["PLDMA_OP_GET"]
+RKEY_RW = R["PLDMA_NET_RKEY_VALID"] | R["PLDMA_NET_RKEY_READ"] | R["PLDMA_NET_RKEY_WRITE"]
 HUB = ("-netdev", "hubport,id=n0,hubid=0", "-netdev", "hubport,id=n1,hubid=0")
 RKEY_W = R["PLDMA_NET_RKEY_VALID"] | R["PLDMA_NET_RKEY_WRITE"]
 ENOKEY, EPERM, ERANGE, EFAULT = 126, 1, 34, 14
@@ -79,10 +81,11 @@ def ch_net(q, n, off, ctx):
     return q.ctx_off(ctx, R["PLDMA_CH_NET_BASE"] + n * R["PLDMA_CH_NET_STRIDE"] + R[off])
 
 
-def put(q, n, ctx, src, dst, length, peer, ep, rkey, start=True):
-    """Program channel n of context ctx with a PUT, and START it."""
+def put(q, n, ctx, src, dst, length, peer, ep, rkey, start=True, op=PUT):
+    """Program channel n of context ctx with a PUT (or a GET: src remote, dst local), and START
+    it."""
     q.program(n, src, dst, length, None, ctx)
-    q.set_reg(ch_net(q, n, "PLDMA_CH_NET_OP", ctx), PUT)
+    q.set_reg(ch_net(q, n, "PLDMA_CH_NET_OP", ctx), op)
     q.set_reg(ch_net(q, n, "PLDMA_CH_NET_PEER", ctx), peer)
     q.set_reg(ch_net(q, n, "PLDMA_CH_NET_EP", ctx), ep)
     q.set_reg(ch_net(q, n, "PLDMA_CH_NET_RKEY_LO", ctx), rkey)
@@ -312,10 +315,9 @@ class NotReady(TwoNodes):
         self.assertEqual(cnt(a, "TIMEOUTS"), 0, "the RESUME, not a timeout, went on")
 
 
-class ReceiverFaults(unittest.TestCase):
-    """The thesis's case: a put into receiver memory that does not translate. The receiving
-    engine NACKs FAULT and reports the fault on a channel of the receiving context; its driver
-    makes the page valid (here: a DIMM appears) and RESUMEs; the sender goes on from there."""
+class DimmNodes(unittest.TestCase):
+    """Two nodes in a QEMU with firmware and a DIMM to plug: where it will appear, nothing
+    translates until the test plugs it (a page the kernel makes valid)."""
 
     @classmethod
     def setUpClass(cls):
@@ -330,6 +332,12 @@ class ReceiverFaults(unittest.TestCase):
             "-object", "memory-backend-ram,id=hot,size=64M"))
         self.addCleanup(a.close)
         return a, b
+
+
+class ReceiverFaults(DimmNodes):
+    """The thesis's case: a put into receiver memory that does not translate. The receiving
+    engine NACKs FAULT and reports the fault on a channel of the receiving context; its driver
+    makes the page valid (here: a DIMM appears) and RESUMEs; the sender goes on from there."""
 
     def test_fault_nack_resume_retransmit(self):
         a, b = self.nodes()
@@ -546,6 +554,142 @@ class Queue(TwoNodes):
         self.assertEqual(got, {1: R["PLDMA_CQE_BAD_FLAGS"], 2: -ENOKEY,
                                3: R["PLDMA_CQE_BAD_FLAGS"]})
         self.assertEqual(b.mem_read(DST, 4096), bytes(4096))
+
+
+class Get(TwoNodes):
+    """GET: node 0 reads node 1's region (key with the READ right) into its own memory."""
+
+    def setUp(self):
+        super().setUp()
+        self.rkey = set_rkey(self.b, 5, 0xC0FFEE11, 7, DST, REGION, ctrl=RKEY_RW)
+
+    def get(self, length, src_off=0, dst_off=0, rkey=None):
+        a, b = self.a, self.b
+        data = random.Random(length + 1).randbytes(length)
+        b.mem_write(DST + src_off, data)
+        a.mem_write(SRC, bytes(dst_off + length + 4096))
+        put(a, 0, 1, DST + src_off, SRC + dst_off, length, 1, 7,
+            self.rkey if rkey is None else rkey, op=GET)
+        self.settle()
+        return data
+
+    def test_get_sizes_and_odd_offsets(self):
+        for length, so, do in ((1, 0, 0), (100, 3, 5), (4096, 0, 0), (65537, 1, 4095),
+                               (1 << 20, 7, 3)):
+            data = self.get(length, so, do)
+            self.assertEqual(self.a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0), length)
+            self.assertEqual(self.a.chreg(0, R["PLDMA_CH_DONE_BYTES"], 1), length)
+            self.assertEqual(self.a.mem_read(SRC + do, length), data)
+            self.assertEqual(self.a.mem_read(SRC + do + length, 4096), bytes(4096))
+        for q in (self.a, self.b):
+            self.assertEqual(cnt(q, "TIMEOUTS"), 0)
+            self.assertEqual(cnt(q, "NACKS_SENT") + cnt(q, "ERROR_NACKS"), 0)
+
+    def test_get_needs_the_read_right(self):
+        rkey = set_rkey(self.b, 6, 0x99, 7, DST, REGION)        # write only
+        self.get(8192, rkey=rkey)
+        self.assertEqual(self.a.status(0, 1)[:2], (R["PLDMA_STATE_ERROR"],
+                                                   R["PLDMA_ERR_REMOTE"]))
+        self.assertEqual(net_status(self.a, 0, 1), -EPERM)
+        self.assertEqual(self.a.mem_read(SRC, 8192), bytes(8192), "nothing placed")
+        self.get(8192, rkey=self.rkey ^ 1 << 35)
+        self.assertEqual(net_status(self.a, 0, 1), -ENOKEY)
+
+    def test_get_from_the_queue(self):
+        a, b = self.a, self.b
+        r = Ring(a, 1, RAM + 0x100000, RAM + 0x200000)
+        data = random.Random(9).randbytes(70_000)
+        b.mem_write(DST + 5, data)
+        a.mem_write(SRC, bytes(80_000))
+        a.mem_write(r.sq, put_sqes(DST + 5, SRC + 1, 70_000, 0xEE, self.rkey, 1, 7, flags=GET))
+        r.tail = 2
+        r.doorbell()
+        r.run_until_cq(1)
+        (c,) = r.reap()
+        self.assertEqual((c.wr_id, c.status, c.bytes), (0xEE, 0, 70_000))
+        self.assertEqual(a.mem_read(SRC + 1, 70_000), data)
+
+
+class GetFaults(DimmNodes):
+    """A GET with a fault on either side: the responder's source, resolved by its kernel before
+    it sends on (NACK, RESUME, the request again); the requester's destination, resolved by its
+    own kernel, which RESUMEs its channel and the engine asks again from there."""
+
+    def test_responder_fault(self):
+        a, b = self.nodes()
+        dimm = 0x80000000
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 9, 0xABCD, 7, dimm, 64 << 20, ctrl=RKEY_RW)
+        put(a, 1, 0, dimm + 100, SRC, 200_000, 1, 7, rkey, op=GET)
+        until_nack(a, b)
+        a.step(100_000)
+        self.assertEqual(b.status(0, 2)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(b.chreg(0, R["PLDMA_CH_ORIGIN"], 2), R["PLDMA_ORIGIN_NET_RX"])
+        self.assertEqual(b.chreg(0, R["PLDMA_CH_FAULT_LO"], 2), dimm + 100)
+        self.assertEqual(b.chreg(0, R["PLDMA_CH_FAULT_INFO"], 2) & R["PLDMA_FAULT_WRITE"], 0,
+                         "a read")
+        self.assertEqual(a.status(1, 0)[0], R["PLDMA_STATE_BUSY"])
+        b.vm.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hot")
+        data = random.Random(4).randbytes(200_000)
+        b.mem_write(dimm + 100, data)
+        b.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], 2)
+        a.run_until_settled(1, 0)
+        self.assertEqual(a.status(1, 0)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(a.mem_read(SRC, 200_000), data)
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+        self.assertEqual((cnt(b, "NACKS_SENT"), cnt(a, "RESUMES_RECEIVED")), (1, 1))
+
+    def test_requester_fault(self):
+        a, b = self.nodes()
+        dimm = 0x80000000
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 9, 0xABCD, 7, DST, REGION, ctrl=RKEY_RW)
+        data = random.Random(5).randbytes(300_000)
+        b.mem_write(DST, data)
+        # Where the DIMM will be: this engine's own fault, a write.
+        dst = dimm
+        r = Ring(a, 0, RAM + 0x100000, RAM + 0x200000)
+        a.mem_write(r.sq, put_sqes(DST, dst, 300_000, 0x51, rkey, 1, 7, flags=GET))
+        r.tail = 2
+        r.doorbell()
+        for _ in range(2000):
+            if any(a.status(n, 0)[0] == R["PLDMA_STATE_FAULT"] for n in range(a.nchan)):
+                break
+            a.step()
+        (n,) = [n for n in range(a.nchan) if a.status(n, 0)[0] == R["PLDMA_STATE_FAULT"]]
+        self.assertEqual(a.chreg(n, R["PLDMA_CH_FAULT_LO"], 0), dimm)
+        self.assertEqual(a.chreg(n, R["PLDMA_CH_FAULT_INFO"], 0) & R["PLDMA_FAULT_WRITE"], 1)
+        self.assertEqual(a.chreg(n, R["PLDMA_CH_DONE_BYTES"], 0), 0)
+        a.vm.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hot")
+        a.set_chreg(n, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], 0)
+        r.run_until_cq(1)
+        (c,) = r.reap()
+        self.assertEqual((c.wr_id, c.status, c.bytes), (0x51, 0, 300_000))
+        self.assertEqual(a.mem_read(dst, 300_000), data)
+
+
+class GetLoss(unittest.TestCase):
+    def test_get_under_loss(self):
+        a, b = two_nodes("bandwidth=2000,latency-ns=1000,net-seed=3")
+        try:
+            for q in (a, b):
+                q.set_reg(R["PLDMA_NET_DROP_PPM"], 10_000)
+                q.set_reg(R["PLDMA_NET_CORRUPT_PPM"], 1_000)
+                q.set_reg(R["PLDMA_NET_RTO_US"], 200)
+                q.set_reg(R["PLDMA_NET_RETRIES"], 12)
+            set_ep(b, 7, 2)
+            rkey = set_rkey(b, 5, 0x51, 7, DST, REGION, ctrl=RKEY_RW)
+            data = random.Random(8).randbytes(2 << 20)
+            b.mem_write(DST, data)
+            a.mem_write(SRC, bytes((2 << 20) + 4096))
+            put(a, 0, 1, DST, SRC, 2 << 20, 1, 7, rkey, op=GET)
+            a.run_until_settled(0, 1, limit_ns=10**11)
+            self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+            self.assertEqual(a.mem_read(SRC, (2 << 20) + 4096), data + bytes(4096))
+            self.assertEqual(cnt(a, "PLACED_BYTES"), 2 << 20, "every byte placed once")
+            self.assertGreater(cnt(a, "INJECTED_DROPS") + cnt(b, "INJECTED_DROPS"), 0)
+        finally:
+            a.close()
 
 
 class Hostile(unittest.TestCase):

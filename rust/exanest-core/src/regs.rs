@@ -155,7 +155,7 @@ pub mod ch_net {
     pub const BASE: usize = 0x300;
     /// Distance between channels' blocks.
     pub const STRIDE: usize = 0x20;
-    /// The operation, [`OP_COPY`] or [`OP_PUT`].
+    /// The operation, [`OP_COPY`], [`OP_PUT`] or [`OP_GET`].
     pub const OP: usize = 0x00;
     /// The remote node.
     pub const PEER: usize = 0x04;
@@ -175,6 +175,8 @@ pub mod ch_net {
     pub const OP_COPY: u32 = 0;
     /// An RDMA write to a remote node.
     pub const OP_PUT: u32 = 1;
+    /// An RDMA read from a remote node: `SRC` the remote address, `DST` local.
+    pub const OP_GET: u32 = 2;
     /// The op field of [`OP`] and of a descriptor's flags.
     pub const OP_MASK: u32 = 0xf;
     /// A PUT's second queue entry: the remote key (u64).

@@ -204,6 +204,7 @@ fn rust_register_map_matches_c_header() {
         ("PLDMA_CH_NET_STATUS", regs::ch_net::STATUS as u64),
         ("PLDMA_OP_COPY", regs::ch_net::OP_COPY.into()),
         ("PLDMA_OP_PUT", regs::ch_net::OP_PUT.into()),
+        ("PLDMA_OP_GET", regs::ch_net::OP_GET.into()),
         ("PLDMA_OP_MASK", regs::ch_net::OP_MASK.into()),
         ("PLDMA_SQE_NET_RKEY_OFF", regs::ch_net::SQE_RKEY_OFF as u64),
         ("PLDMA_SQE_NET_PEER_OFF", regs::ch_net::SQE_PEER_OFF as u64),

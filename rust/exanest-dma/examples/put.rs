@@ -3,7 +3,8 @@
 //! engines are two nodes cabled back to back; here one program holds a buffer on node 1 that
 //! other nodes may write, and puts into it from node 0's user-level queue. The receiving
 //! engine NACKs each first write of a page, node 1's driver resolves the fault and the engine
-//! RESUMEs the writer. (examples/put.c does the same from two processes.)
+//! RESUMEs the writer. Then it gets the bytes back into memory node 0 never touched.
+//! (examples/put.c does the same from two processes.)
 use exanest_dma::{Device, Mode, QueueCompletion};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -25,6 +26,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let k = node1.counters()?;
     let same = c[0].status == 0 && region.snapshot() == data;
+    // And back, into memory node 0's side never touched.
+    let mut back = vec![0u8; size];
+    let dst = node0.register_mut(&mut back, Mode::OnDemand)?;
+    // SAFETY: `dst` is a writable region; nothing reads `back` before the completion.
+    unsafe { q.get(dst.addr(), size.try_into()?, &to, 0, 8)? };
+    let mut g = [QueueCompletion::default(); 1];
+    while q.poll(&mut g) == 0 {
+        q.wait(None)?;
+    }
+    let back_same = g[0].status == 0 && dst.as_slice() == &data[..];
     println!(
         "put {} bytes to node {} endpoint {}: status {}, {} receiver faults NACKed and resolved, data {}",
         c[0].bytes,
@@ -34,5 +45,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         k.faults_resolved,
         if same { "verified" } else { "DIFFERS" }
     );
-    std::process::exit(if same { 0 } else { 1 });
+    println!(
+        "got {} bytes back: status {}, data {}",
+        g[0].bytes,
+        g[0].status,
+        if back_same { "verified" } else { "DIFFERS" }
+    );
+    drop(dst);
+    std::process::exit(if same && back_same { 0 } else { 1 });
 }

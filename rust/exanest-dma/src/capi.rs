@@ -611,8 +611,8 @@ pub unsafe extern "C" fn exanest_dma_queue_events(
     }
 }
 
-/// Register `[addr, addr + len)` for other nodes to write (and this process's engine to read
-/// and write), in `mode_raw`; `*handle` names the region and `*target` is what a writer puts
+/// Register `[addr, addr + len)` for other nodes to write and read (and this process's engine
+/// to read and write), in `mode_raw`; `*handle` names the region and `*target` is what a writer puts
 /// to (its rkey, node and endpoint included). Both are zeroed on failure.
 ///
 /// # Safety
@@ -641,7 +641,7 @@ pub unsafe extern "C" fn exanest_dma_reg_remote(
         Ok(i) => i,
         Err(e) => return -e.errno(),
     };
-    let access = abi::ACCESS_READ | abi::ACCESS_WRITE | abi::ACCESS_REMOTE_WRITE;
+    let access = abi::ACCESS_READ | abi::ACCESS_WRITE | abi::ACCESS_REMOTE;
     // SAFETY: The caller keeps the memory valid until deregistration and accepts that other
     // nodes write it meanwhile: `register_raw_access`'s contract.
     let r = unsafe { d.register_raw_access(addr as u64, len as u64, access, m) };
@@ -684,4 +684,29 @@ pub unsafe extern "C" fn exanest_dma_queue_put(
         return -libc::EINVAL;
     };
     ret(q.put(src, len, to, offset, wr_id))
+}
+
+/// Get `len` bytes from byte `offset` of `*from` into `dst` (one doorbell write); its
+/// completion comes on the queue with `wr_id`. Errors as for `exanest_dma_queue_put`.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle; `from` is NULL or readable; the caller does not touch
+/// `[dst, dst + len)` until the get's completion has been polled.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_get(
+    q: *mut ExanestDmaQueue,
+    dst: u64,
+    len: u32,
+    from: *const Remote,
+    offset: u64,
+    wr_id: u64,
+) -> c_int {
+    let q = queue!(q);
+    // SAFETY: NULL or readable per the contract.
+    let Some(from) = (unsafe { from.as_ref() }) else {
+        return -libc::EINVAL;
+    };
+    // SAFETY: The caller gives `Queue::get`'s guarantees.
+    ret(unsafe { q.get(dst, len, from, offset, wr_id) })
 }

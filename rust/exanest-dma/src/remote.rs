@@ -34,6 +34,9 @@
 //! `-EPERM` no write right; `-EFAULT` or `-EACCES` memory the receiver's kernel could not make
 //! writable), or `PLDMA_CQE_TIMEOUT` when the receiver's node stays silent.
 //!
+//! [`Queue::get`] reads the other way, under the same key (a region registered with
+//! [`Device::register_remote`] may be read as well as written).
+//!
 //! The receiver's memory may be in any mode: an on-demand buffer is faulted in as puts reach
 //! it. The receiving engine NACKs each fault to the writer, the receiver's kernel resolves it,
 //! and the engine RESUMEs the writer, which retransmits from there (Documentation/network.rst).
@@ -121,8 +124,8 @@ impl Device {
         Ok((r.handle, r.rkey))
     }
 
-    /// Register a buffer that other nodes may write (and this process's engine read and
-    /// write): its [`RemoteRegion::target`] is what a writer puts to. `EOPNOTSUPP` without a
+    /// Register a buffer that other nodes may write and read (and this process's engine read
+    /// and write): its [`RemoteRegion::target`] is what a writer puts to, or a reader gets from. `EOPNOTSUPP` without a
     /// network port; `ENOSPC` when the engine's key table is full.
     pub fn register_remote<'a>(
         &'a self,
@@ -131,7 +134,7 @@ impl Device {
     ) -> Result<RemoteRegion<'a>> {
         let info = self.info()?;
         let (addr, len) = (buf.as_mut_ptr() as u64, buf.len());
-        let access = abi::ACCESS_READ | abi::ACCESS_WRITE | abi::ACCESS_REMOTE_WRITE;
+        let access = abi::ACCESS_READ | abi::ACCESS_WRITE | abi::ACCESS_REMOTE;
         // SAFETY: The region borrows `buf` mutably for its lifetime and is deregistered (its
         // rkey revoked first) when dropped; Rust reads it only volatile, through `snapshot`.
         let (handle, rkey) = unsafe { self.register_raw_access(addr, len as u64, access, mode)? };
@@ -150,12 +153,14 @@ impl Device {
 }
 
 impl Queue {
-    /// Put `len` bytes from `src` (in a region registered readable on this file) to byte
-    /// `offset` of `to`, with `wr_id` for its completion; no system call. `EINVAL` when the
-    /// range is not inside `to`; `EAGAIN` and `EIO` as for [`Queue::post`]. The engine only
-    /// reads local memory, so this is safe; the source should not change until the put's
-    /// completion, for a defined result.
-    pub fn put(&mut self, src: u64, len: u32, to: &Remote, offset: u64, wr_id: u64) -> Result<()> {
+    fn remote_op(
+        &mut self,
+        op: u32,
+        (src, dst, len): (u64, u64, u32),
+        to: &Remote,
+        offset: u64,
+        wr_id: u64,
+    ) -> Result<()> {
         self.check_running()?;
         let end = offset.checked_add(u64::from(len));
         if len == 0 || end.is_none_or(|e| e > to.len) || to.node > u32::from(u16::MAX) {
@@ -163,9 +168,9 @@ impl Queue {
         }
         let first = Sqe {
             src,
-            dst: to.addr + offset,
+            dst,
             len,
-            flags: ch_net::OP_PUT,
+            flags: op,
             wr_id,
         };
         let second = PutSqe {
@@ -178,6 +183,37 @@ impl Queue {
             .map_err(Error::Abi)?;
         ring.ring();
         Ok(())
+    }
+
+    /// Get `len` bytes from byte `offset` of `from` into `dst` (in a region registered
+    /// writable on this file), with `wr_id` for its completion; no system call. Errors as for
+    /// [`Queue::put`]. A fault on either side is resolved by that side's kernel: the remote
+    /// one's before it sends on, this one's before the engine asks again.
+    ///
+    /// # Safety
+    ///
+    /// The engine writes `[dst, dst + len)` until the get's completion has been polled: as for
+    /// [`Queue::post`]'s destination.
+    pub unsafe fn get(
+        &mut self,
+        dst: u64,
+        len: u32,
+        from: &Remote,
+        offset: u64,
+        wr_id: u64,
+    ) -> Result<()> {
+        let src = from.addr.wrapping_add(offset);
+        self.remote_op(ch_net::OP_GET, (src, dst, len), from, offset, wr_id)
+    }
+
+    /// Put `len` bytes from `src` (in a region registered readable on this file) to byte
+    /// `offset` of `to`, with `wr_id` for its completion; no system call. `EINVAL` when the
+    /// range is not inside `to`; `EAGAIN` and `EIO` as for [`Queue::post`]. The engine only
+    /// reads local memory, so this is safe; the source should not change until the put's
+    /// completion, for a defined result.
+    pub fn put(&mut self, src: u64, len: u32, to: &Remote, offset: u64, wr_id: u64) -> Result<()> {
+        let dst = to.addr.wrapping_add(offset);
+        self.remote_op(ch_net::OP_PUT, (src, dst, len), to, offset, wr_id)
     }
 }
 
