@@ -22,7 +22,13 @@ impl Process {
         // The caller first: another process learns nothing from the engine, not even which of
         // its requests would be valid.
         self.check_caller()?;
-        let v = abi::check_reg(req, &self.limits())?;
+        let mut lim = self.limits();
+        if req.access & abi::ACCESS_REMOTE != 0 {
+            // Other nodes' puts and gets stream through the region: from its first fault on,
+            // resolve the most ahead (unless the caller chose a window).
+            lim.default_window = abi::MAX_WINDOW;
+        }
+        let v = abi::check_reg(req, &lim)?;
         if v.mode == abi::MODE_PIN {
             return self.register_pinned(&v);
         }

@@ -76,8 +76,11 @@ int main(int argc, char **argv)
 	if (!n || n > 1u << 30 || pipe(up) || pipe(down))
 		return 2;
 	pid = fork();
-	if (pid == 0)
-		_exit(receiver(n, up[1], down[0]));
+	if (pid == 0) {
+		st = receiver(n, up[1], down[0]);
+		fflush(stdout); /* _exit() does not flush stdio, and stdout may be a pipe */
+		_exit(st);
+	}
 	src = malloc(n);
 	for (size_t i = 0; i < n; i++)
 		src[i] = pattern(i);

@@ -100,6 +100,9 @@ if [ -e /lib/exanest_dma.ko ]; then
 	exanest-bench queue-move --quick
 	rmmod exanest_dma && insmod /lib/exanest_dma.ko >/dev/null 2>&1
 	t $? driver-reload-after-queue-move "insmod failed"
+	exanest-bench net --quick
+	exanest-bench net-cold --quick
+	exanest-bench net-small-cold --quick
 	# Unload with an open file is refused; after close it works.
 	exec 3</dev/exanest-dma0
 	rmmod exanest_dma 2>/dev/null; [ $? != 0 ]; t $? driver-unload-refused-while-open "rmmod succeeded"

@@ -21,6 +21,10 @@ while [ "$i" -le "$runs" ]; do
 	rmmod exanest_dma && insmod /lib/exanest_dma.ko contexts=1 || exit 1
 	exanest-bench queue-move $quick || echo "{\"bench\": \"queue-move\", \"error\": \"exit $?\"}"
 	rmmod exanest_dma && insmod /lib/exanest_dma.ko || exit 1
+	# The network: the guest's two engines, cabled back to back.
+	for b in net net-cold net-small-cold; do
+		exanest-bench $b $quick || echo "{\"bench\": \"$b\", \"error\": \"exit $?\"}"
+	done
 	i=$((i + 1))
 done
 rmmod exanest_dma

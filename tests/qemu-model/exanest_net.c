@@ -163,7 +163,12 @@ static void net_tx(PldmaState *s, const PldmaPkt *k, int64_t ready)
 
     depart = MAX(MAX(now, ready), n->tx_free_ns) + net_link_ns(s, len);
     n->tx_free_ns = depart;
+    p->depart = depart;
     p->at = depart + n->link_latency_ns;
+    p->op = k->op;
+    p->dst = k->dst;
+    p->op_id = k->op_id;
+    p->offset = k->offset;
     net_count(s, PLDMA_NET_CNT_TX_PACKETS, 1);
     trace_exanest_pldma_net_tx(k->op, k->dst, k->op_id, k->offset, k->plen,
                                k->status, p->at);
@@ -184,6 +189,32 @@ static void net_tx(PldmaState *s, const PldmaPkt *k, int64_t ready)
         timer_expire_time_ns(n->tx_timer) > p->at) {
         timer_mod(n->tx_timer, p->at);
     }
+}
+
+/*
+ * The receiver stopped op @op_id to node @dst: its data packets still in
+ * this port, not yet sent, are not sent at all (the link goes on with the
+ * rest). Returns the lowest offset withdrawn, or UINT64_MAX.
+ */
+static uint64_t net_tx_withdraw(PldmaState *s, uint16_t dst, uint32_t op_id)
+{
+    PldmaNet *n = &s->net;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), busy = now;
+    uint64_t low = UINT64_MAX;
+    PldmaTxPacket *p, *nx;
+
+    QSIMPLEQ_FOREACH_SAFE(p, &n->txq, next, nx) {
+        if (p->op == PKT_WRITE && p->dst == dst && p->op_id == op_id &&
+            p->depart > now) {
+            low = MIN(low, p->offset);
+            QSIMPLEQ_REMOVE(&n->txq, p, PldmaTxPacket, next);
+            g_free(p);
+        } else {
+            busy = MAX(busy, p->depart);
+        }
+    }
+    n->tx_free_ns = MIN(n->tx_free_ns, busy);
+    return low;
 }
 
 /* An answer (ACK, NACK, RESUME) to packet @k's sender about its op. */
@@ -475,6 +506,9 @@ static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
         net_wake(c);
         return;
     }
+    /* Stop sending at once: what has not left yet will not. */
+    c->snd_high = MIN(c->snd_high,
+                      MAX(net_tx_withdraw(s, c->a_peer, c->op_id), off));
     c->done = off;
     c->snd_next = off;
     if (status != NACK_SEQUENCE) {

@@ -143,7 +143,12 @@ typedef struct PldmaRxOp {
 /* A packet on its way over the link. */
 typedef struct PldmaTxPacket {
     QSIMPLEQ_ENTRY(PldmaTxPacket) next;
+    int64_t depart;         /* when the link sends it */
     int64_t at;             /* when it reaches the far end */
+    uint8_t op;             /* what it is, to withdraw it */
+    uint16_t dst;
+    uint32_t op_id;
+    uint64_t offset;
     size_t len;
     uint8_t data[];
 } PldmaTxPacket;

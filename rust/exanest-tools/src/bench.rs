@@ -23,6 +23,8 @@
 //! ```
 
 use exanest_dma::{Access, Device, Error, Mode, QueueCompletion};
+
+mod netbench;
 use std::time::Instant;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -915,6 +917,16 @@ fn run(args: &[String]) -> Res<()> {
         Some("queue-move") => {
             return queue_move(arg(args, "--reps", if quick0 { 20 } else { 200 }))
         }
+        Some("net") => {
+            let (reps, max) = if quick0 { (3, 1 << 20) } else { (5, 64 << 20) };
+            return netbench::net(arg(args, "--reps", reps), arg(args, "--max", max));
+        }
+        Some("net-cold") => {
+            return netbench::net_cold(arg(args, "--size", if quick0 { 1 << 20 } else { 8 << 20 }))
+        }
+        Some("net-small-cold") => {
+            return netbench::net_small_cold(arg(args, "--puts", if quick0 { 64 } else { 512 }))
+        }
         Some("queue") => {
             return queue(
                 arg(args, "--reps", if quick0 { 200 } else { 2000 }),
@@ -953,7 +965,7 @@ fn run(args: &[String]) -> Res<()> {
             eviction(if quick { 1 << 20 } else { 4 << 20 }, if quick { 2 } else { 5 })?;
             queue(if quick { 200 } else { 2000 }, if quick { 20 } else { 200 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|queue-move|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|queue-move|net|net-cold|net-small-cold|all [--quick]".into()),
     }
 }
 

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! `exanest-bench net`: remote puts and gets between the guest's two engines, cabled back to
+//! back (node 0 writes, node 1 receives; Documentation/network.rst). One process holds both
+//! sides, which changes nothing on the wire. Every time is CLOCK_MONOTONIC (`Instant`) in the
+//! guest: under `make evaluate`'s `-icount`, virtual time, so the link's modelled latency and
+//! bandwidth are what it measures.
+//!
+//! - `net`: put and get latency (post to completion, busy polling) and throughput, warm, into a
+//!   receiver region that is pinned, prefaulted, or on demand and already faulted in;
+//! - `net-cold`: a put into memory the receiver never touched, against a warm put plus the
+//!   receiver's CPU time to populate the same pages, and the bytes retransmitted;
+//! - `net-small-cold`: many small puts back to back, each into a page the receiver never
+//!   touched (the scenario of Fukuoka, Sato and Taura's "Pitfalls of InfiniBand with On-Demand
+//!   Paging"): p50, p99 and the worst latency, and the timeouts (there should be none).
+
+use super::{p50_p99, poll_one, Buf, Res};
+use exanest_dma::{Device, Mode, Queue, QueueCompletion, Remote};
+use std::time::Instant;
+
+/// A counter of node 0's port, from debugfs `exanest-dma0/engine` (0 if absent).
+fn counter(name: &str) -> u64 {
+    let s = std::fs::read_to_string("/sys/kernel/debug/exanest-dma0/engine").unwrap_or_default();
+    s.split(&format!("\"{name}\": "))
+        .nth(1)
+        .and_then(|t| t.split([',', '}']).next())
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// One remote op, posted and busy-polled: its time in µs (an error for a failed op).
+fn one(q: &mut Queue, put: bool, local: u64, len: usize, to: &Remote) -> Res<f64> {
+    let mut c = [QueueCompletion::default(); 1];
+    let t = Instant::now();
+    if put {
+        q.put(local, len as u32, to, 0, 1)?;
+    } else {
+        // SAFETY: `local` is a writable region of node 0 that nothing reads meanwhile.
+        unsafe { q.get(local, len as u32, to, 0, 2)? };
+    }
+    poll_one(q, &mut c)?;
+    let us = t.elapsed().as_secs_f64() * 1e6;
+    if c[0].status != 0 || c[0].bytes as usize != len {
+        return Err(format!("remote op: status {} bytes {}", c[0].status, c[0].bytes).into());
+    }
+    Ok(us)
+}
+
+/// Warm put and get latency and throughput, per receiver mode and size (median of `reps`).
+pub(crate) fn net(reps: usize, max: usize) -> Res<()> {
+    let (n0, n1) = (Device::open(0)?, Device::open(1)?);
+    let mut q = n0.create_queue(4, 4)?;
+    let mut src = Buf::new(max, false)?;
+    src.fill(3);
+    let dst = Buf::new(max, false)?;
+    // SAFETY: Both buffers live until the end; the engine reads `src` and writes `dst` only
+    // within the ops below, each polled to completion.
+    let hs =
+        unsafe { n0.register_raw(src.addr(), max as u64, exanest_dma::Access::Read, Mode::Pin)? };
+    // SAFETY: As above.
+    let hd = unsafe {
+        n0.register_raw(
+            dst.addr(),
+            max as u64,
+            exanest_dma::Access::Write,
+            Mode::Pin,
+        )?
+    };
+    let sizes: Vec<usize> = [64usize, 4096, 65536, 1 << 20, 16 << 20, 64 << 20]
+        .into_iter()
+        .filter(|&s| s <= max)
+        .collect();
+    for mode in Mode::ALL {
+        let mut inbox = vec![0u8; max];
+        let r = n1.register_remote(&mut inbox, mode)?;
+        let to = r.target();
+        // Warm: every page of the receiver's region is faulted in first.
+        one(&mut q, true, src.addr(), max, &to)?;
+        for &size in &sizes {
+            for put in [true, false] {
+                let local = if put { src.addr() } else { dst.addr() };
+                let mut t = Vec::with_capacity(reps);
+                for _ in 0..reps {
+                    t.push(one(&mut q, put, local, size, &to)?);
+                }
+                let (p50, _) = p50_p99(&mut t);
+                println!(
+                    "{{\"bench\":\"net\",\"op\":\"{}\",\"mode\":\"{}\",\"size\":{size},\"reps\":{reps},\"p50_us\":{p50:.2},\"mb_per_s\":{:.1}}}",
+                    if put { "put" } else { "get" },
+                    mode,
+                    size as f64 / p50
+                );
+            }
+        }
+        drop(r);
+    }
+    n0.deregister(hs)?;
+    n0.deregister(hd)?;
+    Ok(())
+}
+
+/// Touch every page of `n` fresh bytes, as a receiver's CPU would populate them: its time, µs.
+fn populate(n: usize) -> Res<f64> {
+    let b = Buf::new(n, false)?;
+    let t = Instant::now();
+    for off in (0..n).step_by(4096) {
+        // SAFETY: Inside our mapping of `n` bytes.
+        unsafe { b.ptr.add(off).write_volatile(1) };
+    }
+    Ok(t.elapsed().as_secs_f64() * 1e6)
+}
+
+/// A put into never-touched memory against a warm put plus populating the same pages.
+pub(crate) fn net_cold(size: usize) -> Res<()> {
+    let (n0, n1) = (Device::open(0)?, Device::open(1)?);
+    let mut q = n0.create_queue(4, 4)?;
+    let mut src = Buf::new(size, false)?;
+    src.fill(5);
+    // SAFETY: `src` lives until the end; the engine only reads it.
+    let hs = unsafe {
+        n0.register_raw(
+            src.addr(),
+            size as u64,
+            exanest_dma::Access::Read,
+            Mode::Pin,
+        )?
+    };
+    let pop = populate(size)?;
+    let inbox = Buf::new(size, false)?;
+    // SAFETY: Nothing else refers to `inbox`'s bytes while the region lives.
+    let inbox_slice = unsafe { std::slice::from_raw_parts_mut(inbox.ptr, size) };
+    let r = n1.register_remote(inbox_slice, Mode::OnDemand)?;
+    let to = r.target();
+    let (re0, to0, nk0, pr0) = (
+        counter("retransmitted_bytes"),
+        counter("timeouts"),
+        counter("nacks_received"),
+        counter("probes"),
+    );
+    let cold = one(&mut q, true, src.addr(), size, &to)?;
+    let (re, tmo, nk, pr) = (
+        counter("retransmitted_bytes") - re0,
+        counter("timeouts") - to0,
+        counter("nacks_received") - nk0,
+        counter("probes") - pr0,
+    );
+    let warm = one(&mut q, true, src.addr(), size, &to)?;
+    let faults = n1.counters()?.faults_resolved;
+    let ok = r.snapshot() == src.slice();
+    drop(r);
+    n0.deregister(hs)?;
+    println!(
+        "{{\"bench\":\"net-cold\",\"size\":{size},\"cold_us\":{cold:.1},\"warm_us\":{warm:.1},\"populate_us\":{pop:.1},\"ratio\":{:.3},\"receiver_faults\":{faults},\"nacks\":{nk},\"retransmitted_bytes\":{re},\"retransmitted_share\":{:.4},\"timeouts\":{tmo},\"probes\":{pr},\"verified\":{ok}}}",
+        cold / (warm + pop),
+        re as f64 / size as f64
+    );
+    Ok(())
+}
+
+/// `puts` puts of 64 B back to back, each into a page the receiver never touched.
+pub(crate) fn net_small_cold(puts: usize) -> Res<()> {
+    let (n0, n1) = (Device::open(0)?, Device::open(1)?);
+    let mut q = n0.create_queue(4, 4)?;
+    let mut src = Buf::new(4096, false)?;
+    src.fill(9);
+    // SAFETY: `src` lives until the end; the engine only reads it.
+    let hs = unsafe { n0.register_raw(src.addr(), 4096, exanest_dma::Access::Read, Mode::Pin)? };
+    let inbox = Buf::new(puts * 4096, false)?;
+    // SAFETY: Nothing else refers to `inbox`'s bytes while the region lives.
+    let inbox_slice = unsafe { std::slice::from_raw_parts_mut(inbox.ptr, puts * 4096) };
+    let r = n1.register_remote(inbox_slice, Mode::OnDemand)?;
+    let to = r.target();
+    let tmo0 = counter("timeouts");
+    let mut c = [QueueCompletion::default(); 1];
+    let mut t = Vec::with_capacity(puts);
+    for i in 0..puts {
+        let t0 = Instant::now();
+        q.put(src.addr(), 64, &to, (i * 4096) as u64, i as u64)?;
+        poll_one(&mut q, &mut c)?;
+        t.push(t0.elapsed().as_secs_f64() * 1e6);
+        if c[0].status != 0 {
+            return Err(format!("put {i}: status {}", c[0].status).into());
+        }
+    }
+    let faults = n1.counters()?.faults_resolved;
+    let max = t.iter().copied().fold(0.0, f64::max);
+    let (p50, p99) = p50_p99(&mut t);
+    drop(r);
+    n0.deregister(hs)?;
+    println!(
+        "{{\"bench\":\"net-small-cold\",\"puts\":{puts},\"p50_us\":{p50:.2},\"p99_us\":{p99:.2},\"max_us\":{max:.2},\"receiver_faults\":{faults},\"timeouts\":{}}}",
+        counter("timeouts") - tmo0
+    );
+    Ok(())
+}
