@@ -43,18 +43,21 @@ pub(crate) struct Contexts {
     slots: KVec<Arc<Context>>,
     /// Every process with the engine open, holding a context or not.
     procs: KVec<Arc<Process>>,
-    pool: ContextPool<usize, MAX_CONTEXTS, MAX_WAITERS>,
+    /// On the heap: several KiB, which the probe's stack (16 KiB without KASAN) cannot spare.
+    pool: KBox<ContextPool<usize, MAX_CONTEXTS, MAX_WAITERS>>,
 }
 
 impl Contexts {
-    /// The contexts `slots`, nobody holding any.
-    pub(crate) fn new(slots: KVec<Arc<Context>>) -> Self {
+    /// The contexts `slots`, nobody holding any. Not inlined: the pool is built in this
+    /// function's frame, which is gone before the probe goes deeper.
+    #[inline(never)]
+    pub(crate) fn new(slots: KVec<Arc<Context>>) -> Result<Self> {
         let n = slots.len();
-        Contexts {
+        Ok(Contexts {
             slots,
             procs: KVec::new(),
-            pool: ContextPool::new(n, SLICE_NS),
-        }
+            pool: KBox::new(ContextPool::new(n, SLICE_NS), GFP_KERNEL)?,
+        })
     }
 
     /// A context to allocate domains for (every context's function sits behind the same IOMMU).

@@ -448,12 +448,12 @@ impl EngineDevices {
             engine.channels,
             name.to_str().unwrap_or("?")
         );
-        let inst_engine = engine.clone();
+        let (inst_engine, ctxs) = (engine.clone(), Contexts::new(slots)?);
         let inst = Arc::pin_init(
             pin_init!(Instance {
                 engine: inst_engine,
                 state <- new_mutex!(
-                    InstanceState { ctxs: Contexts::new(slots), dead: false },
+                    InstanceState { ctxs, dead: false },
                     "Instance::state"
                 ),
                 freed <- new_condvar!("Instance::freed"),

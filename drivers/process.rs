@@ -204,13 +204,45 @@ impl Process {
         // The IOMMU core does not check the aperture: user addresses above it must be refused.
         // Every SMMU stage-1 domain here has a 48-bit aperture; checked below.
         let va_end = 1u64 << 48;
-        let channels = engine.channels;
-        let pages = PageMap::new(mm.clone());
-        let map_state = MapState::new(budget)?;
         let pid = task.pid();
         let endpoint = engine.endpoint_alloc();
         let eng = engine.clone();
-        let process = Arc::pin_init(
+        let process = Self::alloc(engine, mm, va_end, max_bytes, budget, pid, endpoint)
+            .inspect_err(|_| eng.endpoint_free(endpoint))?;
+        let token = core::ptr::from_ref::<Process>(&process).cast_mut().cast();
+        // SAFETY: The process outlives its domain, hence the handler's use of `token`: teardown
+        // drops the domain, and a process is only freed after its teardown (release or unbind).
+        let domain = unsafe { Domain::new(dev, handler, token, late_handler) }
+            .and_then(|d| {
+                if d.aperture_end() < va_end {
+                    Err(ENODEV)
+                } else {
+                    Ok(d)
+                }
+            })
+            // Never torn down: give the endpoint back here.
+            .inspect_err(|_| process.engine.endpoint_free(process.endpoint))?;
+        process.map.lock().domain = Some(domain);
+        Ok(process)
+    }
+
+    /// The process, before its domain: its state in place, its fault thread started. Not
+    /// inlined: its frame holds the state while it is built, and is gone before the caller
+    /// goes deep into the IOMMU to allocate the domain (tests/lint/stack_frames.py).
+    #[inline(never)]
+    fn alloc(
+        engine: Arc<Engine>,
+        mm: ARef<Mm>,
+        va_end: u64,
+        max_bytes: u64,
+        budget: u64,
+        pid: kernel::task::Pid,
+        endpoint: u32,
+    ) -> Result<Arc<Self>> {
+        let channels = engine.channels;
+        let pages = PageMap::new(mm.clone());
+        let map_state = MapState::new(budget)?;
+        Arc::pin_init(
             try_pin_init!(&this in Process {
                 engine,
                 mm,
@@ -244,22 +276,6 @@ impl Process {
             }? Error),
             GFP_KERNEL,
         )
-        .inspect_err(|_| eng.endpoint_free(endpoint))?;
-        let token = core::ptr::from_ref::<Process>(&process).cast_mut().cast();
-        // SAFETY: The process outlives its domain, hence the handler's use of `token`: teardown
-        // drops the domain, and a process is only freed after its teardown (release or unbind).
-        let domain = unsafe { Domain::new(dev, handler, token, late_handler) }
-            .and_then(|d| {
-                if d.aperture_end() < va_end {
-                    Err(ENODEV)
-                } else {
-                    Ok(d)
-                }
-            })
-            // Never torn down: give the endpoint back here.
-            .inspect_err(|_| process.engine.endpoint_free(process.endpoint))?;
-        process.map.lock().domain = Some(domain);
-        Ok(process)
     }
 
     /// The index of the context the process holds.

@@ -114,6 +114,10 @@ p_module() {
 	if rustfmt --edition 2021 --config-path "$src/.rustfmt.toml" --check drivers/exanest_main.rs \
 		>"$LOGS/module-fmt.log" 2>&1; then pass; else
 		fail "rustfmt (drivers/, kernel style)"; show_log "$LOGS/module-fmt.log" 20; fi
+	# No frame that the probe's or open's deep calls could overflow the kernel stack under.
+	if python3 tests/lint/stack_frames.py "$TOP/build/module/exanest_dma.ko" \
+		"llvm-objdump-$LLVM_VERSION" >"$LOGS/stack-frames.log" 2>&1; then pass; else
+		fail "stack frames (tests/lint/stack_frames.py)"; show_log "$LOGS/stack-frames.log" 20; fi
 	# CONST_STRUCT: the shim's file_operations copy is written once, on purpose (see the shim).
 	if perl "$src/scripts/checkpatch.pl" --no-tree --quiet --strict --ignore CONST_STRUCT \
 		-f drivers/*.c drivers/*.h \

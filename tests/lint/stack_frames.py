@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Checks the kernel module's stack frames (the kernel stack is 16 KiB without KASAN).
+
+The probe path runs deep below the driver's own frames (dma_alloc, the IOMMU's page table
+allocation, the page allocator), so no driver function may reserve more than LIMIT bytes of
+stack, except the ones listed in ALLOWED, which return before the path goes deeper (they build a
+large value, then move it to the heap). Frames are read from the module's code: the sum of the
+immediates of its `sub sp, sp, #N` instructions (arm64), per function. KUnit wrappers are not
+checked (they run in the KUnit thread, with nothing deep below them).
+
+A regression test for the stack overflow at insmod of commit 3bd4463 on the evaluation kernel:
+EngineDevices::new reserved 11.4 KiB there, because Contexts::new was inlined into it.
+
+Usage: stack_frames.py MODULE.ko [OBJDUMP]
+"""
+import re
+import subprocess
+import sys
+
+LIMIT = 4096
+ALLOWED = {
+    # Builds the context pool (~5.6 KiB) and boxes it; #[inline(never)], calls only kmalloc.
+    "Contexts3new",
+    # Builds a process's state in place (~8.5 KiB); #[inline(never)], calls only the allocator
+    # and kthread_create, not the IOMMU (its caller allocates the domain after it returned).
+    "Process5alloc",
+}
+
+
+def frames(ko, objdump):
+    out = subprocess.run([objdump, "-d", "--no-show-raw-insn", ko], check=True,
+                         capture_output=True, text=True).stdout
+    fn, tot = None, {}
+    for line in out.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+        if m:
+            fn = m.group(1)
+            tot[fn] = 0
+            continue
+        m = re.search(r"\bsub\s+sp, sp, #(0x[0-9a-f]+|\d+)(, lsl #12)?", line)
+        if m and fn:
+            v = int(m.group(1), 0)
+            tot[fn] += v * 4096 if m.group(2) else v
+    return tot
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    objdump = argv[2] if len(argv) > 2 else "llvm-objdump-19"
+    bad = [(n, f) for f, n in frames(argv[1], objdump).items()
+           if n > LIMIT and "kunit" not in f and not any(a in f for a in ALLOWED)]
+    for n, f in sorted(bad, reverse=True):
+        print(f"{f}: {n} bytes of stack (limit {LIMIT})")
+    print(f"stack frames: {len(bad)} over {LIMIT} bytes")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
