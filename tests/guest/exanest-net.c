@@ -85,21 +85,13 @@ static int get_wait(struct q *q, void *dst, const struct target *t, uint64_t off
 	return cqe_wait(q, c);
 }
 
-/* Put len bytes from src to t->addr + off, and wait for its completion (30 s at most). */
+/* Put len bytes from src to t->addr + off, and wait for its completion. */
 static int put_wait(struct q *q, const void *src, const struct target *t, uint64_t off,
 		    uint32_t len, struct cqe *c)
 {
-	struct timespec t0, now;
-
 	if (!q_put(q, src, t->addr + off, len, 0x77, t))
 		return -ENOSPC;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (!q_poll(q, c)) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - t0.tv_sec > 30)
-			return -ETIMEDOUT;
-	}
-	return 0;
+	return cqe_wait(q, c);
 }
 
 static uint32_t sum(const uint8_t *p, size_t n)

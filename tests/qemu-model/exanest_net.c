@@ -108,6 +108,29 @@ static int64_t net_link_ns(PldmaState *s, uint64_t bytes)
     return bw ? (int64_t)(bytes * 1000 / bw) : 0;
 }
 
+/*
+ * The longest prefix of [addr, addr + n) that translates for @as in
+ * direction @dir, checked page by page: the first page that does not is the
+ * fault (one IOMMU event), at addr + the returned length.
+ */
+static uint64_t net_valid_prefix(AddressSpace *as, uint64_t addr, uint64_t n,
+                                 DMADirection dir)
+{
+    uint64_t good = 0;
+
+    while (good < n) {
+        uint64_t piece = MIN(n - good, PLDMA_PAGE -
+                             ((addr + good) & (PLDMA_PAGE - 1)));
+
+        if (!dma_memory_valid(as, addr + good, piece, dir,
+                              MEMTXATTRS_UNSPECIFIED)) {
+            break;
+        }
+        good += piece;
+    }
+    return good;
+}
+
 /* The link: send what has reached the far end. */
 static void net_tx_timer(void *opaque)
 {
@@ -402,20 +425,10 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
         uint64_t off = c->snd_next;
         uint64_t room = s->net.window - (off - c->done);
         uint64_t n = MIN(MIN(room, c->a_len - off), PKT_MTU);
-        uint64_t src = c->a_src + off, good = 0;
+        uint64_t src = c->a_src + off;
+        uint64_t good = net_valid_prefix(as, src, n, DMA_DIRECTION_TO_DEVICE);
         PldmaPkt k;
 
-        while (good < n) {
-            uint64_t piece = MIN(n - good, PLDMA_PAGE -
-                                 ((src + good) & (PLDMA_PAGE - 1)));
-
-            if (!dma_memory_valid(as, src + good, piece,
-                                  DMA_DIRECTION_TO_DEVICE,
-                                  MEMTXATTRS_UNSPECIFIED)) {
-                break;
-            }
-            good += piece;
-        }
         if (good && pci_dma_read(fn, src, s->bounce, good) != MEMTX_OK) {
             good = 0;
         }
@@ -819,20 +832,10 @@ void pldma_net_rx_nack(PldmaChannel *c)
  */
 static uint64_t net_place(PCIDevice *fn, const PldmaPkt *k, uint64_t *fault)
 {
-    AddressSpace *as = pci_get_address_space(fn);
-    uint64_t dst = k->addr + k->offset, good = 0;
+    uint64_t dst = k->addr + k->offset;
+    uint64_t good = net_valid_prefix(pci_get_address_space(fn), dst, k->plen,
+                                     DMA_DIRECTION_FROM_DEVICE);
 
-    while (good < k->plen) {
-        uint64_t piece = MIN(k->plen - good, PLDMA_PAGE -
-                             ((dst + good) & (PLDMA_PAGE - 1)));
-
-        if (!dma_memory_valid(as, dst + good, piece,
-                              DMA_DIRECTION_FROM_DEVICE,
-                              MEMTXATTRS_UNSPECIFIED)) {
-            break;
-        }
-        good += piece;
-    }
     if (good && pci_dma_write(fn, dst, k->payload, good) != MEMTX_OK) {
         good = 0;
     }
@@ -1044,20 +1047,10 @@ static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
     /* At most a megabyte per request, whatever it asks. */
     end = off + MIN((uint64_t)(uint32_t)k->status, MIN(k->len - off, MiB));
     while (off < end) {
-        uint64_t len = MIN(end - off, PKT_MTU), good = 0;
+        uint64_t len = MIN(end - off, PKT_MTU);
         uint64_t src = k->addr + off;
+        uint64_t good = net_valid_prefix(as, src, len, DMA_DIRECTION_TO_DEVICE);
 
-        while (good < len) {
-            uint64_t piece = MIN(len - good, PLDMA_PAGE -
-                                 ((src + good) & (PLDMA_PAGE - 1)));
-
-            if (!dma_memory_valid(as, src + good, piece,
-                                  DMA_DIRECTION_TO_DEVICE,
-                                  MEMTXATTRS_UNSPECIFIED)) {
-                break;
-            }
-            good += piece;
-        }
         if (good && pci_dma_read(fn, src, buf, good) != MEMTX_OK) {
             good = 0;
         }
