@@ -843,6 +843,20 @@ static uint64_t net_place(PCIDevice *fn, const PldmaPkt *k, uint64_t *fault)
     return good;
 }
 
+/*
+ * The answer to a request (a probe, a READ_REQ) of an op that is faulted or
+ * not ready: NACK again, not counted (the first NACK was).
+ */
+static void net_rx_still(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
+{
+    net_tx(s, &(PldmaPkt) {
+        .op = PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
+        .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr, .len = k->len,
+        .offset = r->placed,
+        .status = r->state == PLDMA_RX_FAULT ? NACK_FAULT : NACK_NOT_READY,
+    }, 0);
+}
+
 /* A probe (a WRITE of no payload): answer with the op's state. */
 static void net_rx_probe(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
 {
@@ -854,18 +868,8 @@ static void net_rx_probe(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
         net_answer(s, k, PKT_NACK, r->placed, r->err);
         break;
     case PLDMA_RX_FAULT:
-        net_tx(s, &(PldmaPkt) {
-            .op = PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
-            .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr,
-            .len = k->len, .offset = r->placed, .status = NACK_FAULT,
-        }, 0);
-        break;
     case PLDMA_RX_NOT_READY:
-        net_tx(s, &(PldmaPkt) {
-            .op = PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
-            .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr,
-            .len = k->len, .offset = r->placed, .status = NACK_NOT_READY,
-        }, 0);
+        net_rx_still(s, r, k);
         break;
     default:
         net_answer(s, k, PKT_RESUME, r->placed, 0); /* the RESUME was lost */
@@ -972,17 +976,6 @@ static void net_rx_write(PldmaState *s, const PldmaPkt *k)
         r->state = PLDMA_RX_DONE;
     }
     net_answer(s, k, PKT_ACK, r->placed, 0);
-}
-
-/* The answer to a request of a read op that is faulted or not ready. */
-static void net_rx_still(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
-{
-    net_tx(s, &(PldmaPkt) {
-        .op = PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
-        .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr, .len = k->len,
-        .offset = r->placed,
-        .status = r->state == PLDMA_RX_FAULT ? NACK_FAULT : NACK_NOT_READY,
-    }, 0);
 }
 
 /*

@@ -243,61 +243,44 @@ impl<D: Doorbell> Ring<D> {
     /// Write a descriptor without ringing the doorbell. `Again` when [`Ring::capacity`] copies
     /// are outstanding, or (never under that rule, but checked) the SQ is full.
     pub(crate) fn push(&mut self, sqe: &Sqe) -> core::result::Result<(), Errno> {
-        if self.outstanding >= self.capacity() {
-            return Err(Errno::Again);
-        }
-        let n = 1u32 << self.sq_log2;
-        if self.tail.wrapping_sub(self.sq_head) >= n {
-            let h = self.db.read(regs::vf::SQ_HEAD);
-            // A value past the tail is not the engine's (a queue reset): keep the cached one.
-            if self.tail.wrapping_sub(h) <= n {
-                self.sq_head = h;
-            }
-            if self.tail.wrapping_sub(self.sq_head) >= n {
-                return Err(Errno::Again);
-            }
-        }
-        let words = sqe.encode();
-        let slot = regs::ring_offset(self.tail, self.sq_log2) / 8;
-        for (i, w) in words.chunks_exact(8).enumerate() {
-            let w = u64::from_ne_bytes(w.try_into().unwrap_or([0; 8]));
-            // SAFETY: `slot + i` is a word of the entry of index `tail`, inside the SQ's
-            // `1 << sq_log2` entries, which `new`'s contract makes valid for volatile writes.
-            unsafe { self.sq.as_ptr().add(slot + i).write_volatile(w) };
-        }
-        self.tail = self.tail.wrapping_add(1);
-        self.outstanding += 1;
-        Ok(())
+        self.push_entries(&[&sqe.encode()])
     }
 
-    /// Write the two entries of one operation (a PUT: register map 2.3) without ringing the
-    /// doorbell; one completion comes for both. `Again` as for [`Ring::push`], or when the SQ
-    /// has no room for both.
+    /// Write the two entries of one operation (a PUT or a GET: register map 2.3) without
+    /// ringing the doorbell; one completion comes for both. `Again` as for [`Ring::push`], or
+    /// when the SQ has no room for both.
     pub(crate) fn push_pair(
         &mut self,
         first: &regs::QueueEntry,
         second: &regs::QueueEntry,
     ) -> core::result::Result<(), Errno> {
+        self.push_entries(&[first, second])
+    }
+
+    /// Write `entries`, one operation (one completion), at the SQ's tail if they all fit.
+    fn push_entries(&mut self, entries: &[&regs::QueueEntry]) -> core::result::Result<(), Errno> {
         if self.outstanding >= self.capacity() {
             return Err(Errno::Again);
         }
         let n = 1u32 << self.sq_log2;
-        if self.tail.wrapping_sub(self.sq_head) + 2 > n {
+        let k = entries.len() as u32;
+        if self.tail.wrapping_sub(self.sq_head) + k > n {
             let h = self.db.read(regs::vf::SQ_HEAD);
+            // A value past the tail is not the engine's (a queue reset): keep the cached one.
             if self.tail.wrapping_sub(h) <= n {
                 self.sq_head = h;
             }
-            if self.tail.wrapping_sub(self.sq_head) + 2 > n {
+            if self.tail.wrapping_sub(self.sq_head) + k > n {
                 return Err(Errno::Again);
             }
         }
-        for e in [first, second] {
+        for e in entries {
             let slot = regs::ring_offset(self.tail, self.sq_log2) / 8;
             for (i, w) in e.chunks_exact(8).enumerate() {
                 let w = u64::from_ne_bytes(w.try_into().unwrap_or([0; 8]));
                 // SAFETY: `slot + i` is a word of the entry of index `tail`, inside the SQ's
-                // `1 << sq_log2` entries (room for both was checked above), which `new`'s
-                // contract makes valid for volatile writes.
+                // `1 << sq_log2` entries (room for all of them was checked above), which
+                // `new`'s contract makes valid for volatile writes.
                 unsafe { self.sq.as_ptr().add(slot + i).write_volatile(w) };
             }
             self.tail = self.tail.wrapping_add(1);
@@ -545,10 +528,10 @@ impl Device {
         };
         crate::ioctl(&fd, abi::IOC_QUEUE_CREATE, &mut req)?;
         let doorbell = Mapping::doorbell(&fd, req.doorbell_offset)?;
+        // The driver zeroed the CQ and the engine's indices start at 0.
         // SAFETY: The rings are our private mappings of `ring_bytes(log2)` bytes (at least
-        // `(1 << log2) * 32`), page-aligned, disjoint, and stay mapped as long as the `Queue`
-        // that owns both them and the `Ring`; no reference to them is ever made. The driver
-        // zeroed the CQ and the engine's indices start at 0.
+        // `(1 << log2) * 32`), page-aligned, disjoint, mapped as long as the `Queue` that owns
+        // them and the `Ring`; no reference to them is ever made; the CQ is zeroed (above).
         let ring = unsafe {
             Ring::new(
                 sq.ptr.cast(),

@@ -28,6 +28,16 @@ fn counter(name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// `len` bytes of a pattern, registered pinned on `dev` for the engine to read (or write).
+fn pinned(dev: &Device, len: usize, access: exanest_dma::Access, seed: u8) -> Res<(Buf, u32)> {
+    let mut b = Buf::new(len, false)?;
+    b.fill(seed);
+    // SAFETY: The caller keeps `b` until it deregisters the region; the engine reaches it only
+    // within ops polled to completion.
+    let h = unsafe { dev.register_raw(b.addr(), len as u64, access, Mode::Pin)? };
+    Ok((b, h))
+}
+
 /// One remote op, posted and busy-polled: its time in µs (an error for a failed op).
 fn one(q: &mut Queue, put: bool, local: u64, len: usize, to: &Remote) -> Res<f64> {
     let mut c = [QueueCompletion::default(); 1];
@@ -50,22 +60,8 @@ fn one(q: &mut Queue, put: bool, local: u64, len: usize, to: &Remote) -> Res<f64
 pub(crate) fn net(reps: usize, max: usize) -> Res<()> {
     let (n0, n1) = (Device::open(0)?, Device::open(1)?);
     let mut q = n0.create_queue(4, 4)?;
-    let mut src = Buf::new(max, false)?;
-    src.fill(3);
-    let dst = Buf::new(max, false)?;
-    // SAFETY: Both buffers live until the end; the engine reads `src` and writes `dst` only
-    // within the ops below, each polled to completion.
-    let hs =
-        unsafe { n0.register_raw(src.addr(), max as u64, exanest_dma::Access::Read, Mode::Pin)? };
-    // SAFETY: As above.
-    let hd = unsafe {
-        n0.register_raw(
-            dst.addr(),
-            max as u64,
-            exanest_dma::Access::Write,
-            Mode::Pin,
-        )?
-    };
+    let (src, hs) = pinned(&n0, max, exanest_dma::Access::Read, 3)?;
+    let (dst, hd) = pinned(&n0, max, exanest_dma::Access::Write, 0)?;
     let sizes: Vec<usize> = [64usize, 4096, 65536, 1 << 20, 16 << 20, 64 << 20]
         .into_iter()
         .filter(|&s| s <= max)
@@ -114,17 +110,7 @@ fn populate(n: usize) -> Res<f64> {
 pub(crate) fn net_cold(size: usize) -> Res<()> {
     let (n0, n1) = (Device::open(0)?, Device::open(1)?);
     let mut q = n0.create_queue(4, 4)?;
-    let mut src = Buf::new(size, false)?;
-    src.fill(5);
-    // SAFETY: `src` lives until the end; the engine only reads it.
-    let hs = unsafe {
-        n0.register_raw(
-            src.addr(),
-            size as u64,
-            exanest_dma::Access::Read,
-            Mode::Pin,
-        )?
-    };
+    let (src, hs) = pinned(&n0, size, exanest_dma::Access::Read, 5)?;
     let pop = populate(size)?;
     let inbox = Buf::new(size, false)?;
     // SAFETY: Nothing else refers to `inbox`'s bytes while the region lives.
@@ -161,10 +147,7 @@ pub(crate) fn net_cold(size: usize) -> Res<()> {
 pub(crate) fn net_small_cold(puts: usize) -> Res<()> {
     let (n0, n1) = (Device::open(0)?, Device::open(1)?);
     let mut q = n0.create_queue(4, 4)?;
-    let mut src = Buf::new(4096, false)?;
-    src.fill(9);
-    // SAFETY: `src` lives until the end; the engine only reads it.
-    let hs = unsafe { n0.register_raw(src.addr(), 4096, exanest_dma::Access::Read, Mode::Pin)? };
+    let (src, hs) = pinned(&n0, 4096, exanest_dma::Access::Read, 9)?;
     let inbox = Buf::new(puts * 4096, false)?;
     // SAFETY: Nothing else refers to `inbox`'s bytes while the region lives.
     let inbox_slice = unsafe { std::slice::from_raw_parts_mut(inbox.ptr, puts * 4096) };
