@@ -3,6 +3,8 @@
 #   make demo    build what is missing, boot QEMU and run the demo in the guest
 #   make check   every test: host cargo test, lints, builds, model qtest, guest end-to-end
 #   make shell   boot the guest with an interactive shell (Ctrl-A X quits QEMU)
+#   make nodes   two guests, one node each, linked over a unix socket: the two-guest tests,
+#                the link recorded in build/pcap (NODES_RUN=shell: a shell on each node)
 #   make soak    long stress runs (races, fuzzer) on the test kernel, not part of make check
 #   make evaluate  the evaluation, on its own kernel without debugging options
 #
@@ -67,6 +69,16 @@ soak: setup
 		QEMU_APPEND="exanest.race_iter=$(RACE_ITER) exanest.fuzz_calls=$(FUZZ_CALLS)" \
 		$(TOP)/scripts/run-qemu.sh /usr/share/exanest/soak.sh | tee $(TOP)/build/logs/soak.log; \
 	python3 $(TOP)/tests/harness/console.py $(TOP)/build/logs/soak.log
+
+NODES_RUN ?= nodes
+.PHONY: nodes
+nodes: setup
+	@set -e; kb=$$($(TOP)/scripts/build-kernel.sh); q=$$($(TOP)/scripts/build-qemu.sh); \
+	$(MAKE) -s --no-print-directory module KDIR="$$kb" >/dev/null; \
+	$(TOP)/scripts/build-guest-rust.sh >/dev/null; \
+	$(TOP)/scripts/build-initramfs.sh "$$kb" $(INITRD); \
+	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(INITRD) \
+		$(TOP)/scripts/run-nodes.py --pcap $(TOP)/build/pcap $(NODES_RUN)
 
 shell qemu: setup
 	$(call boot,shell,0)

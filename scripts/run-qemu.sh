@@ -7,23 +7,34 @@
 # Environment: QEMU, KERNEL, INITRD (set by the Makefile), TIMEOUT seconds (0 = none),
 # QEMU_APPEND (more kernel arguments), PLDMA_OPTS (engine properties, e.g. bandwidth=1000 or
 # contexts=4),
-# QEMU_MEM (guest memory, default 2G).
+# QEMU_MEM (guest memory, default 2G), QEMU_SMP (CPUs, default 2).
+# One node of several (scripts/run-nodes.py): NODE is this guest's node id, NETDEV the -netdev
+# option of its link (e.g. stream,server=off,addr.type=unix,addr.path=S); the guest then has one
+# engine, cabled to that netdev, and PCAP (a file, then filter-dump options: ",maxlen=128")
+# records the link.
 . "$(dirname "$0")/common.sh"
 RUN=${1:?demo, check or shell}; shift
 : "${QEMU:?}" "${KERNEL:?}" "${INITRD:?}"
 TIMEOUT=${TIMEOUT:-0}
 opts=${PLDMA_OPTS:+,$PLDMA_OPTS}
 
-cmd=("$QEMU" -machine virt,iommu=smmuv3,gic-version=3 -cpu max -smp 2 -m "${QEMU_MEM:-2G}"
-	-nographic -nic none -no-reboot
+cmd=("$QEMU" -machine virt,iommu=smmuv3,gic-version=3 -cpu max -smp "${QEMU_SMP:-2}"
+	-m "${QEMU_MEM:-2G}" -nographic -nic none -no-reboot
 	-kernel "$KERNEL" -initrd "$INITRD"
-	-append "console=ttyAMA0 log_buf_len=1M panic=-1 oops=panic exanest.run=$RUN ${QEMU_APPEND:-}"
-	-netdev hubport,id=link0,hubid=0 -netdev hubport,id=link1,hubid=0
-	-device pcie-root-port,id=rp0,chassis=1,slot=0,addr=0x4
-	-device "exanest-pldma,bus=rp0,netdev=link0,node-id=0$opts"
-	-device pcie-root-port,id=rp1,chassis=2,slot=1,addr=0x5
-	-device "exanest-pldma,bus=rp1,netdev=link1,node-id=1$opts"
-	"$@")
+	-append "console=ttyAMA0 log_buf_len=1M panic=-1 oops=panic exanest.run=$RUN ${QEMU_APPEND:-}")
+if [ -n "${NODE:-}" ]; then
+	cmd+=(-netdev "${NETDEV:?NETDEV for node $NODE},id=link"
+		-device pcie-root-port,id=rp0,chassis=1,slot=0,addr=0x4
+		-device "exanest-pldma,bus=rp0,netdev=link,node-id=$NODE$opts")
+	[ -z "${PCAP:-}" ] || cmd+=(-object "filter-dump,id=dump,netdev=link,file=$PCAP")
+else
+	cmd+=(-netdev hubport,id=link0,hubid=0 -netdev hubport,id=link1,hubid=0
+		-device pcie-root-port,id=rp0,chassis=1,slot=0,addr=0x4
+		-device "exanest-pldma,bus=rp0,netdev=link0,node-id=0$opts"
+		-device pcie-root-port,id=rp1,chassis=2,slot=1,addr=0x5
+		-device "exanest-pldma,bus=rp1,netdev=link1,node-id=1$opts")
+fi
+cmd+=("$@")
 if [ "$TIMEOUT" != 0 ]; then
 	exec timeout --foreground -k 10 "$TIMEOUT" "${cmd[@]}" </dev/null
 fi

@@ -14,10 +14,19 @@
  *    take the next put;
  *  - gets: back into memory the reader never touched (its own faults), and from memory the
  *    other side never touched (the responder's faults, resolved by its kernel before it sends).
+ *
+ * The same tests run between two guests (scripts/run-nodes.py, tests/guest/nodes.sh): with
+ * EXANEST_NET_PEER=J in its environment the sender's side runs here and the receiver on node J,
+ * another QEMU process with its own kernel, where "exanest-net --serve" starts receivers on
+ * request. Requests and answers are text lines out of band through the consoles ("GUEST-OOB J
+ * ..." out, read back on stdin), each tagged so that a late answer is never taken for the next.
  */
+#include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 #include "exanest-queue.h"
 
@@ -104,16 +113,17 @@ static uint32_t sum(const uint8_t *p, size_t n)
 }
 
 /*
- * The receiving process on node 1: registers len bytes (prot as mapped, munmapped after
+ * The receiving process (on device dev: node 1 in this guest, or the serving guest's engine):
+ * registers len bytes (prot as mapped, munmapped after
  * registration when unmap) with remote write access, sends the target, then waits for a byte:
  * 'v' verifies the pattern seed 7 and answers 1/0, 's' answers the checksum, 'c' its counters.
  */
-static void receiver(int rd, int wr, size_t len, int prot, bool unmap)
+static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap)
 {
 	struct exanest_dma_info info = { 0 };
 	struct exanest_dma_reg r = { 0 };
 	struct target t = { 0 };
-	int fd = dev_open(1);
+	int fd = dev_open(dev);
 	uint8_t *buf, cmd;
 
 	buf = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -162,27 +172,199 @@ static void receiver(int rd, int wr, size_t len, int prot, bool unmap)
 	_exit(0);
 }
 
+/*
+ * Out of band, between guests: "GUEST-OOB J TEXT" on stdout reaches node J's stdin as TEXT
+ * (scripts/run-nodes.py). Lines are written whole, with one write.
+ */
+static void oob_send(int node, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	n = snprintf(line, sizeof(line), "GUEST-OOB %d ", node);
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+	va_end(ap);
+	line[n++] = '\n';
+	if (write(1, line, n) != n)
+		perror("oob");
+}
+
+/* The next line of stdin, within timeout_ms: its length, or -1. */
+static int oob_line(char *buf, int size, int timeout_ms)
+{
+	struct pollfd p = { .fd = 0, .events = POLLIN };
+	int n = 0;
+
+	while (n < size - 1) {
+		if (poll(&p, 1, timeout_ms) != 1 || read(0, buf + n, 1) != 1)
+			return -1;
+		if (buf[n] == '\n' || buf[n] == '\r') {
+			if (n == 0)
+				continue;
+			break;
+		}
+		n++;
+	}
+	buf[n] = 0;
+	return n;
+}
+
+/* No echo of what the console feeds us (it would go back out among the results). */
+static void oob_quiet(void)
+{
+	struct termios t;
+
+	if (!tcgetattr(0, &t)) {
+		t.c_lflag &= ~(ECHO | ECHONL);
+		tcsetattr(0, TCSANOW, &t);
+	}
+}
+
+/*
+ * The receiver's side: a process forked here on node 1 (pipes), or on another guest, through
+ * the server there.
+ */
+struct peer {
+	int node;		/* the serving guest's node, or -1: a local child */
+	int dev;		/* a local child's device */
+	pid_t child;
+	int to_child, from_child;
+	unsigned int tag;
+};
+
+/* Ask the serving guest: "REQ TAG FROM ..." and wait for "ANS TAG ..." (the rest in ans). */
+static int remote_ask(struct peer *p, char *ans, int size, const char *fmt, ...)
+{
+	char req[256], line[2600], want[32];
+	struct exanest_dma_info info = { 0 };
+	int fd = dev_open(0), n;
+	va_list ap;
+
+	if (fd >= 0)
+		xioctl(fd, EXANEST_DMA_IOC_INFO, &info);
+	close(fd);
+	p->tag = (p->tag + 1) | ((unsigned int)getpid() << 12);
+	va_start(ap, fmt);
+	vsnprintf(req, sizeof(req), fmt, ap);
+	va_end(ap);
+	oob_send(p->node, "REQ %x %u %s", p->tag, info.node, req);
+	n = snprintf(want, sizeof(want), "ANS %x ", p->tag);
+	for (;;) {
+		if (oob_line(line, sizeof(line), 60000) < 0)
+			return -ETIMEDOUT;
+		if (!strncmp(line, want, n))
+			break;
+	}
+	snprintf(ans, size, "%s", line + n);
+	return strncmp(ans, "error", 5) ? 0 : -EIO;
+}
+
+static int hex_decode(const char *h, void *out, size_t n)
+{
+	uint8_t *o = out;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned int b;
+
+		if (sscanf(h + 2 * i, "%2x", &b) != 1)
+			return -EIO;
+		o[i] = b;
+	}
+	return 0;
+}
+
+static void peer_stop(struct peer *p)
+{
+	char ans[64];
+
+	if (p->node >= 0) {
+		remote_ask(p, ans, sizeof(ans), "kill");
+		return;
+	}
+	if (p->child > 0) {
+		close(p->to_child);
+		close(p->from_child);
+		kill(p->child, SIGKILL);
+		waitpid(p->child, NULL, 0);
+	}
+	p->child = 0;
+}
+
+/* Start a receiver of len bytes (prot, unmapped after registration when unmap): its target. */
+static int peer_start(struct peer *p, size_t len, int prot, bool unmap, struct target *t)
+{
+	int down[2], up[2];
+
+	if (p->node >= 0) {
+		char ans[256];
+		unsigned long long addr, rkey;
+		int ret = remote_ask(p, ans, sizeof(ans), "start %zu %d %d", len, prot, unmap);
+
+		if (ret)
+			return ret;
+		if (sscanf(ans, "%llx %llx %u %u", &addr, &rkey, &t->endpoint, &t->node) != 4)
+			return -EIO;
+		t->addr = addr;
+		t->rkey = rkey;
+		return 0;
+	}
+	if (pipe(down) || pipe(up))
+		return -errno;
+	p->child = fork();
+	if (p->child < 0)
+		return -errno;
+	if (!p->child) {
+		close(down[1]);
+		close(up[0]);
+		receiver(p->dev, down[0], up[1], len, prot, unmap);
+	}
+	close(down[0]);
+	close(up[1]);
+	p->to_child = down[1];
+	p->from_child = up[0];
+	if (read(p->from_child, t, sizeof(*t)) != sizeof(*t))
+		return -EIO;
+	return 0;
+}
+
+/* Ask the receiver (a command byte of receiver()) for n bytes. */
+static int peer_ask(struct peer *p, char cmd, void *out, size_t n)
+{
+	if (p->node >= 0) {
+		char ans[2600];
+		int ret = remote_ask(p, ans, sizeof(ans), "ask %c %zu", cmd, n);
+
+		return ret ?: hex_decode(ans, out, n);
+	}
+	if (write(p->to_child, &cmd, 1) != 1)
+		return -EIO;
+	return read(p->from_child, out, n) == (ssize_t)n ? 0 : -EIO;
+}
+
 FIXTURE(net) {
 	int fd;			/* node 0 */
 	struct q q;
 	uint8_t *src;
-	pid_t child;
-	int to_child, from_child;
+	struct peer peer;
 	struct target t;
 };
 
 FIXTURE_SETUP(net)
 {
 	struct exanest_dma_info i0 = { 0 };
+	const char *remote = getenv("EXANEST_NET_PEER");
 	uint32_t h;
 
-	self->child = 0;
+	self->peer = (struct peer){ .node = remote ? atoi(remote) : -1, .dev = 1 };
 	self->fd = dev_open(0);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &i0));
 	if (i0.node == EXANEST_DMA_NO_NODE)
 		SKIP(return, "the engine has no network port");
-	ASSERT_EQ(0, i0.node);
+	if (!remote)
+		ASSERT_EQ(0, i0.node);
 	self->src = big_alloc(PUT_LEN);
 	ASSERT_NE(NULL, self->src);
 	fill(self->src, PUT_LEN, 7);
@@ -193,44 +375,20 @@ FIXTURE_SETUP(net)
 
 FIXTURE_TEARDOWN(net)
 {
-	if (self->child > 0) {
-		close(self->to_child);
-		close(self->from_child);
-		kill(self->child, SIGKILL);
-		waitpid(self->child, NULL, 0);
-	}
+	peer_stop(&self->peer);
 	close(self->fd);
 }
 
-/* Start a receiver on node 1 and read its target. */
+/* Start a receiver on the other node and read its target. */
 static int start_receiver(FIXTURE_DATA(net) *self, size_t len, int prot, bool unmap)
 {
-	int down[2], up[2];
-
-	if (pipe(down) || pipe(up))
-		return -errno;
-	self->child = fork();
-	if (self->child < 0)
-		return -errno;
-	if (!self->child) {
-		close(down[1]);
-		close(up[0]);
-		receiver(down[0], up[1], len, prot, unmap);
-	}
-	close(down[0]);
-	close(up[1]);
-	self->to_child = down[1];
-	self->from_child = up[0];
-	if (read(self->from_child, &self->t, sizeof(self->t)) != sizeof(self->t))
-		return -EIO;
-	return 0;
+	peer_stop(&self->peer);
+	return peer_start(&self->peer, len, prot, unmap, &self->t);
 }
 
 static int ask(FIXTURE_DATA(net) *self, char cmd, void *out, size_t n)
 {
-	if (write(self->to_child, &cmd, 1) != 1)
-		return -EIO;
-	return read(self->from_child, out, n) == (ssize_t)n ? 0 : -EIO;
+	return peer_ask(&self->peer, cmd, out, n);
 }
 
 /* The thesis's case: 8 MiB into memory the receiver never touched. */
@@ -241,7 +399,7 @@ TEST_F(net, put_into_untouched_memory)
 	uint8_t ok = 0;
 
 	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
-	EXPECT_EQ(1, self->t.node);
+	EXPECT_EQ(self->peer.node >= 0 ? self->peer.node : 1, self->t.node);
 	EXPECT_NE(0, self->t.rkey);
 	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
 	EXPECT_EQ(0, c.status);
@@ -329,11 +487,7 @@ TEST_F(net, receiver_killed_mid_put)
 	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
 	ASSERT_TRUE(q_put(&self->q, self->src, self->t.addr, PUT_LEN, 0x99, &self->t));
 	usleep(2000);
-	kill(self->child, SIGKILL);
-	waitpid(self->child, NULL, 0);
-	self->child = 0;
-	close(self->to_child);
-	close(self->from_child);
+	peer_stop(&self->peer);
 	ASSERT_TRUE(q_next(&self->q, &c));
 	EXPECT_EQ(0x99, c.wr_id);
 	/* Done before the kill, or refused after it: never anything else, and never a hang. */
@@ -394,4 +548,64 @@ TEST_F(net, get_from_untouched_memory)
 	EXPECT_EQ(k.faults, k.faults_resolved);
 }
 
-TEST_HARNESS_MAIN
+/*
+ * The serving guest (exanest-net --serve): receivers on this guest's engine, started, asked and
+ * killed on request of the sender's guest, until "bye" or the end of the input.
+ */
+static int serve(void)
+{
+	struct peer p = { .node = -1, .dev = 0 };
+	struct target t;
+	char line[256], out[2600];
+
+	oob_quiet();
+	while (oob_line(line, sizeof(line), -1) >= 0) {
+		unsigned int tag, from;
+		int n = 0, prot, unmap, ret = 0;
+		size_t len;
+		char cmd;
+
+		if (!strcmp(line, "bye"))
+			break;
+		if (sscanf(line, "REQ %x %u %n", &tag, &from, &n) != 2 || !n)
+			continue;
+		if (sscanf(line + n, "start %zu %d %d", &len, &prot, &unmap) == 3) {
+			peer_stop(&p);
+			ret = peer_start(&p, len, prot, unmap, &t);
+			if (ret)
+				oob_send(from, "ANS %x error %d", tag, ret);
+			else
+				oob_send(from, "ANS %x %llx %llx %u %u", tag,
+					 (unsigned long long)t.addr, (unsigned long long)t.rkey,
+					 t.endpoint, t.node);
+		} else if (sscanf(line + n, "ask %c %zu", &cmd, &len) == 2 && len <= 1024) {
+			uint8_t bytes[1024];
+			int k = 0;
+
+			ret = p.child > 0 ? peer_ask(&p, cmd, bytes, len) : -ESRCH;
+			if (ret) {
+				oob_send(from, "ANS %x error %d", tag, ret);
+				continue;
+			}
+			for (size_t i = 0; i < len; i++)
+				k += sprintf(out + k, "%02x", bytes[i]);
+			oob_send(from, "ANS %x %s", tag, out);
+		} else if (!strcmp(line + n, "kill")) {
+			peer_stop(&p);
+			oob_send(from, "ANS %x killed", tag);
+		} else {
+			oob_send(from, "ANS %x error %d", tag, -EINVAL);
+		}
+	}
+	peer_stop(&p);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "--serve"))
+		return serve();
+	if (getenv("EXANEST_NET_PEER"))
+		oob_quiet();
+	return test_harness_run(argc, argv);
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Boot N guests as N nodes, each its own QEMU process, kernel and engine, and wire their engines'
+network ports over unix-domain sockets (Documentation/network.rst, "Two guests").
+
+Usage: run-nodes.py [--nodes N] [--timeout S] [--logs DIR] [--pcap DIR] [--smp C] RUN
+  RUN       what the guests run (tests/guest/init: nodes, shell, /PATH...)
+  --nodes   2 (default): node 0 listens on a unix socket, node 1 connects to it
+            (-netdev stream); more: every node connects to scripts/exanest-switch.py, which
+            forwards by destination node and can inject loss, corruption and delay
+  --timeout seconds until every guest is killed (0: none); after the first guest ends, the
+            others get 120 s more
+  --logs    where each node's console goes (nodeI.log); default build/logs
+  --pcap    record each node's link with filter-dump: DIR/nodeI.pcap (scripts/exanest-pcap.py
+            reads them)
+  --pcap-maxlen  bytes kept of each packet (filter-dump's maxlen; 128 keeps the headers)
+  --switch-opts  options for the switch (e.g. "--drop-ppm 10000 --seed 3"), N > 2 only
+Environment: QEMU, KERNEL, INITRD, and scripts/run-qemu.sh's PLDMA_OPTS, QEMU_APPEND, QEMU_MEM.
+
+Each guest's console is printed with a "[nI] " prefix. Guests have no other network: processes
+on different nodes exchange their addresses and keys out of band through the console, as RDMA
+programs do through a TCP socket or a job launcher. A guest line "GUEST-OOB J TEXT" is written,
+as "TEXT", to node J's console input; when a guest ends, the others read "bye". A line
+"J: TEXT" typed into the launcher goes to node J too (exanest.run=shell: a shell per node).
+Exits 0 when every guest reached GUEST-DONE, 1 otherwise.
+"""
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OOB = re.compile(r"GUEST-OOB (\d+) (.*)$")
+GRACE = 120
+
+
+class Node:
+    def __init__(self, i, proc, log):
+        self.i, self.proc, self.log = i, proc, log
+        self.done = False
+        self.lock = threading.Lock()
+
+    def send(self, text):
+        with self.lock:
+            try:
+                self.proc.stdin.write((text + "\n").encode())
+                self.proc.stdin.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                pass
+
+
+def pump(node, nodes, out_lock):
+    """Copy a node's console to its log and to stdout, and relay its GUEST-OOB lines."""
+    with open(node.log, "wb") as log:
+        for raw in node.proc.stdout:
+            log.write(raw)
+            log.flush()
+            line = raw.decode(errors="replace").rstrip("\r\n")
+            if "GUEST-DONE" in line:
+                node.done = True
+            with out_lock:
+                sys.stdout.write(f"[n{node.i}] {line}\n")
+                sys.stdout.flush()
+            m = OOB.search(line)
+            if m and int(m.group(1)) < len(nodes) and int(m.group(1)) != node.i:
+                nodes[int(m.group(1))].send(m.group(2))
+
+
+def keyboard(nodes):
+    """Lines "J: TEXT" on the launcher's input go to node J."""
+    for raw in sys.stdin:
+        m = re.match(r"\s*(\d+):\s?(.*)$", raw.rstrip("\n"))
+        if m and int(m.group(1)) < len(nodes):
+            nodes[int(m.group(1))].send(m.group(2))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("run")
+    ap.add_argument("--nodes", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=0)
+    ap.add_argument("--logs", default=os.path.join(TOP, "build", "logs"))
+    ap.add_argument("--pcap")
+    ap.add_argument("--pcap-maxlen", type=int, default=65536)
+    ap.add_argument("--smp", default="1")
+    ap.add_argument("--switch-opts", default="")
+    a = ap.parse_args()
+    if not 2 <= a.nodes <= 64:
+        ap.error("--nodes: 2 to 64 (the engine's node ids)")
+    for v in ("QEMU", "KERNEL", "INITRD"):
+        if not os.environ.get(v):
+            ap.error(f"{v} is not set")
+    os.makedirs(a.logs, exist_ok=True)
+    if a.pcap:
+        os.makedirs(a.pcap, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="exanest-nodes.")
+    switch = None
+    if a.nodes == 2:
+        sock = os.path.join(tmp, "link")
+        netdevs = [f"stream,server=on,addr.type=unix,addr.path={sock}",
+                   f"stream,server=off,reconnect-ms=100,addr.type=unix,addr.path={sock}"]
+    else:
+        socks = [os.path.join(tmp, f"port{i}") for i in range(a.nodes)]
+        switch = subprocess.Popen([sys.executable, os.path.join(TOP, "scripts", "exanest-switch.py"),
+                                   *shlex.split(a.switch_opts), *socks])
+        for s in socks:
+            while not os.path.exists(s):
+                if switch.poll() is not None:
+                    sys.exit(f"run-nodes: the switch exited ({switch.returncode})")
+                time.sleep(0.05)
+        netdevs = [f"stream,server=off,reconnect-ms=100,addr.type=unix,addr.path={s}"
+                   for s in socks]
+    nodes, out_lock = [], threading.Lock()
+    for i in range(a.nodes):
+        env = dict(os.environ, NODE=str(i), NETDEV=netdevs[i], TIMEOUT="0", QEMU_SMP=a.smp)
+        if a.pcap:
+            env["PCAP"] = os.path.join(a.pcap, f"node{i}.pcap") + f",maxlen={a.pcap_maxlen}"
+        proc = subprocess.Popen([os.path.join(TOP, "scripts", "run-qemu.sh"), a.run], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        nodes.append(Node(i, proc, os.path.join(a.logs, f"node{i}.log")))
+        if i == 0 and a.nodes == 2:
+            # The listening side first, so that the other connects at once.
+            for _ in range(200):
+                if os.path.exists(netdevs[0].split("addr.path=")[1]) or proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+    threads = [threading.Thread(target=pump, args=(n, nodes, out_lock), daemon=True)
+               for n in nodes]
+    for t in threads:
+        t.start()
+    threading.Thread(target=keyboard, args=(nodes,), daemon=True).start()
+    t0, first_end = time.monotonic(), None
+    while any(n.proc.poll() is None for n in nodes):
+        now = time.monotonic()
+        ended = [n for n in nodes if n.proc.poll() is not None]
+        if ended and first_end is None:
+            first_end = now
+            for n in nodes:
+                if n.proc.poll() is None:
+                    n.send("bye")
+        late = first_end is not None and now - first_end > GRACE
+        if (a.timeout and now - t0 > a.timeout) or late:
+            for n in nodes:
+                if n.proc.poll() is None:
+                    print(f"run-nodes: node {n.i} killed after {now - t0:.0f} s", flush=True)
+                    os.killpg(n.proc.pid, 9)
+            break
+        time.sleep(0.2)
+    for n in nodes:
+        n.proc.wait()
+    for t in threads:
+        t.join(5)
+    if switch:
+        switch.terminate()
+        switch.wait()
+    for f in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, f))
+    os.rmdir(tmp)
+    bad = [n.i for n in nodes if not n.done]
+    if bad:
+        print(f"run-nodes: node(s) {bad} did not reach GUEST-DONE", flush=True)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
