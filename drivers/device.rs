@@ -10,10 +10,11 @@ use crate::contexts::Contexts;
 use crate::engine::{Context, Engine, Hw};
 use crate::ffi;
 use crate::handler::exanest_iommu_fault;
+use crate::instno::InstanceNo;
 use crate::kqueue::KernelQueue;
+use crate::link;
 use crate::process::Process;
 use crate::stats;
-use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     bindings, debugfs,
     device::{Bound, Device},
@@ -30,49 +31,6 @@ use kernel::{
     },
     types::ForeignOwnable,
 };
-
-/// Device names: the misc API wants `'static` names.
-const NAMES: [&CStr; 8] = [
-    c"exanest-dma0",
-    c"exanest-dma1",
-    c"exanest-dma2",
-    c"exanest-dma3",
-    c"exanest-dma4",
-    c"exanest-dma5",
-    c"exanest-dma6",
-    c"exanest-dma7",
-];
-
-/// Instance numbers in use (bit n = /dev/exanest-dmaN).
-static INSTANCES: AtomicU32 = AtomicU32::new(0);
-
-/// A claimed instance number, given back on drop.
-struct InstanceNo(u32);
-
-impl InstanceNo {
-    /// The lowest free number; ENOSPC when all are taken.
-    fn claim() -> Result<Self> {
-        loop {
-            let used = INSTANCES.load(Ordering::Acquire);
-            let n = (!used).trailing_zeros();
-            if n as usize >= NAMES.len() {
-                return Err(ENOSPC);
-            }
-            if INSTANCES
-                .compare_exchange(used, used | (1 << n), Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                return Ok(InstanceNo(n));
-            }
-        }
-    }
-}
-
-impl Drop for InstanceNo {
-    fn drop(&mut self) {
-        INSTANCES.fetch_and(!(1 << self.0), Ordering::AcqRel);
-    }
-}
 
 /// What `Instance::state` protects.
 struct InstanceState {
@@ -399,6 +357,8 @@ pub(crate) struct EngineDevices {
     stats: debugfs::File<Arc<Instance>>,
     #[pin]
     hw: debugfs::File<(&'static CStr, Arc<Engine>)>,
+    #[pin]
+    link: debugfs::File<Arc<Engine>>,
     _debugfs: debugfs::Dir,
     /// The instance, for unbind.
     pub(crate) inst: Arc<Instance>,
@@ -425,7 +385,7 @@ impl EngineDevices {
     ) -> Result<(impl PinInit<Self, Error>, Arc<Instance>)> {
         let no = InstanceNo::claim()?;
         let engine = Arc::new(engine, GFP_KERNEL)?;
-        let name = NAMES[no.0 as usize];
+        let name = no.name();
         let mut slots = KVec::with_capacity(ctx_devs.len(), GFP_KERNEL)?;
         // The kernel queue (2.2) takes COPY's transfers on PCI (the PF reaches its rings).
         let kq = engine.version.minor().get() >= 2;
@@ -465,7 +425,8 @@ impl EngineDevices {
         let init = try_pin_init!(EngineDevices {
             misc <- MiscHolder::new(name, misc_inst),
             stats <- dir.read_callback_file(c"stats", stats_inst, &stats_fmt),
-            hw <- dir.read_callback_file(c"engine", (name, engine), &engine_fmt),
+            hw <- dir.read_callback_file(c"engine", (name, engine.clone()), &engine_fmt),
+            link <- dir.read_write_callback_file(c"link", engine, &link::link_fmt, &link::link_write),
             _debugfs: dir,
             inst,
             _no: no,

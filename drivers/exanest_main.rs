@@ -15,10 +15,13 @@
 //! |------|---------|
 //! | `exanest_core` | the `no_std` decision logic, shared with the host tests |
 //! | [`ffi`] | the C shim, declared from its header by bindgen |
+//! | [`instno`] | instance numbers: `/dev/exanest-dmaN` |
 //! | [`error`] | the one errno mapping |
 //! | [`regs`] | the register map (`register!`) |
+//! | [`netregs`] | the network port's registers (2.3) |
 //! | [`kqueue`] | a context's kernel queue (2.2): the COPY ioctl's descriptors and completions |
 //! | [`engine`] | the engine, and a context's operations behind the [`engine::Hw`] trait |
+//! | [`link`] | the network port's link settings (debugfs `link`) |
 //! | [`ctxqueue`] | a context's queue registers: the user-level queue's and the kernel queue's |
 //! | [`sriov`] | the contexts' functions: SR-IOV virtual functions |
 //! | [`iommu`] | the per-process IOMMU domain |
@@ -34,6 +37,7 @@
 //! | [`fault`] | the fault path: queue → fault thread → resolver → resume/NACK |
 //! | [`region`] | registration and modes |
 //! | [`userq`] | the user-level queue: create, doorbell mmap, wait, its faults |
+//! | [`remote`] | remote access: endpoints, remote keys, receiver faults |
 //! | [`stats`] | counters and debugfs |
 //! | [`ioctl`] | ioctl dispatch |
 //! | [`contexts`] | contexts shared by more processes than there are: binding, taking idle ones |
@@ -55,9 +59,11 @@ mod fake;
 mod fault;
 mod ffi;
 mod handler;
+mod instno;
 mod ioctl;
 mod iommu;
 mod kqueue;
+mod link;
 mod mirror;
 mod netregs;
 mod odp;

@@ -180,35 +180,39 @@ p_guest() {
 
 # Two guests, two QEMU processes with their own kernels, their engines linked by -netdev stream
 # on a unix socket (scripts/run-nodes.py): the network tests with the receivers on the other
-# node, the link recorded (headers only) and read back.
+# node, the link recorded (headers only) and read back. Then four, QFDB-like, through the host's
+# switch (scripts/exanest-switch.py): nodes 0 and 2 test against 1 and 3 at once.
 p_nodes() {
 	[ -x "${QEMU:-}" ] && [ -n "${KBUILD:-}" ] || { fail "two-guest tests: no kernel or QEMU"; return; }
-	local i out pcap="$LOGS/nodes-pcap"
-	rm -rf "$pcap"
-	QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
-		python3 "$TOP/scripts/run-nodes.py" --timeout 900 --logs "$LOGS/nodes" \
-		--pcap "$pcap" --pcap-maxlen 128 nodes >"$LOGS/nodes.log" 2>&1
-	echo "two guests: exit status $?"
-	grep -aE '^\[n[0-9]+\] ((\[[ 0-9.]+\] )?GUEST-(TEST|TIME)|not ok [0-9]+ |# Totals: |# FAIL )|^run-nodes' \
-		"$LOGS/nodes.log" | sed 's/^/  /'
-	for i in 0 1; do
-		out=$(python3 tests/harness/console.py "$LOGS/nodes/node$i.log")
-		echo "node $i: $(echo "$out" | tail -1)"
-		set -- $(echo "$out" | tail -1 | awk '{print $2, $4, $6}')
-		pass "$1"
-		SKIPPED=$(( ${SKIPPED:-0} + ${3:-0} ))
-		if [ "$2" != 0 ]; then
-			fail "two guests, node $i ($2 failed)"; echo "$out" | grep '^FAIL' | sed 's/^/  /'
-			show_log "$LOGS/nodes/node$i.log" 60
-		fi
+	local n i out pcap="$LOGS/nodes-pcap"
+	for n in 2 4; do
+		rm -rf "$LOGS/nodes$n"
+		[ $n != 2 ] || rm -rf "$pcap"
+		QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
+			QEMU_MEM=1536M python3 "$TOP/scripts/run-nodes.py" --nodes $n --timeout 900 \
+			--logs "$LOGS/nodes$n" $([ $n = 2 ] && echo --pcap "$pcap" --pcap-maxlen 128) \
+			nodes >"$LOGS/nodes$n.log" 2>&1
+		echo "$n guests: exit status $?"
+		grep -aE '^\[n[0-9]+\] ((\[[ 0-9.]+\] )?GUEST-(TEST|TIME)|not ok [0-9]+ |# Totals: |# FAIL )|^run-nodes|^\{"switch"' \
+			"$LOGS/nodes$n.log" | sed 's/^/  /'
+		for ((i = 0; i < n; i++)); do
+			out=$(python3 tests/harness/console.py "$LOGS/nodes$n/node$i.log")
+			echo "$n guests, node $i: $(echo "$out" | tail -1)"
+			set -- $(echo "$out" | tail -1 | awk '{print $2, $4, $6}')
+			pass "$1"
+			SKIPPED=$(( ${SKIPPED:-0} + ${3:-0} ))
+			if [ "$2" != 0 ]; then
+				fail "$n guests, node $i ($2 failed)"; echo "$out" | grep '^FAIL' | sed 's/^/  /'
+				show_log "$LOGS/nodes$n/node$i.log" 60
+			fi
+		done
 	done
-	# The link as recorded on node 0: receiver faults NACKed and RESUMEd across the socket,
-	# and nothing malformed.
+	# The two-guest link as recorded on node 0: receiver faults NACKed and RESUMEd across the
+	# socket (the damaged packets it lists are the lossy test's corruption, on purpose).
 	out=$(python3 "$TOP/scripts/exanest-pcap.py" --summary "$pcap/node0.pcap" 2>&1)
 	echo "$out" | sed 's/^/  pcap: /'
-	if echo "$out" | grep -q '^NACK FAULT: [1-9]' && echo "$out" | grep -q '^RESUME ' &&
-		! echo "$out" | grep -q '^malformed'; then pass; else
-		fail "two guests: the pcap shows no NACK FAULT and RESUME, or malformed packets"; fi
+	if echo "$out" | grep -q '^NACK FAULT: [1-9]' && echo "$out" | grep -q '^RESUME '; then
+		pass; else fail "two guests: the pcap shows no NACK FAULT and RESUME"; fi
 }
 
 summary() {

@@ -116,7 +116,8 @@ def main():
                    for s in socks]
     nodes, out_lock = [], threading.Lock()
     for i in range(a.nodes):
-        env = dict(os.environ, NODE=str(i), NETDEV=netdevs[i], TIMEOUT="0", QEMU_SMP=a.smp)
+        env = dict(os.environ, NODE=str(i), NETDEV=netdevs[i], TIMEOUT="0", QEMU_SMP=a.smp,
+                   QEMU_APPEND=f"exanest.nodes={a.nodes} " + os.environ.get("QEMU_APPEND", ""))
         if a.pcap:
             env["PCAP"] = os.path.join(a.pcap, f"node{i}.pcap") + f",maxlen={a.pcap_maxlen}"
         proc = subprocess.Popen([os.path.join(TOP, "scripts", "run-qemu.sh"), a.run], env=env,

@@ -146,6 +146,40 @@ pub mod net {
     pub const RKEY_READ: u32 = 1 << 1;
     /// [`RKEY_CTRL`]: remote write.
     pub const RKEY_WRITE: u32 = 1 << 2;
+
+    /// The link's settings a privileged user may change (the driver's debugfs `link` file):
+    /// their names, registers and largest values, in the order the file lists them.
+    pub const TUNABLES: [(&str, usize, u32); 4] = [
+        ("rto_us", RTO_US, 10_000_000),
+        ("retries", RETRIES, 1000),
+        ("drop_ppm", DROP_PPM, 1_000_000),
+        ("corrupt_ppm", CORRUPT_PPM, 1_000_000),
+    ];
+
+    /// Parse what is written to the `link` file: `NAME VALUE` pairs (space, `=` or newline
+    /// separated), each a [`TUNABLES`] name and a decimal value in range. The register and
+    /// value of each pair, in order, into `out`: how many. None for anything else (nothing is
+    /// to be written then: the caller writes only after the whole input parsed).
+    pub fn parse_tunables(input: &[u8], out: &mut [(usize, u32); 4]) -> Option<usize> {
+        let mut words = input
+            .split(|b| b.is_ascii_whitespace() || *b == b'=')
+            .filter(|w| !w.is_empty());
+        let mut n = 0;
+        while let Some(name) = words.next() {
+            let &(_, reg, max) = TUNABLES.iter().find(|t| t.0.as_bytes() == name)?;
+            let value = words.next()?;
+            if value.is_empty() || value.len() > 10 || !value.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            let v = value.iter().fold(0u64, |a, d| a * 10 + u64::from(d - b'0'));
+            if v > u64::from(max) || n == out.len() {
+                return None;
+            }
+            out[n] = (reg, v as u32);
+            n += 1;
+        }
+        (n > 0).then_some(n)
+    }
 }
 
 /// 2.3: a channel's network registers, at `CH_NET_BASE + n * CH_NET_STRIDE` in its context's
@@ -1359,6 +1393,34 @@ mod tests {
         ] {
             let (lo, hi) = split64(v);
             assert_eq!(join64(lo, hi), v);
+        }
+    }
+
+    #[test]
+    fn link_tunables_parse() {
+        let mut out = [(0, 0); 4];
+        assert_eq!(Some(1), net::parse_tunables(b"drop_ppm 10000\n", &mut out));
+        assert_eq!((net::DROP_PPM, 10000), out[0]);
+        assert_eq!(
+            Some(2),
+            net::parse_tunables(b"drop_ppm=0 corrupt_ppm=1000", &mut out)
+        );
+        assert_eq!([(net::DROP_PPM, 0), (net::CORRUPT_PPM, 1000)], out[..2]);
+        assert_eq!(Some(1), net::parse_tunables(b"rto_us 10000000", &mut out));
+        for bad in [
+            &b""[..],
+            b"\n",
+            b"drop_ppm",
+            b"drop_ppm 1000001",
+            b"drop_ppm -1",
+            b"drop_ppm 0x10",
+            b"drop_ppm 99999999999999999999",
+            b"retries 1001",
+            b"node 3",
+            b"drop_ppm 1 corrupt_ppm",
+            b"rto_us 1 rto_us 2 rto_us 3 rto_us 4 rto_us 5",
+        ] {
+            assert_eq!(None, net::parse_tunables(bad, &mut out), "{bad:?}");
         }
     }
 }
