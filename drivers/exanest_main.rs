@@ -38,6 +38,7 @@
 //! | [`region`] | registration and modes |
 //! | [`userq`] | the user-level queue: create, doorbell mmap, wait, its faults |
 //! | [`remote`] | remote access: endpoints, remote keys, receiver faults |
+//! | [`mailbox`] | the mailbox: a receive ring for other nodes' messages |
 //! | [`stats`] | counters and debugfs |
 //! | [`ioctl`] | ioctl dispatch |
 //! | [`contexts`] | contexts shared by more processes than there are: binding, taking idle ones |
@@ -64,6 +65,7 @@ mod ioctl;
 mod iommu;
 mod kqueue;
 mod link;
+mod mailbox;
 mod mirror;
 mod netregs;
 mod odp;

@@ -41,14 +41,15 @@ plain_abi_struct!(
     abi::Budget,
     abi::Queue,
     abi::QueueWait,
+    abi::Mbox,
 );
 
 /// Whether call `cmd` needs the process to hold a context (device.rs gets it one, then
-/// dispatches, and again if it lost it meanwhile: ENOLINK): COPY, QUEUE_CREATE, and a REG that
-/// asks for a remote right, whose endpoint must be resident (remote.rs).
+/// dispatches, and again if it lost it meanwhile: ENOLINK): COPY, QUEUE_CREATE, MBOX_CREATE, and
+/// a REG that asks for a remote right, whose endpoint must be resident (remote.rs).
 pub(crate) fn needs_context(cmd: u32, arg: usize) -> bool {
     match cmd {
-        abi::IOC_COPY | abi::IOC_QUEUE_CREATE => true,
+        abi::IOC_COPY | abi::IOC_QUEUE_CREATE | abi::IOC_MBOX_CREATE => true,
         abi::IOC_REG => {
             let slice = UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<abi::Reg>());
             slice
@@ -153,6 +154,10 @@ pub(crate) fn dispatch(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Re
             let (mut r, mut w) = slice.reader_writer();
             let req: abi::QueueWait = r.read()?;
             w.write(&this.queue_wait(&req)?)?;
+        }
+        abi::IOC_MBOX_CREATE => {
+            let req: abi::Mbox = slice.reader().read()?;
+            this.mbox_create(&req)?;
         }
         _ => return Err(ENOTTY),
     }

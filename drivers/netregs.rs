@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
 //! The network port's registers (register map 2.3, Documentation/pldma-registers.rst, "The
-//! network port") in the kernel's `register!` style, beside regs.rs: the node id, and the
-//! endpoint and remote key tables that remote.rs programs. Their field values are the core's
+//! network port") in the kernel's `register!` style, beside regs.rs: the node id, the
+//! endpoint and remote key tables that remote.rs programs, and a context's mailbox ring (2.4,
+//! mailbox.rs). Their field values are the core's
 //! (`exanest_core::regs::net`); the KUnit suite below checks the offsets against the core's
 //! map, which the host tests check against the C header.
 
@@ -66,6 +67,21 @@ register! {
         31:0 value;
     }
 
+    /// 2.4: context c's mailbox ring, low half of its address (mailbox.rs).
+    pub(crate) MBOX_BASE_LO(u32)[NCTX, stride = CTX_STRIDE] @ 0x10a0 {
+        31:0 value;
+    }
+
+    /// 2.4: high half.
+    pub(crate) MBOX_BASE_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x10a4 {
+        31:0 value;
+    }
+
+    /// 2.4: log2 of the ring's slots and `mbox::CFG_ENABLE`.
+    pub(crate) MBOX_CFG(u32)[NCTX, stride = CTX_STRIDE] @ 0x10a8 {
+        31:0 value;
+    }
+
     /// The port's counters, free-running (`net::CNT_*`).
     pub(crate) NET_CNT(u32)[COUNTERS, stride = 4] @ 0x180 {
         31:0 value;
@@ -74,6 +90,9 @@ register! {
 
 /// Counters the port has.
 const COUNTERS: usize = crate::exanest_core::regs::net::COUNTERS;
+/// Contexts the map has room for, and the distance between their blocks.
+const NCTX: usize = crate::exanest_core::regs::MAX_CONTEXTS;
+const CTX_STRIDE: usize = crate::exanest_core::regs::CTX_STRIDE;
 
 #[kunit_tests(exanest_netregs)]
 mod tests {
@@ -105,5 +124,9 @@ mod tests {
             net::CNT_BASE + 4 * net::CNT_PROBES
         );
         assert!(NET_CNT::try_at(net::COUNTERS).is_none());
+        let ctx = |c: usize, off: usize| regs::CTX_BASE + c * regs::CTX_STRIDE + off;
+        assert_eq!(off(MBOX_BASE_LO::at(0)), ctx(0, regs::ctx::MBOX_BASE_LO));
+        assert_eq!(off(MBOX_BASE_HI::at(3)), ctx(3, regs::ctx::MBOX_BASE_HI));
+        assert_eq!(off(MBOX_CFG::at(5)), ctx(5, regs::ctx::MBOX_CFG));
     }
 }

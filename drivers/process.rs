@@ -85,6 +85,8 @@ pub(crate) struct Inner {
     pub(crate) rkeys: KVec<(u32, u32)>,
     /// Channels holding a receiver fault the fault thread has to serve (remote.rs).
     pub(crate) net_rx: u32,
+    /// The mailbox ring's region handle, 0 without one (mailbox.rs).
+    pub(crate) mbox: u32,
 }
 
 impl Inner {
@@ -118,11 +120,13 @@ impl Inner {
     /// (contexts.rs asks it before it takes the context).
     pub(crate) fn idle(&self) -> bool {
         let movable = self.bound.as_ref().is_none_or(|(c, _)| c.can_move_queue());
-        // Remote keys: other nodes may write at any time, so the endpoint stays resident.
+        // Remote keys and a mailbox: other nodes may write at any time, so the endpoint stays
+        // resident.
         self.dead
             || (self.chans.sched.in_flight() == 0
                 && self.queue.may_move(movable)
                 && self.rkeys.is_empty()
+                && self.mbox == 0
                 && self.net_rx == 0)
     }
 
@@ -259,6 +263,7 @@ impl Process {
                     queue: QueueState::None,
                     rkeys: KVec::new(),
                     net_rx: 0,
+                    mbox: 0,
                 }, "Process::inner"),
                 map <- new_mutex!(map_state, "Process::map"),
                 done <- new_poll_condvar!("Process::done"),

@@ -50,6 +50,8 @@ const COUNTER_NAMES: [&str; net::COUNTERS] = [
     "error_nacks",
     "placed_bytes",
     "probes",
+    "mbox_placed",
+    "rnr_sent",
 ];
 
 impl Engine {

@@ -175,6 +175,23 @@ int exanest_dma_queue_put(struct exanest_dma_queue_h *q, uint64_t src, uint32_t 
 int exanest_dma_queue_get(struct exanest_dma_queue_h *q, uint64_t dst, uint32_t len,
 			  const struct exanest_dma_remote *from, uint64_t offset, uint64_t wr_id);
 
+/*
+ * The mailbox (ABI 5): messages of up to 256 bytes between processes on different nodes, in
+ * order per sender. Give the queue's file a mailbox of 2^log2 slots (1..12): -EEXIST (one
+ * already), -EOPNOTSUPP (no network port, or an engine older than 2.4).
+ */
+int exanest_dma_queue_mailbox(struct exanest_dma_queue_h *q, uint32_t log2);
+/* Send len bytes (1..256) from src (a readable region of this file) to the mailbox of endpoint
+ * at node, with no system call; the completion comes on the queue with wr_id: status 0 once the
+ * receiving ring holds it, -ECONNREFUSED (no mailbox there), PLDMA's TIMEOUT (-265). */
+int exanest_dma_queue_send(struct exanest_dma_queue_h *q, uint64_t src, uint32_t len,
+			   uint32_t node, uint32_t endpoint, uint64_t wr_id);
+/* Take the next message of the mailbox, with no system call: its length (its first cap bytes
+ * copied to buf, the sender in *node and *endpoint when not NULL), 0 when none has come (or no
+ * mailbox). */
+int exanest_dma_queue_recv(struct exanest_dma_queue_h *q, void *buf, size_t cap, uint32_t *node,
+			   uint32_t *endpoint);
+
 #ifdef __cplusplus
 }
 #endif

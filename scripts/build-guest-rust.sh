@@ -24,6 +24,7 @@ cp "$R/exanest-cli" "$R/exanest-bench" "$OUT/"
 cp "$R/examples/copy" "$OUT/copy-rs"
 cp "$R/examples/odp" "$OUT/odp-rs"
 cp "$R/examples/put" "$OUT/put-rs"
+cp "$R/examples/mailbox" "$OUT/mailbox-rs"
 # The installed library: headers, the static library and its pkg-config file.
 mkdir -p "$SYS/include/linux" "$SYS/lib/pkgconfig"
 cp "$R/libexanest_dma.a" "$SYS/lib/"

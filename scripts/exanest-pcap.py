@@ -19,7 +19,7 @@ from collections import Counter
 HDR = struct.Struct("<HBBHHIIIiQQQQHHI")
 MAGIC, VERSION = 0xEDA0, 1
 OPS = {1: "WRITE", 2: "READ_REQ", 3: "READ_RESP", 4: "ACK", 5: "NACK", 6: "RESUME", 7: "MAILBOX"}
-NACK = {1: "FAULT", 2: "NOT_READY", 3: "SEQUENCE"}
+NACK = {1: "FAULT", 2: "NOT_READY", 3: "SEQUENCE", 4: "RNR"}
 
 
 def _table():

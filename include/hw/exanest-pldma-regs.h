@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /*
- * ExaNeSt PLDMA register map, version 2.3.
+ * ExaNeSt PLDMA register map, version 2.4.
  *
  * The contract between the driver, the QEMU engine model and a future FPGA
  * implementation on the QFDB. Documentation/pldma-registers.rst explains
@@ -30,7 +30,12 @@
  * the network port (Documentation/network.rst): a node id, the remote key
  * and endpoint tables, counters, PUT operations from channels and queues,
  * and receiver faults reported on a channel of the receiving context
- * (ORIGIN NET_RX); nothing of 2.2 changes meaning.
+ * (ORIGIN NET_RX); nothing of 2.2 changes meaning. 2.4 adds the mailbox:
+ * MAILBOX operations (small messages, PLDMA_MBOX_MAX bytes at most) from the
+ * queue into a receive ring in the destination context's address space
+ * (CTX_MBOX_*, VF_MBOX_*), in order per sending context; a full ring NACKs
+ * RNR and RESUMEs when its reader frees a slot; nothing of 2.3 changes
+ * meaning.
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
  */
@@ -119,7 +124,11 @@
 #define PLDMA_NET_CNT_PLACED_BYTES      14
 /* probes of a paused op (no timeouts: the receiver owes a RESUME) */
 #define PLDMA_NET_CNT_PROBES            15
-#define PLDMA_NET_COUNTERS      16
+/* 2.4: mailbox messages placed in this node's rings */
+#define PLDMA_NET_CNT_MBOX_PLACED       16
+/* 2.4: RNR NACKs sent (a full ring) */
+#define PLDMA_NET_CNT_RNR_SENT          17
+#define PLDMA_NET_COUNTERS      18
 #define PLDMA_NET_MAX_NODES     64      /* node ids 0..63 */
 #define PLDMA_NET_MAX_EPS       256     /* endpoints 0..255 */
 #define PLDMA_NET_MAX_RKEYS     256     /* rkey table entries */
@@ -143,7 +152,7 @@
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     3
+#define PLDMA_VERSION_MINOR     4
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */
@@ -157,6 +166,8 @@
 #define PLDMA_CAPS_SRIOV        (1u << 11)
 /* 2.3: a network port (see PLDMA_NET_*) */
 #define PLDMA_CAPS_NET          (1u << 12)
+/* 2.4: the mailbox (CTX_MBOX_*, PLDMA_OP_MAILBOX) */
+#define PLDMA_CAPS_MAILBOX      (1u << 13)
 #define PLDMA_CAPS_NCTX_SHIFT   16
 #define PLDMA_CAPS_NCTX_MASK    0x00ff0000u     /* number of contexts */
 
@@ -220,6 +231,38 @@
 #define PLDMA_CTX_KQ_CQ_TAIL    0x090   /* RO */
 
 /*
+ * 2.4, the mailbox's receive ring: 2^LOG2 slots of PLDMA_MBOX_SLOT bytes at
+ * MBOX_BASE, an address of the context's (its VF issues the writes), 64-byte
+ * aligned. BASE and CFG are latched when CFG.ENABLE goes from 0 to 1 (a bad
+ * configuration leaves it 0); the free-running indices are RW while the
+ * mailbox is disabled, and HEAD (the reader's index, as VF_MBOX_HEAD) is RW
+ * always. QUIESCE and RESET disable it and zero the indices.
+ */
+#define PLDMA_CTX_MBOX_BASE_LO  0x0a0
+#define PLDMA_CTX_MBOX_BASE_HI  0x0a4
+#define PLDMA_CTX_MBOX_CFG      0x0a8
+#define PLDMA_CTX_MBOX_HEAD     0x0ac
+#define PLDMA_CTX_MBOX_TAIL     0x0b0   /* RW while disabled, else RO */
+/* MBOX_CFG */
+#define PLDMA_MBOX_CFG_LOG2_MASK 0x0000001fu   /* slots, log2: 1..12 */
+#define PLDMA_MBOX_CFG_ENABLE   (1u << 31)
+#define PLDMA_MBOX_LOG2_MAX     12
+#define PLDMA_MBOX_MAX          256     /* bytes of a message, at most */
+/*
+ * A slot, little-endian: the header, then the message. The engine writes
+ * the message and the header, then STAMP last: the slot of index i (free-
+ * running) is complete when its STAMP reads i + 1. The reader takes slots
+ * in order and writes HEAD past them: that frees them.
+ */
+#define PLDMA_MBOX_SLOT         320
+#define PLDMA_MBOX_SRC_NODE_OFF 0       /* u16: the sending node */
+#define PLDMA_MBOX_SRC_EP_OFF   4       /* u32: the sending endpoint */
+#define PLDMA_MBOX_LEN_OFF      8       /* u32: bytes of the message */
+#define PLDMA_MBOX_OPID_OFF     12      /* u32: the sender's op id */
+#define PLDMA_MBOX_STAMP_OFF    60      /* u32: the slot's index + 1 */
+#define PLDMA_MBOX_DATA_OFF     64
+
+/*
  * 2.3: channel n's network registers at PLDMA_CH_NET_BASE +
  * n * PLDMA_CH_NET_STRIDE in the context's block. A START with NET_OP PUT
  * sends LEN bytes from SRC to DST, a virtual address of endpoint NET_EP at
@@ -243,6 +286,12 @@
 #define PLDMA_OP_PUT            1
 /* SRC a virtual address of endpoint NET_EP at NET_PEER, DST local */
 #define PLDMA_OP_GET            2
+/*
+ * 2.4: LEN (1..PLDMA_MBOX_MAX) bytes from SRC to the mailbox of endpoint
+ * NET_EP at NET_PEER (DST and NET_RKEY unused, 0); a context's messages leave
+ * one at a time, in the order they were started.
+ */
+#define PLDMA_OP_MAILBOX        3
 #define PLDMA_OP_MASK           0xfu
 
 /* CTX_IRQ_STATUS: bits 7:0 channel n raised its interrupt */
@@ -432,7 +481,8 @@
 /*
  * 2.3: a PUT or a GET takes two entries: the one above (PUT: SRC local, DST
  * the remote VA; GET: SRC the remote VA, DST local), then this one, at the
- * next SQ index. The engine takes both at once.
+ * next SQ index. The engine takes both at once. 2.4: so does a MAILBOX (SRC
+ * local, DST 0; RKEY 0).
  */
 #define PLDMA_SQE_NET_RKEY_OFF  0       /* u64: the remote key */
 #define PLDMA_SQE_NET_PEER_OFF  8       /* u16: the remote node */
@@ -489,6 +539,10 @@
 /* 2.1, WO: write PLDMA_VF_CQ_ARM_ONCE to arm the CQ event */
 #define PLDMA_VF_CQ_ARM         0x050
 #define PLDMA_VF_CQ_ARM_ONCE    (1u << 0)
+/* 2.4, RW: the mailbox reader's index (free-running); frees slots */
+#define PLDMA_VF_MBOX_HEAD      0x054
+/* 2.4, RO: messages placed in the ring (free-running) */
+#define PLDMA_VF_MBOX_TAIL      0x058
 #define PLDMA_VF_ID_MAGIC       0x45584e56u     /* "EXNV" */
 
 #endif /* EXANEST_PLDMA_REGS_H */

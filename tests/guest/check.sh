@@ -73,6 +73,10 @@ if [ -e /lib/exanest_dma.ko ]; then
 	echo "$out" | grep -q "put 4194307 bytes to node 1 endpoint [0-9]*: status 0, [1-9][0-9]* receiver faults NACKed and resolved, data verified" &&
 		echo "$out" | grep -q "got 4194307 bytes back: status 0, data verified"
 	t $? example-put-rust "$out"
+	# The mailbox (ABI 5): a hello, a key sent back through it, a put with that key, done.
+	out=$(mailbox-rs 1048579 2>&1); echo "$out"
+	echo "$out" | grep -q "A put 1048579 bytes into memory B never touched (.*); statuses 0 0 0 0; data verified"
+	t $? example-mailbox-rust "$out"
 	out=$(exanest-cli -d 1 copy --size 5M --count 3 --src-offset 3 --dst-offset 1 2>&1); echo "$out"
 	echo "$out" | grep -q "15728640 bytes .* data verified"; t $? cli-copy "$out"
 	out=$(exanest-cli -d 1 counters 2>&1); echo "$out"

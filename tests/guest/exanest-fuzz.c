@@ -791,8 +791,12 @@ static unsigned int gen_badcmd(struct worker *w)
 				cmd = (cmd & ~0xff00u) | (EXANEST_DMA_IOC_MAGIC << 8);
 		for (int i = 0; i < C_BADCMD; i++)
 			valid |= cmd == call_cmd[i];
-		/* Defined, though the fuzzer does not call it (it would only shrink the budget). */
-		valid |= cmd == EXANEST_DMA_IOC_BUDGET;
+		/*
+		 * Defined, though the fuzzer does not call them (BUDGET would only shrink the
+		 * budget; the queue and the mailbox have tests of their own).
+		 */
+		valid |= cmd == EXANEST_DMA_IOC_BUDGET || cmd == EXANEST_DMA_IOC_QUEUE_CREATE ||
+			 cmd == EXANEST_DMA_IOC_QUEUE_WAIT || cmd == EXANEST_DMA_IOC_MBOX_CREATE;
 		if (!valid)
 			return cmd;
 	}

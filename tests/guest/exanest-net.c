@@ -2,7 +2,7 @@
 /*
  * exanest-net: remote puts between the guest's two engines, whose network ports are cabled back
  * to back (scripts/run-qemu.sh: node 0 is /dev/exanest-dma0, node 1 /dev/exanest-dma1), on the
- * raw ABI (4) and register map 2.3 (Documentation/network.rst):
+ * raw ABI (5) and register map 2.4 (Documentation/network.rst):
  *  - a process on node 1 registers malloc'd memory it never touched with remote write access and
  *    hands its address, rkey and endpoint to a process on node 0 (a pipe), which puts 8 MiB
  *    there from its user-level queue: the receiving engine faults, NACKs, node 1's driver
@@ -18,6 +18,9 @@
  *    a receiver on transparent huge pages (2 MiB blocks), one paged out to swap between two
  *    puts; both nodes putting to each other at once; four receiving processes fed by two
  *    sending ones (several contexts per node);
+ *  - the mailbox: 500 messages into a ring the receiver never touched, each once and in order;
+ *    a two-slot ring and a slow reader (RNR, then RESUME); an endpoint without a mailbox
+ *    (ECONNREFUSED); MBOX_CREATE's errors;
  *  - the lossy fixture: 1 % of the packets dropped and 0.1 % corrupted by both engines (debugfs
  *    link): every byte exact, every op completed exactly once.
  *
@@ -28,6 +31,7 @@
  * ..." out, read back on stdin), each tagged so that a late answer is never taken for the next.
  */
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -151,10 +155,23 @@ static int32_t link_set(int dev, uint64_t drop_ppm, uint64_t corrupt_ppm)
  * Put len bytes of a buffer of its own, filled with seed, to a target, from the process's
  * queue: the completion's status.
  */
-static int32_t put_to(int fd, uint64_t len, unsigned int seed, const struct target *t)
+/* The receiving process's own queue, made at its first need. */
+static struct q *own_queue(int fd, int *err)
 {
 	static struct q q;
 	static bool made;
+
+	*err = 0;
+	if (!made) {
+		*err = q_create(&q, fd, 4, 4);
+		made = !*err;
+	}
+	return made ? &q : NULL;
+}
+
+static int32_t put_to(int fd, uint64_t len, unsigned int seed, const struct target *t)
+{
+	struct q *q;
 	uint8_t *src = big_alloc(len);
 	uint32_t h;
 	struct cqe c;
@@ -164,14 +181,98 @@ static int32_t put_to(int fd, uint64_t len, unsigned int seed, const struct targ
 		return -ENOMEM;
 	fill(src, len, seed);
 	ret = reg(fd, src, len, RD, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW, &h);
-	if (!ret && !made) {
-		ret = q_create(&q, fd, 4, 4);
-		made = !ret;
-	}
-	if (!ret)
-		ret = put_wait(&q, src, t, 0, len, &c);
+	q = ret ? NULL : own_queue(fd, &ret);
+	if (q)
+		ret = put_wait(q, src, t, 0, len, &c);
 	munmap(src, len);
 	return ret ?: c.status;
+}
+
+/* A counter of the engine's port, from debugfs engine's JSON: -1 when not found. */
+static long long engine_counter(int dev, const char *name)
+{
+	char path[64], buf[2048], key[64], *at;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/exanest-dma%d/engine", dev);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	snprintf(key, sizeof(key), "\"%s\": ", name);
+	at = strstr(buf, key);
+	return at ? atoll(at + strlen(key)) : -1;
+}
+
+/* Message k of a mailbox test: its length and its bytes. */
+static uint32_t msg_len(uint32_t k)
+{
+	return 1 + (k * 37) % EXANEST_DMA_MBOX_MAX;
+}
+
+static void msg_fill(uint8_t *p, uint32_t k)
+{
+	for (uint32_t i = 0; i < msg_len(k); i++)
+		p[i] = (uint8_t)(k * 7 + i);
+}
+
+/* A mailbox reader: its ring, and what it is to read (a thread of the receiving process). */
+struct reader {
+	struct q *q;
+	uint8_t *ring;
+	uint32_t log2;
+	uint32_t n;		/* messages to read */
+	uint64_t from;		/* their sender: endpoint | node << 32 */
+	uint32_t delay_us;	/* between two messages: a slow reader fills its ring */
+	int32_t got, bad;
+	pthread_t thread;
+	bool running;
+};
+
+/* Read r->n messages in order (10 s at most), checking each: message k of msg_fill. */
+static void *reader_run(void *arg)
+{
+	struct reader *r = arg;
+	uint8_t want[EXANEST_DMA_MBOX_MAX];
+	struct timespec t0, now;
+	uint32_t head = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((uint32_t)r->got < r->n) {
+		volatile uint8_t *slot = r->ring + (size_t)(head & ((1u << r->log2) - 1)) *
+						   EXANEST_DMA_MBOX_SLOT;
+		uint32_t stamp, len, ep;
+		uint16_t node;
+
+		stamp = *(volatile uint32_t *)(slot + EXANEST_DMA_MBOX_STAMP_OFF);
+		if (stamp != head + 1) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec - t0.tv_sec > 10)
+				break;
+			continue;
+		}
+		rmb_dev();
+		len = *(volatile uint32_t *)(slot + EXANEST_DMA_MBOX_LEN_OFF);
+		ep = *(volatile uint32_t *)(slot + EXANEST_DMA_MBOX_SRC_EP_OFF);
+		node = *(volatile uint16_t *)(slot + EXANEST_DMA_MBOX_SRC_NODE_OFF);
+		msg_fill(want, r->got);
+		r->bad += len != msg_len(r->got) || ep != (uint32_t)r->from ||
+			  node != (uint16_t)(r->from >> 32) ||
+			  memcmp((const void *)(slot + EXANEST_DMA_MBOX_DATA_OFF), want,
+				 msg_len(r->got));
+		r->got++;
+		head++;
+		if (r->delay_us)
+			usleep(r->delay_us);
+		rmb_dev();
+		db_write(r->q, PLDMA_VF_MBOX_HEAD, head);
+	}
+	return NULL;
 }
 
 /*
@@ -186,7 +287,13 @@ static int32_t put_to(int fd, uint64_t len, unsigned int seed, const struct targ
  *  'o' 8 bytes: MADV_PAGEOUT's result and the pages still resident after it (mincore);
  *  'i' 4 bytes: the engine's injection set to a0 drops and a1 corruptions per million;
  *  'P' 4 bytes: a put of a1 bytes of seed 9 from other memory to (a0 address, a2 rkey,
- *      a3 endpoint | node << 32): its completion's status (both directions at once).
+ *      a3 endpoint | node << 32): its completion's status (both directions at once);
+ *  'M' 4 bytes: a mailbox of 2^a0 slots in fresh memory (its queue first): MBOX_CREATE's
+ *      result;
+ *  'G' 4 bytes: a thread starts reading a1 messages from (a2: endpoint | node << 32), a3 us
+ *      apart: 0;
+ *  'W' 16 bytes: that thread's end: messages read, messages wrong, the engine's RNR NACKs
+ *      and its mailbox messages placed so far.
  */
 static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, int kind)
 {
@@ -194,6 +301,7 @@ static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, 
 	struct exanest_dma_reg r = { 0 };
 	struct target t = { 0 };
 	int fd = dev_open(dev);
+	struct reader mb = { 0 };
 	uint8_t *buf;
 	struct cmd c;
 
@@ -272,6 +380,43 @@ static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, 
 			int32_t ret = put_to(fd, c.a[1], 9, &to);
 
 			memcpy(out, &ret, 4);
+		} else if (c.op == 'M') {
+			struct exanest_dma_mbox m = { .log2 = (uint32_t)c.a[0] };
+			size_t bytes = ((size_t)EXANEST_DMA_MBOX_SLOT << m.log2) + PAGE;
+			int err;
+			int32_t ret;
+
+			mb.q = own_queue(fd, &err);
+			mb.ring = big_alloc(bytes);
+			mb.log2 = m.log2;
+			m.addr = (uintptr_t)mb.ring;
+			ret = err ?: !mb.ring ? -ENOMEM : xioctl(fd, EXANEST_DMA_IOC_MBOX_CREATE, &m);
+			memcpy(out, &ret, 4);
+		} else if (c.op == 'G') {
+			int32_t ret = -EINVAL;
+
+			if (mb.q && mb.ring && !mb.running) {
+				mb.n = c.a[1];
+				mb.from = c.a[2];
+				mb.delay_us = c.a[3];
+				mb.got = mb.bad = 0;
+				ret = -pthread_create(&mb.thread, NULL, reader_run, &mb);
+				mb.running = !ret;
+			}
+			memcpy(out, &ret, 4);
+		} else if (c.op == 'W') {
+			int32_t v[4] = { -1, -1, 0, 0 };
+
+			if (mb.running) {
+				pthread_join(mb.thread, NULL);
+				mb.running = false;
+				v[0] = mb.got;
+				v[1] = mb.bad;
+			}
+			v[2] = engine_counter(dev, "rnr_sent");
+			v[3] = engine_counter(dev, "mbox_placed");
+			memcpy(out, v, 16);
+			n = 16;
 		} else {
 			continue;
 		}
@@ -474,27 +619,6 @@ static int peer_ask(struct peer *p, char op, void *out, size_t n)
 	struct cmd c = { .op = op };
 
 	return peer_cmd(p, &c, out, n);
-}
-
-/* A counter of the engine's port, from debugfs engine's JSON: -1 when not found. */
-static long long engine_counter(int dev, const char *name)
-{
-	char path[64], buf[2048], key[64], *at;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/kernel/debug/exanest-dma%d/engine", dev);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	snprintf(key, sizeof(key), "\"%s\": ", name);
-	at = strstr(buf, key);
-	return at ? atoll(at + strlen(key)) : -1;
 }
 
 /*
@@ -888,6 +1012,153 @@ TEST_F(net, several_contexts_per_node)
 		EXPECT_EQ(sum(self->src, len), v[0]) TH_LOG("receiver %d", i);
 		peer_stop(&more[i]);
 	}
+}
+
+/*
+ * Send n mailbox messages (message k as msg_fill makes it) to t's endpoint from q, from buf
+ * (64 slots of 256 bytes, registered readable); every completion's status should be 0: how
+ * many were not (the first in *first_err), or -ETIMEDOUT.
+ */
+static int send_msgs(struct q *q, uint8_t *buf, uint32_t n, const struct target *t,
+		     int32_t *first_err)
+{
+	struct target to = *t;
+	uint32_t sent = 0, done = 0;
+	struct cqe c;
+	int bad = 0;
+
+	to.rkey = 0;
+	while (done < n) {
+		while (sent < n) {
+			uint8_t *m = buf + (sent % 64) * EXANEST_DMA_MBOX_MAX;
+
+			msg_fill(m, sent);
+			if (!q_remote(q, PLDMA_OP_MAILBOX, (uintptr_t)m, 0, msg_len(sent), sent, &to))
+				break;
+			sent++;
+		}
+		if (cqe_wait(q, &c))
+			return -ETIMEDOUT;
+		if (c.status && !bad++)
+			*first_err = c.status;
+		done++;
+	}
+	return bad;
+}
+
+/* A buffer for send_msgs, registered on fd; NULL on failure. */
+static uint8_t *msg_buffer(int fd)
+{
+	uint8_t *buf = big_alloc(64 * EXANEST_DMA_MBOX_MAX);
+	uint32_t h;
+
+	if (!buf || reg(fd, buf, 64 * EXANEST_DMA_MBOX_MAX, RD, EXANEST_DMA_MODE_ON_DEMAND,
+			NO_WINDOW, &h))
+		return NULL;
+	return buf;
+}
+
+/* This process's endpoint and node, as a mailbox slot names them (endpoint | node << 32). */
+static uint64_t me(int fd)
+{
+	struct exanest_dma_info i = { 0 };
+
+	xioctl(fd, EXANEST_DMA_IOC_INFO, &i);
+	return i.endpoint | (uint64_t)i.node << 32;
+}
+
+/*
+ * The mailbox: 500 messages of 1 to 256 bytes into a 16-slot ring in memory the receiver never
+ * touched (its pages fault and are resolved like data), read as they come: each arrives once,
+ * in order, from this endpoint.
+ */
+TEST_F(net, mailbox_in_order_once)
+{
+	struct cmd mk = { .op = 'M', .a = { 4 } }, go = { .op = 'G' }, w = { .op = 'W' };
+	struct exanest_dma_counters k;
+	uint8_t *buf = msg_buffer(self->fd);
+	int32_t ret = -1, v[4], err = 0;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, start_receiver(self, 4096, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, peer_cmd(&self->peer, &mk, &ret, sizeof(ret)));
+	ASSERT_EQ(0, ret) TH_LOG("MBOX_CREATE: %d", ret);
+	go.a[1] = 500;
+	go.a[2] = me(self->fd);
+	ASSERT_EQ(0, peer_cmd(&self->peer, &go, &ret, sizeof(ret)));
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(0, send_msgs(&self->q, buf, 500, &self->t, &err)) TH_LOG("first error %d", err);
+	ASSERT_EQ(0, peer_cmd(&self->peer, &w, v, sizeof(v)));
+	EXPECT_EQ(500, v[0]) TH_LOG("messages read");
+	EXPECT_EQ(0, v[1]) TH_LOG("messages out of order, damaged or from elsewhere");
+	ASSERT_EQ(0, ask(self, 'c', &k, sizeof(k)));
+	EXPECT_LT(0, k.faults) TH_LOG("the ring's pages took no fault: were they touched?");
+	EXPECT_EQ(k.faults, k.faults_resolved);
+}
+
+/*
+ * A ring of two slots and a slow reader: the senders' messages are NACKed RNR while it is
+ * full and RESUMEd as it frees slots; none is lost, none is duplicated, all in order.
+ */
+TEST_F(net, mailbox_full_ring_waits)
+{
+	struct cmd mk = { .op = 'M', .a = { 1 } }, go = { .op = 'G' }, w = { .op = 'W' };
+	uint8_t *buf = msg_buffer(self->fd);
+	int32_t ret = -1, v[4], before[4], err = 0;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, start_receiver(self, 4096, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, peer_cmd(&self->peer, &w, before, sizeof(before)));
+	ASSERT_EQ(0, peer_cmd(&self->peer, &mk, &ret, sizeof(ret)));
+	ASSERT_EQ(0, ret);
+	go.a[1] = 40;
+	go.a[2] = me(self->fd);
+	go.a[3] = 3000;
+	ASSERT_EQ(0, peer_cmd(&self->peer, &go, &ret, sizeof(ret)));
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(0, send_msgs(&self->q, buf, 40, &self->t, &err)) TH_LOG("first error %d", err);
+	ASSERT_EQ(0, peer_cmd(&self->peer, &w, v, sizeof(v)));
+	EXPECT_EQ(40, v[0]);
+	EXPECT_EQ(0, v[1]);
+	EXPECT_LT(before[2], v[2]) TH_LOG("the receiving engine never NACKed RNR");
+	EXPECT_EQ(before[3] + 40, v[3]) TH_LOG("messages placed: each exactly once");
+}
+
+/* An endpoint without a mailbox refuses messages: ECONNREFUSED, and nothing else happens. */
+TEST_F(net, mailbox_refused_without_one)
+{
+	uint8_t *buf = msg_buffer(self->fd);
+	int32_t err = 0;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, start_receiver(self, 4096, PROT_READ | PROT_WRITE, false));
+	EXPECT_EQ(1, send_msgs(&self->q, buf, 1, &self->t, &err));
+	EXPECT_EQ(-ECONNREFUSED, err);
+}
+
+/* MBOX_CREATE's errors: bad rings (EINVAL), no queue yet (ENOENT), a second mailbox (EEXIST). */
+TEST_F(net, mailbox_create_errors)
+{
+	size_t bytes = (size_t)EXANEST_DMA_MBOX_SLOT << 4;
+	uint8_t *ring = big_alloc(bytes + PAGE);
+	struct exanest_dma_mbox m = { .addr = (uintptr_t)ring, .log2 = 4 };
+	int fd2 = dev_open(0);
+
+	ASSERT_NE(NULL, ring);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-ENOENT, xioctl(fd2, EXANEST_DMA_IOC_MBOX_CREATE, &m)) TH_LOG("no queue");
+	close(fd2);
+	for (uint32_t log2 = 0; log2 < 14; log2 += 13) {
+		m.log2 = log2;
+		EXPECT_EQ(-EINVAL, xioctl(self->fd, EXANEST_DMA_IOC_MBOX_CREATE, &m));
+	}
+	m = (struct exanest_dma_mbox){ .addr = (uintptr_t)ring + 64, .log2 = 4 };
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, EXANEST_DMA_IOC_MBOX_CREATE, &m)) TH_LOG("misaligned");
+	m = (struct exanest_dma_mbox){ .addr = (uintptr_t)ring, .log2 = 4, .flags = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, EXANEST_DMA_IOC_MBOX_CREATE, &m));
+	m.flags = 0;
+	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_MBOX_CREATE, &m));
+	EXPECT_EQ(-EEXIST, xioctl(self->fd, EXANEST_DMA_IOC_MBOX_CREATE, &m));
 }
 
 /*

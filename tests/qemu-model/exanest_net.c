@@ -29,6 +29,13 @@
  *    for one.
  *  - Every packet field is checked before use; bad packets are dropped and
  *    counted, never answered with anything but a NACK.
+ *  - A MAILBOX (2.4) is sent as a one-packet PUT whose packet op is MAILBOX,
+ *    its rkey field the sending endpoint; a context's messages leave one at
+ *    a time, in the order they started (mbox_order). The receiver places it
+ *    in the next slot of the endpoint's context's ring, STAMP last, and ACKs;
+ *    a full ring NACKs RNR and RESUMEs once the reader frees a slot (HEAD),
+ *    a ring page that does not translate NACKs FAULT and is reported like a
+ *    receiver fault. The receive op table keeps every message placed once.
  */
 
 #include "qemu/osdep.h"
@@ -63,10 +70,12 @@ enum {
 #define NACK_FAULT      1
 #define NACK_NOT_READY  2
 #define NACK_SEQUENCE   3
+#define NACK_RNR        4
 
 /* Errnos of error NACKs (Linux's values: the CQE reports them). */
 #define PLDMA_EPERM     1
 #define PLDMA_ERANGE    34
+#define PLDMA_ECONNREFUSED 111
 #define PLDMA_ESTALE    116
 #define PLDMA_ENOKEY    126
 
@@ -227,7 +236,8 @@ static uint64_t net_tx_withdraw(PldmaState *s, uint16_t dst, uint32_t op_id)
     PldmaTxPacket *p, *nx;
 
     QSIMPLEQ_FOREACH_SAFE(p, &n->txq, next, nx) {
-        if (p->op == PKT_WRITE && p->dst == dst && p->op_id == op_id &&
+        if ((p->op == PKT_WRITE || p->op == PKT_MAILBOX) && p->dst == dst &&
+            p->op_id == op_id &&
             p->depart > now) {
             low = MIN(low, p->offset);
             QSIMPLEQ_REMOVE(&n->txq, p, PldmaTxPacket, next);
@@ -268,8 +278,7 @@ static PldmaChannel *net_sender(PldmaState *s, uint32_t peer, uint32_t op_id)
         for (unsigned j = 0; j < s->nchan; j++) {
             PldmaChannel *c = &s->ctx[i].ch[j];
 
-            if ((c->a_op == PLDMA_OP_PUT || c->a_op == PLDMA_OP_GET) &&
-                c->op_id == op_id &&
+            if (c->a_op != PLDMA_OP_COPY && c->op_id == op_id &&
                 c->a_peer == peer &&
                 (c->state == PLDMA_STATE_BUSY ||
                  c->state == PLDMA_STATE_FAULT) &&
@@ -281,10 +290,43 @@ static PldmaChannel *net_sender(PldmaState *s, uint32_t peer, uint32_t op_id)
     return NULL;
 }
 
+/* A MAILBOX of c's context started before c's is not finished yet. */
+static bool net_mbox_behind(PldmaChannel *c)
+{
+    PldmaContext *x = c->ctx;
+
+    if (c->a_op != PLDMA_OP_MAILBOX) {
+        return false;
+    }
+    for (unsigned n = 0; n < x->dev->nchan; n++) {
+        PldmaChannel *o = &x->ch[n];
+
+        if (o != c && o->a_op == PLDMA_OP_MAILBOX &&
+            !(o->origin & PLDMA_ORIGIN_NET_RX) &&
+            (o->state == PLDMA_STATE_BUSY || o->state == PLDMA_STATE_FAULT) &&
+            o->mbox_order < c->mbox_order) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool net_can_send(PldmaState *s, PldmaChannel *c)
 {
     return !c->snd_paused && c->snd_next < c->a_len &&
-           c->snd_next - c->done < s->net.window;
+           c->snd_next - c->done < s->net.window && !net_mbox_behind(c);
+}
+
+static void net_wake(PldmaChannel *c);
+
+/* A MAILBOX of @x ended: the next one may go. */
+void pldma_net_mbox_next(PldmaContext *x)
+{
+    for (unsigned n = 0; n < x->dev->nchan; n++) {
+        if (x->ch[n].a_op == PLDMA_OP_MAILBOX) {
+            net_wake(&x->ch[n]);
+        }
+    }
 }
 
 /* Channel c may send again: make it ready for the data path. */
@@ -325,6 +367,19 @@ static void net_end(PldmaChannel *c, uint32_t err, int32_t status)
     pldma_notify(c, err ? PLDMA_STATE_ERROR : PLDMA_STATE_DONE, err);
 }
 
+/* The endpoint holding context @x, or UINT32_MAX. */
+static uint32_t net_ctx_ep(PldmaContext *x)
+{
+    PldmaNet *n = &x->dev->net;
+
+    for (uint32_t ep = 0; ep < PLDMA_NET_MAX_EPS; ep++) {
+        if (n->ep[ep] == (PLDMA_NET_EP_RESIDENT | x->index)) {
+            return ep;
+        }
+    }
+    return UINT32_MAX;
+}
+
 uint32_t pldma_net_launch(PldmaChannel *c)
 {
     PldmaState *s = c->ctx->dev;
@@ -338,8 +393,17 @@ uint32_t pldma_net_launch(PldmaChannel *c)
     c->net_status = 0;
     net_rto_reset(c);
     c->rd_gap = false;
-    if (c->a_op != PLDMA_OP_PUT && c->a_op != PLDMA_OP_GET) {
+    if (c->a_op == PLDMA_OP_COPY || c->a_op > PLDMA_OP_MAILBOX) {
         return PLDMA_ERR_BAD_FLAGS;
+    }
+    if (c->a_op == PLDMA_OP_MAILBOX) {
+        if (c->a_len > PLDMA_MBOX_MAX) {
+            return PLDMA_ERR_BAD_LEN;
+        }
+        /* The replies name the sender by its endpoint, in the rkey field. */
+        c->a_rkey = net_ctx_ep(c->ctx);
+        c->a_dst = 0;
+        c->mbox_order = ++c->ctx->mbox_started;
     }
     if (!pldma_net_link(s)) {
         qemu_log_mask(LOG_GUEST_ERROR,
@@ -435,7 +499,8 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
         if (good) {
             moved += good;
             k = (PldmaPkt) {
-                .op = PKT_WRITE, .src = s->net.node, .dst = c->a_peer,
+                .op = c->a_op == PLDMA_OP_MAILBOX ? PKT_MAILBOX : PKT_WRITE,
+                .src = s->net.node, .dst = c->a_peer,
                 .ep = c->a_ep, .op_id = c->op_id, .seq = c->snd_seq++,
                 .rkey = c->a_rkey, .addr = c->a_dst, .len = c->a_len,
                 .offset = off, .plen = good, .payload = s->bounce,
@@ -502,7 +567,8 @@ static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
         return;
     }
     if (c->snd_paused && (off == c->done || c->a_op == PLDMA_OP_GET) &&
-        (status == NACK_FAULT || status == NACK_NOT_READY)) {
+        (status == NACK_FAULT || status == NACK_NOT_READY ||
+         status == NACK_RNR)) {
         return; /* a probe's answer: still being resolved */
     }
     net_count(s, PLDMA_NET_CNT_NACKS_RECEIVED, 1);
@@ -575,7 +641,8 @@ static void net_probe(PldmaChannel *c)
 {
     PldmaState *s = c->ctx->dev;
     PldmaPkt k = {
-        .op = PKT_WRITE, .src = s->net.node, .dst = c->a_peer, .ep = c->a_ep,
+        .op = c->a_op == PLDMA_OP_MAILBOX ? PKT_MAILBOX : PKT_WRITE,
+        .src = s->net.node, .dst = c->a_peer, .ep = c->a_ep,
         .op_id = c->op_id, .seq = c->snd_seq++, .rkey = c->a_rkey,
         .addr = c->a_dst, .len = c->a_len, .offset = c->done,
     };
@@ -600,8 +667,7 @@ static void net_rto_fired(void *opaque)
         net_arm(c); /* the driver has the source fault: not the peer's */
         return;
     }
-    if (c->state != PLDMA_STATE_BUSY ||
-        (c->a_op != PLDMA_OP_PUT && c->a_op != PLDMA_OP_GET)) {
+    if (c->state != PLDMA_STATE_BUSY || c->a_op == PLDMA_OP_COPY) {
         return;
     }
     if (++c->retries > s->net.retries) {
@@ -853,7 +919,8 @@ static void net_rx_still(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
         .op = PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
         .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr, .len = k->len,
         .offset = r->placed,
-        .status = r->state == PLDMA_RX_FAULT ? NACK_FAULT : NACK_NOT_READY,
+        .status = r->state == PLDMA_RX_FAULT ? NACK_FAULT :
+                  r->state == PLDMA_RX_RNR ? NACK_RNR : NACK_NOT_READY,
     }, 0);
 }
 
@@ -869,6 +936,7 @@ static void net_rx_probe(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
         break;
     case PLDMA_RX_FAULT:
     case PLDMA_RX_NOT_READY:
+    case PLDMA_RX_RNR:
         net_rx_still(s, r, k);
         break;
     default:
@@ -976,6 +1044,169 @@ static void net_rx_write(PldmaState *s, const PldmaPkt *k)
         r->state = PLDMA_RX_DONE;
     }
     net_answer(s, k, PKT_ACK, r->placed, 0);
+}
+
+/* Whether @x's ring has a free slot. */
+static bool net_mbox_room(PldmaContext *x)
+{
+    return x->mbox_tail - x->mbox_head < x->mbox_n;
+}
+
+/*
+ * Place MAILBOX @k of rx op r in the next slot of @x's ring as @fn: the
+ * message, the header, then STAMP. Returns the bytes of the slot that
+ * translate: all of them (PLDMA_MBOX_DATA_OFF + len) once placed.
+ */
+static uint64_t net_mbox_place(PCIDevice *fn, PldmaContext *x,
+                               const PldmaPkt *k)
+{
+    uint64_t slot = x->a_mbox_base +
+                    (uint64_t)(x->mbox_tail & (x->mbox_n - 1)) *
+                    PLDMA_MBOX_SLOT;
+    uint64_t want = PLDMA_MBOX_DATA_OFF + k->len;
+    uint64_t good = net_valid_prefix(pci_get_address_space(fn), slot, want,
+                                     DMA_DIRECTION_FROM_DEVICE);
+    uint8_t hdr[PLDMA_MBOX_DATA_OFF] = { 0 };
+
+    if (good < want) {
+        return good;
+    }
+    stw_le_p(hdr + PLDMA_MBOX_SRC_NODE_OFF, k->src);
+    stl_le_p(hdr + PLDMA_MBOX_SRC_EP_OFF, (uint32_t)k->rkey);
+    stl_le_p(hdr + PLDMA_MBOX_LEN_OFF, k->len);
+    stl_le_p(hdr + PLDMA_MBOX_OPID_OFF, k->op_id);
+    if (pci_dma_write(fn, slot + PLDMA_MBOX_DATA_OFF, k->payload, k->len) ||
+        pci_dma_write(fn, slot, hdr, PLDMA_MBOX_STAMP_OFF)) {
+        return 0;
+    }
+    /* STAMP last: the reader takes the slot once it reads tail + 1. */
+    smp_wmb();
+    stl_le_p(hdr + PLDMA_MBOX_STAMP_OFF, x->mbox_tail + 1);
+    if (pci_dma_write(fn, slot + PLDMA_MBOX_STAMP_OFF,
+                      hdr + PLDMA_MBOX_STAMP_OFF, 4)) {
+        return 0;
+    }
+    return want;
+}
+
+/*
+ * A MAILBOX (2.4): a message of k->len bytes (1..PLDMA_MBOX_MAX) for the
+ * mailbox of endpoint k->ep, from endpoint k->rkey of node k->src, in one
+ * packet, or none (a probe). Placed once in the next slot of the ring of
+ * the endpoint's context: a full ring NACKs RNR, a slot that does not
+ * translate NACKs FAULT (reported like a receiver fault), an endpoint
+ * without a mailbox is refused (ECONNREFUSED).
+ */
+static void net_rx_mailbox(PldmaState *s, const PldmaPkt *k)
+{
+    PldmaNet *n = &s->net;
+    PldmaRxOp *r = net_rx_find(s, k->src, k->op_id);
+    uint64_t got, want = PLDMA_MBOX_DATA_OFF + k->len;
+    PldmaContext *x;
+    PCIDevice *fn;
+
+    if (!k->len || k->len > PLDMA_MBOX_MAX || k->offset || k->addr ||
+        (k->plen && k->plen != k->len) || (!r && !k->plen)) {
+        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        return;
+    }
+    if (!r) {
+        if (n->floor_set[k->src] &&
+            (int32_t)(k->op_id - n->floor[k->src]) <= 0) {
+            net_answer(s, k, PKT_NACK, 0, -PLDMA_ESTALE);
+            return;
+        }
+        r = net_rx_new(s, k);
+        if (!r) {
+            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+            return; /* no room: the sender's timeout tries again */
+        }
+        r->mbox = true;
+    }
+    if (!r->mbox || r->rkey != k->rkey || r->len != k->len ||
+        r->ep != k->ep) {
+        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        return; /* not the op it claims to be */
+    }
+    r->stamp = ++n->rx_stamp;
+    x = (n->ep[k->ep] & PLDMA_NET_EP_RESIDENT) ?
+        &s->ctx[n->ep[k->ep] & PLDMA_NET_EP_CTX_MASK] : NULL;
+    if (r->state == PLDMA_RX_RNR && x && net_mbox_room(x)) {
+        r->state = PLDMA_RX_RECV; /* a slot is free now: its RESUME was lost */
+    }
+    if (!k->plen) {
+        net_rx_probe(s, r, k);
+        return;
+    }
+    switch (r->state) {
+    case PLDMA_RX_DONE:
+        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
+        net_answer(s, k, PKT_ACK, r->placed, 0);
+        return;
+    case PLDMA_RX_ERROR:
+        net_answer(s, k, PKT_NACK, 0, r->err);
+        return;
+    case PLDMA_RX_RECV:
+        break;
+    default:
+        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
+        return;
+    }
+    fn = x ? pldma_ctx_master(x) : NULL;
+    if (!fn) {
+        r->state = PLDMA_RX_NOT_READY;
+        net_answer(s, k, PKT_NACK, 0, NACK_NOT_READY);
+        return;
+    }
+    if (!(x->mbox_cfg & PLDMA_MBOX_CFG_ENABLE) || !x->mbox_n) {
+        r->state = PLDMA_RX_ERROR;
+        r->err = -PLDMA_ECONNREFUSED;
+        net_answer(s, k, PKT_NACK, 0, r->err);
+        return;
+    }
+    if (!net_mbox_room(x)) {
+        r->state = PLDMA_RX_RNR;
+        net_count(s, PLDMA_NET_CNT_RNR_SENT, 1);
+        net_answer(s, k, PKT_NACK, 0, NACK_RNR);
+        return;
+    }
+    got = net_mbox_place(fn, x, k);
+    if (got < want) {
+        r->state = PLDMA_RX_FAULT;
+        r->fault_addr = x->a_mbox_base +
+                        (uint64_t)(x->mbox_tail & (x->mbox_n - 1)) *
+                        PLDMA_MBOX_SLOT + got;
+        r->fault_info = pldma_fault_info(true, PLDMA_CAUSE_TRANSLATION);
+        r->ch = NULL;
+        net_answer(s, k, PKT_NACK, 0, NACK_FAULT);
+        net_rx_report(x, r);
+        return;
+    }
+    trace_exanest_pldma_net_place(x->index, k->src, k->op_id, 0, k->len);
+    x->mbox_tail++;
+    r->placed = k->len;
+    r->state = PLDMA_RX_DONE;
+    net_count(s, PLDMA_NET_CNT_PLACED_BYTES, k->len);
+    net_count(s, PLDMA_NET_CNT_MBOX_PLACED, 1);
+    net_answer(s, k, PKT_ACK, r->placed, 0);
+}
+
+/* @x's reader freed slots: RESUME the messages its ring NACKed RNR. */
+void pldma_net_mbox_freed(PldmaContext *x)
+{
+    PldmaState *s = x->dev;
+
+    for (unsigned i = 0; i < PLDMA_NET_RX_OPS && net_mbox_room(x); i++) {
+        PldmaRxOp *r = &s->net.rx[i];
+        PldmaPkt k;
+
+        if (r->state == PLDMA_RX_RNR &&
+            s->net.ep[r->ep] == (PLDMA_NET_EP_RESIDENT | x->index)) {
+            r->state = PLDMA_RX_RECV;
+            k = net_reply_to(s, r);
+            net_answer(s, &k, PKT_RESUME, 0, 0);
+        }
+    }
 }
 
 /*
@@ -1210,22 +1441,21 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
             break;
         }
         if (k.op == PKT_ACK) {
-            if (c->a_op == PLDMA_OP_PUT) {
+            if (c->a_op != PLDMA_OP_GET) {
                 net_on_ack(c, k.offset);
             }
         } else if (k.op == PKT_RESUME) {
             net_on_resume(c, k.offset);
         } else if (k.status == NACK_FAULT || k.status == NACK_NOT_READY ||
-                   k.status == NACK_SEQUENCE ||
+                   k.status == NACK_SEQUENCE || k.status == NACK_RNR ||
                    (k.status < 0 && k.status > -4096)) {
             net_on_nack(c, k.offset, k.status);
         } else {
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
         }
         break;
-    default:
-        /* MAILBOX: not in this version of the engine */
-        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+    case PKT_MAILBOX:
+        net_rx_mailbox(s, &k);
         break;
     }
     return size;

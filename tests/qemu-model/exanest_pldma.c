@@ -97,6 +97,7 @@ REG32(CAPS, PLDMA_CAPS)
     FIELD(CAPS, TIMING, 10, 1)
     FIELD(CAPS, SRIOV, 11, 1)
     FIELD(CAPS, NET, 12, 1)
+    FIELD(CAPS, MAILBOX, 13, 1)
     FIELD(CAPS, NCTX, PLDMA_CAPS_NCTX_SHIFT, 8)
 REG32(MAX_LEN, PLDMA_MAX_LEN)
 REG32(IRQ_SUMMARY_LO, PLDMA_IRQ_SUMMARY_LO)
@@ -162,6 +163,13 @@ REG32(CTX_KQ_SQ_TAIL, PLDMA_CTX_KQ_SQ_TAIL)
 REG32(CTX_KQ_SQ_HEAD, PLDMA_CTX_KQ_SQ_HEAD)
 REG32(CTX_KQ_CQ_HEAD, PLDMA_CTX_KQ_CQ_HEAD)
 REG32(CTX_KQ_CQ_TAIL, PLDMA_CTX_KQ_CQ_TAIL)
+REG32(CTX_MBOX_BASE_LO, PLDMA_CTX_MBOX_BASE_LO)
+REG32(CTX_MBOX_BASE_HI, PLDMA_CTX_MBOX_BASE_HI)
+REG32(CTX_MBOX_CFG, PLDMA_CTX_MBOX_CFG)
+    FIELD(CTX_MBOX_CFG, LOG2, 0, 5)
+    FIELD(CTX_MBOX_CFG, ENABLE, 31, 1)
+REG32(CTX_MBOX_HEAD, PLDMA_CTX_MBOX_HEAD)
+REG32(CTX_MBOX_TAIL, PLDMA_CTX_MBOX_TAIL)
 
 /* Channel registers, relative to the channel's block. */
 REG32(CH_SRC_LO, PLDMA_CH_SRC_LO)
@@ -204,6 +212,8 @@ REG32(VF_CQ_HEAD, PLDMA_VF_CQ_HEAD)
 REG32(VF_CQ_TAIL, PLDMA_VF_CQ_TAIL)
 REG32(VF_CQ_ARM, PLDMA_VF_CQ_ARM)
     FIELD(VF_CQ_ARM, ONCE, 0, 1)
+REG32(VF_MBOX_HEAD, PLDMA_VF_MBOX_HEAD)
+REG32(VF_MBOX_TAIL, PLDMA_VF_MBOX_TAIL)
 
 QEMU_BUILD_BUG_ON(R_CAPS_NCHAN_MASK != PLDMA_CAPS_NCHAN_MASK);
 QEMU_BUILD_BUG_ON(R_CAPS_RESUME_MASK != PLDMA_CAPS_RESUME);
@@ -211,6 +221,10 @@ QEMU_BUILD_BUG_ON(R_CAPS_INTX_MASK != PLDMA_CAPS_INTX);
 QEMU_BUILD_BUG_ON(R_CAPS_TIMING_MASK != PLDMA_CAPS_TIMING);
 QEMU_BUILD_BUG_ON(R_CAPS_SRIOV_MASK != PLDMA_CAPS_SRIOV);
 QEMU_BUILD_BUG_ON(R_CAPS_NET_MASK != PLDMA_CAPS_NET);
+QEMU_BUILD_BUG_ON(R_CAPS_MAILBOX_MASK != PLDMA_CAPS_MAILBOX);
+QEMU_BUILD_BUG_ON(R_CTX_MBOX_CFG_LOG2_MASK != PLDMA_MBOX_CFG_LOG2_MASK ||
+                  R_CTX_MBOX_CFG_ENABLE_MASK != PLDMA_MBOX_CFG_ENABLE);
+QEMU_BUILD_BUG_ON(PLDMA_MBOX_DATA_OFF + PLDMA_MBOX_MAX != PLDMA_MBOX_SLOT);
 /* The network registers sit between the globals and the contexts. */
 QEMU_BUILD_BUG_ON(PLDMA_QUANTUM >= PLDMA_NET_NODE ||
                   PLDMA_NET_CNT_BASE + 4 * PLDMA_NET_COUNTERS >
@@ -359,6 +373,9 @@ void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err)
     c->err = err;
     c->ready = false;
     c->pending = PLDMA_PEND_NONE;
+    if (c->a_op == PLDMA_OP_MAILBOX && state != PLDMA_STATE_FAULT) {
+        pldma_net_mbox_next(x);
+    }
     if (pldma_ch_queued(c)) {
         if (state == PLDMA_STATE_FAULT) {
             x->irq_status |= 1u << c->index;
@@ -459,7 +476,7 @@ static void pldma_turn(PldmaState *s, PldmaChannel *c, int64_t now)
         return;
     }
 
-    if (c->a_op == PLDMA_OP_PUT || c->a_op == PLDMA_OP_GET) {
+    if (c->a_op != PLDMA_OP_COPY) {
         pldma_net_turn(s, c, fn, now);
         return;
     }
@@ -701,7 +718,7 @@ static void pldma_start(PldmaChannel *c)
     c->a_rkey = c->net_rkey;
     c->origin = 0;
     c->wr_id = 0;
-    pldma_launch(c, c->a_op > PLDMA_OP_GET);
+    pldma_launch(c, c->a_op > PLDMA_OP_MAILBOX);
 }
 
 /* Queues (2.1) */
@@ -929,7 +946,7 @@ static void pldma_q_start(PldmaQueue *q, PldmaChannel *c, const uint8_t *d,
     uint32_t flags = ldl_le_p(d + PLDMA_SQE_FLAGS_OFF);
     uint32_t op = flags & PLDMA_OP_MASK;
     bool bad = (flags & ~PLDMA_OP_MASK) ||
-               op > PLDMA_OP_GET;
+               op > PLDMA_OP_MAILBOX;
 
     c->a_src = ldq_le_p(d + PLDMA_SQE_SRC_OFF);
     c->a_dst = ldq_le_p(d + PLDMA_SQE_DST_OFF);
@@ -938,7 +955,7 @@ static void pldma_q_start(PldmaQueue *q, PldmaChannel *c, const uint8_t *d,
     c->a_op = op;
     c->a_peer = c->a_ep = 0;
     c->a_rkey = 0;
-    if (op == PLDMA_OP_PUT || op == PLDMA_OP_GET) {
+    if (op != PLDMA_OP_COPY && op <= PLDMA_OP_MAILBOX) {
         c->a_rkey = ldq_le_p(d2 + PLDMA_SQE_NET_RKEY_OFF);
         c->a_peer = lduw_le_p(d2 + PLDMA_SQE_NET_PEER_OFF);
         c->a_ep = ldl_le_p(d2 + PLDMA_SQE_NET_EP_OFF);
@@ -1014,13 +1031,13 @@ static bool pldma_q_fetch(PldmaQueue *q)
         return false;
     }
     op = ldl_le_p(d + PLDMA_SQE_FLAGS_OFF) & PLDMA_OP_MASK;
-    if (op == PLDMA_OP_PUT || op == PLDMA_OP_GET) {
+    if (op != PLDMA_OP_COPY && op <= PLDMA_OP_MAILBOX) {
         /* Two entries: wait for the second, then take both. */
         if (q->sq_tail - q->sq_head < 2 || !pldma_q_read_sqe(q, idx + 1, d2)) {
             return false;
         }
     }
-    q->sq_head += op == PLDMA_OP_PUT || op == PLDMA_OP_GET ? 2 : 1;
+    q->sq_head += op != PLDMA_OP_COPY && op <= PLDMA_OP_MAILBOX ? 2 : 1;
     pldma_q_start(q, c, d, d2, idx, addr);
     return true;
 }
@@ -1318,6 +1335,66 @@ static void pldma_channel_reset(PldmaChannel *c)
     c->rx_src = 0;
 }
 
+/* The mailbox (2.4) */
+
+/* Disabled, the indices zeroed (QUIESCE, RESET); BASE and CFG's LOG2 stay. */
+static void pldma_mbox_reset(PldmaContext *x)
+{
+    x->mbox_cfg &= ~PLDMA_MBOX_CFG_ENABLE;
+    x->mbox_n = 0;
+    x->mbox_head = x->mbox_tail = 0;
+}
+
+/* MBOX_CFG written: ENABLE 0 -> 1 latches the ring, if it is a good one. */
+static void pldma_mbox_cfg(PldmaContext *x, uint32_t val)
+{
+    uint32_t known = R_CTX_MBOX_CFG_LOG2_MASK | R_CTX_MBOX_CFG_ENABLE_MASK;
+    uint32_t log2 = FIELD_EX32(val, CTX_MBOX_CFG, LOG2);
+    bool was = x->mbox_cfg & PLDMA_MBOX_CFG_ENABLE;
+    uint64_t size = (uint64_t)PLDMA_MBOX_SLOT << log2;
+
+    if (val & ~known) {
+        qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: ctx%u: unknown "
+                      "MBOX_CFG bits 0x%x ignored\n", x->index, val & ~known);
+    }
+    if (!FIELD_EX32(val, CTX_MBOX_CFG, ENABLE)) {
+        x->mbox_cfg = val & R_CTX_MBOX_CFG_LOG2_MASK;
+        x->mbox_n = 0;
+        return;
+    }
+    if (was) {
+        x->mbox_cfg = (val & R_CTX_MBOX_CFG_LOG2_MASK) |
+                      PLDMA_MBOX_CFG_ENABLE;
+        return; /* latched already: LOG2 takes effect at the next enable */
+    }
+    if (log2 < 1 || log2 > PLDMA_MBOX_LOG2_MAX || x->mbox_base % 64 ||
+        x->mbox_base + size < x->mbox_base) {
+        qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: ctx%u: mailbox ring "
+                      "0x%" PRIx64 " of 2^%u slots refused\n", x->index,
+                      x->mbox_base, log2);
+        x->mbox_cfg = val & R_CTX_MBOX_CFG_LOG2_MASK;
+        return;
+    }
+    x->mbox_cfg = val & known;
+    x->a_mbox_base = x->mbox_base;
+    x->mbox_n = 1u << log2;
+}
+
+/*
+ * The reader's index, from the PF or the VF. A value past TAIL is logged and
+ * taken: it can only disturb the context's own ring.
+ */
+static void pldma_mbox_head(PldmaContext *x, uint32_t v)
+{
+    if (v - x->mbox_head > x->mbox_tail - x->mbox_head) {
+        qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: ctx%u: MBOX_HEAD %u "
+                      "is not between MBOX_HEAD %u and MBOX_TAIL %u\n",
+                      x->index, v, x->mbox_head, x->mbox_tail);
+    }
+    x->mbox_head = v;
+    pldma_net_mbox_freed(x);
+}
+
 /*
  * CTX_CTRL.QUIESCE: every channel of the context back to IDLE, without an
  * interrupt, and its interrupt status cleared; the queue is disabled and its
@@ -1343,6 +1420,7 @@ static void pldma_quiesce(PldmaContext *x)
     }
     pldma_q_reset(&x->q, true);
     pldma_q_reset(&x->kq, true);
+    pldma_mbox_reset(x);
     x->irq_status = 0;
     pldma_update_irq(s);
 }
@@ -1358,6 +1436,9 @@ static void pldma_reset_all(PldmaState *s)
         }
         pldma_q_reset(&x->q, false);
         pldma_q_reset(&x->kq, false);
+        pldma_mbox_reset(x);
+        x->mbox_base = 0;
+        x->mbox_started = 0;
         x->irq_status = 0;
         x->next_ch = 0;
     }
@@ -1652,6 +1733,21 @@ static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
     case A_CTX_Q_CQ_TAIL:
         *val = *pldma_q_index(q, off);
         return true;
+    case A_CTX_MBOX_BASE_LO:
+        *val = extract64(x->mbox_base, 0, 32);
+        return true;
+    case A_CTX_MBOX_BASE_HI:
+        *val = extract64(x->mbox_base, 32, 32);
+        return true;
+    case A_CTX_MBOX_CFG:
+        *val = x->mbox_cfg;
+        return true;
+    case A_CTX_MBOX_HEAD:
+        *val = x->mbox_head;
+        return true;
+    case A_CTX_MBOX_TAIL:
+        *val = x->mbox_tail;
+        return true;
     }
     return pldma_kq_read(&x->kq, off, val);
 }
@@ -1731,6 +1827,27 @@ static bool pldma_ctx_write(PldmaContext *x, hwaddr off, uint32_t val)
         }
         *pldma_q_index(q, off) = val;
         return true;
+    case A_CTX_MBOX_BASE_LO:
+        x->mbox_base = deposit64(x->mbox_base, 0, 32, val);
+        return true;
+    case A_CTX_MBOX_BASE_HI:
+        x->mbox_base = deposit64(x->mbox_base, 32, 32, val);
+        return true;
+    case A_CTX_MBOX_CFG:
+        pldma_mbox_cfg(x, val);
+        return true;
+    case A_CTX_MBOX_HEAD:
+        pldma_mbox_head(x, val);
+        return true;
+    case A_CTX_MBOX_TAIL:
+        if (x->mbox_cfg & PLDMA_MBOX_CFG_ENABLE) {
+            qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: ctx%u: write 0x%x "
+                          "to MBOX_TAIL ignored: the mailbox is enabled\n",
+                          x->index, val);
+            return true;
+        }
+        x->mbox_tail = val;
+        return true;
     }
     return pldma_kq_write(&x->kq, off, val);
 }
@@ -1754,6 +1871,7 @@ static bool pldma_global_read(PldmaState *s, hwaddr addr, uint64_t *val)
         v = FIELD_DP32(v, CAPS, TIMING, 1);
         v = FIELD_DP32(v, CAPS, SRIOV, 1);
         v = FIELD_DP32(v, CAPS, NET, 1);
+        v = FIELD_DP32(v, CAPS, MAILBOX, 1);
         *val = FIELD_DP32(v, CAPS, NCTX, s->nctx);
         return true;
     case A_MAX_LEN:
@@ -2113,6 +2231,12 @@ static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
         break;
     case A_VF_CQ_ARM:
         break; /* write-only */
+    case A_VF_MBOX_HEAD:
+        val = x->mbox_head;
+        break;
+    case A_VF_MBOX_TAIL:
+        val = x->mbox_tail;
+        break;
     default:
         qemu_log_mask(LOG_GUEST_ERROR,
                       "exanest-pldma-vf: ctx%u: read of unknown offset 0x%"
@@ -2138,6 +2262,10 @@ static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
     uint32_t v = val;
 
     trace_exanest_pldma_vf_write(x->index, addr, val);
+    if (addr == A_VF_MBOX_HEAD) {
+        pldma_mbox_head(x, v);
+        return;
+    }
     switch (addr) {
     case A_VF_SQ_TAIL:
     case A_VF_CQ_HEAD:

@@ -75,6 +75,7 @@ typedef struct PldmaChannel {
     QEMUTimer *rto;
     int rx;                 /* ORIGIN NET_RX: the receive op it reports */
     uint32_t rx_src;        /* ORIGIN NET_RX: the sending node */
+    uint64_t mbox_order;    /* 2.4, a MAILBOX: when it started, per context */
 } PldmaChannel;
 
 /*
@@ -114,6 +115,12 @@ struct PldmaContext {
     PldmaChannel ch[PLDMA_MAX_CHANNELS];
     PldmaQueue q;           /* the user's queue, its doorbells in the VF */
     PldmaQueue kq;          /* the kernel's queue (2.2), all in the PF */
+    /* 2.4: the mailbox's receive ring, as programmed, then latched. */
+    uint64_t mbox_base, a_mbox_base;
+    uint32_t mbox_cfg;      /* PLDMA_MBOX_CFG_*, ENABLE as it is */
+    uint32_t mbox_n;        /* slots (latched) */
+    uint32_t mbox_head, mbox_tail;
+    uint64_t mbox_started;  /* MAILBOX ops started: their order */
 };
 
 /* A remote node's op this engine receives (2.3). */
@@ -122,6 +129,7 @@ typedef enum PldmaRxState {
     PLDMA_RX_RECV,          /* placing in order */
     PLDMA_RX_FAULT,         /* placing stopped at a fault being resolved */
     PLDMA_RX_NOT_READY,     /* its endpoint holds no context */
+    PLDMA_RX_RNR,           /* a MAILBOX: the ring is full */
     PLDMA_RX_DONE,          /* every byte placed */
     PLDMA_RX_ERROR,         /* refused: err */
 } PldmaRxState;
@@ -129,6 +137,7 @@ typedef enum PldmaRxState {
 typedef struct PldmaRxOp {
     PldmaRxState state;
     bool read;              /* a GET this node serves (else a PUT it places) */
+    bool mbox;              /* a MAILBOX message */
     uint32_t src, op_id, ep;
     uint64_t rkey, addr, len;
     uint64_t placed;        /* bytes placed: [0, placed) */
@@ -240,6 +249,10 @@ void pldma_net_stop(PldmaChannel *c);
 void pldma_net_rx_resume(PldmaChannel *c);
 void pldma_net_rx_nack(PldmaChannel *c);
 void pldma_net_channel_freed(PldmaContext *x);
+/* 2.4: a MAILBOX of @x ended (DONE, ERROR): the next one may go */
+void pldma_net_mbox_next(PldmaContext *x);
+/* 2.4: the mailbox's reader freed slots of @x's ring (HEAD written) */
+void pldma_net_mbox_freed(PldmaContext *x);
 bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val);
 bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val);
 bool pldma_ch_net_read(PldmaChannel *c, hwaddr off, uint64_t *val);

@@ -449,13 +449,14 @@ class Identity(ModelTest):
     def test_id_version_caps(self):
         q = self.q
         self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 3)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 4)
         self.assertEqual(q.reg(R["PLDMA_VERSION"]), R["PLDMA_VERSION_MAJOR"] << 16 | R["PLDMA_VERSION_MINOR"])
         caps = q.reg(R["PLDMA_CAPS"])
         self.assertEqual(caps & R["PLDMA_CAPS_NCHAN_MASK"], 4, "default channels per context")
         self.assertEqual((caps & R["PLDMA_CAPS_NCTX_MASK"]) >> R["PLDMA_CAPS_NCTX_SHIFT"], 16,
                          "default contexts")
-        for bit in ("PLDMA_CAPS_RESUME", "PLDMA_CAPS_INTX", "PLDMA_CAPS_TIMING", "PLDMA_CAPS_SRIOV"):
+        for bit in ("PLDMA_CAPS_RESUME", "PLDMA_CAPS_INTX", "PLDMA_CAPS_TIMING", "PLDMA_CAPS_SRIOV",
+                    "PLDMA_CAPS_NET", "PLDMA_CAPS_MAILBOX"):
             self.assertTrue(caps & R[bit], bit)
         self.assertEqual(q.reg(R["PLDMA_BANDWIDTH"]), 1000)
         self.assertEqual(q.reg(R["PLDMA_LATENCY"]), 5000)
@@ -1051,8 +1052,8 @@ class Queues(ModelTest):
 
     def test_version_2_2(self):
         q = self.q
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 3, "2.3 keeps 2.2's registers")
-        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 3)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 4, "2.4 keeps 2.2's registers")
+        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 4)
         for ctx in (0, 15):
             self.assertEqual([q.ctxreg(ctx, R[r]) for r in (
                 "PLDMA_CTX_SQ_BASE_LO", "PLDMA_CTX_CQ_BASE_LO", "PLDMA_CTX_Q_CFG", "PLDMA_CTX_Q_CTRL",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Host tests of the PLDMA engine model's network port (register map 2.3), through qtest.
+"""Host tests of the PLDMA engine model's network port (register map 2.3, the mailbox 2.4), through qtest.
 
 Two engines in one QEMU, each behind its own pcie-root-port, are two nodes: their ports are
 cabled back to back through a hub (QEMU's own network layer: -netdev hubport), so both share
@@ -142,8 +142,9 @@ class TwoNodes(unittest.TestCase):
 class Identity(TwoNodes):
     def test_version_node_and_link(self):
         a, b = self.a, self.b
-        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 3)
+        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 4)
         self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_NET"])
+        self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_MAILBOX"])
         self.assertEqual(a.reg(R["PLDMA_NET_NODE"]), 0 | R["PLDMA_NET_NODE_LINK"])
         self.assertEqual(b.reg(R["PLDMA_NET_NODE"]), 1 | R["PLDMA_NET_NODE_LINK"])
         self.assertEqual(a.reg(R["PLDMA_NET_WINDOW"]), 64 << 10)
@@ -554,6 +555,177 @@ class Queue(TwoNodes):
         self.assertEqual(got, {1: R["PLDMA_CQE_BAD_FLAGS"], 2: -ENOKEY,
                                3: R["PLDMA_CQE_BAD_FLAGS"]})
         self.assertEqual(b.mem_read(DST, 4096), bytes(4096))
+
+
+MAILBOX = R["PLDMA_OP_MAILBOX"]
+SLOT = R["PLDMA_MBOX_SLOT"]
+ECONNREFUSED = 111
+
+
+def mbox_ring(q, ctx, base, log2, enable=True):
+    """Program context ctx's mailbox ring: 2^log2 slots at base (zeroed when in RAM)."""
+    if RAM <= base < UNMAPPED:
+        q.mem_write(base, bytes(SLOT << log2))
+    q.set_ctxreg(ctx, R["PLDMA_CTX_MBOX_BASE_LO"], base)
+    q.set_ctxreg(ctx, R["PLDMA_CTX_MBOX_BASE_HI"], base >> 32)
+    q.set_ctxreg(ctx, R["PLDMA_CTX_MBOX_CFG"], log2 | (R["PLDMA_MBOX_CFG_ENABLE"] if enable else 0))
+
+
+def mbox_sqes(src, length, wr_id, peer, ep):
+    """A MAILBOX's two send queue entries: length bytes at src for endpoint ep of node peer."""
+    return put_sqes(src, 0, length, wr_id, 0, peer, ep, flags=MAILBOX)
+
+
+def mbox_slot(q, base, log2, i):
+    """Slot of free-running index i: (stamp, src node, src endpoint, length, message)."""
+    b = q.mem_read(base + (i % (1 << log2)) * SLOT, SLOT)
+    node, ep, length = struct.unpack_from("<H2xII", b, R["PLDMA_MBOX_SRC_NODE_OFF"])
+    stamp = struct.unpack_from("<I", b, R["PLDMA_MBOX_STAMP_OFF"])[0]
+    return stamp, node, ep, length, b[R["PLDMA_MBOX_DATA_OFF"]:][:length]
+
+
+class Mailbox(TwoNodes):
+    """2.4: node 0's context 1 (endpoint 3) sends messages from its queue to the mailbox of
+    node 1's endpoint 7 (context 2), whose ring is at RING."""
+    RING = DST + 0x100000
+
+    def setUp(self):
+        super().setUp()
+        set_ep(self.a, 3, 1)
+        self.r = Ring(self.a, 1, RAM + 0x100000, RAM + 0x200000, log_sq=6, log_cq=5)
+
+    def send(self, msgs, first_wr=0):
+        """Post a MAILBOX per message (their bytes at SRC + 512 i) and ring the doorbell."""
+        a, r = self.a, self.r
+        for i, m in enumerate(msgs):
+            src = SRC + 512 * ((first_wr + i) % 64)
+            a.mem_write(src, m)
+            a.mem_write(r.sq + (r.tail % r.nsq) * 32,
+                        mbox_sqes(src, len(m), first_wr + i, 1, 7))
+            r.tail += 2
+        r.doorbell()
+
+    def test_messages_arrive_in_order_once(self):
+        b, rng = self.b, random.Random(7)
+        mbox_ring(b, 2, self.RING, 4)
+        msgs = [rng.randbytes(n) for n in (1, 256, 17, 64, 255, 3, 128, 200, 9, 100)]
+        self.send(msgs)
+        self.r.run_until_cq(len(msgs))
+        cqes = {c.wr_id: c for c in self.r.reap()}
+        self.assertEqual({w: (c.status, c.bytes) for w, c in cqes.items()},
+                         {i: (0, len(m)) for i, m in enumerate(msgs)})
+        for i, m in enumerate(msgs):
+            self.assertEqual(mbox_slot(b, self.RING, 4, i), (i + 1, 0, 3, len(m), m),
+                             f"slot {i}")
+        self.assertEqual(mbox_slot(b, self.RING, 4, len(msgs))[0], 0, "nothing more")
+        self.assertEqual(b.vfreg(2, R["PLDMA_VF_MBOX_TAIL"]), len(msgs))
+        self.assertEqual(b.ctxreg(2, R["PLDMA_CTX_MBOX_TAIL"]), len(msgs))
+        self.assertEqual(cnt(b, "MBOX_PLACED"), len(msgs))
+        self.assertEqual(b.mem_read(DST, 4096), bytes(4096), "nothing outside the ring")
+
+    def test_full_ring_rnr_then_resume_when_read(self):
+        """Two slots, five messages: the third is NACKed RNR and waits (probes, no timeout);
+        each HEAD the reader writes RESUMEs it, and every message arrives once, in order."""
+        a, b = self.a, self.b
+        mbox_ring(b, 2, self.RING, 1)
+        msgs = [bytes([i]) * (10 + i) for i in range(5)]
+        self.send(msgs)
+        self.r.run_until_cq(2)
+        t0 = a.now()
+        while a.now() - t0 < 50_000_000:
+            a.step(1_000_000)
+        self.assertEqual(self.r.vf("PLDMA_VF_CQ_TAIL"), 2, "a full ring takes no more")
+        self.assertGreaterEqual(cnt(b, "RNR_SENT"), 1)
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0, "RNR is not a lost packet")
+        got, head = [], 0
+        while head < len(msgs):
+            tail = b.vfreg(2, R["PLDMA_VF_MBOX_TAIL"])
+            for i in range(head, tail):
+                stamp, node, ep, n, m = mbox_slot(b, self.RING, 1, i)
+                self.assertEqual(stamp, i + 1)
+                got.append(m)
+            head = tail
+            b.writel(b.vf_bar + 2 * R["PLDMA_VF_MMIO_SIZE"] + R["PLDMA_VF_MBOX_HEAD"], head)
+            for _ in range(100):
+                if b.vfreg(2, R["PLDMA_VF_MBOX_TAIL"]) > head or head == len(msgs):
+                    break
+                a.step(100_000)
+        self.assertEqual(got, msgs)
+        self.r.run_until_cq(len(msgs))
+        self.assertTrue(all(c.status == 0 for c in self.r.reap()))
+        self.assertEqual(cnt(b, "MBOX_PLACED"), len(msgs))
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+
+    def test_bad_messages_and_no_mailbox(self):
+        a, b = self.a, self.b
+        self.send([b"x" * 257, b"no ring"], first_wr=1)
+        self.r.run_until_cq(2)
+        got = {c.wr_id: c.status for c in self.r.reap()}
+        self.assertEqual(got, {1: R["PLDMA_CQE_BAD_LEN"], 2: -ECONNREFUSED})
+        # A ring that is not 64-byte aligned is refused: the mailbox stays disabled.
+        mbox_ring(b, 2, self.RING + 8, 2)
+        self.assertEqual(b.ctxreg(2, R["PLDMA_CTX_MBOX_CFG"]) & R["PLDMA_MBOX_CFG_ENABLE"], 0)
+        self.assertEqual(cnt(b, "MBOX_PLACED"), 0)
+
+    def test_messages_under_loss_exactly_once(self):
+        """1 % of the packets dropped and 0.1 % corrupted on both sides: 200 messages through
+        an 8-slot ring read as they come, each once and in order."""
+        a, b, r = self.a, self.b, self.r
+        for q in (a, b):
+            q.set_reg(R["PLDMA_NET_DROP_PPM"], 10000)
+            q.set_reg(R["PLDMA_NET_CORRUPT_PPM"], 1000)
+        mbox_ring(b, 2, self.RING, 3)
+        total, sent, done, got, head = 200, 0, 0, [], 0
+        while len(got) < total:
+            if sent < total and sent - done <= 16:
+                n = min(16, total - sent)
+                self.send([struct.pack("<I", sent + i) * 8 for i in range(n)], first_wr=sent)
+                sent += n
+            a.step(200_000)
+            cqes = r.reap()
+            self.assertTrue(all(c.status == 0 for c in cqes), cqes)
+            done += len(cqes)
+            tail = b.vfreg(2, R["PLDMA_VF_MBOX_TAIL"])
+            for i in range(head, tail):
+                got.append(mbox_slot(b, self.RING, 3, i)[4])
+            if tail != head:
+                head = tail
+                b.writel(b.vf_bar + 2 * R["PLDMA_VF_MMIO_SIZE"] + R["PLDMA_VF_MBOX_HEAD"], head)
+            self.assertLess(a.now(), 10**11, f"stuck at {len(got)} of {total}")
+        self.assertEqual(got, [struct.pack("<I", i) * 8 for i in range(total)])
+        self.assertEqual(cnt(b, "MBOX_PLACED"), total)
+        self.assertGreater(cnt(a, "INJECTED_DROPS") + cnt(b, "INJECTED_DROPS"), 0)
+
+
+class MailboxFaults(DimmNodes):
+    def test_ring_page_fault_nack_resume(self):
+        """The ring's page does not translate: NACK FAULT, the fault reported on the receiving
+        context at the slot's address; once resolved and RESUMEd, the message is placed."""
+        a, b = self.nodes()
+        ring = 0x80000000                       # where the DIMM will appear, on node 1
+        set_ep(a, 3, 1)
+        set_ep(b, 7, 2)
+        mbox_ring(b, 2, ring, 2)
+        r = Ring(a, 1, RAM + 0x100000, RAM + 0x200000)
+        a.mem_write(SRC, b"hello, node 1")
+        a.mem_write(r.sq, mbox_sqes(SRC, 13, 0x55, 1, 7))
+        r.tail = 2
+        r.doorbell()
+        for _ in range(200):
+            a.step()
+            if b.status(0, 2)[0] == R["PLDMA_STATE_FAULT"]:
+                break
+        self.assertEqual(b.status(0, 2)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(b.chreg(0, R["PLDMA_CH_ORIGIN"], 2), R["PLDMA_ORIGIN_NET_RX"])
+        self.assertEqual(b.chreg(0, R["PLDMA_CH_FAULT_LO"], 2), ring)
+        b.vm.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hot")
+        b.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], 2)
+        r.run_until_cq(1)
+        (c,) = r.reap()
+        self.assertEqual((c.wr_id, c.status, c.bytes), (0x55, 0, 13))
+        self.assertEqual(mbox_slot(b, ring, 2, 0), (1, 0, 3, 13, b"hello, node 1"))
+        self.assertEqual((cnt(b, "NACKS_SENT"), cnt(b, "RESUMES_SENT")), (1, 1))
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
 
 
 class Get(TwoNodes):

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
 /*
- * ExaNeSt DMA user ABI, version 4 (3 adds the user-level queue: QUEUE_CREATE, QUEUE_WAIT, mmap;
- * 4 adds remote access: the REMOTE access bits, a region's rkey, the node and endpoint in INFO).
+ * ExaNeSt DMA user ABI, version 5 (3 adds the user-level queue: QUEUE_CREATE, QUEUE_WAIT, mmap;
+ * 4 adds remote access: the REMOTE access bits, a region's rkey, the node and endpoint in INFO;
+ * 5 adds the mailbox: MBOX_CREATE, and MAILBOX entries in the send queue).
  *
  * One character device per engine instance: /dev/exanest-dma<N>. Each open file gets one of the
  * engine's contexts (EBUSY when every context is taken): the context's own IOMMU domain, attached
@@ -22,7 +23,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define EXANEST_DMA_ABI_VERSION		4
+#define EXANEST_DMA_ABI_VERSION		5
 
 /* exanest_dma_info.context of a file that holds no engine context at the moment. */
 #define EXANEST_DMA_NO_CONTEXT		0xffffffffu
@@ -216,6 +217,32 @@ struct exanest_dma_queue {
 #define EXANEST_DMA_QERR_CQ_WRITE	3	/* a completion could not be written */
 
 /*
+ * EXANEST_DMA_IOC_MBOX_CREATE (ABI 5): the file's mailbox, a receive ring of 2^log2 slots of
+ * EXANEST_DMA_MBOX_SLOT bytes at addr (4 KiB aligned, zeroed by the caller: fresh anonymous
+ * memory is), for the messages other nodes send to the file's endpoint (INFO.endpoint). The ring
+ * is registered on demand for the engine to write (a page that faults is resolved like data);
+ * its reader's index is the doorbell page's MBOX_HEAD, so the file needs its queue first. A slot
+ * of free-running index i is complete when its stamp (u32 at EXANEST_DMA_MBOX_STAMP_OFF) reads
+ * i + 1; the reader takes slots in order and writes MBOX_HEAD past them to free them (a full ring
+ * makes senders wait: RNR). Documentation/network.rst, "The mailbox".
+ */
+struct exanest_dma_mbox {
+	__u64 addr;		/* in: the ring */
+	__u32 log2;		/* in: log2 of its slots, 1..EXANEST_DMA_MBOX_LOG2_MAX */
+	__u32 flags;		/* in: 0 */
+};
+
+#define EXANEST_DMA_MBOX_SLOT		320	/* bytes per slot: a header, then the message */
+#define EXANEST_DMA_MBOX_MAX		256	/* bytes of a message, at most */
+#define EXANEST_DMA_MBOX_LOG2_MAX	12
+/* A slot's fields, little-endian: byte offsets. */
+#define EXANEST_DMA_MBOX_SRC_NODE_OFF	0	/* u16: the sending node */
+#define EXANEST_DMA_MBOX_SRC_EP_OFF	4	/* u32: the sending endpoint */
+#define EXANEST_DMA_MBOX_LEN_OFF	8	/* u32: bytes of the message */
+#define EXANEST_DMA_MBOX_STAMP_OFF	60	/* u32: the slot's index + 1, written last */
+#define EXANEST_DMA_MBOX_DATA_OFF	64	/* the message */
+
+/*
  * EXANEST_DMA_IOC_QUEUE_WAIT: sleep until the completion of index cq_head is in the CQ (its
  * PHASE bit is the one expected for that index), the queue stopped on an error, or the timeout.
  * The caller arms the CQ event (the doorbell page's CQ_ARM) before it looks at the CQ a last time
@@ -246,5 +273,7 @@ struct exanest_dma_queue_wait {
 	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x0a, struct exanest_dma_queue)
 #define EXANEST_DMA_IOC_QUEUE_WAIT \
 	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x0b, struct exanest_dma_queue_wait)
+#define EXANEST_DMA_IOC_MBOX_CREATE \
+	_IOW(EXANEST_DMA_IOC_MAGIC, 0x0c, struct exanest_dma_mbox)
 
 #endif /* _UAPI_LINUX_EXANEST_DMA_H */

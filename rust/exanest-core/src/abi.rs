@@ -7,7 +7,7 @@
 //! the kernel's error, so user space sees exactly the errno documented in Documentation/abi.rst.
 
 /// ABI version reported by `EXANEST_DMA_IOC_INFO`.
-pub const ABI_VERSION: u32 = 4;
+pub const ABI_VERSION: u32 = 5;
 
 /// `Info::context` of a file that holds no engine context at the moment (it gets one when it
 /// next submits a copy).
@@ -82,6 +82,8 @@ pub const IOC_BUDGET: u32 = ioc(IOC_R | IOC_W, 9, core::mem::size_of::<Budget>()
 pub const IOC_QUEUE_CREATE: u32 = ioc(IOC_R | IOC_W, 0x0a, core::mem::size_of::<Queue>());
 /// `EXANEST_DMA_IOC_QUEUE_WAIT` (ABI 3).
 pub const IOC_QUEUE_WAIT: u32 = ioc(IOC_R | IOC_W, 0x0b, core::mem::size_of::<QueueWait>());
+/// `EXANEST_DMA_IOC_MBOX_CREATE` (ABI 5).
+pub const IOC_MBOX_CREATE: u32 = ioc(IOC_W, 0x0c, core::mem::size_of::<Mbox>());
 /// Smallest log2 of a queue ring's entries.
 pub const QUEUE_LOG2_MIN: u32 = 1;
 /// Largest log2 of a queue ring's entries.
@@ -138,6 +140,35 @@ pub struct QueueWait {
     pub reserved: u32,
     /// Out: the address the queue error is about.
     pub error_addr: u64,
+}
+
+/// Bytes of a mailbox slot (`EXANEST_DMA_MBOX_SLOT`): a 64-byte header, then the message.
+pub const MBOX_SLOT: u64 = 320;
+/// Bytes of a mailbox message, at most (`EXANEST_DMA_MBOX_MAX`).
+pub const MBOX_MAX: u32 = 256;
+/// Largest log2 of a mailbox ring's slots.
+pub const MBOX_LOG2_MAX: u32 = 12;
+
+/// `struct exanest_dma_mbox` (ABI 5).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mbox {
+    /// The receive ring: 2^`log2` slots of [`MBOX_SLOT`] bytes, 4 KiB aligned, zeroed.
+    pub addr: u64,
+    /// log2 of the ring's slots, 1..[`MBOX_LOG2_MAX`].
+    pub log2: u32,
+    /// Zero.
+    pub flags: u32,
+}
+
+/// Check an `EXANEST_DMA_IOC_MBOX_CREATE` request: flags zero, the size in range, the ring
+/// aligned (`Inval`) and inside the address space (`Overflow`, `Fault`). The ring in whole pages.
+pub fn check_mbox(m: &Mbox, lim: &Limits) -> Result<Range, Errno> {
+    if m.flags != 0 || !(1..=MBOX_LOG2_MAX).contains(&m.log2) || m.addr % QUEUE_ALIGN != 0 {
+        return Err(Errno::Inval);
+    }
+    let len = (MBOX_SLOT << m.log2).div_ceil(QUEUE_ALIGN) * QUEUE_ALIGN;
+    Range::new(m.addr, len, lim.va_end)
 }
 
 /// A queue request that passed the checks: the two rings.
@@ -853,6 +884,33 @@ mod tests {
             cq_log2: lc,
             ..Default::default()
         }
+    }
+
+    /// A mailbox ring: 2..4096 slots of 320 bytes, 4 KiB aligned, whole pages; flags zero.
+    #[test]
+    fn mbox_checks() {
+        let m = |addr, log2, flags| Mbox { addr, log2, flags };
+        let r = check_mbox(&m(0x10000, 4, 0), &LIM).unwrap();
+        assert_eq!(
+            (r.start, r.end),
+            (0x10000, 0x12000),
+            "16 slots: 5120 bytes, 2 pages"
+        );
+        let r = check_mbox(&m(0x10000, 12, 0), &LIM).unwrap();
+        assert_eq!(r.len(), 320 << 12);
+        for bad in [
+            m(0x10000, 0, 0),
+            m(0x10000, 13, 0),
+            m(0x10000, u32::MAX, 0),
+            m(0x10040, 4, 0),
+            m(0x10000, 4, 1),
+        ] {
+            assert_eq!(check_mbox(&bad, &LIM), Err(Errno::Inval), "{bad:?}");
+        }
+        assert_eq!(
+            check_mbox(&m(LIM.va_end - 0x1000, 4, 0), &LIM),
+            Err(Errno::Fault)
+        );
     }
 
     /// A queue's rings: sizes 2..4096 entries, 4 KiB aligned, whole pages, disjoint; every

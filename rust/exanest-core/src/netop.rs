@@ -195,7 +195,7 @@ impl SendOp {
         }
         if self.state == SendState::Paused
             && off == self.acked
-            && matches!(why, Nack::Fault | Nack::NotReady)
+            && matches!(why, Nack::Fault | Nack::NotReady | Nack::Rnr)
         {
             return SendEvent::None; // a probe's answer: still being resolved
         }

@@ -70,10 +70,13 @@ impl Op {
 pub enum Nack {
     /// A page fault at `offset`: the receiver resolves it and sends RESUME.
     Fault,
-    /// Not ready (receive ring full, or no context resident): RESUME follows.
+    /// Not ready (no context resident): RESUME follows.
     NotReady,
     /// Data arrived beyond a gap (a packet was lost): send again from `offset` at once.
     Sequence,
+    /// Receiver not ready (the mailbox's ring is full): RESUME follows when its reader frees a
+    /// slot.
+    Rnr,
     /// The op cannot complete: this errno (positive) ends it at the sender.
     Error(i32),
 }
@@ -85,6 +88,7 @@ impl Nack {
             Nack::Fault => 1,
             Nack::NotReady => 2,
             Nack::Sequence => 3,
+            Nack::Rnr => 4,
             Nack::Error(e) => -e,
         }
     }
@@ -95,6 +99,7 @@ impl Nack {
             1 => Some(Nack::Fault),
             2 => Some(Nack::NotReady),
             3 => Some(Nack::Sequence),
+            4 => Some(Nack::Rnr),
             s if s < 0 && s > -4096 => Some(Nack::Error(-s)),
             _ => None,
         }
@@ -334,6 +339,8 @@ mod tests {
             Some(Nack::NotReady)
         );
         assert_eq!(Nack::from_status(3), Some(Nack::Sequence));
+        assert_eq!(Nack::from_status(Nack::Rnr.status()), Some(Nack::Rnr));
+        assert_eq!(Nack::from_status(5), None);
         assert_eq!(Nack::from_status(-13), Some(Nack::Error(13)));
         assert_eq!(Nack::from_status(0), None);
         assert_eq!(Nack::from_status(i32::MIN), None);

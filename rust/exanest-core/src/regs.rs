@@ -122,8 +122,12 @@ pub mod net {
     pub const CNT_PLACED_BYTES: usize = 14;
     /// Counter: probes of a paused op (the receiver owes a RESUME; not timeouts).
     pub const CNT_PROBES: usize = 15;
+    /// 2.4, counter: mailbox messages placed in this node's rings.
+    pub const CNT_MBOX_PLACED: usize = 16;
+    /// 2.4, counter: RNR NACKs sent (a full ring).
+    pub const CNT_RNR_SENT: usize = 17;
     /// Number of counters.
-    pub const COUNTERS: usize = 16;
+    pub const COUNTERS: usize = 18;
     /// Node ids are below this.
     pub const MAX_NODES: usize = 64;
     /// Endpoints are below this.
@@ -211,6 +215,8 @@ pub mod ch_net {
     pub const OP_PUT: u32 = 1;
     /// An RDMA read from a remote node: `SRC` the remote address, `DST` local.
     pub const OP_GET: u32 = 2;
+    /// 2.4: a message of at most [`super::mbox::MAX`] bytes into the mailbox of `EP` at `PEER`.
+    pub const OP_MAILBOX: u32 = 3;
     /// The op field of [`OP`] and of a descriptor's flags.
     pub const OP_MASK: u32 = 0xf;
     /// A PUT's second queue entry: the remote key (u64).
@@ -230,7 +236,7 @@ pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 3;
+pub const VERSION_MINOR: u32 = 4;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 
@@ -309,6 +315,16 @@ pub mod ctx {
     pub const KQ_CQ_HEAD: usize = 0x08c;
     /// 2.2: read-only CQ producer index.
     pub const KQ_CQ_TAIL: usize = 0x090;
+    /// 2.4: the mailbox ring's address ([`super::mbox`]), low half.
+    pub const MBOX_BASE_LO: usize = 0x0a0;
+    /// High half of [`MBOX_BASE_LO`].
+    pub const MBOX_BASE_HI: usize = 0x0a4;
+    /// 2.4: the ring's size and [`super::mbox::CFG_ENABLE`].
+    pub const MBOX_CFG: usize = 0x0a8;
+    /// 2.4: the reader's index (free-running), as [`super::vf::MBOX_HEAD`].
+    pub const MBOX_HEAD: usize = 0x0ac;
+    /// 2.4: messages placed (free-running); writable while the mailbox is disabled.
+    pub const MBOX_TAIL: usize = 0x0b0;
 }
 
 /// Fields of [`ctx::EVT_POST`]: the event entry's `bytes` (a count) and its kind (not 0),
@@ -481,6 +497,37 @@ pub mod vf {
     pub const CQ_TAIL: usize = 0x04c;
     /// 2.1, write-only: [`super::VF_CQ_ARM_ONCE`] arms the completion queue event.
     pub const CQ_ARM: usize = 0x050;
+    /// 2.4, read-write: the mailbox reader's index (free-running); writing it frees slots.
+    pub const MBOX_HEAD: usize = 0x054;
+    /// 2.4, read-only: messages placed in the ring (free-running).
+    pub const MBOX_TAIL: usize = 0x058;
+}
+
+/// 2.4: the mailbox's receive ring (Documentation/network.rst, "The mailbox"): 2^log2 slots of
+/// [`SLOT`] bytes in the receiving context's address space.
+pub mod mbox {
+    /// `MBOX_CFG`: log2 of the slots.
+    pub const CFG_LOG2_MASK: u32 = 0x1f;
+    /// `MBOX_CFG`: the mailbox takes messages.
+    pub const CFG_ENABLE: u32 = 1 << 31;
+    /// Largest log2 of the slots.
+    pub const LOG2_MAX: u32 = 12;
+    /// Bytes of a message, at most.
+    pub const MAX: u32 = 256;
+    /// Bytes of a slot: the header, then the message.
+    pub const SLOT: usize = 320;
+    /// The sending node (u16).
+    pub const SRC_NODE_OFF: usize = 0;
+    /// The sending endpoint (u32).
+    pub const SRC_EP_OFF: usize = 4;
+    /// Bytes of the message (u32).
+    pub const LEN_OFF: usize = 8;
+    /// The sender's op id (u32).
+    pub const OPID_OFF: usize = 12;
+    /// The slot's free-running index + 1 (u32), written last: the slot is complete.
+    pub const STAMP_OFF: usize = 60;
+    /// The message.
+    pub const DATA_OFF: usize = 64;
 }
 
 /// Value of a virtual function's ID register ("EXNV").
@@ -572,6 +619,8 @@ impl Caps {
     pub const SRIOV: u32 = 1 << 11;
     /// 2.3: the engine has a network port ([`net`]).
     pub const NET: u32 = 1 << 12;
+    /// 2.4: the mailbox ([`mbox`]).
+    pub const MAILBOX: u32 = 1 << 13;
     /// Shift of the context count.
     pub const NCTX_SHIFT: u32 = 16;
     /// Mask of the context count.

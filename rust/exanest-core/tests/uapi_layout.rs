@@ -4,9 +4,10 @@
 //! include/uapi/linux/exanest_dma.h.
 
 use exanest_core::abi::{
-    self, Advise, Budget, Copy, Counters, Dereg, Info, Latency, Queue, QueueWait, Reg, RegionStats,
-    Wait,
+    self, Advise, Budget, Copy, Counters, Dereg, Info, Latency, Mbox, Queue, QueueWait, Reg,
+    RegionStats, Wait,
 };
+use exanest_core::regs;
 use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
 use std::process::Command;
@@ -94,6 +95,7 @@ fn expectations() -> Vec<(String, u64)> {
         QueueWait,
         [cq_head, flags, timeout_ns, error, reserved, error_addr]
     );
+    st!("exanest_dma_mbox", Mbox, [addr, log2, flags]);
     st!(
         "exanest_dma_copy",
         Copy,
@@ -139,6 +141,18 @@ fn expectations() -> Vec<(String, u64)> {
         ("EXANEST_DMA_IOC_BUDGET", abi::IOC_BUDGET),
         ("EXANEST_DMA_IOC_QUEUE_CREATE", abi::IOC_QUEUE_CREATE),
         ("EXANEST_DMA_IOC_QUEUE_WAIT", abi::IOC_QUEUE_WAIT),
+        ("EXANEST_DMA_IOC_MBOX_CREATE", abi::IOC_MBOX_CREATE),
+        ("EXANEST_DMA_MBOX_SLOT", abi::MBOX_SLOT as u32),
+        ("EXANEST_DMA_MBOX_MAX", abi::MBOX_MAX),
+        ("EXANEST_DMA_MBOX_LOG2_MAX", abi::MBOX_LOG2_MAX),
+        (
+            "EXANEST_DMA_MBOX_SRC_NODE_OFF",
+            regs::mbox::SRC_NODE_OFF as u32,
+        ),
+        ("EXANEST_DMA_MBOX_SRC_EP_OFF", regs::mbox::SRC_EP_OFF as u32),
+        ("EXANEST_DMA_MBOX_LEN_OFF", regs::mbox::LEN_OFF as u32),
+        ("EXANEST_DMA_MBOX_STAMP_OFF", regs::mbox::STAMP_OFF as u32),
+        ("EXANEST_DMA_MBOX_DATA_OFF", regs::mbox::DATA_OFF as u32),
         ("EXANEST_DMA_QUEUE_LOG2_MIN", abi::QUEUE_LOG2_MIN),
         ("EXANEST_DMA_QUEUE_LOG2_MAX", abi::QUEUE_LOG2_MAX),
         ("EXANEST_DMA_QUEUE_ENTRY", abi::QUEUE_ENTRY as u32),

@@ -710,3 +710,70 @@ pub unsafe extern "C" fn exanest_dma_queue_get(
     // SAFETY: The caller gives `Queue::get`'s guarantees.
     ret(unsafe { q.get(dst, len, from, offset, wr_id) })
 }
+
+/// Give the queue's file a mailbox of `1 << log2` slots.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_mailbox(q: *mut ExanestDmaQueue, log2: u32) -> c_int {
+    let q = queue!(q);
+    ret(q.create_mailbox(log2))
+}
+
+/// Send `len` bytes from `src` to the mailbox of `endpoint` at `node` (one doorbell write).
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_send(
+    q: *mut ExanestDmaQueue,
+    src: u64,
+    len: u32,
+    node: u32,
+    endpoint: u32,
+    wr_id: u64,
+) -> c_int {
+    let q = queue!(q);
+    ret(q.send(src, len, node, endpoint, wr_id))
+}
+
+/// Take the next message: its length, 0 when none has come.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle; `buf` is NULL (with `cap` 0) or writable for `cap` bytes;
+/// `node` and `endpoint` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_recv(
+    q: *mut ExanestDmaQueue,
+    buf: *mut u8,
+    cap: usize,
+    node: *mut u32,
+    endpoint: *mut u32,
+) -> c_int {
+    let q = queue!(q);
+    if buf.is_null() && cap != 0 {
+        return -libc::EINVAL;
+    }
+    let Some(m) = q.recv() else {
+        return 0;
+    };
+    let data = m.data();
+    let n = data.len().min(cap);
+    if n > 0 {
+        // SAFETY: `buf` is writable for `cap >= n` bytes per the contract, and not `data`.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), buf, n) };
+    }
+    // SAFETY: NULL or writable per the contract.
+    if let Some(p) = unsafe { node.as_mut() } {
+        *p = m.node;
+    }
+    // SAFETY: As above.
+    if let Some(p) = unsafe { endpoint.as_mut() } {
+        *p = m.endpoint;
+    }
+    data.len() as c_int
+}

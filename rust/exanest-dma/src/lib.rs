@@ -39,9 +39,11 @@ pub use exanest_core::abi::{Errno, Mode, UnknownMode};
 use exanest_core::abi;
 
 pub mod capi;
+pub mod mailbox;
 pub mod queue;
 pub mod remote;
 
+pub use mailbox::Message;
 pub use queue::{Completion as QueueCompletion, Queue, QueueError, QueueEvents};
 pub use remote::{Remote, RemoteRegion};
 

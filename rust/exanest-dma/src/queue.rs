@@ -125,7 +125,7 @@ fn store_barrier() {
 /// Order the loads before it before the loads and stores after it: a CQE's PHASE before the
 /// rest of the CQE, the CQEs read before the CQ_HEAD write that gives their slots back.
 #[inline(always)]
-fn load_barrier() {
+pub(crate) fn load_barrier() {
     #[cfg(target_arch = "aarch64")]
     // SAFETY: As in `store_barrier`.
     unsafe {
@@ -358,6 +358,13 @@ impl<D: Doorbell> Ring<D> {
         k
     }
 
+    /// Write a register of the doorbell page (the mailbox's MBOX_HEAD), after the loads
+    /// before it.
+    pub(crate) fn db_write(&mut self, off: usize, v: u32) {
+        load_barrier();
+        self.db.write(off, v);
+    }
+
     /// Arm the CQ event: the engine raises it at the next CQE (at once if one is unread).
     pub(crate) fn arm(&mut self) {
         self.db.write(regs::vf::CQ_ARM, regs::VF_CQ_ARM_ONCE);
@@ -382,15 +389,15 @@ impl Doorbell for Mmio {
 }
 
 /// A memory mapping of this process, unmapped on drop.
-struct Mapping {
-    ptr: NonNull<libc::c_void>,
+pub(crate) struct Mapping {
+    pub(crate) ptr: NonNull<libc::c_void>,
     len: usize,
 }
 
 impl Mapping {
     /// `len` bytes of fresh anonymous memory (zero, page-aligned), not inherited by a child
     /// (`MADV_DONTFORK`: a child that used the queue would fault instead of writing a copy).
-    fn anon(len: usize) -> Result<Self> {
+    pub(crate) fn anon(len: usize) -> Result<Self> {
         // SAFETY: A new private anonymous mapping: no existing memory is affected.
         let p = unsafe {
             libc::mmap(
@@ -477,9 +484,11 @@ pub struct Queue {
     // Dropped in this order: the doorbell page, then the file (which, if it was the last
     // reference, makes the driver stop the queue and unpin the rings), then the rings.
     _doorbell: Mapping,
-    fd: OwnedFd,
+    pub(crate) fd: OwnedFd,
     _sq: Mapping,
     _cq: Mapping,
+    /// The mailbox's ring (mailbox.rs), unmapped after the file.
+    pub(crate) mbox: Option<crate::mailbox::MboxRing>,
 }
 
 // SAFETY: The queue's memory is owned by it alone (no other handle to the rings or the doorbell
@@ -553,6 +562,7 @@ impl Device {
             fd,
             _sq: sq,
             _cq: cq,
+            mbox: None,
         })
     }
 }

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The mailbox (register map 2.4, ABI 5; Documentation/network.rst, "The mailbox"): a receive
+//! ring in the process's memory for the small messages other nodes send to its endpoint.
+//!
+//! `MBOX_CREATE` registers the ring on demand for the engine to write (a page of it that does
+//! not translate is a receiver fault like any other: NACKed, resolved by the fault thread with
+//! the process's regions, RESUMEd; remote.rs), holds that region (DEREG of it is EBUSY), and
+//! enables the ring on the process's context. Its reader's index is on the doorbell page
+//! (`MBOX_HEAD`), so the process needs its queue first. A process with a mailbox keeps its
+//! context, as one with remote keys does (`Inner::idle`): messages may come at any time.
+//! QUIESCE at teardown disables the ring; the region goes with the others.
+
+use crate::engine::Context;
+use crate::exanest_core::{abi, regs::mbox};
+use crate::netregs as nr;
+use crate::process::Process;
+use kernel::{io::register::Array, prelude::*};
+
+impl Process {
+    /// EXANEST_DMA_IOC_MBOX_CREATE, with the process holding a context (device.rs). EINVAL for
+    /// a bad request, EOPNOTSUPP without a mailbox on the engine, ENOENT without a queue,
+    /// EEXIST for a second mailbox.
+    pub(crate) fn mbox_create(&self, req: &abi::Mbox) -> Result {
+        self.check_caller()?;
+        let ring = abi::check_mbox(req, &self.limits())?;
+        if self.engine.node == abi::NO_NODE || self.engine.version.minor().get() < 4 {
+            return Err(EOPNOTSUPP);
+        }
+        {
+            let g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            if !g.queue.exists() {
+                return Err(ENOENT);
+            }
+            if g.mbox != 0 {
+                return Err(EEXIST);
+            }
+        }
+        let handle = self.register(&abi::Reg {
+            addr: ring.start,
+            length: ring.len(),
+            access: abi::ACCESS_READ | abi::ACCESS_WRITE,
+            mode: abi::MODE_ON_DEMAND,
+            ..Default::default()
+        })?;
+        let mut g = self.inner.lock();
+        let res = (|| {
+            if g.dead {
+                return Err(ENODEV);
+            }
+            if g.mbox != 0 {
+                return Err(EEXIST);
+            }
+            let ctx = g.hw().ok_or(ENOLINK)?;
+            // Held from here: a DEREG of a guessed handle in between made this fail (ENOENT).
+            g.regions.hold(handle)?;
+            if let Err(e) = ctx.mbox_enable(ring.start, req.log2) {
+                g.regions.release(handle);
+                return Err(e);
+            }
+            g.mbox = handle;
+            Ok(())
+        })();
+        drop(g);
+        if res.is_err() {
+            let _ = self.deregister(&abi::Dereg { handle, flags: 0 });
+        }
+        res
+    }
+}
+
+impl Context {
+    /// Enable the mailbox ring of 2^`log2` slots at `base` on this context: EIO when the
+    /// engine refuses it.
+    pub(crate) fn mbox_enable(&self, base: u64, log2: u32) -> Result {
+        let c = self.index as usize;
+        let r = &self.engine.regs;
+        r.write(
+            nr::MBOX_BASE_LO::try_at(c).ok_or(EINVAL)?,
+            nr::MBOX_BASE_LO::zeroed().with_value(base as u32),
+        )?;
+        r.write(
+            nr::MBOX_BASE_HI::try_at(c).ok_or(EINVAL)?,
+            nr::MBOX_BASE_HI::zeroed().with_value((base >> 32) as u32),
+        )?;
+        r.write(
+            nr::MBOX_CFG::try_at(c).ok_or(EINVAL)?,
+            nr::MBOX_CFG::zeroed().with_value(log2 | mbox::CFG_ENABLE),
+        )?;
+        let cfg = r.read(nr::MBOX_CFG::try_at(c).ok_or(EINVAL)?)?;
+        if cfg.value().get() & mbox::CFG_ENABLE == 0 {
+            return Err(EIO);
+        }
+        Ok(())
+    }
+}
