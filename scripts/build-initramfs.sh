@@ -13,7 +13,7 @@ rm -rf "$ROOT"; mkdir -p "$ROOT"/{bin,sbin,dev,proc,sys,tmp,root,etc,usr/share/e
 cp "$DL/busybox-arm64" "$ROOT/bin/busybox"
 install -m 755 "$TOP/tests/guest/init" "$ROOT/init"
 install -m 644 "$TOP/tests/guest/demo.sh" "$TOP/tests/guest/check.sh" "$TOP/tests/guest/eval.sh" \
-	"$TOP/tests/guest/soak.sh" "$TOP/tests/guest/nodes.sh" "$ROOT/usr/share/exanest/"
+	"$TOP/tests/guest/soak.sh" "$TOP/tests/guest/nodes.sh" "$TOP/tests/guest/demo-nodes.sh" "$ROOT/usr/share/exanest/"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
 
 # Guest tools: static aarch64 binaries.
@@ -33,7 +33,7 @@ for t in sizes coherence fork errors contexts queues net concurrency hardening r
 done
 
 # The user library's tools and examples (scripts/build-guest-rust.sh), when built.
-for b in exanest-cli exanest-bench copy-rs copy-c odp-rs odp-c queue-c put-rs put-c mailbox-rs; do
+for b in exanest-cli exanest-bench copy-rs copy-c odp-rs odp-c queue-c put-rs put-c mailbox-rs nodes-rs; do
 	[ -e "$TOP/build/guest-bin/$b" ] && install -m 755 "$TOP/build/guest-bin/$b" "$ROOT/bin/"
 done
 

@@ -107,6 +107,8 @@ if [ -e /lib/exanest_dma.ko ]; then
 	exanest-bench net --quick
 	exanest-bench net-cold --quick
 	exanest-bench net-small-cold --quick
+	exanest-bench net-loss --quick
+	exanest-bench net-mailbox --quick
 	# Unload with an open file is refused; after close it works.
 	exec 3</dev/exanest-dma0
 	rmmod exanest_dma 2>/dev/null; [ $? != 0 ]; t $? driver-unload-refused-while-open "rmmod succeeded"

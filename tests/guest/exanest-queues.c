@@ -597,9 +597,11 @@ struct share_report {
  * One process sharing the engine: a queue, then ROUNDS rounds of COPIES copies of 4 KiB at
  * random offsets (on-demand destination), each round posted with one doorbell, polled to the
  * end, verified, and followed by a pause in which the process is idle and its context may go
- * to another. The doorbell page's CONTEXT register says which context it is on.
+ * to another. The doorbell page's CONTEXT register says which context it is on. It starts its
+ * queue when the parent says go (a byte on go_fd), once every process is ready (a byte on
+ * ready_fd): so all of them compete from the start, however slowly they were forked.
  */
-static struct share_report share_child(uint32_t id, uint32_t rounds)
+static struct share_report share_child(uint32_t id, uint32_t rounds, int ready_fd, int go_fd)
 {
 	enum { COPIES = 8, LEN = 4096, SHARE_BUF = 256 * 1024 };
 	struct share_report r = { 0 };
@@ -607,6 +609,7 @@ static struct share_report share_child(uint32_t id, uint32_t rounds)
 	uint8_t *src = big_alloc(SHARE_BUF), *dst = big_alloc(SHARE_BUF);
 	uint32_t hs, hd;
 	struct q q;
+	char go;
 	int fd;
 
 	r.errors = 1;
@@ -614,6 +617,8 @@ static struct share_report share_child(uint32_t id, uint32_t rounds)
 		return r;
 	for (uint32_t k = 0; k < SHARE_BUF; k++)
 		src[k] = (uint8_t)(k * 31 + id * 7 + (k >> 12));
+	if (write(ready_fd, "r", 1) != 1 || read(go_fd, &go, 1) != 1)
+		return r;
 	fd = dev_open(0);
 	if (fd < 0 || q_create(&q, fd, 4, 4) ||
 	    reg(fd, src, SHARE_BUF, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_PIN, NO_WINDOW, &hs) ||
@@ -668,7 +673,8 @@ TEST_F_TIMEOUT(queue_abi, more_queues_than_contexts, 300)
 	struct share_report rep[64];
 	uint32_t nproc, moved = 0;
 	pid_t pid[64];
-	int pipes[64][2];
+	int pipes[64][2], ready[2], go[2];
+	char b[64];
 	int fd;
 
 	fd = dev_open(0);
@@ -677,17 +683,32 @@ TEST_F_TIMEOUT(queue_abi, more_queues_than_contexts, 300)
 	close(fd);
 	nproc = i.contexts + 4 < 16 ? 16 : i.contexts + 4;
 	ASSERT_GE(64, nproc);
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
 	for (uint32_t n = 0; n < nproc; n++) {
 		ASSERT_EQ(0, pipe(pipes[n]));
 		pid[n] = fork();
 		ASSERT_LE(0, pid[n]);
 		if (pid[n] == 0) {
-			struct share_report r = share_child(n, ROUNDS);
+			struct share_report r = share_child(n, ROUNDS, ready[1], go[0]);
 
 			_exit(write(pipes[n][1], &r, sizeof(r)) == sizeof(r) ? 0 : 1);
 		}
 		close(pipes[n][1]);
 	}
+	/* Every process ready, then all at once. */
+	for (uint32_t got = 0; got < nproc;) {
+		ssize_t k = read(ready[0], b, nproc - got);
+
+		ASSERT_LT(0, k);
+		got += k;
+	}
+	memset(b, 'g', sizeof(b));
+	ASSERT_EQ((ssize_t)nproc, write(go[1], b, nproc));
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
 	for (uint32_t n = 0; n < nproc; n++) {
 		int status = 0;
 

@@ -924,6 +924,13 @@ fn run(args: &[String]) -> Res<()> {
         Some("net-cold") => {
             return netbench::net_cold(arg(args, "--size", if quick0 { 1 << 20 } else { 8 << 20 }))
         }
+        Some("net-loss") => {
+            let (reps, size) = if quick0 { (2, 2 << 20) } else { (3, 16 << 20) };
+            return netbench::net_loss(arg(args, "--reps", reps), arg(args, "--size", size));
+        }
+        Some("net-mailbox") => {
+            return netbench::net_mailbox(arg(args, "--count", if quick0 { 100 } else { 1000 }));
+        }
         Some("net-small-cold") => {
             return netbench::net_small_cold(arg(args, "--puts", if quick0 { 64 } else { 512 }))
         }
@@ -965,7 +972,7 @@ fn run(args: &[String]) -> Res<()> {
             eviction(if quick { 1 << 20 } else { 4 << 20 }, if quick { 2 } else { 5 })?;
             queue(if quick { 200 } else { 2000 }, if quick { 20 } else { 200 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|queue-move|net|net-cold|net-small-cold|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|queue-move|net|net-cold|net-small-cold|net-loss|net-mailbox|all [--quick]".into()),
     }
 }
 

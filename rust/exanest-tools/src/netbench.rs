@@ -12,7 +12,11 @@
 //!   receiver's CPU time to populate the same pages, and the bytes retransmitted;
 //! - `net-small-cold`: many small puts back to back, each into a page the receiver never
 //!   touched (the scenario of Fukuoka, Sato and Taura's "Pitfalls of InfiniBand with On-Demand
-//!   Paging"): p50, p99 and the worst latency, and the timeouts (there should be none).
+//!   Paging"): p50, p99 and the worst latency, and the timeouts (there should be none);
+//! - `net-loss`: put throughput, warm, with 0, 0.1 % and 1 % of the packets both engines send
+//!   dropped (debugfs `link`): the bytes sent again and the timeouts that recovered them;
+//! - `net-mailbox`: 64-byte mailbox messages, one at a time (send to completion, and send to
+//!   the receiver reading it) and kept 8 deep (messages per second).
 
 use super::{p50_p99, poll_one, Buf, Res};
 use exanest_dma::{Device, Mode, Queue, QueueCompletion, Remote};
@@ -173,6 +177,127 @@ pub(crate) fn net_small_cold(puts: usize) -> Res<()> {
     println!(
         "{{\"bench\":\"net-small-cold\",\"puts\":{puts},\"p50_us\":{p50:.2},\"p99_us\":{p99:.2},\"max_us\":{max:.2},\"receiver_faults\":{faults},\"timeouts\":{}}}",
         counter("timeouts") - tmo0
+    );
+    Ok(())
+}
+
+/// Both engines' loss injection, put back to none when dropped.
+struct Loss;
+
+impl Loss {
+    fn set(drop_ppm: u32) -> Res<Self> {
+        for dev in 0..2 {
+            std::fs::write(
+                format!("/sys/kernel/debug/exanest-dma{dev}/link"),
+                format!("drop_ppm {drop_ppm}\n"),
+            )?;
+        }
+        Ok(Loss)
+    }
+}
+
+impl Drop for Loss {
+    fn drop(&mut self) {
+        for dev in 0..2 {
+            let _ = std::fs::write(
+                format!("/sys/kernel/debug/exanest-dma{dev}/link"),
+                "drop_ppm 0\n",
+            );
+        }
+    }
+}
+
+/// Warm put throughput of `size` bytes with 0, 0.1 % and 1 % of the packets dropped on both
+/// engines (medians of `reps`), the payload sent again and the timeouts, per loss rate.
+pub(crate) fn net_loss(reps: usize, size: usize) -> Res<()> {
+    let (n0, n1) = (Device::open(0)?, Device::open(1)?);
+    let mut q = n0.create_queue(4, 4)?;
+    let (src, hs) = pinned(&n0, size, exanest_dma::Access::Read, 11)?;
+    let mut inbox = vec![0u8; size];
+    let r = n1.register_remote(&mut inbox, Mode::Pin)?;
+    let to = r.target();
+    for ppm in [0u32, 1000, 10000] {
+        let _loss = Loss::set(ppm)?;
+        let (re0, tmo0, dr0) = (
+            counter("retransmitted_bytes"),
+            counter("timeouts"),
+            counter("injected_drops"),
+        );
+        let mut t = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            t.push(one(&mut q, true, src.addr(), size, &to)?);
+        }
+        let (re, tmo, dr) = (
+            counter("retransmitted_bytes") - re0,
+            counter("timeouts") - tmo0,
+            counter("injected_drops") - dr0,
+        );
+        let (p50, _) = p50_p99(&mut t);
+        println!(
+            "{{\"bench\":\"net-loss\",\"drop_ppm\":{ppm},\"size\":{size},\"reps\":{reps},\"p50_us\":{p50:.1},\"mb_per_s\":{:.1},\"retransmitted_share\":{:.4},\"timeouts\":{tmo},\"sender_drops\":{dr}}}",
+            size as f64 / p50,
+            re as f64 / (size * reps) as f64
+        );
+    }
+    let ok = r.snapshot() == src.slice();
+    drop(r);
+    n0.deregister(hs)?;
+    if !ok {
+        return Err("net-loss: the receiver's data differs".into());
+    }
+    Ok(())
+}
+
+/// 64-byte mailbox messages from node 0 to a mailbox on node 1: `count` one at a time (send
+/// to completion; send to the reader having it), then `count` kept 8 deep.
+pub(crate) fn net_mailbox(count: usize) -> Res<()> {
+    let (n0, n1) = (Device::open(0)?, Device::open(1)?);
+    let (mut qa, mut qb) = (n0.create_queue(5, 5)?, n1.create_queue(4, 4)?);
+    qb.create_mailbox(6)?;
+    let bi = n1.info()?;
+    let (src, hs) = pinned(&n0, 4096, exanest_dma::Access::Read, 13)?;
+    let mut c = [QueueCompletion::default(); 1];
+    let (mut done_us, mut seen_us) = (Vec::with_capacity(count), Vec::with_capacity(count));
+    for i in 0..count {
+        let t0 = Instant::now();
+        qa.send(src.addr(), 64, bi.node, bi.endpoint, i as u64)?;
+        poll_one(&mut qa, &mut c)?;
+        done_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        if c[0].status != 0 {
+            return Err(format!("message {i}: status {}", c[0].status).into());
+        }
+        while qb.recv().is_none() {
+            if t0.elapsed().as_secs() > 10 {
+                return Err(format!("message {i} never reached the mailbox").into());
+            }
+        }
+        seen_us.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    let t0 = Instant::now();
+    let (mut sent, mut completed, mut read) = (0, 0, 0);
+    while read < count {
+        while sent < count && sent - completed < 8 {
+            qa.send(src.addr(), 64, bi.node, bi.endpoint, sent as u64)?;
+            sent += 1;
+        }
+        let n = qa.poll(&mut c);
+        if n > 0 && c[0].status != 0 {
+            return Err(format!("message: status {}", c[0].status).into());
+        }
+        completed += n;
+        while qb.recv().is_some() {
+            read += 1;
+        }
+        if t0.elapsed().as_secs() > 60 {
+            return Err(format!("{read} of {count} messages read in 60 s").into());
+        }
+    }
+    let rate = count as f64 / t0.elapsed().as_secs_f64();
+    let (d50, d99) = p50_p99(&mut done_us);
+    let (s50, _) = p50_p99(&mut seen_us);
+    n0.deregister(hs)?;
+    println!(
+        "{{\"bench\":\"net-mailbox\",\"count\":{count},\"done_p50_us\":{d50:.2},\"done_p99_us\":{d99:.2},\"read_p50_us\":{s50:.2},\"msgs_per_s\":{rate:.0}}}"
     );
     Ok(())
 }
