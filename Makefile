@@ -56,7 +56,7 @@ demo: setup
 	@kb=$$($(TOP)/scripts/build-kernel.sh); q=$$($(TOP)/scripts/build-qemu.sh); \
 	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(INITRD) \
 		$(TOP)/scripts/run-nodes.py --timeout 600 --pcap $(TOP)/build/pcap demo-nodes | \
-		grep -av -E '^\[n[01]\] \[ *[0-9]+\.[0-9]+\]|GUEST-(BOOTED|DONE)|^\[n[01]\] *$$
+		grep -av -E '^\[n[01]\] \[ *[0-9]+\.[0-9]+\]|GUEST-(BOOTED|DONE)|^\[n[01]\] *$$'
 
 # Long stress runs, not part of make check: the deregistration races at RACE_ITER iterations each
 # and the ioctl fuzzer at FUZZ_CALLS calls, on the test kernel; the console is judged as in make

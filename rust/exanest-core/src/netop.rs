@@ -469,6 +469,36 @@ mod tests {
         assert_eq!(e.on_resume(0, 2), SendEvent::None);
     }
 
+    /// A mailbox message into a full ring (2.4): NACK RNR pauses it like a fault; its timer
+    /// probes rather than resending or counting a timeout; an RNR answer to a probe changes
+    /// nothing; the RESUME sent when the reader frees a slot sends it again, once.
+    #[test]
+    fn rnr_pauses_until_resumed() {
+        let p = SendParams {
+            window: 65536,
+            mtu: 4096,
+            rto_ns: 100,
+            max_retries: 8,
+        };
+        let mut s = SendOp::new(200, p);
+        assert_eq!(s.next_packet(0), Some((0, 200)));
+        assert_eq!(s.on_nack(0, Nack::Rnr, 1), SendEvent::None);
+        assert_eq!(s.state(), SendState::Paused);
+        assert_eq!(s.next_packet(2), None);
+        assert_eq!(s.on_timeout(101), SendEvent::Probe(0));
+        assert_eq!(
+            s.on_nack(0, Nack::Rnr, 102),
+            SendEvent::None,
+            "the probe's answer"
+        );
+        assert_eq!(s.nacks, 1);
+        assert_eq!(s.on_resume(0, 150), SendEvent::None);
+        assert_eq!(s.next_packet(150), Some((0, 200)));
+        assert_eq!(s.next_packet(151), None);
+        assert_eq!(s.on_ack(200, 160), SendEvent::Completed(0));
+        assert_eq!((s.timeouts, s.resumes, s.retransmitted), (0, 1, 200));
+    }
+
     #[test]
     fn silence_times_out_with_backoff() {
         let p = SendParams {
