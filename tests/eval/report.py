@@ -506,8 +506,8 @@ def report(raw, out, figdir, meta):
                 [[f"{m['done_p50_us']:.1f}", f"{m['done_p99_us']:.1f}",
                   f"{m['read_p50_us']:.1f}", f"{m['msgs_per_s']:.0f}"]]) + "\n")
         w("From node 0's queue to a mailbox of 64 slots on node 1, read by polling its ring.\n"
-          "A context's messages leave one at a time (their order is kept), so the rate is one\n"
-          "message per round trip on the link.\n")
+          "A context's messages leave one at a time (their order is kept): with 8 in flight,\n"
+          "the queue's and the reader's work overlap the link's round trip, not the messages.\n")
     w(heading("Not measured yet"))
     w("* The step from the SMMU recording an event to the driver's fault handler: QEMU's event\n"
       "  records carry no time stamp (on a QFDB the MMU-500 interrupt latency would go here).\n"
