@@ -8,6 +8,7 @@
 
 use crate::contexts::Contexts;
 use crate::engine::{Context, Engine, Hw};
+use crate::exanest_core::regs::net;
 use crate::ffi;
 use crate::handler::exanest_iommu_fault;
 use crate::instno::InstanceNo;
@@ -15,6 +16,7 @@ use crate::kqueue::KernelQueue;
 use crate::link;
 use crate::process::Process;
 use crate::stats;
+use core::sync::atomic::AtomicU32;
 use kernel::{
     bindings, debugfs,
     device::{Bound, Device},
@@ -30,6 +32,7 @@ use kernel::{
         Mutex,
     },
     types::ForeignOwnable,
+    workqueue::{self, new_work, Work},
 };
 
 /// What `Instance::state` protects.
@@ -43,7 +46,7 @@ struct InstanceState {
 /// One engine instance: its hardware, its contexts and the processes using them.
 #[pin_data]
 pub(crate) struct Instance {
-    engine: Arc<Engine>,
+    pub(crate) engine: Arc<Engine>,
     /// Contexts, processes and liveness ([`InstanceState`]); first in the lock order
     /// (process.rs).
     #[pin]
@@ -52,6 +55,10 @@ pub(crate) struct Instance {
     /// look again every few milliseconds, since a holder going idle notifies nobody.
     #[pin]
     freed: CondVar,
+    /// Endpoints the engine wants resident (resident.rs), and the work that makes them so.
+    pub(crate) wanted: [AtomicU32; net::EP_WANTED_WORDS],
+    #[pin]
+    pub(crate) work: Work<Instance>,
 }
 
 /// How often a process waiting for a context looks again, in ms.
@@ -84,9 +91,16 @@ impl Instance {
         Ok(p)
     }
 
+    /// The live process holding endpoint `ep` (resident.rs).
+    pub(crate) fn process_of(&self, ep: u32) -> Option<Arc<Process>> {
+        let st = self.state.lock();
+        let p = st.ctxs.procs().iter().find(|p| p.endpoint == ep)?;
+        (!st.dead).then(|| p.clone())
+    }
+
     /// `p` is about to submit a copy: wait until it holds a context (contexts.rs). EINTR
     /// (restarted) on a signal, ENODEV once the device is gone.
-    fn acquire(&self, p: &Arc<Process>) -> Result {
+    pub(crate) fn acquire(&self, p: &Arc<Process>) -> Result {
         let mut st = self.state.lock();
         loop {
             if st.dead {
@@ -349,7 +363,7 @@ ffi::check_callback!(
 
 /// What both front-ends keep for an engine besides its interrupt: the misc device and the
 /// debugfs views.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct EngineDevices {
     #[pin]
     misc: MiscHolder,
@@ -363,6 +377,14 @@ pub(crate) struct EngineDevices {
     /// The instance, for unbind.
     pub(crate) inst: Arc<Instance>,
     _no: InstanceNo,
+}
+
+#[pinned_drop]
+impl PinnedDrop for EngineDevices {
+    fn drop(self: Pin<&mut Self>) {
+        // The interrupt went first (the front-ends' data): nothing queues the work again.
+        self.inst.cancel_wanted();
+    }
 }
 
 /// debugfs `exanest-dmaN/engine`.
@@ -417,6 +439,8 @@ impl EngineDevices {
                     "Instance::state"
                 ),
                 freed <- new_condvar!("Instance::freed"),
+                wanted: Default::default(),
+                work <- new_work!("Instance::work"),
             }),
             GFP_KERNEL,
         )?;
@@ -442,7 +466,7 @@ pub(crate) struct IrqHandler {
 
 impl irq::ThreadedHandler for IrqHandler {
     fn handle(&self) -> irq::ThreadedIrqReturn {
-        if self.inst.engine.irq_summary() != 0 {
+        if self.inst.engine.irq_summary() != 0 || self.inst.engine.eps_wanted() {
             // IRQF_ONESHOT keeps the line masked until the thread has acknowledged it.
             irq::ThreadedIrqReturn::WakeThread
         } else {
@@ -452,10 +476,14 @@ impl irq::ThreadedHandler for IrqHandler {
 
     fn handle_threaded(&self) -> irq::IrqReturn {
         let summary = self.inst.engine.irq_summary();
-        if summary == 0 {
+        let wanted = self.inst.take_wanted();
+        if summary == 0 && !wanted {
             return irq::IrqReturn::None;
         }
         self.inst.dispatch(summary);
+        if wanted {
+            let _ = workqueue::system_long().enqueue(self.inst.clone());
+        }
         irq::IrqReturn::Handled
     }
 }

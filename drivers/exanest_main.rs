@@ -43,6 +43,7 @@
 //! | [`ioctl`] | ioctl dispatch |
 //! | [`contexts`] | contexts shared by more processes than there are: binding, taking idle ones |
 //! | [`device`] | an engine instance: misc device, interrupt, unbind |
+//! | [`resident`] | endpoints made resident when an op wants them |
 
 use kernel::{device::Core, irq, of, pci, platform, prelude::*};
 
@@ -75,6 +76,7 @@ mod queue;
 mod region;
 mod regs;
 mod remote;
+mod resident;
 mod sriov;
 mod stats;
 mod transfer;

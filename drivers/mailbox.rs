@@ -8,7 +8,7 @@
 //! the process's regions, RESUMEd; remote.rs), holds that region (DEREG of it is EBUSY), and
 //! enables the ring on the process's context. Its reader's index is on the doorbell page
 //! (`MBOX_HEAD`), so the process needs its queue first. A process with a mailbox keeps its
-//! context, as one with remote keys does (`Inner::idle`): messages may come at any time.
+//! context (`Inner::idle`): the ring's indices are the engine's.
 //! QUIESCE at teardown disables the ring; the region goes with the others.
 
 use crate::engine::Context;

@@ -82,6 +82,16 @@ register! {
         31:0 value;
     }
 
+    /// 2.4, write-one-to-clear: `net::IRQ_EP_WANTED` (resident.rs).
+    pub(crate) NET_IRQ(u32) @ 0x1d0 {
+        31:0 value;
+    }
+
+    /// 2.4: the endpoints with ops waiting for a context, 32 a word.
+    pub(crate) NET_EP_WANTED(u32)[EP_WORDS, stride = 4] @ 0x1e0 {
+        31:0 value;
+    }
+
     /// The port's counters, free-running (`net::CNT_*`).
     pub(crate) NET_CNT(u32)[COUNTERS, stride = 4] @ 0x180 {
         31:0 value;
@@ -90,6 +100,8 @@ register! {
 
 /// Counters the port has.
 const COUNTERS: usize = crate::exanest_core::regs::net::COUNTERS;
+/// Words of the wanted-endpoint bitmap.
+const EP_WORDS: usize = crate::exanest_core::regs::net::EP_WANTED_WORDS;
 /// Contexts the map has room for, and the distance between their blocks.
 const NCTX: usize = crate::exanest_core::regs::MAX_CONTEXTS;
 const CTX_STRIDE: usize = crate::exanest_core::regs::CTX_STRIDE;
@@ -124,6 +136,8 @@ mod tests {
             net::CNT_BASE + 4 * net::CNT_PROBES
         );
         assert!(NET_CNT::try_at(net::COUNTERS).is_none());
+        assert_eq!(off(NET_IRQ), net::IRQ);
+        assert_eq!(off(NET_EP_WANTED::at(7)), net::EP_WANTED + 28);
         let ctx = |c: usize, off: usize| regs::CTX_BASE + c * regs::CTX_STRIDE + off;
         assert_eq!(off(MBOX_BASE_LO::at(0)), ctx(0, regs::ctx::MBOX_BASE_LO));
         assert_eq!(off(MBOX_BASE_HI::at(3)), ctx(3, regs::ctx::MBOX_BASE_HI));

@@ -120,12 +120,11 @@ impl Inner {
     /// (contexts.rs asks it before it takes the context).
     pub(crate) fn idle(&self) -> bool {
         let movable = self.bound.as_ref().is_none_or(|(c, _)| c.can_move_queue());
-        // Remote keys and a mailbox: other nodes may write at any time, so the endpoint stays
-        // resident.
+        // Remote keys need no context: an op for the endpoint then makes it resident again
+        // (resident.rs). A mailbox keeps its context: its ring's indices are the engine's.
         self.dead
             || (self.chans.sched.in_flight() == 0
                 && self.queue.may_move(movable)
-                && self.rkeys.is_empty()
                 && self.mbox == 0
                 && self.net_rx == 0)
     }

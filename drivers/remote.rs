@@ -11,7 +11,8 @@
 //!   bits), bound to the process's endpoint, the region's range and rights. The entry is
 //!   committed before the caller learns the key, and revoked (the engine's VALID bit cleared)
 //!   before any page of the region is unmapped or unpinned: DEREG and teardown revoke first.
-//!   A process with remote keys keeps its context (`Inner::idle`).
+//!   A process with remote keys may lose its context while idle: an op for it then makes it
+//!   resident again (resident.rs).
 //! - **Receiver faults.** A remote put into a page that does not translate is NACKed by the
 //!   engine, which reports the fault on an idle channel of the receiving context (ORIGIN
 //!   NET_RX). The fault thread resolves it on the process's mm like a local fault (fault.rs)
@@ -157,7 +158,7 @@ impl Process {
     /// REG with a remote right, for region `handle` (`v`): its rkey, committed to the engine's
     /// key table. EOPNOTSUPP without a network port, ENOSPC when the table (or the endpoints)
     /// are full, ENOLINK while the process holds no context (device.rs gets it one and asks
-    /// again: a process with remote keys keeps its context, so its endpoint is resident).
+    /// again).
     pub(crate) fn grant_rkey(&self, handle: u32, v: &ValidReg) -> Result<u64> {
         if self.engine.node == abi::NO_NODE {
             return Err(EOPNOTSUPP);

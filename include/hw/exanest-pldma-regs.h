@@ -129,6 +129,19 @@
 /* 2.4: RNR NACKs sent (a full ring) */
 #define PLDMA_NET_CNT_RNR_SENT          17
 #define PLDMA_NET_COUNTERS      18
+/*
+ * 2.4: NET_IRQ, RW1C: EP_WANTED, an endpoint without a context received an
+ * op (NACKed NOT_READY): its bit in NET_EP_WANTED is set, and the engine's
+ * interrupt is raised until software clears this bit.
+ */
+#define PLDMA_NET_IRQ           0x1d0
+#define PLDMA_NET_IRQ_EP_WANTED (1u << 0)
+/*
+ * 2.4, RO: bit (ep % 32) of word ep / 32: endpoint ep has ops waiting for a
+ * context; cleared when NET_EP_CTX makes it RESIDENT.
+ */
+#define PLDMA_NET_EP_WANTED     0x1e0
+#define PLDMA_NET_EP_WANTED_WORDS 8
 #define PLDMA_NET_MAX_NODES     64      /* node ids 0..63 */
 #define PLDMA_NET_MAX_EPS       256     /* endpoints 0..255 */
 #define PLDMA_NET_MAX_RKEYS     256     /* rkey table entries */

@@ -293,7 +293,8 @@ static void *reader_run(void *arg)
  *  'G' 4 bytes: a thread starts reading a1 messages from (a2: endpoint | node << 32), a3 us
  *      apart: 0;
  *  'W' 16 bytes: that thread's end: messages read, messages wrong, the engine's RNR NACKs
- *      and its mailbox messages placed so far.
+ *      and its mailbox messages placed so far;
+ *  'I' 4 bytes: the context its file holds now (INFO), EXANEST_DMA_NO_CONTEXT for none.
  */
 static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, int kind)
 {
@@ -404,6 +405,11 @@ static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, 
 				mb.running = !ret;
 			}
 			memcpy(out, &ret, 4);
+		} else if (c.op == 'I') {
+			struct exanest_dma_info i = { 0 };
+			uint32_t ctx = xioctl(fd, EXANEST_DMA_IOC_INFO, &i) ? 0xfffffffe : i.context;
+
+			memcpy(out, &ctx, 4);
 		} else if (c.op == 'W') {
 			int32_t v[4] = { -1, -1, 0, 0 };
 
@@ -1012,6 +1018,64 @@ TEST_F(net, several_contexts_per_node)
 		EXPECT_EQ(sum(self->src, len), v[0]) TH_LOG("receiver %d", i);
 		peer_stop(&more[i]);
 	}
+}
+
+/*
+ * Contexts are virtualized (module parameter contexts=1: one per engine): another process
+ * takes the receiver's context while the receiver is idle. A put then finds its endpoint
+ * without a context: the receiving engine NACKs NOT_READY and asks its driver, which gets the
+ * receiver a context back (taking the idle other's); the engine RESUMEs the put, which
+ * completes, every byte in place.
+ */
+TEST_F(net, non_resident_receiver)
+{
+	struct exanest_dma_info i0 = { 0 };
+	long long nr0 = engine_counter(1, "nacks_sent");
+	int sync[2], thief_fd = -1;
+	uint32_t ctx = 0;
+	uint8_t ok = 0;
+	struct cqe c;
+	pid_t thief;
+
+	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &i0));
+	if (self->peer.node >= 0 || i0.contexts != 1)
+		SKIP(return, "needs one guest and one context per engine (contexts=1)");
+	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, ask(self, 'I', &ctx, sizeof(ctx)));
+	ASSERT_EQ(0, ctx) TH_LOG("the receiver holds node 1's only context");
+	ASSERT_EQ(0, pipe(sync));
+	thief = fork();
+	ASSERT_LE(0, thief);
+	if (!thief) {
+		/* Another process on node 1: a copy takes the context from the idle receiver. */
+		uint8_t *b = big_alloc(2 * PAGE);
+		char one = 1;
+		uint32_t h;
+
+		thief_fd = dev_open(1);
+		if (thief_fd < 0 || !b ||
+		    reg(thief_fd, b, 2 * PAGE, RD | WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, &h) ||
+		    copy_wait(thief_fd, b, b + PAGE, PAGE))
+			_exit(2);
+		if (write(sync[1], &one, 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	close(sync[1]);
+	ASSERT_EQ(1, read(sync[0], &ok, 1)) TH_LOG("the other process could not copy");
+	ASSERT_EQ(0, ask(self, 'I', &ctx, sizeof(ctx)));
+	EXPECT_EQ(EXANEST_DMA_NO_CONTEXT, ctx) TH_LOG("the receiver still holds a context");
+	ok = 0;
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(PUT_LEN, c.bytes);
+	ASSERT_EQ(0, ask(self, 'v', &ok, 1));
+	EXPECT_EQ(1, ok);
+	EXPECT_LT(nr0, engine_counter(1, "nacks_sent")) TH_LOG("no NACK NOT_READY");
+	kill(thief, SIGKILL);
+	waitpid(thief, NULL, 0);
+	close(sync[0]);
 }
 
 /*

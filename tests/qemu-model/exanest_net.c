@@ -945,6 +945,21 @@ static void net_rx_probe(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
     }
 }
 
+/*
+ * Endpoint @ep holds no context, and an op came for it: want it (2.4), and
+ * tell the driver with NET_IRQ the first time.
+ */
+static void net_want_ep(PldmaState *s, uint32_t ep)
+{
+    uint32_t bit = 1u << (ep % 32);
+
+    if (!(s->net.ep_wanted[ep / 32] & bit)) {
+        s->net.ep_wanted[ep / 32] |= bit;
+        s->net.irq |= PLDMA_NET_IRQ_EP_WANTED;
+        pldma_update_irq(s);
+    }
+}
+
 static void net_rx_write(PldmaState *s, const PldmaPkt *k)
 {
     PldmaNet *n = &s->net;
@@ -1024,6 +1039,7 @@ static void net_rx_write(PldmaState *s, const PldmaPkt *k)
     if (!fn) {
         r->state = PLDMA_RX_NOT_READY;
         net_answer(s, k, PKT_NACK, r->placed, NACK_NOT_READY);
+        net_want_ep(s, k->ep);
         return;
     }
     got = net_place(fn, k, &fault_addr);
@@ -1156,6 +1172,7 @@ static void net_rx_mailbox(PldmaState *s, const PldmaPkt *k)
     if (!fn) {
         r->state = PLDMA_RX_NOT_READY;
         net_answer(s, k, PKT_NACK, 0, NACK_NOT_READY);
+        net_want_ep(s, k->ep);
         return;
     }
     if (!(x->mbox_cfg & PLDMA_MBOX_CFG_ENABLE) || !x->mbox_n) {
@@ -1265,6 +1282,7 @@ static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
         r->state = PLDMA_RX_NOT_READY;
         r->placed = off;
         net_answer(s, k, PKT_NACK, off, NACK_NOT_READY);
+        net_want_ep(s, k->ep);
         return;
     }
     as = pci_get_address_space(fn);
@@ -1463,10 +1481,12 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
 
 /*
  * EP_CTX written with RESIDENT: RESUME the ops it NACKed NOT_READY, and
- * report the faults no channel holds on the endpoint's context.
+ * report the faults no channel holds on the endpoint's context; the endpoint
+ * is not wanted any more.
  */
 static void net_ep_resident(PldmaState *s, uint32_t ep)
 {
+    s->net.ep_wanted[ep / 32] &= ~(1u << (ep % 32));
     PldmaContext *x = &s->ctx[s->net.ep[ep] & PLDMA_NET_EP_CTX_MASK];
 
     for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
@@ -1496,7 +1516,15 @@ bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val)
         *val = n->cnt[(addr - PLDMA_NET_CNT_BASE) / 4];
         return true;
     }
+    if (addr >= PLDMA_NET_EP_WANTED &&
+        addr < PLDMA_NET_EP_WANTED + 4 * PLDMA_NET_EP_WANTED_WORDS) {
+        *val = n->ep_wanted[(addr - PLDMA_NET_EP_WANTED) / 4];
+        return true;
+    }
     switch (addr) {
+    case PLDMA_NET_IRQ:
+        *val = n->irq;
+        break;
     case PLDMA_NET_NODE:
         *val = n->node | (pldma_net_link(s) ? PLDMA_NET_NODE_LINK : 0);
         break;
@@ -1572,6 +1600,10 @@ bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val)
     PldmaNet *n = &s->net;
 
     switch (addr) {
+    case PLDMA_NET_IRQ:
+        n->irq &= ~val;
+        pldma_update_irq(s);
+        break;
     case PLDMA_NET_RTO_US:
         n->rto_us = val;
         break;
@@ -1756,6 +1788,8 @@ void pldma_net_reset(PldmaState *s)
     memset(n->rkeys, 0, sizeof(n->rkeys));
     memset(&n->rkey_win, 0, sizeof(n->rkey_win));
     memset(n->cnt, 0, sizeof(n->cnt));
+    memset(n->ep_wanted, 0, sizeof(n->ep_wanted));
+    n->irq = 0;
     memset(n->rx, 0, sizeof(n->rx));
     n->ep_sel = n->rkey_sel = 0;
     n->drop_ppm = n->corrupt_ppm = 0;

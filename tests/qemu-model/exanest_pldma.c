@@ -335,6 +335,7 @@ void pldma_update_irq(PldmaState *s)
     for (unsigned i = 0; i < s->nctx; i++) {
         level |= s->ctx[i].irq_status != 0;
     }
+    level |= s->net.irq != 0;
     pci_set_irq(PCI_DEVICE(s), level);
 }
 

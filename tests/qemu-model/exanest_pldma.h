@@ -184,6 +184,8 @@ typedef struct PldmaNet {
     uint32_t ep[PLDMA_NET_MAX_EPS];
     PldmaRkey rkeys[PLDMA_NET_MAX_RKEYS];
     uint32_t cnt[PLDMA_NET_COUNTERS];
+    uint32_t irq;           /* NET_IRQ (2.4) */
+    uint32_t ep_wanted[PLDMA_NET_EP_WANTED_WORDS];
     /* Sending. */
     uint32_t next_op_id;
     uint64_t rng;

@@ -307,7 +307,17 @@ class NotReady(TwoNodes):
         self.assertGreaterEqual(cnt(a, "PROBES"), 2)
         self.assertEqual(cnt(b, "NACKS_SENT"), 1, "one NACK NOT_READY for the op")
         self.assertEqual(cnt(b, "PLACED_BYTES"), 0)
+        # 2.4: node 1's driver is told which endpoint is wanted: NET_IRQ and the bitmap.
+        self.assertEqual(b.reg(R["PLDMA_NET_IRQ"]), R["PLDMA_NET_IRQ_EP_WANTED"])
+        self.assertTrue(b.intx())
+        wanted = [b.reg(R["PLDMA_NET_EP_WANTED"] + 4 * w)
+                  for w in range(R["PLDMA_NET_EP_WANTED_WORDS"])]
+        self.assertEqual(wanted, [1 << 7] + [0] * 7)
+        b.set_reg(R["PLDMA_NET_IRQ"], R["PLDMA_NET_IRQ_EP_WANTED"])
+        self.assertEqual(b.reg(R["PLDMA_NET_IRQ"]), 0)
+        self.assertFalse(b.intx())
         set_ep(b, 7, 3)                     # the driver made it resident, on context 3
+        self.assertEqual(b.reg(R["PLDMA_NET_EP_WANTED"]), 0, "wanted no more")
         self.settle()
         self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
         self.assertEqual(b.mem_read(DST, 100_000), b"\x3C" * 100_000)

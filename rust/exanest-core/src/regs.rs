@@ -128,6 +128,14 @@ pub mod net {
     pub const CNT_RNR_SENT: usize = 17;
     /// Number of counters.
     pub const COUNTERS: usize = 18;
+    /// 2.4, write-one-to-clear: [`IRQ_EP_WANTED`].
+    pub const IRQ: usize = 0x1d0;
+    /// [`IRQ`]: an endpoint without a context received an op; the engine interrupts.
+    pub const IRQ_EP_WANTED: u32 = 1 << 0;
+    /// 2.4, read-only: bitmap of the endpoints with ops waiting for a context, 32 a word.
+    pub const EP_WANTED: usize = 0x1e0;
+    /// Words of [`EP_WANTED`].
+    pub const EP_WANTED_WORDS: usize = 8;
     /// Node ids are below this.
     pub const MAX_NODES: usize = 64;
     /// Endpoints are below this.
