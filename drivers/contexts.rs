@@ -124,6 +124,10 @@ impl Contexts {
         dom.attach(ctx.dev.clone())?;
         let now = ffi::ktime_ns();
         p.queue_return(&mut g, &ctx);
+        // The mailbox's ring where it was, before a message can come (mailbox.rs).
+        if let Some(m) = g.mbox.as_ref() {
+            let _ = ctx.mbox_restore(m);
+        }
         // Other nodes reach the process's endpoint through this context now (remote.rs).
         let _ = p.engine.ep_set(p.endpoint, Some(ctx.index));
         g.bound = Some((ctx, now));
@@ -172,6 +176,12 @@ impl Contexts {
         if let Some((ctx, _)) = g.bound.take() {
             // Not through this context any more: NACKed NOT_READY until it has another.
             let _ = v.engine.ep_set(v.endpoint, None);
+            // No message lands now: the mailbox's indices go with the process.
+            if let Some(m) = g.mbox.as_mut() {
+                if let Ok((head, tail)) = ctx.mbox_save() {
+                    (m.head, m.tail) = (head, tail);
+                }
+            }
             ctx.reset();
             if let Some(d) = v.domain() {
                 d.detach();

@@ -7,14 +7,15 @@
 //! not translate is a receiver fault like any other: NACKed, resolved by the fault thread with
 //! the process's regions, RESUMEd; remote.rs), holds that region (DEREG of it is EBUSY), and
 //! enables the ring on the process's context. Its reader's index is on the doorbell page
-//! (`MBOX_HEAD`), so the process needs its queue first. A process with a mailbox keeps its
-//! context (`Inner::idle`): the ring's indices are the engine's.
+//! (`MBOX_HEAD`), so the process needs its queue first. Its context may go to another process
+//! while it is idle: contexts.rs saves the ring's indices after the endpoint stops being
+//! resident (so no message lands in between) and restores them before it is resident again.
 //! QUIESCE at teardown disables the ring; the region goes with the others.
 
 use crate::engine::Context;
 use crate::exanest_core::{abi, regs::mbox};
 use crate::netregs as nr;
-use crate::process::Process;
+use crate::process::{MboxState, Process};
 use kernel::{io::register::Array, prelude::*};
 
 impl Process {
@@ -35,7 +36,7 @@ impl Process {
             if !g.queue.exists() {
                 return Err(ENOENT);
             }
-            if g.mbox != 0 {
+            if g.mbox.is_some() {
                 return Err(EEXIST);
             }
         }
@@ -51,7 +52,7 @@ impl Process {
             if g.dead {
                 return Err(ENODEV);
             }
-            if g.mbox != 0 {
+            if g.mbox.is_some() {
                 return Err(EEXIST);
             }
             let ctx = g.hw().ok_or(ENOLINK)?;
@@ -61,7 +62,12 @@ impl Process {
                 g.regions.release(handle);
                 return Err(e);
             }
-            g.mbox = handle;
+            g.mbox = Some(MboxState {
+                base: ring.start,
+                log2: req.log2,
+                head: 0,
+                tail: 0,
+            });
             Ok(())
         })();
         drop(g);
@@ -95,5 +101,30 @@ impl Context {
             return Err(EIO);
         }
         Ok(())
+    }
+
+    /// The ring's indices (HEAD, TAIL), before the context is taken from its process.
+    pub(crate) fn mbox_save(&self) -> Result<(u32, u32)> {
+        let c = self.index as usize;
+        let r = &self.engine.regs;
+        let head = r.read(nr::MBOX_HEAD::try_at(c).ok_or(EINVAL)?)?;
+        let tail = r.read(nr::MBOX_TAIL::try_at(c).ok_or(EINVAL)?)?;
+        Ok((head.value().get(), tail.value().get()))
+    }
+
+    /// Give this context the ring of `m` where it was: TAIL while the mailbox is disabled (as
+    /// QUIESCE left it), enable, then HEAD, which RESUMEs the messages a full ring refused.
+    pub(crate) fn mbox_restore(&self, m: &MboxState) -> Result {
+        let c = self.index as usize;
+        let r = &self.engine.regs;
+        r.write(
+            nr::MBOX_TAIL::try_at(c).ok_or(EINVAL)?,
+            nr::MBOX_TAIL::zeroed().with_value(m.tail),
+        )?;
+        self.mbox_enable(m.base, m.log2)?;
+        r.write(
+            nr::MBOX_HEAD::try_at(c).ok_or(EINVAL)?,
+            nr::MBOX_HEAD::zeroed().with_value(m.head),
+        )
     }
 }

@@ -92,6 +92,16 @@ register! {
         31:0 value;
     }
 
+    /// 2.4: the ring's reader index, as the VF's (mailbox.rs).
+    pub(crate) MBOX_HEAD(u32)[NCTX, stride = CTX_STRIDE] @ 0x10ac {
+        31:0 value;
+    }
+
+    /// 2.4: messages placed; writable while the mailbox is disabled.
+    pub(crate) MBOX_TAIL(u32)[NCTX, stride = CTX_STRIDE] @ 0x10b0 {
+        31:0 value;
+    }
+
     /// The port's counters, free-running (`net::CNT_*`).
     pub(crate) NET_CNT(u32)[COUNTERS, stride = 4] @ 0x180 {
         31:0 value;
@@ -142,5 +152,7 @@ mod tests {
         assert_eq!(off(MBOX_BASE_LO::at(0)), ctx(0, regs::ctx::MBOX_BASE_LO));
         assert_eq!(off(MBOX_BASE_HI::at(3)), ctx(3, regs::ctx::MBOX_BASE_HI));
         assert_eq!(off(MBOX_CFG::at(5)), ctx(5, regs::ctx::MBOX_CFG));
+        assert_eq!(off(MBOX_HEAD::at(1)), ctx(1, regs::ctx::MBOX_HEAD));
+        assert_eq!(off(MBOX_TAIL::at(2)), ctx(2, regs::ctx::MBOX_TAIL));
     }
 }

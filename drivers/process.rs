@@ -85,8 +85,19 @@ pub(crate) struct Inner {
     pub(crate) rkeys: KVec<(u32, u32)>,
     /// Channels holding a receiver fault the fault thread has to serve (remote.rs).
     pub(crate) net_rx: u32,
-    /// The mailbox ring's region handle, 0 without one (mailbox.rs).
-    pub(crate) mbox: u32,
+    /// The mailbox (mailbox.rs).
+    pub(crate) mbox: Option<MboxState>,
+}
+
+/// A process's mailbox ring (mailbox.rs): where it is, and its indices while the process holds
+/// no context (the engine's otherwise).
+pub(crate) struct MboxState {
+    /// The ring's first byte, and log2 of its slots.
+    pub(crate) base: u64,
+    pub(crate) log2: u32,
+    /// MBOX_HEAD and MBOX_TAIL as the context had them when it was taken.
+    pub(crate) head: u32,
+    pub(crate) tail: u32,
 }
 
 impl Inner {
@@ -120,12 +131,11 @@ impl Inner {
     /// (contexts.rs asks it before it takes the context).
     pub(crate) fn idle(&self) -> bool {
         let movable = self.bound.as_ref().is_none_or(|(c, _)| c.can_move_queue());
-        // Remote keys need no context: an op for the endpoint then makes it resident again
-        // (resident.rs). A mailbox keeps its context: its ring's indices are the engine's.
+        // Remote keys and a mailbox need no context: an op or a message for the endpoint makes
+        // it resident again (resident.rs), and the mailbox's indices go with it (contexts.rs).
         self.dead
             || (self.chans.sched.in_flight() == 0
                 && self.queue.may_move(movable)
-                && self.mbox == 0
                 && self.net_rx == 0)
     }
 
@@ -262,7 +272,7 @@ impl Process {
                     queue: QueueState::None,
                     rkeys: KVec::new(),
                     net_rx: 0,
-                    mbox: 0,
+                    mbox: None,
                 }, "Process::inner"),
                 map <- new_mutex!(map_state, "Process::map"),
                 done <- new_poll_condvar!("Process::done"),

@@ -102,8 +102,9 @@ if [ -e /lib/exanest_dma.ko ]; then
 	# Moving a queue between contexts needs more queues than contexts: the driver with one.
 	rmmod exanest_dma && insmod /lib/exanest_dma.ko contexts=1 >/dev/null 2>&1
 	exanest-bench queue-move --quick
-	# A receiver whose context another process took: a put makes it resident again.
-	exanest-net -r net.non_resident_receiver; rc=$?
+	# A receiver whose context another process took: a put, or a message to its mailbox,
+	# makes it resident again.
+	exanest-net -r net.non_resident_receiver -r net.non_resident_mailbox; rc=$?
 	[ "$rc" -le 1 ] || t 1 "exanest-net non_resident_receiver" "exit status $rc"
 	rmmod exanest_dma && insmod /lib/exanest_dma.ko >/dev/null 2>&1
 	t $? driver-reload-after-queue-move "insmod failed"

@@ -229,6 +229,7 @@ struct reader {
 	uint32_t n;		/* messages to read */
 	uint64_t from;		/* their sender: endpoint | node << 32 */
 	uint32_t delay_us;	/* between two messages: a slow reader fills its ring */
+	uint32_t head;		/* the ring's next index, across reads */
 	int32_t got, bad;
 	pthread_t thread;
 	bool running;
@@ -240,7 +241,7 @@ static void *reader_run(void *arg)
 	struct reader *r = arg;
 	uint8_t want[EXANEST_DMA_MBOX_MAX];
 	struct timespec t0, now;
-	uint32_t head = 0;
+	uint32_t head = r->head;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while ((uint32_t)r->got < r->n) {
@@ -272,6 +273,7 @@ static void *reader_run(void *arg)
 		rmb_dev();
 		db_write(r->q, PLDMA_VF_MBOX_HEAD, head);
 	}
+	r->head = head;
 	return NULL;
 }
 
@@ -1021,64 +1023,6 @@ TEST_F(net, several_contexts_per_node)
 }
 
 /*
- * Contexts are virtualized (module parameter contexts=1: one per engine): another process
- * takes the receiver's context while the receiver is idle. A put then finds its endpoint
- * without a context: the receiving engine NACKs NOT_READY and asks its driver, which gets the
- * receiver a context back (taking the idle other's); the engine RESUMEs the put, which
- * completes, every byte in place.
- */
-TEST_F(net, non_resident_receiver)
-{
-	struct exanest_dma_info i0 = { 0 };
-	long long nr0 = engine_counter(1, "nacks_sent");
-	int sync[2], thief_fd = -1;
-	uint32_t ctx = 0;
-	uint8_t ok = 0;
-	struct cqe c;
-	pid_t thief;
-
-	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &i0));
-	if (self->peer.node >= 0 || i0.contexts != 1)
-		SKIP(return, "needs one guest and one context per engine (contexts=1)");
-	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
-	ASSERT_EQ(0, ask(self, 'I', &ctx, sizeof(ctx)));
-	ASSERT_EQ(0, ctx) TH_LOG("the receiver holds node 1's only context");
-	ASSERT_EQ(0, pipe(sync));
-	thief = fork();
-	ASSERT_LE(0, thief);
-	if (!thief) {
-		/* Another process on node 1: a copy takes the context from the idle receiver. */
-		uint8_t *b = big_alloc(2 * PAGE);
-		char one = 1;
-		uint32_t h;
-
-		thief_fd = dev_open(1);
-		if (thief_fd < 0 || !b ||
-		    reg(thief_fd, b, 2 * PAGE, RD | WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, &h) ||
-		    copy_wait(thief_fd, b, b + PAGE, PAGE))
-			_exit(2);
-		if (write(sync[1], &one, 1) != 1)
-			_exit(3);
-		pause();
-		_exit(0);
-	}
-	close(sync[1]);
-	ASSERT_EQ(1, read(sync[0], &ok, 1)) TH_LOG("the other process could not copy");
-	ASSERT_EQ(0, ask(self, 'I', &ctx, sizeof(ctx)));
-	EXPECT_EQ(EXANEST_DMA_NO_CONTEXT, ctx) TH_LOG("the receiver still holds a context");
-	ok = 0;
-	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
-	EXPECT_EQ(0, c.status);
-	EXPECT_EQ(PUT_LEN, c.bytes);
-	ASSERT_EQ(0, ask(self, 'v', &ok, 1));
-	EXPECT_EQ(1, ok);
-	EXPECT_LT(nr0, engine_counter(1, "nacks_sent")) TH_LOG("no NACK NOT_READY");
-	kill(thief, SIGKILL);
-	waitpid(thief, NULL, 0);
-	close(sync[0]);
-}
-
-/*
  * Send n mailbox messages (message k as msg_fill makes it) to t's endpoint from q, from buf
  * (64 slots of 256 bytes, registered readable); every completion's status should be 0: how
  * many were not (the first in *first_err), or -ETIMEDOUT.
@@ -1223,6 +1167,121 @@ TEST_F(net, mailbox_create_errors)
 	m.flags = 0;
 	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_MBOX_CREATE, &m));
 	EXPECT_EQ(-EEXIST, xioctl(self->fd, EXANEST_DMA_IOC_MBOX_CREATE, &m));
+}
+
+/*
+ * Another process on node 1 whose copy takes node 1's only context (contexts=1) from the idle
+ * receiver, and keeps it until killed: its pid, or -1.
+ */
+static pid_t context_thief(void)
+{
+	int sync[2];
+	char one = 1;
+	pid_t pid;
+
+	if (pipe(sync))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		uint8_t *b = big_alloc(2 * PAGE);
+		int fd = dev_open(1);
+		uint32_t h;
+
+		if (fd < 0 || !b || reg(fd, b, 2 * PAGE, RD | WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, &h) ||
+		    copy_wait(fd, b, b + PAGE, PAGE) || write(sync[1], &one, 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	close(sync[1]);
+	if (pid < 0 || read(sync[0], &one, 1) != 1) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		pid = -1;
+	}
+	close(sync[0]);
+	return pid;
+}
+
+/*
+ * Contexts are virtualized (module parameter contexts=1: one per engine): another process
+ * takes the receiver's context while the receiver is idle. A put then finds its endpoint
+ * without a context: the receiving engine NACKs NOT_READY and asks its driver, which gets the
+ * receiver a context back (taking the idle other's); the engine RESUMEs the put, which
+ * completes, every byte in place.
+ */
+TEST_F(net, non_resident_receiver)
+{
+	struct exanest_dma_info i0 = { 0 };
+	long long nr0 = engine_counter(1, "nacks_sent");
+	uint32_t ctx = 0;
+	uint8_t ok = 0;
+	struct cqe c;
+	pid_t thief;
+
+	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &i0));
+	if (self->peer.node >= 0 || i0.contexts != 1)
+		SKIP(return, "needs one guest and one context per engine (contexts=1)");
+	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, ask(self, 'I', &ctx, sizeof(ctx)));
+	ASSERT_EQ(0, ctx) TH_LOG("the receiver holds node 1's only context");
+	thief = context_thief();
+	ASSERT_LT(0, thief) TH_LOG("the other process could not copy");
+	ASSERT_EQ(0, ask(self, 'I', &ctx, sizeof(ctx)));
+	EXPECT_EQ(EXANEST_DMA_NO_CONTEXT, ctx) TH_LOG("the receiver still holds a context");
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(PUT_LEN, c.bytes);
+	ASSERT_EQ(0, ask(self, 'v', &ok, 1));
+	EXPECT_EQ(1, ok);
+	EXPECT_LT(nr0, engine_counter(1, "nacks_sent")) TH_LOG("no NACK NOT_READY");
+	kill(thief, SIGKILL);
+	waitpid(thief, NULL, 0);
+}
+
+/*
+ * The same for a mailbox: messages sent while its process holds no context wait (NOT_READY),
+ * it gets one back with its ring's indices where they were, and every message arrives once,
+ * in order.
+ */
+TEST_F(net, non_resident_mailbox)
+{
+	struct cmd mk = { .op = 'M', .a = { 2 } }, go = { .op = 'G' }, w = { .op = 'W' };
+	struct exanest_dma_info i0 = { 0 };
+	uint8_t *buf = msg_buffer(self->fd);
+	int32_t ret = -1, v[4], err = 0;
+	uint32_t ctx = 0;
+	pid_t thief;
+
+	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &i0));
+	if (self->peer.node >= 0 || i0.contexts != 1)
+		SKIP(return, "needs one guest and one context per engine (contexts=1)");
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, start_receiver(self, 4096, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, peer_cmd(&self->peer, &mk, &ret, sizeof(ret)));
+	ASSERT_EQ(0, ret);
+	/* Six messages first: the ring's indices are not at 0 when the context goes. */
+	go.a[1] = 6;
+	go.a[2] = me(self->fd);
+	ASSERT_EQ(0, peer_cmd(&self->peer, &go, &ret, sizeof(ret)));
+	ASSERT_EQ(0, send_msgs(&self->q, buf, 6, &self->t, &err));
+	ASSERT_EQ(0, peer_cmd(&self->peer, &w, v, sizeof(v)));
+	ASSERT_EQ(6, v[0]);
+	thief = context_thief();
+	ASSERT_LT(0, thief) TH_LOG("the other process could not copy");
+	ASSERT_EQ(0, ask(self, 'I', &ctx, sizeof(ctx)));
+	EXPECT_EQ(EXANEST_DMA_NO_CONTEXT, ctx) TH_LOG("the receiver still holds a context");
+	/* Messages 0.. again (the reader counts from 0), 20 of them through a 4-slot ring. */
+	go.a[1] = 20;
+	ASSERT_EQ(0, peer_cmd(&self->peer, &go, &ret, sizeof(ret)));
+	EXPECT_EQ(0, send_msgs(&self->q, buf, 20, &self->t, &err)) TH_LOG("first error %d", err);
+	ASSERT_EQ(0, peer_cmd(&self->peer, &w, v, sizeof(v)));
+	EXPECT_EQ(20, v[0]);
+	EXPECT_EQ(0, v[1]) TH_LOG("messages out of order, damaged or from elsewhere");
+	kill(thief, SIGKILL);
+	waitpid(thief, NULL, 0);
 }
 
 /*

@@ -758,6 +758,27 @@ static PldmaRxOp *net_rx_new(PldmaState *s, const PldmaPkt *k)
 }
 
 /*
+ * A slot for op @k, new to this node: NULL when it is refused (finished and
+ * forgotten, or too old to tell: NACK ESTALE) or no slot is free (dropped:
+ * the sender's timeout tries again).
+ */
+static PldmaRxOp *net_rx_admit(PldmaState *s, const PldmaPkt *k)
+{
+    PldmaNet *n = &s->net;
+    PldmaRxOp *r;
+
+    if (n->floor_set[k->src] && (int32_t)(k->op_id - n->floor[k->src]) <= 0) {
+        net_answer(s, k, PKT_NACK, 0, -PLDMA_ESTALE);
+        return NULL;
+    }
+    r = net_rx_new(s, k);
+    if (!r) {
+        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+    }
+    return r;
+}
+
+/*
  * Op @k may write its whole range with its key: 0, or the negative errno
  * its NACK carries. Checked at every packet, so a key revoked mid-op stops
  * it at the next one.
@@ -983,16 +1004,9 @@ static void net_rx_write(PldmaState *s, const PldmaPkt *k)
         return; /* a probe of an op this node does not have */
     }
     if (!r) {
-        if (n->floor_set[k->src] &&
-            (int32_t)(k->op_id - n->floor[k->src]) <= 0) {
-            /* Finished and forgotten, or too old to tell: refuse it. */
-            net_answer(s, k, PKT_NACK, 0, -PLDMA_ESTALE);
-            return;
-        }
-        r = net_rx_new(s, k);
+        r = net_rx_admit(s, k);
         if (!r) {
-            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-            return; /* no room: the sender's timeout tries again */
+            return;
         }
     }
     if (r->rkey != k->rkey || r->addr != k->addr || r->len != k->len ||
@@ -1127,15 +1141,9 @@ static void net_rx_mailbox(PldmaState *s, const PldmaPkt *k)
         return;
     }
     if (!r) {
-        if (n->floor_set[k->src] &&
-            (int32_t)(k->op_id - n->floor[k->src]) <= 0) {
-            net_answer(s, k, PKT_NACK, 0, -PLDMA_ESTALE);
-            return;
-        }
-        r = net_rx_new(s, k);
+        r = net_rx_admit(s, k);
         if (!r) {
-            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-            return; /* no room: the sender's timeout tries again */
+            return;
         }
         r->mbox = true;
     }

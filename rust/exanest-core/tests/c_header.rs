@@ -190,7 +190,10 @@ fn rust_register_map_matches_c_header() {
         ("PLDMA_NET_IRQ", regs::net::IRQ as u64),
         ("PLDMA_NET_IRQ_EP_WANTED", regs::net::IRQ_EP_WANTED.into()),
         ("PLDMA_NET_EP_WANTED", regs::net::EP_WANTED as u64),
-        ("PLDMA_NET_EP_WANTED_WORDS", regs::net::EP_WANTED_WORDS as u64),
+        (
+            "PLDMA_NET_EP_WANTED_WORDS",
+            regs::net::EP_WANTED_WORDS as u64,
+        ),
         ("PLDMA_NET_MAX_NODES", regs::net::MAX_NODES as u64),
         ("PLDMA_NET_MAX_EPS", regs::net::MAX_EPS as u64),
         ("PLDMA_NET_MAX_RKEYS", regs::net::MAX_RKEYS as u64),

@@ -31,29 +31,6 @@ fn complete(q: &mut Queue) -> Result<i32, Box<dyn std::error::Error>> {
     Ok(c[0].status)
 }
 
-/// A key on the wire: the struct's 32 bytes, little-endian.
-fn encode(r: &Remote) -> Vec<u8> {
-    let mut v = Vec::with_capacity(32);
-    for x in [r.addr, r.len, r.rkey] {
-        v.extend_from_slice(&x.to_le_bytes());
-    }
-    v.extend_from_slice(&r.node.to_le_bytes());
-    v.extend_from_slice(&r.endpoint.to_le_bytes());
-    v
-}
-
-fn decode(b: &[u8]) -> Option<Remote> {
-    let u64_at = |i: usize| Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?));
-    let u32_at = |i: usize| Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?));
-    Some(Remote {
-        addr: u64_at(0)?,
-        len: u64_at(8)?,
-        rkey: u64_at(16)?,
-        node: u32_at(24)?,
-        endpoint: u32_at(28)?,
-    })
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size: usize = std::env::args().nth(1).map_or(Ok(1 << 20), |s| s.parse())?;
     let (a, b) = (Device::open(0)?, Device::open(1)?);
@@ -71,13 +48,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let m = recv(&mut qb)?;
     let mut inbox = vec![0u8; size];
     let region = b.register_remote(&mut inbox, Mode::OnDemand)?;
-    let key = encode(&region.target());
+    let key = region.target().to_bytes();
     let k = b.register(&key, Mode::OnDemand)?;
     qb.send(k.addr(), key.len().try_into()?, m.node, m.endpoint, 2)?;
     let st_b = complete(&mut qb)?;
     // A: the key; put, then say done.
     let reply = recv(&mut qa)?;
-    let to = decode(reply.data()).ok_or("a short key")?;
+    let to = Remote::from_bytes(reply.data()).ok_or("a short key")?;
     let data: Vec<u8> = (0..size).map(|i| (i * 7 % 253) as u8).collect();
     let src = a.register(&data, Mode::OnDemand)?;
     qa.put(src.addr(), size.try_into()?, &to, 0, 3)?;

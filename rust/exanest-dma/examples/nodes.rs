@@ -43,28 +43,6 @@ fn say(dev: &Device, q: &mut Queue, bytes: &[u8], node: u32, ep: u32) -> Res<i32
     Ok(complete(q)?.status)
 }
 
-fn encode(r: &Remote) -> Vec<u8> {
-    let mut v = Vec::with_capacity(32);
-    for x in [r.addr, r.len, r.rkey] {
-        v.extend_from_slice(&x.to_le_bytes());
-    }
-    v.extend_from_slice(&r.node.to_le_bytes());
-    v.extend_from_slice(&r.endpoint.to_le_bytes());
-    v
-}
-
-fn decode(b: &[u8]) -> Option<Remote> {
-    let u64_at = |i: usize| Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?));
-    let u32_at = |i: usize| Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?));
-    Some(Remote {
-        addr: u64_at(0)?,
-        len: u64_at(8)?,
-        rkey: u64_at(16)?,
-        node: u32_at(24)?,
-        endpoint: u32_at(28)?,
-    })
-}
-
 fn pattern(size: usize) -> Vec<u8> {
     (0..size).map(|i| (i * 13 % 251) as u8).collect()
 }
@@ -89,7 +67,7 @@ fn serve(size: usize) -> Res<bool> {
     let st = say(
         &dev,
         &mut q,
-        &encode(&region.target()),
+        &region.target().to_bytes(),
         hello.node,
         hello.endpoint,
     )?;
@@ -115,7 +93,7 @@ fn send(node: u32, ep: u32, size: usize) -> Res<bool> {
     let me = dev.info()?;
     let st = say(&dev, &mut q, b"hello, a put is coming", node, ep)?;
     let key = recv(&mut q, 60)?;
-    let to = decode(key.data()).ok_or("a short key")?;
+    let to = Remote::from_bytes(key.data()).ok_or("a short key")?;
     println!(
         "node {}: key from node {} endpoint {}: {} bytes at {:#x}, rkey {:#x}",
         me.node, key.node, key.endpoint, to.len, to.addr, to.rkey

@@ -65,6 +65,36 @@ pub struct Remote {
     pub endpoint: u32,
 }
 
+impl Remote {
+    /// Bytes of [`Remote::to_bytes`].
+    pub const BYTES: usize = 32;
+
+    /// The struct's bytes, little-endian, in field order: what a mailbox message or any other
+    /// channel carries to the writer.
+    pub fn to_bytes(&self) -> [u8; Self::BYTES] {
+        let mut b = [0u8; Self::BYTES];
+        b[0..8].copy_from_slice(&self.addr.to_le_bytes());
+        b[8..16].copy_from_slice(&self.len.to_le_bytes());
+        b[16..24].copy_from_slice(&self.rkey.to_le_bytes());
+        b[24..28].copy_from_slice(&self.node.to_le_bytes());
+        b[28..32].copy_from_slice(&self.endpoint.to_le_bytes());
+        b
+    }
+
+    /// The target [`Remote::to_bytes`] made; `None` for fewer than [`Remote::BYTES`] bytes.
+    pub fn from_bytes(b: &[u8]) -> Option<Self> {
+        let u64_at = |i: usize| Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?));
+        let u32_at = |i: usize| Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?));
+        Some(Remote {
+            addr: u64_at(0)?,
+            len: u64_at(8)?,
+            rkey: u64_at(16)?,
+            node: u32_at(24)?,
+            endpoint: u32_at(28)?,
+        })
+    }
+}
+
 /// A buffer other nodes may write, registered with [`Device::register_remote`]; its rkey is
 /// revoked, and the region deregistered, on drop.
 #[derive(Debug)]
@@ -223,6 +253,21 @@ mod tests {
     use std::mem::{offset_of, size_of};
 
     /// `struct exanest_dma_remote` of include/exanest_dma.h (tests/capi.c asserts the same).
+    #[test]
+    fn remote_bytes_round_trip() {
+        let r = Remote {
+            addr: 0x1122_3344_5566_7788,
+            len: 1 << 40,
+            rkey: 0xdead_beef_0000_0005,
+            node: 3,
+            endpoint: 255,
+        };
+        let b = r.to_bytes();
+        assert_eq!(b[0], 0x88, "little-endian");
+        assert_eq!(Remote::from_bytes(&b), Some(r));
+        assert_eq!(Remote::from_bytes(&b[..31]), None);
+    }
+
     #[test]
     fn remote_layout_is_the_c_struct() {
         assert_eq!(size_of::<Remote>(), 32);
