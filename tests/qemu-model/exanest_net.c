@@ -981,6 +981,35 @@ static void net_want_ep(PldmaState *s, uint32_t ep)
     }
 }
 
+/*
+ * A packet of op r, which this node knows: a probe is answered with the
+ * op's state; data of an op that is finished (ACKed again), refused (NACKed
+ * again) or waiting (a fault, no context, a full ring: dropped) is a
+ * duplicate. Returns whether that took the packet: false only for data of
+ * an op still receiving.
+ */
+static bool net_rx_known(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
+{
+    if (!k->plen) {
+        net_rx_probe(s, r, k);
+        return true;
+    }
+    switch (r->state) {
+    case PLDMA_RX_RECV:
+        return false;
+    case PLDMA_RX_DONE:
+        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
+        net_answer(s, k, PKT_ACK, r->placed, 0);
+        return true;
+    case PLDMA_RX_ERROR:
+        net_answer(s, k, PKT_NACK, r->placed, r->err);
+        return true;
+    default:
+        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
+        return true;
+    }
+}
+
 static void net_rx_write(PldmaState *s, const PldmaPkt *k)
 {
     PldmaNet *n = &s->net;
@@ -1015,24 +1044,8 @@ static void net_rx_write(PldmaState *s, const PldmaPkt *k)
         return; /* not the op it claims to be part of */
     }
     r->stamp = ++n->rx_stamp;
-    if (!k->plen) {
-        net_rx_probe(s, r, k);
+    if (net_rx_known(s, r, k)) {
         return;
-    }
-    switch (r->state) {
-    case PLDMA_RX_DONE:
-        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
-        net_answer(s, k, PKT_ACK, r->placed, 0);
-        return;
-    case PLDMA_RX_ERROR:
-        net_answer(s, k, PKT_NACK, r->placed, r->err);
-        return;
-    case PLDMA_RX_FAULT:
-    case PLDMA_RX_NOT_READY:
-        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
-        return;
-    default:
-        break;
     }
     if (k->offset > r->placed) {
         net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
@@ -1158,22 +1171,7 @@ static void net_rx_mailbox(PldmaState *s, const PldmaPkt *k)
     if (r->state == PLDMA_RX_RNR && x && net_mbox_room(x)) {
         r->state = PLDMA_RX_RECV; /* a slot is free now: its RESUME was lost */
     }
-    if (!k->plen) {
-        net_rx_probe(s, r, k);
-        return;
-    }
-    switch (r->state) {
-    case PLDMA_RX_DONE:
-        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
-        net_answer(s, k, PKT_ACK, r->placed, 0);
-        return;
-    case PLDMA_RX_ERROR:
-        net_answer(s, k, PKT_NACK, 0, r->err);
-        return;
-    case PLDMA_RX_RECV:
-        break;
-    default:
-        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
+    if (net_rx_known(s, r, k)) {
         return;
     }
     fn = x ? pldma_ctx_master(x) : NULL;
