@@ -97,7 +97,7 @@ impl Mirror {
     fn unmap_entry(&mut self, dom: &impl IoPageTable, head: u64) {
         if let Some(f) = self.tree.remove(&head) {
             let n = entry_pages(f);
-            dom.unmap(head << PAGE_SHIFT, n as usize * PAGE_SIZE);
+            unmap_pages(dom, head, n);
             self.pages -= n;
         }
     }
@@ -134,6 +134,9 @@ impl Mirror {
     ) -> Result<u64> {
         let n = f.pfns.len();
         let bp = BLOCK_PAGES as usize;
+        // Nothing of the range mirrored yet (the usual first fault): no page needs looking up.
+        let fresh = !self.any_in(f.first, f.first + n as u64);
+        let mut run = Run::default();
         let mut mapped = 0;
         let mut i = 0;
         while i < n {
@@ -154,9 +157,10 @@ impl Mirror {
                 && i + bp <= n
                 && order >= 9
                 && phys % (BLOCK_PAGES << PAGE_SHIFT) == 0
-                && !self.any_in(vpn, vpn + BLOCK_PAGES)
+                && (fresh || !self.any_in(vpn, vpn + BLOCK_PAGES))
                 && !(vpn..vpn + BLOCK_PAGES).any(&pinned);
             if block {
+                mapped += self.map_run(dom, &mut run, nodes)?;
                 let Some(node) = nodes.pop() else {
                     return Err(ENOMEM);
                 };
@@ -169,26 +173,72 @@ impl Mirror {
                 continue;
             }
             i += 1;
-            if pinned(vpn) || self.covers(vpn, writable) {
+            if pinned(vpn) || (!fresh && self.covers(vpn, writable)) {
                 continue;
             }
-            // Mapped with less access, alone or in a block: unmap that first.
-            if let Some((head, _)) = self.entry(vpn) {
-                self.unmap_entry(dom, head);
+            if !fresh {
+                // Mapped with less access, alone or in a block: unmap that first.
+                if let Some((head, _)) = self.entry(vpn) {
+                    mapped += self.map_run(dom, &mut run, nodes)?;
+                    self.unmap_entry(dom, head);
+                }
             }
-            let Some(node) = nodes.pop() else {
-                return Err(ENOMEM);
-            };
-            dom.map_size(vpn << PAGE_SHIFT, phys, PAGE_SIZE, prot, true)?;
-            self.tree.insert(node.into_node(vpn, flags));
-            self.pages += 1;
-            mapped += 1;
+            if !run.extend(vpn, phys, flags) {
+                mapped += self.map_run(dom, &mut run, nodes)?;
+                run = Run {
+                    vpn,
+                    phys,
+                    pages: 1,
+                    flags,
+                };
+            }
         }
+        mapped += self.map_run(dom, &mut run, nodes)?;
         Ok(mapped)
     }
 
+    /// Map `run` (pages contiguous in both spaces, none mirrored yet) with one call and give
+    /// each page its entry; `run` is left empty. Returns the pages mapped.
+    fn map_run(
+        &mut self,
+        dom: &impl IoPageTable,
+        run: &mut Run,
+        nodes: &mut KVec<RBTreeNodeReservation<u64, u8>>,
+    ) -> Result<u64> {
+        let r = core::mem::take(run);
+        if r.pages == 0 {
+            return Ok(0);
+        }
+        if nodes.len() < r.pages as usize {
+            return Err(ENOMEM);
+        }
+        let prot = bindings::IOMMU_READ
+            | if r.flags & M_WRITE != 0 {
+                bindings::IOMMU_WRITE
+            } else {
+                0
+            };
+        // Shorter than a block ([`Run::extend`]), so the domain maps it with pages, which can
+        // be unmapped one by one.
+        dom.map_size(
+            r.vpn << PAGE_SHIFT,
+            r.phys,
+            r.pages as usize * PAGE_SIZE,
+            prot,
+            true,
+        )?;
+        for vpn in r.vpn..r.vpn + r.pages {
+            let Some(node) = nodes.pop() else {
+                return Err(ENOMEM);
+            };
+            self.tree.insert(node.into_node(vpn, r.flags));
+        }
+        self.pages += r.pages;
+        Ok(r.pages)
+    }
+
     /// Unmap every mirrored page in `[start, end)` (bytes), whole blocks included. Returns
-    /// the entries unmapped.
+    /// the entries unmapped. Consecutive pages go with one call, hence one IOTLB flush.
     pub(crate) fn unmap_range(&mut self, dom: &impl IoPageTable, start: u64, end: u64) -> u64 {
         let (mut first, last) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE as u64));
         let mut n = 0;
@@ -196,6 +246,8 @@ impl Mirror {
         if let Some((head, _)) = self.entry(first) {
             first = first.min(head);
         }
+        // Pages out of the tree, still to unmap: `pages` from `vpn`.
+        let (mut vpn0, mut pages) = (0, 0);
         loop {
             let next = self
                 .tree
@@ -205,10 +257,59 @@ impl Mirror {
             let Some(vpn) = next else {
                 break;
             };
-            self.unmap_entry(dom, vpn);
+            let f = self.tree.remove(&vpn).unwrap_or(0);
+            let len = entry_pages(f);
+            if f & M_BLOCK == 0 && pages > 0 && vpn == vpn0 + pages {
+                pages += 1;
+            } else {
+                unmap_pages(dom, vpn0, pages);
+                if f & M_BLOCK != 0 {
+                    unmap_pages(dom, vpn, len);
+                    pages = 0;
+                } else {
+                    (vpn0, pages) = (vpn, 1);
+                }
+            }
+            self.pages -= len;
             n += 1;
+            first = vpn + len;
         }
+        unmap_pages(dom, vpn0, pages);
         n
+    }
+}
+
+/// Unmap `pages` pages from `vpn` (none if 0).
+fn unmap_pages(dom: &impl IoPageTable, vpn: u64, pages: u64) {
+    if pages > 0 {
+        dom.unmap(vpn << PAGE_SHIFT, pages as usize * PAGE_SIZE);
+    }
+}
+
+/// Pages to map with one call: contiguous in the IOVA space and in physical memory, with the
+/// same access.
+#[derive(Default)]
+struct Run {
+    vpn: u64,
+    phys: u64,
+    pages: u64,
+    flags: u8,
+}
+
+impl Run {
+    /// Add page `vpn` at `phys` if it continues the run. A run stays shorter than a 2 MiB
+    /// block: the domain would map a whole aligned one as a block, which cannot be unmapped in
+    /// part.
+    fn extend(&mut self, vpn: u64, phys: u64, flags: u8) -> bool {
+        let next = self.pages > 0
+            && self.pages < BLOCK_PAGES - 1
+            && vpn == self.vpn + self.pages
+            && phys == self.phys + (self.pages << PAGE_SHIFT)
+            && flags == self.flags;
+        if next {
+            self.pages += 1;
+        }
+        next
     }
 }
 
@@ -238,16 +339,22 @@ mod tests {
     use super::*;
     use core::cell::RefCell;
 
-    /// A page table that maps nothing for real and refuses to map an IOVA twice (io-pgtable
-    /// answers EEXIST, with a WARN).
+    /// A page table that maps nothing for real, refuses to map an IOVA twice (io-pgtable
+    /// answers EEXIST, with a WARN), and to unmap part of a block (io-pgtable no longer splits
+    /// them). Like io-pgtable, it maps a run shorter than a block as pages, which can be
+    /// unmapped one by one.
     struct FakeTable {
         mapped: RefCell<KVec<(u64, usize)>>,
+        calls: core::cell::Cell<u64>,
+        unmaps: core::cell::Cell<u64>,
     }
 
     impl FakeTable {
         fn new() -> Self {
             FakeTable {
                 mapped: RefCell::new(KVec::new()),
+                calls: core::cell::Cell::new(0),
+                unmaps: core::cell::Cell::new(0),
             }
         }
 
@@ -263,29 +370,53 @@ mod tests {
     impl IoPageTable for FakeTable {
         fn map_size(&self, iova: u64, _phys: u64, size: usize, _prot: u32, atomic: bool) -> Result {
             assert!(atomic, "the mirror maps under the notifier's lock");
+            self.calls.set(self.calls.get() + 1);
             let mut m = self.mapped.borrow_mut();
             let end = iova + size as u64;
             if m.iter().any(|&(a, s)| a < end && iova < a + s as u64) {
                 return Err(EEXIST);
             }
-            m.push((iova, size), GFP_KERNEL)?;
+            let block = BLOCK_PAGES as usize * PAGE_SIZE;
+            if size == block {
+                m.push((iova, size), GFP_KERNEL)?;
+            } else {
+                assert!(size < block, "a run is shorter than a block");
+                for a in (iova..end).step_by(PAGE_SIZE) {
+                    m.push((a, PAGE_SIZE), GFP_KERNEL)?;
+                }
+            }
             Ok(())
         }
 
         fn unmap(&self, iova: u64, size: usize) -> usize {
+            self.unmaps.set(self.unmaps.get() + 1);
             let mut m = self.mapped.borrow_mut();
             let end = iova + size as u64;
+            let inside = |e: &(u64, usize)| iova <= e.0 && e.0 + e.1 as u64 <= end;
+            let cut = |e: &(u64, usize)| e.0 < end && iova < e.0 + e.1 as u64 && !inside(e);
+            assert!(!m.iter().any(cut), "no block is unmapped in part");
             let before: usize = m.iter().map(|&(_, s)| s).sum();
-            m.retain(|e| !(iova <= e.0 && e.0 + e.1 as u64 <= end));
+            m.retain(|e| !inside(e));
             before - m.iter().map(|&(_, s)| s).sum::<usize>()
         }
     }
 
     /// `n` pages from `first`, as HMM returns them (a THP is mapped with order 9).
     fn faulted(first: u64, n: usize, write: bool, order: u32) -> Faulted {
+        faulted_at(first, n, write, order, |i| 0x40000 + first as usize + i)
+    }
+
+    /// [`faulted`], page `i` at pfn `pfn(i)`.
+    fn faulted_at(
+        first: u64,
+        n: usize,
+        write: bool,
+        order: u32,
+        pfn: impl Fn(usize) -> usize,
+    ) -> Faulted {
         let mut pfns = KVec::new();
         for i in 0..n {
-            let pfn = 0x40000 + first as usize + i;
+            let pfn = pfn(i);
             pfns.push(HmmPfn::for_test(pfn, write, order), GFP_KERNEL)
                 .unwrap();
         }
@@ -352,5 +483,59 @@ mod tests {
         m.unmap_range(&t, 0, u64::MAX);
         assert_eq!(m.len(), 0);
         check(&m, &t);
+    }
+
+    /// Pages contiguous in memory are mapped with one call per run, never as a block (a run
+    /// stops short of one), and can still be unmapped one by one; a gap in memory, a pinned
+    /// page or an existing entry starts a new run.
+    #[test]
+    fn runs_map_with_one_call() {
+        let (mut m, t) = (Mirror::new(), FakeTable::new());
+        assert_eq!(map(&mut m, &t, &faulted(0x100, 16, true, 0), |_| false), 16);
+        assert_eq!(t.calls.get(), 1);
+        // Two runs: pages 0..8 and 8..16 are 100 pfns apart.
+        let gap = |i: usize| 0x50000 + i + if i < 8 { 0 } else { 100 };
+        assert_eq!(
+            map(&mut m, &t, &faulted_at(0x200, 16, true, 0, gap), |_| false),
+            16
+        );
+        assert_eq!(t.calls.get(), 3);
+        // Around a pinned page and the entries already there: 0x0f8..0x0ff, then 0x111..0x117.
+        let before = t.calls.get();
+        assert_eq!(
+            map(&mut m, &t, &faulted(0xf8, 32, true, 0), |v| v == 0x110),
+            15
+        );
+        assert_eq!(t.calls.get() - before, 2);
+        // A whole aligned 2 MiB of contiguous small pages, at an aligned pfn: pages, no block.
+        let before = t.calls.get();
+        assert_eq!(
+            map(
+                &mut m,
+                &t,
+                &faulted_at(0x400, 512, true, 0, |i| 0x80000 + i),
+                |_| false
+            ),
+            512
+        );
+        assert_eq!(m.blocks(), 0);
+        assert_eq!(t.calls.get() - before, 2);
+        // One page out of the middle of a run.
+        assert_eq!(
+            m.unmap_range(&t, 0x500 << PAGE_SHIFT, 0x501 << PAGE_SHIFT),
+            1
+        );
+        assert!(!m.covers(0x500, false) && m.covers(0x4ff, true) && m.covers(0x501, true));
+        assert_eq!(m.len(), t.pages());
+        // Consecutive pages are unmapped with one call: two here, around the hole at 0x500.
+        let before = t.unmaps.get();
+        assert_eq!(
+            m.unmap_range(&t, 0x400 << PAGE_SHIFT, 0x600 << PAGE_SHIFT),
+            511
+        );
+        assert_eq!(t.unmaps.get() - before, 2);
+        assert_eq!(m.len(), t.pages());
+        m.unmap_range(&t, 0, u64::MAX);
+        assert_eq!((m.len(), t.pages()), (0, 0));
     }
 }
