@@ -181,31 +181,45 @@ p_guest() {
 # Two guests, two QEMU processes with their own kernels, their engines linked by -netdev stream
 # on a unix socket (scripts/run-nodes.py): the network tests with the receivers on the other
 # node, the link recorded (headers only) and read back. Then four, QFDB-like, through the host's
-# switch (scripts/exanest-switch.py): nodes 0 and 2 test against 1 and 3 at once.
+# switch (scripts/exanest-switch.py): nodes 0 and 2 test against 1 and 3 at once; and four again
+# with the switch dropping 1 %, corrupting 0.1 %, duplicating 0.5 % of the packets, holding
+# 1 % back by up to 300 us (reordering them), and adding a hostile packet after one in ten (forged
+# fields and keys, replays, random bytes): the lossy tests, the engines injecting nothing.
 p_nodes() {
 	[ -x "${QEMU:-}" ] && [ -n "${KBUILD:-}" ] || { fail "two-guest tests: no kernel or QEMU"; return; }
-	local n i out pcap="$LOGS/nodes-pcap"
-	for n in 2 4; do
-		rm -rf "$LOGS/nodes$n"
+	local cfg n i out sw pcap="$LOGS/nodes-pcap"
+	for cfg in 2 4 4-lossy; do
+		n=${cfg%-lossy}
+		rm -rf "$LOGS/nodes$cfg"
 		[ $n != 2 ] || rm -rf "$pcap"
+		sw=""
+		[ "$cfg" = "$n" ] || sw="--drop-ppm 10000 --corrupt-ppm 1000 --dup-ppm 5000 --jitter-us 300 --reorder-ppm 10000 --hostile-ppm 100000 --seed 12"
 		QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
-			QEMU_MEM=1536M python3 "$TOP/scripts/run-nodes.py" --nodes $n --timeout 900 \
-			--logs "$LOGS/nodes$n" $([ $n = 2 ] && echo --pcap "$pcap" --pcap-maxlen 128) \
-			nodes >"$LOGS/nodes$n.log" 2>&1
-		echo "$n guests: exit status $?"
+			QEMU_MEM=1536M QEMU_APPEND="${sw:+exanest.linkloss=switch}" \
+			python3 "$TOP/scripts/run-nodes.py" --nodes $n --timeout 900 --switch-opts "$sw" \
+			--logs "$LOGS/nodes$cfg" $([ $n = 2 ] && echo --pcap "$pcap" --pcap-maxlen 128) \
+			nodes >"$LOGS/nodes$cfg.log" 2>&1
+		echo "$cfg guests: exit status $?"
 		grep -aE '^\[n[0-9]+\] ((\[[ 0-9.]+\] )?GUEST-(TEST|TIME)|not ok [0-9]+ |# Totals: |# FAIL )|^run-nodes|^\{"switch"' \
-			"$LOGS/nodes$n.log" | sed 's/^/  /'
+			"$LOGS/nodes$cfg.log" | sed 's/^/  /'
 		for ((i = 0; i < n; i++)); do
-			out=$(python3 tests/harness/console.py "$LOGS/nodes$n/node$i.log")
-			echo "$n guests, node $i: $(echo "$out" | tail -1)"
+			out=$(python3 tests/harness/console.py "$LOGS/nodes$cfg/node$i.log")
+			echo "$cfg guests, node $i: $(echo "$out" | tail -1)"
 			set -- $(echo "$out" | tail -1 | awk '{print $2, $4, $6}')
 			pass "$1"
 			SKIPPED=$(( ${SKIPPED:-0} + ${3:-0} ))
 			if [ "$2" != 0 ]; then
-				fail "$n guests, node $i ($2 failed)"; echo "$out" | grep '^FAIL' | sed 's/^/  /'
-				show_log "$LOGS/nodes$n/node$i.log" 60
+				fail "$cfg guests, node $i ($2 failed)"; echo "$out" | grep '^FAIL' | sed 's/^/  /'
+				show_log "$LOGS/nodes$cfg/node$i.log" 60
 			fi
 		done
+		# The lossy switch did drop, damage, duplicate, reorder and forge packets on the way.
+		if [ -n "$sw" ]; then
+			out=$(grep -a '^{"switch"' "$LOGS/nodes$cfg.log" | tail -1)
+			if python3 -c 'import json, sys; c = json.loads(sys.argv[1])["switch"]
+sys.exit(0 if all(c[k] > 0 for k in ("dropped", "corrupted", "duplicated", "reordered", "hostile")) else 1)' "$out"
+			then pass; else fail "the lossy switch impaired nothing: $out"; fi
+		fi
 	done
 	# make demo's two-guest part: an address out of band, then a hello and a key through the
 	# mailboxes, a put and a get with it.

@@ -2,8 +2,9 @@
 """A small host-side switch for the engines' links: one unix-domain socket per port, each the
 other end of a guest's `-netdev stream,server=off` (scripts/run-nodes.py --nodes N > 2).
 
-Usage: exanest-switch.py [--drop-ppm N] [--corrupt-ppm N] [--delay-us N] [--jitter-us N]
-                         [--seed S] SOCKET...
+Usage: exanest-switch.py [--drop-ppm N] [--corrupt-ppm N] [--dup-ppm N] [--delay-us N]
+                         [--jitter-us N] [--reorder-ppm N] [--hostile-ppm N] [--seed S]
+                         SOCKET...
 
 Frames are QEMU's stream framing: a 4-byte big-endian length, then the packet. The switch
 learns which node sits behind which port from the source field of the packets it receives
@@ -12,12 +13,28 @@ destination node's port (bytes 6-7), or to every other port while that node is n
 A frame too short to carry a header is dropped. On the way, per packet and seeded:
   --drop-ppm     packets dropped, per million;
   --corrupt-ppm  packets with one bit flipped, per million (the receiver's CRC32C drops them);
+  --dup-ppm      packets delivered twice, per million (each copy with its own delay);
   --delay-us     a fixed delay added to every packet;
-  --jitter-us    a random extra delay of up to this much: packets overtake each other.
-On SIGTERM or SIGINT it prints its counters (one JSON line) and exits.
+  --jitter-us    a random extra delay of up to this much: packets overtake each other;
+  --reorder-ppm  with --jitter-us: only these packets, per million, get the extra delay (the
+                 others pass them); without it every packet does;
+  --hostile-ppm  hostile packets sent after each forwarded one, per million (more than a
+                 million: several), to the same port, as a peer that forges anything would:
+                 random bytes; packets with valid checksums built from the honest one with
+                 its key changed and any other field forged (op, source, destination,
+                 endpoint, op id, sequence, status, address, length, offset: forged ACKs,
+                 NACKs and RESUMEs included); well-formed packets with random fields;
+                 replays of earlier honest packets; honest ones with one bit flipped. Each
+                 must be dropped or refused: none carries a key the receiver granted, except
+                 the exact replays, which are duplicates.
+On SIGTERM or SIGINT it prints its counters (one JSON line) and exits: frames received,
+forwarded, flooded (destination not learnt yet), dropped, corrupted, duplicated, runts,
+reordered (delivered after a frame forwarded later to the same port), and hostile.
 """
 import argparse
 import asyncio
+import collections
+import importlib.util
 import json
 import os
 import random
@@ -26,15 +43,76 @@ import struct
 import sys
 
 
+_spec = importlib.util.spec_from_file_location(
+    "exanest_pcap", os.path.join(os.path.dirname(os.path.abspath(__file__)), "exanest-pcap.py"))
+pcap = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pcap)
+
+
+def seal(hdr, payload):
+    """A packet with a valid checksum: `hdr` (64 bytes, its CRC field ignored), then `payload`."""
+    hdr = bytes(hdr[:60]) + bytes(4)
+    return hdr[:60] + struct.pack("<I", pcap.crc32c(hdr + payload)) + payload
+
+
+def hostile(rng, honest, history):
+    """One hostile packet, after the honest packet `honest` (see --hostile-ppm)."""
+    kind = rng.randrange(5)
+    if kind == 0:
+        return rng.randbytes(rng.randrange(0, 4200))
+    if kind == 3 and history:
+        return rng.choice(history)
+    if kind == 4:
+        b = bytearray(honest)
+        bit = rng.randrange(len(b) * 8)
+        b[bit // 8] ^= 1 << (bit % 8)
+        return bytes(b)
+    f = list(pcap.HDR.unpack_from(honest))
+    # magic, version, op, src, dst, ep, op_id, seq, status, rkey, addr, len, offset, plen, res, crc
+    if kind == 2:
+        f[2] = rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 8, 255])
+        f[3], f[4] = rng.choice([f[3], f[4], 63, 65535]), rng.choice([f[4], f[3], 2, 65535])
+        f[5] = rng.choice([f[5], 0, 255, 256, 2**32 - 1])
+        f[6] = rng.randrange(2**32)
+    # Forge some fields, and always the key: a different key, which the receiver never granted.
+    for i in rng.sample(range(2, 13), rng.randrange(0, 5)):
+        if i == 2:
+            f[2] = rng.choice([1, 2, 3, 4, 5, 6, 7, 0, 9])
+        elif i in (3, 4):
+            f[3], f[4] = f[4], f[3]       # an answer forged from the other side
+        elif i == 8:
+            f[8] = rng.choice([0, 1, 2, 3, 4, -14, -13, -4096, 2**31 - 1])
+        elif i in (10, 11, 12):
+            f[i] = rng.choice([0, f[i] + 4096, f[i] - 1, 2**64 - 4096, rng.randrange(2**64)]) % 2**64
+        else:
+            f[i] = rng.randrange(2**32)
+    f[9] ^= 1 << rng.randrange(64)
+    payload = honest[pcap.HDR.size:]
+    if kind == 2 or rng.randrange(4) == 0:
+        payload = rng.randbytes(rng.choice([0, 1, 100, 4096, 5000]))
+    f[13] = len(payload) if rng.randrange(8) else rng.randrange(65536)
+    f[14], f[15] = (f[14] if rng.randrange(8) else rng.randrange(65536)), 0
+    return seal(pcap.HDR.pack(*f), payload)
+
+
 class Switch:
     def __init__(self, a):
         self.a = a
         self.rng = random.Random(a.seed)
         self.ports = {}        # port index -> StreamWriter
         self.where = {}        # node id -> port index
-        self.cnt = dict(frames=0, forwarded=0, flooded=0, dropped=0, corrupted=0, runts=0)
+        self.cnt = dict(frames=0, forwarded=0, flooded=0, dropped=0, corrupted=0, duplicated=0,
+                        runts=0, reordered=0, hostile=0)
+        self.hrng = random.Random(a.seed + 1)
+        self.history = collections.deque(maxlen=256)
+        self.sent = {}         # port -> frames forwarded to it so far
+        self.last = {}         # port -> the latest of those delivered
 
-    def deliver(self, port, frame):
+    def deliver(self, port, frame, n=None):
+        if n is not None:
+            if n < self.last.get(port, -1):
+                self.cnt["reordered"] += 1
+            self.last[port] = max(n, self.last.get(port, -1))
         w = self.ports.get(port)
         if w is not None and not w.is_closing():
             w.write(struct.pack(">I", len(frame)) + frame)
@@ -62,12 +140,28 @@ class Switch:
         else:
             targets = [p for p in self.ports if p != src_port]
             self.cnt["flooded"] += 1
-        delay = (a.delay_us + (self.rng.randrange(a.jitter_us + 1) if a.jitter_us else 0)) / 1e6
-        for t in targets:
-            if delay:
-                loop.call_later(delay, self.deliver, t, frame)
-            else:
-                self.deliver(t, frame)
+        if a.hostile_ppm and len(frame) >= pcap.HDR.size:
+            n = a.hostile_ppm // 1000000 + (self.hrng.randrange(1000000) < a.hostile_ppm % 1000000)
+            for _ in range(n):
+                h = hostile(self.hrng, frame, self.history)
+                self.cnt["hostile"] += 1
+                for t in targets:
+                    self.deliver(t, h)
+            self.history.append(frame)
+        copies = 1
+        if a.dup_ppm and self.rng.randrange(1000000) < a.dup_ppm:
+            copies = 2
+            self.cnt["duplicated"] += 1
+        for _ in range(copies):
+            held = a.jitter_us and (not a.reorder_ppm or
+                                    self.rng.randrange(1000000) < a.reorder_ppm)
+            delay = (a.delay_us + (self.rng.randrange(a.jitter_us + 1) if held else 0)) / 1e6
+            for t in targets:
+                n = self.sent[t] = self.sent.get(t, -1) + 1
+                if delay:
+                    loop.call_later(delay, self.deliver, t, frame, n)
+                else:
+                    self.deliver(t, frame, n)
 
     async def serve_port(self, i, reader, writer):
         self.ports[i] = writer
@@ -75,8 +169,8 @@ class Switch:
             while True:
                 n = struct.unpack(">I", await reader.readexactly(4))[0]
                 self.forward(i, await reader.readexactly(n))
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass        # the guest went, or the switch stops
         finally:
             if self.ports.get(i) is writer:
                 del self.ports[i]
@@ -88,8 +182,11 @@ async def main():
     ap.add_argument("sockets", nargs="+")
     ap.add_argument("--drop-ppm", type=int, default=0)
     ap.add_argument("--corrupt-ppm", type=int, default=0)
+    ap.add_argument("--dup-ppm", type=int, default=0)
     ap.add_argument("--delay-us", type=int, default=0)
     ap.add_argument("--jitter-us", type=int, default=0)
+    ap.add_argument("--reorder-ppm", type=int, default=0)
+    ap.add_argument("--hostile-ppm", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     sw = Switch(a)

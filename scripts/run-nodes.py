@@ -19,7 +19,9 @@ Environment: QEMU, KERNEL, INITRD, and scripts/run-qemu.sh's PLDMA_OPTS, QEMU_AP
 Each guest's console is printed with a "[nI] " prefix. Guests have no other network: processes
 on different nodes exchange their addresses and keys out of band through the console, as RDMA
 programs do through a TCP socket or a job launcher. A guest line "GUEST-OOB J TEXT" is written,
-as "TEXT", to node J's console input; when a guest ends, the others read "bye". A line
+as "TEXT", to node J's console input. When a guest ends, the guests it exchanged such lines
+with read "bye", and so do the others once none of theirs is left running; a guest still running
+120 s after its "bye" is killed. A line
 "J: TEXT" typed into the launcher goes to node J too (exanest.run=shell: a shell per node).
 Exits 0 when every guest reached GUEST-DONE, 1 otherwise.
 """
@@ -43,6 +45,8 @@ class Node:
         self.i, self.proc, self.log = i, proc, log
         self.done = False
         self.lock = threading.Lock()
+        self.partners = set()   # the nodes it exchanged GUEST-OOB lines with
+        self.bye_at = None      # when it was told "bye"
 
     def send(self, text):
         with self.lock:
@@ -67,7 +71,11 @@ def pump(node, nodes, out_lock):
                 sys.stdout.flush()
             m = OOB.search(line)
             if m and int(m.group(1)) < len(nodes) and int(m.group(1)) != node.i:
-                nodes[int(m.group(1))].send(m.group(2))
+                to = nodes[int(m.group(1))]
+                with out_lock:
+                    node.partners.add(to.i)
+                    to.partners.add(node.i)
+                to.send(m.group(2))
 
 
 def keyboard(nodes):
@@ -135,16 +143,20 @@ def main():
     for t in threads:
         t.start()
     threading.Thread(target=keyboard, args=(nodes,), daemon=True).start()
-    t0, first_end = time.monotonic(), None
+    t0 = time.monotonic()
     while any(n.proc.poll() is None for n in nodes):
         now = time.monotonic()
-        ended = [n for n in nodes if n.proc.poll() is not None]
-        if ended and first_end is None:
-            first_end = now
-            for n in nodes:
-                if n.proc.poll() is None:
-                    n.send("bye")
-        late = first_end is not None and now - first_end > GRACE
+        running = {n.i for n in nodes if n.proc.poll() is None}
+        if len(running) < len(nodes):
+            with out_lock:
+                alone = all(not (nodes[i].partners & running) for i in running)
+                for i in running:
+                    n = nodes[i]
+                    if n.bye_at is None and (alone or n.partners - running):
+                        n.bye_at = now
+                        n.send("bye")
+        late = [n for n in nodes if n.i in running and n.bye_at is not None
+                and now - n.bye_at > GRACE]
         if (a.timeout and now - t0 > a.timeout) or late:
             for n in nodes:
                 if n.proc.poll() is None:

@@ -25,7 +25,21 @@ nodes=$(sed -n 's/.*exanest.nodes=\([0-9]*\).*/\1/p' /proc/cmdline)
 # unscheduled peer no timeout.
 if [ "${nodes:-2}" -gt 2 ]; then echo rto_us 1000000 >/sys/kernel/debug/exanest-dma0/link; fi
 peer=$((node + 1))
-if [ $((node % 2)) = 0 ] && [ "$peer" -lt "${nodes:-2}" ]; then
+# exanest.linkloss=switch: the host's switch loses, damages, duplicates and reorders packets
+# (scripts/check.sh sets it so): only the lossy tests, the link's loss instead of the engines'.
+if grep -q 'exanest.linkloss=switch' /proc/cmdline; then
+	if [ $((node % 2)) = 0 ] && [ "$peer" -lt "${nodes:-2}" ]; then
+		t0=$(cut -d' ' -f1 /proc/uptime)
+		EXANEST_NET_LINK_LOSS=1 EXANEST_NET_PEER=$peer exanest-net -f lossy; rc=$?
+		[ "$rc" -le 1 ] || t 1 "exanest-net -f lossy (lossy switch)" "exit status $rc"
+		echo "GUEST-TIME: exanest-net-lossy-switch $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
+		echo "GUEST-OOB $peer bye"
+	elif [ $((node % 2)) = 1 ]; then
+		exanest-net --serve; t $? "node$node-served" "exanest-net --serve failed"
+	else
+		read -r _
+	fi
+elif [ $((node % 2)) = 0 ] && [ "$peer" -lt "${nodes:-2}" ]; then
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	EXANEST_NET_PEER=$peer exanest-net -F lossy; rc=$?
 	[ "$rc" -le 1 ] || t 1 "exanest-net (two guests)" "exit status $rc"

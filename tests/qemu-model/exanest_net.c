@@ -806,6 +806,24 @@ static int32_t net_rkey_check(PldmaState *s, const PldmaPkt *k, uint32_t right)
     return 0;
 }
 
+/*
+ * Op @k's key does not allow it (@err): NACK it with @err, from @off. Only
+ * the op's own packets (its key, endpoint and range: a key revoked mid-op)
+ * end the op @r that node and id name; a packet that merely claims them, with
+ * another key, changes nothing of it, and its NACK is dropped by the sender,
+ * whose op has another key.
+ */
+static void net_rx_refuse(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k,
+                          int32_t err, uint64_t off)
+{
+    if (r && r->rkey == k->rkey && r->ep == k->ep && r->addr == k->addr &&
+        r->len == k->len && r->state != PLDMA_RX_FAULT) {
+        r->state = PLDMA_RX_ERROR;
+        r->err = err;
+    }
+    net_answer(s, k, PKT_NACK, off, err);
+}
+
 /* Report rx op r's fault on an idle channel of @x, if one is. */
 static void net_rx_report(PldmaContext *x, PldmaRxOp *r)
 {
@@ -1021,11 +1039,8 @@ static void net_rx_write(PldmaState *s, const PldmaPkt *k)
 
     if (err) {
         /* No state for a packet its key does not allow: refuse, and forget. */
-        if (r && r->state != PLDMA_RX_FAULT) {
-            r->state = PLDMA_RX_ERROR;
-            r->err = err;
-        }
-        net_answer(s, k, PKT_NACK, r ? r->placed : 0, err);
+        net_rx_refuse(s, r, k, err,
+                      r && r->rkey == k->rkey ? r->placed : 0);
         return;
     }
     if (!r && !k->plen) {
@@ -1251,11 +1266,7 @@ static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
     PCIDevice *fn;
 
     if (err) {
-        if (r && r->state != PLDMA_RX_FAULT) {
-            r->state = PLDMA_RX_ERROR;
-            r->err = err;
-        }
-        net_answer(s, k, PKT_NACK, off, err);
+        net_rx_refuse(s, r, k, err, off);
         return;
     }
     if (!r) {

@@ -932,6 +932,61 @@ class Hostile(unittest.TestCase):
               f"NACKs", file=sys.stderr)
 
 
+class ForgedKeys(TwoNodes):
+    """Packets that name an op in progress (its node, id, endpoint and range) with another key
+    are refused and change nothing of it: an on-path peer that does not hold the key cannot end
+    a put or a get, only its own packets are NACKed."""
+
+    @classmethod
+    def setUpClass(cls):
+        # A third port on the hub: the forger's, a unix datagram socket.
+        d = tempfile.mkdtemp(prefix="pldma-forge-")
+        cls.qemu_path, ours = os.path.join(d, "qemu.sock"), os.path.join(d, "forger.sock")
+        cls.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        cls.sock.bind(ours)
+        cls.a, cls.b = two_nodes(cls.props, extra=(
+            "-netdev", f"dgram,id=x,local.type=unix,local.path={cls.qemu_path},"
+                       f"remote.type=unix,remote.path={ours}",
+            "-netdev", "hubport,id=n2,hubid=0,netdev=x"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.a.close()
+        cls.sock.close()
+
+    def setUp(self):
+        super().setUp()
+        self.rkey = set_rkey(self.b, 5, 0xC0FFEE11, 7, DST, REGION, ctrl=RKEY_RW)
+
+    def test_forged_packets_of_a_running_put_and_get(self):
+        a, b = self.a, self.b
+        data = random.Random(3).randbytes(1 << 20)
+        a.mem_write(SRC, data)
+        b.mem_write(DST + REGION // 2, random.Random(4).randbytes(1 << 20))
+        a.mem_write(SRC + (2 << 20), bytes(1 << 20))
+        put(a, 0, 1, SRC, DST, 1 << 20, 1, 7, self.rkey)
+        put(a, 1, 1, DST + REGION // 2, SRC + (2 << 20), 1 << 20, 1, 7, self.rkey, op=GET)
+        while cnt(b, "PLACED_BYTES") < 64 << 10:
+            a.step()
+        put_id = a.reg(ch_net(a, 0, "PLDMA_CH_NET_OPID", 1))
+        get_id = a.reg(ch_net(a, 1, "PLDMA_CH_NET_OPID", 1))
+        wrong = self.rkey ^ (1 << 40)
+        before = cnt(b, "ERROR_NACKS")
+        # Through node 0's own port: the forger claims node 0's packets, with node 0's ids.
+        for off in (0, 64 << 10, 512 << 10):
+            for p in (packet(1, 0, 1, 7, put_id, 3, 0, wrong, DST, 1 << 20, off, b"\xEE" * 4096),
+                      packet(2, 0, 1, 7, get_id, 3, 4096, wrong, DST + REGION // 2, 1 << 20, off)):
+                self.sock.sendto(p, self.qemu_path)
+            a.step()
+        self.settle(0)
+        self.settle(1)
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0), "the put was ended")
+        self.assertEqual(a.status(1, 1)[:2], (R["PLDMA_STATE_DONE"], 0), "the get was ended")
+        self.assertEqual(b.mem_read(DST, 1 << 20), data)
+        self.assertEqual(a.mem_read(SRC + (2 << 20), 1 << 20), random.Random(4).randbytes(1 << 20))
+        self.assertEqual(cnt(b, "ERROR_NACKS") - before, 6, "each forged packet NACKed ENOKEY")
+
+
 def crc32c(data):
     c = 0xFFFFFFFF
     for x in data:
@@ -950,14 +1005,15 @@ def packet(op, src, dst, ep, op_id, seq, status, rkey, addr, length, offset, pay
 
 def fuzz_packet(rnd, rkey, honest):
     """One hostile packet: random bytes, or a well-formed packet with hostile fields: never
-    the valid key with its endpoint (which would allow the write), nor the honest op's id."""
+    the valid key with its endpoint (which would allow the write). The honest op's id is
+    claimed too, with another key or endpoint (ForgedKeys)."""
     kind = rnd.randrange(6)
     if kind == 0:
         return rnd.randbytes(rnd.randrange(0, 4200))
     op = rnd.choice([1, 2, 3, 4, 5, 6, 7, 0, 9])
     src, dst = rnd.choice([0, 1, 2, 63, 64, 65535]), rnd.choice([0, 1, 2, 65535])
     ep = rnd.choice([7, 8, 0, 255, 256, 2**32 - 1])
-    op_id = rnd.choice([honest + 1, honest + 2, 0, rnd.randrange(2**32)])
+    op_id = rnd.choice([honest, honest + 1, honest + 2, 0, rnd.randrange(2**32)])
     key = rnd.choice([rkey, rkey ^ 1 << 40, rkey + 1, 0, rnd.randrange(2**64)])
     if key == rkey and ep == 7:
         ep = 8
