@@ -5,11 +5,16 @@
 //! it (Documentation/pldma-registers.rst: commands valid only in some states, NACK ends in
 //! ERROR/ABORTED), and the test plays the data path: [`FakeHw::complete`], [`FakeHw::fault`],
 //! [`FakeHw::fail`]. Interrupts are only latched; a test "loses" one by not delivering it.
+//!
+//! And a fake IOMMU page table for the on-demand mirror's tests (mirror.rs): [`FakeTable`].
 
 use crate::engine::{ChannelReport, Hw};
 use crate::exanest_core::regs::{Error as ChError, FaultCause, State};
+use crate::iommu::IoPageTable;
+use core::cell::{Cell, RefCell};
 use kernel::{
     new_spinlock,
+    page::PAGE_SIZE,
     prelude::*,
     sync::{Arc, SpinLock},
 };
@@ -198,5 +203,71 @@ impl Hw for FakeHw {
             c.rep.state = State::Idle;
         }
         s.irq = 0;
+    }
+}
+
+/// A page table that maps nothing for real, refuses to map an IOVA twice (io-pgtable answers
+/// EEXIST, with a WARN), and to unmap part of a 2 MiB block (io-pgtable no longer splits
+/// them). Like io-pgtable, it maps a run shorter than a block as pages, which can be unmapped
+/// one by one. It counts its calls.
+pub(crate) struct FakeTable {
+    mapped: RefCell<KVec<(u64, usize)>>,
+    /// `map_size` calls so far.
+    pub(crate) calls: Cell<u64>,
+    /// `unmap` calls so far.
+    pub(crate) unmaps: Cell<u64>,
+}
+
+impl FakeTable {
+    /// A table that maps nothing yet.
+    pub(crate) fn new() -> Self {
+        FakeTable {
+            mapped: RefCell::new(KVec::new()),
+            calls: Cell::new(0),
+            unmaps: Cell::new(0),
+        }
+    }
+
+    /// Pages mapped now.
+    pub(crate) fn pages(&self) -> u64 {
+        self.mapped
+            .borrow()
+            .iter()
+            .map(|&(_, s)| (s / PAGE_SIZE) as u64)
+            .sum()
+    }
+}
+
+impl IoPageTable for FakeTable {
+    fn map_size(&self, iova: u64, _phys: u64, size: usize, _prot: u32, atomic: bool) -> Result {
+        assert!(atomic, "the mirror maps under the notifier's lock");
+        self.calls.set(self.calls.get() + 1);
+        let mut m = self.mapped.borrow_mut();
+        let end = iova + size as u64;
+        if m.iter().any(|&(a, s)| a < end && iova < a + s as u64) {
+            return Err(EEXIST);
+        }
+        let block = 2 << 20;
+        if size == block {
+            m.push((iova, size), GFP_KERNEL)?;
+        } else {
+            assert!(size < block, "a run is shorter than a block");
+            for a in (iova..end).step_by(PAGE_SIZE) {
+                m.push((a, PAGE_SIZE), GFP_KERNEL)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn unmap(&self, iova: u64, size: usize) -> usize {
+        self.unmaps.set(self.unmaps.get() + 1);
+        let mut m = self.mapped.borrow_mut();
+        let end = iova + size as u64;
+        let inside = |e: &(u64, usize)| iova <= e.0 && e.0 + e.1 as u64 <= end;
+        let cut = |e: &(u64, usize)| e.0 < end && iova < e.0 + e.1 as u64 && !inside(e);
+        assert!(!m.iter().any(cut), "no block is unmapped in part");
+        let before: usize = m.iter().map(|&(_, s)| s).sum();
+        m.retain(|e| !inside(e));
+        before - m.iter().map(|&(_, s)| s).sum::<usize>()
     }
 }

@@ -42,6 +42,7 @@ plain_abi_struct!(
     abi::Queue,
     abi::QueueWait,
     abi::Mbox,
+    abi::NetCounters,
 );
 
 /// Whether call `cmd` needs the process to hold a context (device.rs gets it one, then
@@ -158,6 +159,9 @@ pub(crate) fn dispatch(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Re
         abi::IOC_MBOX_CREATE => {
             let req: abi::Mbox = slice.reader().read()?;
             this.mbox_create(&req)?;
+        }
+        abi::IOC_NET_COUNTERS => {
+            slice.writer().write(&this.engine.net_counters()?)?;
         }
         _ => return Err(ENOTTY),
     }

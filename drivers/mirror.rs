@@ -337,69 +337,7 @@ pub(crate) fn reserve_nodes(f: &Faulted) -> Result<KVec<RBTreeNodeReservation<u6
 #[kunit_tests(exanest_dma_mirror)]
 mod tests {
     use super::*;
-    use core::cell::RefCell;
-
-    /// A page table that maps nothing for real, refuses to map an IOVA twice (io-pgtable
-    /// answers EEXIST, with a WARN), and to unmap part of a block (io-pgtable no longer splits
-    /// them). Like io-pgtable, it maps a run shorter than a block as pages, which can be
-    /// unmapped one by one.
-    struct FakeTable {
-        mapped: RefCell<KVec<(u64, usize)>>,
-        calls: core::cell::Cell<u64>,
-        unmaps: core::cell::Cell<u64>,
-    }
-
-    impl FakeTable {
-        fn new() -> Self {
-            FakeTable {
-                mapped: RefCell::new(KVec::new()),
-                calls: core::cell::Cell::new(0),
-                unmaps: core::cell::Cell::new(0),
-            }
-        }
-
-        fn pages(&self) -> u64 {
-            self.mapped
-                .borrow()
-                .iter()
-                .map(|&(_, s)| (s / PAGE_SIZE) as u64)
-                .sum()
-        }
-    }
-
-    impl IoPageTable for FakeTable {
-        fn map_size(&self, iova: u64, _phys: u64, size: usize, _prot: u32, atomic: bool) -> Result {
-            assert!(atomic, "the mirror maps under the notifier's lock");
-            self.calls.set(self.calls.get() + 1);
-            let mut m = self.mapped.borrow_mut();
-            let end = iova + size as u64;
-            if m.iter().any(|&(a, s)| a < end && iova < a + s as u64) {
-                return Err(EEXIST);
-            }
-            let block = BLOCK_PAGES as usize * PAGE_SIZE;
-            if size == block {
-                m.push((iova, size), GFP_KERNEL)?;
-            } else {
-                assert!(size < block, "a run is shorter than a block");
-                for a in (iova..end).step_by(PAGE_SIZE) {
-                    m.push((a, PAGE_SIZE), GFP_KERNEL)?;
-                }
-            }
-            Ok(())
-        }
-
-        fn unmap(&self, iova: u64, size: usize) -> usize {
-            self.unmaps.set(self.unmaps.get() + 1);
-            let mut m = self.mapped.borrow_mut();
-            let end = iova + size as u64;
-            let inside = |e: &(u64, usize)| iova <= e.0 && e.0 + e.1 as u64 <= end;
-            let cut = |e: &(u64, usize)| e.0 < end && iova < e.0 + e.1 as u64 && !inside(e);
-            assert!(!m.iter().any(cut), "no block is unmapped in part");
-            let before: usize = m.iter().map(|&(_, s)| s).sum();
-            m.retain(|e| !inside(e));
-            before - m.iter().map(|&(_, s)| s).sum::<usize>()
-        }
-    }
+    use crate::fake::FakeTable;
 
     /// `n` pages from `first`, as HMM returns them (a THP is mapped with order 9).
     fn faulted(first: u64, n: usize, write: bool, order: u32) -> Faulted {

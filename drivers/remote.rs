@@ -57,28 +57,52 @@ const COUNTER_NAMES: [&str; net::COUNTERS] = [
 
 impl Engine {
     /// debugfs `engine`'s network part (stats.rs): `, "node": N, "link": B, "net": {...}`,
-    /// nothing without a port.
+    /// nothing without a port (a counter that cannot be read, the device gone, reads 0).
     pub(crate) fn write_net(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         if self.node == abi::NO_NODE {
             return Ok(());
         }
-        let link = self
-            .regs
-            .read(nr::NET_NODE)
-            .is_ok_and(|v| v.value().get() & net::NODE_LINK != 0);
+        let link = self.link().unwrap_or(false);
         write!(
             f,
             ", \"node\": {}, \"link\": {link}, \"net\": {{",
             self.node
         )?;
         for (i, name) in COUNTER_NAMES.iter().enumerate() {
-            let v = nr::NET_CNT::try_at(i)
-                .and_then(|at| self.regs.read(at).ok())
-                .map_or(0, |v| v.value().get());
+            let v = self.net_counter(i).unwrap_or(0);
             let sep = if i == 0 { "" } else { ", " };
             write!(f, "{sep}\"{name}\": {v}")?;
         }
         write!(f, "}}")
+    }
+
+    /// EXANEST_DMA_IOC_NET_COUNTERS: the port's counters. EOPNOTSUPP without a port, ENODEV
+    /// once the device is gone.
+    pub(crate) fn net_counters(&self) -> Result<abi::NetCounters> {
+        if self.node == abi::NO_NODE {
+            return Err(EOPNOTSUPP);
+        }
+        let mut c = abi::NetCounters {
+            node: self.node,
+            link: self.link()?.into(),
+            ..Default::default()
+        };
+        for i in 0..net::COUNTERS {
+            c.set(i, self.net_counter(i)?.into());
+        }
+        Ok(c)
+    }
+
+    /// Whether the port has a peer.
+    fn link(&self) -> Result<bool> {
+        let v = self.regs.read(nr::NET_NODE).map_err(|_| ENODEV)?;
+        Ok(v.value().get() & net::NODE_LINK != 0)
+    }
+
+    /// Counter `i` of the port (`net::CNT_*`).
+    fn net_counter(&self, i: usize) -> Result<u32> {
+        let at = nr::NET_CNT::try_at(i).ok_or(EINVAL)?;
+        Ok(self.regs.read(at).map_err(|_| ENODEV)?.value().get())
     }
 
     /// An endpoint for a new process, or [`NO_ENDPOINT`].

@@ -65,6 +65,12 @@ int exanest_dma_wait(const struct exanest_dma *dev, uint64_t cookie, int64_t tim
 		     int32_t *status, uint64_t *bytes);
 int exanest_dma_counters(const struct exanest_dma *dev, struct exanest_dma_counters *out);
 /*
+ * The counters of the engine's network port, the same for every process on it: packets, NACKs
+ * and RESUMEs sent and received, bytes sent again, timeouts, duplicates dropped...
+ * -EOPNOTSUPP without a port; *out is zero on failure.
+ */
+int exanest_dma_net_counters(const struct exanest_dma *dev, struct exanest_dma_net_counters *out);
+/*
  * The translation budget, in pages the on-demand mirror may keep mapped: set it to pages (0 keeps
  * it) and read it back in *out, with the pages evicted so far, the evictions and the pages
  * mapped now. -E2BIG above the module's max_budget_pages; *out is zero on failure.

@@ -793,10 +793,11 @@ static unsigned int gen_badcmd(struct worker *w)
 			valid |= cmd == call_cmd[i];
 		/*
 		 * Defined, though the fuzzer does not call them (BUDGET would only shrink the
-		 * budget; the queue and the mailbox have tests of their own).
+		 * budget; the queue, the mailbox and the port's counters have tests of their own).
 		 */
 		valid |= cmd == EXANEST_DMA_IOC_BUDGET || cmd == EXANEST_DMA_IOC_QUEUE_CREATE ||
-			 cmd == EXANEST_DMA_IOC_QUEUE_WAIT || cmd == EXANEST_DMA_IOC_MBOX_CREATE;
+			 cmd == EXANEST_DMA_IOC_QUEUE_WAIT || cmd == EXANEST_DMA_IOC_MBOX_CREATE ||
+			 cmd == EXANEST_DMA_IOC_NET_COUNTERS;
 		if (!valid)
 			return cmd;
 	}

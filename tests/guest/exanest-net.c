@@ -2,7 +2,7 @@
 /*
  * exanest-net: remote puts between the guest's two engines, whose network ports are cabled back
  * to back (scripts/run-qemu.sh: node 0 is /dev/exanest-dma0, node 1 /dev/exanest-dma1), on the
- * raw ABI (5) and register map 2.4 (Documentation/network.rst):
+ * raw ABI (6) and register map 2.4 (Documentation/network.rst):
  *  - a process on node 1 registers malloc'd memory it never touched with remote write access and
  *    hands its address, rkey and endpoint to a process on node 0 (a pipe), which puts 8 MiB
  *    there from its user-level queue: the receiving engine faults, NACKs, node 1's driver
@@ -10,8 +10,8 @@
  *    arrives exactly, and the receiver's counters show the faults resolved;
  *  - a forged rkey, a key of a deregistered region, a read-only mapping and an unmapped one end
  *    the put with ENOKEY, ENOKEY, EACCES and EFAULT, and the receiver's buffer is unchanged;
- *  - the receiver killed during a put: the sender's put ends with an error, and both nodes
- *    take the next put;
+ *  - the receiver killed during a put, or munmapping its region during one: the sender's put
+ *    ends with an error (or had ended), and both nodes take the next put;
  *  - gets: back into memory the reader never touched (its own faults), and from memory the
  *    other side never touched (the responder's faults, resolved by its kernel before it sends);
  *  - puts and gets of 1 B to 64 MiB at odd offsets on both sides, nothing written outside;
@@ -210,6 +210,18 @@ static long long engine_counter(int dev, const char *name)
 	return at ? atoll(at + strlen(key)) : -1;
 }
 
+/* Node dev's port counters through the ioctl (ABI 6), or -errno. */
+static int net_counters(int dev, struct exanest_dma_net_counters *c)
+{
+	int fd = dev_open(dev), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = xioctl(fd, EXANEST_DMA_IOC_NET_COUNTERS, c) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
 /* Message k of a mailbox test: its length and its bytes. */
 static uint32_t msg_len(uint32_t k)
 {
@@ -297,7 +309,8 @@ static void *reader_run(void *arg)
  *      apart: 0;
  *  'W' 16 bytes: that thread's end: messages read, messages wrong, the engine's RNR NACKs
  *      and its mailbox messages placed so far;
- *  'I' 4 bytes: the context its file holds now (INFO), EXANEST_DMA_NO_CONTEXT for none.
+ *  'I' 4 bytes: the context its file holds now (INFO), EXANEST_DMA_NO_CONTEXT for none;
+ *  'U' 4 bytes: munmap of the registered memory (it stays registered): its result.
  */
 static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, int kind)
 {
@@ -413,6 +426,10 @@ static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, 
 			uint32_t ctx = xioctl(fd, EXANEST_DMA_IOC_INFO, &i) ? 0xfffffffe : i.context;
 
 			memcpy(out, &ctx, 4);
+		} else if (c.op == 'U') {
+			int32_t ret = munmap(buf, len) ? -errno : 0;
+
+			memcpy(out, &ret, 4);
 		} else if (c.op == 'W') {
 			int32_t v[4] = { -1, -1, 0, 0 };
 
@@ -712,14 +729,30 @@ TEST_F(net, put_into_untouched_memory)
 	struct cqe c;
 	uint8_t ok = 0;
 
+	struct exanest_dma_net_counters p0, p1;
+	struct exanest_dma_info i0 = { 0 };
+
 	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
 	EXPECT_EQ(self->peer.node >= 0 ? self->peer.node : 1, self->t.node);
 	EXPECT_NE(0, self->t.rkey);
+	ASSERT_EQ(0, net_counters(0, &p0));
 	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
 	EXPECT_EQ(0, c.status);
 	EXPECT_EQ(PUT_LEN, c.bytes);
 	ASSERT_EQ(0, ask(self, 'v', &ok, 1));
 	EXPECT_EQ(1, ok) TH_LOG("the receiver's memory differs from what was put");
+	/* The sender's port counters (NET_COUNTERS, the library's net_counters): the receiver's
+	 * faults came back as NACKs and RESUMEs, no timeout; what debugfs says too. */
+	ASSERT_EQ(0, net_counters(0, &p1));
+	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &i0));
+	EXPECT_EQ(i0.node, p1.node);
+	EXPECT_EQ(1, p1.link);
+	EXPECT_LE(PAGES(PUT_LEN), p1.tx_packets - p0.tx_packets);
+	EXPECT_LT(p0.nacks_received, p1.nacks_received);
+	EXPECT_LT(p0.resumes_received, p1.resumes_received);
+	EXPECT_EQ(p0.timeouts, p1.timeouts);
+	EXPECT_EQ((long long)p1.tx_packets, engine_counter(0, "tx_packets"));
+	EXPECT_EQ((long long)p1.resumes_received, engine_counter(0, "resumes_received"));
 	ASSERT_EQ(0, ask(self, 'c', &k, sizeof(k)));
 	EXPECT_LT(0, k.faults) TH_LOG("no receiver fault: was the memory touched?");
 	EXPECT_EQ(k.faults, k.faults_resolved);
@@ -808,6 +841,37 @@ TEST_F(net, receiver_killed_mid_put)
 	EXPECT_TRUE(c.status == 0 || c.status == -ENOKEY || c.status == -EFAULT ||
 		    c.status == -ESTALE) TH_LOG("status %d", c.status);
 	/* Both nodes take the next put. */
+	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
+	EXPECT_EQ(0, c.status);
+	ASSERT_EQ(0, ask(self, 'v', &ok, 1));
+	EXPECT_EQ(1, ok);
+}
+
+/*
+ * The receiver munmaps its region while a put into it runs: the put ends with EFAULT (or 0,
+ * had it finished first), never an oops or a hang; the next put into the region, which stays
+ * registered, gets EFAULT; the receiver goes on, and both nodes take the next put.
+ */
+TEST_F(net, receiver_munmaps_mid_put)
+{
+	struct exanest_dma_counters k;
+	struct cqe c;
+	int32_t ret = -1;
+	uint8_t ok = 0;
+
+	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
+	ASSERT_TRUE(q_put(&self->q, self->src, self->t.addr, PUT_LEN, 0x98, &self->t));
+	ASSERT_EQ(0, ask(self, 'U', &ret, sizeof(ret)));
+	EXPECT_EQ(0, ret);
+	ASSERT_TRUE(q_next(&self->q, &c));
+	EXPECT_EQ(0x98, c.wr_id);
+	EXPECT_TRUE(c.status == 0 || c.status == -EFAULT) TH_LOG("status %d", c.status);
+	TH_LOG("the put %s", c.status ? "ended with EFAULT" : "was done before the munmap");
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, 65536, &c));
+	EXPECT_EQ(-EFAULT, c.status);
+	ASSERT_EQ(0, ask(self, 'c', &k, sizeof(k)));
+	EXPECT_LT(0, k.nacks);
 	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
 	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
 	EXPECT_EQ(0, c.status);

@@ -405,6 +405,48 @@ class ReceiverFaults(DimmNodes):
         print(f"\n  receiver fault: {ca['RETRANS_BYTES']} bytes retransmitted of {length}, "
               f"{ca['TX_PACKETS']} packets sent", file=sys.stderr)
 
+    def test_a_paused_op_blocks_no_other(self):
+        """No head-of-line blocking: while one put waits for its RESUME, other puts of the same
+        context and of another one, into memory that translates, and a get, complete."""
+        a, b = self.nodes()
+        dimm = 0x80000000
+        set_ep(b, 7, 2)
+        set_ep(b, 8, 3)
+        cold = set_rkey(b, 9, 0xABCD, 7, dimm, 64 << 20)
+        warm = set_rkey(b, 10, 0xBEEF, 7, DST, REGION, ctrl=RKEY_RW)
+        other = set_rkey(b, 11, 0xF00D, 8, DST + REGION, REGION)
+        data = random.Random(2).randbytes(200_000)
+        a.mem_write(SRC, data)
+        put(a, 0, 0, SRC, dimm + 0x1000, 200_000, 1, 7, cold)
+        for _ in range(200):
+            a.step()
+            if b.status(0, 2)[0] == R["PLDMA_STATE_FAULT"]:
+                break
+        self.assertEqual(b.status(0, 2)[0], R["PLDMA_STATE_FAULT"], "the first put is paused")
+        # The same sending context, the same receiving endpoint: a put and a get.
+        b.mem_write(DST + (1 << 20), random.Random(3).randbytes(100_000))
+        put(a, 1, 0, SRC, DST, 200_000, 1, 7, warm)
+        put(a, 2, 0, DST + (1 << 20), SRC + (4 << 20), 100_000, 1, 7, warm, op=GET)
+        # Another sending context, to another endpoint (context 3 on node 1).
+        put(a, 0, 1, SRC, DST + REGION, 150_000, 1, 8, other)
+        for n, ctx in ((1, 0), (2, 0), (0, 1)):
+            a.run_until_settled(n, ctx)
+            self.assertEqual(a.status(n, ctx)[:2], (R["PLDMA_STATE_DONE"], 0), (n, ctx))
+        self.assertEqual(b.mem_read(DST, 200_000), data)
+        self.assertEqual(b.mem_read(DST + REGION, 150_000), data[:150_000])
+        self.assertEqual(a.mem_read(SRC + (4 << 20), 100_000),
+                         random.Random(3).randbytes(100_000))
+        # The first is still waiting for its RESUME, and completes after it.
+        self.assertEqual(a.status(0, 0)[0], R["PLDMA_STATE_BUSY"])
+        self.assertEqual(b.vm.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hot"),
+                         {"return": {}})
+        b.set_ctxreg(2, R["PLDMA_CTX_IRQ_STATUS"], 1)
+        b.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], 2)
+        a.run_until_settled(0, 0)
+        self.assertEqual(a.status(0, 0)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(dimm + 0x1000, 200_000), data)
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+
     def test_fault_that_cannot_be_resolved(self):
         a, b = self.nodes()
         dst = 0x80000000

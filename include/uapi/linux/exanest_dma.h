@@ -23,7 +23,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define EXANEST_DMA_ABI_VERSION		5
+#define EXANEST_DMA_ABI_VERSION		6
 
 /* exanest_dma_info.context of a file that holds no engine context at the moment. */
 #define EXANEST_DMA_NO_CONTEXT		0xffffffffu
@@ -257,6 +257,34 @@ struct exanest_dma_queue_wait {
 	__u64 error_addr;	/* out: the address the queue error is about */
 };
 
+/*
+ * EXANEST_DMA_IOC_NET_COUNTERS (ABI 6): the counters of the engine's network port, the same for
+ * every file of the instance (and what debugfs's exanest-dmaN/engine says): the engine's 32-bit
+ * registers, which wrap. EOPNOTSUPP without a port.
+ */
+struct exanest_dma_net_counters {
+	__u32 node;		/* this engine's node id */
+	__u32 link;		/* 1 while the port has a peer (a netdev), else 0 */
+	__u64 tx_packets;	/* packets sent */
+	__u64 rx_packets;	/* packets received */
+	__u64 rx_dropped;	/* received and dropped: malformed, checksum, another node's... */
+	__u64 rx_bad_crc;	/* of which with a bad checksum */
+	__u64 nacks_sent;	/* FAULT, NOT_READY, SEQUENCE and RNR NACKs sent */
+	__u64 nacks_received;	/* NACKs received */
+	__u64 resumes_sent;	/* RESUMEs sent */
+	__u64 resumes_received;	/* RESUMEs received */
+	__u64 retransmitted_bytes;	/* payload bytes sent again */
+	__u64 timeouts;		/* retransmission timeouts */
+	__u64 duplicates;	/* data packets dropped as duplicates or beyond a gap */
+	__u64 injected_drops;	/* packets the drop injection dropped (debugfs link) */
+	__u64 injected_corruptions;	/* packets the corruption injection changed */
+	__u64 error_nacks;	/* error NACKs sent (bad key, right, range, ...) */
+	__u64 placed_bytes;	/* bytes placed for remote ops */
+	__u64 probes;		/* probes of a paused op (not timeouts) */
+	__u64 mbox_placed;	/* mailbox messages placed */
+	__u64 rnr_sent;		/* RNR NACKs sent (a full mailbox ring) */
+};
+
 #define EXANEST_DMA_IOC_MAGIC	0xE5
 #define EXANEST_DMA_IOC_INFO	_IOR(EXANEST_DMA_IOC_MAGIC, 0x00, struct exanest_dma_info)
 #define EXANEST_DMA_IOC_REG	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x01, struct exanest_dma_reg)
@@ -275,5 +303,7 @@ struct exanest_dma_queue_wait {
 	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x0b, struct exanest_dma_queue_wait)
 #define EXANEST_DMA_IOC_MBOX_CREATE \
 	_IOW(EXANEST_DMA_IOC_MAGIC, 0x0c, struct exanest_dma_mbox)
+#define EXANEST_DMA_IOC_NET_COUNTERS \
+	_IOR(EXANEST_DMA_IOC_MAGIC, 0x0d, struct exanest_dma_net_counters)
 
 #endif /* _UAPI_LINUX_EXANEST_DMA_H */

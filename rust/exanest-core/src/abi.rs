@@ -7,7 +7,7 @@
 //! the kernel's error, so user space sees exactly the errno documented in Documentation/abi.rst.
 
 /// ABI version reported by `EXANEST_DMA_IOC_INFO`.
-pub const ABI_VERSION: u32 = 5;
+pub const ABI_VERSION: u32 = 6;
 
 /// `Info::context` of a file that holds no engine context at the moment (it gets one when it
 /// next submits a copy).
@@ -84,6 +84,8 @@ pub const IOC_QUEUE_CREATE: u32 = ioc(IOC_R | IOC_W, 0x0a, core::mem::size_of::<
 pub const IOC_QUEUE_WAIT: u32 = ioc(IOC_R | IOC_W, 0x0b, core::mem::size_of::<QueueWait>());
 /// `EXANEST_DMA_IOC_MBOX_CREATE` (ABI 5).
 pub const IOC_MBOX_CREATE: u32 = ioc(IOC_W, 0x0c, core::mem::size_of::<Mbox>());
+/// `EXANEST_DMA_IOC_NET_COUNTERS` (ABI 6).
+pub const IOC_NET_COUNTERS: u32 = ioc(IOC_R, 0x0d, core::mem::size_of::<NetCounters>());
 /// Smallest log2 of a queue ring's entries.
 pub const QUEUE_LOG2_MIN: u32 = 1;
 /// Largest log2 of a queue ring's entries.
@@ -646,6 +648,82 @@ pub struct Counters {
     pub evicted_pages: u64,
 }
 
+/// `struct exanest_dma_net_counters` (ABI 6): the network port's counters, in the order of
+/// the engine's counter registers (`regs::net::CNT_*`) after `node` and `link`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetCounters {
+    /// This engine's node id.
+    pub node: u32,
+    /// 1 while the port has a peer.
+    pub link: u32,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Received and dropped.
+    pub rx_dropped: u64,
+    /// Of which with a bad checksum.
+    pub rx_bad_crc: u64,
+    /// FAULT, NOT_READY, SEQUENCE and RNR NACKs sent.
+    pub nacks_sent: u64,
+    /// NACKs received.
+    pub nacks_received: u64,
+    /// RESUMEs sent.
+    pub resumes_sent: u64,
+    /// RESUMEs received.
+    pub resumes_received: u64,
+    /// Payload bytes sent again.
+    pub retransmitted_bytes: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Data packets dropped as duplicates or beyond a gap.
+    pub duplicates: u64,
+    /// Packets the drop injection dropped.
+    pub injected_drops: u64,
+    /// Packets the corruption injection changed.
+    pub injected_corruptions: u64,
+    /// Error NACKs sent.
+    pub error_nacks: u64,
+    /// Bytes placed for remote ops.
+    pub placed_bytes: u64,
+    /// Probes of a paused op.
+    pub probes: u64,
+    /// Mailbox messages placed.
+    pub mbox_placed: u64,
+    /// RNR NACKs sent.
+    pub rnr_sent: u64,
+}
+
+impl NetCounters {
+    /// Set counter `i` (`regs::net::CNT_*`) to `v`; false for an index it does not have.
+    pub fn set(&mut self, i: usize, v: u64) -> bool {
+        let f = match i {
+            0 => &mut self.tx_packets,
+            1 => &mut self.rx_packets,
+            2 => &mut self.rx_dropped,
+            3 => &mut self.rx_bad_crc,
+            4 => &mut self.nacks_sent,
+            5 => &mut self.nacks_received,
+            6 => &mut self.resumes_sent,
+            7 => &mut self.resumes_received,
+            8 => &mut self.retransmitted_bytes,
+            9 => &mut self.timeouts,
+            10 => &mut self.duplicates,
+            11 => &mut self.injected_drops,
+            12 => &mut self.injected_corruptions,
+            13 => &mut self.error_nacks,
+            14 => &mut self.placed_bytes,
+            15 => &mut self.probes,
+            16 => &mut self.mbox_placed,
+            17 => &mut self.rnr_sent,
+            _ => return false,
+        };
+        *f = v;
+        true
+    }
+}
+
 /// One line, `name value` pairs: what `exanest-cli counters` and debugfs print.
 impl core::fmt::Display for Counters {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -875,6 +953,59 @@ pub fn check_dereg(d: &Dereg) -> Result<u32, Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each of the engine's counter registers lands in its own field, the one its name says,
+    /// and no index past them is taken.
+    #[test]
+    fn net_counters_by_register_index() {
+        extern crate std;
+        use crate::regs::net;
+        use std::vec::Vec;
+        let all = |c: &NetCounters| {
+            [
+                c.tx_packets,
+                c.rx_packets,
+                c.rx_dropped,
+                c.rx_bad_crc,
+                c.nacks_sent,
+                c.nacks_received,
+                c.resumes_sent,
+                c.resumes_received,
+                c.retransmitted_bytes,
+                c.timeouts,
+                c.duplicates,
+                c.injected_drops,
+                c.injected_corruptions,
+                c.error_nacks,
+                c.placed_bytes,
+                c.probes,
+                c.mbox_placed,
+                c.rnr_sent,
+            ]
+        };
+        for i in 0..net::COUNTERS {
+            let mut c = NetCounters::default();
+            assert!(c.set(i, 1000 + i as u64));
+            assert_eq!((c.node, c.link), (0, 0));
+            let at: Vec<usize> = (0..net::COUNTERS).filter(|&w| all(&c)[w] != 0).collect();
+            assert_eq!(at, [i], "counter {i}");
+        }
+        assert!(!NetCounters::default().set(net::COUNTERS, 1));
+        let mut c = NetCounters::default();
+        c.set(net::CNT_RETRANS_BYTES, 7);
+        c.set(net::CNT_TIMEOUTS, 8);
+        c.set(net::CNT_NACKS_RECEIVED, 9);
+        c.set(net::CNT_RNR_SENT, 10);
+        assert_eq!(
+            (
+                c.retransmitted_bytes,
+                c.timeouts,
+                c.nacks_received,
+                c.rnr_sent
+            ),
+            (7, 8, 9, 10)
+        );
+    }
 
     fn queue(sq: u64, cq: u64, ls: u32, lc: u32) -> Queue {
         Queue {

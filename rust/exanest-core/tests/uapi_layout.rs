@@ -4,8 +4,8 @@
 //! include/uapi/linux/exanest_dma.h.
 
 use exanest_core::abi::{
-    self, Advise, Budget, Copy, Counters, Dereg, Info, Latency, Mbox, Queue, QueueWait, Reg,
-    RegionStats, Wait,
+    self, Advise, Budget, Copy, Counters, Dereg, Info, Latency, Mbox, NetCounters, Queue,
+    QueueWait, Reg, RegionStats, Wait,
 };
 use exanest_core::regs;
 use std::collections::HashMap;
@@ -128,6 +128,32 @@ fn expectations() -> Vec<(String, u64)> {
             evicted_pages
         ]
     );
+    st!(
+        "exanest_dma_net_counters",
+        NetCounters,
+        [
+            node,
+            link,
+            tx_packets,
+            rx_packets,
+            rx_dropped,
+            rx_bad_crc,
+            nacks_sent,
+            nacks_received,
+            resumes_sent,
+            resumes_received,
+            retransmitted_bytes,
+            timeouts,
+            duplicates,
+            injected_drops,
+            injected_corruptions,
+            error_nacks,
+            placed_bytes,
+            probes,
+            mbox_placed,
+            rnr_sent
+        ]
+    );
     for (c, r) in [
         ("EXANEST_DMA_IOC_INFO", abi::IOC_INFO),
         ("EXANEST_DMA_IOC_REG", abi::IOC_REG),
@@ -142,6 +168,7 @@ fn expectations() -> Vec<(String, u64)> {
         ("EXANEST_DMA_IOC_QUEUE_CREATE", abi::IOC_QUEUE_CREATE),
         ("EXANEST_DMA_IOC_QUEUE_WAIT", abi::IOC_QUEUE_WAIT),
         ("EXANEST_DMA_IOC_MBOX_CREATE", abi::IOC_MBOX_CREATE),
+        ("EXANEST_DMA_IOC_NET_COUNTERS", abi::IOC_NET_COUNTERS),
         ("EXANEST_DMA_MBOX_SLOT", abi::MBOX_SLOT as u32),
         ("EXANEST_DMA_MBOX_MAX", abi::MBOX_MAX),
         ("EXANEST_DMA_MBOX_LOG2_MAX", abi::MBOX_LOG2_MAX),

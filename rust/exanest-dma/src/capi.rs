@@ -332,6 +332,26 @@ pub unsafe extern "C" fn exanest_dma_counters(
     ret(r)
 }
 
+/// The counters of the engine's network port (`*out` zero on failure; -EOPNOTSUPP without a
+/// port).
+///
+/// # Safety
+///
+/// `dev` is a live handle; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_net_counters(
+    dev: *const ExanestDma,
+    out: *mut abi::NetCounters,
+) -> c_int {
+    if out.is_null() {
+        return -libc::EINVAL;
+    }
+    let r = dev!(dev).net_counters();
+    // SAFETY: `out` was checked non-NULL and is valid for a write per the contract.
+    unsafe { out.write(r.unwrap_or_default()) };
+    ret(r)
+}
+
 /// The translation budget: set it to `pages` (0: keep it) and report it in `*out` (the budget,
 /// pages evicted so far, evictions, pages the on-demand mirror maps now). -E2BIG above the
 /// module's `max_budget_pages`.

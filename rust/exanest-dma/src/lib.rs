@@ -168,6 +168,8 @@ pub type Counters = abi::Counters;
 pub type Budget = abi::Budget;
 /// Fault resolution times (log2 histograms in microseconds), whole and by stage.
 pub type Latency = abi::Latency;
+/// The counters of the engine's network port ([`Device::net_counters`]).
+pub type NetCounters = abi::NetCounters;
 /// One log2 histogram in microseconds.
 pub type Histogram = abi::Histogram;
 
@@ -253,6 +255,16 @@ impl Device {
     pub fn counters(&self) -> Result<Counters> {
         let mut c = Counters::default();
         ioctl(&self.fd, abi::IOC_COUNTERS, &mut c)?;
+        Ok(c)
+    }
+
+    /// The counters of the engine's network port, the same for every process on it (the
+    /// engine's 32-bit registers, which wrap): packets sent, received and dropped, NACKs and
+    /// RESUMEs sent and received, bytes sent again, timeouts, duplicates dropped, probes, bytes
+    /// and mailbox messages placed. `EOPNOTSUPP` without a port (ABI 6).
+    pub fn net_counters(&self) -> Result<NetCounters> {
+        let mut c = NetCounters::default();
+        ioctl(&self.fd, abi::IOC_NET_COUNTERS, &mut c)?;
         Ok(c)
     }
 

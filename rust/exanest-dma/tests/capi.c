@@ -32,6 +32,7 @@ int main(void)
 	struct exanest_dma *dev = (struct exanest_dma *)&failed; /* garbage: must be overwritten */
 	struct exanest_dma_info info;
 	struct exanest_dma_counters c;
+	struct exanest_dma_net_counters nc;
 	char buf[64];
 	uint32_t handle = 77;
 	uint64_t cookie = 77, bytes = 77;
@@ -97,6 +98,11 @@ int main(void)
 	check(r == -EINVAL && status == 0, "wait on NULL handle: -EINVAL", r);
 	check(exanest_dma_dereg(NULL, 1) == -EINVAL, "dereg on NULL handle: -EINVAL", 0);
 	check(exanest_dma_counters(dev, NULL) == -EINVAL, "counters into NULL: -EINVAL", 0);
+	memset(&nc, 0xff, sizeof(nc));
+	r = exanest_dma_net_counters(dev, &nc);
+	check(r == -ENOTTY && nc.node == 0 && nc.retransmitted_bytes == 0 && nc.rnr_sent == 0,
+	      "net_counters: -ENOTTY, zeroed", r);
+	check(exanest_dma_net_counters(dev, NULL) == -EINVAL, "net_counters into NULL: -EINVAL", 0);
 
 	/* The queue: ring sizes checked by the library, then the kernel's -ENOTTY. */
 	q = (struct exanest_dma_queue_h *)&failed;

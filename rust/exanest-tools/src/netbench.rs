@@ -4,7 +4,8 @@
 //! back (node 0 writes, node 1 receives; Documentation/network.rst). One process holds both
 //! sides, which changes nothing on the wire. Every time is CLOCK_MONOTONIC (`Instant`) in the
 //! guest: under `make evaluate`'s `-icount`, virtual time, so the link's modelled latency and
-//! bandwidth are what it measures.
+//! bandwidth are what it measures. Node 0's port counters come from the library
+//! ([`Device::net_counters`]).
 //!
 //! - `net`: put and get latency (post to completion, busy polling) and throughput, warm, into a
 //!   receiver region that is pinned, prefaulted, or on demand and already faulted in;
@@ -26,14 +27,9 @@ use super::{p50_p99, poll_one, Buf, Res};
 use exanest_dma::{Device, Mode, Queue, QueueCompletion, Remote};
 use std::time::Instant;
 
-/// A counter of node 0's port, from debugfs `exanest-dma0/engine` (0 if absent).
-fn counter(name: &str) -> u64 {
-    let s = std::fs::read_to_string("/sys/kernel/debug/exanest-dma0/engine").unwrap_or_default();
-    s.split(&format!("\"{name}\": "))
-        .nth(1)
-        .and_then(|t| t.split([',', '}']).next())
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+/// How much a port counter grew from `a` to `b` (the engine's are 32 bits, and wrap).
+fn grew(a: u64, b: u64) -> u64 {
+    b.wrapping_sub(a) & u64::from(u32::MAX)
 }
 
 /// `len` bytes of a pattern, registered pinned on `dev` for the engine to read (or write).
@@ -153,18 +149,14 @@ pub(crate) fn net_cold(size: usize) -> Res<()> {
     let pop = populate(size)?;
     let (_inbox, r) = cold_inbox(&n1, size)?;
     let to = r.target();
-    let (re0, to0, nk0, pr0) = (
-        counter("retransmitted_bytes"),
-        counter("timeouts"),
-        counter("nacks_received"),
-        counter("probes"),
-    );
+    let p0 = n0.net_counters()?;
     let cold = one_with(&mut q, true, src.addr(), size, &to, true)?;
+    let p1 = n0.net_counters()?;
     let (re, tmo, nk, pr) = (
-        counter("retransmitted_bytes") - re0,
-        counter("timeouts") - to0,
-        counter("nacks_received") - nk0,
-        counter("probes") - pr0,
+        grew(p0.retransmitted_bytes, p1.retransmitted_bytes),
+        grew(p0.timeouts, p1.timeouts),
+        grew(p0.nacks_received, p1.nacks_received),
+        grew(p0.probes, p1.probes),
     );
     let warm = one_with(&mut q, true, src.addr(), size, &to, true)?;
     let faults = n1.counters()?.faults_resolved;
@@ -193,7 +185,7 @@ pub(crate) fn net_small_cold(puts: usize) -> Res<()> {
     let inbox_slice = unsafe { std::slice::from_raw_parts_mut(inbox.ptr, puts * 4096) };
     let r = n1.register_remote(inbox_slice, Mode::OnDemand)?;
     let to = r.target();
-    let tmo0 = counter("timeouts");
+    let tmo0 = n0.net_counters()?.timeouts;
     let mut c = [QueueCompletion::default(); 1];
     let mut t = Vec::with_capacity(puts);
     for i in 0..puts {
@@ -212,7 +204,7 @@ pub(crate) fn net_small_cold(puts: usize) -> Res<()> {
     n0.deregister(hs)?;
     println!(
         "{{\"bench\":\"net-small-cold\",\"puts\":{puts},\"p50_us\":{p50:.2},\"p99_us\":{p99:.2},\"max_us\":{max:.2},\"receiver_faults\":{faults},\"timeouts\":{}}}",
-        counter("timeouts") - tmo0
+        grew(tmo0, n0.net_counters()?.timeouts)
     );
     Ok(())
 }
@@ -254,19 +246,16 @@ pub(crate) fn net_loss(reps: usize, size: usize) -> Res<()> {
     let to = r.target();
     for ppm in [0u32, 1000, 10000] {
         let _loss = Loss::set(ppm)?;
-        let (re0, tmo0, dr0) = (
-            counter("retransmitted_bytes"),
-            counter("timeouts"),
-            counter("injected_drops"),
-        );
+        let p0 = n0.net_counters()?;
         let mut t = Vec::with_capacity(reps);
         for _ in 0..reps {
             t.push(one(&mut q, true, src.addr(), size, &to)?);
         }
+        let p1 = n0.net_counters()?;
         let (re, tmo, dr) = (
-            counter("retransmitted_bytes") - re0,
-            counter("timeouts") - tmo0,
-            counter("injected_drops") - dr0,
+            grew(p0.retransmitted_bytes, p1.retransmitted_bytes),
+            grew(p0.timeouts, p1.timeouts),
+            grew(p0.injected_drops, p1.injected_drops),
         );
         let (p50, _) = p50_p99(&mut t);
         println!(
