@@ -8,8 +8,9 @@
  *    there from its user-level queue: the receiving engine faults, NACKs, node 1's driver
  *    resolves the faults on the receiver's mm and RESUMEs, the sender retransmits; the data
  *    arrives exactly, and the receiver's counters show the faults resolved;
- *  - a forged rkey, a key of a deregistered region, a read-only mapping and an unmapped one end
- *    the put with ENOKEY, ENOKEY, EACCES and EFAULT, and the receiver's buffer is unchanged;
+ *  - a forged rkey, another process's key, a key without the right (EPERM, for a put and a
+ *    get), a key of a deregistered region, a read-only mapping and an unmapped one end the op
+ *    with ENOKEY, ENOKEY, EPERM, ENOKEY, EACCES and EFAULT, and no byte changes;
  *  - the receiver killed during a put, or munmapping its region during one: the sender's put
  *    ends with an error (or had ended), and both nodes take the next put;
  *  - gets: back into memory the reader never touched (its own faults), and from memory the
@@ -127,6 +128,8 @@ static uint32_t sum(const uint8_t *p, size_t n)
 enum kind {
 	PLAIN,			/* malloc'd-like: untouched */
 	THP,			/* 2 MiB aligned, MADV_HUGEPAGE, untouched */
+	READ_KEY,		/* PLAIN, its key with the remote read right only */
+	WRITE_KEY,		/* PLAIN, its key with the remote write right only */
 };
 
 /* A command to the receiver: its byte, and four arguments. */
@@ -330,8 +333,9 @@ static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, 
 	if (fd < 0 || !buf || xioctl(fd, EXANEST_DMA_IOC_INFO, &info))
 		_exit(2);
 	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = len,
-				      .access = RD | WR | EXANEST_DMA_ACCESS_REMOTE_WRITE |
-						EXANEST_DMA_ACCESS_REMOTE_READ,
+				      .access = RD | WR |
+						(kind == READ_KEY ? 0 : EXANEST_DMA_ACCESS_REMOTE_WRITE) |
+						(kind == WRITE_KEY ? 0 : EXANEST_DMA_ACCESS_REMOTE_READ),
 				      .mode = EXANEST_DMA_MODE_ON_DEMAND };
 	if (xioctl(fd, EXANEST_DMA_IOC_REG, &r))
 		_exit(3);
@@ -765,11 +769,18 @@ TEST_F(net, put_into_untouched_memory)
 	EXPECT_EQ(0, c.status);
 }
 
-/* Keys that do not allow the put: ENOKEY, and not a byte of the receiver's memory changes. */
+/*
+ * Keys that do not allow the op: forged, for another endpoint, another process's, past the
+ * region, without the right (a put with a read-only key, a get with a write-only one),
+ * revoked: ENOKEY, ERANGE, EPERM, and not a byte of either side's memory changes.
+ */
 TEST_F(net, forged_and_revoked_keys)
 {
-	struct target forged;
-	uint32_t before, after;
+	struct target forged, ot;
+	uint32_t before, after, obefore, oafter, h;
+	uint8_t *back = big_alloc(4096);
+	struct peer other;
+	int wrote = 0;
 	int32_t ret;
 	struct cqe c;
 
@@ -787,6 +798,36 @@ TEST_F(net, forged_and_revoked_keys)
 	/* Past the region: ERANGE. */
 	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, MIB - 100, 4096, &c));
 	EXPECT_EQ(-ERANGE, c.status);
+	ASSERT_EQ(0, ask(self, 's', &after, sizeof(after)));
+	EXPECT_EQ(before, after);
+	/* Another receiving process's endpoint (its own context) with this key. */
+	other = self->peer;
+	other.idx = 1;
+	other.child = 0;
+	ASSERT_EQ(0, peer_start(&other, MIB, PROT_READ | PROT_WRITE, false, READ_KEY, &ot));
+	ASSERT_EQ(0, peer_ask(&other, 's', &obefore, sizeof(obefore)));
+	forged = self->t;
+	forged.endpoint = ot.endpoint;
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &forged, 0, 4096, &c));
+	EXPECT_EQ(-ENOKEY, c.status) TH_LOG("a key used for another process");
+	/* A key without the right: the other's allows reading only, so a put gets EPERM. */
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &ot, 0, 4096, &c));
+	EXPECT_EQ(-EPERM, c.status) TH_LOG("a put with a key that allows reading only");
+	EXPECT_EQ(0, c.bytes);
+	ASSERT_EQ(0, peer_ask(&other, 's', &oafter, sizeof(oafter)));
+	EXPECT_EQ(obefore, oafter);
+	peer_stop(&other);
+	/* And a get with a key that allows writing only. */
+	ASSERT_EQ(0, peer_start(&other, MIB, PROT_READ | PROT_WRITE, false, WRITE_KEY, &ot));
+	ASSERT_NE(NULL, back);
+	memset(back, 0x5a, 4096);
+	ASSERT_EQ(0, reg(self->fd, back, 4096, WR, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW, &h));
+	ASSERT_EQ(0, get_wait(&self->q, back, &ot, 0, 4096, &c));
+	EXPECT_EQ(-EPERM, c.status) TH_LOG("a get with a key that allows writing only");
+	for (int i = 0; i < 4096; i++)
+		wrote += back[i] != 0x5a;
+	EXPECT_EQ(0, wrote) TH_LOG("the refused get wrote its destination");
+	peer_stop(&other);
 	ASSERT_EQ(0, ask(self, 's', &after, sizeof(after)));
 	EXPECT_EQ(before, after);
 	/* Deregistered: the key is revoked first. */
