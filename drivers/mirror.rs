@@ -145,7 +145,6 @@ impl Mirror {
             // Writable only for a write fault on a writable PTE: the mm then knows the page
             // may be dirtied (HMM made it so).
             let writable = f.write && hpfn.writable();
-            let prot = bindings::IOMMU_READ | if writable { bindings::IOMMU_WRITE } else { 0 };
             let flags = if writable { M_WRITE } else { 0 };
             // The invalidation callback records a new sequence under `Process::map` before the mm
             // changes a page of the range; the caller holds that lock (contract).
@@ -164,7 +163,7 @@ impl Mirror {
                 let Some(node) = nodes.pop() else {
                     return Err(ENOMEM);
                 };
-                dom.map_size(vpn << PAGE_SHIFT, phys, bp * PAGE_SIZE, prot, true)?;
+                dom.map_size(vpn << PAGE_SHIFT, phys, bp * PAGE_SIZE, prot(flags), true)?;
                 self.tree.insert(node.into_node(vpn, flags | M_BLOCK));
                 self.blocks += 1;
                 self.pages += BLOCK_PAGES;
@@ -212,19 +211,13 @@ impl Mirror {
         if nodes.len() < r.pages as usize {
             return Err(ENOMEM);
         }
-        let prot = bindings::IOMMU_READ
-            | if r.flags & M_WRITE != 0 {
-                bindings::IOMMU_WRITE
-            } else {
-                0
-            };
         // Shorter than a block ([`Run::extend`]), so the domain maps it with pages, which can
         // be unmapped one by one.
         dom.map_size(
             r.vpn << PAGE_SHIFT,
             r.phys,
             r.pages as usize * PAGE_SIZE,
-            prot,
+            prot(r.flags),
             true,
         )?;
         for vpn in r.vpn..r.vpn + r.pages {
@@ -311,6 +304,16 @@ impl Run {
         }
         next
     }
+}
+
+/// The IOMMU access of an entry with flags `f`.
+fn prot(f: u8) -> u32 {
+    bindings::IOMMU_READ
+        | if f & M_WRITE != 0 {
+            bindings::IOMMU_WRITE
+        } else {
+            0
+        }
 }
 
 /// Pages an entry with flags `f` covers.

@@ -407,16 +407,21 @@ mod tests {
     extern crate std;
     use std::collections::VecDeque;
     use std::vec;
+
+    /// Send parameters: the window and MTU in bytes, the first timeout in ns, the retries.
+    fn params(window: u64, mtu: u32, rto_ns: u64, max_retries: u32) -> SendParams {
+        SendParams {
+            window,
+            mtu,
+            rto_ns,
+            max_retries,
+        }
+    }
     use std::vec::Vec;
 
     #[test]
     fn window_and_acks() {
-        let p = SendParams {
-            window: 3 * 1000,
-            mtu: 1000,
-            rto_ns: 100,
-            max_retries: 2,
-        };
+        let p = params(3 * 1000, 1000, 100, 2);
         let mut s = SendOp::new(5500, p);
         let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(0)).collect();
         assert_eq!(sent, vec![(0, 1000), (1000, 1000), (2000, 1000)]);
@@ -437,12 +442,7 @@ mod tests {
 
     #[test]
     fn nack_pause_resume() {
-        let p = SendParams {
-            window: 4000,
-            mtu: 1000,
-            rto_ns: 100,
-            max_retries: 2,
-        };
+        let p = params(4000, 1000, 100, 2);
         let mut s = SendOp::new(4000, p);
         while s.next_packet(0).is_some() {}
         let mut r = RecvOp::new(4000);
@@ -474,12 +474,7 @@ mod tests {
     /// nothing; the RESUME sent when the reader frees a slot sends it again, once.
     #[test]
     fn rnr_pauses_until_resumed() {
-        let p = SendParams {
-            window: 65536,
-            mtu: 4096,
-            rto_ns: 100,
-            max_retries: 8,
-        };
+        let p = params(65536, 4096, 100, 8);
         let mut s = SendOp::new(200, p);
         assert_eq!(s.next_packet(0), Some((0, 200)));
         assert_eq!(s.on_nack(0, Nack::Rnr, 1), SendEvent::None);
@@ -501,12 +496,7 @@ mod tests {
 
     #[test]
     fn silence_times_out_with_backoff() {
-        let p = SendParams {
-            window: 1000,
-            mtu: 1000,
-            rto_ns: 100,
-            max_retries: 2,
-        };
+        let p = params(1000, 1000, 100, 2);
         let mut s = SendOp::new(1000, p);
         assert_eq!(s.next_packet(0), Some((0, 1000)));
         assert_eq!(s.on_timeout(99), SendEvent::None);
@@ -585,12 +575,7 @@ mod tests {
     ) -> SendOp {
         const PAGE: u64 = 4096;
         let mut rng = Rng(seed | 1);
-        let p = SendParams {
-            window: 16 * 1024,
-            mtu: 1500,
-            rto_ns: 50_000,
-            max_retries: 20,
-        };
+        let p = params(16 * 1024, 1500, 50_000, 20);
         let mut s = SendOp::new(len, p);
         let mut r = RecvOp::new(len);
         let pages = len.div_ceil(PAGE);
@@ -745,12 +730,7 @@ mod tests {
     /// A lost RESUME is recovered by a probe, whose answer is the RESUME again.
     #[test]
     fn a_probe_recovers_a_lost_resume() {
-        let p = SendParams {
-            window: 4000,
-            mtu: 1000,
-            rto_ns: 100,
-            max_retries: 3,
-        };
+        let p = params(4000, 1000, 100, 3);
         let mut s = SendOp::new(2000, p);
         let mut r = RecvOp::new(2000);
         while s.next_packet(0).is_some() {}
