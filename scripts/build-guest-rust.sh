@@ -26,6 +26,7 @@ cp "$R/examples/odp" "$OUT/odp-rs"
 cp "$R/examples/put" "$OUT/put-rs"
 cp "$R/examples/mailbox" "$OUT/mailbox-rs"
 cp "$R/examples/nodes" "$OUT/nodes-rs"
+cp "$R/examples/forget" "$OUT/forget-rs"
 # The installed library: headers, the static library and its pkg-config file.
 mkdir -p "$SYS/include/linux" "$SYS/lib/pkgconfig"
 cp "$R/libexanest_dma.a" "$SYS/lib/"

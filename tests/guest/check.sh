@@ -60,6 +60,10 @@ if [ -e /lib/exanest_dma.ko ]; then
 	out=$(odp-rs 9000001 2>&1); echo "$out"
 	echo "$out" | grep -q "copied 9000001 bytes on demand: [1-9][0-9]* faults resolved, 0 pages pinned, data verified"
 	t $? example-odp-rust "$out"
+	# The library's soundness: a copy's Pending and a region forgotten (mem::forget), the
+	# destination dropped with the copy in flight; freed buffers poisoned and kept, untouched.
+	out=$(forget-rs 2>&1); echo "$out"
+	echo "$out" | grep -q "^forget: nothing written after the drop"; t $? example-forget-rust "$out"
 	# The user-level queue: 1000 copies of 1 B to 33 KB kept 32 deep, on demand, polled.
 	out=$(queue-c 1000 2>&1); echo "$out"
 	echo "$out" | grep -q "^queue: 1000 copies, data verified"; t $? example-queue-c "$out"

@@ -41,26 +41,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A: hello, to the one address it knows.
     let hello = b"hello, I have data for you".to_vec();
-    let h = a.register(&hello, Mode::OnDemand)?;
+    let h = a.register(hello.clone(), Mode::OnDemand)?;
     qa.send(h.addr(), hello.len().try_into()?, bi.node, bi.endpoint, 1)?;
     let st = complete(&mut qa)?;
     // B: the hello says who sent it; answer with the key of memory never touched.
     let m = recv(&mut qb)?;
-    let mut inbox = vec![0u8; size];
-    let region = b.register_remote(&mut inbox, Mode::OnDemand)?;
+    let region = b.register_remote(vec![0u8; size], Mode::OnDemand)?;
     let key = region.target().to_bytes();
-    let k = b.register(&key, Mode::OnDemand)?;
+    let k = b.register(key.to_vec(), Mode::OnDemand)?;
     qb.send(k.addr(), key.len().try_into()?, m.node, m.endpoint, 2)?;
     let st_b = complete(&mut qb)?;
     // A: the key; put, then say done.
     let reply = recv(&mut qa)?;
     let to = Remote::from_bytes(reply.data()).ok_or("a short key")?;
     let data: Vec<u8> = (0..size).map(|i| (i * 7 % 253) as u8).collect();
-    let src = a.register(&data, Mode::OnDemand)?;
+    let src = a.register(data, Mode::OnDemand)?;
     qa.put(src.addr(), size.try_into()?, &to, 0, 3)?;
     let st_put = complete(&mut qa)?;
     let done = b"done".to_vec();
-    let d = a.register(&done, Mode::OnDemand)?;
+    let d = a.register(done.clone(), Mode::OnDemand)?;
     qa.send(d.addr(), done.len().try_into()?, bi.node, bi.endpoint, 4)?;
     let st_done = complete(&mut qa)?;
     // B: done; check.
@@ -69,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ok = [st, st_b, st_put, st_done] == [0; 4]
         && m.data() == &hello[..]
         && fin.data() == b"done"
-        && region.snapshot() == data;
+        && region.into_inner()? == src.as_slice();
     println!(
         "mailbox: A (node {} endpoint {}) said hello to B (node {} endpoint {}); B answered \
          with its key; A put {} bytes into memory B never touched ({} faults resolved on B's \

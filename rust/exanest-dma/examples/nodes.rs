@@ -37,9 +37,8 @@ fn complete(q: &mut Queue) -> Res<QueueCompletion> {
 
 /// Send `bytes` to (node, endpoint) and wait for the send's completion: its status.
 fn say(dev: &Device, q: &mut Queue, bytes: &[u8], node: u32, ep: u32) -> Res<i32> {
-    let b = bytes.to_vec();
-    let r = dev.register(&b, Mode::OnDemand)?;
-    q.send(r.addr(), b.len().try_into()?, node, ep, 0)?;
+    let r = dev.register(bytes.to_vec(), Mode::OnDemand)?;
+    q.send(r.addr(), r.len().try_into()?, node, ep, 0)?;
     Ok(complete(q)?.status)
 }
 
@@ -62,8 +61,7 @@ fn serve(size: usize) -> Res<bool> {
         String::from_utf8_lossy(hello.data())
     );
     // Zeroed by the allocator's fresh mmap: no page exists until the engine writes it.
-    let mut inbox = vec![0u8; size];
-    let region = dev.register_remote(&mut inbox, Mode::OnDemand)?;
+    let region = dev.register_remote(vec![0u8; size], Mode::OnDemand)?;
     let st = say(
         &dev,
         &mut q,
@@ -73,7 +71,9 @@ fn serve(size: usize) -> Res<bool> {
     )?;
     let done = recv(&mut q, 300)?;
     let k = dev.counters()?;
-    let ok = st == 0 && done.data() == b"done" && region.snapshot() == pattern(size);
+    // The key revoked, the inbox is the program's to read in place.
+    let inbox = region.into_inner()?;
+    let ok = st == 0 && done.data() == b"done" && inbox == pattern(size);
     let report = format!(
         "node {}: {} receiver faults NACKed and resolved, {} pages resolved, data {}",
         me.node,
@@ -99,15 +99,14 @@ fn send(node: u32, ep: u32, size: usize) -> Res<bool> {
         me.node, key.node, key.endpoint, to.len, to.addr, to.rkey
     );
     let data = pattern(size);
-    let src = dev.register(&data, Mode::OnDemand)?;
+    let src = dev.register(data, Mode::OnDemand)?;
     q.put(src.addr(), size.try_into()?, &to, 0, 1)?;
     let put = complete(&mut q)?;
-    let mut back = vec![0u8; size];
-    let dst = dev.register_mut(&mut back, Mode::OnDemand)?;
-    // SAFETY: `dst` is a writable region; nothing reads `back` before the completion.
+    let dst = dev.register_mut(vec![0u8; size], Mode::OnDemand)?;
+    // SAFETY: `dst` is a writable region; nothing reads it before the completion.
     unsafe { q.get(dst.addr(), size.try_into()?, &to, 0, 2)? };
     let get = complete(&mut q)?;
-    let back_ok = get.status == 0 && dst.as_slice() == &data[..];
+    let back_ok = get.status == 0 && dst.as_slice() == src.as_slice();
     let own = dev.counters()?.faults_resolved;
     drop(dst);
     let st_done = say(&dev, &mut q, b"done", key.node, key.endpoint)?;

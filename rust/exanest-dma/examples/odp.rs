@@ -9,12 +9,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::open(0)?;
     let src = vec![b'x'; size];
     // Zeroed by the allocator's fresh mmap: the pages do not exist until the engine writes.
-    let mut dst = vec![0u8; size];
-    let s = dev.register(&src, Mode::OnDemand)?;
-    let mut d = dev.register_mut(&mut dst, Mode::OnDemand)?;
+    let dst = vec![0u8; size];
+    let s = dev.register(src, Mode::OnDemand)?;
+    let mut d = dev.register_mut(dst, Mode::OnDemand)?;
     dev.copy(&s, 0, &mut d, 0, size)?.wait()?;
     let c = dev.counters()?;
-    let same = d.as_slice() == &src[..];
+    let same = d.as_slice() == s.as_slice();
     println!(
         "copied {size} bytes on demand: {} faults resolved, {} pages pinned, data {}",
         c.faults_resolved,

@@ -11,13 +11,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size: usize = std::env::args().nth(1).map_or(Ok(4 << 20), |s| s.parse())?;
     let node1 = Device::open(1)?;
     // Zeroed by the allocator's fresh mmap: no page exists until the engine writes it.
-    let mut inbox = vec![0u8; size];
-    let region = node1.register_remote(&mut inbox, Mode::OnDemand)?;
+    let region = node1.register_remote(vec![0u8; size], Mode::OnDemand)?;
     let to = region.target();
 
     let node0 = Device::open(0)?;
     let data: Vec<u8> = (0..size).map(|i| (i * 13 % 251) as u8).collect();
-    let src = node0.register(&data, Mode::OnDemand)?;
+    let src = node0.register(data, Mode::OnDemand)?;
     let mut q = node0.create_queue(4, 4)?;
     q.put(src.addr(), size.try_into()?, &to, 0, 7)?;
     let mut c = [QueueCompletion::default(); 1];
@@ -25,17 +24,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         q.wait(None)?;
     }
     let k = node1.counters()?;
-    let same = c[0].status == 0 && region.snapshot() == data;
+    // The key revoked, the inbox is the program's to read in place.
+    let inbox = region.into_inner()?;
+    let same = c[0].status == 0 && inbox == src.as_slice();
     // And back, into memory node 0's side never touched.
-    let mut back = vec![0u8; size];
-    let dst = node0.register_mut(&mut back, Mode::OnDemand)?;
-    // SAFETY: `dst` is a writable region; nothing reads `back` before the completion.
+    let dst = node0.register_mut(vec![0u8; size], Mode::OnDemand)?;
+    // SAFETY: `dst` is a writable region; nothing reads it before the completion.
     unsafe { q.get(dst.addr(), size.try_into()?, &to, 0, 8)? };
     let mut g = [QueueCompletion::default(); 1];
     while q.poll(&mut g) == 0 {
         q.wait(None)?;
     }
-    let back_same = g[0].status == 0 && dst.as_slice() == &data[..];
+    let back_same = g[0].status == 0 && dst.as_slice() == src.as_slice();
     println!(
         "put {} bytes to node {} endpoint {}: status {}, {} receiver faults NACKed and resolved, data {}",
         c[0].bytes,

@@ -5,21 +5,22 @@
 //! ```no_run
 //! use exanest_dma::{Device, Mode};
 //! let dev = Device::open(0)?;
-//! let src = vec![7u8; 1 << 20];
-//! let mut dst = vec![0u8; 1 << 20];
-//! let s = dev.register(&src, Mode::Pin)?; // a shared borrow: the engine may read it
-//! let mut d = dev.register_mut(&mut dst, Mode::OnDemand)?; // exclusive: it may write it
+//! let s = dev.register(vec![7u8; 1 << 20], Mode::Pin)?; // the engine may read it
+//! let mut d = dev.register_mut(vec![0u8; 1 << 20], Mode::OnDemand)?; // and write this one
 //! let bytes = dev.copy(&s, 0, &mut d, 0, 1 << 20)?.wait()?;
 //! assert_eq!(bytes, 1 << 20);
-//! assert_eq!(d.as_slice(), &src[..]);
+//! assert_eq!(d.as_slice(), s.as_slice());
+//! let dst: Vec<u8> = d.into_inner()?; // deregistered: the buffer is the program's again
 //! # Ok::<(), exanest_dma::Error>(())
 //! ```
 //!
 //! Every [`Mode`] works the same way: [`Mode::Pin`] pins and maps the buffer at registration,
 //! [`Mode::Prefault`] maps it without pinning, and [`Mode::OnDemand`] maps nothing until the
-//! engine touches it (the driver resolves the engine's page faults). The buffer's borrow gives
-//! the access: [`Device::register`] takes `&[u8]` and lets the engine read it (a copy source),
-//! [`Device::register_mut`] takes `&mut [u8]` and lets it write it (a destination).
+//! engine touches it (the driver resolves the engine's page faults). A region owns its buffer
+//! (any [`Buffer`]: a `Vec<u8>`, a `Box<[u8]>`, a `&'static` slice) until it is dropped or
+//! handed back, so nothing safe code does, `mem::forget` included, can leave the engine
+//! writing memory that Rust has handed back (see [`region`]). [`Device::register`] lets the
+//! engine read the buffer (a copy source), [`Device::register_mut`] write it (a destination).
 //!
 //! [`Device::create_queue`] gives the file's user-level [`Queue`]: copies posted and their
 //! completions polled without a system call (see [`queue`]). [`Device::register_remote`] lets
@@ -30,7 +31,6 @@
 //! `Documentation/user-programs.rst` shows how to build a C or Rust program for the guest.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
@@ -41,10 +41,12 @@ use exanest_core::abi;
 pub mod capi;
 pub mod mailbox;
 pub mod queue;
+pub mod region;
 pub mod remote;
 
 pub use mailbox::Message;
 pub use queue::{Completion as QueueCompletion, Queue, QueueError, QueueEvents};
+pub use region::{Buffer, BufferMut, Pending, Region, RegionMut, Registered};
 pub use remote::{Remote, RemoteRegion};
 
 /// An error of this library.
@@ -199,6 +201,8 @@ impl Completion {
 #[derive(Debug)]
 pub struct Device {
     fd: OwnedFd,
+    /// The copies [`Device::copy`] started that nobody has collected yet (region.rs).
+    copies: region::CopiesInFlight,
 }
 
 fn ioctl<T>(fd: &OwnedFd, cmd: u32, arg: &mut T) -> Result<()> {
@@ -234,7 +238,10 @@ impl Device {
         }
         // SAFETY: `open` just returned `fd`, so it is a valid descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(Device { fd })
+        Ok(Device {
+            fd,
+            copies: Default::default(),
+        })
     }
 
     /// Engine and driver facts.
@@ -342,25 +349,6 @@ impl Device {
         ioctl(&self.fd, abi::IOC_DEREG, &mut d)
     }
 
-    /// Register a buffer the engine may read (a copy source).
-    pub fn register<'a>(&'a self, buf: &'a [u8], mode: Mode) -> Result<Region<'a>> {
-        let (addr, len) = (buf.as_ptr() as u64, buf.len());
-        // SAFETY: The region borrows `buf` immutably for its lifetime and is deregistered when
-        // dropped; the engine only reads it, as Rust may.
-        let handle = unsafe { self.register_raw(addr, len as u64, Access::Read, mode)? };
-        Ok(Registered::new(self, handle, addr, len, mode))
-    }
-
-    /// Register a buffer the engine may write (a copy destination).
-    pub fn register_mut<'a>(&'a self, buf: &'a mut [u8], mode: Mode) -> Result<RegionMut<'a>> {
-        let (addr, len) = (buf.as_mut_ptr() as u64, buf.len());
-        // SAFETY: The region borrows `buf` mutably for its lifetime and is deregistered when
-        // dropped: Rust reaches the bytes only through the region, and not while a copy into it
-        // is pending (the `Pending` borrows the region mutably).
-        let handle = unsafe { self.register_raw(addr, len as u64, Access::Write, mode)? };
-        Ok(Registered::new(self, handle, addr, len, mode))
-    }
-
     /// Start a copy between raw addresses inside registered regions. Returns the cookie.
     ///
     /// # Safety
@@ -398,42 +386,6 @@ impl Device {
     pub fn wait_cookie(&self, cookie: u64, timeout: Option<Duration>) -> Result<u64> {
         self.wait_completion(cookie, timeout)?.result()
     }
-
-    /// Copy `len` bytes from `src` at `src_off` to `dst` at `dst_off`. The destination stays
-    /// borrowed until the returned [`Pending`] is waited for or dropped.
-    pub fn copy<'d>(
-        &'d self,
-        src: &Region<'_>,
-        src_off: usize,
-        dst: &'d mut RegionMut<'_>,
-        dst_off: usize,
-        len: usize,
-    ) -> Result<Pending<'d>> {
-        let in_bounds = |off: usize, size: usize| off.checked_add(len).is_some_and(|e| e <= size);
-        if !in_bounds(src_off, src.len) {
-            return Err(Error::Invalid("the copy reaches past the source region"));
-        }
-        if !in_bounds(dst_off, dst.len) {
-            return Err(Error::Invalid(
-                "the copy reaches past the destination region",
-            ));
-        }
-        // SAFETY: Both ranges lie inside registered, borrowed buffers; the destination stays
-        // mutably borrowed by the `Pending`, which waits for the copy at the latest on drop.
-        let cookie = unsafe {
-            self.copy_raw(
-                src.addr + src_off as u64,
-                dst.addr + dst_off as u64,
-                len as u64,
-            )?
-        };
-        Ok(Pending {
-            dev: self,
-            cookie,
-            result: None,
-            _dst: PhantomData,
-        })
-    }
 }
 
 impl AsFd for Device {
@@ -445,142 +397,6 @@ impl AsFd for Device {
 impl AsRawFd for Device {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
-    }
-}
-
-/// A registered buffer, deregistered on drop. `B` is the borrow that registered it and says
-/// what the engine may do: see [`Region`] and [`RegionMut`].
-#[derive(Debug)]
-pub struct Registered<'a, B> {
-    dev: &'a Device,
-    handle: u32,
-    addr: u64,
-    len: usize,
-    mode: Mode,
-    _buf: PhantomData<B>,
-}
-
-/// A registered buffer the engine may read ([`Device::register`]).
-pub type Region<'a> = Registered<'a, &'a [u8]>;
-/// A registered buffer the engine may write ([`Device::register_mut`]).
-pub type RegionMut<'a> = Registered<'a, &'a mut [u8]>;
-
-impl<'a, B> Registered<'a, B> {
-    fn new(dev: &'a Device, handle: u32, addr: u64, len: usize, mode: Mode) -> Self {
-        Registered {
-            dev,
-            handle,
-            addr,
-            len,
-            mode,
-            _buf: PhantomData,
-        }
-    }
-
-    /// The driver's handle.
-    pub fn handle(&self) -> u32 {
-        self.handle
-    }
-
-    /// The buffer's start: the virtual address the engine is given.
-    pub fn addr(&self) -> u64 {
-        self.addr
-    }
-
-    /// The buffer's length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer is empty (the driver refuses to register one, so never true).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The memory mode it was registered with.
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
-}
-
-impl RegionMut<'_> {
-    /// The buffer's current contents (no copy may be pending: `copy` borrows the region).
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: The region mutably borrows a buffer of `len` bytes at `addr` for its lifetime;
-        // no copy into it is pending, since a pending copy borrows `self` mutably.
-        unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
-    }
-}
-
-impl<B> Drop for Registered<'_, B> {
-    fn drop(&mut self) {
-        let _ = self.dev.deregister(self.handle);
-    }
-}
-
-/// A copy in flight. Waiting collects its result; dropping it waits too, so the destination is
-/// never handed back to Rust while the engine may still write it.
-#[derive(Debug)]
-pub struct Pending<'d> {
-    dev: &'d Device,
-    cookie: u64,
-    /// The result once collected (the driver forgets the cookie then).
-    result: Option<Result<u64>>,
-    _dst: PhantomData<&'d mut ()>,
-}
-
-/// A wait's outcome for a pending copy: `Ok(None)` when a bounded wait ran out of time, and
-/// whether the driver has handed out the copy's result (every outcome but a bounded wait's
-/// `ETIMEDOUT` and `EINTR`, after which the copy is still pending).
-fn settle(r: Result<u64>, bounded: bool) -> (Result<Option<u64>>, bool) {
-    match r {
-        Err(e) if e.is_timeout() && bounded => (Ok(None), false),
-        Err(e @ Error::Os(libc::EINTR)) => (Err(e), false),
-        r => (r.map(Some), true),
-    }
-}
-
-impl Pending<'_> {
-    /// The driver's cookie.
-    pub fn cookie(&self) -> u64 {
-        self.cookie
-    }
-
-    fn collect(&mut self, timeout: Option<Duration>) -> Result<Option<u64>> {
-        if let Some(r) = self.result {
-            return r.map(Some);
-        }
-        let (r, collected) = settle(
-            self.dev.wait_cookie(self.cookie, timeout),
-            timeout.is_some(),
-        );
-        if collected {
-            self.result = Some(r.map(|b| b.unwrap_or(0)));
-        }
-        r
-    }
-
-    /// Wait for the copy; `Ok(bytes copied)`, the copy's error ([`Error::Copy`]), or the
-    /// wait's (`EINTR`; the copy stays pending and dropping `Pending` waits again).
-    pub fn wait(mut self) -> Result<u64> {
-        self.collect(None)?.ok_or(Error::Os(libc::ETIMEDOUT))
-    }
-
-    /// Wait at most `timeout` (zero: just look): `Ok(Some(bytes))` when the copy is done,
-    /// `Ok(None)` while it is still running. Once done, every further wait returns the same
-    /// result.
-    pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Option<u64>> {
-        self.collect(Some(timeout))
-    }
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        // Only `EINTR` leaves the result uncollected: the engine may still write the
-        // destination, so wait again.
-        while self.result.is_none() {
-            let _ = self.collect(None);
-        }
     }
 }
 
@@ -679,56 +495,11 @@ mod tests {
         assert_eq!(dev.counters().map(|_| ()), enotty);
         assert_eq!(dev.deregister(1), enotty);
         assert_eq!(dev.wait_cookie(1, Some(Duration::ZERO)).map(|_| ()), enotty);
-        let buf = [0u8; 64];
-        assert_eq!(dev.register(&buf, Mode::Pin).map(|_| ()), enotty);
+        assert_eq!(dev.register(vec![0u8; 64], Mode::Pin).map(|_| ()), enotty);
     }
 
     #[test]
-    fn region_accessors_and_copy_bounds() {
-        let dev = Device::open_path("/dev/null").unwrap();
-        let src = [1u8; 64];
-        let mut dst = [0u8; 32];
-        // Built by hand: `/dev/null` cannot register (dropping them deregisters: ENOTTY,
-        // ignored).
-        let s: Region<'_> = Registered::new(&dev, 7, src.as_ptr() as u64, 64, Mode::Prefault);
-        let mut d: RegionMut<'_> =
-            Registered::new(&dev, 8, dst.as_mut_ptr() as u64, 32, Mode::OnDemand);
-        assert_eq!(
-            (s.handle(), s.addr(), s.len()),
-            (7, src.as_ptr() as u64, 64)
-        );
-        assert_eq!((s.mode(), d.mode()), (Mode::Prefault, Mode::OnDemand));
-        assert!(!d.is_empty());
-        assert_eq!(d.as_slice(), &[0u8; 32]);
-        // Out of bounds: refused before any system call.
-        let past = |r: Result<Pending<'_>>| matches!(r, Err(Error::Invalid(_)));
-        assert!(past(dev.copy(&s, 0, &mut d, 0, 33)));
-        assert!(past(dev.copy(&s, 1, &mut d, 0, 64)));
-        assert!(past(dev.copy(&s, usize::MAX, &mut d, 0, 2)));
-        assert!(past(dev.copy(&s, 0, &mut d, 31, 2)));
-        // In bounds: the system call is made (and fails on `/dev/null`).
-        assert_eq!(
-            dev.copy(&s, 32, &mut d, 0, 32).map(|_| ()).unwrap_err(),
-            Error::Os(libc::ENOTTY)
-        );
-    }
-
-    #[test]
-    fn wait_outcomes() {
-        let t = Err(Error::Os(libc::ETIMEDOUT));
-        assert_eq!(settle(t, true), (Ok(None), false));
-        assert_eq!(
-            settle(t, false),
-            (t.map(Some), true),
-            "unbounded: no retry loop"
-        );
-        let i = Err(Error::Os(libc::EINTR));
-        assert_eq!(settle(i, true), (i.map(Some), false));
-        assert_eq!(settle(Ok(5), true), (Ok(Some(5)), true));
-        let c = Err(Error::Copy(libc::EFAULT));
-        assert_eq!(settle(c, true), (c.map(Some), true));
-        let n = Err(Error::Abi(Errno::NoEnt));
-        assert_eq!(settle(n, false), (n.map(Some), true));
+    fn completion_results() {
         assert_eq!(
             Completion {
                 status: 0,

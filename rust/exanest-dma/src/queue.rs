@@ -6,13 +6,11 @@
 //! ```no_run
 //! use exanest_dma::{Device, Mode, QueueCompletion};
 //! let dev = Device::open(0)?;
-//! let src = vec![7u8; 4096];
-//! let mut dst = vec![0u8; 4096];
-//! let s = dev.register(&src, Mode::OnDemand)?;
-//! let d = dev.register_mut(&mut dst, Mode::OnDemand)?;
+//! let s = dev.register(vec![7u8; 4096], Mode::OnDemand)?;
+//! let d = dev.register_mut(vec![0u8; 4096], Mode::OnDemand)?;
 //! let mut q = dev.create_queue(6, 6)?; // 64 descriptors, 64 completions
-//! // SAFETY: both ranges lie in registered regions; nothing reads `dst` before the
-//! // completion is polled.
+//! // SAFETY: both ranges lie in registered regions, which live until the completion is
+//! // polled; nothing reads `d` before.
 //! unsafe { q.post(s.addr(), d.addr(), 4096, 42)? };
 //! let mut done = [QueueCompletion::default(); 8];
 //! let n = loop {

@@ -7,13 +7,11 @@
 //! use exanest_dma::{Device, Mode, QueueCompletion, Remote};
 //! // On node 1: a buffer other nodes may write, never touched here.
 //! let dev1 = Device::open(1)?;
-//! let mut inbox = vec![0u8; 1 << 20];
-//! let region = dev1.register_remote(&mut inbox, Mode::OnDemand)?;
+//! let region = dev1.register_remote(vec![0u8; 1 << 20], Mode::OnDemand)?;
 //! let to: Remote = region.target(); // send this to the writer, out of band
 //! // On node 0: put 1 MiB there.
 //! let dev0 = Device::open(0)?;
-//! let data = vec![7u8; 1 << 20];
-//! let src = dev0.register(&data, Mode::OnDemand)?;
+//! let src = dev0.register(vec![7u8; 1 << 20], Mode::OnDemand)?;
 //! let mut q = dev0.create_queue(4, 4)?;
 //! q.put(src.addr(), 1 << 20, &to, 0, 1)?;
 //! let mut c = [QueueCompletion::default(); 1];
@@ -21,12 +19,15 @@
 //!     q.wait(None)?;
 //! }
 //! assert_eq!((c[0].status, c[0].bytes), (0, 1 << 20));
+//! let inbox: Vec<u8> = region.into_inner()?; // the key revoked: node 1's bytes to read
+//! assert_eq!(inbox, vec![7u8; 1 << 20]);
 //! # Ok::<(), exanest_dma::Error>(())
 //! ```
 //!
 //! The receiver registers a buffer with [`Device::register_remote`]: the driver gives it a
 //! remote key (rkey) bound to the process's endpoint, the buffer's range and the right to
-//! write it, and revokes the key when the region is dropped, before the buffer goes back. The
+//! write it, and revokes the key when the region is dropped or [`RemoteRegion::into_inner`]
+//! hands the buffer back (which the region owns until then, as a [`crate::RegionMut`] does). The
 //! receiver hands the writer a [`Remote`] (node, endpoint, rkey, address, length), by any
 //! means. The writer's [`Queue::put`] names it; the put completes, like a copy, with a
 //! completion on the writer's queue: its status is 0, or the receiver's refusal as a negative
@@ -42,10 +43,10 @@
 //! and the engine RESUMEs the writer, which retransmits from there (Documentation/network.rst).
 
 use crate::queue::Queue;
-use crate::{Device, Error, Mode, Registered, Result};
+use crate::region::{BufferMut, RegionMut};
+use crate::{Device, Error, Mode, Result};
 use exanest_core::abi;
 use exanest_core::regs::{ch_net, PutSqe, Sqe};
-use std::marker::PhantomData;
 
 /// Where a put goes: a buffer another process registered with [`Device::register_remote`],
 /// as that process describes it. `#[repr(C)]`: the C ABI's `struct exanest_dma_remote`, and
@@ -95,16 +96,16 @@ impl Remote {
     }
 }
 
-/// A buffer other nodes may write, registered with [`Device::register_remote`]; its rkey is
-/// revoked, and the region deregistered, on drop.
+/// A buffer other nodes may write and read, registered with [`Device::register_remote`]. The
+/// region owns it; its rkey is revoked, and the region deregistered, on drop or
+/// [`RemoteRegion::into_inner`].
 #[derive(Debug)]
-pub struct RemoteRegion<'a> {
-    reg: Registered<'a, &'a mut [u8]>,
+pub struct RemoteRegion<'d, B: BufferMut = Vec<u8>> {
+    reg: RegionMut<'d, B>,
     target: Remote,
-    _buf: PhantomData<&'a mut [u8]>,
 }
 
-impl RemoteRegion<'_> {
+impl<B: BufferMut> RemoteRegion<'_, B> {
     /// What a writer needs to put into the buffer.
     pub fn target(&self) -> Remote {
         self.target
@@ -116,15 +117,21 @@ impl RemoteRegion<'_> {
     }
 
     /// A copy of the buffer's bytes as they are now. Other nodes may be writing it meanwhile:
-    /// the bytes are read one by one, volatile, never through a reference.
+    /// the bytes are read one by one, volatile, never through a reference. To read them in
+    /// place, take the buffer back with [`RemoteRegion::into_inner`].
     pub fn snapshot(&self) -> Vec<u8> {
         let p = self.target.addr as *const u8;
         (0..self.target.len as usize)
-            // SAFETY: The region borrows its buffer of `len` bytes at `addr` mutably for its
-            // lifetime, so the memory is valid; volatile reads do not assume that nothing
-            // else (the engine) writes it.
+            // SAFETY: The region owns its buffer of `len` bytes at `addr`, so the memory is
+            // valid; volatile reads do not assume that nothing else (the engine) writes it.
             .map(|i| unsafe { p.add(i).read_volatile() })
             .collect()
+    }
+
+    /// Revoke the key and deregister the region: no node can reach the buffer any more, and
+    /// it is the program's again. `EBUSY` as for [`crate::Registered::into_inner`].
+    pub fn into_inner(self) -> Result<B> {
+        self.reg.into_inner()
     }
 }
 
@@ -157,19 +164,16 @@ impl Device {
     /// Register a buffer that other nodes may write and read (and this process's engine read
     /// and write): its [`RemoteRegion::target`] is what a writer puts to, or a reader gets from. `EOPNOTSUPP` without a
     /// network port; `ENOSPC` when the engine's key table is full.
-    pub fn register_remote<'a>(
-        &'a self,
-        buf: &'a mut [u8],
-        mode: Mode,
-    ) -> Result<RemoteRegion<'a>> {
+    pub fn register_remote<B: BufferMut>(&self, buf: B, mode: Mode) -> Result<RemoteRegion<'_, B>> {
         let info = self.info()?;
-        let (addr, len) = (buf.as_mut_ptr() as u64, buf.len());
+        let (addr, len) = (buf.as_ptr() as u64, buf.len());
         let access = abi::ACCESS_READ | abi::ACCESS_WRITE | abi::ACCESS_REMOTE;
-        // SAFETY: The region borrows `buf` mutably for its lifetime and is deregistered (its
-        // rkey revoked first) when dropped; Rust reads it only volatile, through `snapshot`.
+        // SAFETY: The region owns `buf` (`Buffer`: its bytes stay put and valid until it is
+        // dropped) and is deregistered, its rkey revoked first, before it hands `buf` back;
+        // Rust reads it meanwhile only volatile, through `snapshot`.
         let (handle, rkey) = unsafe { self.register_raw_access(addr, len as u64, access, mode)? };
         Ok(RemoteRegion {
-            reg: Registered::new(self, handle, addr, len, mode),
+            reg: RegionMut::new(self, handle, buf, mode),
             target: Remote {
                 addr,
                 len: len as u64,
@@ -177,7 +181,6 @@ impl Device {
                 node: info.node,
                 endpoint: info.endpoint,
             },
-            _buf: PhantomData,
         })
     }
 }

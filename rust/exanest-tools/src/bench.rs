@@ -88,6 +88,25 @@ impl Drop for Buf {
     }
 }
 
+// SAFETY: The mapping is ours alone (private, anonymous), stays at `ptr` for `len` bytes while
+// the `Buf` lives, moves included, and goes (munmap) only when it is dropped.
+unsafe impl Send for Buf {}
+// SAFETY: As for `Send`: the mapping never moves and lives until the value is dropped.
+unsafe impl exanest_dma::Buffer for Buf {
+    fn as_ptr(&self) -> *const u8 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+// SAFETY: As for `Buffer`; the mapping is writable.
+unsafe impl exanest_dma::BufferMut for Buf {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+}
+
 fn us(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e6
 }

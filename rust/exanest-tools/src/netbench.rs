@@ -90,8 +90,7 @@ pub(crate) fn net(reps: usize, max: usize) -> Res<()> {
         .filter(|&s| s <= max)
         .collect();
     for mode in Mode::ALL {
-        let mut inbox = vec![0u8; max];
-        let r = n1.register_remote(&mut inbox, mode)?;
+        let r = n1.register_remote(vec![0u8; max], mode)?;
         let to = r.target();
         // Warm: every page of the receiver's region is faulted in first.
         one(&mut q, true, src.addr(), max, &to)?;
@@ -130,13 +129,8 @@ fn populate(n: usize) -> Res<f64> {
 }
 
 /// `size` bytes of fresh memory, registered on demand on `dev` for remote writes.
-fn cold_inbox(dev: &Device, size: usize) -> Res<(Buf, exanest_dma::RemoteRegion<'_>)> {
-    let inbox = Buf::new(size, false)?;
-    // SAFETY: Nothing else refers to `inbox`'s bytes while the region lives; the caller drops
-    // the region before `inbox`.
-    let slice = unsafe { std::slice::from_raw_parts_mut(inbox.ptr, size) };
-    let r = dev.register_remote(slice, Mode::OnDemand)?;
-    Ok((inbox, r))
+fn cold_inbox(dev: &Device, size: usize) -> Res<exanest_dma::RemoteRegion<'_, Buf>> {
+    Ok(dev.register_remote(Buf::new(size, false)?, Mode::OnDemand)?)
 }
 
 /// A put into never-touched memory against a warm put plus populating the same pages; the
@@ -147,7 +141,7 @@ pub(crate) fn net_cold(size: usize) -> Res<()> {
     let mut q = n0.create_queue(4, 4)?;
     let (src, hs) = pinned(&n0, size, exanest_dma::Access::Read, 5)?;
     let pop = populate(size)?;
-    let (_inbox, r) = cold_inbox(&n1, size)?;
+    let r = cold_inbox(&n1, size)?;
     let to = r.target();
     let p0 = n0.net_counters()?;
     let cold = one_with(&mut q, true, src.addr(), size, &to, true)?;
@@ -160,12 +154,10 @@ pub(crate) fn net_cold(size: usize) -> Res<()> {
     );
     let warm = one_with(&mut q, true, src.addr(), size, &to, true)?;
     let faults = n1.counters()?.faults_resolved;
-    let ok = r.snapshot() == src.slice();
-    drop(r);
-    let (_inbox2, r2) = cold_inbox(&n1, size)?;
+    let ok = r.into_inner()?.slice() == src.slice();
+    let r2 = cold_inbox(&n1, size)?;
     let cold_poll = one(&mut q, true, src.addr(), size, &r2.target())?;
-    let ok = ok && r2.snapshot() == src.slice();
-    drop(r2);
+    let ok = ok && r2.into_inner()?.slice() == src.slice();
     n0.deregister(hs)?;
     println!(
         "{{\"bench\":\"net-cold\",\"size\":{size},\"cold_us\":{cold:.1},\"warm_us\":{warm:.1},\"populate_us\":{pop:.1},\"ratio\":{:.3},\"cold_poll_us\":{cold_poll:.1},\"receiver_faults\":{faults},\"nacks\":{nk},\"retransmitted_bytes\":{re},\"retransmitted_share\":{:.4},\"timeouts\":{tmo},\"probes\":{pr},\"verified\":{ok}}}",
@@ -180,10 +172,7 @@ pub(crate) fn net_small_cold(puts: usize) -> Res<()> {
     let (n0, n1) = (Device::open(0)?, Device::open(1)?);
     let mut q = n0.create_queue(4, 4)?;
     let (src, hs) = pinned(&n0, 4096, exanest_dma::Access::Read, 9)?;
-    let inbox = Buf::new(puts * 4096, false)?;
-    // SAFETY: Nothing else refers to `inbox`'s bytes while the region lives.
-    let inbox_slice = unsafe { std::slice::from_raw_parts_mut(inbox.ptr, puts * 4096) };
-    let r = n1.register_remote(inbox_slice, Mode::OnDemand)?;
+    let r = n1.register_remote(Buf::new(puts * 4096, false)?, Mode::OnDemand)?;
     let to = r.target();
     let tmo0 = n0.net_counters()?.timeouts;
     let mut c = [QueueCompletion::default(); 1];
@@ -241,8 +230,7 @@ pub(crate) fn net_loss(reps: usize, size: usize) -> Res<()> {
     let (n0, n1) = (Device::open(0)?, Device::open(1)?);
     let mut q = n0.create_queue(4, 4)?;
     let (src, hs) = pinned(&n0, size, exanest_dma::Access::Read, 11)?;
-    let mut inbox = vec![0u8; size];
-    let r = n1.register_remote(&mut inbox, Mode::Pin)?;
+    let r = n1.register_remote(vec![0u8; size], Mode::Pin)?;
     let to = r.target();
     for ppm in [0u32, 1000, 10000] {
         let _loss = Loss::set(ppm)?;
@@ -264,8 +252,7 @@ pub(crate) fn net_loss(reps: usize, size: usize) -> Res<()> {
             re as f64 / (size * reps) as f64
         );
     }
-    let ok = r.snapshot() == src.slice();
-    drop(r);
+    let ok = r.into_inner()? == src.slice();
     n0.deregister(hs)?;
     if !ok {
         return Err("net-loss: the receiver's data differs".into());
