@@ -37,7 +37,8 @@ static int receiver(size_t n, int to_writer, int from_writer)
 
 	err = exanest_dma_open(1, &dev);
 	if (!err)
-		err = exanest_dma_reg_remote(dev, buf, n, EXANEST_DMA_MODE_ON_DEMAND, &h, &target);
+		err = exanest_dma_reg_remote(dev, buf, n, EXANEST_DMA_ACCESS_REMOTE_WRITE,
+					     EXANEST_DMA_MODE_ON_DEMAND, &h, &target);
 	if (err) {
 		fprintf(stderr, "receiver: %s\n", strerror(-err));
 		return 1;

@@ -5,10 +5,12 @@
  * Documentation/user-programs.rst shows how to build a program for the guest and run it there.
  *
  * Errors: every int function returns 0 or a negative errno. It is the errno the driver
- * returned, unchanged (Documentation/abi.rst lists which one means what for each call), or
- * -EINVAL for a NULL pointer or an argument the library refuses itself. Out parameters are
- * always written when not NULL, with 0 (NULL for a handle) on failure, so a failed call never
- * leaves a stale value behind.
+ * returned, unchanged (Documentation/abi.rst lists which one means what for each call),
+ * -EINVAL for a NULL pointer (a NULL address included) or an argument the library refuses
+ * itself, or -EBADF for a handle that was closed or destroyed: handles are never reused, so a
+ * stale one never reaches another device or queue. Out parameters are always written when not
+ * NULL, with 0 (NULL for a handle) on failure, so a failed call never leaves a stale value
+ * behind. exanest_dma_strerror() says what any of these, or an engine status, means.
  *
  * The structs and constants come from the kernel ABI header.
  */
@@ -25,12 +27,21 @@ extern "C" {
 
 struct exanest_dma;
 
-/* Open /dev/exanest-dma<index>; *out gets the handle. -ENOENT: no such device; -EBUSY: another
- * process has it open. */
+/* What err means: a negative (or positive) errno, or an engine status of a completion (-257
+ * PLDMA_CQE_BAD_LEN to -265 PLDMA_CQE_TIMEOUT, Documentation/pldma-registers.rst), which
+ * strerror() does not know. Never NULL. */
+const char *exanest_dma_strerror(int err);
+
+/* Open /dev/exanest-dma<index>; *out gets the handle. -ENOENT: no such device. Any number of
+ * processes may open it: each gets an engine context when it needs one (Documentation/abi.rst,
+ * "Contexts"). -EMFILE: 65535 handles are open in this process. */
 int exanest_dma_open(unsigned int index, struct exanest_dma **out);
 /* The same for a device node given by path. */
 int exanest_dma_open_path(const char *path, struct exanest_dma **out);
-/* Close a handle: its regions are dropped and its pending copies end. NULL is ignored. */
+/* Close a handle: its regions are dropped and its pending copies end, unless a queue created
+ * on it is still alive (the queue keeps the device's file open: its regions and puts work
+ * until it is destroyed too). NULL and a closed handle are ignored; any later call with the
+ * handle gives -EBADF. */
 void exanest_dma_close(struct exanest_dma *dev);
 /* The device's file descriptor (>= 0), for poll(): POLLIN while a finished copy waits to be
  * collected with exanest_dma_wait(), POLLHUP once the device is gone. The handle keeps owning
@@ -97,7 +108,8 @@ struct exanest_dma_queue_h;
 
 /* One ended copy. status: 0 when every byte was copied; otherwise a negative errno (-EFAULT:
  * an address in no registered region, -EACCES: a region without the access needed) or an engine
- * error, -257 (bad length) to -262 (bad flags), see Documentation/pldma-registers.rst. */
+ * status, -257 (PLDMA_CQE_BAD_LEN) to -265 (PLDMA_CQE_TIMEOUT), see
+ * Documentation/pldma-registers.rst; exanest_dma_strerror() says what either means. */
 struct exanest_dma_completion {
 	uint64_t wr_id;		/* the wr_id the copy was posted with */
 	int32_t status;
@@ -112,7 +124,7 @@ struct exanest_dma_completion {
 int exanest_dma_queue_create(struct exanest_dma *dev, unsigned int sq_log2, unsigned int cq_log2,
 			     struct exanest_dma_queue_h **out);
 /* Wait for the queue's outstanding copies (unless it stopped on an error), then free it. NULL
- * is ignored. */
+ * and a destroyed handle are ignored; any later call with the handle gives -EBADF. */
 void exanest_dma_queue_destroy(struct exanest_dma_queue_h *q);
 /* Post a copy of len bytes from src to dst (one doorbell write). -EAGAIN: capacity copies are
  * outstanding, poll first; -EIO: the queue stopped (exanest_dma_queue_error()). */
@@ -164,11 +176,14 @@ struct exanest_dma_remote {
 	uint32_t endpoint;	/* the receiving process's endpoint */
 };
 
-/* Register [addr, addr + len) for other nodes to write and read, in a mode (EXANEST_DMA_MODE_*); *target
- * gets what a writer needs. -EOPNOTSUPP: no network port; -ENOSPC: the key table is full. The
- * rkey is revoked when the region is deregistered, before its pages go. */
-int exanest_dma_reg_remote(const struct exanest_dma *dev, void *addr, size_t len, uint32_t mode,
-			   uint32_t *handle, struct exanest_dma_remote *target);
+/* Register [addr, addr + len) for other nodes, with the rights they get in access
+ * (EXANEST_DMA_ACCESS_REMOTE_WRITE: puts, EXANEST_DMA_ACCESS_REMOTE_READ: gets; -EINVAL without
+ * either; each brings the local right it needs), in a mode (EXANEST_DMA_MODE_*); *target gets
+ * what a writer needs. A put under a key without the write right, or a get under one without
+ * the read right, completes with -EPERM. -EOPNOTSUPP: no network port; -ENOSPC: the key table
+ * is full. The rkey is revoked when the region is deregistered, before its pages go. */
+int exanest_dma_reg_remote(const struct exanest_dma *dev, void *addr, size_t len, uint32_t access,
+			   uint32_t mode, uint32_t *handle, struct exanest_dma_remote *target);
 /* Put len bytes from src (a readable region of this file) to byte offset of *to, with no system
  * call; the completion comes on the queue with wr_id, its status 0 or the receiver's refusal
  * (-ENOKEY, -ERANGE, -EPERM, -EFAULT, -EACCES) or PLDMA's TIMEOUT (-265). -EINVAL: the range is

@@ -41,4 +41,9 @@ for ex in copy odp queue put; do
 	aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror $($PKG --cflags exanest-dma) \
 		-o "$OUT/$ex-c" "$TOP/examples/$ex.c" $($PKG --libs exanest-dma) 2>"$OUT/$ex-c.ld.log"
 done
+# The C library's guest test, built the same way.
+# shellcheck disable=SC2046
+aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror $($PKG --cflags exanest-dma) \
+	-o "$OUT/exanest-lib" "$TOP/tests/guest/exanest-lib.c" $($PKG --libs exanest-dma) \
+	2>"$OUT/exanest-lib.ld.log"
 echo "$OUT" >&3

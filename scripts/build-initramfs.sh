@@ -33,7 +33,7 @@ for t in sizes coherence fork errors contexts queues net concurrency hardening r
 done
 
 # The user library's tools and examples (scripts/build-guest-rust.sh), when built.
-for b in exanest-cli exanest-bench copy-rs copy-c odp-rs odp-c queue-c put-rs put-c mailbox-rs nodes-rs forget-rs; do
+for b in exanest-cli exanest-bench copy-rs copy-c odp-rs odp-c queue-c put-rs put-c mailbox-rs nodes-rs forget-rs exanest-lib; do
 	[ -e "$TOP/build/guest-bin/$b" ] && install -m 755 "$TOP/build/guest-bin/$b" "$ROOT/bin/"
 done
 

@@ -64,6 +64,9 @@ if [ -e /lib/exanest_dma.ko ]; then
 	# destination dropped with the copy in flight; freed buffers poisoned and kept, untouched.
 	out=$(forget-rs 2>&1); echo "$out"
 	echo "$out" | grep -q "^forget: nothing written after the drop"; t $? example-forget-rust "$out"
+	# The C library on the device: stale queue handles, remote rights (GUEST-TEST lines).
+	exanest-lib; rc=$?
+	[ "$rc" -le 1 ] || t 1 exanest-lib "exit status $rc"
 	# The user-level queue: 1000 copies of 1 B to 33 KB kept 32 deep, on demand, polled.
 	out=$(queue-c 1000 2>&1); echo "$out"
 	echo "$out" | grep -q "^queue: 1000 copies, data verified"; t $? example-queue-c "$out"

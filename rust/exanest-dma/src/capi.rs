@@ -3,9 +3,12 @@
 //! The C ABI, declared in `include/exanest_dma.h`.
 //!
 //! Every `int` function returns 0 or a negative errno: the driver's, unchanged (see
-//! [`crate::Error`]), or `-EINVAL` for a NULL pointer or bad argument the library refuses
-//! itself. Out parameters are always written when non-NULL: on failure with 0 (NULL for the
-//! handle), so a program never reads a stale value.
+//! [`crate::Error`]), `-EINVAL` for a NULL pointer or bad argument the library refuses
+//! itself, or `-EBADF` for a handle that is closed (or never was one: see [`handles`]). Out
+//! parameters are always written when non-NULL: on failure with 0 (NULL for the handle), so a
+//! program never reads a stale value.
+
+mod handles;
 
 use crate::{Access, Completion, Device, Mode, Queue, QueueCompletion, Remote};
 use core::ffi::{c_char, c_int, c_uint, c_void};
@@ -13,8 +16,11 @@ use exanest_core::abi;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-/// The C handle: an open device.
-pub struct ExanestDma(Device);
+/// The C handle of an open device (`struct exanest_dma`): opaque, never dereferenced.
+pub enum ExanestDma {}
+
+/// The open device handles.
+static DEVICES: handles::Handles<Device> = handles::Handles::new();
 
 /// Write `v` through `p` when it is not NULL.
 ///
@@ -42,9 +48,9 @@ fn ret<T>(r: crate::Result<T>) -> c_int {
 ///
 /// `out` is valid for a pointer write (checked for NULL by the caller).
 unsafe fn opened(r: crate::Result<Device>, out: *mut *mut ExanestDma) -> c_int {
-    let (p, code) = match r {
-        Ok(d) => (Box::into_raw(Box::new(ExanestDma(d))), 0),
-        Err(e) => (core::ptr::null_mut(), -e.errno()),
+    let (p, code) = match r.map_err(|e| -e.errno()).and_then(|d| DEVICES.open(d)) {
+        Ok(h) => (h as *mut ExanestDma, 0),
+        Err(e) => (core::ptr::null_mut(), e),
     };
     // SAFETY: `out` is valid per the contract.
     unsafe { put(out, p) };
@@ -93,27 +99,27 @@ pub unsafe extern "C" fn exanest_dma_open_path(
     unsafe { opened(r, out) }
 }
 
-/// Close a handle (NULL is ignored). Regions and pending copies end with it.
+/// Close a handle (NULL, and a handle already closed, are ignored). Regions and pending
+/// copies end with it, unless a queue keeps the device's file open.
 ///
 /// # Safety
 ///
-/// `dev` must come from `exanest_dma_open` and not be used afterwards.
+/// No other thread uses `dev` meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn exanest_dma_close(dev: *mut ExanestDma) {
-    if !dev.is_null() {
-        // SAFETY: `dev` came from `Box::into_raw` in `opened` and, per the contract, is
-        // closed once and not used again.
-        drop(unsafe { Box::from_raw(dev) });
+    // A closed or unknown handle has nothing to close.
+    if let Ok(d) = DEVICES.close(dev as usize) {
+        drop(d);
     }
 }
 
 macro_rules! dev {
     ($p:expr) => {
-        // SAFETY: The caller passes NULL or a live handle from `exanest_dma_open`, which points
-        // to an `ExanestDma` until `exanest_dma_close`.
-        match unsafe { $p.as_ref() } {
-            Some(d) => &d.0,
-            None => return -libc::EINVAL,
+        match DEVICES.get($p as usize) {
+            // SAFETY: An open handle's device stays where it is until `exanest_dma_close`,
+            // which the caller does not run on another thread meanwhile.
+            Ok(d) => unsafe { d.as_ref() },
+            Err(e) => return e,
         }
     };
 }
@@ -127,6 +133,19 @@ macro_rules! dev {
 #[no_mangle]
 pub unsafe extern "C" fn exanest_dma_fd(dev: *const ExanestDma) -> c_int {
     dev!(dev).as_raw_fd()
+}
+
+/// A text for a status or a negative errno of this library: an engine error (`-257` to
+/// `-511`: what the engine reported, with the status's name in the register map) or, for any
+/// other value, `strerror` of the errno (either sign). Never NULL; the text is static, or
+/// `strerror`'s.
+#[no_mangle]
+pub extern "C" fn exanest_dma_strerror(err: c_int) -> *const c_char {
+    match exanest_core::regs::error_of_cqe_status(-err.saturating_abs()) {
+        Some(e) => crate::engine_text(e).as_ptr(),
+        // SAFETY: `strerror` takes any int and returns a NUL-terminated string.
+        None => unsafe { libc::strerror(err.saturating_abs()) },
+    }
 }
 
 /// Engine and driver facts.
@@ -376,17 +395,30 @@ pub unsafe extern "C" fn exanest_dma_budget(
     ret(r)
 }
 
-/// The C handle of a user-level queue (`struct exanest_dma_queue_h`).
-pub struct ExanestDmaQueue(Queue);
+/// The C handle of a user-level queue (`struct exanest_dma_queue_h`): opaque, never
+/// dereferenced.
+pub enum ExanestDmaQueue {}
+
+/// The open queue handles.
+static QUEUES: handles::Handles<Queue> = handles::Handles::new();
+
+/// The queue of handle `p`, or the errno of a NULL (`-EINVAL`) or closed (`-EBADF`) one.
+///
+/// # Safety
+///
+/// No other thread uses or destroys the queue while the reference lives.
+unsafe fn queue_of<'a>(p: *const ExanestDmaQueue) -> Result<&'a mut Queue, c_int> {
+    // SAFETY: An open handle's queue stays where it is until `exanest_dma_queue_destroy`; the
+    // caller keeps other threads off it.
+    QUEUES.get(p as usize).map(|mut q| unsafe { q.as_mut() })
+}
 
 macro_rules! queue {
     ($p:expr) => {
-        // SAFETY: The caller passes NULL or a live handle from `exanest_dma_queue_create`,
-        // which points to an `ExanestDmaQueue` until `exanest_dma_queue_destroy`, and does not
-        // use it from two threads at once.
-        match unsafe { $p.as_mut() } {
-            Some(q) => &mut q.0,
-            None => return -libc::EINVAL,
+        // SAFETY: The caller does not use the handle from two threads at once.
+        match unsafe { queue_of($p) } {
+            Ok(q) => q,
+            Err(e) => return e,
         }
     };
 }
@@ -411,28 +443,32 @@ pub unsafe extern "C" fn exanest_dma_queue_create(
     // SAFETY: `out` is non-NULL and valid for a pointer write per the contract.
     unsafe { out.write(core::ptr::null_mut()) };
     let d = dev!(dev);
-    match d.create_queue(sq_log2, cq_log2) {
-        Ok(q) => {
+    match d
+        .create_queue(sq_log2, cq_log2)
+        .map_err(|e| -e.errno())
+        .and_then(|q| QUEUES.open(q))
+    {
+        Ok(h) => {
             // SAFETY: As above.
-            unsafe { out.write(Box::into_raw(Box::new(ExanestDmaQueue(q)))) };
+            unsafe { out.write(h as *mut ExanestDmaQueue) };
             0
         }
-        Err(e) => -e.errno(),
+        Err(e) => e,
     }
 }
 
-/// Destroy a queue handle (NULL is ignored): waits for its outstanding copies, unless the
-/// queue stopped on an error, then unmaps the rings and the doorbell.
+/// Destroy a queue handle (NULL, and a handle already destroyed, are ignored): waits for its
+/// outstanding copies, unless the queue stopped on an error, then unmaps the rings and the
+/// doorbell. Every later call with the handle gives `-EBADF`.
 ///
 /// # Safety
 ///
-/// `q` must come from `exanest_dma_queue_create` and not be used afterwards.
+/// No other thread uses `q` meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn exanest_dma_queue_destroy(q: *mut ExanestDmaQueue) {
-    if !q.is_null() {
-        // SAFETY: `q` came from `Box::into_raw` in `exanest_dma_queue_create` and, per the
-        // contract, is destroyed once and not used again.
-        drop(unsafe { Box::from_raw(q) });
+    // A closed or unknown handle has nothing to destroy.
+    if let Ok(q) = QUEUES.close(q as usize) {
+        drop(q);
     }
 }
 
@@ -539,10 +575,10 @@ pub unsafe extern "C" fn exanest_dma_queue_wait(q: *mut ExanestDmaQueue, timeout
 /// `q` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn exanest_dma_queue_outstanding(q: *const ExanestDmaQueue) -> c_int {
-    // SAFETY: As in `queue!`, for a shared access.
-    match unsafe { q.as_ref() } {
-        Some(q) => q.0.outstanding() as c_int,
-        None => -libc::EINVAL,
+    // SAFETY: As in `queue!`.
+    match unsafe { queue_of(q) } {
+        Ok(q) => q.outstanding() as c_int,
+        Err(e) => e,
     }
 }
 
@@ -560,20 +596,18 @@ pub unsafe extern "C" fn exanest_dma_queue_info(
     context: *mut u32,
     channels: *mut u32,
 ) -> c_int {
-    // SAFETY: As in `queue!`, for a shared access.
-    let q = unsafe { q.as_ref() }.map(|q| &q.0);
-    let v = q.map_or((0, 0, 0), |q| (q.capacity(), q.context(), q.channels()));
+    // SAFETY: As in `queue!`.
+    let q = unsafe { queue_of(q) };
+    let v = q
+        .as_ref()
+        .map_or((0, 0, 0), |q| (q.capacity(), q.context(), q.channels()));
     // SAFETY: Each pointer is NULL or writable per the contract.
     unsafe {
         put(capacity, v.0);
         put(context, v.1);
         put(channels, v.2);
     }
-    if q.is_some() {
-        0
-    } else {
-        -libc::EINVAL
-    }
+    ret(q.map_err(|e| crate::Error::from_errno(-e)))
 }
 
 /// Why the queue stopped: `*code` gets 0 while it runs, else `EXANEST_DMA_QERR_*`, and
@@ -588,19 +622,15 @@ pub unsafe extern "C" fn exanest_dma_queue_error(
     code: *mut u32,
     addr: *mut u64,
 ) -> c_int {
-    // SAFETY: As in `queue!`, for a shared access.
-    let q = unsafe { q.as_ref() }.map(|q| &q.0);
-    let e = q.and_then(|q| q.error());
+    // SAFETY: As in `queue!`.
+    let q = unsafe { queue_of(q) };
+    let e = q.as_ref().ok().and_then(|q| q.error());
     // SAFETY: Each pointer is NULL or writable per the contract.
     unsafe {
         put(code, e.map_or(0, |e| e.code));
         put(addr, e.map_or(0, |e| e.addr));
     }
-    if q.is_some() {
-        0
-    } else {
-        -libc::EINVAL
-    }
+    ret(q.map_err(|e| crate::Error::from_errno(-e)))
 }
 
 /// The event entries read since the last call (which resets them) into `*out`, zeroed on
@@ -617,23 +647,24 @@ pub unsafe extern "C" fn exanest_dma_queue_events(
     // SAFETY: `out` is NULL or writable (the contract).
     let out = unsafe { out.as_mut() };
     // SAFETY: As in `queue!`.
-    let q = unsafe { q.as_mut() }.map(|q| &mut q.0);
+    let q = unsafe { queue_of(q) };
     match (q, out) {
-        (Some(q), Some(o)) => {
+        (Ok(q), Some(o)) => {
             *o = q.take_events();
             0
         }
-        (None, Some(o)) => {
+        (Err(e), Some(o)) => {
             *o = crate::queue::QueueEvents::default();
-            -libc::EINVAL
+            e
         }
         _ => -libc::EINVAL,
     }
 }
 
-/// Register `[addr, addr + len)` for other nodes to write and read (and this process's engine
-/// to read and write), in `mode_raw`; `*handle` names the region and `*target` is what a writer puts
-/// to (its rkey, node and endpoint included). Both are zeroed on failure.
+/// Register `[addr, addr + len)` for other nodes with `access_bits` (`EXANEST_DMA_ACCESS_*`,
+/// at least one remote right; each remote right brings the local one with it), in
+/// `mode_raw`; `*handle` names the region and `*target` is what a writer puts to (its rkey,
+/// node and endpoint included). Both are zeroed on failure.
 ///
 /// # Safety
 ///
@@ -644,6 +675,7 @@ pub unsafe extern "C" fn exanest_dma_reg_remote(
     dev: *const ExanestDma,
     addr: *mut c_void,
     len: usize,
+    access_bits: u32,
     mode_raw: u32,
     handle: *mut u32,
     target: *mut Remote,
@@ -657,11 +689,16 @@ pub unsafe extern "C" fn exanest_dma_reg_remote(
     let Some(m) = Mode::from_raw(mode_raw) else {
         return -libc::EINVAL;
     };
+    let Some(access) = crate::remote::remote_access(access_bits) else {
+        return -libc::EINVAL;
+    };
+    if addr.is_null() {
+        return -libc::EINVAL;
+    }
     let info = match d.info() {
         Ok(i) => i,
         Err(e) => return -e.errno(),
     };
-    let access = abi::ACCESS_READ | abi::ACCESS_WRITE | abi::ACCESS_REMOTE;
     // SAFETY: The caller keeps the memory valid until deregistration and accepts that other
     // nodes write it meanwhile: `register_raw_access`'s contract.
     let r = unsafe { d.register_raw_access(addr as u64, len as u64, access, m) };

@@ -35,6 +35,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 pub use exanest_core::abi::{Errno, Mode, UnknownMode};
+/// An error the engine itself reports for a transfer ([`Error::Engine`]).
+pub use exanest_core::regs::Error as EngineError;
 
 use exanest_core::abi;
 
@@ -47,7 +49,7 @@ pub mod remote;
 pub use mailbox::Message;
 pub use queue::{Completion as QueueCompletion, Queue, QueueError, QueueEvents};
 pub use region::{Buffer, BufferMut, Pending, Region, RegionMut, Registered};
-pub use remote::{Remote, RemoteRegion};
+pub use remote::{Remote, RemoteAccess, RemoteRegion};
 
 /// An error of this library.
 ///
@@ -68,6 +70,10 @@ pub enum Error {
     /// The library refused the request without making a system call; says why. Its
     /// [`Error::errno`] is `EINVAL`.
     Invalid(&'static str),
+    /// The engine ended the transfer with an error of its own: a completion status from
+    /// `PLDMA_CQE_BAD_LEN` (-257) to `PLDMA_CQE_TIMEOUT` (-265), see
+    /// `Documentation/pldma-registers.rst`. Its [`Error::errno`] is the status negated.
+    Engine(EngineError),
 }
 
 impl Error {
@@ -90,6 +96,19 @@ impl Error {
             Error::Abi(e) => e.code(),
             Error::Os(e) | Error::Copy(e) => e,
             Error::Invalid(_) => libc::EINVAL,
+            Error::Engine(e) => -exanest_core::regs::cqe_status_of(e),
+        }
+    }
+
+    /// The error of a completion status (negative): an engine error for `-257..=-511`,
+    /// [`Error::Copy`] with the errno otherwise. `None` for 0.
+    pub fn from_status(status: i32) -> Option<Self> {
+        match status {
+            0 => None,
+            s => Some(
+                exanest_core::regs::error_of_cqe_status(s)
+                    .map_or(Error::Copy(s.saturating_neg()), Error::Engine),
+            ),
         }
     }
 
@@ -111,11 +130,37 @@ impl fmt::Display for Error {
             Error::Os(e) => write!(f, "{}", std::io::Error::from_raw_os_error(e)),
             Error::Copy(e) => write!(f, "copy failed: {}", std::io::Error::from_raw_os_error(e)),
             Error::Invalid(why) => write!(f, "invalid request: {why}"),
+            Error::Engine(e) => write!(
+                f,
+                "engine error: {}",
+                engine_text(e).to_str().unwrap_or_default()
+            ),
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+/// What an engine error means, with the status's name in the register map (also
+/// `exanest_dma_strerror`'s text for it).
+pub(crate) fn engine_text(e: EngineError) -> &'static std::ffi::CStr {
+    match e {
+        EngineError::BadLen => c"length zero or above the engine's maximum (PLDMA_CQE_BAD_LEN)",
+        EngineError::BadAddr => c"an address range wraps past 2^64 (PLDMA_CQE_BAD_ADDR)",
+        EngineError::Aborted => c"the transfer was aborted (PLDMA_CQE_ABORTED)",
+        EngineError::NoMaster => c"the engine's bus mastering is off (PLDMA_CQE_NO_MASTER)",
+        EngineError::Overlap => c"source and destination overlap (PLDMA_CQE_OVERLAP)",
+        EngineError::BadFlags => c"a descriptor's flags are not valid (PLDMA_CQE_BAD_FLAGS)",
+        EngineError::NoLink => c"no network port, or its link is down (PLDMA_CQE_NO_LINK)",
+        EngineError::Remote => c"the receiver refused the operation",
+        EngineError::Timeout => {
+            c"the peer stayed silent through the engine's retries (PLDMA_CQE_TIMEOUT)"
+        }
+        EngineError::None | EngineError::Unknown(_) => {
+            c"an engine error this library does not know"
+        }
+    }
+}
 
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> Self {
@@ -185,12 +230,9 @@ pub struct Completion {
 }
 
 impl Completion {
-    /// `Ok(bytes)`, or [`Error::Copy`] with the copy's errno.
+    /// `Ok(bytes)`, or the copy's error ([`Error::from_status`]).
     pub fn result(self) -> Result<u64> {
-        match self.status {
-            0 => Ok(self.bytes),
-            s => Err(Error::Copy(s.saturating_neg())),
-        }
+        Error::from_status(self.status).map_or(Ok(self.bytes), Err)
     }
 }
 
@@ -318,6 +360,9 @@ impl Device {
         mode: Mode,
         window: Option<u32>,
     ) -> Result<u32> {
+        if addr == 0 {
+            return Err(Error::Invalid("a NULL address"));
+        }
         let mut r = abi::Reg {
             addr,
             length: len,
@@ -471,6 +516,37 @@ mod tests {
         assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
         assert!(Error::Os(libc::ETIMEDOUT).is_timeout());
         assert!(!Error::Copy(libc::ETIMEDOUT).is_timeout());
+    }
+
+    #[test]
+    fn engine_statuses_are_engine_errors() {
+        use exanest_core::regs::cqe_status as st;
+        assert_eq!(Error::from_status(0), None);
+        assert_eq!(
+            Error::from_status(-libc::EFAULT),
+            Some(Error::Copy(libc::EFAULT))
+        );
+        for (s, e) in [
+            (st::BAD_LEN, EngineError::BadLen),
+            (st::OVERLAP, EngineError::Overlap),
+            (st::TIMEOUT, EngineError::Timeout),
+        ] {
+            let err = Error::from_status(s).unwrap();
+            assert_eq!(err, Error::Engine(e));
+            assert_eq!(err.errno(), -s, "the status negated");
+            assert!(err.to_string().starts_with("engine error: "), "{err}");
+        }
+        assert!(Error::Engine(EngineError::Timeout)
+            .to_string()
+            .contains("PLDMA_CQE_TIMEOUT"));
+        assert_eq!(
+            Completion {
+                status: st::BAD_ADDR,
+                bytes: 0
+            }
+            .result(),
+            Err(Error::Engine(EngineError::BadAddr))
+        );
     }
 
     #[test]

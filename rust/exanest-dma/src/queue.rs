@@ -65,14 +65,11 @@ pub struct Completion {
 }
 
 impl Completion {
-    /// `Ok(bytes)`, or [`Error::Copy`] with the positive errno of a negative-errno status
-    /// (`EIO` for an engine status).
+    /// `Ok(bytes)`, or the copy's error: [`Error::Copy`] with the positive errno of a
+    /// negative-errno status, [`Error::Engine`] for an engine status
+    /// ([`Error::from_status`]).
     pub fn result(self) -> Result<u32> {
-        match self.status {
-            0 => Ok(self.bytes),
-            s if s < -(regs::cqe_status::ERR_BASE) => Err(Error::Copy(libc::EIO)),
-            s => Err(Error::Copy(s.saturating_neg())),
-        }
+        Error::from_status(self.status).map_or(Ok(self.bytes), Err)
     }
 }
 
@@ -1120,7 +1117,11 @@ mod tests {
         b.complete(0, regs::cqe_status::OVERLAP);
         let c = b.poll();
         assert_eq!((c[0].wr_id, c[0].status), (2, -261));
-        assert_eq!(c[0].result(), Err(Error::Copy(libc::EIO)));
+        assert_eq!(
+            c[0].result(),
+            Err(Error::Engine(crate::EngineError::Overlap))
+        );
+        assert_eq!(c[0].result().unwrap_err().errno(), 261);
         assert_eq!(b.ring.outstanding(), 0);
     }
 

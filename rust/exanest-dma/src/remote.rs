@@ -135,6 +135,42 @@ impl<B: BufferMut> RemoteRegion<'_, B> {
     }
 }
 
+/// The access of a region registered for other nodes with `bits` (`EXANEST_DMA_ACCESS_*`): each
+/// remote right with the local one it needs (the engine reaches the region through the same
+/// mapping). `None` without a remote right or with unknown bits.
+pub(crate) fn remote_access(bits: u32) -> Option<u32> {
+    if bits & abi::ACCESS_REMOTE == 0 || bits & !abi::ACCESS_ALL != 0 {
+        return None;
+    }
+    let local = |remote, local| if bits & remote != 0 { local } else { 0 };
+    Some(
+        bits | local(abi::ACCESS_REMOTE_READ, abi::ACCESS_READ)
+            | local(abi::ACCESS_REMOTE_WRITE, abi::ACCESS_WRITE),
+    )
+}
+
+/// What other nodes may do with a [`RemoteRegion`] ([`Device::register_remote_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RemoteAccess {
+    /// Get from it.
+    Read,
+    /// Put into it (and send nothing else: a get with its key is `-EPERM`).
+    Write,
+    /// Both.
+    ReadWrite,
+}
+
+impl RemoteAccess {
+    /// The `EXANEST_DMA_ACCESS_*` bits, each remote right with its local one.
+    pub const fn bits(self) -> u32 {
+        match self {
+            RemoteAccess::Read => abi::ACCESS_READ | abi::ACCESS_REMOTE_READ,
+            RemoteAccess::Write => abi::ACCESS_WRITE | abi::ACCESS_REMOTE_WRITE,
+            RemoteAccess::ReadWrite => abi::ACCESS_ALL,
+        }
+    }
+}
+
 impl Device {
     /// Register `[addr, addr + len)` with `access` (`EXANEST_DMA_ACCESS_*`, remote bits
     /// included) in `mode`: its handle and rkey (0 without a remote bit).
@@ -150,6 +186,9 @@ impl Device {
         access: u32,
         mode: Mode,
     ) -> Result<(u32, u64)> {
+        if addr == 0 {
+            return Err(Error::Invalid("a NULL address"));
+        }
         let mut r = abi::Reg {
             addr,
             length: len,
@@ -165,9 +204,20 @@ impl Device {
     /// and write): its [`RemoteRegion::target`] is what a writer puts to, or a reader gets from. `EOPNOTSUPP` without a
     /// network port; `ENOSPC` when the engine's key table is full.
     pub fn register_remote<B: BufferMut>(&self, buf: B, mode: Mode) -> Result<RemoteRegion<'_, B>> {
+        self.register_remote_with(buf, mode, RemoteAccess::ReadWrite)
+    }
+
+    /// [`Device::register_remote`] with the rights other nodes get: a put under a key
+    /// without the write right, or a get under one without the read right, ends `-EPERM`.
+    pub fn register_remote_with<B: BufferMut>(
+        &self,
+        buf: B,
+        mode: Mode,
+        access: RemoteAccess,
+    ) -> Result<RemoteRegion<'_, B>> {
         let info = self.info()?;
         let (addr, len) = (buf.as_ptr() as u64, buf.len());
-        let access = abi::ACCESS_READ | abi::ACCESS_WRITE | abi::ACCESS_REMOTE;
+        let access = access.bits();
         // SAFETY: The region owns `buf` (`Buffer`: its bytes stay put and valid until it is
         // dropped) and is deregistered, its rkey revoked first, before it hands `buf` back;
         // Rust reads it meanwhile only volatile, through `snapshot`.
@@ -269,6 +319,26 @@ mod tests {
         assert_eq!(b[0], 0x88, "little-endian");
         assert_eq!(Remote::from_bytes(&b), Some(r));
         assert_eq!(Remote::from_bytes(&b[..31]), None);
+    }
+
+    #[test]
+    fn remote_rights_bring_their_local_ones() {
+        use abi::{ACCESS_ALL, ACCESS_WRITE as W};
+        use abi::{ACCESS_READ as R, ACCESS_REMOTE_READ as RR, ACCESS_REMOTE_WRITE as RW};
+        assert_eq!(remote_access(RW), Some(W | RW));
+        assert_eq!(remote_access(RR), Some(R | RR));
+        assert_eq!(remote_access(RR | W), Some(R | RR | W));
+        assert_eq!(remote_access(RR | RW), Some(ACCESS_ALL));
+        assert_eq!(remote_access(R | W), None, "no remote right");
+        assert_eq!(remote_access(0), None);
+        assert_eq!(remote_access(RW | 1 << 7), None, "unknown bits");
+        for a in [
+            RemoteAccess::Read,
+            RemoteAccess::Write,
+            RemoteAccess::ReadWrite,
+        ] {
+            assert_eq!(remote_access(a.bits()), Some(a.bits()));
+        }
     }
 
     #[test]

@@ -30,6 +30,7 @@ static void check(int ok, const char *what, long got)
 int main(void)
 {
 	struct exanest_dma *dev = (struct exanest_dma *)&failed; /* garbage: must be overwritten */
+	struct exanest_dma *dev2 = NULL;
 	struct exanest_dma_info info;
 	struct exanest_dma_counters c;
 	struct exanest_dma_net_counters nc;
@@ -141,8 +142,49 @@ int main(void)
 	check(sizeof(qev) == 32, "struct exanest_dma_queue_events is 32 bytes", (int)sizeof(qev));
 	exanest_dma_queue_destroy(NULL);
 
+	/* A NULL address is refused before any system call (not -ENOTTY). */
+	handle = 77;
+	r = exanest_dma_reg(dev, NULL, 64, EXANEST_DMA_ACCESS_READ, EXANEST_DMA_MODE_ON_DEMAND,
+			    &handle);
+	check(r == -EINVAL && handle == 0, "reg of NULL: -EINVAL, handle 0", r);
+	r = exanest_dma_reg_remote(dev, NULL, 64, EXANEST_DMA_ACCESS_REMOTE_WRITE,
+				   EXANEST_DMA_MODE_ON_DEMAND, &handle, NULL);
+	check(r == -EINVAL, "reg_remote of NULL: -EINVAL", r);
+	/* reg_remote's rights: at least one remote right, no unknown bit. */
+	r = exanest_dma_reg_remote(dev, buf, 64, EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE,
+				   EXANEST_DMA_MODE_ON_DEMAND, &handle, NULL);
+	check(r == -EINVAL, "reg_remote without a remote right: -EINVAL", r);
+	r = exanest_dma_reg_remote(dev, buf, 64, EXANEST_DMA_ACCESS_REMOTE_READ | (1u << 9),
+				   EXANEST_DMA_MODE_ON_DEMAND, &handle, NULL);
+	check(r == -EINVAL, "reg_remote with an unknown bit: -EINVAL", r);
+	r = exanest_dma_reg_remote(dev, buf, 64, EXANEST_DMA_ACCESS_REMOTE_READ,
+				   EXANEST_DMA_MODE_ON_DEMAND, &handle, NULL);
+	check(r == -ENOTTY, "reg_remote, read right only: reaches the kernel", r);
+
+	/* What the codes mean, engine statuses included. */
+	check(strstr(exanest_dma_strerror(-257), "PLDMA_CQE_BAD_LEN") != NULL,
+	      "strerror(-257) names PLDMA_CQE_BAD_LEN", 0);
+	check(strstr(exanest_dma_strerror(-265), "PLDMA_CQE_TIMEOUT") != NULL,
+	      "strerror(-265) names PLDMA_CQE_TIMEOUT", 0);
+	check(strcmp(exanest_dma_strerror(-ENOENT), strerror(ENOENT)) == 0,
+	      "strerror(-ENOENT) is strerror's", 0);
+	check(strcmp(exanest_dma_strerror(EBADF), strerror(EBADF)) == 0,
+	      "strerror(EBADF), either sign", 0);
+
 	exanest_dma_close(dev);
 	exanest_dma_close(NULL);
 	check(fcntl(fd, F_GETFD) < 0 && errno == EBADF, "close closes the fd", fd);
+	/* A closed handle reaches nothing, not even a device opened since in its slot. */
+	check(exanest_dma_info(dev, &info) == -EBADF, "info on a closed handle: -EBADF", 0);
+	exanest_dma_close(dev);
+	r = exanest_dma_open_path("/dev/null", &dev2);
+	check(r == 0 && dev2 && dev2 != dev, "a new handle is not the closed one", r);
+	check(exanest_dma_dereg(dev, 1) == -EBADF, "dereg on the closed handle: -EBADF", 0);
+	check(exanest_dma_dereg(dev2, 1) == -ENOTTY, "the new handle works", 0);
+	check(exanest_dma_info((struct exanest_dma *)&info, &info) == -EBADF,
+	      "a pointer that never was a handle: -EBADF", 0);
+	check(exanest_dma_queue_post((struct exanest_dma_queue_h *)&info, 0, 0, 1, 0) == -EBADF,
+	      "queue_post on a value that never was a handle: -EBADF", 0);
+	exanest_dma_close(dev2);
 	return failed;
 }
