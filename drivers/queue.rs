@@ -1,27 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! The user-level queue of a process (register map 2.1, ABI 3), its state: copies posted and
-//! completed with no system call. What the process calls is userq.rs. The process's send and completion rings are its own memory, pinned here
-//! as two pin regions the queue holds and mapped at their addresses in its IOMMU domain; the
-//! engine reads descriptors and writes completions through the context's function, in the
-//! process's address space only. The process maps the context's doorbell page (its VF's BAR,
-//! nothing else of the engine) and rings it itself.
-//!
-//! - **Creation** (`EXANEST_DMA_IOC_QUEUE_CREATE`): once per file. The queue shares the
-//!   context's channels with COPY's kernel queue (register map 2.2; before, it takes channels
-//!   1 to N-1 and COPY STARTs channel 0).
-//! - **Moving** (2.2): while it is idle, the queue's context may go to another process
-//!   (contexts.rs). Its doorbell is parked and zapped first; it is mapped again only by its
-//!   fault handler, under `Process::doorbell_lock`, while the queue holds a context, so a
-//!   doorbell mapping never outlives the queue's hold on the context it rings. The next access
-//!   faults a context back and the queue goes on where it stopped (2.1: the queue keeps its
-//!   context until the file is closed).
-//! - **Faults** of queue transfers come as the channel's interrupt, like those of START: the
-//!   fault thread resolves the address in the process's registered regions (fault.rs) and
-//!   RESUMEs, or NACKs with the errno, which the completion reports.
-//! - **Waiting** (`EXANEST_DMA_IOC_QUEUE_WAIT`): the process arms the CQ event itself; the
-//!   interrupt counts events under `inner`, and the wait looks at the completion in the
-//!   process's CQ between two looks at the count, so no event is lost.
+//! The user-level queue's state (register map 2.1, ABI 3): the rings' pin regions, completion
+//! events, queue errors, and the faults of its channels. The queue's design (creation, moving
+//! between contexts, faults, waiting) is described where the process uses it, userq.rs.
 //!
 //! No lock of its own: a queue lives under `Process::inner` (lock order: process.rs).
 

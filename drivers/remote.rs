@@ -270,8 +270,9 @@ impl Process {
             _ => Err(EIO),
         };
         let mut g = self.inner.lock();
-        // The context is the process's still (it keeps it while it has remote keys), and the
-        // channel still holds that fault; otherwise there is nothing to answer.
+        // The context is still the process's (a receiver fault pending on one of its channels
+        // keeps it: `Inner::idle`), and the channel still holds that fault; otherwise there
+        // is nothing to answer.
         if g.dead || !g.hw().is_some_and(|c| Arc::ptr_eq(&c, &ctx)) || !ctx.is_net_rx(n) {
             return true;
         }

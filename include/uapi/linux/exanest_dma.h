@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
 /*
- * ExaNeSt DMA user ABI, version 5 (3 adds the user-level queue: QUEUE_CREATE, QUEUE_WAIT, mmap;
+ * ExaNeSt DMA user ABI, version 6 (3 adds the user-level queue: QUEUE_CREATE, QUEUE_WAIT, mmap;
  * 4 adds remote access: the REMOTE access bits, a region's rkey, the node and endpoint in INFO;
- * 5 adds the mailbox: MBOX_CREATE, and MAILBOX entries in the send queue).
+ * 5 adds the mailbox: MBOX_CREATE, and MAILBOX entries in the send queue; 6 adds NET_COUNTERS).
  *
- * One character device per engine instance: /dev/exanest-dma<N>. Each open file gets one of the
- * engine's contexts (EBUSY when every context is taken): the context's own IOMMU domain, attached
- * to the function its DMA is issued as, maps that process's virtual addresses, so every address
- * below is a plain user virtual address, and the SMMU keeps contexts out of each other's memory.
+ * One character device per engine instance: /dev/exanest-dma<N>. Each open file uses one of the
+ * engine's contexts while it needs one: open is never refused for want of a context, and a file
+ * whose context went to another (idle files give theirs up) gets one back when it next submits
+ * work (Documentation/abi.rst, "Model"). The context's own IOMMU domain, attached to the
+ * function its DMA is issued as, maps that process's virtual addresses, so every address below
+ * is a plain user virtual address, and the SMMU keeps contexts out of each other's memory.
  *
  * Rules common to every ioctl:
  *  - structs are fixed-size, explicitly padded, and their size is part of the ioctl number;
@@ -92,7 +94,8 @@ struct exanest_dma_copy {
 	__u64 dst;		/* in: inside a region with ACCESS_WRITE */
 	__u64 length;		/* in: bytes, 1..max_transfer */
 	__u32 flags;		/* in: 0 */
-	__u32 channel;		/* out: channel (2.2: kernel queue slot) it runs on */
+	__u32 channel;		/* out: channel (2.2: kernel queue slot) it runs on;
+				 * 0xffffffff while it waits in the file's FIFO for one */
 	__u64 cookie;		/* out: pass to EXANEST_DMA_IOC_WAIT; never 0 */
 };
 
@@ -179,8 +182,10 @@ struct exanest_dma_region_stats {
 
 /*
  * The user-level queue (ABI 3): post copies and collect their completions with no system call.
- * A file creates at most one queue, which lives until the file is closed and keeps the file's
- * engine context for it (an engine has as many queues as contexts: EBUSY beyond). The rings are
+ * A file creates at most one queue, which lives until the file is closed. On a register map 2.2
+ * engine an idle queue's context may go to another file: its doorbell then faults a context back
+ * and the queue goes on where it stopped (2.1: the queue keeps its context, EBUSY beyond as many
+ * queues as contexts). The rings are
  * the caller's memory: page-aligned, (1 << log2) entries of 32 bytes each, pinned by the driver
  * and mapped at their addresses in the context's IOMMU domain; the driver zeroes the CQ. The
  * doorbell page is mapped with mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 
-//! The ExaNeSt PLDMA register map, version 2.1: contexts (each an SR-IOV virtual function on
+//! The ExaNeSt PLDMA register map, version 2.4: contexts (each an SR-IOV virtual function on
 //! PCI, so its own StreamID), each with its channels and (2.1) its user-level queues: a send
 //! queue of [`Sqe`] descriptors and a completion queue of [`Cqe`] entries, rings in the
 //! context's address space, with their doorbells in the context's VF page.
