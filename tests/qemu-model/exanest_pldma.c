@@ -4,7 +4,7 @@
  * on a translation fault and retransmits on RESUME.
  *
  * Register map: include/hw/exanest-pldma-regs.h (copied next to this file at
- * build time) and Documentation/pldma-registers.rst, version 2.1.
+ * build time) and Documentation/pldma-registers.rst, version 2.4.
  *
  * Copyright (c) 2026 The ExaNeSt DMA developers
  * SPDX-License-Identifier: GPL-2.0-or-later
