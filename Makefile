@@ -50,8 +50,19 @@ define boot
 		$(TOP)/scripts/run-qemu.sh $(1)
 endef
 
+# make demo tells its story: the kernel's boot log goes to build/logs/demo-boot.log (printed
+# only when the guest does not boot), the console from GUEST-BOOTED on to the terminal.
 demo: setup
-	$(call boot,demo,900)
+	@set -eo pipefail; mkdir -p $(TOP)/build/logs; \
+	kb=$$($(TOP)/scripts/build-kernel.sh); q=$$($(TOP)/scripts/build-qemu.sh); \
+	$(MAKE) -s --no-print-directory module KDIR="$$kb" >/dev/null; \
+	$(TOP)/scripts/build-guest-rust.sh >/dev/null; \
+	$(TOP)/scripts/build-initramfs.sh "$$kb" $(INITRD); \
+	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(INITRD) TIMEOUT=900 \
+		$(TOP)/scripts/run-qemu.sh demo | awk -v boot=$(TOP)/build/logs/demo-boot.log \
+		'up { print; fflush(); next } /GUEST-BOOTED/ { up = 1; print; fflush(); next } \
+		{ print > boot } END { if (!up) { close(boot); system("cat " boot); \
+		print "demo: the guest did not boot (boot log above)"; exit 1 } }'
 	@echo; echo "=== Two guests, two kernels: nodes 0 and 1 over a unix socket (scripts/run-nodes.py) ==="
 	@kb=$$($(TOP)/scripts/build-kernel.sh); q=$$($(TOP)/scripts/build-qemu.sh); \
 	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(INITRD) \
@@ -111,12 +122,19 @@ module:
 #   make install-lib [PREFIX=DIR]   the user library for the guest (aarch64): headers, static
 #                                   library and pkg-config file under PREFIX
 #                                   (default build/guest-bin/sysroot)
-#   make run-prog PROG=FILE [ARGS='...'] [RUN_TIMEOUT=S]
-#                                   boot the guest, load the driver, run the static aarch64
-#                                   program FILE with ARGS, power off
+#   make run-prog PROG='FILE...' [ARGS='...'] [RUN='CMD; CMD...'] [KERNEL_FLAVOUR=eval]
+#                 [RUN_TIMEOUT=S]
+#                                   boot the guest once, load the driver, put the static aarch64
+#                                   programs FILE... in /bin, run RUN (default: the first
+#                                   program with ARGS), dump the kernel log, power off; then
+#                                   judge that log and end with one "run-prog: kernel log:" line
+#                                   (exit status 1 on a kernel report). KERNEL_FLAVOUR=eval
+#                                   boots the evaluation kernel (no KASAN, lockdep...) for timing.
 PREFIX ?= $(TOP)/build/guest-bin/sysroot
 RUN_TIMEOUT ?= 900
+KERNEL_FLAVOUR ?= debug
 RUN_DIR := $(TOP)/build/run-prog
+RUN ?= $(notdir $(firstword $(PROG))) $(ARGS)
 .PHONY: install-lib run-prog
 
 install-lib: setup
@@ -125,17 +143,21 @@ install-lib: setup
 	@echo "  PKG_CONFIG_PATH=$(abspath $(PREFIX))/lib/pkgconfig pkg-config --static --cflags --libs exanest-dma"
 
 run-prog: setup
-	@[ -f "$(PROG)" ] || { echo "usage: make run-prog PROG=static-aarch64-binary [ARGS='...']" >&2; exit 2; }
-	@set -e; kb=$$($(TOP)/scripts/build-kernel.sh); q=$$($(TOP)/scripts/build-qemu.sh); \
-	$(MAKE) -s --no-print-directory module KDIR="$$kb" >/dev/null; \
-	$(TOP)/scripts/build-guest-rust.sh >/dev/null; \
-	$(TOP)/scripts/build-initramfs.sh "$$kb" $(INITRD); \
+	@[ -n "$(PROG)" ] && for p in $(PROG); do [ -f "$$p" ] || exit 1; done || \
+		{ echo "usage: make run-prog PROG='static-aarch64-binary...' [ARGS='...'] [RUN='cmd; cmd']" >&2; exit 2; }
+	@set -e; kb=$$($(TOP)/scripts/build-kernel.sh $(KERNEL_FLAVOUR)); q=$$($(TOP)/scripts/build-qemu.sh); \
+	mo=$(TOP)/build/module$(if $(filter eval,$(KERNEL_FLAVOUR)),-eval); \
 	rm -rf $(RUN_DIR); mkdir -p $(RUN_DIR)/root/bin $(RUN_DIR)/root/usr/share/exanest; \
-	install -m 755 "$(PROG)" $(RUN_DIR)/root/bin/; \
-	printf '%s\n' 'insmod /lib/exanest_dma.ko || exit 1' \
-		'$(notdir $(PROG)) $(ARGS); echo "run-prog: $(notdir $(PROG)) exited with $$?"' \
+	$(MAKE) -s --no-print-directory module KDIR="$$kb" MODULE_OUT=$$mo >/dev/null; \
+	$(TOP)/scripts/build-guest-rust.sh >/dev/null; \
+	MODULE_KO=$$mo/exanest_dma.ko $(TOP)/scripts/build-initramfs.sh "$$kb" $(RUN_DIR)/base.cpio; \
+	install -m 755 $(PROG) $(RUN_DIR)/root/bin/; \
+	printf '%s\n' 'insmod /lib/exanest_dma.ko || exit 1' '$(RUN)' \
+		'echo "run-prog: exited with $$?"' 'echo GUEST-DMESG-BEGIN; dmesg; echo GUEST-DMESG-END' \
 		>$(RUN_DIR)/root/usr/share/exanest/run-prog.sh; \
 	(cd $(RUN_DIR)/root && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >$(RUN_DIR)/extra.cpio; \
-	cat $(INITRD) $(RUN_DIR)/extra.cpio >$(RUN_DIR)/initramfs.cpio; \
+	cat $(RUN_DIR)/base.cpio $(RUN_DIR)/extra.cpio >$(RUN_DIR)/initramfs.cpio; \
 	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(RUN_DIR)/initramfs.cpio \
-		TIMEOUT=$(RUN_TIMEOUT) $(TOP)/scripts/run-qemu.sh /usr/share/exanest/run-prog.sh
+		TIMEOUT=$(RUN_TIMEOUT) $(TOP)/scripts/run-qemu.sh /usr/share/exanest/run-prog.sh \
+		| tee $(RUN_DIR)/console.log | sed '/^GUEST-DMESG-BEGIN/,/^GUEST-DMESG-END/d'; \
+	python3 $(TOP)/tests/harness/console.py $(RUN_DIR)/console.log --reports-only

@@ -237,3 +237,31 @@ class DmesgReadback(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReportsOnly(unittest.TestCase):
+    """make run-prog: a program's own output is not judged, the kernel's reports are."""
+
+    def run_main(self, lines):
+        import subprocess
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+            f.writelines(lines)
+        try:
+            r = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "console.py"),
+                                f.name, "--reports-only"], capture_output=True, text=True)
+        finally:
+            os.unlink(f.name)
+        return r.returncode, r.stdout.splitlines()
+
+    def test_a_failed_test_line_is_not_a_report(self):
+        rc, out = self.run_main(["GUEST-TEST: not ok mine - the program's own\n"] + DONE)
+        self.assertEqual((rc, out[-1]), (0, "run-prog: kernel log: no kernel report(s)"))
+
+    def test_a_warning_is(self):
+        rc, out = self.run_main(["[ 3.1] WARNING: CPU: 1 PID: 77 at mm/gup.c:12 foo\n"] + DONE)
+        self.assertEqual((rc, out[-1]), (1, "run-prog: kernel log: 1 kernel report(s)"))
+
+    def test_a_crash_is(self):
+        rc, out = self.run_main(["hello\n"])
+        self.assertEqual(rc, 1, out)
