@@ -30,6 +30,8 @@ static int receiver(size_t n, int to_writer, int from_writer)
 	struct exanest_dma_remote target;
 	struct exanest_dma_counters k;
 	struct exanest_dma *dev = NULL;
+	/* The writer puts into it, then gets it back. */
+	uint32_t rights = EXANEST_DMA_ACCESS_REMOTE_WRITE | EXANEST_DMA_ACCESS_REMOTE_READ;
 	uint8_t *buf = malloc(n), go;
 	uint32_t h;
 	size_t bad = 0;
@@ -37,8 +39,8 @@ static int receiver(size_t n, int to_writer, int from_writer)
 
 	err = exanest_dma_open(1, &dev);
 	if (!err)
-		err = exanest_dma_reg_remote(dev, buf, n, EXANEST_DMA_ACCESS_REMOTE_WRITE,
-					     EXANEST_DMA_MODE_ON_DEMAND, &h, &target);
+		err = exanest_dma_reg_remote(dev, buf, n, rights, EXANEST_DMA_MODE_ON_DEMAND,
+					     &h, &target);
 	if (err) {
 		fprintf(stderr, "receiver: %s\n", strerror(-err));
 		return 1;

@@ -24,9 +24,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         q.wait(None)?;
     }
     let k = node1.counters()?;
-    // The key revoked, the inbox is the program's to read in place.
-    let inbox = region.into_inner()?;
-    let same = c[0].status == 0 && inbox == src.as_slice();
     // And back, into memory node 0's side never touched.
     let dst = node0.register_mut(vec![0u8; size], Mode::OnDemand)?;
     // SAFETY: `dst` is a writable region; nothing reads it before the completion.
@@ -36,6 +33,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         q.wait(None)?;
     }
     let back_same = g[0].status == 0 && dst.as_slice() == src.as_slice();
+    // The key revoked, the inbox is the program's to read in place.
+    let inbox = region.into_inner()?;
+    let same = c[0].status == 0 && inbox == src.as_slice();
     println!(
         "put {} bytes to node {} endpoint {}: status {}, {} receiver faults NACKed and resolved, data {}",
         c[0].bytes,
