@@ -8,10 +8,12 @@
 
 use crate::contexts::Contexts;
 use crate::engine::{Context, Engine, Hw};
+use crate::error::CtxError;
 use crate::exanest_core::regs::net;
 use crate::ffi;
 use crate::handler::exanest_iommu_fault;
 use crate::instno::InstanceNo;
+use crate::ioctl::{Reply, Request};
 use crate::kqueue::KernelQueue;
 use crate::link;
 use crate::process::Process;
@@ -119,20 +121,20 @@ impl Instance {
         }
     }
 
-    /// COPY and QUEUE_CREATE: get a context, then submit (create); again when the context was
-    /// taken from the process in between (it was idle then).
-    fn copy(&self, p: &Arc<Process>, cmd: u32, arg: usize) -> Result<isize> {
-        // A process that may not copy must not wait for, or take, a context: its call goes
-        // straight to the copy, which refuses it (EFAULT first for an unreadable argument, then
-        // EPERM, as for every call).
-        if p.check_caller().is_err() {
-            return crate::ioctl::dispatch(p.as_arc_borrow(), cmd, arg);
-        }
+    /// Run a call: one that needs a context (COPY, QUEUE_CREATE, MBOX_CREATE, a REG with a
+    /// remote right) gets one first, and again when it was taken from the process in between
+    /// (it was idle then). A process that may not make the call does not wait for, or take, a
+    /// context: the call refuses it (EPERM, as every call does).
+    fn call(&self, p: &Arc<Process>, req: &Request) -> Result<Reply> {
+        let wants = req.needs_context() && p.check_caller().is_ok();
         for _ in 0..ACQUIRE_TRIES {
-            self.acquire(p)?;
-            match crate::ioctl::dispatch(p.as_arc_borrow(), cmd, arg) {
-                Err(e) if e == ENOLINK => continue,
-                r => return r,
+            if wants {
+                self.acquire(p)?;
+            }
+            match req.execute(p) {
+                Err(CtxError::Lost) => continue,
+                Err(CtxError::Failed(e)) => return Err(e),
+                Ok(r) => return Ok(r),
             }
         }
         Err(EAGAIN)
@@ -288,11 +290,10 @@ impl MiscDevice for OpenFile {
     }
 
     fn ioctl(this: ArcBorrow<'_, OpenFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        // COPY, QUEUE_CREATE and a REG with remote access get a context first (ioctl.rs).
-        if crate::ioctl::needs_context(cmd, arg) {
-            return this.inst.copy(&this.process, cmd, arg);
-        }
-        crate::ioctl::dispatch_direct(this.process.as_arc_borrow(), cmd, arg)
+        // The argument is read once; the call then runs on what was read (ioctl.rs).
+        let req = Request::read(cmd, arg)?;
+        let reply = this.inst.call(&this.process, &req)?;
+        reply.write(&this.process, cmd, arg)
     }
 
     fn mmap(this: ArcBorrow<'_, OpenFile>, _file: &File, vma: &VmaNew) -> Result {

@@ -14,6 +14,38 @@ impl From<Errno> for Error {
     }
 }
 
+/// An error of a call that needs the process to hold an engine context (COPY, QUEUE_CREATE,
+/// MBOX_CREATE, a REG with a remote right).
+#[derive(Debug)]
+pub(crate) enum CtxError {
+    /// The process holds no context: another process took it while it was idle, after
+    /// device.rs got it one. Get one again and call again.
+    Lost,
+    /// The call failed.
+    Failed(Error),
+}
+
+impl From<Error> for CtxError {
+    fn from(e: Error) -> Self {
+        CtxError::Failed(e)
+    }
+}
+
+impl From<Errno> for CtxError {
+    fn from(e: Errno) -> Self {
+        CtxError::Failed(e.into())
+    }
+}
+
+impl From<kernel::alloc::AllocError> for CtxError {
+    fn from(e: kernel::alloc::AllocError) -> Self {
+        CtxError::Failed(e.into())
+    }
+}
+
+/// The result of a call that needs the process to hold an engine context.
+pub(crate) type CtxResult<T = ()> = core::result::Result<T, CtxError>;
+
 /// Errors of `hmm_range_fault`, as the errno a NACKed transfer reports (abi.rst, "Errors of
 /// a copy"): no permission is EACCES, invalidations that kept racing with the fault (HMM's
 /// retry budget ran out) EAGAIN, a fatal signal EINTR, anything else (no VMA, a PFN mapping,

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! The ioctls of include/uapi/linux/exanest_dma.h: dispatch, copy-in and copy-out only. What
-//! each one does is a method of [`Process`] in the file of its concept.
+//! The ioctls of include/uapi/linux/exanest_dma.h: copy-in ([`Request::read`], each argument
+//! read once), dispatch ([`Request::execute`]) and copy-out ([`Reply::write`]) only. What each
+//! one does is a method of [`Process`] in the file of its concept; device.rs gets the process
+//! a context first for the calls that need one.
 
+use crate::error::CtxResult;
 use crate::exanest_core::abi;
 use crate::process::Process;
 use kernel::{
     ioctl::_IOC_SIZE,
     prelude::*,
-    sync::ArcBorrow,
     transmute::{AsBytes, FromBytes},
     uaccess::UserSlice,
 };
@@ -45,125 +47,141 @@ plain_abi_struct!(
     abi::NetCounters,
 );
 
-/// Whether call `cmd` needs the process to hold a context (device.rs gets it one, then
-/// dispatches, and again if it lost it meanwhile: ENOLINK): COPY, QUEUE_CREATE, MBOX_CREATE, and
-/// a REG that asks for a remote right, whose endpoint must be resident (remote.rs).
-pub(crate) fn needs_context(cmd: u32, arg: usize) -> bool {
-    match cmd {
-        abi::IOC_COPY | abi::IOC_QUEUE_CREATE | abi::IOC_MBOX_CREATE => true,
-        abi::IOC_REG => {
-            let slice = UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<abi::Reg>());
-            slice
-                .reader()
-                .read::<abi::Reg>()
-                .is_ok_and(|r| r.access & abi::ACCESS_REMOTE != 0)
+/// One call's argument, read from user memory once, before anything acts on it.
+pub(crate) enum Request {
+    Info,
+    Reg(abi::Reg),
+    Dereg(abi::Dereg),
+    Copy(abi::Copy),
+    Wait(abi::Wait),
+    Counters,
+    Advise(abi::Advise),
+    Latency,
+    Budget(abi::Budget),
+    RegionStats(abi::RegionStats),
+    QueueCreate(abi::Queue),
+    QueueWait(abi::QueueWait),
+    MboxCreate(abi::Mbox),
+    NetCounters,
+}
+
+/// What a call writes back to its argument.
+pub(crate) enum Reply {
+    None,
+    Info(abi::Info),
+    Reg(abi::Reg),
+    Copy(abi::Copy),
+    Wait(abi::Wait),
+    Counters(abi::Counters),
+    /// Boxed: 960 bytes, rarely asked for.
+    Latency(KBox<abi::Latency>),
+    Budget(abi::Budget),
+    RegionStats(abi::RegionStats),
+    Queue(abi::Queue),
+    QueueWait(abi::QueueWait),
+    NetCounters(abi::NetCounters),
+}
+
+impl Request {
+    /// Call `cmd`'s argument at `arg`: ENOTTY for an unknown call, EFAULT when it cannot be
+    /// read. Calls that only write their struct read nothing.
+    pub(crate) fn read(cmd: u32, arg: usize) -> Result<Self> {
+        let mut r = UserSlice::new(UserPtr::from_addr(arg), _IOC_SIZE(cmd)).reader();
+        Ok(match cmd {
+            abi::IOC_INFO => Request::Info,
+            abi::IOC_REG => Request::Reg(r.read()?),
+            abi::IOC_DEREG => Request::Dereg(r.read()?),
+            abi::IOC_COPY => Request::Copy(r.read()?),
+            abi::IOC_WAIT => Request::Wait(r.read()?),
+            abi::IOC_COUNTERS => Request::Counters,
+            abi::IOC_ADVISE => Request::Advise(r.read()?),
+            abi::IOC_LATENCY => Request::Latency,
+            abi::IOC_BUDGET => Request::Budget(r.read()?),
+            abi::IOC_REGION_STATS => Request::RegionStats(r.read()?),
+            abi::IOC_QUEUE_CREATE => Request::QueueCreate(r.read()?),
+            abi::IOC_QUEUE_WAIT => Request::QueueWait(r.read()?),
+            abi::IOC_MBOX_CREATE => Request::MboxCreate(r.read()?),
+            abi::IOC_NET_COUNTERS => Request::NetCounters,
+            _ => return Err(ENOTTY),
+        })
+    }
+
+    /// Whether the call needs the process to hold a context (device.rs gets it one first, and
+    /// again when it lost it meanwhile): COPY, QUEUE_CREATE, MBOX_CREATE, and a REG that asks
+    /// for a remote right, whose endpoint must be resident (remote.rs).
+    pub(crate) fn needs_context(&self) -> bool {
+        match self {
+            Request::Copy(_) | Request::QueueCreate(_) | Request::MboxCreate(_) => true,
+            Request::Reg(r) => r.access & abi::ACCESS_REMOTE != 0,
+            _ => false,
         }
-        _ => false,
+    }
+
+    /// Do what the call asks, as the method of [`Process`] that owns it.
+    pub(crate) fn execute(&self, p: &Process) -> CtxResult<Reply> {
+        Ok(match self {
+            Request::Info => Reply::Info(p.info()?),
+            Request::Reg(req) => Reply::Reg(p.register_call(req)?),
+            Request::Dereg(req) => {
+                p.deregister(req)?;
+                Reply::None
+            }
+            Request::Copy(req) => {
+                let (cookie, channel) = p.copy(req)?;
+                Reply::Copy(abi::Copy {
+                    cookie,
+                    channel,
+                    ..*req
+                })
+            }
+            Request::Wait(req) => {
+                let (status, bytes_done) = p.wait(req)?;
+                Reply::Wait(abi::Wait {
+                    status,
+                    bytes_done,
+                    ..*req
+                })
+            }
+            Request::Counters => Reply::Counters(p.counters()),
+            Request::Advise(req) => {
+                p.advise(req)?;
+                Reply::None
+            }
+            Request::Latency => Reply::Latency(KBox::new(p.latency()?, GFP_KERNEL)?),
+            Request::Budget(req) => Reply::Budget(p.budget(req)?),
+            Request::RegionStats(req) => Reply::RegionStats(p.region_stats(req)?),
+            Request::QueueCreate(req) => Reply::Queue(p.queue_create(req)?),
+            Request::QueueWait(req) => Reply::QueueWait(p.queue_wait(req)?),
+            Request::MboxCreate(req) => {
+                p.mbox_create(req)?;
+                Reply::None
+            }
+            Request::NetCounters => Reply::NetCounters(p.engine.net_counters()?),
+        })
     }
 }
 
-/// [`dispatch`] for a call that did not get a context first. A REG whose argument changed
-/// under us to ask for remote access (the caller's own race) gets EAGAIN.
-pub(crate) fn dispatch_direct(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Result<isize> {
-    dispatch(this, cmd, arg).map_err(|e| if e == ENOLINK { EAGAIN } else { e })
-}
-
-/// The ioctl entry point.
-pub(crate) fn dispatch(this: ArcBorrow<'_, Process>, cmd: u32, arg: usize) -> Result<isize> {
-    let slice = UserSlice::new(UserPtr::from_addr(arg), _IOC_SIZE(cmd));
-    match cmd {
-        abi::IOC_INFO => {
-            slice.writer().write(&this.info()?)?;
-        }
-        abi::IOC_REG => {
-            let (mut r, mut w) = slice.reader_writer();
-            let mut req: abi::Reg = r.read()?;
-            req.handle = this.register(&req)?;
-            if req.access & abi::ACCESS_REMOTE != 0 {
-                // Checked by `register` already.
-                let v = abi::check_reg(&abi::Reg { handle: 0, ..req }, &this.limits())
-                    .map_err(Error::from)
-                    .and_then(|v| this.grant_rkey(req.handle, &v));
-                match v {
-                    Ok(rkey) => req.rkey = rkey,
-                    Err(e) => {
-                        let _ = this.deregister(&abi::Dereg {
-                            handle: req.handle,
-                            flags: 0,
-                        });
-                        return Err(e);
-                    }
-                }
-            }
-            if let Err(e) = w.write(&req) {
-                // User space cannot learn the handle: drop the region again.
-                let _ = this.deregister(&abi::Dereg {
-                    handle: req.handle,
-                    flags: 0,
-                });
-                return Err(e);
-            }
-        }
-        abi::IOC_DEREG => {
-            let req: abi::Dereg = slice.reader().read()?;
-            this.deregister(&req)?;
-        }
-        abi::IOC_COPY => {
-            let (mut r, mut w) = slice.reader_writer();
-            let mut req: abi::Copy = r.read()?;
-            let (cookie, channel) = this.copy(&req)?;
-            req.cookie = cookie;
-            req.channel = channel;
-            w.write(&req)?;
-        }
-        abi::IOC_WAIT => {
-            let (mut r, mut w) = slice.reader_writer();
-            let mut req: abi::Wait = r.read()?;
-            let (status, bytes) = this.wait(&req)?;
-            req.status = status;
-            req.bytes_done = bytes;
-            w.write(&req)?;
-        }
-        abi::IOC_COUNTERS => {
-            slice.writer().write(&this.counters())?;
-        }
-        abi::IOC_ADVISE => {
-            let req: abi::Advise = slice.reader().read()?;
-            this.advise(&req)?;
-        }
-        abi::IOC_LATENCY => {
-            slice.writer().write(&this.latency()?)?;
-        }
-        abi::IOC_BUDGET => {
-            let (mut r, mut w) = slice.reader_writer();
-            let req: abi::Budget = r.read()?;
-            w.write(&this.budget(&req)?)?;
-        }
-        abi::IOC_REGION_STATS => {
-            let (mut r, mut w) = slice.reader_writer();
-            let req: abi::RegionStats = r.read()?;
-            w.write(&this.region_stats(&req)?)?;
-        }
-        abi::IOC_QUEUE_CREATE => {
-            let (mut r, mut w) = slice.reader_writer();
-            let req: abi::Queue = r.read()?;
-            // On a copy-out failure the queue stays: the file has it, and a second create
-            // says EEXIST.
-            w.write(&this.queue_create(&req)?)?;
-        }
-        abi::IOC_QUEUE_WAIT => {
-            let (mut r, mut w) = slice.reader_writer();
-            let req: abi::QueueWait = r.read()?;
-            w.write(&this.queue_wait(&req)?)?;
-        }
-        abi::IOC_MBOX_CREATE => {
-            let req: abi::Mbox = slice.reader().read()?;
-            this.mbox_create(&req)?;
-        }
-        abi::IOC_NET_COUNTERS => {
-            slice.writer().write(&this.engine.net_counters()?)?;
-        }
-        _ => return Err(ENOTTY),
+impl Reply {
+    /// Write the reply to the call's argument at `arg` (`cmd`'s size). When a REG's reply
+    /// cannot be written, user space cannot learn the handle: the region is dropped again.
+    /// Every other call's action stands (Documentation/abi.rst: a COPY runs, a WAIT's result
+    /// is consumed, a queue stays).
+    pub(crate) fn write(self, p: &Process, cmd: u32, arg: usize) -> Result<isize> {
+        let mut w = UserSlice::new(UserPtr::from_addr(arg), _IOC_SIZE(cmd)).writer();
+        match self {
+            Reply::None => Ok(()),
+            Reply::Info(v) => w.write(&v),
+            Reply::Reg(v) => w.write(&v).inspect_err(|_| p.drop_unreported(v.handle)),
+            Reply::Copy(v) => w.write(&v),
+            Reply::Wait(v) => w.write(&v),
+            Reply::Counters(v) => w.write(&v),
+            Reply::Latency(v) => w.write(&*v),
+            Reply::Budget(v) => w.write(&v),
+            Reply::RegionStats(v) => w.write(&v),
+            Reply::Queue(v) => w.write(&v),
+            Reply::QueueWait(v) => w.write(&v),
+            Reply::NetCounters(v) => w.write(&v),
+        }?;
+        Ok(0)
     }
-    Ok(0)
 }

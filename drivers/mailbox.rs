@@ -13,6 +13,7 @@
 //! QUIESCE at teardown disables the ring; the region goes with the others.
 
 use crate::engine::Context;
+use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{abi, regs::mbox};
 use crate::netregs as nr;
 use crate::process::{MboxState, Process};
@@ -22,22 +23,22 @@ impl Process {
     /// EXANEST_DMA_IOC_MBOX_CREATE, with the process holding a context (device.rs). EINVAL for
     /// a bad request, EOPNOTSUPP without a mailbox on the engine, ENOENT without a queue,
     /// EEXIST for a second mailbox.
-    pub(crate) fn mbox_create(&self, req: &abi::Mbox) -> Result {
+    pub(crate) fn mbox_create(&self, req: &abi::Mbox) -> CtxResult {
         self.check_caller()?;
         let ring = abi::check_mbox(req, &self.limits())?;
         if self.engine.node == abi::NO_NODE || self.engine.version.minor().get() < 4 {
-            return Err(EOPNOTSUPP);
+            return Err(EOPNOTSUPP.into());
         }
         {
             let g = self.inner.lock();
             if g.dead {
-                return Err(ENODEV);
+                return Err(ENODEV.into());
             }
             if !g.queue.exists() {
-                return Err(ENOENT);
+                return Err(ENOENT.into());
             }
             if g.mbox.is_some() {
-                return Err(EEXIST);
+                return Err(EEXIST.into());
             }
         }
         let handle = self.register(&abi::Reg {
@@ -50,17 +51,17 @@ impl Process {
         let mut g = self.inner.lock();
         let res = (|| {
             if g.dead {
-                return Err(ENODEV);
+                return Err(ENODEV.into());
             }
             if g.mbox.is_some() {
-                return Err(EEXIST);
+                return Err(EEXIST.into());
             }
-            let ctx = g.hw().ok_or(ENOLINK)?;
+            let ctx = g.hw().ok_or(CtxError::Lost)?;
             // Held from here: a DEREG of a guessed handle in between made this fail (ENOENT).
             g.regions.hold(handle)?;
             if let Err(e) = ctx.mbox_enable(ring.start, req.log2) {
                 g.regions.release(handle);
-                return Err(e);
+                return Err(e.into());
             }
             g.mbox = Some(MboxState {
                 base: ring.start,

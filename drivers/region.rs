@@ -9,6 +9,7 @@
 //!
 //! Registration, deregistration, and advise (map part of a region now).
 
+use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::abi::{self, Range};
 use crate::fault::{reclaim_for_tables, retry_lost_region, MAX_RETRIES};
 use crate::odp::{FaultTarget, MapState, Notifier};
@@ -141,6 +142,39 @@ impl Process {
             return Err(ENOSPC);
         }
         Ok(())
+    }
+
+    /// EXANEST_DMA_IOC_REG as the call asks it: the region and, with a remote right, its rkey,
+    /// granted while the process holds a context ([`CtxError::Lost`] otherwise: the region is
+    /// gone again and device.rs calls again once it has one). The reply: `req` with the handle
+    /// and the rkey.
+    pub(crate) fn register_call(&self, req: &abi::Reg) -> CtxResult<abi::Reg> {
+        let handle = self.register(req)?;
+        let mut out = abi::Reg { handle, ..*req };
+        if req.access & abi::ACCESS_REMOTE != 0 {
+            // `register` checked the request already: this cannot fail.
+            let granted = abi::check_reg(req, &self.limits())
+                .map_err(CtxError::from)
+                .and_then(|v| self.grant_rkey(handle, &v));
+            match granted {
+                Ok(rkey) => out.rkey = rkey,
+                Err(e) => {
+                    self.drop_unreported(handle);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Drop region `handle`, which user space never learnt of: its REG failed after the
+    /// region was made (no rkey), or its reply could not be written. Only a copy started with
+    /// a guessed handle can keep it (EBUSY): it then stays registered, unknown to the caller,
+    /// until the file is closed (Documentation/abi.rst, REG).
+    pub(crate) fn drop_unreported(&self, handle: u32) {
+        if let Err(e) = self.deregister(&abi::Dereg { handle, flags: 0 }) {
+            pr_debug!("exanest: region {handle} of a failed REG stays ({e:?})\n");
+        }
     }
 
     /// EXANEST_DMA_IOC_DEREG. Under `inner` the region goes and its pages are unmapped (the

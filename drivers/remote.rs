@@ -20,6 +20,7 @@
 //!   errno (EFAULT: no VMA, EACCES: no permission), which ends the sender's op with it.
 
 use crate::engine::{Context, Engine};
+use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{
     abi::{self, ValidReg},
     regs::{net, FaultCause, State},
@@ -181,14 +182,14 @@ impl Context {
 impl Process {
     /// REG with a remote right, for region `handle` (`v`): its rkey, committed to the engine's
     /// key table. EOPNOTSUPP without a network port, ENOSPC when the table (or the endpoints)
-    /// are full, ENOLINK while the process holds no context (device.rs gets it one and asks
-    /// again).
-    pub(crate) fn grant_rkey(&self, handle: u32, v: &ValidReg) -> Result<u64> {
+    /// are full, [`CtxError::Lost`] while the process holds no context (device.rs gets it one
+    /// and asks again).
+    pub(crate) fn grant_rkey(&self, handle: u32, v: &ValidReg) -> CtxResult<u64> {
         if self.engine.node == abi::NO_NODE {
-            return Err(EOPNOTSUPP);
+            return Err(EOPNOTSUPP.into());
         }
         if self.endpoint == NO_ENDPOINT {
-            return Err(ENOSPC);
+            return Err(ENOSPC.into());
         }
         let idx = self.engine.rkeys.alloc(net::MAX_RKEYS).ok_or(ENOSPC)?;
         let tag = loop {
@@ -207,11 +208,11 @@ impl Process {
         }
         let mut g = self.inner.lock();
         let res = if g.dead {
-            Err(ENODEV)
+            Err(ENODEV.into())
         } else if g.bound.is_none() {
-            Err(ENOLINK)
+            Err(CtxError::Lost)
         } else if g.regions.get(handle).is_none() {
-            Err(ENOENT)
+            Err(ENOENT.into())
         } else {
             g.rkeys
                 .push((handle, idx), GFP_KERNEL)
@@ -221,6 +222,7 @@ impl Process {
                     self.engine
                         .rkey_write(idx, tag, self.endpoint, start, len, ctrl)
                 })
+                .map_err(CtxError::from)
         };
         if let Err(e) = res {
             if let Some(i) = g.rkeys.iter().position(|&(_, x)| x == idx) {

@@ -3,6 +3,7 @@
 //! Copies of a process: submit (EXANEST_DMA_IOC_COPY), the engine's interrupt, and collecting
 //! the result (EXANEST_DMA_IOC_WAIT, poll). The channel state machine itself is channel.rs.
 
+use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{abi, regs as map};
 use crate::ffi;
 use crate::process::{Inner, Process};
@@ -16,18 +17,18 @@ use kernel::{
 impl Process {
     /// Queue a copy between two registered regions; start it if a channel is free. Returns the
     /// cookie and the channel (`u32::MAX` when queued).
-    pub(crate) fn copy(&self, req: &abi::Copy) -> Result<(u64, u32)> {
+    pub(crate) fn copy(&self, req: &abi::Copy) -> CtxResult<(u64, u32)> {
         self.check_caller()?;
         let v = abi::check_copy(req, &self.limits())?;
         let mut g = self.inner.lock();
         let inner = &mut *g;
         if inner.dead {
-            return Err(ENODEV);
+            return Err(ENODEV.into());
         }
         // The context was taken from the process after the grant (it was idle): device.rs
         // gets it one again.
         let Some(ctx) = inner.hw() else {
-            return Err(ENOLINK);
+            return Err(CtxError::Lost);
         };
         let src = inner.regions.find(&v.src, abi::ACCESS_READ)?;
         let dst = inner.regions.find(&v.dst, abi::ACCESS_WRITE)?;

@@ -25,6 +25,7 @@
 
 use crate::channel::MAX_CH;
 use crate::engine::Context;
+use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{
     abi::{self, Range},
     regs::{self as map, FaultCause},
@@ -52,22 +53,22 @@ pub(crate) const DOORBELL_PARKED: u64 = 1;
 
 impl Process {
     /// EXANEST_DMA_IOC_QUEUE_CREATE, with the process holding a context (device.rs).
-    pub(crate) fn queue_create(&self, req: &abi::Queue) -> Result<abi::Queue> {
+    pub(crate) fn queue_create(&self, req: &abi::Queue) -> CtxResult<abi::Queue> {
         self.check_caller()?;
         let v = abi::check_queue(req, &self.limits())?;
         let channels = self.engine.channels.min(MAX_CH as u32);
         let ctx = {
             let mut g = self.inner.lock();
             if g.dead {
-                return Err(ENODEV);
+                return Err(ENODEV.into());
             }
             if g.queue.exists() {
-                return Err(EEXIST);
+                return Err(EEXIST.into());
             }
-            let ctx = g.hw().ok_or(ENOLINK)?;
+            let ctx = g.hw().ok_or(CtxError::Lost)?;
             let split = ctx.kq.is_none();
             if !ctx.has_queue() || (split && channels < 2) {
-                return Err(EOPNOTSUPP);
+                return Err(EOPNOTSUPP.into());
             }
             // COPY STARTs channels by registers before register map 2.2: the queue takes
             // channels 1 to N-1 and COPY keeps channel 0 (EBUSY while a copy runs on the
@@ -104,7 +105,7 @@ impl Process {
                 if let Ok((s, c)) = handles {
                     self.queue_drop_rings(&[s, c]);
                 }
-                Err(r.err().unwrap_or(ENODEV))
+                Err(r.err().unwrap_or(ENODEV).into())
             }
         }
     }

@@ -133,7 +133,9 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	exanest-bench queue-move --quick
 	# A receiver whose context another process took: a put, or a message to its mailbox,
 	# makes it resident again.
-	exanest-net -r net.non_resident_receiver -r net.non_resident_mailbox; rc=$?
+	# And a REG whose argument changes under it acts on one read of it.
+	exanest-net -r net.non_resident_receiver -r net.non_resident_mailbox \
+		-r global.reg_argument_read_once; rc=$?
 	[ "$rc" -le 1 ] || t 1 "exanest-net non_resident_receiver" "exit status $rc"
 	rmmod exanest_dma && insmod /lib/exanest_dma.ko >/dev/null 2>&1
 	t $? driver-reload-after-queue-move "insmod failed"

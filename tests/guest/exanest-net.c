@@ -1358,6 +1358,81 @@ TEST_F(net, non_resident_receiver)
 	waitpid(thief, NULL, 0);
 }
 
+static volatile int flipping;
+
+/* Flip the remote right of a REG argument until told to stop. */
+static void *flip_remote(void *arg)
+{
+	volatile uint32_t *access = arg;
+
+	while (flipping)
+		*access ^= EXANEST_DMA_ACCESS_REMOTE_WRITE;
+	return NULL;
+}
+
+/*
+ * REG reads its argument once: while one thread flips the remote right of the struct, another
+ * calls REG with it, on an engine with one context that another process keeps taking (it
+ * copies in a loop). Each REG acts on what its one read saw, a region with a key or one
+ * without. A second read could see a remote right that the first, which decided whether to
+ * get a context first, had not: that REG found no context and failed EAGAIN.
+ */
+TEST(reg_argument_read_once)
+{
+	struct exanest_dma_reg r = { .length = PAGE, .mode = EXANEST_DMA_MODE_ON_DEMAND };
+	struct exanest_dma_info info = { 0 };
+	long keyed = 0, plain = 0, again = 0, other = 0;
+	int fd = dev_open(1), ret = 0;
+	uint8_t *b = big_alloc(PAGE);
+	pthread_t flipper;
+	pid_t thief;
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, xioctl(fd, EXANEST_DMA_IOC_INFO, &info));
+	if (info.contexts != 1 || info.node == EXANEST_DMA_NO_NODE)
+		SKIP(return, "needs a network port and one context per engine (contexts=1)");
+	thief = fork();
+	ASSERT_LE(0, thief);
+	if (!thief) {
+		uint8_t *c = big_alloc(2 * PAGE);
+		int cfd = dev_open(1);
+		uint32_t h;
+
+		if (cfd < 0 || !c || reg(cfd, c, 2 * PAGE, RD | WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, &h))
+			_exit(2);
+		for (;;)
+			copy_wait(cfd, c, c + PAGE, PAGE);
+	}
+	r.addr = (uintptr_t)b;
+	r.access = RD | WR;
+	flipping = 1;
+	ASSERT_EQ(0, pthread_create(&flipper, NULL, flip_remote, (void *)&r.access));
+	for (int i = 0; i < 1000; i++) {
+		r.handle = 0;
+		r.rkey = 0;
+		ret = xioctl(fd, EXANEST_DMA_IOC_REG, &r);
+		if (!ret) {
+			*(r.rkey ? &keyed : &plain) += 1;
+			ret = dereg(fd, r.handle);
+		}
+		if (ret == -EAGAIN)
+			again++;
+		else if (ret)
+			other = ret;
+	}
+	flipping = 0;
+	pthread_join(flipper, NULL);
+	kill(thief, SIGKILL);
+	waitpid(thief, NULL, 0);
+	close(fd);
+	TH_LOG("%ld regions with a key, %ld without", keyed, plain);
+	EXPECT_EQ(0, again) TH_LOG("REG failed EAGAIN %ld times", again);
+	EXPECT_EQ(0, other) TH_LOG("REG or DEREG: %s", strerror(-other));
+	EXPECT_LT(0, keyed);
+	EXPECT_LT(0, plain);
+}
+
 /*
  * The same for a mailbox: messages sent while its process holds no context wait (NOT_READY),
  * it gets one back with its ring's indices where they were, and every message arrives once,
