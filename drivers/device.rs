@@ -483,6 +483,7 @@ impl irq::ThreadedHandler for IrqHandler {
         }
         self.inst.dispatch(summary);
         if wanted {
+            // Already queued: that run reads the endpoints wanted now too.
             let _ = workqueue::system_long().enqueue(self.inst.clone());
         }
         irq::IrqReturn::Handled

@@ -205,6 +205,7 @@ impl Engine {
 
     /// Stop every channel of every context.
     pub(crate) fn reset(&self) {
+        // An MMIO write fails only for an offset past the BAR, which probe checked.
         let _ = self
             .regs
             .write((), hw::RESET::zeroed().with_magic(map::RESET_MAGIC));
@@ -389,7 +390,8 @@ impl Hw for Context {
                 | map::ctx_irq::KCQ
                 | map::ctx_irq::KQERR);
         if let (true, Some(a)) = (pending != 0, at()) {
-            // Write-one-to-clear exactly the bits seen.
+            // Write-one-to-clear exactly the bits seen (an MMIO write fails only for an
+            // offset past the BAR, which probe checked).
             let _ = self.engine.regs.write(a, st);
         }
         pending
@@ -397,6 +399,7 @@ impl Hw for Context {
 
     fn reset(&self) {
         if let Some(at) = hw::CTX_CTRL::try_at(self.ctx()) {
+            // An MMIO write fails only for an offset past the BAR, which probe checked.
             let _ = self
                 .engine
                 .regs

@@ -137,6 +137,8 @@ impl Process {
         }
         if let Some(ctx) = inner.hw() {
             let (chans, mut ended) = inner.chans_releasing();
+            // The decision applied is the copy's: it ends with the NACK's errno or, when the
+            // engine took no command, with ENODEV (`decide` ends it). Nothing is left here.
             let _ = chans.decide(&*ctx, n, &w, res, &mut ended);
         }
         drop(g);

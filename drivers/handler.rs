@@ -117,6 +117,7 @@ mod tests {
             // SAFETY: `arg` is the `Ctx` below, alive until `call_in_hardirq` returned.
             let ctx = unsafe { ArcBorrow::<Ctx>::from_raw(arg.cast()) };
             let kick = || {
+                // Already queued: that run sees this fault too.
                 let _ = workqueue::system_highpri().enqueue(Arc::<Ctx>::from(ctx));
             };
             record_fault(&ctx.q, &ctx.n, 0x7f12_3456_7abc, true, kick);

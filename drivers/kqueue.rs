@@ -133,6 +133,8 @@ impl KernelQueue {
                     head = Some(st.complete(&self.read_cqe(i)));
                 }
                 if let Some(h) = head {
+                    // An MMIO write fails only for an offset past the BAR, which probe
+                    // checked.
                     let _ = r.kq_cq_head(h);
                 }
             }

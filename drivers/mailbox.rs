@@ -73,7 +73,7 @@ impl Process {
         })();
         drop(g);
         if res.is_err() {
-            let _ = self.deregister(&abi::Dereg { handle, flags: 0 });
+            self.drop_unreported(handle);
         }
         res
     }

@@ -160,6 +160,7 @@ impl Drop for PinRun {
                 *p = core::ptr::null_mut();
             }
         }
+        // Giving locked memory back cannot fail (`account_locked_vm` checks only increases).
         let _ = account(&self.mm, self.charged, false);
     }
 }
@@ -352,6 +353,7 @@ impl PageMap {
             }
             gone += u64::from(self.release(dom, vpn));
         }
+        // Giving locked memory back cannot fail (`account_locked_vm` checks only increases).
         let _ = account(&self.mm, gone, false);
     }
 
@@ -380,6 +382,7 @@ impl PageMap {
             };
             gone += u64::from(self.release(dom, vpn));
         }
+        // Giving locked memory back cannot fail (`account_locked_vm` checks only increases).
         let _ = account(&self.mm, gone, false);
     }
 }

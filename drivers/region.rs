@@ -51,6 +51,7 @@ impl Process {
                 .notifiers
                 .push((h, notifier.clone()), GFP_KERNEL_ACCOUNT)
             {
+                // Inserted just above, under the same lock: removing it cannot fail.
                 let _ = inner.regions.remove(h);
                 return Err(e.into());
             }
@@ -70,9 +71,7 @@ impl Process {
             let res = self.prefault_region(handle, &v.range, write);
             self.inner.lock().regions.release(handle);
             if let Err(e) = res {
-                // EBUSY if a copy (with a guessed handle) uses it: it then stays registered
-                // until the file is closed, unknown to the caller (Documentation/abi.rst).
-                let _ = self.deregister(&abi::Dereg { handle, flags: 0 });
+                self.drop_unreported(handle);
                 return Err(e);
             }
         }
@@ -113,6 +112,7 @@ impl Process {
                 let mut m = self.map.lock();
                 let MapState { domain, mirror, .. } = &mut *m;
                 let Some(dom) = domain.as_ref() else {
+                    // Inserted just above, under the same lock: removing it cannot fail.
                     let _ = inner.regions.remove(h);
                     return Err(ENODEV);
                 };
@@ -123,6 +123,7 @@ impl Process {
             match res {
                 Ok(()) => return Ok(h),
                 Err(e) => {
+                    // Inserted just above, under the same lock: removing it cannot fail.
                     let _ = inner.regions.remove(h);
                     tries += 1;
                     if e != ENOMEM || tries >= MAX_RETRIES {

@@ -117,6 +117,7 @@ impl Engine {
     /// The process holding `ep` is gone: no context for it, and the id is free again.
     pub(crate) fn endpoint_free(&self, ep: u32) {
         if ep != NO_ENDPOINT {
+            // An MMIO write fails only for an offset past the BAR, which probe checked.
             let _ = self.ep_set(ep, None);
             self.endpoints.free(ep);
         }
@@ -226,8 +227,10 @@ impl Process {
         };
         if let Err(e) = res {
             if let Some(i) = g.rkeys.iter().position(|&(_, x)| x == idx) {
+                // `i` is a valid index: removing it cannot fail.
                 let _ = g.rkeys.remove(i);
             }
+            // An MMIO write fails only for an offset past the BAR, which probe checked.
             let _ = self.engine.rkey_write(idx, 0, 0, 0, 0, 0);
             self.engine.rkeys.free(idx);
             return Err(e);
@@ -240,6 +243,7 @@ impl Process {
     pub(crate) fn revoke_rkey(&self, inner: &mut Inner, handle: u32) {
         if let Some(i) = inner.rkeys.iter().position(|&(h, _)| h == handle) {
             if let Ok((_, idx)) = inner.rkeys.remove(i) {
+                // An MMIO write fails only for an offset past the BAR, which probe checked.
                 let _ = self.engine.rkey_write(idx, 0, 0, 0, 0, 0);
                 self.engine.rkeys.free(idx);
             }
@@ -285,10 +289,13 @@ impl Process {
             Ok(()) => {
                 k.faults_resolved += 1;
                 k.retransmissions += 1;
+                // Refused only when the channel no longer holds the fault (the op ended
+                // meanwhile, or the device is gone): nothing is left to answer.
                 let _ = ctx.ch_resume(n);
             }
             Err(e) => {
                 k.nacks += 1;
+                // As for the RESUME.
                 let _ = ctx.nack_with(n, e.to_errno());
             }
         }

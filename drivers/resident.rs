@@ -47,6 +47,7 @@ impl Instance {
         if !e.eps_wanted() {
             return false;
         }
+        // An MMIO write fails only for an offset past the BAR, which probe checked.
         let _ = e
             .regs
             .write((), nr::NET_IRQ::zeroed().with_value(net::IRQ_EP_WANTED));
@@ -81,6 +82,8 @@ impl WorkItem for Instance {
                 // The process holding the endpoint, if it is still there; it gets a context as
                 // for a copy of its own (ENODEV once the device is gone: nothing to do).
                 if let Some(p) = this.process_of(ep) {
+                    // Its error (ENODEV: the device is gone; ERESTARTSYS cannot come from a
+                    // work item) leaves nothing to do.
                     let _ = this.acquire(&p);
                 }
             }

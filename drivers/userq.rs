@@ -99,6 +99,7 @@ impl Process {
             }
             r => {
                 g.queue = QueueState::None;
+                // Back to every channel, which no copy can be using beyond: cannot fail.
                 let _ = g.chans.sched.set_channels(channels);
                 let handles = r.as_ref().map(|q| (q.sq_handle, q.cq_handle));
                 drop(g);
@@ -186,7 +187,7 @@ impl Process {
     /// Deregister ring regions the queue does not (or no longer) hold.
     fn queue_drop_rings(&self, handles: &[u32]) {
         for &handle in handles {
-            let _ = self.deregister(&abi::Dereg { handle, flags: 0 });
+            self.drop_unreported(handle);
         }
     }
 
@@ -309,6 +310,7 @@ impl Process {
             }
             let (pages, addr) = core::mem::take(&mut q.evicted);
             if pages != 0 && q.error.is_none() {
+                // A lost event (CQ full) stays counted in BUDGET and COUNTERS.
                 let _ = ctx.post_event(abi::EVENT_EVICTED, pages, addr);
             }
         }

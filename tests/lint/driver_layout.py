@@ -5,7 +5,8 @@
 - no import cycle among the driver's modules (`crate::name` references, tests excluded);
 - every `unsafe` block or `unsafe impl` has a `// SAFETY:` comment just above it, and no
   SAFETY comment leans on another ("See above");
-- the lock order is written in exactly one file (a `# Lock order` section).
+- the lock order is written in exactly one file (a `# Lock order` section);
+- every result discarded with `let _ =` says why in a comment just above it (outside tests).
 
 Prints one line per problem and exits 1 if there is any.
 """
@@ -40,6 +41,7 @@ def main(argv):
         graph[f.stem] = deps
         if re.search(r"^//! # Lock order", text, re.M):
             lock_order_files.append(f.name)
+        code_lines = len(code_without_tests(text).splitlines())
         for i, line in enumerate(lines):
             if re.search(r"SAFETY:.*\bSee above\b", line, re.I):
                 problems.append(f"{f.name}:{i + 1}: SAFETY comment that does not stand alone")
@@ -52,6 +54,12 @@ def main(argv):
                 above = "\n".join(lines[max(0, min(j, i - 6)): i + 1])
                 if "SAFETY:" not in above:
                     problems.append(f"{f.name}:{i + 1}: unsafe without a // SAFETY: comment")
+            if i < code_lines and re.match(r"\s*let _ =", line):
+                # A comment line among the two lines right above (a statement's comment
+                # block ends there).
+                if not any(l.lstrip().startswith("//") and not l.lstrip().startswith("//!")
+                           for l in lines[max(0, i - 2): i]):
+                    problems.append(f"{f.name}:{i + 1}: `let _ =` without a comment saying why the result may be dropped")
     if len(lock_order_files) != 1:
         problems.append(f"the lock order is written in {len(lock_order_files)} files: {lock_order_files}")
     # Cycles: depth-first search with colours.

@@ -37,6 +37,15 @@ class Layout(unittest.TestCase):
         rc, out = run({"a.rs": LOCKS + "use crate::b::X;\n", "b.rs": b})
         self.assertEqual(rc, 0, out)
 
+    def test_discarded_result_needs_a_reason(self):
+        rc, out = run({"a.rs": LOCKS + "fn f() {\n    let _ = g();\n}\n"})
+        self.assertEqual(rc, 1)
+        self.assertIn("a.rs:3: `let _ =` without a comment", out)
+        ok = LOCKS + "fn f() {\n    // g fails only when nothing is left to do.\n    let _ = g();\n}\n"
+        self.assertEqual(run({"a.rs": ok})[0], 0)
+        tests = LOCKS + "fn f() {}\n#[kunit_tests(t)]\nmod tests { fn t() { let _ = g(); } }\n"
+        self.assertEqual(run({"a.rs": tests})[0], 0)
+
     def test_long_file(self):
         rc, out = run({"a.rs": LOCKS + "\n" * 501})
         self.assertIn("lines (limit 500)", out)
