@@ -53,6 +53,21 @@ pub(crate) unsafe extern "C" fn exanest_rust_fault_work(token: *mut core::ffi::c
 }
 ffi::check_callback!(ffi::raw::exanest_rust_fault_work, exanest_rust_fault_work);
 
+/// Which region a fault is resolved in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Within {
+    /// The region of the copy that faulted (the engine's report), which the copy holds; any
+    /// region the address is in if that one does not cover it.
+    Region(u32),
+    /// Any region the address is in: a queue transfer's or a remote op's fault (the engine's
+    /// report names no region).
+    Any,
+    /// Any region that overlaps the page at the address: the IOMMU's report, whose address is
+    /// the start of the faulting page, not the faulting byte, so a region that begins inside
+    /// the page counts.
+    Page,
+}
+
 impl Process {
     /// The fault worker: resolve what the IOMMU reported, then serve every channel that the
     /// engine reported in fault-wait (every running one when IOMMU reports were lost or came
@@ -65,7 +80,10 @@ impl Process {
             while let Some((f, stamp)) = self.faults.pop_stamped() {
                 busy = true;
                 // Errors are the channel's business: it reports the same fault.
-                if self.resolve(f.page, f.write, u64::MAX, None).is_ok() {
+                if self
+                    .resolve(f.page, f.write, u64::MAX, Within::Page)
+                    .is_ok()
+                {
                     let us = ffi::ktime_ns().saturating_sub(stamp) / 1000;
                     self.inner.lock().chans.latency.handler.record(us);
                 }
@@ -118,9 +136,12 @@ impl Process {
         };
         let rep = w.report;
         let res = match rep.fault_cause {
-            FaultCause::Translation => {
-                self.resolve(rep.fault_addr, rep.fault_write, w.limit, Some(w.region))
-            }
+            FaultCause::Translation => self.resolve(
+                rep.fault_addr,
+                rep.fault_write,
+                w.limit,
+                Within::Region(w.region),
+            ),
             _ => Err(EIO),
         };
         let mut g = self.inner.lock();
@@ -147,21 +168,12 @@ impl Process {
     }
 
     /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
-    /// up to `limit`. `copy_region`: the region of the copy that faulted, for the engine's
-    /// report, or `userq::ANY_REGION` for a queue transfer's (any region the address is in);
-    /// `None` for the IOMMU's report, whose `addr` is the start of the faulting page,
-    /// not the faulting byte, so a region that begins inside the page counts.
-    pub(crate) fn resolve(
-        &self,
-        addr: u64,
-        write: bool,
-        limit: u64,
-        copy_region: Option<u32>,
-    ) -> Result {
-        retry_lost_region(|| self.resolve_once(addr, write, limit, copy_region))
+    /// up to `limit`, in the region `within` says.
+    pub(crate) fn resolve(&self, addr: u64, write: bool, limit: u64, within: Within) -> Result {
+        retry_lost_region(|| self.resolve_once(addr, write, limit, within))
     }
 
-    fn resolve_once(&self, addr: u64, write: bool, limit: u64, copy_region: Option<u32>) -> Result {
+    fn resolve_once(&self, addr: u64, write: bool, limit: u64, within: Within) -> Result {
         let (h, addr, target) = {
             let mut g = self.inner.lock();
             if g.dead {
@@ -179,10 +191,10 @@ impl Process {
             }
             let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
             let one = Range::new(addr, 1, u64::MAX)?;
-            let (h, addr) = match copy_region {
+            let (h, addr) = match within {
                 // The copy's own region, which it holds: it cannot go during the fault-in,
                 // unlike an overlapping one. (A pinned one cannot fault; others are looked up.)
-                Some(h)
+                Within::Region(h)
                     if g.regions.get(h).is_some_and(|r| {
                         not_pinned(r)
                             && r.range.contains(&one)
@@ -191,8 +203,10 @@ impl Process {
                 {
                     (h, addr)
                 }
-                Some(_) => (g.regions.find_with(&one, access(write), not_pinned)?, addr),
-                None => {
+                Within::Region(_) | Within::Any => {
+                    (g.regions.find_with(&one, access(write), not_pinned)?, addr)
+                }
+                Within::Page => {
                     g.regions
                         .find_in_page(addr, PAGE_SIZE as u64, access(write), not_pinned)?
                 }

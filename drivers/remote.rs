@@ -25,10 +25,10 @@ use crate::exanest_core::{
     abi::{self, ValidReg},
     regs::{net, FaultCause, State},
 };
+use crate::fault::Within;
 use crate::netregs as nr;
 use crate::process::{Inner, Process};
 use crate::regs as hw;
-use crate::userq::ANY_REGION;
 use kernel::{bindings, io::register::Array, prelude::*, sync::Arc};
 
 /// The endpoint of a process that has none: the engine has no port, or every endpoint is held.
@@ -271,7 +271,7 @@ impl Process {
         }
         let res = match rep.fault_cause {
             FaultCause::Translation => {
-                self.resolve(rep.fault_addr, rep.fault_write, u64::MAX, Some(ANY_REGION))
+                self.resolve(rep.fault_addr, rep.fault_write, u64::MAX, Within::Any)
             }
             _ => Err(EIO),
         };

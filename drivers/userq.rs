@@ -30,6 +30,7 @@ use crate::exanest_core::{
     abi::{self, Range},
     regs::{self as map, FaultCause},
 };
+use crate::fault::Within;
 use crate::ffi;
 use crate::process::Process;
 use crate::queue::{QueueState, UserQueue};
@@ -42,8 +43,6 @@ use kernel::{
     uaccess::UserSlice,
 };
 
-/// Handle of no region: the resolver then looks the faulting address up (fault.rs).
-pub(crate) const ANY_REGION: u32 = 0;
 /// The next doorbell's mmap offset, in pages: unique among the files of every engine, so that
 /// zapping one file's doorbell through the device inode's mapping zaps no other.
 static NEXT_DOORBELL: AtomicU64 = AtomicU64::new(1);
@@ -416,7 +415,7 @@ impl Process {
         };
         let res = match rep.fault_cause {
             FaultCause::Translation => {
-                self.resolve(rep.fault_addr, rep.fault_write, u64::MAX, Some(ANY_REGION))
+                self.resolve(rep.fault_addr, rep.fault_write, u64::MAX, Within::Any)
             }
             _ => Err(EIO),
         };
