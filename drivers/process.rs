@@ -44,7 +44,7 @@ use crate::ffi::FaultThread;
 use crate::iommu::Domain;
 use crate::odp::{MapState, Notifier};
 use crate::pinned::PageMap;
-use crate::queue::QueueState;
+use crate::queue::{Doorbell, DoorbellState, QueueState};
 use core::sync::atomic::{AtomicPtr, AtomicU64};
 use kernel::{
     bindings,
@@ -177,10 +177,10 @@ pub(crate) struct Process {
     pub(crate) faults: FaultQueue<FAULT_QUEUE>,
     /// Faults the IOMMU fault handler was called for.
     pub(crate) iommu_faults: AtomicU64,
-    /// Physical address of the doorbell page of the process's user-level queue, 0 while it has
-    /// none: read by mmap, which runs under the mmap lock and so may not take `inner` (teardown
-    /// unpins pages, which takes the mmap lock, under `inner`).
-    pub(crate) doorbell: AtomicU64,
+    /// Where the doorbell of the process's user-level queue leads: read by mmap, which runs
+    /// under the mmap lock and so may not take `inner` (teardown unpins pages, which takes the
+    /// mmap lock, under `inner`).
+    pub(crate) doorbell: Doorbell,
     /// The mmap offset of the doorbell page, unique to the file's queue (so that zapping it
     /// touches no other file's doorbell in the device inode's mapping), 0 before the queue.
     pub(crate) doorbell_off: AtomicU64,
@@ -278,7 +278,7 @@ impl Process {
                 done <- new_poll_condvar!("Process::done"),
                 faults: FaultQueue::new(),
                 iommu_faults: AtomicU64::new(0),
-                doorbell: AtomicU64::new(0),
+                doorbell: Doorbell::new(),
                 doorbell_off: AtomicU64::new(0),
                 doorbell_map: AtomicPtr::new(core::ptr::null_mut()),
                 doorbell_lock <- new_mutex!((), "Process::doorbell_lock"),
@@ -370,8 +370,7 @@ impl Process {
             return KVec::new();
         }
         inner.dead = true;
-        self.doorbell
-            .store(0, core::sync::atomic::Ordering::Release);
+        self.doorbell.set(DoorbellState::None);
         // Other nodes first: the rkeys go, then the endpoint, before any page goes back.
         self.revoke_all(inner);
         self.engine.endpoint_free(self.endpoint);

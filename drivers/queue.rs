@@ -12,10 +12,55 @@ use crate::exanest_core::{
     abi::{self, Range},
     regs::{self as map, State},
 };
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
+    page::PAGE_SIZE,
     prelude::*,
     time::{Instant, Monotonic},
 };
+
+/// Where the doorbell of a process's queue leads ([`Doorbell`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DoorbellState {
+    /// No queue, or it is gone (with the process or the device): an access gets SIGBUS.
+    None,
+    /// The queue has no context: the doorbell's next fault waits for one (userq.rs).
+    Parked,
+    /// The doorbell page (physical address) of the context the queue runs on.
+    At(u64),
+}
+
+/// A [`DoorbellState`] that mmap and the doorbell's fault read without `Process::inner`
+/// (they run under the mmap lock). Kept in one word: 0 for none, 1 for parked, otherwise the
+/// page's address (page-aligned, so neither).
+pub(crate) struct Doorbell(AtomicU64);
+
+impl Doorbell {
+    const NONE: u64 = 0;
+    const PARKED: u64 = 1;
+
+    pub(crate) const fn new() -> Self {
+        Doorbell(AtomicU64::new(Self::NONE))
+    }
+
+    pub(crate) fn get(&self) -> DoorbellState {
+        match self.0.load(Ordering::Acquire) {
+            Self::NONE => DoorbellState::None,
+            Self::PARKED => DoorbellState::Parked,
+            phys => DoorbellState::At(phys),
+        }
+    }
+
+    /// Set it; a context without a doorbell page (`At(0)`, or a misaligned one) is none.
+    pub(crate) fn set(&self, s: DoorbellState) {
+        let v = match s {
+            DoorbellState::At(phys) if phys > Self::PARKED && phys % PAGE_SIZE as u64 == 0 => phys,
+            DoorbellState::Parked => Self::PARKED,
+            DoorbellState::None | DoorbellState::At(_) => Self::NONE,
+        };
+        self.0.store(v, Ordering::Release);
+    }
+}
 
 /// The queue of a process (`Inner::queue`, process.rs).
 pub(crate) enum QueueState {
@@ -228,5 +273,26 @@ impl QueueState {
             QueueState::Ready(q) => core::mem::take(&mut q.pending) | if all { q.mask } else { 0 },
             _ => 0,
         }
+    }
+}
+
+#[kunit_tests(exanest_dma_queue)]
+mod tests {
+    use super::*;
+
+    /// Every state comes back as it was set; a context without a doorbell page is none.
+    #[test]
+    fn doorbell_states() {
+        let d = Doorbell::new();
+        assert_eq!(d.get(), DoorbellState::None);
+        d.set(DoorbellState::At(0x4010_2000));
+        assert_eq!(d.get(), DoorbellState::At(0x4010_2000));
+        d.set(DoorbellState::Parked);
+        assert_eq!(d.get(), DoorbellState::Parked);
+        d.set(DoorbellState::At(0));
+        assert_eq!(d.get(), DoorbellState::None);
+        d.set(DoorbellState::At(0x4010_2001));
+        // A misaligned page is none.
+        assert_eq!(d.get(), DoorbellState::None);
     }
 }

@@ -33,7 +33,7 @@ use crate::exanest_core::{
 use crate::fault::Within;
 use crate::ffi;
 use crate::process::Process;
-use crate::queue::{QueueState, UserQueue};
+use crate::queue::{DoorbellState, QueueState, UserQueue};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     bindings,
@@ -46,9 +46,6 @@ use kernel::{
 /// The next doorbell's mmap offset, in pages: unique among the files of every engine, so that
 /// zapping one file's doorbell through the device inode's mapping zaps no other.
 static NEXT_DOORBELL: AtomicU64 = AtomicU64::new(1);
-/// [`Process::doorbell`] while the queue has no context: the doorbell's next fault waits for
-/// one. (0: no queue, or gone; otherwise the page of the context the queue runs on.)
-pub(crate) const DOORBELL_PARKED: u64 = 1;
 
 impl Process {
     /// EXANEST_DMA_IOC_QUEUE_CREATE, with the process holding a context (device.rs).
@@ -87,8 +84,8 @@ impl Process {
                 g.queue = QueueState::Ready(q);
                 let pgoff = NEXT_DOORBELL.fetch_add(1, Ordering::Relaxed);
                 self.doorbell_off.store(pgoff, Ordering::Relaxed);
-                let phys = ctx.doorbell.unwrap_or(0);
-                self.doorbell.store(phys, Ordering::Release);
+                self.doorbell
+                    .set(ctx.doorbell.map_or(DoorbellState::None, DoorbellState::At));
                 Ok(abi::Queue {
                     context: ctx.index,
                     channels: mask,
@@ -203,8 +200,7 @@ impl Process {
         // the caller holds; `vm_pgoff` is plain data set before `f_op->mmap` is called.
         let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff } as u64;
         // Under the mmap lock: no `inner` here (lock order, process.rs).
-        let phys = self.doorbell.load(Ordering::Acquire);
-        if phys == 0 {
+        if self.doorbell.get() == DoorbellState::None {
             return Err(ENXIO);
         }
         if vma.end() - vma.start() != PAGE_SIZE
@@ -229,13 +225,13 @@ impl Process {
     /// retried); ENXIO when the queue or the device is gone (SIGBUS).
     pub(crate) fn doorbell_fault(&self, vmf: *mut bindings::vm_fault) -> Result {
         let _g = self.doorbell_lock.lock();
-        match self.doorbell.load(Ordering::Acquire) {
-            0 => Err(ENXIO),
-            DOORBELL_PARKED => Err(EAGAIN),
+        match self.doorbell.get() {
+            DoorbellState::None => Err(ENXIO),
+            DoorbellState::Parked => Err(EAGAIN),
             // SAFETY: `vmf` is the fault being handled, its VMA the doorbell's (the shim's
             // contract), and `doorbell_lock` keeps `phys` the page of the context the queue
             // holds until the mapping is in place.
-            phys => unsafe { ffi::insert_doorbell(vmf, phys) },
+            DoorbellState::At(phys) => unsafe { ffi::insert_doorbell(vmf, phys) },
         }
     }
 
@@ -245,10 +241,10 @@ impl Process {
     pub(crate) fn doorbell_park(&self) {
         {
             let _g = self.doorbell_lock.lock();
-            if self.doorbell.load(Ordering::Acquire) <= DOORBELL_PARKED {
+            if !matches!(self.doorbell.get(), DoorbellState::At(_)) {
                 return;
             }
-            self.doorbell.store(DOORBELL_PARKED, Ordering::Release);
+            self.doorbell.set(DoorbellState::Parked);
         }
         self.zap_doorbell();
     }
@@ -256,9 +252,9 @@ impl Process {
     /// The queue runs on `ctx` (again): the doorbell's next fault maps its page.
     pub(crate) fn doorbell_open(&self, ctx: &Context) {
         let _g = self.doorbell_lock.lock();
-        if self.doorbell.load(Ordering::Acquire) == DOORBELL_PARKED {
+        if self.doorbell.get() == DoorbellState::Parked {
             self.doorbell
-                .store(ctx.doorbell.unwrap_or(0), Ordering::Release);
+                .set(ctx.doorbell.map_or(DoorbellState::None, DoorbellState::At));
         }
     }
 
