@@ -413,6 +413,26 @@ void exanest_shim_vf_memory_on(struct pci_dev *vf)
 		pci_write_config_word(vf, PCI_COMMAND, cmd | PCI_COMMAND_MEMORY);
 }
 
+/*
+ * Virtual function id of pf, referenced (pci_dev_put() it), or NULL. pci_domain_nr() and
+ * pci_physfn() are inline, and pci_iov_virtfn_bus() is not exported: the VF is looked up on
+ * the PF's bus by its exported devfn, and only a VF of this PF is returned.
+ */
+struct pci_dev *exanest_shim_pci_get_vf(struct pci_dev *pf, int id)
+{
+	int devfn = pci_iov_virtfn_devfn(pf, id);
+	struct pci_dev *vf;
+
+	if (devfn < 0)
+		return NULL;
+	vf = pci_get_domain_bus_and_slot(pci_domain_nr(pf->bus), pf->bus->number, devfn);
+	if (vf && (!vf->is_virtfn || pci_physfn(vf) != pf)) {
+		pci_dev_put(vf);
+		vf = NULL;
+	}
+	return vf;
+}
+
 /* The address space of the file a new VMA maps (the device inode's, for the doorbell). */
 struct address_space *exanest_shim_vma_mapping(struct vm_area_struct *vma)
 {

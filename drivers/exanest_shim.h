@@ -56,6 +56,7 @@ void exanest_shim_memcg_exit(void *old);
 int exanest_shim_map_doorbell(struct vm_area_struct *vma);
 int exanest_shim_insert_doorbell(struct vm_fault *vmf, phys_addr_t phys);
 void exanest_shim_vf_memory_on(struct pci_dev *vf);
+struct pci_dev *exanest_shim_pci_get_vf(struct pci_dev *pf, int id);
 struct address_space *exanest_shim_vma_mapping(struct vm_area_struct *vma);
 void exanest_shim_zap(struct address_space *mapping, u64 offset);
 

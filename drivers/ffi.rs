@@ -399,6 +399,17 @@ pub(crate) unsafe fn vf_memory_on(vf: *mut bindings::pci_dev) {
     unsafe { raw::exanest_shim_vf_memory_on(vf) }
 }
 
+/// Virtual function `id` of `pf`, with a reference taken (the caller drops it), or null: none
+/// with that index, or (its routing ID past the PF's bus) not found there.
+///
+/// # Safety
+///
+/// `pf` is a live PCI physical function with SR-IOV enabled.
+pub(crate) unsafe fn pci_get_vf(pf: *mut bindings::pci_dev, id: i32) -> *mut bindings::pci_dev {
+    // SAFETY: Per the contract.
+    unsafe { raw::exanest_shim_pci_get_vf(pf, id) }
+}
+
 /// The address space of the file `vma` maps (null for an anonymous VMA).
 pub(crate) fn vma_mapping(vma: &kernel::mm::virt::VmaNew) -> *mut bindings::address_space {
     // SAFETY: `vma` is the VMA of the current mmap call, alive under the mmap lock; its

@@ -13,7 +13,6 @@
 //! domain). The VFs are disabled again when the physical function is unbound, after every
 //! process has let go of its context (device.rs).
 
-use crate::exanest_core::regs as map;
 use crate::ffi;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{bindings, device, device::Core, pci, prelude::*, sync::aref::ARef};
@@ -52,44 +51,12 @@ impl Functions {
             vfs: KVec::new(),
             doorbells: KVec::new(),
         };
-        let mut found: KVec<Option<(ARef<device::Device>, u64)>> = KVec::new();
-        for _ in 0..n {
-            found.push(None, GFP_KERNEL)?;
-        }
-        // The PCI core exports no lookup of a VF by index: walk the engine's VFs, keep this
-        // PF's, and place each by its index.
-        let mut vf: *mut bindings::pci_dev = core::ptr::null_mut();
-        loop {
-            // SAFETY: `vf` is NULL or the device the last call returned, whose reference this
-            // call drops; it returns the next match with a reference taken, or NULL.
-            vf = unsafe {
-                bindings::pci_get_device(
-                    u32::from(map::PCI_VENDOR_ID),
-                    u32::from(map::PCI_VF_DEVICE_ID),
-                    vf,
-                )
-            };
+        // Each VF by its index, as the PCI core places it (the exported routing-ID lookup).
+        for id in 0..nr {
+            // SAFETY: `pf` is live (its probe is running) and SR-IOV is enabled on it.
+            let vf = unsafe { ffi::pci_get_vf(pf, id) };
             if vf.is_null() {
-                break;
-            }
-            // SAFETY: `vf` is a live PCI device (referenced by the lookup); `physfn` is
-            // meaningful when `is_virtfn` is set, and `pci_iov_vf_id` accepts any VF.
-            let (mine, idx) = unsafe {
-                let mine = (*vf).is_virtfn() != 0 && (*vf).__bindgen_anon_1.physfn == pf;
-                (
-                    mine,
-                    if mine {
-                        bindings::pci_iov_vf_id(vf)
-                    } else {
-                        -1
-                    },
-                )
-            };
-            let Some(slot) = usize::try_from(idx).ok().and_then(|i| found.get_mut(i)) else {
-                continue;
-            };
-            if !mine || slot.is_some() {
-                continue;
+                return Err(ENODEV);
             }
             // SAFETY: `vf` is live and referenced; setting the bus-master bit in its command
             // register is what its DMA needs, and no driver of its own races with it.
@@ -101,10 +68,8 @@ impl Functions {
             let bar = unsafe { (*vf).resource[0].start };
             // SAFETY: `vf` is live and referenced; `get_device` takes a reference of its own.
             let d = unsafe { device::Device::get_device(&raw mut (*vf).dev) };
-            *slot = Some((d, bar));
-        }
-        for d in found.into_iter() {
-            let (d, bar) = d.ok_or(ENODEV)?;
+            // SAFETY: The lookup's reference, dropped once the device holds its own.
+            unsafe { bindings::pci_dev_put(vf) };
             f.vfs.push(d, GFP_KERNEL)?;
             f.doorbells.push(bar, GFP_KERNEL)?;
         }
