@@ -1382,7 +1382,7 @@ TEST(reg_argument_read_once)
 	struct exanest_dma_reg r = { .length = PAGE, .mode = EXANEST_DMA_MODE_ON_DEMAND };
 	struct exanest_dma_info info = { 0 };
 	long keyed = 0, plain = 0, again = 0, other = 0;
-	int fd = dev_open(1), ret = 0;
+	int fd = dev_open(0), ret = 0;
 	uint8_t *b = big_alloc(PAGE);
 	pthread_t flipper;
 	pid_t thief;
@@ -1396,7 +1396,7 @@ TEST(reg_argument_read_once)
 	ASSERT_LE(0, thief);
 	if (!thief) {
 		uint8_t *c = big_alloc(2 * PAGE);
-		int cfd = dev_open(1);
+		int cfd = dev_open(0);
 		uint32_t h;
 
 		if (cfd < 0 || !c || reg(cfd, c, 2 * PAGE, RD | WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, &h))
