@@ -1,23 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
 //! The channel state machine of one process's copies, over the [`Hw`] trait: start a copy on a
-//! free channel, take the engine's reports (done, error, fault-wait), resume or NACK a faulted
-//! transfer once the fault path has decided, and start the next queued copy on the freed
-//! channel. The queue itself is the core's [`Scheduler`].
+//! free channel, take the engine's reports (done, error), end a copy whose fault was NACKed
+//! with the fault path's errno, and start the next queued copy on the freed channel. The
+//! queue itself is the core's [`Scheduler`]; faults, of copies as of every other origin, are
+//! the fault state machine's (fault/machine.rs).
 //!
 //! Interrupts may be lost or repeated: every interrupt looks at the channels it names and at
 //! every running one, and a report is acted on only when it matches what the channel runs
-//! (a second DONE for a finished copy, or a second fault-wait report for a fault already being
-//! served, changes nothing).
+//! (a second DONE for a finished copy changes nothing).
 //!
 //! No lock here: a `Channels` lives under `Process::inner` (lock order: process.rs).
 
-use crate::engine::{ChannelReport, Hw};
+use crate::engine::Hw;
 use crate::exanest_core::{
     abi::{self, Errno, ValidCopy},
-    regs::{self as map, Error as ChError, FaultCause, State},
+    faultsm::{Answer, Origin},
+    regs::{self as map, Error as ChError, State},
     sched::{Entry, Scheduler, Start},
 };
+use crate::fault::{Ended, Transfer, Within};
 use kernel::{
     prelude::*,
     time::{Instant, Monotonic},
@@ -27,23 +29,10 @@ use kernel::{
 pub(crate) const MAX_CH: usize = map::MAX_CHANNELS;
 /// Copies one process may have queued, running or finished but not yet waited for.
 pub(crate) const MAX_INFLIGHT: usize = 64;
-/// A channel that keeps faulting at the same address after its fault was resolved is NACKed.
-pub(crate) const MAX_REFAULTS: u32 = 8;
 
 /// Microseconds since `t`.
 pub(crate) fn micros(t: Instant<Monotonic>) -> u64 {
     u64::try_from(t.elapsed().as_micros_ceil()).unwrap_or(0)
-}
-
-/// A fault-wait the fault path must serve: where, and how far the transfer still goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FaultWait {
-    /// The channel's report.
-    pub(crate) report: ChannelReport,
-    /// End (exclusive) of the bytes the transfer still accesses in the faulting direction.
-    pub(crate) limit: u64,
-    /// The copy's region in the faulting direction, held by the copy (it cannot go meanwhile).
-    pub(crate) region: u32,
 }
 
 /// The copies of one process and the engine channels they run on.
@@ -52,12 +41,6 @@ pub(crate) struct Channels {
     pub(crate) sched: Scheduler<MAX_CH, MAX_INFLIGHT>,
     /// The errno a channel's NACKed transfer ends with (0: none).
     nack_errno: [i32; MAX_CH],
-    /// Last fault address of each channel and how often it came back.
-    refaults: [(u64, u32); MAX_CH],
-    /// When each channel's fault-wait was first seen; `Some` while it is being served.
-    fault_at: [Option<Instant<Monotonic>>; MAX_CH],
-    /// Channels seen in fault-wait that the fault path has not taken yet.
-    fault_pending: u32,
     /// Counters of copies and faults (the rest of `Counters` is filled by stats.rs).
     pub(crate) counters: abi::Counters,
     /// Fault service times.
@@ -69,9 +52,6 @@ impl Channels {
         Channels {
             sched: Scheduler::new(channels),
             nack_errno: [0; MAX_CH],
-            refaults: [(0, 0); MAX_CH],
-            fault_at: [None; MAX_CH],
-            fault_pending: 0,
             counters: abi::Counters::default(),
             latency: abi::Latency::default(),
         }
@@ -92,9 +72,6 @@ impl Channels {
     pub(crate) fn start(&mut self, hw: &dyn Hw, s: Start, ended: &mut impl FnMut(&Entry)) {
         let (e, i) = (s.entry, s.channel as usize);
         self.nack_errno[i] = 0;
-        self.refaults[i] = (0, 0);
-        self.fault_at[i] = None;
-        self.fault_pending &= !(1 << s.channel);
         let len = e.copy.src.len() as u32;
         if let Err(err) = hw.start(s.channel, e.copy.src.start, e.copy.dst.start, len) {
             self.finish(hw, s.channel, err.to_errno(), 0, ended);
@@ -125,15 +102,9 @@ impl Channels {
         }
     }
 
-    /// The engine interrupted for the channels in `pending`. Returns true when a channel
-    /// entered fault-wait and the fault path must run.
-    pub(crate) fn interrupt(
-        &mut self,
-        hw: &dyn Hw,
-        pending: u32,
-        ended: &mut impl FnMut(&Entry),
-    ) -> bool {
-        let mut fault = false;
+    /// The engine interrupted for the channels in `pending`: end the copies that ended. A
+    /// channel in fault-wait is the fault path's (fault/machine.rs).
+    pub(crate) fn interrupt(&mut self, hw: &dyn Hw, pending: u32, ended: &mut impl FnMut(&Entry)) {
         let look = pending | self.sched.running_mask();
         for n in 0..hw.channels().min(MAX_CH as u32) {
             if look & (1 << n) == 0 || self.sched.running(n).is_none() {
@@ -154,103 +125,51 @@ impl Channels {
                     };
                     self.finish(hw, n, err, u64::from(rep.done_bytes), ended);
                 }
-                State::Fault if self.fault_at[i].is_none() => {
-                    self.counters.faults += 1;
-                    self.fault_pending |= 1 << n;
-                    self.fault_at[i] = Some(Instant::now());
-                    fault = true;
-                }
                 _ => {}
             }
         }
-        fault
     }
 
-    /// The channels the fault path must look at: those seen in fault-wait, and every running
-    /// one when `all` (fault reports may have been lost).
-    pub(crate) fn take_fault_pending(&mut self, all: bool) -> u32 {
-        let p = core::mem::take(&mut self.fault_pending);
-        if all {
-            p | self.sched.running_mask()
-        } else {
-            p
-        }
-    }
-
-    /// What channel `n` waits on, if it is in fault-wait for a copy it runs.
-    pub(crate) fn fault_wait(&mut self, hw: &dyn Hw, n: u32) -> Option<FaultWait> {
-        let e = *self.sched.running(n)?;
-        let report = hw.report(n).ok()?;
-        if report.state != State::Fault {
-            return None;
-        }
-        let i = n as usize;
-        match self.fault_at[i] {
-            Some(t) => self.latency.queue.record(micros(t)),
-            // Found without its interrupt (lost): served now.
-            None => {
-                self.counters.faults += 1;
-                self.fault_at[i] = Some(Instant::now());
-            }
-        }
-        let (limit, region) = if report.fault_write {
+    /// The copy on channel `slot`, whose transfer faulted in the direction `write`: `None`
+    /// when none runs there.
+    pub(crate) fn fault_of(&self, slot: u32, write: bool) -> Option<Transfer> {
+        let e = self.sched.running(slot)?;
+        let (limit, region) = if write {
             (e.copy.dst.end, e.dst_handle)
         } else {
             (e.copy.src.end, e.src_handle)
         };
-        Some(FaultWait {
-            report,
+        Some(Transfer {
+            origin: Origin::Copy {
+                slot,
+                cookie: e.cookie,
+            },
             limit,
-            region,
+            within: Within::Region(region),
         })
     }
 
-    /// The fault path decided about channel `n`'s fault: resume the transfer (`Ok`), or NACK
-    /// it with the errno the copy will end with. A fault that keeps coming back at the same
-    /// address after being resolved is NACKed with EFAULT. Returns the decision applied.
-    pub(crate) fn decide(
+    /// The fault path ended the fault of the copy on `slot` (`e`, with `done_bytes` copied): a
+    /// NACKed copy ends with the decision's errno when the engine reports it aborted; a copy
+    /// whose answer could not be written (the device is gone) ends now with ENODEV.
+    pub(crate) fn fault_ended(
         &mut self,
         hw: &dyn Hw,
-        n: u32,
-        w: &FaultWait,
-        res: Result,
+        slot: u32,
+        e: &Ended,
+        done_bytes: u32,
         ended: &mut impl FnMut(&Entry),
-    ) -> Result {
-        let i = n as usize;
-        if let Some(t) = self.fault_at[i].take() {
-            self.latency.total.record(micros(t));
+    ) {
+        let i = slot as usize;
+        if i >= MAX_CH {
+            return;
         }
-        let addr = w.report.fault_addr;
-        let (last, count) = self.refaults[i];
-        let count = if last == addr { count + 1 } else { 1 };
-        self.refaults[i] = (addr, count);
-        let res = match (res, w.report.fault_cause) {
-            (_, FaultCause::Bus) | (_, FaultCause::Unknown(_)) => Err(EIO),
-            (Ok(()), _) if count > MAX_REFAULTS => Err(EFAULT),
-            (r, _) => r,
-        };
-        let cmd = match res {
-            Ok(()) => {
-                self.counters.faults_resolved += 1;
-                self.counters.retransmissions += 1;
-                hw.resume(n)
-            }
-            Err(e) => {
-                self.counters.nacks += 1;
-                self.nack_errno[i] = e.to_errno();
-                hw.nack(n)
-            }
-        };
-        if cmd.is_err() {
-            self.finish(
-                hw,
-                n,
-                ENODEV.to_errno(),
-                u64::from(w.report.done_bytes),
-                ended,
-            );
+        if let Answer::Nack(errno) = e.answer {
+            self.nack_errno[i] = -errno;
         }
-        res
+        if e.written.is_err() && self.sched.running(slot).is_some() {
+            self.finish(hw, slot, ENODEV.to_errno(), u64::from(done_bytes), ended);
+        }
     }
 
     /// Collect a finished copy: `Ok(None)` while it runs, `NoEnt` for an unknown cookie.
@@ -266,16 +185,15 @@ impl Channels {
     /// End every queued and running copy with `status` (the engine was reset).
     pub(crate) fn abort_all(&mut self, status: i32) {
         self.sched.abort_all(status, |_| {});
-        self.fault_pending = 0;
-        self.fault_at = [None; MAX_CH];
     }
 }
 
 #[kunit_tests(exanest_dma_channel)]
 mod tests {
     use super::*;
-    use crate::exanest_core::abi::Range;
+    use crate::exanest_core::{abi::Range, faultsm::MAX_REFAULTS, regs::FaultCause};
     use crate::fake::FakeHw;
+    use crate::fault::Faults;
     use kernel::sync::Arc;
 
     const LEN: u64 = 0x3000;
@@ -312,24 +230,45 @@ mod tests {
         assert_eq!(ch.reap(c), Ok(None));
         hw.complete(0);
         let irq = hw.take_irq_status();
-        assert!(!ch.interrupt(&*hw, irq, &mut |_| rel += 2));
+        ch.interrupt(&*hw, irq, &mut |_| rel += 2);
         assert_eq!(ch.reap(c), Ok(Some((0, LEN))));
         assert_eq!((rel, ch.counters.copies, ch.counters.bytes), (2, 1, LEN));
         assert_eq!(ch.reap(c), Err(Errno::NoEnt));
+    }
+
+    /// Serve the fault of the copy on channel `n` as the fault thread does: take it, find its
+    /// copy, end it with the resolver's `res`.
+    fn serve(ch: &mut Channels, f: &mut Faults, hw: &FakeHw, n: u32, res: Result) -> Ended {
+        let mut lat = ch.latency;
+        let t = f.take(hw, n, &mut ch.counters, &mut lat).unwrap();
+        let c = ch.fault_of(n, t.report.fault_write).unwrap();
+        let e = f.end(hw, n, &t, c.origin, res, &mut ch.counters, &mut lat);
+        ch.fault_ended(hw, n, &e, t.report.done_bytes, &mut |_| ());
+        ch.latency = lat;
+        e
     }
 
     /// start → fault → resume → done: the fault is served once, then retransmitted.
     #[test]
     fn fault_resume_done() {
         let (mut ch, hw) = setup(2);
+        let mut f = Faults::new();
         let mut rel = 0;
         let c = submit(&mut ch, &hw, 0, &mut rel);
-        hw.fault(0, 0x80_1000, true, 0x1000, FaultCause::Translation);
-        assert!(ch.interrupt(&*hw, hw.take_irq_status(), &mut |_| ()));
-        assert_eq!(ch.take_fault_pending(false), 1);
-        let w = ch.fault_wait(&*hw, 0).unwrap();
-        assert_eq!((w.report.fault_addr, w.limit), (0x80_1000, 0x80_0000 + LEN));
-        assert_eq!(ch.decide(&*hw, 0, &w, Ok(()), &mut |_| ()), Ok(()));
+        hw.page_fault(0, 0x80_1000, true, 0x1000, FaultCause::Translation);
+        let irq = hw.take_irq_status();
+        assert!(f.interrupt(&*hw, irq, &mut ch.counters));
+        ch.interrupt(&*hw, irq, &mut |_| ());
+        // A fault does not end the copy.
+        assert_eq!(ch.reap(c), Ok(None));
+        assert_eq!(f.pending(&*hw, false), 1);
+        let w = ch.fault_of(0, true).unwrap();
+        assert_eq!(w.limit, 0x80_0000 + LEN);
+        assert_eq!(w.within, Within::Region(2));
+        assert_eq!(
+            serve(&mut ch, &mut f, &hw, 0, Ok(())).answer,
+            Answer::Resume
+        );
         assert_eq!((hw.state(0), hw.with(|s| s.resumes)), (State::Busy, 1));
         hw.complete(0);
         ch.interrupt(&*hw, hw.take_irq_status(), &mut |_| ());
@@ -345,19 +284,36 @@ mod tests {
     #[test]
     fn fault_nack_errno() {
         let (mut ch, hw) = setup(1);
+        let mut f = Faults::new();
         let mut rel = 0;
         let c = submit(&mut ch, &hw, 0, &mut rel);
-        hw.fault(0, 0x10_2000, false, 0x2000, FaultCause::Translation);
-        ch.interrupt(&*hw, hw.take_irq_status(), &mut |_| ());
-        let w = ch.fault_wait(&*hw, 0).unwrap();
-        assert_eq!(
-            ch.decide(&*hw, 0, &w, Err(EFAULT), &mut |_| ()),
-            Err(EFAULT)
-        );
+        hw.page_fault(0, 0x10_2000, false, 0x2000, FaultCause::Translation);
+        f.interrupt(&*hw, hw.take_irq_status(), &mut ch.counters);
+        let e = serve(&mut ch, &mut f, &hw, 0, Err(EFAULT));
+        assert_eq!(e.answer, Answer::Nack(-EFAULT.to_errno()));
         assert_eq!(hw.state(0), State::Error);
         ch.interrupt(&*hw, hw.take_irq_status(), &mut |_| rel += 2);
         assert_eq!(ch.reap(c), Ok(Some((EFAULT.to_errno(), 0x2000))));
         assert_eq!((rel, ch.counters.nacks, ch.counters.copy_errors), (2, 1, 1));
+    }
+
+    /// The answer to a copy's fault cannot be written (the device went): the copy ends with
+    /// ENODEV at once, its regions given back.
+    #[test]
+    fn fault_answer_on_gone_device() {
+        let (mut ch, hw) = setup(1);
+        let mut f = Faults::new();
+        let mut rel = 0;
+        let c = submit(&mut ch, &hw, 0, &mut rel);
+        hw.page_fault(0, 0x10_2000, false, 0x1000, FaultCause::Translation);
+        let mut lat = ch.latency;
+        let t = f.take(&*hw, 0, &mut ch.counters, &mut lat).unwrap();
+        hw.with(|s| s.gone = true);
+        let o = ch.fault_of(0, false).unwrap().origin;
+        let e = f.end(&*hw, 0, &t, o, Ok(()), &mut ch.counters, &mut lat);
+        ch.fault_ended(&*hw, 0, &e, t.report.done_bytes, &mut |_| rel += 2);
+        assert_eq!(ch.reap(c), Ok(Some((ENODEV.to_errno(), 0x1000))));
+        assert_eq!(rel, 2);
     }
 
     /// An engine abort the driver did not ask for is ECANCELED; a dead bus master EIO.
@@ -386,20 +342,6 @@ mod tests {
         assert_eq!((rel, ch.counters.copies), (2, 1));
     }
 
-    /// A duplicate fault-wait interrupt is one fault, served once.
-    #[test]
-    fn duplicate_fault_interrupt() {
-        let (mut ch, hw) = setup(1);
-        let mut rel = 0;
-        submit(&mut ch, &hw, 0, &mut rel);
-        hw.fault(0, 0x10_0000, false, 0, FaultCause::Translation);
-        assert!(ch.interrupt(&*hw, 1, &mut |_| ()));
-        assert!(!ch.interrupt(&*hw, 1, &mut |_| ()));
-        assert_eq!(ch.counters.faults, 1);
-        assert_eq!(ch.take_fault_pending(false), 1);
-        assert_eq!(ch.take_fault_pending(false), 0);
-    }
-
     /// A lost DONE interrupt: the next interrupt, for another channel, completes both.
     #[test]
     fn lost_done_interrupt() {
@@ -414,18 +356,21 @@ mod tests {
         assert_eq!(ch.reap(b), Ok(Some((0, LEN))));
     }
 
-    /// A lost fault-wait interrupt: the fault path's scan of running channels finds it.
+    /// A lost fault-wait interrupt: the fault path's scan of every channel finds it.
     #[test]
     fn lost_fault_interrupt() {
         let (mut ch, hw) = setup(2);
+        let mut f = Faults::new();
         let mut rel = 0;
         submit(&mut ch, &hw, 0, &mut rel);
-        hw.fault(0, 0x10_0000, false, 0, FaultCause::Translation);
-        assert_eq!(ch.take_fault_pending(false), 0);
-        assert_eq!(ch.take_fault_pending(true), 1);
-        let w = ch.fault_wait(&*hw, 0).unwrap();
+        hw.page_fault(0, 0x10_0000, false, 0, FaultCause::Translation);
+        assert_eq!(f.pending(&*hw, false), 0);
+        assert_eq!(f.pending(&*hw, true), 0b11);
+        assert_eq!(
+            serve(&mut ch, &mut f, &hw, 0, Ok(())).answer,
+            Answer::Resume
+        );
         assert_eq!(ch.counters.faults, 1);
-        assert_eq!(ch.decide(&*hw, 0, &w, Ok(()), &mut |_| ()), Ok(()));
         assert_eq!(hw.state(0), State::Busy);
     }
 
@@ -445,33 +390,38 @@ mod tests {
         assert_eq!(ch.reap(b), Ok(None));
     }
 
-    /// A fault resolved but back at the same address more than MAX_REFAULTS times is NACKed.
+    /// A copy's fault resolved but back at the same address more than MAX_REFAULTS times is
+    /// NACKed with EFAULT, which the copy ends with.
     #[test]
     fn refault_limit() {
         let (mut ch, hw) = setup(1);
+        let mut f = Faults::new();
         let mut rel = 0;
-        submit(&mut ch, &hw, 0, &mut rel);
-        let mut last = Ok(());
+        let c = submit(&mut ch, &hw, 0, &mut rel);
+        let mut last = None;
         for _ in 0..=MAX_REFAULTS {
-            hw.fault(0, 0x10_0000, false, 0, FaultCause::Translation);
-            ch.interrupt(&*hw, 1, &mut |_| ());
-            let w = ch.fault_wait(&*hw, 0).unwrap();
-            last = ch.decide(&*hw, 0, &w, Ok(()), &mut |_| ());
+            hw.page_fault(0, 0x10_0000, false, 0, FaultCause::Translation);
+            f.interrupt(&*hw, hw.take_irq_status(), &mut ch.counters);
+            last = Some(serve(&mut ch, &mut f, &hw, 0, Ok(())).answer);
         }
-        assert_eq!(last, Err(EFAULT));
+        assert_eq!(last, Some(Answer::Nack(-EFAULT.to_errno())));
         assert_eq!(hw.with(|s| (s.resumes, s.nacks)), (MAX_REFAULTS, 1));
+        ch.interrupt(&*hw, hw.take_irq_status(), &mut |_| ());
+        assert_eq!(ch.reap(c), Ok(Some((EFAULT.to_errno(), 0))));
     }
 
     /// A bus error after translation cannot be resolved: NACKed with EIO.
     #[test]
     fn bus_fault_is_eio() {
         let (mut ch, hw) = setup(1);
+        let mut f = Faults::new();
         let mut rel = 0;
-        submit(&mut ch, &hw, 0, &mut rel);
-        hw.fault(0, 0x10_0000, false, 0, FaultCause::Bus);
-        ch.interrupt(&*hw, 1, &mut |_| ());
-        let w = ch.fault_wait(&*hw, 0).unwrap();
-        assert_eq!(ch.decide(&*hw, 0, &w, Ok(()), &mut |_| ()), Err(EIO));
+        let c = submit(&mut ch, &hw, 0, &mut rel);
+        hw.page_fault(0, 0x10_0000, false, 0, FaultCause::Bus);
+        let e = serve(&mut ch, &mut f, &hw, 0, Ok(()));
+        assert_eq!(e.answer, Answer::Nack(-EIO.to_errno()));
+        ch.interrupt(&*hw, hw.take_irq_status(), &mut |_| ());
+        assert_eq!(ch.reap(c), Ok(Some((EIO.to_errno(), 0))));
     }
 
     /// A device that is gone at start ends the copy at once, its regions given back.

@@ -130,6 +130,8 @@ impl Contexts {
         }
         // Other nodes reach the process's endpoint through this context now (remote.rs).
         let _ = p.engine.ep_set(p.endpoint, Some(ctx.index));
+        // The reset above cleared every channel: no fault of the context is left.
+        g.engine_faults.clear();
         g.bound = Some((ctx, now));
         drop(g);
         self.pool.bind(slot, id(p), now);
@@ -183,6 +185,8 @@ impl Contexts {
                 }
             }
             ctx.reset();
+            // Idle: no fault was in service; none of the reset context is left.
+            g.engine_faults.clear();
             if let Some(d) = v.domain() {
                 d.detach();
             }

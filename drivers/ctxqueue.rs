@@ -161,17 +161,6 @@ impl Context {
         ))
     }
 
-    /// The SQ index (modulo 2^16) of the user-level queue's transfer channel `n` runs (or
-    /// last ran); `None` for a START.
-    pub(crate) fn origin(&self, n: u32) -> Result<Option<u32>> {
-        let c = self.ch(n)?;
-        let o = self
-            .engine
-            .regs
-            .read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
-        Ok((o.queue() && !o.kernel()).then(|| o.sq_index().get()))
-    }
-
     /// Have the engine post an event entry of `kind` in the queue's CQ: `count` in its bytes,
     /// `arg` as its `wr_id`. Returns whether the queue has lost an event since it was enabled
     /// (the CQ had no room).

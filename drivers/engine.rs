@@ -17,6 +17,7 @@
 
 use crate::exanest_core::{abi, idmap::IdMap};
 use crate::exanest_core::{
+    faultsm::Source,
     kqueue::Slot,
     regs::{self as map, Error as ChError, FaultCause, State},
 };
@@ -51,19 +52,42 @@ pub(crate) struct ChannelReport {
     pub(crate) fault_cause: FaultCause,
 }
 
+/// A channel in fault-wait: what it reports, and where its transfer came from (ORIGIN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EngineFault {
+    /// The channel's report.
+    pub(crate) report: ChannelReport,
+    /// Where the transfer came from.
+    pub(crate) source: Source,
+}
+
+/// What ends a fault on the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Command {
+    /// RESUME: retransmit from the faulting offset.
+    Resume,
+    /// NACK: end the transfer; a queue transfer's completion, or a remote op's sender, gets
+    /// `status` (a negative errno, or a `cqe_status` value).
+    Nack { status: i32 },
+}
+
 /// The operations on one context that the driver uses: an FPGA, the QEMU model, or the KUnit
-/// fake. Channel numbers are the context's own (0 to `channels() - 1`).
+/// fake. Channel numbers are the context's own (0 to `channels() - 1`). The COPY path's
+/// channels (`start`, `report`) are the kernel queue's slots when the context has one
+/// (engine.rs's header); faults are the engine channels' own (`fault`, `answer`), whatever
+/// their transfer's origin (fault/).
 pub(crate) trait Hw: Send + Sync {
     /// Channels the context has.
     fn channels(&self) -> u32;
     /// Program channel `n` and start it, with its interrupt enabled.
     fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result;
-    /// Retransmit a transfer in fault-wait from its faulting offset.
-    fn resume(&self, n: u32) -> Result;
-    /// End a busy or faulted transfer (it then reports [`ChError::Aborted`]).
-    fn nack(&self, n: u32) -> Result;
     /// The channel's state and latches.
     fn report(&self, n: u32) -> Result<ChannelReport>;
+    /// Engine channel `n`'s fault, if it is in fault-wait.
+    fn fault(&self, n: u32) -> Result<Option<EngineFault>>;
+    /// End engine channel `n`'s fault with `cmd`. Refused (EINVAL, or ENODEV once the device
+    /// is gone) when it cannot be written; a channel no longer in fault-wait ignores it.
+    fn answer(&self, n: u32, cmd: Command) -> Result;
     /// Read and acknowledge the context's interrupt status (bit n = channel n; 2.1: bit 8 the
     /// completion queue event, bit 9 the queue error, `map::ctx_irq`).
     fn take_irq_status(&self) -> u32;
@@ -333,21 +357,6 @@ impl Hw for Context {
         }
     }
 
-    fn resume(&self, n: u32) -> Result {
-        match &self.kq {
-            Some(_) => self.ch_resume(self.kq_channel(n).ok_or(EINVAL)?),
-            None => self.ch_resume(n),
-        }
-    }
-
-    fn nack(&self, n: u32) -> Result {
-        match &self.kq {
-            // Its completion says ABORTED, whatever the channel's last NACK status was.
-            Some(_) => self.nack_with(self.kq_channel(n).ok_or(EINVAL)?, map::cqe_status::ABORTED),
-            None => self.ch_nack(n),
-        }
-    }
-
     fn report(&self, n: u32) -> Result<ChannelReport> {
         let Some(q) = &self.kq else {
             return self.ch_report(n);
@@ -375,6 +384,44 @@ impl Hw for Context {
                 None => Ok(quiet(State::Busy)),
             },
             Slot::Idle => Ok(quiet(State::Idle)),
+        }
+    }
+
+    fn fault(&self, n: u32) -> Result<Option<EngineFault>> {
+        let report = self.ch_report(n)?;
+        if report.state != State::Fault {
+            return Ok(None);
+        }
+        let c = self.ch(n)?;
+        let r = &self.engine.regs;
+        let o = r.read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
+        let source = if o.net_rx() {
+            let i = netregs::net_ch(self.ctx(), n as usize).ok_or(EINVAL)?;
+            let src = r.read(netregs::CH_NET_SRC::try_at(i).ok_or(EINVAL)?)?;
+            let opid = r.read(netregs::CH_NET_OPID::try_at(i).ok_or(EINVAL)?)?;
+            Source::NetRx {
+                src: src.value().get(),
+                opid: opid.value().get(),
+            }
+        } else if o.queue() && o.kernel() {
+            let wrid = r.read(hw::CH_WRID_LO::try_at(c).ok_or(EINVAL)?)?;
+            Source::Kernel {
+                slot: wrid.value().get(),
+            }
+        } else if o.queue() {
+            Source::Queue {
+                index: o.sq_index().get(),
+            }
+        } else {
+            Source::Start
+        };
+        Ok(Some(EngineFault { report, source }))
+    }
+
+    fn answer(&self, n: u32, cmd: Command) -> Result {
+        match cmd {
+            Command::Resume => self.ch_resume(n),
+            Command::Nack { status } => self.nack_with(n, status),
         }
     }
 

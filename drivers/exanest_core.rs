@@ -2,7 +2,7 @@
 
 //! The `no_std` core crate rust/exanest-core, compiled into the module: the decision logic that
 //! `cargo test` runs on the host (validation of requests, region table, copy scheduler, fault
-//! queue and touch-ahead planner, register encoding, the context pool's policy). Its items are `pub` for the host crate's
+//! queue, touch-ahead planner and fault state machine, register encoding, the context pool's policy). Its items are `pub` for the host crate's
 //! API; here some are unused.
 
 #![allow(dead_code, unreachable_pub)]
@@ -15,6 +15,8 @@ pub(crate) mod budget;
 pub(crate) mod ctxpool;
 #[path = "../rust/exanest-core/src/fault.rs"]
 pub(crate) mod fault;
+#[path = "../rust/exanest-core/src/faultsm.rs"]
+pub(crate) mod faultsm;
 #[path = "../rust/exanest-core/src/idmap.rs"]
 pub(crate) mod idmap;
 #[path = "../rust/exanest-core/src/kqueue.rs"]

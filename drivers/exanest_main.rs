@@ -77,6 +77,7 @@ mod region;
 mod regs;
 mod remote;
 mod resident;
+mod resolve;
 mod sriov;
 mod stats;
 mod transfer;

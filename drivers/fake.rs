@@ -8,8 +8,11 @@
 //!
 //! And a fake IOMMU page table for the on-demand mirror's tests (mirror.rs): [`FakeTable`].
 
-use crate::engine::{ChannelReport, Hw};
-use crate::exanest_core::regs::{Error as ChError, FaultCause, State};
+use crate::engine::{ChannelReport, Command, EngineFault, Hw};
+use crate::exanest_core::{
+    faultsm::Source,
+    regs::{Error as ChError, FaultCause, State},
+};
 use crate::iommu::IoPageTable;
 use core::cell::{Cell, RefCell};
 use kernel::{
@@ -28,6 +31,8 @@ struct Chan {
     rep: ChannelReport,
     len: u32,
     src: u64,
+    /// Its ORIGIN.
+    source: Source,
 }
 
 /// What the fake's lock protects.
@@ -40,6 +45,10 @@ pub(crate) struct FakeState {
     pub(crate) nacks: u32,
     /// Commands the state of their channel did not allow.
     pub(crate) rejected: u32,
+    /// The status each channel's last NACK carried.
+    pub(crate) nack_status: [i32; N],
+    /// RESUMEs to accept without acting on them (lost on the way).
+    pub(crate) lose_resumes: u32,
     /// Make START fail as a removed device does.
     pub(crate) gone: bool,
 }
@@ -66,6 +75,7 @@ impl FakeHw {
             },
             len: 0,
             src: 0,
+            source: Source::Start,
         };
         Arc::pin_init(
             pin_init!(FakeHw {
@@ -77,6 +87,8 @@ impl FakeHw {
                     resumes: 0,
                     nacks: 0,
                     rejected: 0,
+                    nack_status: [0; N],
+                    lose_resumes: 0,
                     gone: false,
                 }),
             }),
@@ -110,8 +122,32 @@ impl FakeHw {
         }
     }
 
+    /// Start channel `n` with a transfer of 16 pages from 0 to 0x80_0000, as START does.
+    pub(crate) fn start_busy(&self, n: u32) {
+        assert_eq!(self.start(n, 0, 0x80_0000, 0x10000), Ok(()));
+    }
+
+    /// The ORIGIN channel `n` reports for its transfer from now on.
+    pub(crate) fn set_source(&self, n: u32, source: Source) {
+        self.st.lock().ch[n as usize].source = source;
+    }
+
+    /// A receiver fault of `src`'s op `opid` at `addr`, reported on idle channel `n`.
+    pub(crate) fn net_rx_fault(&self, n: u32, addr: u64, src: u32, opid: u32) {
+        let mut s = self.st.lock();
+        let c = &mut s.ch[n as usize];
+        if c.rep.state == State::Idle {
+            c.rep.state = State::Fault;
+            c.rep.fault_addr = addr;
+            c.rep.fault_write = true;
+            c.rep.fault_cause = FaultCause::Translation;
+            c.source = Source::NetRx { src, opid };
+            s.irq |= 1 << n;
+        }
+    }
+
     /// The busy transfer on `n` faults at `addr` after `done` bytes, and waits.
-    pub(crate) fn fault(&self, n: u32, addr: u64, write: bool, done: u32, cause: FaultCause) {
+    pub(crate) fn page_fault(&self, n: u32, addr: u64, write: bool, done: u32, cause: FaultCause) {
         let mut s = self.st.lock();
         let c = &mut s.ch[n as usize];
         if c.rep.state == State::Busy {
@@ -156,32 +192,48 @@ impl Hw for FakeHw {
         c.rep.done_bytes = 0;
         c.len = len;
         c.src = src;
+        c.source = Source::Start;
         s.starts += 1;
         Ok(())
     }
 
-    fn resume(&self, n: u32) -> Result {
-        let mut s = self.st.lock();
-        let c = &mut s.ch[n as usize];
-        if c.rep.state == State::Fault {
-            c.rep.state = State::Busy;
-            s.resumes += 1;
-        } else {
-            s.rejected += 1;
-        }
-        Ok(())
+    fn fault(&self, n: u32) -> Result<Option<EngineFault>> {
+        let c = self.report(n)?;
+        let source = self.st.lock().ch[n as usize].source;
+        Ok((c.state == State::Fault).then_some(EngineFault { report: c, source }))
     }
 
-    fn nack(&self, n: u32) -> Result {
+    // A receive's RESUME or NACK answers its sender and frees the channel; a transfer's
+    // RESUME retransmits, its NACK ends it ABORTED.
+    fn answer(&self, n: u32, cmd: Command) -> Result {
         let mut s = self.st.lock();
-        let c = &mut s.ch[n as usize];
-        if matches!(c.rep.state, State::Busy | State::Fault) {
-            c.rep.state = State::Error;
-            c.rep.error = ChError::Aborted;
-            s.irq |= 1 << n;
-            s.nacks += 1;
-        } else {
-            s.rejected += 1;
+        if s.gone {
+            return Err(ENODEV);
+        }
+        if n >= self.channels {
+            return Err(EINVAL);
+        }
+        let rx = matches!(s.ch[n as usize].source, Source::NetRx { .. });
+        let st = s.ch[n as usize].rep.state;
+        match cmd {
+            Command::Resume if st == State::Fault && s.lose_resumes > 0 => s.lose_resumes -= 1,
+            Command::Resume if st == State::Fault => {
+                s.ch[n as usize].rep.state = if rx { State::Idle } else { State::Busy };
+                s.resumes += 1;
+            }
+            Command::Nack { status } if matches!(st, State::Busy | State::Fault) => {
+                s.nack_status[n as usize] = status;
+                let c = &mut s.ch[n as usize];
+                if rx {
+                    c.rep.state = State::Idle;
+                } else {
+                    c.rep.state = State::Error;
+                    c.rep.error = ChError::Aborted;
+                    s.irq |= 1 << n;
+                }
+                s.nacks += 1;
+            }
+            _ => s.rejected += 1,
         }
         Ok(())
     }

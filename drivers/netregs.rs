@@ -102,6 +102,17 @@ register! {
         31:0 value;
     }
 
+    /// 2.3: the op id of channel n's current or last network op; array index
+    /// `c * NET_CH_PER_CTX + n` for channel n of context c ([`net_ch`]).
+    pub(crate) CH_NET_OPID(u32)[NNCH, stride = NET_CH_STRIDE] @ 0x1314 {
+        31:0 value;
+    }
+
+    /// 2.3: the sending node of the receiver fault a `NET_RX` channel reports ([`net_ch`]).
+    pub(crate) CH_NET_SRC(u32)[NNCH, stride = NET_CH_STRIDE] @ 0x1318 {
+        31:0 value;
+    }
+
     /// The port's counters, free-running (`net::CNT_*`).
     pub(crate) NET_CNT(u32)[COUNTERS, stride = 4] @ 0x180 {
         31:0 value;
@@ -115,6 +126,21 @@ const EP_WORDS: usize = crate::exanest_core::regs::net::EP_WANTED_WORDS;
 /// Contexts the map has room for, and the distance between their blocks.
 const NCTX: usize = crate::exanest_core::regs::MAX_CONTEXTS;
 const CTX_STRIDE: usize = crate::exanest_core::regs::CTX_STRIDE;
+/// Distance between two channels' network blocks, how many fit in a context's block, and
+/// their number in the flat array of [`CH_NET_OPID`] and [`CH_NET_SRC`].
+const NET_CH_STRIDE: usize = crate::exanest_core::regs::ch_net::STRIDE;
+const NET_CH_PER_CTX: usize = CTX_STRIDE / NET_CH_STRIDE;
+const NNCH: usize = NCTX * NET_CH_PER_CTX;
+
+/// The index of channel `n` of context `c` in [`CH_NET_OPID`] and [`CH_NET_SRC`], `None` out
+/// of range.
+pub(crate) const fn net_ch(c: usize, n: usize) -> Option<usize> {
+    if c >= NCTX || n >= crate::exanest_core::regs::MAX_CHANNELS {
+        None
+    } else {
+        Some(c * NET_CH_PER_CTX + n)
+    }
+}
 
 #[kunit_tests(exanest_netregs)]
 mod tests {
@@ -154,5 +180,23 @@ mod tests {
         assert_eq!(off(MBOX_CFG::at(5)), ctx(5, regs::ctx::MBOX_CFG));
         assert_eq!(off(MBOX_HEAD::at(1)), ctx(1, regs::ctx::MBOX_HEAD));
         assert_eq!(off(MBOX_TAIL::at(2)), ctx(2, regs::ctx::MBOX_TAIL));
+        let chn = |c: usize, n: usize, r: usize| {
+            ctx(c, regs::ch_net::BASE + n * regs::ch_net::STRIDE + r)
+        };
+        let at = |c, n| net_ch(c, n).unwrap();
+        assert_eq!(
+            off(CH_NET_OPID::at(at(0, 0))),
+            chn(0, 0, regs::ch_net::OPID)
+        );
+        assert_eq!(
+            off(CH_NET_OPID::at(at(3, 5))),
+            chn(3, 5, regs::ch_net::OPID)
+        );
+        assert_eq!(
+            off(CH_NET_SRC::at(at(15, 7))),
+            chn(15, 7, regs::ch_net::SRC)
+        );
+        assert!(net_ch(regs::MAX_CONTEXTS, 0).is_none());
+        assert!(net_ch(0, regs::MAX_CHANNELS).is_none());
     }
 }

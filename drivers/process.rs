@@ -40,6 +40,7 @@ use crate::exanest_core::{
     region::RegionTable,
     sched::Entry,
 };
+use crate::fault::Faults;
 use crate::ffi::FaultThread;
 use crate::iommu::Domain;
 use crate::odp::{MapState, Notifier};
@@ -83,8 +84,8 @@ pub(crate) struct Inner {
     pub(crate) queue: QueueState,
     /// The rkeys of regions with remote access: (region handle, key table entry) (remote.rs).
     pub(crate) rkeys: KVec<(u32, u32)>,
-    /// Channels holding a receiver fault the fault thread has to serve (remote.rs).
-    pub(crate) net_rx: u32,
+    /// The faults of the held context's channels, of every origin (fault/machine.rs).
+    pub(crate) engine_faults: Faults,
     /// The mailbox (mailbox.rs).
     pub(crate) mbox: Option<MboxState>,
 }
@@ -136,7 +137,7 @@ impl Inner {
         self.dead
             || (self.chans.sched.in_flight() == 0
                 && self.queue.may_move(movable)
-                && self.net_rx == 0)
+                && !self.engine_faults.in_service())
     }
 
     /// The channels, and what gives back the regions of a copy that ends: the callback that
@@ -271,7 +272,7 @@ impl Process {
                     bound: None,
                     queue: QueueState::None,
                     rkeys: KVec::new(),
-                    net_rx: 0,
+                    engine_faults: Faults::new(),
                     mbox: None,
                 }, "Process::inner"),
                 map <- new_mutex!(map_state, "Process::map"),
@@ -384,6 +385,7 @@ impl Process {
             }
         }
         inner.chans.abort_all(status.to_errno());
+        inner.engine_faults.clear();
         // The claims stay: faults the engine raised before the reset are still the process's
         // until the domain is detached below (no handler call comes after that).
         inner.regions.drain(|_| {});

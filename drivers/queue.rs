@@ -6,18 +6,13 @@
 //!
 //! No lock of its own: a queue lives under `Process::inner` (lock order: process.rs).
 
-use crate::channel::{micros, MAX_CH, MAX_REFAULTS};
-use crate::engine::{ChannelReport, Context, Hw};
+use crate::engine::Context;
 use crate::exanest_core::{
     abi::{self, Range},
-    regs::{self as map, State},
+    regs as map,
 };
 use core::sync::atomic::{AtomicU64, Ordering};
-use kernel::{
-    page::PAGE_SIZE,
-    prelude::*,
-    time::{Instant, Monotonic},
-};
+use kernel::{page::PAGE_SIZE, prelude::*};
 
 /// Where the doorbell of a process's queue leads ([`Doorbell`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,13 +95,6 @@ pub(crate) struct UserQueue {
     pub(crate) events: u64,
     /// `events` when QUEUE_WAIT last looked: poll() is readable while they differ.
     pub(crate) acked: u64,
-    /// When each channel's fault-wait was first seen; `Some` while it is being served.
-    fault_at: [Option<Instant<Monotonic>>; MAX_CH],
-    /// Per channel: the last fault's transfer (SQ index) and address, and how often it came
-    /// back.
-    refaults: [(u32, u64, u32); MAX_CH],
-    /// Channels seen in fault-wait that the fault thread has not taken yet.
-    pending: u32,
 }
 
 impl UserQueue {
@@ -131,82 +119,7 @@ impl UserQueue {
             error: None,
             events: 0,
             acked: 0,
-            fault_at: [None; MAX_CH],
-            refaults: [(0, 0, 0); MAX_CH],
-            pending: 0,
         }
-    }
-
-    /// Channel `n` of the queue is in fault-wait for a queue transfer: its report and SQ
-    /// index, noting when it was first seen (a fault found without its interrupt counts from
-    /// now) and recording how long it waited. `None` once it is not.
-    pub(crate) fn fault_wait(
-        &mut self,
-        ctx: &Context,
-        n: u32,
-        k: &mut abi::Counters,
-        lat: &mut abi::Latency,
-    ) -> Option<(ChannelReport, u32)> {
-        let i = n as usize;
-        if self.mask & (1 << n) == 0 {
-            return None;
-        }
-        match (ctx.ch_report(n), ctx.origin(n)) {
-            (Ok(r), Ok(Some(index))) if r.state == State::Fault => {
-                let t = *self.fault_at[i].get_or_insert_with(|| {
-                    // Found without its interrupt (lost): served now.
-                    k.faults += 1;
-                    Instant::now()
-                });
-                lat.queue.record(micros(t));
-                Some((r, index))
-            }
-            _ => {
-                self.fault_at[i] = None;
-                None
-            }
-        }
-    }
-
-    /// The fault thread decided about channel `n`'s fault (transfer `index`, at `addr`):
-    /// RESUME (`Ok`) or NACK with the errno its completion reports. A fault of one transfer
-    /// that keeps coming back at the same address after being resolved is NACKed with EFAULT.
-    pub(crate) fn decide(
-        &mut self,
-        ctx: &Context,
-        n: u32,
-        (index, addr): (u32, u64),
-        res: Result,
-        k: &mut abi::Counters,
-        lat: &mut abi::Latency,
-    ) {
-        let i = n as usize;
-        if let Some(t) = self.fault_at[i].take() {
-            lat.total.record(micros(t));
-        }
-        let (li, la, count) = self.refaults[i];
-        let count = if (li, la) == (index, addr) {
-            count + 1
-        } else {
-            1
-        };
-        self.refaults[i] = (index, addr, count);
-        let res = match res {
-            Ok(()) if count > MAX_REFAULTS => Err(EFAULT),
-            r => r,
-        };
-        // A channel the queue no longer runs (disabled meanwhile) rejects the command.
-        let _ = match res {
-            Ok(()) => {
-                k.faults_resolved += 1;
-                k.retransmissions += 1;
-                ctx.ch_resume(n)
-            }
-            Err(e) => {
-                k.nacks += 1;
-                ctx.nack_with(n, e.to_errno())
-            }
-        };
     }
 }
 
@@ -227,11 +140,10 @@ impl QueueState {
     }
 
     /// The engine interrupted the process's context with `pending` (`CTX_IRQ_STATUS`): count
-    /// completion events and errors, and note the queue's channels that entered fault-wait.
-    /// Returns whether the fault thread must run.
-    pub(crate) fn interrupt(&mut self, ctx: &Context, pending: u32, k: &mut abi::Counters) -> bool {
+    /// completion events and errors. (Its channels' faults are the fault state machine's.)
+    pub(crate) fn interrupt(&mut self, ctx: &Context, pending: u32) {
         let QueueState::Ready(q) = self else {
-            return false;
+            return;
         };
         if pending & (map::ctx_irq::CQ | map::ctx_irq::QERR) != 0 {
             q.events += 1;
@@ -243,36 +155,12 @@ impl QueueState {
                 }
             }
         }
-        let mut fault = false;
-        for n in 0..ctx.channels().min(MAX_CH as u32) {
-            let i = n as usize;
-            if (pending & q.mask) & (1 << n) == 0 || q.fault_at[i].is_some() {
-                continue;
-            }
-            let faulted = ctx.ch_report(n).is_ok_and(|r| r.state == State::Fault);
-            if faulted && ctx.origin(n).is_ok_and(|o| o.is_some()) {
-                k.faults += 1;
-                q.fault_at[i] = Some(Instant::now());
-                q.pending |= 1 << n;
-                fault = true;
-            }
-        }
-        fault
     }
 
     /// Whether a completion event or a queue error came since QUEUE_WAIT last looked
     /// (poll() is readable).
     pub(crate) fn event_pending(&self) -> bool {
         matches!(self, QueueState::Ready(q) if q.events != q.acked)
-    }
-
-    /// The queue's channels the fault thread must look at: those seen in fault-wait, and all of
-    /// them when `all` (interrupts may have been lost).
-    pub(crate) fn take_pending(&mut self, all: bool) -> u32 {
-        match self {
-            QueueState::Ready(q) => core::mem::take(&mut q.pending) | if all { q.mask } else { 0 },
-            _ => 0,
-        }
     }
 }
 

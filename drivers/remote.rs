@@ -19,17 +19,15 @@
 //!   and writes RESUME, which the engine sends on to the sender; or NACK with the resolver's
 //!   errno (EFAULT: no VMA, EACCES: no permission), which ends the sender's op with it.
 
-use crate::engine::{Context, Engine};
+use crate::engine::Engine;
 use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{
     abi::{self, ValidReg},
-    regs::{net, FaultCause, State},
+    regs::net,
 };
-use crate::fault::Within;
 use crate::netregs as nr;
 use crate::process::{Inner, Process};
-use crate::regs as hw;
-use kernel::{bindings, io::register::Array, prelude::*, sync::Arc};
+use kernel::{bindings, io::register::Array, prelude::*};
 
 /// The endpoint of a process that has none: the engine has no port, or every endpoint is held.
 pub(crate) const NO_ENDPOINT: u32 = u32::MAX;
@@ -157,29 +155,6 @@ impl Engine {
     }
 }
 
-impl Context {
-    /// Channel `n` holds a receiver fault of a remote op (ORIGIN NET_RX).
-    fn is_net_rx(&self, n: u32) -> bool {
-        self.ch(n)
-            .ok()
-            .and_then(hw::CH_ORIGIN::try_at)
-            .and_then(|at| self.engine.regs.read(at).ok())
-            .is_some_and(|o| o.net_rx())
-    }
-
-    /// Of the channels in `pending`, those in fault-wait with a receiver fault.
-    pub(crate) fn net_rx_faults(&self, pending: u32) -> u32 {
-        if self.engine.node == abi::NO_NODE {
-            return 0;
-        }
-        (0..self.engine.channels.min(32))
-            .filter(|&n| pending & (1 << n) != 0)
-            .filter(|&n| self.ch_report(n).is_ok_and(|r| r.state == State::Fault))
-            .filter(|&n| self.is_net_rx(n))
-            .fold(0, |m, n| m | (1 << n))
-    }
-}
-
 impl Process {
     /// REG with a remote right, for region `handle` (`v`): its rkey, committed to the engine's
     /// key table. EOPNOTSUPP without a network port, ENOSPC when the table (or the endpoints)
@@ -255,50 +230,5 @@ impl Process {
         while let Some(&(h, _)) = inner.rkeys.first() {
             self.revoke_rkey(inner, h);
         }
-    }
-
-    /// The receiver fault on channel `n`: resolve it, then RESUME, or NACK with the errno.
-    /// Returns whether the channel held one.
-    pub(crate) fn service_net_rx(&self, n: u32) -> bool {
-        let Some(ctx) = self.inner.lock().hw() else {
-            return false;
-        };
-        let Ok(rep) = ctx.ch_report(n) else {
-            return false;
-        };
-        if rep.state != State::Fault || !ctx.is_net_rx(n) {
-            return false;
-        }
-        let res = match rep.fault_cause {
-            FaultCause::Translation => {
-                self.resolve(rep.fault_addr, rep.fault_write, u64::MAX, Within::Any)
-            }
-            _ => Err(EIO),
-        };
-        let mut g = self.inner.lock();
-        // The context is still the process's (a receiver fault pending on one of its channels
-        // keeps it: `Inner::idle`), and the channel still holds that fault; otherwise there
-        // is nothing to answer.
-        if g.dead || !g.hw().is_some_and(|c| Arc::ptr_eq(&c, &ctx)) || !ctx.is_net_rx(n) {
-            return true;
-        }
-        // Counted as the process's engine faults (Documentation/abi.rst, COUNTERS).
-        let k = &mut g.chans.counters;
-        k.faults += 1;
-        match res {
-            Ok(()) => {
-                k.faults_resolved += 1;
-                k.retransmissions += 1;
-                // Refused only when the channel no longer holds the fault (the op ended
-                // meanwhile, or the device is gone): nothing is left to answer.
-                let _ = ctx.ch_resume(n);
-            }
-            Err(e) => {
-                k.nacks += 1;
-                // As for the RESUME.
-                let _ = ctx.nack_with(n, e.to_errno());
-            }
-        }
-        true
     }
 }

@@ -70,17 +70,14 @@ impl Process {
             return;
         };
         let inner = &mut *g;
-        let queue_fault = inner
-            .queue
-            .interrupt(&ctx, pending, &mut inner.chans.counters);
-        // Receiver faults of remote ops (remote.rs).
-        let net = ctx.net_rx_faults(pending & map::ctx_irq::CHANNELS);
-        inner.net_rx |= net;
+        inner.queue.interrupt(&ctx, pending);
+        // Channels in fault-wait, whatever their transfer's origin (fault/machine.rs).
+        let fault = inner
+            .engine_faults
+            .interrupt(&*ctx, pending, &mut inner.chans.counters);
         let (chans, mut ended) = inner.chans_releasing();
-        if chans.interrupt(&*ctx, pending & map::ctx_irq::CHANNELS, &mut ended)
-            || queue_fault
-            || net != 0
-        {
+        chans.interrupt(&*ctx, pending & map::ctx_irq::CHANNELS, &mut ended);
+        if fault {
             // The fault worker resolves it (or NACKs it) and resumes the channel.
             self.kick();
         }

@@ -28,9 +28,8 @@ use crate::engine::Context;
 use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{
     abi::{self, Range},
-    regs::{self as map, FaultCause},
+    regs as map,
 };
-use crate::fault::Within;
 use crate::ffi;
 use crate::process::Process;
 use crate::queue::{DoorbellState, QueueState, UserQueue};
@@ -389,41 +388,5 @@ impl Process {
             // Posted when the queue has a context again.
             _ => q.evicted = (q.evicted.0.saturating_add(pages), addr),
         }
-    }
-
-    /// The fault thread: resolve the fault queue channel `n` waits on, then RESUME it, or NACK
-    /// it with the errno its completion reports. Returns whether it was in fault-wait.
-    pub(crate) fn service_queue_channel(&self, n: u32) -> bool {
-        let (ctx, rep, index) = {
-            let mut g = self.inner.lock();
-            let inner = &mut *g;
-            let Some(ctx) = inner.hw() else {
-                return false;
-            };
-            let QueueState::Ready(q) = &mut inner.queue else {
-                return false;
-            };
-            let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
-            match q.fault_wait(&ctx, n, k, lat) {
-                Some((rep, index)) => (ctx, rep, index),
-                None => return false,
-            }
-        };
-        let res = match rep.fault_cause {
-            FaultCause::Translation => {
-                self.resolve(rep.fault_addr, rep.fault_write, u64::MAX, Within::Any)
-            }
-            _ => Err(EIO),
-        };
-        let mut g = self.inner.lock();
-        let inner = &mut *g;
-        if inner.dead {
-            return true;
-        }
-        if let QueueState::Ready(q) = &mut inner.queue {
-            let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
-            q.decide(&ctx, n, (index, rep.fault_addr), res, k, lat);
-        }
-        true
     }
 }

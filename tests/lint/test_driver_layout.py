@@ -15,6 +15,7 @@ LOCKS = "//! # Lock order\n"
 def run(files):
     with tempfile.TemporaryDirectory() as d:
         for name, text in files.items():
+            pathlib.Path(d, name).parent.mkdir(parents=True, exist_ok=True)
             pathlib.Path(d, name).write_text(text)
         out = io.StringIO()
         with redirect_stdout(out):
@@ -31,6 +32,15 @@ class Layout(unittest.TestCase):
         rc, out = run({"a.rs": LOCKS + "use crate::b::X;\n", "b.rs": "use crate::a::Y;\n"})
         self.assertEqual(rc, 1)
         self.assertIn("import cycle: a -> b -> a", out)
+
+    def test_folder_module_files_count_as_their_module(self):
+        # b/c.rs is module b: its import of a closes a cycle, and its rules are checked.
+        files = {"a.rs": LOCKS + "use crate::b::X;\n", "b.rs": "mod c;\n",
+                 "b/c.rs": "use crate::a::Y;\nfn f() {\n    let _ = g();\n}\n"}
+        rc, out = run(files)
+        self.assertEqual(rc, 1)
+        self.assertIn("import cycle: a -> b -> a", out)
+        self.assertIn("b/c.rs:3: `let _ =` without a comment", out)
 
     def test_test_modules_do_not_count_for_cycles(self):
         b = "fn f() {}\n#[kunit_tests(t)]\nmod tests { use crate::a::Y; }\n"

@@ -13,6 +13,7 @@ pub mod abi;
 pub mod budget;
 pub mod ctxpool;
 pub mod fault;
+pub mod faultsm;
 pub mod idmap;
 pub mod kqueue;
 pub mod netop;

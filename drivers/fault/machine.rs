@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The one fault state machine of a context's channels over the [`Hw`] trait: the core's
+//! [`FaultTable`] (which decides) with the engine's registers (which report and take the
+//! answer). Every origin goes through it: a copy of the COPY path, a user-level queue
+//! transfer, a receiver fault. [`Faults::interrupt`] notes channels in fault-wait,
+//! [`Faults::take`] reads one's report and origin once, and [`Faults::end`] decides, writes
+//! RESUME or NACK, and checks that the engine took it: one function ends every fault.
+//!
+//! No lock here: `Faults` lives under `Process::inner` (lock order: process.rs).
+
+use crate::engine::{Command, EngineFault, Hw};
+use crate::exanest_core::faultsm::MAX_CHANNELS as MAX_CH;
+use crate::exanest_core::{
+    abi,
+    faultsm::{Answer, FaultTable, Origin},
+    regs as map,
+};
+use crate::ffi;
+use kernel::prelude::*;
+
+/// Microseconds of the monotonic clock, the state machine's time.
+fn now_us() -> u64 {
+    ffi::ktime_ns() / 1000
+}
+
+/// The channels of a context with `channels` channels, as a mask.
+fn all(channels: u32) -> u32 {
+    match channels.min(MAX_CH as u32) {
+        32.. => u32::MAX,
+        c => (1 << c) - 1,
+    }
+}
+
+/// How a fault ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ended {
+    /// The decision.
+    pub(crate) answer: Answer,
+    /// Whether the engine took it: `Err` when the command could not be written (the device is
+    /// gone). A channel that no longer held the fault ignores the command.
+    pub(crate) written: Result,
+}
+
+/// The faults of the context a process holds.
+pub(crate) struct Faults {
+    table: FaultTable<MAX_CH>,
+}
+
+impl Faults {
+    pub(crate) const fn new() -> Self {
+        Faults {
+            table: FaultTable::new(),
+        }
+    }
+
+    /// The context interrupted for the channels in `pending`: note those in fault-wait, read
+    /// once each. Returns whether one is new and the fault thread must run.
+    pub(crate) fn interrupt(&mut self, hw: &dyn Hw, pending: u32, k: &mut abi::Counters) -> bool {
+        let pending = pending & all(hw.channels()) & map::ctx_irq::CHANNELS;
+        let mut new = false;
+        for n in (0..MAX_CH as u32).filter(|n| pending & (1 << n) != 0) {
+            if matches!(hw.fault(n), Ok(Some(_))) && self.table.detected(n, now_us(), k) {
+                new = true;
+            }
+        }
+        new
+    }
+
+    /// The channels the fault thread must look at: those noted, and every one when `lost`
+    /// (reports may have been lost).
+    pub(crate) fn pending(&mut self, hw: &dyn Hw, lost: bool) -> u32 {
+        self.table
+            .take_pending(if lost { all(hw.channels()) } else { 0 })
+    }
+
+    /// The fault thread takes channel `n`'s fault: its report and origin, read once. `None`
+    /// (and nothing in service) when the channel is not in fault-wait.
+    pub(crate) fn take(
+        &mut self,
+        hw: &dyn Hw,
+        n: u32,
+        k: &mut abi::Counters,
+        lat: &mut abi::Latency,
+    ) -> Option<EngineFault> {
+        match hw.fault(n) {
+            Ok(Some(f)) => {
+                self.table.begin(n, now_us(), k, lat);
+                Some(f)
+            }
+            _ => {
+                self.table.end(n);
+                None
+            }
+        }
+    }
+
+    /// Channel `n`'s fault `f` is not one the process serves (its copy, queue or endpoint is
+    /// gone): it is out of service; a later scan sees it again if it stays.
+    pub(crate) fn drop_fault(&mut self, n: u32) {
+        self.table.end(n);
+    }
+
+    /// End channel `n`'s fault `f` of `origin`, resolved with `res`: decide, write RESUME or
+    /// NACK, and check that it was written. A copy's NACK carries `ABORTED` (the copy ends
+    /// with the errno the channel state machine keeps); a queue transfer's or a receive's
+    /// carries the errno.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn end(
+        &mut self,
+        hw: &dyn Hw,
+        n: u32,
+        f: &EngineFault,
+        origin: Origin,
+        res: Result,
+        k: &mut abi::Counters,
+        lat: &mut abi::Latency,
+    ) -> Ended {
+        let rep = &f.report;
+        let res = res.map_err(|e| -e.to_errno());
+        let answer = self.table.decide(
+            n,
+            (origin, rep.fault_addr, rep.fault_cause),
+            res,
+            now_us(),
+            k,
+            lat,
+        );
+        let cmd = match (answer, origin) {
+            (Answer::Resume, _) => Command::Resume,
+            (Answer::Nack(_), Origin::Copy { .. }) => Command::Nack {
+                status: map::cqe_status::ABORTED,
+            },
+            (Answer::Nack(e), _) => Command::Nack { status: -e },
+        };
+        let written = hw.answer(n, cmd);
+        self.table.end(n);
+        Ended { answer, written }
+    }
+
+    /// Whether a fault is noted or being served: the process keeps its context meanwhile, so
+    /// that the answer reaches the channel holding the fault (`Inner::idle`).
+    pub(crate) fn in_service(&self) -> bool {
+        self.table.in_service()
+    }
+
+    /// The context was reset or given up: no fault is left to serve on it.
+    pub(crate) fn clear(&mut self) {
+        self.table.clear();
+    }
+}
+
+#[kunit_tests(exanest_dma_fault_machine)]
+mod tests {
+    use super::*;
+    use crate::exanest_core::{
+        faultsm::{Source, EFAULT as CORE_EFAULT, MAX_REFAULTS},
+        regs::{FaultCause, State},
+    };
+    use crate::fake::FakeHw;
+
+    fn setup() -> (
+        Faults,
+        kernel::sync::Arc<FakeHw>,
+        abi::Counters,
+        abi::Latency,
+    ) {
+        (
+            Faults::new(),
+            FakeHw::new(4).unwrap(),
+            abi::Counters::default(),
+            abi::Latency::default(),
+        )
+    }
+
+    /// Serve channel `n`'s fault as the fault thread does, with `res` from the resolver.
+    fn serve(
+        f: &mut Faults,
+        hw: &FakeHw,
+        n: u32,
+        origin: Origin,
+        res: Result,
+        k: &mut abi::Counters,
+        lat: &mut abi::Latency,
+    ) -> Option<Ended> {
+        let t = f.take(hw, n, k, lat)?;
+        Some(f.end(hw, n, &t, origin, res, k, lat))
+    }
+
+    /// A copy (START) faults: noted once, taken with its origin, RESUMEd, out of service.
+    #[test]
+    fn copy_fault_resumed() {
+        let (mut f, hw, mut k, mut lat) = setup();
+        hw.start_busy(1);
+        hw.page_fault(1, 0x80_1000, true, 0x1000, FaultCause::Translation);
+        assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
+        // A duplicate interrupt.
+        assert!(!f.interrupt(&*hw, 1 << 1, &mut k));
+        assert_eq!(k.faults, 1);
+        assert!(f.in_service());
+        assert_eq!(f.pending(&*hw, false), 1 << 1);
+        let t = f.take(&*hw, 1, &mut k, &mut lat).unwrap();
+        assert_eq!(t.source, Source::Start);
+        assert_eq!(
+            (t.report.fault_addr, t.report.fault_write),
+            (0x80_1000, true)
+        );
+        let o = Origin::Copy { slot: 1, cookie: 3 };
+        let e = f.end(&*hw, 1, &t, o, Ok(()), &mut k, &mut lat);
+        assert_eq!(
+            e,
+            Ended {
+                answer: Answer::Resume,
+                written: Ok(())
+            }
+        );
+        assert_eq!((hw.state(1), hw.with(|s| s.resumes)), (State::Busy, 1));
+        assert!(!f.in_service());
+        assert_eq!((k.faults_resolved, k.retransmissions, k.nacks), (1, 1, 0));
+        assert_eq!(lat.queue.buckets.iter().sum::<u64>(), 1);
+        assert_eq!(lat.total.buckets.iter().sum::<u64>(), 1);
+    }
+
+    /// A copy's NACK says ABORTED to the engine (the copy keeps the errno), a bus fault is
+    /// EIO whatever the resolver said.
+    #[test]
+    fn copy_nack_is_aborted() {
+        let (mut f, hw, mut k, mut lat) = setup();
+        hw.start_busy(0);
+        hw.page_fault(0, 0x10_0000, false, 0, FaultCause::Bus);
+        let o = Origin::Copy { slot: 0, cookie: 1 };
+        let e = serve(&mut f, &hw, 0, o, Ok(()), &mut k, &mut lat).unwrap();
+        assert_eq!(e.answer, Answer::Nack(EIO.to_errno().abs()));
+        assert_eq!(hw.state(0), State::Error);
+        assert_eq!(hw.with(|s| s.nack_status[0]), map::cqe_status::ABORTED);
+        assert_eq!(k.nacks, 1);
+    }
+
+    /// A user-level queue transfer's fault: its SQ index is its origin, its NACK carries the
+    /// resolver's errno.
+    #[test]
+    fn queue_fault_nack_errno() {
+        let (mut f, hw, mut k, mut lat) = setup();
+        hw.start_busy(2);
+        hw.set_source(2, Source::Queue { index: 17 });
+        hw.page_fault(2, 0x4000, false, 0, FaultCause::Translation);
+        assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
+        let t = f.take(&*hw, 2, &mut k, &mut lat).unwrap();
+        assert_eq!(t.source, Source::Queue { index: 17 });
+        let o = Origin::Queue { index: 17 };
+        let e = f.end(&*hw, 2, &t, o, Err(EACCES), &mut k, &mut lat);
+        assert_eq!(e.answer, Answer::Nack(EACCES.to_errno().abs()));
+        assert_eq!(hw.with(|s| s.nack_status[2]), EACCES.to_errno());
+    }
+
+    /// A receiver fault, reported on an idle channel, is served as a receive even where the
+    /// COPY path runs a copy on that channel number: ORIGIN decides, not the copy's state.
+    #[test]
+    fn receive_fault_by_origin() {
+        let (mut f, hw, mut k, mut lat) = setup();
+        hw.net_rx_fault(0, 0x9000, 2, 41);
+        assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
+        let t = f.take(&*hw, 0, &mut k, &mut lat).unwrap();
+        assert_eq!(t.source, Source::NetRx { src: 2, opid: 41 });
+        assert!(t.report.fault_write);
+        let o = Origin::NetRx { src: 2, opid: 41 };
+        let e = f.end(&*hw, 0, &t, o, Ok(()), &mut k, &mut lat);
+        assert_eq!(e.answer, Answer::Resume);
+        // RESUME answers the sender; the channel is idle again.
+        assert_eq!(hw.state(0), State::Idle);
+    }
+
+    /// A receive that keeps faulting at the same address is NACKed with EFAULT at the
+    /// refault limit, its sender told so.
+    #[test]
+    fn receive_refault_limit_nack() {
+        let (mut f, hw, mut k, mut lat) = setup();
+        let o = Origin::NetRx { src: 1, opid: 7 };
+        let mut last = None;
+        for _ in 0..=MAX_REFAULTS {
+            hw.net_rx_fault(3, 0x2000, 1, 7);
+            f.interrupt(&*hw, hw.take_irq_status(), &mut k);
+            last = serve(&mut f, &hw, 3, o, Ok(()), &mut k, &mut lat);
+        }
+        assert_eq!(last.unwrap().answer, Answer::Nack(CORE_EFAULT));
+        assert_eq!(hw.with(|s| (s.resumes, s.nacks)), (MAX_REFAULTS, 1));
+        assert_eq!(hw.with(|s| s.nack_status[3]), EFAULT.to_errno());
+        assert_eq!(k.faults, u64::from(MAX_REFAULTS) + 1);
+    }
+
+    /// A RESUME the engine did not take (the channel stays in fault-wait): the scan of every
+    /// channel finds it again, counts it, and RESUMEs it again.
+    #[test]
+    fn lost_resume_served_again() {
+        let (mut f, hw, mut k, mut lat) = setup();
+        hw.start_busy(1);
+        hw.page_fault(1, 0x7000, false, 0, FaultCause::Translation);
+        hw.with(|s| s.lose_resumes = 1);
+        f.interrupt(&*hw, hw.take_irq_status(), &mut k);
+        let o = Origin::Copy { slot: 1, cookie: 9 };
+        assert_eq!(f.pending(&*hw, false), 1 << 1);
+        serve(&mut f, &hw, 1, o, Ok(()), &mut k, &mut lat).unwrap();
+        // The RESUME was lost.
+        assert_eq!(hw.state(1), State::Fault);
+        assert!(!f.in_service());
+        // The thread's next pass looks at every channel (it served one).
+        assert_eq!(f.pending(&*hw, true), 0b1111);
+        assert!(serve(&mut f, &hw, 0, o, Ok(()), &mut k, &mut lat).is_none());
+        serve(&mut f, &hw, 1, o, Ok(()), &mut k, &mut lat).unwrap();
+        assert_eq!((hw.state(1), hw.with(|s| s.resumes)), (State::Busy, 1));
+        assert_eq!((k.faults, k.faults_resolved), (2, 2));
+    }
+
+    /// A command the engine cannot take (device gone) is reported, and the fault is out of
+    /// service.
+    #[test]
+    fn answer_on_gone_device() {
+        let (mut f, hw, mut k, mut lat) = setup();
+        hw.start_busy(0);
+        hw.page_fault(0, 0x7000, false, 0, FaultCause::Translation);
+        let t = f.take(&*hw, 0, &mut k, &mut lat).unwrap();
+        hw.with(|s| s.gone = true);
+        let o = Origin::Copy { slot: 0, cookie: 1 };
+        let e = f.end(&*hw, 0, &t, o, Ok(()), &mut k, &mut lat);
+        assert_eq!(e.written, Err(ENODEV));
+        assert!(!f.in_service());
+    }
+
+    /// A fault in service keeps the context (a receive taken, not yet answered, included);
+    /// clearing forgets it.
+    #[test]
+    fn in_service_until_answered() {
+        let (mut f, hw, mut k, mut lat) = setup();
+        hw.net_rx_fault(2, 0x3000, 4, 1);
+        assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
+        // Noted.
+        assert!(f.in_service());
+        assert_eq!(f.pending(&*hw, false), 1 << 2);
+        let t = f.take(&*hw, 2, &mut k, &mut lat).unwrap();
+        // Taken, being resolved.
+        assert!(f.in_service());
+        let o = Origin::NetRx { src: 4, opid: 1 };
+        f.end(&*hw, 2, &t, o, Ok(()), &mut k, &mut lat);
+        assert!(!f.in_service());
+        hw.net_rx_fault(2, 0x3000, 4, 2);
+        f.interrupt(&*hw, hw.take_irq_status(), &mut k);
+        f.clear();
+        assert!(!f.in_service());
+    }
+}

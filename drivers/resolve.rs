@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The fault thread's work for one process (fault.rs describes the path top to bottom): the
+//! IOMMU's reports, then every engine channel in fault-wait through the one fault state
+//! machine (fault/machine.rs), and the resolver that makes a faulting page reachable: region,
+//! VMA, touch-ahead window, fault-in (odp.rs), map (mirror.rs).
+
+use crate::channel::micros;
+use crate::exanest_core::{
+    abi::{self, Range},
+    faultsm::{Origin, Source},
+    regs::FaultCause,
+};
+use crate::fault::{access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES};
+use crate::ffi;
+use crate::odp::{self, FaultTarget};
+use crate::process::Process;
+use crate::queue::QueueState;
+use kernel::{
+    page::{PAGE_SHIFT, PAGE_SIZE},
+    prelude::*,
+    sync::Arc,
+    time::{Instant, Monotonic},
+};
+
+/// The fault thread's work (ffi.rs `FaultThread`), called by the shim after each kick.
+///
+/// # Safety
+///
+/// `token` is the `Process` the thread was started for (process.rs); the thread is stopped
+/// before the process is freed, so it is live for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn exanest_rust_fault_work(token: *mut core::ffi::c_void) {
+    // SAFETY: Per the contract, `token` points to a live `Process`.
+    let process = unsafe { &*token.cast::<Process>() };
+    process.service_faults();
+}
+ffi::check_callback!(ffi::raw::exanest_rust_fault_work, exanest_rust_fault_work);
+
+impl Process {
+    /// The fault worker: resolve what the IOMMU reported, then serve every channel that the
+    /// engine reported in fault-wait (every running one when IOMMU reports were lost or came
+    /// without an engine report).
+    fn service_faults(&self) {
+        // What the thread allocates for the process is charged to the process's memory cgroup.
+        let _memcg = ffi::MemcgScope::enter(&self.mm);
+        loop {
+            let mut busy = false;
+            while let Some((f, stamp)) = self.faults.pop_stamped() {
+                busy = true;
+                // Errors are the channel's business: it reports the same fault.
+                if self
+                    .resolve(f.page, f.write, u64::MAX, Within::Page)
+                    .is_ok()
+                {
+                    let us = ffi::ktime_ns().saturating_sub(stamp) / 1000;
+                    self.inner.lock().chans.latency.handler.record(us);
+                }
+            }
+            let lost = self.faults.take_overflow() || busy;
+            let pending = {
+                let mut g = self.inner.lock();
+                if g.dead {
+                    return;
+                }
+                let Some(ctx) = g.hw() else {
+                    return;
+                };
+                g.engine_faults.pending(&*ctx, lost)
+            };
+            for n in (0..32).filter(|n| pending & (1 << n) != 0) {
+                if self.service_fault(n) {
+                    busy = true;
+                }
+            }
+            if !busy {
+                return;
+            }
+        }
+    }
+
+    /// Serve engine channel `n`'s fault, whatever its origin: resolve it, then RESUME it, or
+    /// NACK it with the errno (fault/machine.rs). Returns whether the channel was in
+    /// fault-wait for a transfer of the process.
+    fn service_fault(&self, n: u32) -> bool {
+        // A fault in service keeps the process's context (`Inner::idle`) until it is answered.
+        let (ctx, f, origin, limit, within) = {
+            let mut g = self.inner.lock();
+            let inner = &mut *g;
+            let Some(ctx) = inner.hw() else {
+                return false;
+            };
+            let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+            let Some(f) = inner.engine_faults.take(&*ctx, n, k, lat) else {
+                return false;
+            };
+            let rep = &f.report;
+            let known = match f.source {
+                Source::Start => inner.chans.fault_of(n, rep.fault_write),
+                Source::Kernel { slot } => inner.chans.fault_of(slot, rep.fault_write),
+                Source::Queue { index } => match &inner.queue {
+                    QueueState::Ready(q) if q.mask & (1 << n) != 0 => Some(Transfer {
+                        origin: Origin::Queue { index },
+                        limit: u64::MAX,
+                        within: Within::Any,
+                    }),
+                    _ => None,
+                },
+                Source::NetRx { src, opid } => Some(Transfer {
+                    origin: Origin::NetRx { src, opid },
+                    limit: u64::MAX,
+                    within: Within::Any,
+                }),
+            };
+            let Some(c) = known else {
+                // Not the process's (its queue was disabled meanwhile): a later scan sees it
+                // again if it stays.
+                inner.engine_faults.drop_fault(n);
+                return false;
+            };
+            (ctx, f, c.origin, c.limit, c.within)
+        };
+        let rep = f.report;
+        let res = match rep.fault_cause {
+            FaultCause::Translation => self.resolve(rep.fault_addr, rep.fault_write, limit, within),
+            _ => Err(EIO),
+        };
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        if inner.dead {
+            return true;
+        }
+        if let Ok(one) = Range::new(rep.fault_addr, 1, u64::MAX) {
+            if let Ok(h) = inner.regions.find(&one, access(rep.fault_write)) {
+                if let Some(r) = inner.regions.get_mut(h) {
+                    r.faults += 1;
+                }
+            }
+        }
+        let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+        let ended = inner.engine_faults.end(&*ctx, n, &f, origin, res, k, lat);
+        match origin {
+            Origin::Copy { slot, .. } => {
+                let (chans, mut release) = inner.chans_releasing();
+                chans.fault_ended(&*ctx, slot, &ended, rep.done_bytes, &mut release);
+            }
+            // Not written only when the device is gone: the queue's and the link's teardown
+            // end the transfer (a channel that no longer held the fault ignores the command).
+            Origin::Queue { .. } | Origin::NetRx { .. } => {}
+        }
+        drop(g);
+        self.done.notify_all();
+        true
+    }
+
+    /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
+    /// up to `limit`, in the region `within` says.
+    pub(crate) fn resolve(&self, addr: u64, write: bool, limit: u64, within: Within) -> Result {
+        retry_lost_region(|| self.resolve_once(addr, write, limit, within))
+    }
+
+    fn resolve_once(&self, addr: u64, write: bool, limit: u64, within: Within) -> Result {
+        let (h, addr, target) = {
+            let mut g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            let vpn = addr >> PAGE_SHIFT;
+            if g.pages.covers(vpn, write) || self.map.lock().mirror.covers(vpn, write) {
+                // Already resolved: both fault sources reported it.
+                return Ok(());
+            }
+            if g.pages.has(vpn) {
+                // Pinned read-only by a pin region, which owns the page's mapping: a device
+                // write through an overlapping region is refused (Documentation/abi.rst).
+                return Err(EACCES);
+            }
+            let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
+            let one = Range::new(addr, 1, u64::MAX)?;
+            let (h, addr) = match within {
+                // The copy's own region, which it holds: it cannot go during the fault-in,
+                // unlike an overlapping one. (A pinned one cannot fault; others are looked up.)
+                Within::Region(h)
+                    if g.regions.get(h).is_some_and(|r| {
+                        not_pinned(r)
+                            && r.range.contains(&one)
+                            && r.access & access(write) == access(write)
+                    }) =>
+                {
+                    (h, addr)
+                }
+                Within::Region(_) | Within::Any => {
+                    (g.regions.find_with(&one, access(write), not_pinned)?, addr)
+                }
+                Within::Page => {
+                    g.regions
+                        .find_in_page(addr, PAGE_SIZE as u64, access(write), not_pinned)?
+                }
+            };
+            let notifier = g.notifier(h).ok_or(EFAULT)?;
+            let r = g.regions.get_mut(h).ok_or(EFAULT)?;
+            let window = if r.window == abi::WINDOW_ADAPTIVE {
+                r.adapt.window_for(vpn)
+            } else {
+                u64::from(r.window)
+            };
+            let target = FaultTarget {
+                handle: h,
+                region: r.range,
+                notifier,
+                window,
+                limit,
+            };
+            (h, addr, target)
+        };
+        let (end, mapped) = self.fault_and_map(addr, write, &target)?;
+        let mut g = self.inner.lock();
+        g.chans.counters.touch_ahead_pages += mapped.saturating_sub(1);
+        if let Some(r) = g.regions.get_mut(h) {
+            r.pages_resolved += mapped;
+            r.adapt.resolved(end >> PAGE_SHIFT);
+        }
+        Ok(())
+    }
+
+    /// Fault in the window at `addr` and map it, retrying while invalidations race with it (at
+    /// most [`MAX_RETRIES`] times, then EAGAIN) and while page tables cannot be allocated
+    /// under `map` (reclaiming in between, at most [`MAX_RETRIES`] times, then ENOMEM).
+    /// Returns the end of what was faulted in and the pages newly mapped. The region is looked
+    /// up again under `inner` before anything is mapped: if it was deregistered meanwhile
+    /// (deregistration unmaps under `inner` too), nothing is mapped and the result is ENOENT.
+    /// Called with no driver lock held (resolver, prefault, advise).
+    pub(crate) fn fault_and_map(
+        &self,
+        addr: u64,
+        write: bool,
+        target: &FaultTarget,
+    ) -> Result<(u64, u64)> {
+        let mut raced = 0;
+        let mut nomem = 0;
+        loop {
+            let t0 = Instant::<Monotonic>::now();
+            let f = odp::fault_in(&self.mm, addr, write, target)?;
+            let fault_in_us = micros(t0);
+            let t1 = Instant::<Monotonic>::now();
+            let mut nodes = odp::reserve_nodes(&f)?;
+            let mut g = self.inner.lock();
+            if g.dead {
+                return Err(ENODEV);
+            }
+            // Still registered, with the notifier the pages were faulted in under.
+            match g.notifier(target.handle) {
+                Some(n) if Arc::ptr_eq(&n, &target.notifier) => {}
+                _ => return Err(ENOENT),
+            }
+            let mut m = self.map.lock();
+            let pages = &g.pages;
+            let evicted = m.budget.evicted_pages;
+            let res = odp::map_faulted(&mut m, &target.notifier, &f, &mut nodes, |vpn| {
+                pages.has(vpn)
+            });
+            let (evicted, victim) = (m.budget.evicted_pages - evicted, m.budget.last_victim);
+            drop(m);
+            self.queue_evicted(&mut g, evicted, victim);
+            g.chans.latency.fault_in.record(fault_in_us);
+            match res {
+                Ok(Some(n)) => {
+                    g.chans.latency.map.record(micros(t1));
+                    g.chans.counters.pages_resolved += n;
+                    return Ok((f.end(), n));
+                }
+                Ok(None) => {
+                    raced += 1;
+                    if raced >= MAX_RETRIES {
+                        return Err(EAGAIN);
+                    }
+                }
+                Err(e) if e == ENOMEM => {
+                    nomem += 1;
+                    if nomem >= MAX_RETRIES {
+                        return Err(ENOMEM);
+                    }
+                    drop(g);
+                    reclaim_for_tables();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! The one fault state machine of an engine context's channels, for every origin of a fault:
+//! a copy of the COPY path, a transfer of the user-level queue, and a receiver fault of a
+//! remote op. It decides; the driver reads the registers, resolves, and writes the answer.
+//!
+//! Per engine channel, a fault goes through four steps:
+//!
+//! 1. [`FaultTable::detected`]: the interrupt saw the channel in fault-wait. It is counted
+//!    (`faults`), stamped, and marked pending for the fault thread. A second report of a fault
+//!    already being served changes nothing.
+//! 2. [`FaultTable::take_pending`] and [`FaultTable::begin`]: the fault thread takes it, and
+//!    records how long it waited (`Latency::queue`). A fault found without its interrupt (lost,
+//!    or a RESUME the engine did not take) is counted and stamped here.
+//! 3. The driver resolves it (no lock held), then [`FaultTable::decide`] turns the result into
+//!    an [`Answer`]: RESUME when resolved, unless the same transfer keeps faulting at the same
+//!    address ([`MAX_REFAULTS`], then NACK with EFAULT); NACK with EIO for a fault that is not
+//!    a missing translation; NACK with the resolver's errno otherwise. It records the whole
+//!    service time (`Latency::total`) and the counters (`faults_resolved`, `retransmissions`,
+//!    `nacks`).
+//! 4. [`FaultTable::end`]: the answer was written, or the channel no longer held the fault.
+//!
+//! Between 1 and 4 the channel is *in service* ([`FaultTable::in_service`]): the process
+//! keeps its context, so the answer reaches the channel that holds the fault.
+//!
+//! Times are microseconds of one monotonic clock, passed in by the caller.
+
+use super::abi::{Counters, Latency};
+use super::regs::FaultCause;
+
+/// Most channels a table tracks (the register map's channels per context).
+pub const MAX_CHANNELS: usize = super::regs::MAX_CHANNELS;
+
+/// A fault that keeps coming back at the same address of the same transfer after being
+/// resolved is NACKed with EFAULT at its `MAX_REFAULTS + 1`-th report.
+pub const MAX_REFAULTS: u32 = 8;
+
+/// Linux errno numbers the state machine answers with (asm-generic numbering).
+pub const EIO: i32 = 5;
+/// See [`EIO`].
+pub const EFAULT: i32 = 14;
+
+/// Where the transfer a channel holds came from, as its ORIGIN register says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Started by registers (START) on this very channel: a copy on the context's channel of
+    /// the same number (engines without a kernel queue).
+    Start,
+    /// A descriptor of the context's kernel queue: a copy in slot `slot` (its WRID).
+    Kernel {
+        /// The kernel queue slot (the copy's channel as the COPY path numbers them).
+        slot: u32,
+    },
+    /// A descriptor of the user-level queue, at SQ index `index` modulo 2^16.
+    Queue {
+        /// The SQ index.
+        index: u32,
+    },
+    /// A receiver fault of a remote op, reported on an idle channel.
+    NetRx {
+        /// The sending node.
+        src: u32,
+        /// The sender's op id.
+        opid: u32,
+    },
+}
+
+/// A fault's origin, as the driver identifies it: the [`Source`] with what makes one transfer
+/// distinct from the next on the same channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A copy of the COPY path, on its channel (slot), by cookie.
+    Copy {
+        /// The channel or kernel queue slot the copy runs on.
+        slot: u32,
+        /// The copy's cookie.
+        cookie: u64,
+    },
+    /// A user-level queue transfer, by SQ index.
+    Queue {
+        /// The SQ index, modulo 2^16.
+        index: u32,
+    },
+    /// A receiver fault, by sender and op id.
+    NetRx {
+        /// The sending node.
+        src: u32,
+        /// The sender's op id.
+        opid: u32,
+    },
+}
+
+/// What ends a fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Retransmit from the faulting offset.
+    Resume,
+    /// End the transfer with this (positive) errno.
+    Nack(i32),
+}
+
+/// The state of one channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Chan {
+    /// When the fault was first seen; `Some` while it is in service.
+    seen: Option<u64>,
+    /// The last fault decided on this channel, and how often in a row it was the same.
+    last: Option<(Origin, u64, u32)>,
+}
+
+/// The faults of one context's channels (up to 32).
+#[derive(Clone, Debug)]
+pub struct FaultTable<const N: usize> {
+    ch: [Chan; N],
+    /// Channels detected in fault-wait that the fault thread has not taken yet.
+    pending: u32,
+}
+
+impl<const N: usize> Default for FaultTable<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> FaultTable<N> {
+    /// A table with no fault.
+    pub const fn new() -> Self {
+        FaultTable {
+            ch: [Chan {
+                seen: None,
+                last: None,
+            }; N],
+            pending: 0,
+        }
+    }
+
+    /// Step 1: the interrupt found channel `n` in fault-wait at `now`. Returns true when it is
+    /// new (the fault thread must run); a fault already in service changes nothing.
+    pub fn detected(&mut self, n: u32, now: u64, k: &mut Counters) -> bool {
+        let Some(c) = self.ch.get_mut(n as usize) else {
+            return false;
+        };
+        if c.seen.is_some() {
+            return false;
+        }
+        c.seen = Some(now);
+        k.faults += 1;
+        self.pending |= 1 << n;
+        true
+    }
+
+    /// Step 2: the channels the fault thread must look at: those detected, and every one in
+    /// `also` (when reports may have been lost).
+    pub fn take_pending(&mut self, also: u32) -> u32 {
+        core::mem::take(&mut self.pending) | also
+    }
+
+    /// Step 2: the fault thread took channel `n`'s fault at `now`; it waited `Latency::queue`.
+    /// A fault not detected before (its interrupt was lost) is counted and stamped now.
+    pub fn begin(&mut self, n: u32, now: u64, k: &mut Counters, lat: &mut Latency) {
+        let Some(c) = self.ch.get_mut(n as usize) else {
+            return;
+        };
+        match c.seen {
+            Some(t) => lat.queue.record(now.saturating_sub(t)),
+            None => {
+                k.faults += 1;
+                c.seen = Some(now);
+                lat.queue.record(0);
+            }
+        }
+    }
+
+    /// Step 3: the fault thread resolved channel `n`'s fault of `origin` at `addr` with
+    /// `resolved` (`Err`: a positive errno); `cause` is what the engine reported. Returns the
+    /// answer to write, and counts it.
+    pub fn decide(
+        &mut self,
+        n: u32,
+        f: (Origin, u64, FaultCause),
+        resolved: Result<(), i32>,
+        now: u64,
+        k: &mut Counters,
+        lat: &mut Latency,
+    ) -> Answer {
+        let (origin, addr, cause) = f;
+        let Some(c) = self.ch.get_mut(n as usize) else {
+            return Answer::Nack(EIO);
+        };
+        if let Some(t) = c.seen {
+            lat.total.record(now.saturating_sub(t));
+        }
+        let count = match c.last {
+            Some((o, a, count)) if o == origin && a == addr => count.saturating_add(1),
+            _ => 1,
+        };
+        c.last = Some((origin, addr, count));
+        let answer = match (cause, resolved) {
+            (FaultCause::Bus | FaultCause::Unknown(_), _) => Answer::Nack(EIO),
+            (FaultCause::Translation, Ok(())) if count > MAX_REFAULTS => Answer::Nack(EFAULT),
+            (FaultCause::Translation, Ok(())) => Answer::Resume,
+            (FaultCause::Translation, Err(e)) => Answer::Nack(e),
+        };
+        match answer {
+            Answer::Resume => {
+                k.faults_resolved += 1;
+                k.retransmissions += 1;
+            }
+            Answer::Nack(_) => k.nacks += 1,
+        }
+        answer
+    }
+
+    /// Step 4: channel `n`'s fault ended (answered, or the channel no longer holds it). A new
+    /// report of the channel is a new fault.
+    pub fn end(&mut self, n: u32) {
+        if let Some(c) = self.ch.get_mut(n as usize) {
+            c.seen = None;
+        }
+        self.pending &= !1u32.checked_shl(n).unwrap_or(0);
+    }
+
+    /// Whether a fault is detected or being served: the process keeps its context meanwhile.
+    pub fn in_service(&self) -> bool {
+        self.pending != 0 || self.ch.iter().any(|c| c.seen.is_some())
+    }
+
+    /// Forget every fault (the context was reset or given up): nothing is in service.
+    pub fn clear(&mut self) {
+        *self = Self::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::abi::Histogram;
+    use super::*;
+
+    type T = FaultTable<4>;
+
+    const COPY: Origin = Origin::Copy { slot: 1, cookie: 7 };
+    const RX: Origin = Origin::NetRx { src: 3, opid: 9 };
+
+    fn serve(
+        t: &mut T,
+        n: u32,
+        o: Origin,
+        addr: u64,
+        r: Result<(), i32>,
+        c: &mut Counters,
+    ) -> Answer {
+        let mut lat = Latency::default();
+        t.begin(n, 10, c, &mut lat);
+        let a = t.decide(n, (o, addr, FaultCause::Translation), r, 20, c, &mut lat);
+        t.end(n);
+        a
+    }
+
+    /// A detected fault is pending once, counted once, and in service until it ends.
+    #[test]
+    fn detect_take_decide_end() {
+        let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
+        assert!(!t.in_service());
+        assert!(t.detected(2, 100, &mut k));
+        assert!(
+            !t.detected(2, 150, &mut k),
+            "a second report of the same fault"
+        );
+        assert_eq!(k.faults, 1);
+        assert!(t.in_service());
+        assert_eq!(t.take_pending(0), 1 << 2);
+        assert_eq!(t.take_pending(0), 0);
+        assert!(t.in_service(), "taken, not answered");
+        t.begin(2, 164, &mut k, &mut lat);
+        assert_eq!(lat.queue.buckets[Histogram::bucket(64)], 1);
+        let a = t.decide(
+            2,
+            (COPY, 0x1000, FaultCause::Translation),
+            Ok(()),
+            300,
+            &mut k,
+            &mut lat,
+        );
+        assert_eq!(a, Answer::Resume);
+        assert_eq!(lat.total.buckets[Histogram::bucket(200)], 1);
+        assert_eq!((k.faults_resolved, k.retransmissions, k.nacks), (1, 1, 0));
+        assert!(t.in_service(), "decided, not yet written");
+        t.end(2);
+        assert!(!t.in_service());
+        assert!(t.detected(2, 400, &mut k), "the next fault is new");
+    }
+
+    /// A fault found without its interrupt is counted when taken.
+    #[test]
+    fn lost_report_counted_at_begin() {
+        let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
+        assert_eq!(t.take_pending(0b1010), 0b1010);
+        t.begin(1, 5, &mut k, &mut lat);
+        assert_eq!(k.faults, 1);
+        assert!(t.in_service());
+        assert!(!t.detected(1, 6, &mut k), "in service already");
+        assert_eq!(k.faults, 1);
+    }
+
+    /// Resolver errors NACK with their errno, other causes with EIO whatever the resolver says.
+    #[test]
+    fn nack_errnos() {
+        let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
+        assert_eq!(
+            serve(&mut t, 0, RX, 0x2000, Err(13), &mut k),
+            Answer::Nack(13)
+        );
+        t.begin(0, 0, &mut k, &mut lat);
+        let a = t.decide(
+            0,
+            (RX, 0x3000, FaultCause::Bus),
+            Ok(()),
+            1,
+            &mut k,
+            &mut lat,
+        );
+        assert_eq!(a, Answer::Nack(EIO));
+        let a = t.decide(
+            0,
+            (RX, 0x3000, FaultCause::Unknown(3)),
+            Err(12),
+            1,
+            &mut k,
+            &mut lat,
+        );
+        assert_eq!(a, Answer::Nack(EIO));
+        assert_eq!(k.nacks, 3);
+        assert_eq!(k.faults_resolved, 0);
+    }
+
+    /// The same transfer faulting at the same address after every resolution is NACKed with
+    /// EFAULT at the limit, for every origin.
+    #[test]
+    fn refault_limit_for_every_origin() {
+        let origins = [COPY, Origin::Queue { index: 5 }, RX];
+        for o in origins {
+            let (mut t, mut k) = (T::new(), Counters::default());
+            for i in 0..MAX_REFAULTS {
+                assert_eq!(
+                    serve(&mut t, 3, o, 0x5000, Ok(()), &mut k),
+                    Answer::Resume,
+                    "{o:?} {i}"
+                );
+            }
+            assert_eq!(
+                serve(&mut t, 3, o, 0x5000, Ok(()), &mut k),
+                Answer::Nack(EFAULT)
+            );
+            assert_eq!((k.faults_resolved, k.nacks), (u64::from(MAX_REFAULTS), 1));
+        }
+    }
+
+    /// Progress resets the count: another address, another transfer, or another op.
+    #[test]
+    fn refaults_count_one_transfer_at_one_address() {
+        let (mut t, mut k) = (T::new(), Counters::default());
+        for i in 0..3 * MAX_REFAULTS {
+            // Alternating addresses: never the same twice in a row.
+            let a = 0x1000 * u64::from(i % 2 + 1);
+            assert_eq!(serve(&mut t, 0, COPY, a, Ok(()), &mut k), Answer::Resume);
+        }
+        for cookie in 0..3 * u64::from(MAX_REFAULTS) {
+            let o = Origin::Copy { slot: 1, cookie };
+            assert_eq!(serve(&mut t, 0, o, 0x1000, Ok(()), &mut k), Answer::Resume);
+        }
+        for opid in 0..3 * MAX_REFAULTS {
+            let o = Origin::NetRx { src: 1, opid };
+            assert_eq!(serve(&mut t, 0, o, 0x1000, Ok(()), &mut k), Answer::Resume);
+        }
+        // Channels count apart.
+        for _ in 0..MAX_REFAULTS {
+            assert_eq!(serve(&mut t, 1, RX, 0x1000, Ok(()), &mut k), Answer::Resume);
+            assert_eq!(serve(&mut t, 2, RX, 0x1000, Ok(()), &mut k), Answer::Resume);
+        }
+        assert_eq!(k.nacks, 0);
+    }
+
+    /// Channels beyond the table are refused, not a panic; clear forgets everything.
+    #[test]
+    fn out_of_range_and_clear() {
+        let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
+        assert!(!t.detected(4, 0, &mut k));
+        t.begin(9, 0, &mut k, &mut lat);
+        let a = t.decide(
+            9,
+            (RX, 0, FaultCause::Translation),
+            Ok(()),
+            0,
+            &mut k,
+            &mut lat,
+        );
+        assert_eq!(a, Answer::Nack(EIO));
+        t.end(31);
+        assert!(t.detected(0, 0, &mut k));
+        assert!(t.in_service());
+        t.clear();
+        assert!(!t.in_service());
+        assert_eq!(t.take_pending(0), 0);
+    }
+}
