@@ -195,7 +195,7 @@ impl Engine {
             None
         };
         let node = if caps.net() {
-            regs.read(netregs::NET_NODE)?.value().get() & map::net::NODE_ID_MASK
+            regs.read(netregs::NET_NODE)?.id().get()
         } else {
             abi::NO_NODE
         };
@@ -430,18 +430,19 @@ impl Hw for Context {
         let Some(Ok(st)) = at().map(|a| self.engine.regs.read(a)) else {
             return 0;
         };
-        let pending = st.into_raw()
-            & (map::ctx_irq::CHANNELS
-                | map::ctx_irq::CQ
-                | map::ctx_irq::QERR
-                | map::ctx_irq::KCQ
-                | map::ctx_irq::KQERR);
-        if let (true, Some(a)) = (pending != 0, at()) {
+        // The status's fields, and nothing the map does not define.
+        let seen = hw::CTX_IRQ_STATUS::zeroed()
+            .with_channels(st.channels())
+            .with_cq(st.cq())
+            .with_qerr(st.qerr())
+            .with_kcq(st.kcq())
+            .with_kqerr(st.kqerr());
+        if let (true, Some(a)) = (seen.into_raw() != 0, at()) {
             // Write-one-to-clear exactly the bits seen (an MMIO write fails only for an
             // offset past the BAR, which probe checked).
-            let _ = self.engine.regs.write(a, st);
+            let _ = self.engine.regs.write(a, seen);
         }
-        pending
+        seen.into_raw()
     }
 
     fn reset(&self) {

@@ -14,7 +14,7 @@
 
 use crate::engine::Context;
 use crate::error::{CtxError, CtxResult};
-use crate::exanest_core::{abi, regs::mbox};
+use crate::exanest_core::abi;
 use crate::netregs as nr;
 use crate::process::{MboxState, Process};
 use kernel::{io::register::Array, prelude::*};
@@ -95,10 +95,12 @@ impl Context {
         )?;
         r.write(
             nr::MBOX_CFG::try_at(c).ok_or(EINVAL)?,
-            nr::MBOX_CFG::zeroed().with_value(log2 | mbox::CFG_ENABLE),
+            nr::MBOX_CFG::zeroed()
+                .try_with_log2(log2)?
+                .with_enable(true),
         )?;
         let cfg = r.read(nr::MBOX_CFG::try_at(c).ok_or(EINVAL)?)?;
-        if cfg.value().get() & mbox::CFG_ENABLE == 0 {
+        if !cfg.enable() {
             return Err(EIO);
         }
         Ok(())

@@ -13,7 +13,8 @@ use kernel::prelude::*;
 register! {
     /// The node id (bits 15:0) and whether the link is up (`net::NODE_LINK`).
     pub(crate) NET_NODE(u32) @ 0x100 {
-        31:0 value;
+        15:0 id;
+        16:16 link => bool;
     }
 
     /// The endpoint that NET_EP_CTX is about.
@@ -24,7 +25,8 @@ register! {
     /// The selected endpoint's context and `net::EP_RESIDENT`; writing it with RESIDENT
     /// RESUMEs the ops it NACKed NOT_READY.
     pub(crate) NET_EP_CTX(u32) @ 0x124 {
-        31:0 value;
+        7:0 ctx;
+        31:31 resident => bool;
     }
 
     /// The rkey table entry the window is about: an rkey's low 32 bits.
@@ -64,7 +66,9 @@ register! {
 
     /// `net::RKEY_VALID` and the rights; writing it commits the entry.
     pub(crate) NET_RKEY_CTRL(u32) @ 0x144 {
-        31:0 value;
+        0:0 valid => bool;
+        1:1 read => bool;
+        2:2 write => bool;
     }
 
     /// 2.4: context c's mailbox ring, low half of its address (mailbox.rs).
@@ -79,12 +83,13 @@ register! {
 
     /// 2.4: log2 of the ring's slots and `mbox::CFG_ENABLE`.
     pub(crate) MBOX_CFG(u32)[NCTX, stride = CTX_STRIDE] @ 0x10a8 {
-        31:0 value;
+        4:0 log2;
+        31:31 enable => bool;
     }
 
     /// 2.4, write-one-to-clear: `net::IRQ_EP_WANTED` (resident.rs).
     pub(crate) NET_IRQ(u32) @ 0x1d0 {
-        31:0 value;
+        0:0 ep_wanted => bool;
     }
 
     /// 2.4: the endpoints with ops waiting for a context, 32 a word.

@@ -66,6 +66,7 @@ register! {
         10:10 timing => bool;
         11:11 sriov => bool;
         12:12 net => bool;
+        13:13 mailbox => bool;
         23:16 contexts;
     }
 
@@ -110,6 +111,8 @@ register! {
         7:0 channels;
         8:8 cq => bool;
         9:9 qerr => bool;
+        10:10 kcq => bool;
+        11:11 kqerr => bool;
     }
 
     /// Context commands.
@@ -224,11 +227,20 @@ register! {
     /// 2.2: high half.
     pub(crate) KQ_CQ_BASE_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x106c { 31:0 value; }
     /// 2.2: as Q_CFG.
-    pub(crate) KQ_CFG(u32)[NCTX, stride = CTX_STRIDE] @ 0x1070 { 31:0 value; }
+    pub(crate) KQ_CFG(u32)[NCTX, stride = CTX_STRIDE] @ 0x1070 {
+        4:0 log2_sq;
+        12:8 log2_cq;
+        23:16 channels;
+    }
     /// 2.2: the kernel queue's enable.
     pub(crate) KQ_CTRL(u32)[NCTX, stride = CTX_STRIDE] @ 0x1074 { 0:0 enable => bool; }
-    /// 2.2: as Q_STATUS.
-    pub(crate) KQ_STATUS(u32)[NCTX, stride = CTX_STRIDE] @ 0x1078 { 1:1 error => bool; }
+    /// 2.2: as Q_STATUS (no EVT_LOST, no ARMED).
+    pub(crate) KQ_STATUS(u32)[NCTX, stride = CTX_STRIDE] @ 0x1078 {
+        0:0 enabled => bool;
+        1:1 error => bool;
+        3:3 busy => bool;
+        15:8 code;
+    }
     /// 2.2: the kernel queue's SQ producer index: writing it rings its doorbell.
     pub(crate) KQ_SQ_TAIL(u32)[NCTX, stride = CTX_STRIDE] @ 0x1084 { 31:0 value; }
     /// 2.2: the kernel queue's CQ consumer index.

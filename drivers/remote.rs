@@ -95,7 +95,7 @@ impl Engine {
     /// Whether the port has a peer.
     fn link(&self) -> Result<bool> {
         let v = self.regs.read(nr::NET_NODE).map_err(|_| ENODEV)?;
-        Ok(v.value().get() & net::NODE_LINK != 0)
+        Ok(v.link())
     }
 
     /// Counter `i` of the port (`net::CNT_*`).
@@ -129,12 +129,24 @@ impl Engine {
         let _win = self.net_win.lock();
         let r = &self.regs;
         r.write((), nr::NET_EP_SEL::zeroed().with_value(ep))?;
-        let v = ctx.map_or(0, |c| c | net::EP_RESIDENT);
-        r.write((), nr::NET_EP_CTX::zeroed().with_value(v))
+        let v = match ctx {
+            Some(c) => nr::NET_EP_CTX::zeroed()
+                .try_with_ctx(c)?
+                .with_resident(true),
+            None => nr::NET_EP_CTX::zeroed(),
+        };
+        r.write((), v)
     }
 
-    /// Commit entry `idx` of the key table (`ctrl` 0 revokes it).
-    fn rkey_write(&self, idx: u32, tag: u32, ep: u32, base: u64, len: u64, ctrl: u32) -> Result {
+    /// Commit entry `idx` of the key table (`ctrl` not VALID revokes it).
+    fn rkey_write(
+        &self,
+        idx: u32,
+        tag: u32,
+        ep: u32,
+        (base, len): (u64, u64),
+        ctrl: nr::NET_RKEY_CTRL,
+    ) -> Result {
         let _win = self.net_win.lock();
         let r = &self.regs;
         r.write((), nr::NET_RKEY_SEL::zeroed().with_value(idx))?;
@@ -151,7 +163,7 @@ impl Engine {
         )?;
         r.write((), nr::NET_RKEY_EP::zeroed().with_value(ep))?;
         // The commit: the engine takes the whole entry from here on.
-        r.write((), nr::NET_RKEY_CTRL::zeroed().with_value(ctrl))
+        r.write((), ctrl)
     }
 }
 
@@ -175,13 +187,10 @@ impl Process {
                 break t;
             }
         };
-        let mut ctrl = net::RKEY_VALID;
-        if v.access & abi::ACCESS_REMOTE_READ != 0 {
-            ctrl |= net::RKEY_READ;
-        }
-        if v.access & abi::ACCESS_REMOTE_WRITE != 0 {
-            ctrl |= net::RKEY_WRITE;
-        }
+        let ctrl = nr::NET_RKEY_CTRL::zeroed()
+            .with_valid(true)
+            .with_read(v.access & abi::ACCESS_REMOTE_READ != 0)
+            .with_write(v.access & abi::ACCESS_REMOTE_WRITE != 0);
         let mut g = self.inner.lock();
         let res = if g.dead {
             Err(ENODEV.into())
@@ -196,7 +205,7 @@ impl Process {
                 .and_then(|()| {
                     let (start, len) = (v.range.start, v.range.len());
                     self.engine
-                        .rkey_write(idx, tag, self.endpoint, start, len, ctrl)
+                        .rkey_write(idx, tag, self.endpoint, (start, len), ctrl)
                 })
                 .map_err(CtxError::from)
         };
@@ -206,7 +215,9 @@ impl Process {
                 let _ = g.rkeys.remove(i);
             }
             // An MMIO write fails only for an offset past the BAR, which probe checked.
-            let _ = self.engine.rkey_write(idx, 0, 0, 0, 0, 0);
+            let _ = self
+                .engine
+                .rkey_write(idx, 0, 0, (0, 0), nr::NET_RKEY_CTRL::zeroed());
             self.engine.rkeys.free(idx);
             return Err(e);
         }
@@ -219,7 +230,9 @@ impl Process {
         if let Some(i) = inner.rkeys.iter().position(|&(h, _)| h == handle) {
             if let Ok((_, idx)) = inner.rkeys.remove(i) {
                 // An MMIO write fails only for an offset past the BAR, which probe checked.
-                let _ = self.engine.rkey_write(idx, 0, 0, 0, 0, 0);
+                let _ = self
+                    .engine
+                    .rkey_write(idx, 0, 0, (0, 0), nr::NET_RKEY_CTRL::zeroed());
                 self.engine.rkeys.free(idx);
             }
         }

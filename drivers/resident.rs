@@ -12,7 +12,6 @@
 
 use crate::device::Instance;
 use crate::engine::Engine;
-use crate::exanest_core::regs::net;
 use crate::netregs as nr;
 use core::sync::atomic::Ordering;
 use kernel::{
@@ -31,10 +30,7 @@ impl Engine {
     /// Whether NET_IRQ says endpoints are wanted (false without a port).
     pub(crate) fn eps_wanted(&self) -> bool {
         self.node != crate::exanest_core::abi::NO_NODE
-            && self
-                .regs
-                .read(nr::NET_IRQ)
-                .is_ok_and(|v| v.value().get() & net::IRQ_EP_WANTED != 0)
+            && self.regs.read(nr::NET_IRQ).is_ok_and(|v| v.ep_wanted())
     }
 }
 
@@ -48,9 +44,7 @@ impl Instance {
             return false;
         }
         // An MMIO write fails only for an offset past the BAR, which probe checked.
-        let _ = e
-            .regs
-            .write((), nr::NET_IRQ::zeroed().with_value(net::IRQ_EP_WANTED));
+        let _ = e.regs.write((), nr::NET_IRQ::zeroed().with_ep_wanted(true));
         for (w, slot) in self.wanted.iter().enumerate() {
             let bits = nr::NET_EP_WANTED::try_at(w)
                 .and_then(|at| e.regs.read(at).ok())
