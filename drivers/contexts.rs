@@ -19,9 +19,9 @@
 //! (process.rs); it takes a process's `inner` (and, to find the domain, `map`) beneath it, and
 //! zaps a doorbell with neither held.
 
-use crate::engine::{Context, Hw};
 use crate::exanest_core::ctxpool::{ContextPool, Grant};
 use crate::ffi;
+use crate::hw::{Context, Hw};
 use crate::process::Process;
 use kernel::{prelude::*, sync::Arc};
 

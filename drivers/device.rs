@@ -6,18 +6,20 @@
 //! submits a copy (contexts.rs). Lock
 //! order: process.rs.
 
+pub(crate) mod resident;
+
 use crate::contexts::Contexts;
-use crate::engine::{Context, Engine, Hw};
 use crate::error::CtxError;
 use crate::exanest_core::regs::net;
 use crate::ffi;
-use crate::handler::exanest_iommu_fault;
+use crate::fault::handler::exanest_iommu_fault;
+use crate::hw::kqueue::KernelQueue;
+use crate::hw::link;
+use crate::hw::{Context, Engine, Hw};
 use crate::instno::InstanceNo;
 use crate::ioctl::{Reply, Request};
-use crate::kqueue::KernelQueue;
-use crate::link;
 use crate::process::Process;
-use crate::stats;
+use crate::process::stats;
 use core::sync::atomic::AtomicU32;
 use kernel::{
     bindings, debugfs,
@@ -84,7 +86,7 @@ impl Instance {
         let p = Process::new(
             self.engine.clone(),
             &any,
-            Some(exanest_iommu_fault),
+            Some(exanest_iommu_fault::<Process>),
             late,
             max_bytes,
             crate::module_parameters::budget_pages.value(),

@@ -47,47 +47,24 @@
 
 use kernel::{device::Core, irq, of, pci, platform, prelude::*};
 
-mod budget;
-mod channel;
 mod contexts;
-mod ctxqueue;
 mod device;
-mod engine;
 mod error;
 /// The `no_std` core crate rust/exanest-core, compiled into the module.
 mod exanest_core;
-#[cfg(CONFIG_KUNIT)]
-mod fake;
 mod fault;
 mod ffi;
-mod handler;
+mod hw;
 mod instno;
 mod ioctl;
-mod iommu;
-mod kqueue;
-mod link;
-mod mailbox;
-mod mirror;
-mod netregs;
-mod odp;
-mod pinned;
+mod mm;
 mod process;
-mod queue;
-mod region;
-mod regs;
-mod remote;
-mod resident;
-mod resolve;
-mod sriov;
-mod stats;
-mod transfer;
-mod userq;
 
 use device::{EngineDevices, IrqHandler};
-use engine::{Engine, Regs, BAR0_SIZE};
 use exanest_core::regs as map;
+use hw::engine::{Engine, Regs, BAR0_SIZE};
+use hw::sriov::Functions;
 use kernel::{device::Device, sync::aref::ARef};
-use sriov::Functions;
 
 struct ExanestDriver;
 

@@ -28,11 +28,17 @@
 //! losing to invalidations ends with EAGAIN, and page tables that cannot be allocated after
 //! reclaim with ENOMEM.
 
+pub(crate) mod handler;
 mod machine;
 
 pub(crate) use machine::{Ended, Faults};
 
 use crate::exanest_core::{abi, faultsm::Origin};
+
+/// Regions per file (`ENOSPC` past it), and so the ranges the handler claims faults in.
+pub(crate) const MAX_REGIONS: usize = 64;
+/// Faults the IOMMU fault handler can queue before the engine's own reports take over.
+pub(crate) const FAULT_QUEUE: usize = 64;
 use kernel::prelude::*;
 
 /// The transfer a fault belongs to, as the process knows it.

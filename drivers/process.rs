@@ -32,20 +32,31 @@
 //! releases it before taking `inner`. The IOMMU fault handler takes no lock
 //! ([`Process::claims`] is lock-free).
 
-use crate::channel::{Channels, MAX_INFLIGHT};
-use crate::engine::{Context, Engine, Hw};
+pub(crate) mod channel;
+pub(crate) mod mailbox;
+pub(crate) mod queue;
+pub(crate) mod region;
+pub(crate) mod remote;
+pub(crate) mod resolve;
+pub(crate) mod stats;
+pub(crate) mod transfer;
+pub(crate) mod userq;
+
+use crate::process::channel::{Channels, MAX_INFLIGHT};
 use crate::exanest_core::{
     abi,
     fault::{ClaimTable, FaultQueue},
     region::RegionTable,
     sched::Entry,
 };
-use crate::fault::Faults;
+use crate::fault::{handler::FaultSink, Faults};
 use crate::ffi::FaultThread;
-use crate::iommu::Domain;
-use crate::odp::{MapState, Notifier};
-use crate::pinned::PageMap;
-use crate::queue::{Doorbell, DoorbellState, QueueState};
+use crate::hw::{Context, Engine, Hw};
+use crate::mm::iommu::Domain;
+use crate::mm::odp::{MapState, Notifier};
+use crate::mm::pinned::PageMap;
+use crate::hw::net::MboxState;
+use crate::process::queue::{Doorbell, DoorbellState, QueueState};
 use core::sync::atomic::{AtomicPtr, AtomicU64};
 use kernel::{
     bindings,
@@ -56,10 +67,7 @@ use kernel::{
     sync::{new_mutex, poll::PollCondVar, Arc, Mutex},
 };
 
-/// Regions one process may hold.
-pub(crate) const MAX_REGIONS: usize = 64;
-/// Faults the IOMMU fault handler can queue before the engine's own reports take over.
-pub(crate) const FAULT_QUEUE: usize = 64;
+pub(crate) use crate::fault::{FAULT_QUEUE, MAX_REGIONS};
 /// Touch-ahead window of regions registered without one: adaptive (1 page, doubling on
 /// sequential faults up to 511), chosen from the evaluation's sweep (Documentation/evaluation.rst):
 /// as few faults as a large window on streams, as little memory as a small one on sparse access.
@@ -88,17 +96,6 @@ pub(crate) struct Inner {
     pub(crate) engine_faults: Faults,
     /// The mailbox (mailbox.rs).
     pub(crate) mbox: Option<MboxState>,
-}
-
-/// A process's mailbox ring (mailbox.rs): where it is, and its indices while the process holds
-/// no context (the engine's otherwise).
-pub(crate) struct MboxState {
-    /// The ring's first byte, and log2 of its slots.
-    pub(crate) base: u64,
-    pub(crate) log2: u32,
-    /// MBOX_HEAD and MBOX_TAIL as the context had them when it was taken.
-    pub(crate) head: u32,
-    pub(crate) tail: u32,
 }
 
 impl Inner {
@@ -158,7 +155,7 @@ pub(crate) struct Process {
     pub(crate) engine: Arc<Engine>,
     /// The address space of the process that opened the engine (mmgrab'd for identity checks).
     pub(crate) mm: ARef<Mm>,
-    /// The endpoint other nodes address the process by, `remote::NO_ENDPOINT` if none
+    /// The endpoint other nodes address the process by, `hw::net::NO_ENDPOINT` if none
     /// (remote.rs); given back at teardown.
     pub(crate) endpoint: u32,
     /// One past the highest address the engine can reach (the domain's aperture).
@@ -405,5 +402,23 @@ impl Process {
         }
         self.done.notify_all();
         core::mem::take(&mut inner.notifiers)
+    }
+}
+
+impl FaultSink for Process {
+    fn claims(&self) -> &ClaimTable<MAX_REGIONS> {
+        &self.claims
+    }
+
+    fn queue(&self) -> &FaultQueue<FAULT_QUEUE> {
+        &self.faults
+    }
+
+    fn count(&self) -> &AtomicU64 {
+        &self.iommu_faults
+    }
+
+    fn kick(&self) {
+        Process::kick(self)
     }
 }

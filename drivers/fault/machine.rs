@@ -9,7 +9,6 @@
 //!
 //! No lock here: `Faults` lives under `Process::inner` (lock order: process.rs).
 
-use crate::engine::{Command, EngineFault, Hw};
 use crate::exanest_core::faultsm::MAX_CHANNELS as MAX_CH;
 use crate::exanest_core::{
     abi,
@@ -17,6 +16,7 @@ use crate::exanest_core::{
     regs as map,
 };
 use crate::ffi;
+use crate::hw::{Command, EngineFault, Hw};
 use kernel::prelude::*;
 
 /// Microseconds of the monotonic clock, the state machine's time.
@@ -157,7 +157,7 @@ mod tests {
         faultsm::{Source, EFAULT as CORE_EFAULT, MAX_REFAULTS},
         regs::{FaultCause, State},
     };
-    use crate::fake::FakeHw;
+    use crate::hw::fake::FakeHw;
 
     fn setup() -> (
         Faults,

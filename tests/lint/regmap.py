@@ -289,7 +289,7 @@ def main(argv):
     regs, vf = header_registers(h)
     problems = []
     check_rst(h, regs, vf, (TOP / "Documentation/pldma-registers.rst").read_text(), problems)
-    check_driver(h, regs, [TOP / "drivers/regs.rs", TOP / "drivers/netregs.rs"], problems)
+    check_driver(h, regs, [TOP / "drivers/hw/regs.rs", TOP / "drivers/hw/netregs.rs"], problems)
     check_field_families(h, problems)
     for p in problems:
         print(p)

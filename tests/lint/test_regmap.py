@@ -9,8 +9,8 @@ import regmap  # noqa: E402
 
 TOP = pathlib.Path(__file__).resolve().parents[2]
 RST = (TOP / "Documentation/pldma-registers.rst").read_text()
-REGS = (TOP / "drivers/regs.rs").read_text()
-NETREGS = (TOP / "drivers/netregs.rs").read_text()
+REGS = (TOP / "drivers/hw/regs.rs").read_text()
+NETREGS = (TOP / "drivers/hw/netregs.rs").read_text()
 
 
 def check(rst=RST, regs=REGS, netregs=NETREGS):

@@ -3,13 +3,13 @@
 //! The IOMMU fault handler: the first step of the fault path (fault.rs has the rest). Called by
 //! arm-smmu-v3 (with this project's patch) from its event thread, or by arm-smmu from hard-IRQ
 //! context: it allocates nothing and takes no lock. It claims faults in the regions the resolver
-//! serves (a lock-free lookup, `Process::claims`), records their page in the process's
+//! serves (a lock-free lookup, the process's claims), records their page in the process's
 //! preallocated [`FaultQueue`] and kicks the fault thread; it refuses the others, which the SMMU
 //! driver then logs.
 
 use crate::exanest_core::fault::{ClaimTable, FaultQueue};
+use crate::fault::{FAULT_QUEUE, MAX_REGIONS};
 use crate::ffi;
-use crate::process::{Process, FAULT_QUEUE, MAX_REGIONS};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     bindings,
@@ -17,34 +17,46 @@ use kernel::{
     prelude::*,
 };
 
+/// What the IOMMU fault handler records into: a process's claims, its fault queue and its
+/// fault thread (process.rs implements it).
+pub(crate) trait FaultSink {
+    /// The ranges whose faults the resolver serves.
+    fn claims(&self) -> &ClaimTable<MAX_REGIONS>;
+    /// Where the handler records the faulting pages.
+    fn queue(&self) -> &FaultQueue<FAULT_QUEUE>;
+    /// How many faults the handler was called for.
+    fn count(&self) -> &AtomicU64;
+    /// Wake the worker. Safe in hard-IRQ context.
+    fn kick(&self);
+}
+
 /// The IOMMU fault handler: record and kick the worker. May run in hard-IRQ context
 /// (arm-smmu, `dev` NULL) or in the SMMUv3 event thread; allocates nothing, takes no lock.
 /// Returns 0 when the page lies in a region the driver resolves faults for, else -ENOSYS
 /// ("not handled"), so that the SMMU driver logs the fault (the lookup is lock-free:
-/// `Process::claims`).
+/// the process's claims).
 ///
 /// # Safety
 ///
-/// `token` is the process pointer given to `Domain::attach` (process.rs); the domain, and so
-/// this handler, is gone before the process is freed.
-pub(crate) unsafe extern "C" fn exanest_iommu_fault(
+/// `token` is the `S` given to `Domain::attach` with this handler (process.rs); the domain,
+/// and so this handler, is gone before it is freed.
+pub(crate) unsafe extern "C" fn exanest_iommu_fault<S: FaultSink>(
     _domain: *mut bindings::iommu_domain,
     _dev: *mut bindings::device,
     iova: usize,
     flags: i32,
     token: *mut core::ffi::c_void,
 ) -> i32 {
-    // SAFETY: Per the contract `token` points to a live `Process`, which lives in an `Arc`
-    // (processes are only created by `Process::new`).
-    let process = unsafe { &*token.cast::<Process>() };
+    // SAFETY: Per the contract `token` points to a live `S`.
+    let sink = unsafe { &*token.cast::<S>() };
     let write = flags as u32 & bindings::IOMMU_FAULT_WRITE != 0;
     claim_fault(
-        &process.claims,
-        &process.faults,
-        &process.iommu_faults,
+        sink.claims(),
+        sink.queue(),
+        sink.count(),
         iova as u64,
         write,
-        || process.kick(),
+        || sink.kick(),
     )
 }
 

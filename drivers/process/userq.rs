@@ -23,16 +23,16 @@
 //!   interrupt counts events under `inner`, and the wait looks at the completion in the
 //!   process's CQ between two looks at the count, so no event is lost.
 
-use crate::channel::MAX_CH;
-use crate::engine::Context;
+use crate::process::channel::MAX_CH;
 use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{
     abi::{self, Range},
     regs as map,
 };
 use crate::ffi;
+use crate::hw::Context;
 use crate::process::Process;
-use crate::queue::{DoorbellState, QueueState, UserQueue};
+use crate::process::queue::{DoorbellState, QueueState, UserQueue};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     bindings,

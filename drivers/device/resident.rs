@@ -11,8 +11,7 @@
 //! the interrupt thread, which the holders' own completions go through.
 
 use crate::device::Instance;
-use crate::engine::Engine;
-use crate::netregs as nr;
+use crate::hw::netregs as nr;
 use core::sync::atomic::Ordering;
 use kernel::{
     bindings,
@@ -24,14 +23,6 @@ use kernel::{
 
 impl_has_work! {
     impl HasWork<Self> for Instance { self.work }
-}
-
-impl Engine {
-    /// Whether NET_IRQ says endpoints are wanted (false without a port).
-    pub(crate) fn eps_wanted(&self) -> bool {
-        self.node != crate::exanest_core::abi::NO_NODE
-            && self.regs.read(nr::NET_IRQ).is_ok_and(|v| v.ep_wanted())
-    }
 }
 
 impl Instance {

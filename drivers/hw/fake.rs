@@ -8,12 +8,12 @@
 //!
 //! And a fake IOMMU page table for the on-demand mirror's tests (mirror.rs): [`FakeTable`].
 
-use crate::engine::{ChannelReport, Command, EngineFault, Hw};
 use crate::exanest_core::{
     faultsm::Source,
     regs::{Error as ChError, FaultCause, State},
 };
-use crate::iommu::IoPageTable;
+use crate::hw::{ChannelReport, Command, EngineFault, Hw};
+use crate::mm::iommu::IoPageTable;
 use core::cell::{Cell, RefCell};
 use kernel::{
     new_spinlock,

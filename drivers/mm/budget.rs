@@ -10,8 +10,8 @@
 //! allocates (the run list is allocated with the process). Lock order: process.rs.
 
 use crate::exanest_core::budget::{over, Run, RunLru};
-use crate::iommu::IoPageTable;
-use crate::mirror::Mirror;
+use crate::mm::iommu::IoPageTable;
+use crate::mm::mirror::Mirror;
 use kernel::prelude::*;
 
 /// Runs remembered: a fault-in maps one run (the faulting page and its touch-ahead, up to

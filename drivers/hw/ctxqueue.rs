@@ -2,14 +2,14 @@
 
 //! A context's queue registers: the user-level queue's (register map 2.1; its indices, moving
 //! it between contexts, 2.2) and the kernel queue's (2.2, whose rings kqueue.rs keeps). The
-//! context itself, its channels and the [`Hw`](crate::engine::Hw) trait are engine.rs.
+//! context itself, its channels and the [`Hw`](crate::hw::Hw) trait are engine.rs.
 //!
 //! Nothing here locks: callers hold the context's holder's `Process::inner` (process.rs).
 
-use crate::engine::Context;
 use crate::exanest_core::regs as map;
-use crate::kqueue::KqRegs;
-use crate::regs as hw;
+use crate::hw::kqueue::KqRegs;
+use crate::hw::regs as hw;
+use crate::hw::Context;
 use kernel::{io::register::Array, prelude::*};
 
 impl Context {

@@ -6,11 +6,11 @@
 //!
 //! No lock of its own: a queue lives under `Process::inner` (lock order: process.rs).
 
-use crate::engine::Context;
 use crate::exanest_core::{
     abi::{self, Range},
     regs as map,
 };
+use crate::hw::Context;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{page::PAGE_SIZE, prelude::*};
 

@@ -12,12 +12,11 @@
 //! resident (so no message lands in between) and restores them before it is resident again.
 //! QUIESCE at teardown disables the ring; the region goes with the others.
 
-use crate::engine::Context;
 use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::abi;
-use crate::netregs as nr;
-use crate::process::{MboxState, Process};
-use kernel::{io::register::Array, prelude::*};
+use crate::hw::net::MboxState;
+use crate::process::Process;
+use kernel::prelude::*;
 
 impl Process {
     /// EXANEST_DMA_IOC_MBOX_CREATE, with the process holding a context (device.rs). EINVAL for
@@ -76,58 +75,5 @@ impl Process {
             self.drop_unreported(handle);
         }
         res
-    }
-}
-
-impl Context {
-    /// Enable the mailbox ring of 2^`log2` slots at `base` on this context: EIO when the
-    /// engine refuses it.
-    pub(crate) fn mbox_enable(&self, base: u64, log2: u32) -> Result {
-        let c = self.index as usize;
-        let r = &self.engine.regs;
-        r.write(
-            nr::MBOX_BASE_LO::try_at(c).ok_or(EINVAL)?,
-            nr::MBOX_BASE_LO::zeroed().with_value(base as u32),
-        )?;
-        r.write(
-            nr::MBOX_BASE_HI::try_at(c).ok_or(EINVAL)?,
-            nr::MBOX_BASE_HI::zeroed().with_value((base >> 32) as u32),
-        )?;
-        r.write(
-            nr::MBOX_CFG::try_at(c).ok_or(EINVAL)?,
-            nr::MBOX_CFG::zeroed()
-                .try_with_log2(log2)?
-                .with_enable(true),
-        )?;
-        let cfg = r.read(nr::MBOX_CFG::try_at(c).ok_or(EINVAL)?)?;
-        if !cfg.enable() {
-            return Err(EIO);
-        }
-        Ok(())
-    }
-
-    /// The ring's indices (HEAD, TAIL), before the context is taken from its process.
-    pub(crate) fn mbox_save(&self) -> Result<(u32, u32)> {
-        let c = self.index as usize;
-        let r = &self.engine.regs;
-        let head = r.read(nr::MBOX_HEAD::try_at(c).ok_or(EINVAL)?)?;
-        let tail = r.read(nr::MBOX_TAIL::try_at(c).ok_or(EINVAL)?)?;
-        Ok((head.value().get(), tail.value().get()))
-    }
-
-    /// Give this context the ring of `m` where it was: TAIL while the mailbox is disabled (as
-    /// QUIESCE left it), enable, then HEAD, which RESUMEs the messages a full ring refused.
-    pub(crate) fn mbox_restore(&self, m: &MboxState) -> Result {
-        let c = self.index as usize;
-        let r = &self.engine.regs;
-        r.write(
-            nr::MBOX_TAIL::try_at(c).ok_or(EINVAL)?,
-            nr::MBOX_TAIL::zeroed().with_value(m.tail),
-        )?;
-        self.mbox_enable(m.base, m.log2)?;
-        r.write(
-            nr::MBOX_HEAD::try_at(c).ok_or(EINVAL)?,
-            nr::MBOX_HEAD::zeroed().with_value(m.head),
-        )
     }
 }

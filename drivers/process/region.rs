@@ -2,7 +2,7 @@
 
 //! Registered regions and their modes (Documentation/abi.rst, "Modes"):
 //!
-//! - **pin**: pinned and mapped at registration ([`crate::pinned::PageMap`]);
+//! - **pin**: pinned and mapped at registration ([`crate::mm::pinned::PageMap`]);
 //! - **prefault**: faulted in and mapped at registration, not pinned, kept coherent by the
 //!   region's MMU notifier;
 //! - **on-demand**: nothing mapped until the engine faults (fault.rs).
@@ -12,8 +12,8 @@
 use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::abi::{self, Range};
 use crate::fault::{reclaim_for_tables, retry_lost_region, MAX_RETRIES};
-use crate::odp::{FaultTarget, MapState, Notifier};
-use crate::pinned::{reserve_entries, PinRun};
+use crate::mm::odp::{FaultTarget, MapState, Notifier};
+use crate::mm::pinned::{reserve_entries, PinRun};
 use crate::process::{Process, MAX_REGIONS};
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 

@@ -6,7 +6,7 @@
 //! notifier and the fault-in are odp.rs's. Lock order: process.rs.
 
 use crate::ffi::HmmPfn;
-use crate::iommu::IoPageTable;
+use crate::mm::iommu::IoPageTable;
 use kernel::{
     bindings,
     page::{PAGE_SHIFT, PAGE_SIZE},
@@ -340,7 +340,7 @@ pub(crate) fn reserve_nodes(f: &Faulted) -> Result<KVec<RBTreeNodeReservation<u6
 #[kunit_tests(exanest_dma_mirror)]
 mod tests {
     use super::*;
-    use crate::fake::FakeTable;
+    use crate::hw::fake::FakeTable;
 
     /// `n` pages from `first`, as HMM returns them (a THP is mapped with order 9).
     fn faulted(first: u64, n: usize, write: bool, order: u32) -> Faulted {

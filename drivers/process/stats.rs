@@ -4,8 +4,8 @@
 //! debugfs views: `exanest-dmaN/stats` (the owning process) and `exanest-dmaN/engine` (what
 //! the engine's registers say about it).
 
-use crate::engine::Engine;
 use crate::exanest_core::abi::{self, Mode};
+use crate::hw::Engine;
 use crate::process::Process;
 use core::fmt::{Formatter, Result as FmtResult};
 use core::sync::atomic::Ordering;
@@ -111,7 +111,7 @@ impl Process {
             let (posted, completed) = kq.indices();
             writeln!(f, "kernel queue posted {posted} completed {completed}")?;
         }
-        if let crate::queue::QueueState::Ready(q) = &g.queue {
+        if let crate::process::queue::QueueState::Ready(q) = &g.queue {
             writeln!(
                 f,
                 "queue channels {:#x} cq {:#x} entries {} events {} error {} moves {} {}",
@@ -281,11 +281,11 @@ mod tests {
     /// Counters of the channel state machine add up as copies end.
     #[test]
     fn copy_counters_accumulate() {
-        use crate::channel::Channels;
-        use crate::engine::Hw;
+        use crate::process::channel::Channels;
         use crate::exanest_core::abi::{Range, ValidCopy};
         use crate::exanest_core::regs::Error as ChError;
-        use crate::fake::FakeHw;
+        use crate::hw::fake::FakeHw;
+        use crate::hw::Hw;
         let hw = FakeHw::new(2).unwrap();
         let mut ch = Channels::new(2);
         let r = |a, l| Range::new(a, l, 1 << 48).unwrap();

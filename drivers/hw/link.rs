@@ -8,8 +8,8 @@
 //! (`net::parse_tunables`); nothing is written unless the whole input parses (EINVAL), and an
 //! engine without a port has nothing to set (EOPNOTSUPP).
 
-use crate::engine::Engine;
 use crate::exanest_core::{abi, regs::net};
+use crate::hw::Engine;
 use core::fmt;
 use kernel::{prelude::*, sync::Arc, uaccess::UserSliceReader};
 

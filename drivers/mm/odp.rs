@@ -8,12 +8,12 @@
 //! invalidation may not block, so nothing under that lock may enter reclaim: allocations there
 //! are atomic or reserved beforehand ([`reserve_nodes`]). Lock order: process.rs.
 
-use crate::budget::Budget;
 use crate::error::hmm_errno;
 use crate::exanest_core::{abi::Range, fault::touch_ahead};
 use crate::ffi::{self, HmmPfn, MniPtr};
-use crate::iommu::Domain;
-pub(crate) use crate::mirror::{reserve_nodes, Faulted, Mirror};
+use crate::mm::budget::Budget;
+use crate::mm::iommu::Domain;
+pub(crate) use crate::mm::mirror::{reserve_nodes, Faulted, Mirror};
 use kernel::{
     bindings,
     page::PAGE_SHIFT,

@@ -14,7 +14,7 @@
 //! `Process::map` (lock order: process.rs).
 
 use crate::ffi;
-use crate::iommu::Domain;
+use crate::mm::iommu::Domain;
 use core::ptr::NonNull;
 use kernel::{
     bindings,

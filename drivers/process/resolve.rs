@@ -5,7 +5,7 @@
 //! machine (fault/machine.rs), and the resolver that makes a faulting page reachable: region,
 //! VMA, touch-ahead window, fault-in (odp.rs), map (mirror.rs).
 
-use crate::channel::micros;
+use crate::process::channel::micros;
 use crate::exanest_core::{
     abi::{self, Range},
     faultsm::{Origin, Source},
@@ -13,9 +13,9 @@ use crate::exanest_core::{
 };
 use crate::fault::{access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES};
 use crate::ffi;
-use crate::odp::{self, FaultTarget};
+use crate::mm::odp::{self, FaultTarget};
 use crate::process::Process;
-use crate::queue::QueueState;
+use crate::process::queue::QueueState;
 use kernel::{
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,

@@ -12,7 +12,6 @@
 //!
 //! No lock here: a `Channels` lives under `Process::inner` (lock order: process.rs).
 
-use crate::engine::Hw;
 use crate::exanest_core::{
     abi::{self, Errno, ValidCopy},
     faultsm::{Answer, Origin},
@@ -20,6 +19,7 @@ use crate::exanest_core::{
     sched::{Entry, Scheduler, Start},
 };
 use crate::fault::{Ended, Transfer, Within};
+use crate::hw::Hw;
 use kernel::{
     prelude::*,
     time::{Instant, Monotonic},
@@ -192,8 +192,8 @@ impl Channels {
 mod tests {
     use super::*;
     use crate::exanest_core::{abi::Range, faultsm::MAX_REFAULTS, regs::FaultCause};
-    use crate::fake::FakeHw;
     use crate::fault::Faults;
+    use crate::hw::fake::FakeHw;
     use kernel::sync::Arc;
 
     const LEN: u64 = 0x3000;

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The hardware: the engine as a whole ([`engine`]: identification, the interrupt summary,
+//! reset, the network port's tables), one context of it behind the small [`Hw`] trait
+//! ([`context`], and for KUnit a fake one, [`fake`]), a context's queues' registers
+//! ([`ctxqueue`], [`kqueue`]: the kernel queue's rings), the register map in the kernel's
+//! `register!` style ([`regs`], [`netregs`]), the contexts' SR-IOV functions ([`sriov`]) and the
+//! network link's settings ([`link`]). A context is what one process drives: its channels, its
+//! interrupt status, and the device its DMA is issued as (on PCI its SR-IOV virtual function,
+//! so its own StreamID and IOMMU group). Register values stay typed from the `register!` map
+//! to the MMIO access; the core's enums name the field values.
+//!
+//! Nothing here locks but the kernel queue's own leaf spinlock and the network port's table
+//! window: callers serialise channel commands under `Process::inner` (process.rs).
+
+pub(crate) mod context;
+pub(crate) mod ctxqueue;
+pub(crate) mod engine;
+#[cfg(CONFIG_KUNIT)]
+pub(crate) mod fake;
+pub(crate) mod kqueue;
+pub(crate) mod link;
+pub(crate) mod net;
+pub(crate) mod netregs;
+pub(crate) mod regs;
+pub(crate) mod sriov;
+
+pub(crate) use context::Context;
+pub(crate) use engine::Engine;
+
+use crate::exanest_core::{
+    faultsm::Source,
+    regs::{Error as ChError, FaultCause, State},
+};
+use kernel::prelude::*;
+
+/// What a channel reports when it stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChannelReport {
+    /// STATUS.state.
+    pub(crate) state: State,
+    /// STATUS.error (meaningful in [`State::Error`]).
+    pub(crate) error: ChError,
+    /// Bytes of the transfer already copied.
+    pub(crate) done_bytes: u32,
+    /// IOVA of the faulting access (meaningful in [`State::Fault`]).
+    pub(crate) fault_addr: u64,
+    /// The fault was on the destination (a write).
+    pub(crate) fault_write: bool,
+    /// Why the access faulted.
+    pub(crate) fault_cause: FaultCause,
+}
+
+/// A channel in fault-wait: what it reports, and where its transfer came from (ORIGIN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EngineFault {
+    /// The channel's report.
+    pub(crate) report: ChannelReport,
+    /// Where the transfer came from.
+    pub(crate) source: Source,
+}
+
+/// What ends a fault on the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Command {
+    /// RESUME: retransmit from the faulting offset.
+    Resume,
+    /// NACK: end the transfer; a queue transfer's completion, or a remote op's sender, gets
+    /// `status` (a negative errno, or a `cqe_status` value).
+    Nack { status: i32 },
+}
+
+/// The operations on one context that the driver uses: an FPGA, the QEMU model, or the KUnit
+/// fake. Channel numbers are the context's own (0 to `channels() - 1`). The COPY path's
+/// channels (`start`, `report`) are the kernel queue's slots when the context has one
+/// (context.rs's header); faults are the engine channels' own (`fault`, `answer`), whatever
+/// their transfer's origin (fault/).
+pub(crate) trait Hw: Send + Sync {
+    /// Channels the context has.
+    fn channels(&self) -> u32;
+    /// Program channel `n` and start it, with its interrupt enabled.
+    fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result;
+    /// The channel's state and latches.
+    fn report(&self, n: u32) -> Result<ChannelReport>;
+    /// Engine channel `n`'s fault, if it is in fault-wait.
+    fn fault(&self, n: u32) -> Result<Option<EngineFault>>;
+    /// End engine channel `n`'s fault with `cmd`. Refused (EINVAL, or ENODEV once the device
+    /// is gone) when it cannot be written; a channel no longer in fault-wait ignores it.
+    fn answer(&self, n: u32, cmd: Command) -> Result;
+    /// Read and acknowledge the context's interrupt status (bit n = channel n; 2.1: bit 8 the
+    /// completion queue event, bit 9 the queue error, `map::ctx_irq`).
+    fn take_irq_status(&self) -> u32;
+    /// Stop every channel of the context (quiesce): no DMA of the context follows.
+    fn reset(&self);
+}

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! One context of an engine behind the [`Hw`] trait: its channels' registers, its interrupt
+//! status, and the device its DMA is issued as.
+//!
+//! With a kernel queue (register map 2.2, kqueue.rs), the [`Hw`] channels of the COPY path
+//! are the queue's slots: COPY's transfers are descriptors, their ends completions. Without
+//! one they are the engine's channels, STARTed by registers. Faults are always the engine
+//! channels' own, with the ORIGIN of their transfer. The queues' registers are ctxqueue.rs.
+
+use crate::exanest_core::{
+    faultsm::Source,
+    kqueue::Slot,
+    regs::{self as map, Error as ChError, FaultCause, State},
+};
+use crate::hw::kqueue::KernelQueue;
+use crate::hw::netregs;
+use crate::hw::regs as hw;
+use crate::hw::{ChannelReport, Command, Engine, EngineFault, Hw};
+use kernel::{
+    device,
+    io::register::Array,
+    prelude::*,
+    sync::{aref::ARef, Arc},
+};
+
+/// One context of an engine: its registers, and the device its DMA is issued as, to which its
+/// process's IOMMU domain is attached.
+pub(crate) struct Context {
+    /// The engine.
+    pub(crate) engine: Arc<Engine>,
+    /// The context's index.
+    pub(crate) index: u32,
+    /// The device the context's DMA is issued as: its virtual function, or the engine itself.
+    pub(crate) dev: ARef<device::Device>,
+    /// Physical address of the context's doorbell page (its VF's BAR0), which user space maps
+    /// to drive the context's user-level queue; `None` without SR-IOV.
+    pub(crate) doorbell: Option<u64>,
+    /// The context's kernel queue, which COPY's transfers take (register map 2.2 on PCI).
+    pub(crate) kq: Option<Pin<KBox<KernelQueue>>>,
+}
+
+impl Context {
+    /// Channel `n` of this context as a register array index: EINVAL beyond its channels.
+    pub(crate) fn ch(&self, n: u32) -> Result<usize> {
+        if n >= self.engine.channels {
+            return Err(EINVAL);
+        }
+        map::ch_index(self.index as usize, n as usize).ok_or(EINVAL)
+    }
+
+    /// `CH_CTRL` of channel `n` with only the interrupt enable set.
+    fn ctrl(&self, n: u32) -> Result<(hw::CH_CTRL, usize)> {
+        Ok((hw::CH_CTRL::zeroed().with_irq_en(true), self.ch(n)?))
+    }
+
+    fn write_ctrl(&self, c: usize, v: hw::CH_CTRL) -> Result {
+        self.engine
+            .regs
+            .write(hw::CH_CTRL::try_at(c).ok_or(EINVAL)?, v)
+    }
+
+    pub(crate) fn ctx(&self) -> usize {
+        self.index as usize
+    }
+
+    /// The engine channel in fault-wait for the kernel queue's slot `k`: the one whose ORIGIN
+    /// names the kernel queue and whose WRID is `k` (kqueue.rs).
+    fn kq_channel(&self, k: u32) -> Option<u32> {
+        let r = &self.engine.regs;
+        (0..self.engine.channels).find(|&n| {
+            let Ok(c) = self.ch(n) else { return false };
+            let at = |c| Some((hw::CH_STATUS::try_at(c)?, hw::CH_ORIGIN::try_at(c)?));
+            let Some((st, o)) = at(c) else { return false };
+            r.read(st).is_ok_and(|st| st.state() == State::Fault)
+                && r.read(o).is_ok_and(|o| o.queue() && o.kernel())
+                && hw::CH_WRID_LO::try_at(c)
+                    .and_then(|w| r.read(w).ok())
+                    .is_some_and(|w| w.value().get() == k)
+        })
+    }
+
+    /// Program engine channel `n` and start it, with its interrupt enabled.
+    fn ch_start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result {
+        let (ctrl, c) = self.ctrl(n)?;
+        let (slo, shi) = map::split64(src);
+        let (dlo, dhi) = map::split64(dst);
+        let r = &self.engine.regs;
+        let src_lo = hw::CH_SRC_LO::try_at(c).ok_or(EINVAL)?;
+        let src_hi = hw::CH_SRC_HI::try_at(c).ok_or(EINVAL)?;
+        let dst_lo = hw::CH_DST_LO::try_at(c).ok_or(EINVAL)?;
+        let dst_hi = hw::CH_DST_HI::try_at(c).ok_or(EINVAL)?;
+        let len_at = hw::CH_LEN::try_at(c).ok_or(EINVAL)?;
+        r.write(src_lo, hw::CH_SRC_LO::zeroed().with_value(slo))?;
+        r.write(src_hi, hw::CH_SRC_HI::zeroed().with_value(shi))?;
+        r.write(dst_lo, hw::CH_DST_LO::zeroed().with_value(dlo))?;
+        r.write(dst_hi, hw::CH_DST_HI::zeroed().with_value(dhi))?;
+        r.write(len_at, hw::CH_LEN::zeroed().with_value(len))?;
+        self.write_ctrl(c, ctrl.with_start(true))
+    }
+
+    /// Retransmit engine channel `n`'s transfer in fault-wait from its faulting offset.
+    pub(crate) fn ch_resume(&self, n: u32) -> Result {
+        let (ctrl, c) = self.ctrl(n)?;
+        self.write_ctrl(c, ctrl.with_resume(true))
+    }
+
+    /// End engine channel `n`'s busy or faulted transfer.
+    pub(crate) fn ch_nack(&self, n: u32) -> Result {
+        let (ctrl, c) = self.ctrl(n)?;
+        self.write_ctrl(c, ctrl.with_nack(true))
+    }
+
+    /// Engine channel `n`'s state and latches.
+    pub(crate) fn ch_report(&self, n: u32) -> Result<ChannelReport> {
+        let c = self.ch(n)?;
+        let r = &self.engine.regs;
+        let st = r.read(hw::CH_STATUS::try_at(c).ok_or(EINVAL)?)?;
+        let lo = r.read(hw::CH_FAULT_LO::try_at(c).ok_or(EINVAL)?)?;
+        let hi = r.read(hw::CH_FAULT_HI::try_at(c).ok_or(EINVAL)?)?;
+        let info = r.read(hw::CH_FAULT_INFO::try_at(c).ok_or(EINVAL)?)?;
+        let done = r.read(hw::CH_DONE_BYTES::try_at(c).ok_or(EINVAL)?)?;
+        Ok(ChannelReport {
+            state: st.state(),
+            error: st.error(),
+            done_bytes: done.value().get(),
+            fault_addr: map::join64(lo.value().get(), hi.value().get()),
+            fault_write: info.write(),
+            fault_cause: info.cause(),
+        })
+    }
+}
+
+impl Hw for Context {
+    fn channels(&self) -> u32 {
+        self.engine.channels
+    }
+
+    // With a kernel queue (register map 2.2), channel `n` of the COPY path is the queue's slot
+    // `n` (kqueue.rs); without one, it is engine channel `n`, STARTed by registers.
+    fn start(&self, n: u32, src: u64, dst: u64, len: u32) -> Result {
+        match &self.kq {
+            Some(q) => q.start(self, n, src, dst, len),
+            None => self.ch_start(n, src, dst, len),
+        }
+    }
+
+    fn report(&self, n: u32) -> Result<ChannelReport> {
+        let Some(q) = &self.kq else {
+            return self.ch_report(n);
+        };
+        let quiet = |state| ChannelReport {
+            state,
+            error: ChError::None,
+            done_bytes: 0,
+            fault_addr: 0,
+            fault_write: false,
+            fault_cause: FaultCause::Translation,
+        };
+        match q.slot(self, n) {
+            Slot::Ended(e) => {
+                let (state, error) = e.report();
+                Ok(ChannelReport {
+                    error,
+                    done_bytes: e.bytes,
+                    fault_addr: e.fault_addr,
+                    ..quiet(state)
+                })
+            }
+            Slot::Busy => match self.kq_channel(n) {
+                Some(c) => self.ch_report(c),
+                None => Ok(quiet(State::Busy)),
+            },
+            Slot::Idle => Ok(quiet(State::Idle)),
+        }
+    }
+
+    fn fault(&self, n: u32) -> Result<Option<EngineFault>> {
+        let report = self.ch_report(n)?;
+        if report.state != State::Fault {
+            return Ok(None);
+        }
+        let c = self.ch(n)?;
+        let r = &self.engine.regs;
+        let o = r.read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
+        let source = if o.net_rx() {
+            let i = netregs::net_ch(self.ctx(), n as usize).ok_or(EINVAL)?;
+            let src = r.read(netregs::CH_NET_SRC::try_at(i).ok_or(EINVAL)?)?;
+            let opid = r.read(netregs::CH_NET_OPID::try_at(i).ok_or(EINVAL)?)?;
+            Source::NetRx {
+                src: src.value().get(),
+                opid: opid.value().get(),
+            }
+        } else if o.queue() && o.kernel() {
+            let wrid = r.read(hw::CH_WRID_LO::try_at(c).ok_or(EINVAL)?)?;
+            Source::Kernel {
+                slot: wrid.value().get(),
+            }
+        } else if o.queue() {
+            Source::Queue {
+                index: o.sq_index().get(),
+            }
+        } else {
+            Source::Start
+        };
+        Ok(Some(EngineFault { report, source }))
+    }
+
+    fn answer(&self, n: u32, cmd: Command) -> Result {
+        match cmd {
+            Command::Resume => self.ch_resume(n),
+            Command::Nack { status } => self.nack_with(n, status),
+        }
+    }
+
+    fn take_irq_status(&self) -> u32 {
+        let at = || hw::CTX_IRQ_STATUS::try_at(self.ctx());
+        let Some(Ok(st)) = at().map(|a| self.engine.regs.read(a)) else {
+            return 0;
+        };
+        // The status's fields, and nothing the map does not define.
+        let seen = hw::CTX_IRQ_STATUS::zeroed()
+            .with_channels(st.channels())
+            .with_cq(st.cq())
+            .with_qerr(st.qerr())
+            .with_kcq(st.kcq())
+            .with_kqerr(st.kqerr());
+        if let (true, Some(a)) = (seen.into_raw() != 0, at()) {
+            // Write-one-to-clear exactly the bits seen (an MMIO write fails only for an
+            // offset past the BAR, which probe checked).
+            let _ = self.engine.regs.write(a, seen);
+        }
+        seen.into_raw()
+    }
+
+    fn reset(&self) {
+        if let Some(at) = hw::CTX_CTRL::try_at(self.ctx()) {
+            // An MMIO write fails only for an offset past the BAR, which probe checked.
+            let _ = self
+                .engine
+                .regs
+                .write(at, hw::CTX_CTRL::zeroed().with_quiesce(true));
+        }
+        if let Some(q) = &self.kq {
+            q.reset();
+        }
+    }
+}

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The engine as a whole: its register window ([`Regs`]), what its identification registers
+//! say ([`Engine::probe`]), the interrupt summary, and reset. Its network port's tables are
+//! net.rs; one context of it is context.rs.
+
+use crate::exanest_core::regs as map;
+use crate::exanest_core::{abi, idmap::IdMap};
+use crate::hw::netregs;
+use crate::hw::regs as hw;
+use kernel::{
+    device,
+    io::{mem::DevresIoMem, Io, IoCapable, IoLoc, MmioBackend, Region},
+    new_spinlock, pci,
+    prelude::*,
+    sync::{Arc, SpinLock},
+};
+
+/// Size of the register window.
+pub(crate) const BAR0_SIZE: usize = map::MMIO_SIZE;
+
+/// The register window: a PCI BAR, or the devicetree `reg` of the platform device. Both are
+/// revoked when the device is unbound, after which every access fails with ENODEV.
+pub(crate) enum Regs {
+    /// BAR0 of the PCI function.
+    Pci(pci::DevresBar<BAR0_SIZE>),
+    /// The first memory resource of the platform device.
+    Platform(DevresIoMem<BAR0_SIZE>),
+}
+
+/// The register window's type, for the `register!` locations.
+type Window = Region<BAR0_SIZE>;
+
+impl Regs {
+    /// Read a register; ENODEV once the device is gone.
+    pub(crate) fn read<T, L>(&self, loc: L) -> Result<T>
+    where
+        L: IoLoc<Window, T>,
+        MmioBackend: IoCapable<L::IoType>,
+    {
+        match self {
+            Regs::Pci(b) => b.try_access().ok_or(ENODEV)?.try_read(loc),
+            Regs::Platform(m) => m.try_access().ok_or(ENODEV)?.try_read(loc),
+        }
+    }
+
+    /// Write a register; ENODEV once the device is gone.
+    pub(crate) fn write<T, L>(&self, loc: L, val: T) -> Result
+    where
+        L: IoLoc<Window, T>,
+        MmioBackend: IoCapable<L::IoType>,
+    {
+        match self {
+            Regs::Pci(b) => b.try_access().ok_or(ENODEV)?.try_write(loc, val),
+            Regs::Platform(m) => m.try_access().ok_or(ENODEV)?.try_write(loc, val),
+        }
+    }
+}
+
+/// One engine's registers and what its identification registers said at probe.
+pub(crate) struct Engine {
+    pub(crate) regs: Regs,
+    /// Channels per context.
+    pub(crate) channels: u32,
+    /// Contexts.
+    pub(crate) contexts: u32,
+    /// Contexts are SR-IOV virtual functions (else the one context is the device itself).
+    pub(crate) sriov: bool,
+    /// Largest transfer.
+    pub(crate) max_len: u32,
+    /// VERSION register.
+    pub(crate) version: hw::VERSION,
+    /// Modelled bandwidth (MB/s) and latency (ns), when CAPS.timing says they mean something.
+    pub(crate) timing: Option<(u32, u32)>,
+    /// The network node id (register map 2.3), `abi::NO_NODE` without a port (remote.rs).
+    pub(crate) node: u32,
+    /// The endpoints processes hold (remote.rs).
+    pub(crate) endpoints: IdMap<4>,
+    /// The remote key table entries regions hold (remote.rs).
+    pub(crate) rkeys: IdMap<4>,
+    /// Serialises the network tables' register windows (select, fields, commit): a leaf lock.
+    pub(crate) net_win: Arc<SpinLock<()>>,
+}
+
+impl Engine {
+    /// Identify the engine behind `regs`: ENODEV unless it is a PLDMA of this major version
+    /// with channels and a wired interrupt.
+    pub(crate) fn probe(regs: Regs, dev: &device::Device) -> Result<Self> {
+        let id = regs.read(hw::ID)?;
+        let version = regs.read(hw::VERSION)?;
+        let caps = regs.read(hw::CAPS)?;
+        let max_len = regs.read(hw::MAX_LEN)?.value().get();
+        if id.value().get() != map::ID_MAGIC || version.major().get() != map::VERSION_MAJOR {
+            dev_err!(
+                dev,
+                "not a PLDMA v{} engine (id {:#x} version {:#x})\n",
+                map::VERSION_MAJOR,
+                id.value().get(),
+                version.into_raw()
+            );
+            return Err(ENODEV);
+        }
+        let channels = caps.channels().get();
+        let contexts = caps.contexts().get();
+        if channels == 0
+            || channels as usize > map::MAX_CHANNELS
+            || contexts == 0
+            || contexts as usize > map::MAX_CONTEXTS
+            || !caps.intx()
+        {
+            dev_err!(dev, "unusable engine capabilities {:#x}\n", caps.into_raw());
+            return Err(ENODEV);
+        }
+        let timing = if caps.timing() {
+            let bw = regs.read(hw::BANDWIDTH)?.mbps().get();
+            let lat = regs.read(hw::LATENCY)?.ns().get();
+            Some((bw, lat))
+        } else {
+            None
+        };
+        let node = if caps.net() {
+            regs.read(netregs::NET_NODE)?.id().get()
+        } else {
+            abi::NO_NODE
+        };
+        Ok(Engine {
+            regs,
+            channels,
+            contexts,
+            sriov: caps.sriov(),
+            max_len,
+            version,
+            timing,
+            node,
+            endpoints: IdMap::new(),
+            rkeys: IdMap::new(),
+            net_win: Arc::pin_init(new_spinlock!((), "Engine::net_win"), GFP_KERNEL)?,
+        })
+    }
+
+    /// Contexts with interrupt status (bit c = context c).
+    pub(crate) fn irq_summary(&self) -> u64 {
+        let lo = self
+            .regs
+            .read(hw::IRQ_SUMMARY_LO)
+            .map_or(0, |v| v.contexts().get());
+        let hi = self
+            .regs
+            .read(hw::IRQ_SUMMARY_HI)
+            .map_or(0, |v| v.contexts().get());
+        u64::from(lo) | (u64::from(hi) << 32)
+    }
+
+    /// Stop every channel of every context.
+    pub(crate) fn reset(&self) {
+        // An MMIO write fails only for an offset past the BAR, which probe checked.
+        let _ = self
+            .regs
+            .write((), hw::RESET::zeroed().with_magic(map::RESET_MAGIC));
+    }
+}
