@@ -113,27 +113,7 @@ impl Contexts {
     /// function.
     fn bind(&mut self, slot: usize, p: &Arc<Process>) -> Result {
         let ctx = self.slots.get(slot).ok_or(EINVAL)?.clone();
-        let dom = p.domain().ok_or(ENODEV)?;
-        let mut g = p.inner.lock();
-        if g.dead {
-            return Err(ENODEV);
-        }
-        // The context may have been stopped with work of a process that is gone: it starts
-        // clean (quiesce also clears its interrupt status).
-        ctx.reset();
-        dom.attach(ctx.dev.clone())?;
-        let now = ffi::ktime_ns();
-        p.queue_return(&mut g, &ctx);
-        // The mailbox's ring where it was, before a message can come (mailbox.rs).
-        if let Some(m) = g.mbox.as_ref() {
-            let _ = ctx.mbox_restore(m);
-        }
-        // Other nodes reach the process's endpoint through this context now (remote.rs).
-        let _ = p.engine.ep_set(p.endpoint, Some(ctx.index));
-        // The reset above cleared every channel: no fault of the context is left.
-        g.engine_faults.clear();
-        g.bound = Some((ctx, now));
-        drop(g);
+        let now = p.bind_context(ctx)?;
         self.pool.bind(slot, id(p), now);
         Ok(())
     }
@@ -146,52 +126,9 @@ impl Contexts {
             self.pool.release(h);
             return true;
         };
-        // A queue's doorbell first, without `inner` (zapping calls the mm's notifiers), and only
-        // if the engine has nothing of the queue in flight now.
-        let queue = {
-            let g = v.inner.lock();
-            if !g.idle() {
-                return false;
-            }
-            match g.hw() {
-                Some(ctx) if g.queue.exists() && !g.dead => {
-                    if !ctx.queue_quiet() {
-                        return false;
-                    }
-                    true
-                }
-                _ => false,
-            }
-        };
-        if queue {
-            v.doorbell_park();
+        if !v.unbind_if_idle() {
+            return false;
         }
-        let mut g = v.inner.lock();
-        if let Some(ctx) = g.hw() {
-            // Rechecked with the doorbell stopped: the queue stops where it is, or the
-            // process keeps its context and its doorbell.
-            if !g.idle() || !v.queue_leave(&mut g, &ctx) {
-                v.doorbell_open(&ctx);
-                return false;
-            }
-        }
-        if let Some((ctx, _)) = g.bound.take() {
-            // Not through this context any more: NACKed NOT_READY until it has another.
-            let _ = v.engine.ep_set(v.endpoint, None);
-            // No message lands now: the mailbox's indices go with the process.
-            if let Some(m) = g.mbox.as_mut() {
-                if let Ok((head, tail)) = ctx.mbox_save() {
-                    (m.head, m.tail) = (head, tail);
-                }
-            }
-            ctx.reset();
-            // Idle: no fault was in service; none of the reset context is left.
-            g.engine_faults.clear();
-            if let Some(d) = v.domain() {
-                d.detach();
-            }
-        }
-        drop(g);
         self.pool.release(h);
         true
     }
@@ -205,7 +142,7 @@ impl Contexts {
         // The common case, with nobody waiting: the process keeps its context, and nobody's
         // idleness needs looking at.
         if self.pool.keeps(me, ffi::ktime_ns()) {
-            return Ok(p.inner.lock().bound.is_some());
+            return Ok(p.holds_context());
         }
         // Who is idle, as far as the holders' state says now; rechecked when taking.
         let mut idle = [None; MAX_CONTEXTS];
@@ -216,13 +153,7 @@ impl Contexts {
                 // counts as kept for good if its engine cannot move it (register map 2.1).
                 // A queue's idleness is the engine's to say (a first look: the doorbell may
                 // still ring; unbind_idle looks again with it stopped).
-                let (is_idle, queue) = self.find(h).map_or((true, false), |q| {
-                    let g = q.inner.lock();
-                    let has = g.queue.exists() && !g.dead;
-                    let fixed = g.hw().is_some_and(|c| !c.can_move_queue());
-                    let quiet = !has || g.hw().is_none_or(|c| c.queue_quiet());
-                    (g.idle() && quiet, has && fixed)
-                });
+                let (is_idle, queue) = self.find(h).map_or((true, false), |q| q.idleness());
                 if is_idle {
                     *f = Some(h);
                 }
@@ -239,7 +170,7 @@ impl Contexts {
         match self.pool.request(me, ffi::ktime_ns(), idle_of) {
             Grant::Keep(_) => {
                 // The pool says it holds one; so does the process, unless a bind failed.
-                Ok(p.inner.lock().bound.is_some())
+                Ok(p.holds_context())
             }
             Grant::Wait => Ok(false),
             Grant::Take { slot, victim } => {

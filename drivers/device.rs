@@ -82,7 +82,7 @@ impl Instance {
         let late = crate::module_parameters::fault_handler_late.value();
         let max_mib = crate::module_parameters::max_registered_mib.value();
         let max_bytes = max_mib.saturating_mul(1 << 20);
-        let any = st.ctxs.any().ok_or(ENODEV)?.dev.clone();
+        let any = st.ctxs.any().ok_or(ENODEV)?.dev().clone();
         let p = Process::new(
             self.engine.clone(),
             &any,
@@ -98,7 +98,7 @@ impl Instance {
     /// The live process holding endpoint `ep` (resident.rs).
     pub(crate) fn process_of(&self, ep: u32) -> Option<Arc<Process>> {
         let st = self.state.lock();
-        let p = st.ctxs.procs().iter().find(|p| p.endpoint == ep)?;
+        let p = st.ctxs.procs().iter().find(|p| p.endpoint() == ep)?;
         (!st.dead).then(|| p.clone())
     }
 
@@ -413,24 +413,19 @@ impl EngineDevices {
         let name = no.name();
         let mut slots = KVec::with_capacity(ctx_devs.len(), GFP_KERNEL)?;
         // The kernel queue (2.2) takes COPY's transfers on PCI (the PF reaches its rings).
-        let kq = engine.version.minor().get() >= 2;
+        let kq = engine.version().minor().get() >= 2;
         for (i, d) in ctx_devs.iter().enumerate() {
-            let ctx = Context {
-                engine: engine.clone(),
-                index: i as u32,
-                dev: d.clone(),
-                doorbell: doorbells.get(i).copied(),
-                kq: KernelQueue::for_context(kq && i < doorbells.len(), dev)?,
-            };
+            let q = KernelQueue::for_context(kq && i < doorbells.len(), dev)?;
+            let ctx = Context::new(&engine, i as u32, d.clone(), doorbells.get(i).copied(), q);
             slots.push(Arc::new(ctx, GFP_KERNEL)?, GFP_KERNEL)?;
         }
         dev_info!(
             dev,
             "PLDMA v{}.{}, {} contexts of {} channels, /dev/{}\n",
-            engine.version.major().get(),
-            engine.version.minor().get(),
+            engine.version().major().get(),
+            engine.version().minor().get(),
             slots.len(),
-            engine.channels,
+            engine.channels(),
             name.to_str().unwrap_or("?")
         );
         let (inst_engine, ctxs) = (engine.clone(), Contexts::new(slots)?);

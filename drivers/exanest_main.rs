@@ -108,17 +108,17 @@ impl pci::Driver for ExanestDriver {
             let mut engine = Engine::probe(Regs::Pci(bar), pdev.as_ref())?;
             let limit = module_parameters::contexts.value();
             if limit != 0 {
-                engine.contexts = engine.contexts.min(limit);
+                engine.limit_contexts(limit);
             }
             // Context n is virtual function n; an engine without SR-IOV has one context, the
             // function itself.
             let mut own = KVec::new();
-            let funcs = if engine.sriov {
-                Some(Functions::enable(pdev, engine.contexts).inspect_err(|e| {
+            let funcs = if engine.sriov() {
+                Some(Functions::enable(pdev, engine.contexts()).inspect_err(|e| {
                     dev_err!(
                         pdev.as_ref(),
                         "cannot enable {} contexts: {:?}\n",
-                        engine.contexts,
+                        engine.contexts(),
                         e
                     )
                 })?)

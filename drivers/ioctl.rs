@@ -156,7 +156,7 @@ impl Request {
                 p.mbox_create(req)?;
                 Reply::None
             }
-            Request::NetCounters => Reply::NetCounters(p.engine.net_counters()?),
+            Request::NetCounters => Reply::NetCounters(p.engine().net_counters()?),
         })
     }
 }

@@ -32,6 +32,7 @@
 //! releases it before taking `inner`. The IOMMU fault handler takes no lock
 //! ([`Process::claims`] is lock-free).
 
+pub(crate) mod bind;
 pub(crate) mod channel;
 pub(crate) mod mailbox;
 pub(crate) mod queue;
@@ -76,26 +77,26 @@ pub(crate) const DEFAULT_WINDOW: u64 = abi::WINDOW_ADAPTIVE as u64;
 /// What [`Process::inner`] protects.
 pub(crate) struct Inner {
     /// Torn down (release or unbind): every call fails with ENODEV.
-    pub(crate) dead: bool,
+    dead: bool,
     /// Pinned pages of pin-mode regions.
-    pub(crate) pages: PageMap,
+    pages: PageMap,
     /// Registered regions.
-    pub(crate) regions: RegionTable<MAX_REGIONS>,
+    regions: RegionTable<MAX_REGIONS>,
     /// The MMU notifier of each prefault or on-demand region, by handle.
-    pub(crate) notifiers: KVec<(u32, Arc<Notifier>)>,
+    notifiers: KVec<(u32, Arc<Notifier>)>,
     /// Copies and the channels they run on.
-    pub(crate) chans: Channels,
+    chans: Channels,
     /// The engine context the process holds, with its domain attached to the context's
     /// function, and when it got it (monotonic ns); `None` while it holds none (contexts.rs).
-    pub(crate) bound: Option<(Arc<Context>, u64)>,
+    bound: Option<(Arc<Context>, u64)>,
     /// The user-level queue (queue.rs, userq.rs).
-    pub(crate) queue: QueueState,
+    queue: QueueState,
     /// The rkeys of regions with remote access: (region handle, key table entry) (remote.rs).
-    pub(crate) rkeys: KVec<(u32, u32)>,
+    rkeys: KVec<(u32, u32)>,
     /// The faults of the held context's channels, of every origin (fault/machine.rs).
-    pub(crate) engine_faults: Faults,
+    engine_faults: Faults,
     /// The mailbox (mailbox.rs).
-    pub(crate) mbox: Option<MboxState>,
+    mbox: Option<MboxState>,
 }
 
 impl Inner {
@@ -152,46 +153,46 @@ impl Inner {
 #[pin_data]
 pub(crate) struct Process {
     /// The engine (the context the process holds, if any, is [`Inner::bound`]).
-    pub(crate) engine: Arc<Engine>,
+    engine: Arc<Engine>,
     /// The address space of the process that opened the engine (mmgrab'd for identity checks).
-    pub(crate) mm: ARef<Mm>,
+    mm: ARef<Mm>,
     /// The endpoint other nodes address the process by, `hw::net::NO_ENDPOINT` if none
     /// (remote.rs); given back at teardown.
-    pub(crate) endpoint: u32,
+    endpoint: u32,
     /// One past the highest address the engine can reach (the domain's aperture).
-    pub(crate) va_end: u64,
+    va_end: u64,
     /// Most bytes the process may have registered (module parameter `max_registered_mib`).
-    pub(crate) max_bytes: u64,
+    max_bytes: u64,
     /// Regions, pinned pages, notifiers, channels ([`Inner`]).
     #[pin]
-    pub(crate) inner: Mutex<Inner>,
+    inner: Mutex<Inner>,
     /// The domain and the on-demand mirror ([`MapState`]): the lock the MMU notifier takes.
     #[pin]
-    pub(crate) map: Mutex<MapState>,
+    map: Mutex<MapState>,
     /// Notified whenever a copy ends, and at teardown; `wait` and `poll` wait on it.
     #[pin]
-    pub(crate) done: PollCondVar,
+    done: PollCondVar,
     /// Filled by the IOMMU fault handler, drained by the fault worker.
-    pub(crate) faults: FaultQueue<FAULT_QUEUE>,
+    faults: FaultQueue<FAULT_QUEUE>,
     /// Faults the IOMMU fault handler was called for.
-    pub(crate) iommu_faults: AtomicU64,
+    iommu_faults: AtomicU64,
     /// Where the doorbell of the process's user-level queue leads: read by mmap, which runs
     /// under the mmap lock and so may not take `inner` (teardown unpins pages, which takes the
     /// mmap lock, under `inner`).
-    pub(crate) doorbell: Doorbell,
+    doorbell: Doorbell,
     /// The mmap offset of the doorbell page, unique to the file's queue (so that zapping it
     /// touches no other file's doorbell in the device inode's mapping), 0 before the queue.
-    pub(crate) doorbell_off: AtomicU64,
+    doorbell_off: AtomicU64,
     /// The address space the doorbell was mapped through (the device inode's), for zapping it
     /// at unbind; null until mapped.
-    pub(crate) doorbell_map: AtomicPtr<bindings::address_space>,
+    doorbell_map: AtomicPtr<bindings::address_space>,
     /// Held while `doorbell` changes away from a context's page and while the doorbell's fault
     /// maps that page, so that no mapping of a context's page outlives the queue's hold on it
     /// (userq.rs).
     #[pin]
-    pub(crate) doorbell_lock: Mutex<()>,
+    doorbell_lock: Mutex<()>,
     /// The ranges the IOMMU fault handler claims faults in ([`Inner::publish_claims`]).
-    pub(crate) claims: ClaimTable<MAX_REGIONS>,
+    claims: ClaimTable<MAX_REGIONS>,
     /// The fault thread, which runs the fault worker (fault.rs). Last: started once every
     /// other field is in place, it is stopped by teardown (and by drop, if `new` failed).
     thread: FaultThread,
@@ -250,7 +251,7 @@ impl Process {
         pid: kernel::task::Pid,
         endpoint: u32,
     ) -> Result<Arc<Self>> {
-        let channels = engine.channels;
+        let channels = engine.channels();
         let pages = PageMap::new(mm.clone());
         let map_state = MapState::new(budget)?;
         Arc::pin_init(
@@ -292,7 +293,7 @@ impl Process {
 
     /// The index of the context the process holds.
     pub(crate) fn context_index(&self) -> Option<u32> {
-        self.inner.lock().bound.as_ref().map(|(c, _)| c.index)
+        self.inner.lock().bound.as_ref().map(|(c, _)| c.index())
     }
 
     /// The process's domain.
@@ -304,7 +305,7 @@ impl Process {
     pub(crate) fn limits(&self) -> abi::Limits {
         abi::Limits {
             va_end: self.va_end,
-            max_transfer: u64::from(self.engine.max_len),
+            max_transfer: u64::from(self.engine.max_len()),
             modes: (1 << abi::MODE_PIN) | (1 << abi::MODE_PREFAULT) | (1 << abi::MODE_ON_DEMAND),
             default_window: DEFAULT_WINDOW as u32,
         }
@@ -327,19 +328,19 @@ impl Process {
             if g.dead {
                 return Err(ENODEV);
             }
-            g.bound.as_ref().map_or(abi::NO_CONTEXT, |(c, _)| c.index)
+            g.bound.as_ref().map_or(abi::NO_CONTEXT, |(c, _)| c.index())
         };
         Ok(abi::Info {
             abi_version: abi::ABI_VERSION,
-            hw_version: self.engine.version.into_raw(),
-            channels: self.engine.channels,
+            hw_version: self.engine.version().into_raw(),
+            channels: self.engine.channels(),
             modes: self.limits().modes,
-            max_transfer: u64::from(self.engine.max_len),
+            max_transfer: u64::from(self.engine.max_len()),
             max_regions: MAX_REGIONS as u32,
             max_inflight: MAX_INFLIGHT as u32,
             context,
-            contexts: self.engine.contexts,
-            node: self.engine.node,
+            contexts: self.engine.contexts(),
+            node: self.engine.node(),
             endpoint: self.endpoint,
             reserved: [0; 2],
         })

@@ -11,12 +11,9 @@
 //! the interrupt thread, which the holders' own completions go through.
 
 use crate::device::Instance;
-use crate::hw::netregs as nr;
 use core::sync::atomic::Ordering;
 use kernel::{
     bindings,
-    io::register::Array,
-    prelude::*,
     sync::Arc,
     workqueue::{impl_has_work, Work, WorkItem},
 };
@@ -30,19 +27,11 @@ impl Instance {
     /// bitmap, so that a bit set after it raises the interrupt again) and note them for the
     /// work item. Returns whether there were any.
     pub(crate) fn take_wanted(&self) -> bool {
-        let e = &self.engine;
-        if !e.eps_wanted() {
-            return false;
-        }
-        // An MMIO write fails only for an offset past the BAR, which probe checked.
-        let _ = e.regs.write((), nr::NET_IRQ::zeroed().with_ep_wanted(true));
-        for (w, slot) in self.wanted.iter().enumerate() {
-            let bits = nr::NET_EP_WANTED::try_at(w)
-                .and_then(|at| e.regs.read(at).ok())
-                .map_or(0, |v| v.value().get());
-            slot.fetch_or(bits, Ordering::AcqRel);
-        }
-        true
+        self.engine.take_wanted(|w, bits| {
+            if let Some(slot) = self.wanted.get(w) {
+                slot.fetch_or(bits, Ordering::AcqRel);
+            }
+        })
     }
 
     /// Cancel the work, waiting for it if it runs (device.rs, once the interrupt that queues

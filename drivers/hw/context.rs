@@ -28,19 +28,57 @@ use kernel::{
 /// process's IOMMU domain is attached.
 pub(crate) struct Context {
     /// The engine.
-    pub(crate) engine: Arc<Engine>,
+    pub(super) engine: Arc<Engine>,
     /// The context's index.
-    pub(crate) index: u32,
+    pub(super) index: u32,
     /// The device the context's DMA is issued as: its virtual function, or the engine itself.
-    pub(crate) dev: ARef<device::Device>,
+    pub(super) dev: ARef<device::Device>,
     /// Physical address of the context's doorbell page (its VF's BAR0), which user space maps
     /// to drive the context's user-level queue; `None` without SR-IOV.
-    pub(crate) doorbell: Option<u64>,
+    pub(super) doorbell: Option<u64>,
     /// The context's kernel queue, which COPY's transfers take (register map 2.2 on PCI).
-    pub(crate) kq: Option<Pin<KBox<KernelQueue>>>,
+    pub(super) kq: Option<Pin<KBox<KernelQueue>>>,
 }
 
 impl Context {
+    /// Context `index` of `engine`, issuing its DMA as `dev`, with its doorbell page at
+    /// `doorbell` and its kernel queue `kq`, if it has them.
+    pub(crate) fn new(
+        engine: &Arc<Engine>,
+        index: u32,
+        dev: ARef<device::Device>,
+        doorbell: Option<u64>,
+        kq: Option<Pin<KBox<KernelQueue>>>,
+    ) -> Self {
+        Context {
+            engine: engine.clone(),
+            index,
+            dev,
+            doorbell,
+            kq,
+        }
+    }
+
+    /// The context's index in the engine.
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// The device the context's DMA is issued as.
+    pub(crate) fn dev(&self) -> &ARef<device::Device> {
+        &self.dev
+    }
+
+    /// The physical address of the context's doorbell page, if it has one.
+    pub(crate) fn doorbell(&self) -> Option<u64> {
+        self.doorbell
+    }
+
+    /// The context's kernel queue, if it has one.
+    pub(crate) fn kq(&self) -> Option<&KernelQueue> {
+        self.kq.as_deref()
+    }
+
     /// Channel `n` of this context as a register array index: EINVAL beyond its channels.
     pub(crate) fn ch(&self, n: u32) -> Result<usize> {
         if n >= self.engine.channels {

@@ -59,30 +59,70 @@ impl Regs {
 
 /// One engine's registers and what its identification registers said at probe.
 pub(crate) struct Engine {
-    pub(crate) regs: Regs,
+    pub(super) regs: Regs,
     /// Channels per context.
-    pub(crate) channels: u32,
+    pub(super) channels: u32,
     /// Contexts.
-    pub(crate) contexts: u32,
+    pub(super) contexts: u32,
     /// Contexts are SR-IOV virtual functions (else the one context is the device itself).
-    pub(crate) sriov: bool,
+    pub(super) sriov: bool,
     /// Largest transfer.
-    pub(crate) max_len: u32,
+    pub(super) max_len: u32,
     /// VERSION register.
-    pub(crate) version: hw::VERSION,
+    pub(super) version: hw::VERSION,
     /// Modelled bandwidth (MB/s) and latency (ns), when CAPS.timing says they mean something.
-    pub(crate) timing: Option<(u32, u32)>,
+    pub(super) timing: Option<(u32, u32)>,
     /// The network node id (register map 2.3), `abi::NO_NODE` without a port (remote.rs).
-    pub(crate) node: u32,
+    pub(super) node: u32,
     /// The endpoints processes hold (remote.rs).
-    pub(crate) endpoints: IdMap<4>,
+    pub(super) endpoints: IdMap<4>,
     /// The remote key table entries regions hold (remote.rs).
-    pub(crate) rkeys: IdMap<4>,
+    pub(super) rkeys: IdMap<4>,
     /// Serialises the network tables' register windows (select, fields, commit): a leaf lock.
-    pub(crate) net_win: Arc<SpinLock<()>>,
+    pub(super) net_win: Arc<SpinLock<()>>,
 }
 
 impl Engine {
+    /// Use at most `n` contexts (the `contexts` module parameter), before the engine is shared.
+    pub(crate) fn limit_contexts(&mut self, n: u32) {
+        self.contexts = self.contexts.min(n);
+    }
+
+    /// Channels per context.
+    pub(crate) fn channels(&self) -> u32 {
+        self.channels
+    }
+
+    /// Contexts.
+    pub(crate) fn contexts(&self) -> u32 {
+        self.contexts
+    }
+
+    /// Whether the contexts are SR-IOV virtual functions.
+    pub(crate) fn sriov(&self) -> bool {
+        self.sriov
+    }
+
+    /// The largest transfer, in bytes.
+    pub(crate) fn max_len(&self) -> u32 {
+        self.max_len
+    }
+
+    /// The VERSION register as probe read it.
+    pub(crate) fn version(&self) -> hw::VERSION {
+        self.version
+    }
+
+    /// Modelled bandwidth (MB/s) and latency (ns), if CAPS.timing.
+    pub(crate) fn timing(&self) -> Option<(u32, u32)> {
+        self.timing
+    }
+
+    /// The network node id, `abi::NO_NODE` without a port.
+    pub(crate) fn node(&self) -> u32 {
+        self.node
+    }
+
     /// Identify the engine behind `regs`: ENODEV unless it is a PLDMA of this major version
     /// with channels and a wired interrupt.
     pub(crate) fn probe(regs: Regs, dev: &device::Device) -> Result<Self> {

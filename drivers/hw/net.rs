@@ -47,6 +47,16 @@ const COUNTER_NAMES: [&str; net::COUNTERS] = [
 ];
 
 impl Engine {
+    /// A free entry of the remote key table, or `None` when every one is held.
+    pub(crate) fn rkey_alloc(&self) -> Option<u32> {
+        self.rkeys.alloc(net::MAX_RKEYS)
+    }
+
+    /// Entry `idx` of the remote key table is free again (revoked first).
+    pub(crate) fn rkey_free(&self, idx: u32) {
+        self.rkeys.free(idx);
+    }
+
     /// debugfs `engine`'s network part (stats.rs): `, "node": N, "link": B, "net": {...}`,
     /// nothing without a port (a counter that cannot be read, the device gone, reads 0).
     pub(crate) fn write_net(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -164,6 +174,26 @@ impl Engine {
     pub(crate) fn eps_wanted(&self) -> bool {
         self.node != crate::exanest_core::abi::NO_NODE
             && self.regs.read(nr::NET_IRQ).is_ok_and(|v| v.ep_wanted())
+    }
+
+    /// If endpoints are wanted, clear NET_IRQ (before reading the bitmap, so that a bit set
+    /// after it raises the interrupt again) and hand each word of the bitmap to `word`.
+    /// Returns whether there were any.
+    pub(crate) fn take_wanted(&self, mut word: impl FnMut(usize, u32)) -> bool {
+        if !self.eps_wanted() {
+            return false;
+        }
+        // An MMIO write fails only for an offset past the BAR, which probe checked.
+        let _ = self
+            .regs
+            .write((), nr::NET_IRQ::zeroed().with_ep_wanted(true));
+        for w in 0..net::EP_WANTED_WORDS {
+            let bits = nr::NET_EP_WANTED::try_at(w)
+                .and_then(|at| self.regs.read(at).ok())
+                .map_or(0, |v| v.value().get());
+            word(w, bits);
+        }
+        true
     }
 }
 

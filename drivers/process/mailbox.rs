@@ -25,7 +25,7 @@ impl Process {
     pub(crate) fn mbox_create(&self, req: &abi::Mbox) -> CtxResult {
         self.check_caller()?;
         let ring = abi::check_mbox(req, &self.limits())?;
-        if self.engine.node == abi::NO_NODE || self.engine.version.minor().get() < 4 {
+        if self.engine.node() == abi::NO_NODE || self.engine.version().minor().get() < 4 {
             return Err(EOPNOTSUPP.into());
         }
         {

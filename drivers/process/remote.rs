@@ -20,10 +20,7 @@
 //!   errno (EFAULT: no VMA, EACCES: no permission), which ends the sender's op with it.
 
 use crate::error::{CtxError, CtxResult};
-use crate::exanest_core::{
-    abi::{self, ValidReg},
-    regs::net,
-};
+use crate::exanest_core::abi::{self, ValidReg};
 use crate::hw::net::NO_ENDPOINT;
 use crate::hw::netregs as nr;
 use crate::process::{Inner, Process};
@@ -35,13 +32,13 @@ impl Process {
     /// are full, [`CtxError::Lost`] while the process holds no context (device.rs gets it one
     /// and asks again).
     pub(crate) fn grant_rkey(&self, handle: u32, v: &ValidReg) -> CtxResult<u64> {
-        if self.engine.node == abi::NO_NODE {
+        if self.engine.node() == abi::NO_NODE {
             return Err(EOPNOTSUPP.into());
         }
         if self.endpoint == NO_ENDPOINT {
             return Err(ENOSPC.into());
         }
-        let idx = self.engine.rkeys.alloc(net::MAX_RKEYS).ok_or(ENOSPC)?;
+        let idx = self.engine.rkey_alloc().ok_or(ENOSPC)?;
         let tag = loop {
             // SAFETY: `get_random_u32` has no preconditions and may be called from any context.
             let t = unsafe { bindings::get_random_u32() };
@@ -80,7 +77,7 @@ impl Process {
             let _ = self
                 .engine
                 .rkey_write(idx, 0, 0, (0, 0), nr::NET_RKEY_CTRL::zeroed());
-            self.engine.rkeys.free(idx);
+            self.engine.rkey_free(idx);
             return Err(e);
         }
         Ok((u64::from(tag) << 32) | u64::from(idx))
@@ -95,7 +92,7 @@ impl Process {
                 let _ = self
                     .engine
                     .rkey_write(idx, 0, 0, (0, 0), nr::NET_RKEY_CTRL::zeroed());
-                self.engine.rkeys.free(idx);
+                self.engine.rkey_free(idx);
             }
         }
     }

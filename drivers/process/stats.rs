@@ -107,7 +107,8 @@ impl Process {
                 r.pages_resolved
             )?;
         }
-        if let Some(kq) = g.hw().as_ref().and_then(|c| c.kq.as_ref()) {
+        let ctx = g.hw();
+        if let Some(kq) = ctx.as_ref().and_then(|c| c.kq()) {
             let (posted, completed) = kq.indices();
             writeln!(f, "kernel queue posted {posted} completed {completed}")?;
         }
@@ -177,14 +178,14 @@ pub(crate) fn write_engine(name: &CStr, e: &Engine, f: &mut Formatter<'_>) -> Fm
         f,
         "{{\"engine\": \"{}\", \"version\": \"{}.{}\", \"contexts\": {}, \"sriov\": {}, \"channels\": {}, \"max_transfer\": {}",
         name.to_str().unwrap_or("?"),
-        e.version.major().get(),
-        e.version.minor().get(),
-        e.contexts,
-        e.sriov,
-        e.channels,
-        e.max_len
+        e.version().major().get(),
+        e.version().minor().get(),
+        e.contexts(),
+        e.sriov(),
+        e.channels(),
+        e.max_len()
     )?;
-    if let Some((bw, lat)) = e.timing {
+    if let Some((bw, lat)) = e.timing() {
         write!(f, ", \"bandwidth_mbps\": {bw}, \"latency_ns\": {lat}")?;
     }
     e.write_net(f)?;

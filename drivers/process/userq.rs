@@ -51,7 +51,7 @@ impl Process {
     pub(crate) fn queue_create(&self, req: &abi::Queue) -> CtxResult<abi::Queue> {
         self.check_caller()?;
         let v = abi::check_queue(req, &self.limits())?;
-        let channels = self.engine.channels.min(MAX_CH as u32);
+        let channels = self.engine.channels().min(MAX_CH as u32);
         let ctx = {
             let mut g = self.inner.lock();
             if g.dead {
@@ -61,7 +61,7 @@ impl Process {
                 return Err(EEXIST.into());
             }
             let ctx = g.hw().ok_or(CtxError::Lost)?;
-            let split = ctx.kq.is_none();
+            let split = ctx.kq().is_none();
             if !ctx.has_queue() || (split && channels < 2) {
                 return Err(EOPNOTSUPP.into());
             }
@@ -75,7 +75,7 @@ impl Process {
             ctx
         };
         let all = (1u32 << channels) - 1;
-        let mask = if ctx.kq.is_none() { all & !1 } else { all };
+        let mask = if ctx.kq().is_none() { all & !1 } else { all };
         let res = self.queue_enable(&ctx, &v, mask);
         let mut g = self.inner.lock();
         match res {
@@ -84,9 +84,9 @@ impl Process {
                 let pgoff = NEXT_DOORBELL.fetch_add(1, Ordering::Relaxed);
                 self.doorbell_off.store(pgoff, Ordering::Relaxed);
                 self.doorbell
-                    .set(ctx.doorbell.map_or(DoorbellState::None, DoorbellState::At));
+                    .set(ctx.doorbell().map_or(DoorbellState::None, DoorbellState::At));
                 Ok(abi::Queue {
-                    context: ctx.index,
+                    context: ctx.index(),
                     channels: mask,
                     doorbell_offset: pgoff << PAGE_SHIFT,
                     ..*req
@@ -253,7 +253,7 @@ impl Process {
         let _g = self.doorbell_lock.lock();
         if self.doorbell.get() == DoorbellState::Parked {
             self.doorbell
-                .set(ctx.doorbell.map_or(DoorbellState::None, DoorbellState::At));
+                .set(ctx.doorbell().map_or(DoorbellState::None, DoorbellState::At));
         }
     }
 
