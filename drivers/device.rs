@@ -11,15 +11,15 @@ pub(crate) mod resident;
 use crate::contexts::Contexts;
 use crate::error::CtxError;
 use crate::exanest_core::regs::net;
-use crate::ffi;
 use crate::fault::handler::exanest_iommu_fault;
+use crate::ffi;
 use crate::hw::kqueue::KernelQueue;
 use crate::hw::link;
 use crate::hw::{Context, Engine, Hw};
 use crate::instno::InstanceNo;
 use crate::ioctl::{Reply, Request};
-use crate::process::Process;
 use crate::process::stats;
+use crate::process::Process;
 use core::sync::atomic::AtomicU32;
 use kernel::{
     bindings, debugfs,
@@ -50,7 +50,7 @@ struct InstanceState {
 /// One engine instance: its hardware, its contexts and the processes using them.
 #[pin_data]
 pub(crate) struct Instance {
-    pub(crate) engine: Arc<Engine>,
+    engine: Arc<Engine>,
     /// Contexts, processes and liveness ([`InstanceState`]); first in the lock order
     /// (process.rs).
     #[pin]
@@ -60,9 +60,9 @@ pub(crate) struct Instance {
     #[pin]
     freed: CondVar,
     /// Endpoints the engine wants resident (resident.rs), and the work that makes them so.
-    pub(crate) wanted: [AtomicU32; net::EP_WANTED_WORDS],
+    wanted: [AtomicU32; net::EP_WANTED_WORDS],
     #[pin]
-    pub(crate) work: Work<Instance>,
+    work: Work<Instance>,
 }
 
 /// How often a process waiting for a context looks again, in ms.
@@ -378,7 +378,7 @@ pub(crate) struct EngineDevices {
     link: debugfs::File<Arc<Engine>>,
     _debugfs: debugfs::Dir,
     /// The instance, for unbind.
-    pub(crate) inst: Arc<Instance>,
+    inst: Arc<Instance>,
     _no: InstanceNo,
 }
 
@@ -399,6 +399,11 @@ fn engine_fmt(
 }
 
 impl EngineDevices {
+    /// The device is going: end every process's use of it (`Instance::unbind`).
+    pub(crate) fn unbind(&self) {
+        self.inst.unbind();
+    }
+
     /// Give the probed `engine` a number, a misc device and debugfs files. Context n issues its
     /// DMA as `ctx_devs[n]`, and its doorbell page is at `doorbells[n]` (none beyond the list);
     /// the engine has as many contexts as `ctx_devs` has devices.
@@ -407,7 +412,7 @@ impl EngineDevices {
         ctx_devs: &[ARef<Device>],
         doorbells: &[u64],
         dev: &Device<Bound>,
-    ) -> Result<(impl PinInit<Self, Error>, Arc<Instance>)> {
+    ) -> Result<(impl PinInit<Self, Error>, IrqHandler)> {
         let no = InstanceNo::claim()?;
         let engine = Arc::new(engine, GFP_KERNEL)?;
         let name = no.name();
@@ -453,13 +458,13 @@ impl EngineDevices {
             inst,
             _no: no,
         }? Error);
-        Ok((init, ret))
+        Ok((init, IrqHandler { inst: ret }))
     }
 }
 
 /// The engine's wired interrupt: a level-triggered line, shared, with the work in the thread.
 pub(crate) struct IrqHandler {
-    pub(crate) inst: Arc<Instance>,
+    inst: Arc<Instance>,
 }
 
 impl irq::ThreadedHandler for IrqHandler {

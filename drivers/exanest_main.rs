@@ -129,8 +129,8 @@ impl pci::Driver for ExanestDriver {
             let ctx_devs = funcs.as_ref().map_or(&own[..], |f| f.devices());
             // Doorbell pages (user-level queues) exist only as VF BARs.
             let doorbells = funcs.as_ref().map_or(&[][..], |f| f.doorbells());
-            let (devices, inst) = EngineDevices::new(engine, ctx_devs, doorbells, pdev.as_ref())?;
-            let handler = IrqHandler { inst };
+            let (devices, handler) =
+                EngineDevices::new(engine, ctx_devs, doorbells, pdev.as_ref())?;
             Ok(try_pin_init!(ExanestData {
                 funcs,
                 vecs: pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::default().with(pci::IrqType::Intx))?,
@@ -150,7 +150,7 @@ impl pci::Driver for ExanestDriver {
     }
 
     fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
-        this.devices.inst.unbind();
+        this.devices.unbind();
         // No process holds a context any more: the VFs can go.
         if let Some(f) = this.funcs.as_ref() {
             f.disable();
@@ -197,8 +197,7 @@ impl platform::Driver for ExanestPlatformDriver {
             // devicetree node per context (Documentation/qfdb.rst).
             let mut own = KVec::new();
             own.push(ARef::<Device>::from(pdev.as_ref()), GFP_KERNEL)?;
-            let (devices, inst) = EngineDevices::new(engine, &own, &[], pdev.as_ref())?;
-            let handler = IrqHandler { inst };
+            let (devices, handler) = EngineDevices::new(engine, &own, &[], pdev.as_ref())?;
             Ok(try_pin_init!(ExanestPlatformData {
                 // SAFETY: The registration is a pinned field, never leaked.
                 irq <- unsafe {
@@ -215,7 +214,7 @@ impl platform::Driver for ExanestPlatformDriver {
     }
 
     fn unbind<'bound>(_pdev: &'bound platform::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
-        this.devices.inst.unbind();
+        this.devices.unbind();
     }
 }
 

@@ -43,7 +43,6 @@ pub(crate) mod stats;
 pub(crate) mod transfer;
 pub(crate) mod userq;
 
-use crate::process::channel::{Channels, MAX_INFLIGHT};
 use crate::exanest_core::{
     abi,
     fault::{ClaimTable, FaultQueue},
@@ -52,11 +51,12 @@ use crate::exanest_core::{
 };
 use crate::fault::{handler::FaultSink, Faults};
 use crate::ffi::FaultThread;
+use crate::hw::net::MboxState;
 use crate::hw::{Context, Engine, Hw};
 use crate::mm::iommu::Domain;
 use crate::mm::odp::{MapState, Notifier};
 use crate::mm::pinned::PageMap;
-use crate::hw::net::MboxState;
+use crate::process::channel::{Channels, MAX_INFLIGHT};
 use crate::process::queue::{Doorbell, DoorbellState, QueueState};
 use core::sync::atomic::{AtomicPtr, AtomicU64};
 use kernel::{

@@ -24,14 +24,14 @@ const RUNS: usize = 1024;
 /// The budget and what it did.
 pub(crate) struct Budget {
     /// Most pages the mirror keeps mapped.
-    pub(crate) limit: u64,
+    pub(super) limit: u64,
     runs: KBox<RunLru<RUNS>>,
     /// Pages evicted so far.
-    pub(crate) evicted_pages: u64,
+    pub(super) evicted_pages: u64,
     /// Evictions so far (each fault-in or budget change that unmapped something counts once).
-    pub(crate) evictions: u64,
+    pub(super) evictions: u64,
     /// Start of the last run evicted (for the queue's event, userq.rs).
-    pub(crate) last_victim: u64,
+    pub(super) last_victim: u64,
 }
 
 impl Budget {
@@ -51,6 +51,26 @@ impl Budget {
         let before = mirror.len();
         mirror.unmap_range(dom, r.0, r.1);
         before - mirror.len()
+    }
+
+    /// The most pages the mirror may keep mapped.
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Set the limit (`BUDGET`); [`Budget::enforce`] applies it.
+    pub(crate) fn set_limit(&mut self, pages: u64) {
+        self.limit = pages;
+    }
+
+    /// Pages evicted so far, and runs evicted.
+    pub(crate) fn evicted(&self) -> (u64, u64) {
+        (self.evicted_pages, self.evictions)
+    }
+
+    /// The address of the last run evicted.
+    pub(crate) fn last_victim(&self) -> u64 {
+        self.last_victim
     }
 
     /// Evict the least recently faulted runs until the mirror is within the budget (never the

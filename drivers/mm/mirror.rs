@@ -16,10 +16,10 @@ use kernel::{
 
 /// Pages faulted in by HMM, not yet mapped: their HMM pfns and the notifier sequence.
 pub(crate) struct Faulted {
-    pub(crate) first: u64,
-    pub(crate) pfns: KVec<HmmPfn>,
-    pub(crate) seq: usize,
-    pub(crate) write: bool,
+    pub(super) first: u64,
+    pub(super) pfns: KVec<HmmPfn>,
+    pub(super) seq: usize,
+    pub(super) write: bool,
 }
 
 impl Faulted {

@@ -38,13 +38,13 @@ pub(crate) fn micros(t: Instant<Monotonic>) -> u64 {
 /// The copies of one process and the engine channels they run on.
 pub(crate) struct Channels {
     /// The copies (read-only outside this file).
-    pub(crate) sched: Scheduler<MAX_CH, MAX_INFLIGHT>,
+    pub(super) sched: Scheduler<MAX_CH, MAX_INFLIGHT>,
     /// The errno a channel's NACKed transfer ends with (0: none).
     nack_errno: [i32; MAX_CH],
     /// Counters of copies and faults (the rest of `Counters` is filled by stats.rs).
-    pub(crate) counters: abi::Counters,
+    pub(super) counters: abi::Counters,
     /// Fault service times.
-    pub(crate) latency: abi::Latency,
+    pub(super) latency: abi::Latency,
 }
 
 impl Channels {

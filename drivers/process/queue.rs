@@ -70,31 +70,31 @@ pub(crate) enum QueueState {
 /// An enabled user-level queue.
 pub(crate) struct UserQueue {
     /// The rings' pin regions, held by the queue (DEREG is EBUSY).
-    pub(crate) sq_handle: u32,
-    pub(crate) cq_handle: u32,
+    pub(super) sq_handle: u32,
+    pub(super) cq_handle: u32,
     /// The send ring's address.
-    pub(crate) sq: u64,
+    pub(super) sq: u64,
     /// The completion ring.
-    pub(crate) cq: Range,
-    pub(crate) cq_log2: u32,
+    pub(super) cq: Range,
+    pub(super) cq_log2: u32,
     /// The Q_CFG value the queue was enabled with.
-    pub(crate) cfg: u32,
+    pub(super) cfg: u32,
     /// Where the queue stopped when its context was taken (register map 2.2); `None` while it
     /// runs on the process's context.
-    pub(crate) parked: Option<map::QueueIndices>,
+    pub(super) parked: Option<map::QueueIndices>,
     /// Times the queue left a context for another process (register map 2.2).
-    pub(crate) moves: u64,
+    pub(super) moves: u64,
     /// Pages the budget evicted while the queue had no context, and the last run's address:
     /// their event is posted when it has one again.
-    pub(crate) evicted: (u64, u64),
+    pub(super) evicted: (u64, u64),
     /// The queue's channels (bit n: channel n).
-    pub(crate) mask: u32,
+    pub(super) mask: u32,
     /// The queue stopped: (`EXANEST_DMA_QERR_*`, the address).
-    pub(crate) error: Option<(u32, u64)>,
+    pub(super) error: Option<(u32, u64)>,
     /// Completion events and queue errors seen: a wait sleeps while it stays.
-    pub(crate) events: u64,
+    pub(super) events: u64,
     /// `events` when QUEUE_WAIT last looked: poll() is readable while they differ.
-    pub(crate) acked: u64,
+    pub(super) acked: u64,
 }
 
 impl UserQueue {

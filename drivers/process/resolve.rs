@@ -5,7 +5,6 @@
 //! machine (fault/machine.rs), and the resolver that makes a faulting page reachable: region,
 //! VMA, touch-ahead window, fault-in (odp.rs), map (mirror.rs).
 
-use crate::process::channel::micros;
 use crate::exanest_core::{
     abi::{self, Range},
     faultsm::{Origin, Source},
@@ -14,8 +13,9 @@ use crate::exanest_core::{
 use crate::fault::{access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES};
 use crate::ffi;
 use crate::mm::odp::{self, FaultTarget};
-use crate::process::Process;
+use crate::process::channel::micros;
 use crate::process::queue::QueueState;
+use crate::process::Process;
 use kernel::{
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
@@ -255,11 +255,11 @@ impl Process {
             }
             let mut m = self.map.lock();
             let pages = &g.pages;
-            let evicted = m.budget.evicted_pages;
+            let evicted = m.budget.evicted().0;
             let res = odp::map_faulted(&mut m, &target.notifier, &f, &mut nodes, |vpn| {
                 pages.has(vpn)
             });
-            let (evicted, victim) = (m.budget.evicted_pages - evicted, m.budget.last_victim);
+            let (evicted, victim) = (m.budget.evicted().0 - evicted, m.budget.last_victim());
             drop(m);
             self.queue_evicted(&mut g, evicted, victim);
             g.chans.latency.fault_in.record(fault_in_us);

@@ -22,7 +22,7 @@ impl Process {
         c.pages_pinned = g.pages.pinned();
         c.invalidations = m.invalidations;
         c.huge_mappings = m.mirror.blocks();
-        c.evicted_pages = m.budget.evicted_pages;
+        c.evicted_pages = m.budget.evicted().0;
         c.iommu_faults = self.iommu_faults.load(Ordering::Relaxed);
         c
     }
@@ -41,21 +41,21 @@ impl Process {
         }
         let mut g = self.map.lock();
         let ms = &mut *g;
-        let before = ms.budget.evicted_pages;
+        let before = ms.budget.evicted().0;
         if let Some(p) = new {
-            ms.budget.limit = p;
+            ms.budget.set_limit(p);
             if let Some(dom) = ms.domain.as_ref() {
                 ms.budget.enforce(&mut ms.mirror, &**dom);
             }
         }
         let out = abi::Budget {
-            pages: ms.budget.limit,
-            evicted_pages: ms.budget.evicted_pages,
-            evictions: ms.budget.evictions,
+            pages: ms.budget.limit(),
+            evicted_pages: ms.budget.evicted().0,
+            evictions: ms.budget.evicted().1,
             mapped_pages: ms.mirror.len(),
             reserved: [0; 2],
         };
-        let victim = ms.budget.last_victim;
+        let victim = ms.budget.last_victim();
         drop(g);
         self.queue_evicted(&mut inner, out.evicted_pages - before, victim);
         Ok(out)
@@ -282,11 +282,11 @@ mod tests {
     /// Counters of the channel state machine add up as copies end.
     #[test]
     fn copy_counters_accumulate() {
-        use crate::process::channel::Channels;
         use crate::exanest_core::abi::{Range, ValidCopy};
         use crate::exanest_core::regs::Error as ChError;
         use crate::hw::fake::FakeHw;
         use crate::hw::Hw;
+        use crate::process::channel::Channels;
         let hw = FakeHw::new(2).unwrap();
         let mut ch = Channels::new(2);
         let r = |a, l| Range::new(a, l, 1 << 48).unwrap();

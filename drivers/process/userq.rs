@@ -23,7 +23,6 @@
 //!   interrupt counts events under `inner`, and the wait looks at the completion in the
 //!   process's CQ between two looks at the count, so no event is lost.
 
-use crate::process::channel::MAX_CH;
 use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{
     abi::{self, Range},
@@ -31,8 +30,9 @@ use crate::exanest_core::{
 };
 use crate::ffi;
 use crate::hw::Context;
-use crate::process::Process;
+use crate::process::channel::MAX_CH;
 use crate::process::queue::{DoorbellState, QueueState, UserQueue};
+use crate::process::Process;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     bindings,
@@ -83,8 +83,10 @@ impl Process {
                 g.queue = QueueState::Ready(q);
                 let pgoff = NEXT_DOORBELL.fetch_add(1, Ordering::Relaxed);
                 self.doorbell_off.store(pgoff, Ordering::Relaxed);
-                self.doorbell
-                    .set(ctx.doorbell().map_or(DoorbellState::None, DoorbellState::At));
+                self.doorbell.set(
+                    ctx.doorbell()
+                        .map_or(DoorbellState::None, DoorbellState::At),
+                );
                 Ok(abi::Queue {
                     context: ctx.index(),
                     channels: mask,
@@ -252,8 +254,10 @@ impl Process {
     pub(crate) fn doorbell_open(&self, ctx: &Context) {
         let _g = self.doorbell_lock.lock();
         if self.doorbell.get() == DoorbellState::Parked {
-            self.doorbell
-                .set(ctx.doorbell().map_or(DoorbellState::None, DoorbellState::At));
+            self.doorbell.set(
+                ctx.doorbell()
+                    .map_or(DoorbellState::None, DoorbellState::At),
+            );
         }
     }
 
