@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
 //! A process's use of one engine (binder's word for it): its IOMMU domain, registered regions,
-//! copies and counters, from open to release. What it does lives beside it, one concept per
-//! file: registration (region.rs), copies (transfer.rs), the fault path (fault.rs), counters
-//! (stats.rs), the ioctls (ioctl.rs).
+//! copies and counters, from open to release. Its state is private to this folder; what it
+//! does lives in the children, one concept per file: registration (region.rs), copies
+//! (channel.rs, transfer.rs), the fault thread's work and the resolver (resolve.rs, over the
+//! mechanism in fault/), the user-level queue (queue.rs, userq.rs), remote keys (remote.rs),
+//! the mailbox (mailbox.rs), taking and giving up a context (bind.rs), counters (stats.rs).
 //!
 //! # Lock order
 //!

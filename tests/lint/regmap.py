@@ -4,7 +4,7 @@ against it (the core's constants are checked by rust/exanest-core/tests/c_header
 
 - Documentation/pldma-registers.rst: every register table row names a register of the
   header at the header's offset, and every register of the header has its row;
-- the driver's `register!` blocks (drivers/regs.rs, drivers/netregs.rs): every register sits
+- the driver's `register!` blocks (drivers/hw/regs.rs, drivers/hw/netregs.rs): every register sits
   at the header's offset; every header register of the blocks the driver programs (global,
   context, channel, a channel's network block) is declared, or listed in UNUSED below with
   the reason; every field of a register matches a header mask bit for bit; and a register
