@@ -24,7 +24,6 @@ use core::sync::atomic::AtomicU32;
 use kernel::{
     bindings, debugfs,
     device::{Bound, Device},
-    ffi::c_int,
     fs::File,
     irq,
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
@@ -248,13 +247,7 @@ struct MiscHolder {
 impl MiscHolder {
     fn new(name: &'static CStr, inst: Arc<Instance>) -> impl PinInit<Self, Error> {
         try_pin_init!(MiscHolder {
-            reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name })
-                .pin_chain(|reg| {
-                    // SAFETY: `reg` is registered, its `fops` are the abstraction's for
-                    // `OpenFile`, whose files' private data `exanest_rust_poll` expects.
-                    unsafe { ffi::add_poll(reg.as_raw()) };
-                    Ok(())
-                }),
+            reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
             inst,
         }? Error)
     }
@@ -299,70 +292,76 @@ impl MiscDevice for OpenFile {
     }
 
     fn mmap(this: ArcBorrow<'_, OpenFile>, _file: &File, vma: &VmaNew) -> Result {
-        this.process.mmap_doorbell(vma)
+        this.process.mmap_doorbell(vma, doorbell_ops())
+    }
+
+    fn poll(this: ArcBorrow<'_, OpenFile>, file: &File, table: PollTable<'_>) -> u32 {
+        this.process.poll_mask(file, table)
     }
 }
 
-/// The poll file operation, called by the C shim's `.poll`.
+/// The doorbell's `vm_ops->fault` (its VMA set up by `ffi::map_doorbell`), under the fault's
+/// lock (mmap or VMA lock). The doorbell page is mapped at fault time, never at mmap: its
+/// context can be taken from the process while it is idle (contexts.rs), which zaps the
+/// mapping, and the next access faults it back (userq.rs). When the queue has no context,
+/// waiting for one must not hold the fault's lock: taking a context takes the driver's locks,
+/// under which pinning takes the mmap lock. So the lock is dropped (the file pinned
+/// meanwhile), the wait runs, and the access is retried; its result shows at the retry: the
+/// page, SIGBUS, or (on a signal) the signal first.
 ///
 /// # Safety
 ///
-/// `file` is an open file of an exanest misc device (its private data is the `Arc<OpenFile>`
-/// that `open` stored) and `pt` the poll table of the current poll call.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn exanest_rust_poll(
-    file: *mut bindings::file,
-    pt: *mut bindings::poll_table_struct,
-) -> bindings::__poll_t {
-    // SAFETY: Per the contract, the private data is an `Arc<OpenFile>` from `into_foreign`,
-    // alive until release, which cannot run while a poll call holds the file.
-    let p: ArcBorrow<'_, OpenFile> = unsafe { <Arc<OpenFile>>::borrow((*file).private_data) };
-    // SAFETY: `file` is a valid open file for the duration of the call (the contract).
-    let f = unsafe { File::from_raw_file(file) };
-    // SAFETY: `pt` is the poll table of this call (or NULL), valid for its duration.
-    let table = unsafe { PollTable::from_raw(pt) };
-    p.process.poll_mask(f, table)
-}
-ffi::check_callback!(ffi::raw::exanest_rust_poll, exanest_rust_poll);
-
-/// The doorbell's fault, called by the C shim's `vm_ops->fault` under the fault's lock: 0 once
-/// the page is mapped, -EAGAIN when the queue has no context (userq.rs).
-///
-/// # Safety
-///
-/// `file` is the open exanest file a doorbell VMA maps (private data as for
-/// [`exanest_rust_poll`]), and `vmf` the fault being handled in that VMA.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn exanest_rust_doorbell_fault(
-    file: *mut bindings::file,
-    vmf: *mut bindings::vm_fault,
-) -> c_int {
+/// `vmf` is the fault being handled, in a doorbell VMA, whose file is an open exanest file
+/// (its private data the `Arc<OpenFile>` that `open` stored).
+unsafe extern "C" fn doorbell_fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fault_t {
+    // SAFETY: Per the contract `vmf` is the fault being handled.
+    let file = unsafe { ffi::raw::exanest_shim_vmf_file(vmf) };
     // SAFETY: Per the contract: the VMA holds the file, so the `Arc<OpenFile>` lives.
     let p: ArcBorrow<'_, OpenFile> = unsafe { <Arc<OpenFile>>::borrow((*file).private_data) };
-    ffi::errno(p.process.doorbell_fault(vmf))
+    // SAFETY: `vmf` is valid for the call (the contract).
+    let flags = unsafe { (*vmf).flags };
+    match p.process.doorbell_fault(vmf) {
+        Ok(()) => bindings::vm_fault_reason_VM_FAULT_NOPAGE,
+        Err(e) if e == ENOMEM => bindings::vm_fault_reason_VM_FAULT_OOM,
+        // A user access may retry; anything else (no GUP reaches a VM_IO page) may not.
+        Err(e)
+            if e == EAGAIN
+                && flags & bindings::fault_flag_FAULT_FLAG_ALLOW_RETRY != 0
+                && flags & bindings::fault_flag_FAULT_FLAG_RETRY_NOWAIT == 0 =>
+        {
+            // SAFETY: `file` is live (the VMA holds it); the reference keeps it, and with it
+            // `p`, once the fault's lock (and so the VMA) is let go below.
+            unsafe { bindings::get_file(file) };
+            // SAFETY: `vmf` is the fault being handled, which may retry (checked above): its
+            // lock is released here, as VM_FAULT_RETRY tells the caller.
+            unsafe { ffi::raw::exanest_shim_release_fault_lock(vmf) };
+            // The retried fault shows the outcome (a context, SIGBUS, or a signal).
+            let _ = p.inst.acquire(&p.process);
+            // SAFETY: The reference taken above; `p` is not used after it.
+            unsafe { bindings::fput(file) };
+            bindings::vm_fault_reason_VM_FAULT_RETRY
+        }
+        Err(_) => bindings::vm_fault_reason_VM_FAULT_SIGBUS,
+    }
 }
-ffi::check_callback!(
-    ffi::raw::exanest_rust_doorbell_fault,
-    exanest_rust_doorbell_fault
-);
 
-/// The doorbell's fault found the queue without a context: wait for one, with no lock held
-/// (the shim dropped the fault's lock). Its errno; the retried fault shows the outcome.
-///
-/// # Safety
-///
-/// `file` is an open exanest file, pinned by the caller for the call.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn exanest_rust_doorbell_wait(file: *mut bindings::file) -> c_int {
-    // SAFETY: Per the contract.
-    let p: ArcBorrow<'_, OpenFile> = unsafe { <Arc<OpenFile>>::borrow((*file).private_data) };
-    ffi::errno(p.inst.acquire(&p.process))
+/// The doorbell VMA's operations: the fault only.
+struct DoorbellOps(bindings::vm_operations_struct);
+
+// SAFETY: The table is never written; the mm only reads it.
+unsafe impl Sync for DoorbellOps {}
+
+static DOORBELL_OPS: DoorbellOps = DoorbellOps(bindings::vm_operations_struct {
+    fault: Some(doorbell_fault),
+    // SAFETY: Every other member is an optional function pointer or a plain value, for which
+    // all zeroes means none.
+    ..unsafe { core::mem::zeroed() }
+});
+
+/// The doorbell VMA's operations, for `ffi::map_doorbell`.
+pub(crate) fn doorbell_ops() -> &'static bindings::vm_operations_struct {
+    &DOORBELL_OPS.0
 }
-
-ffi::check_callback!(
-    ffi::raw::exanest_rust_doorbell_wait,
-    exanest_rust_doorbell_wait
-);
 
 /// What both front-ends keep for an engine besides its interrupt: the misc device and the
 /// debugfs views.

@@ -1,21 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * C shim of the ExaNeSt DMA module: wrappers for static inline kernel functions that Rust cannot
- * call through kernel::bindings. No logic lives here.
+ * C shim of the ExaNeSt DMA module: wrappers for what Rust cannot reach through kernel::bindings
+ * (static inline functions, macros, fields of anonymous structs). No decision lives here: the
+ * callers, in Rust, decide.
  */
 #include <linux/fs.h>
 #include <linux/hmm.h>
 #include <linux/jiffies.h>
-#include <linux/kthread.h>
 #include <linux/memcontrol.h>
 #include <linux/sched/signal.h>
-#include <linux/sched/task.h>
 #include <linux/iommu.h>
 #include <linux/irq_work.h>
-#include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
-#include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/file.h>
 #include <linux/poll.h>
@@ -34,31 +31,6 @@ phys_addr_t exanest_shim_page_to_phys(struct page *page)
 struct iommu_domain *exanest_shim_domain_alloc(struct device *dev)
 {
 	return iommu_paging_domain_alloc(dev);
-}
-
-/*
- * The Rust miscdevice abstraction has no poll. Every engine's misc device gets one shared copy of
- * the file operations the abstraction generated, with .poll added. It lives until module unload,
- * which the files' module reference delays until no file is open.
- */
-static struct file_operations exanest_fops;
-static DEFINE_MUTEX(exanest_fops_lock);
-
-static __poll_t exanest_shim_poll(struct file *file, struct poll_table_struct *pt)
-{
-	return exanest_rust_poll(file, pt);
-}
-
-void exanest_shim_add_poll(struct miscdevice *misc)
-{
-	mutex_lock(&exanest_fops_lock);
-	if (!exanest_fops.open) {
-		exanest_fops = *misc->fops;
-		exanest_fops.poll = exanest_shim_poll;
-	}
-	mutex_unlock(&exanest_fops_lock);
-	/* misc_open() reads ->fops under misc_mtx for each open. */
-	WRITE_ONCE(misc->fops, &exanest_fops);
 }
 
 /*
@@ -165,94 +137,22 @@ void exanest_shim_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_s
 }
 
 /*
- * The fault thread of one process: runs exanest_rust_fault_work(token) after every kick. A kernel
- * thread rather than a work item because fault-in may sleep for as long as user space wants
- * (userfaultfd, FUSE), and only a thread can be told to give up: the thread accepts SIGKILL,
- * which ends killable waits in the fault path (mmap lock, handle_userfault, GUP) with -EINTR.
+ * The fault thread's loop is Rust's (ffi.rs, FaultThread); these are the inline or macro parts
+ * of a kernel thread's life that Rust cannot call.
  */
-struct exanest_thread {
-	struct task_struct *task;
-	void *token;
-	unsigned long kicked;
-	bool stopping;
-};
-
-static int exanest_thread_fn(void *data)
+void exanest_shim_allow_sigkill(void)
 {
-	struct exanest_thread *t = data;
-
 	allow_signal(SIGKILL);
-	for (;;) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (READ_ONCE(t->stopping) || kthread_should_stop()) {
-			__set_current_state(TASK_RUNNING);
-			break;
-		}
-		if (!test_and_clear_bit(0, &t->kicked)) {
-			schedule();
-			continue;
-		}
-		__set_current_state(TASK_RUNNING);
-		exanest_rust_fault_work(t->token);
-	}
-	/* kthread_stop() may not have been called yet: wait for it, it always comes. */
-	while (!kthread_should_stop()) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (!kthread_should_stop())
-			schedule();
-		__set_current_state(TASK_RUNNING);
-	}
-	return 0;
 }
 
-/* Start the fault thread "exanest-fault/<id>", sleeping until kicked. */
-struct exanest_thread *exanest_shim_thread_start(void *token, int id, int *err)
+void exanest_shim_set_state_interruptible(void)
 {
-	struct exanest_thread *t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
-	struct task_struct *task;
-
-	if (!t) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	t->token = token;
-	task = kthread_create(exanest_thread_fn, t, "exanest-fault/%d", id);
-	if (IS_ERR(task)) {
-		*err = PTR_ERR(task);
-		kfree(t);
-		return NULL;
-	}
-	get_task_struct(task);
-	t->task = task;
-	wake_up_process(task);
-	return t;
+	set_current_state(TASK_INTERRUPTIBLE);
 }
 
-/* Any context, hard IRQ included; after exanest_shim_thread_stop() it does nothing. */
-void exanest_shim_thread_kick(struct exanest_thread *t)
+void exanest_shim_set_state_running(void)
 {
-	set_bit(0, &t->kicked);
-	wake_up_process(t->task);
-}
-
-/*
- * Make the thread give up what it is doing (SIGKILL) and wait for it to exit. Idempotent; the
- * structure stays valid for kicks until exanest_shim_thread_free().
- */
-void exanest_shim_thread_stop(struct exanest_thread *t)
-{
-	if (READ_ONCE(t->stopping))
-		return;
-	WRITE_ONCE(t->stopping, true);
-	send_sig(SIGKILL, t->task, 1);
-	kthread_stop(t->task);
-}
-
-void exanest_shim_thread_free(struct exanest_thread *t)
-{
-	exanest_shim_thread_stop(t);
-	put_task_struct(t->task);
-	kfree(t);
+	__set_current_state(TASK_RUNNING);
 }
 
 /*
@@ -320,84 +220,32 @@ unsigned long exanest_shim_hmm_pfn_make(unsigned long pfn, bool write, unsigned 
 #endif
 
 /*
- * pci_disable_sriov() removes the VFs with pci_stop_and_remove_bus_device(), which wants
- * pci_rescan_remove_lock held (drivers/pci/remove.c:128), and no exported function takes it for
- * a driver's remove. When the PF itself is being removed, its remove runs with the lock held,
- * after pci_stop_dev() cleared PCI_DEV_ADDED (drivers/pci/remove.c:24; bit 0 of priv_flags,
- * drivers/pci/pci.h:812, a private header). On rmmod or a sysfs unbind it runs without the lock,
- * which is then taken here, after the PF's device lock, as sriov_numvfs_store() does.
+ * Set up a new VMA for a context's doorbell page: device memory, uncached, as ioremap() maps it
+ * for the kernel, VM_IO | VM_PFNMAP, filled by @ops' fault (device.rs).
  */
-void exanest_shim_disable_sriov(struct pci_dev *pf)
+void exanest_shim_map_doorbell(struct vm_area_struct *vma,
+			       const struct vm_operations_struct *ops)
 {
-	bool removing = !test_bit(0, &pf->priv_flags);
-
-	if (!removing)
-		pci_lock_rescan_remove();
-	pci_disable_sriov(pf);
-	if (!removing)
-		pci_unlock_rescan_remove();
-}
-
-/*
- * The doorbell page (a context's VF BAR0) is mapped at fault time, never at mmap: its context
- * can be taken from the process while it is idle (contexts.rs), which zaps the mapping, and the
- * next access faults it back. The fault asks Rust for the page under the fault's lock
- * (mmap or VMA lock). When the queue has no context, waiting for one must not hold that lock:
- * taking a context takes the driver's locks, under which pinning takes the mmap lock. So the
- * lock is dropped (the file pinned meanwhile), the wait runs, and the access is retried.
- */
-static vm_fault_t exanest_doorbell_fault(struct vm_fault *vmf)
-{
-	struct file *file = vmf->vma->vm_file;
-	int err = exanest_rust_doorbell_fault(file, vmf);
-
-	if (!err)
-		return VM_FAULT_NOPAGE;
-	if (err == -ENOMEM)
-		return VM_FAULT_OOM;
-	if (err != -EAGAIN)
-		return VM_FAULT_SIGBUS;
-	/* A user access may retry; anything else (no GUP reaches a VM_IO page) may not. */
-	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY) ||
-	    (vmf->flags & FAULT_FLAG_RETRY_NOWAIT))
-		return VM_FAULT_SIGBUS;
-	get_file(file);
-	release_fault_lock(vmf);
-	/* Its result shows at the retry: the page, SIGBUS, or (on a signal) the signal first. */
-	exanest_rust_doorbell_wait(file);
-	fput(file);
-	return VM_FAULT_RETRY;
-}
-
-static const struct vm_operations_struct exanest_doorbell_ops = {
-	.fault = exanest_doorbell_fault,
-};
-
-/*
- * Set up a new VMA of exactly one page for a context's doorbell: device memory, uncached, as
- * ioremap() maps it for the kernel, VM_IO | VM_PFNMAP, filled by exanest_doorbell_fault().
- */
-int exanest_shim_map_doorbell(struct vm_area_struct *vma)
-{
-	if (vma->vm_end - vma->vm_start != PAGE_SIZE)
-		return -EINVAL;
 	vma->vm_page_prot = pgprot_device(vma->vm_page_prot);
 	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
-	vma->vm_ops = &exanest_doorbell_ops;
-	return 0;
+	vma->vm_ops = ops;
 }
 
-/* Map the doorbell page at @phys where @vmf faulted: 0, -ENOMEM, or -EFAULT. */
-int exanest_shim_insert_doorbell(struct vm_fault *vmf, phys_addr_t phys)
+/* Map @pfn at the page @vmf faulted in: its vm_fault_t. */
+unsigned int exanest_shim_insert_pfn(struct vm_fault *vmf, unsigned long pfn)
 {
-	vm_fault_t ret;
+	return (__force unsigned int)vmf_insert_pfn(vmf->vma, vmf->address & PAGE_MASK, pfn);
+}
 
-	if (!PAGE_ALIGNED(phys))
-		return -EFAULT;
-	ret = vmf_insert_pfn(vmf->vma, vmf->address & PAGE_MASK, PHYS_PFN(phys));
-	if (ret == VM_FAULT_NOPAGE)
-		return 0;
-	return ret == VM_FAULT_OOM ? -ENOMEM : -EFAULT;
+/* The file the faulting VMA maps. */
+struct file *exanest_shim_vmf_file(struct vm_fault *vmf)
+{
+	return vmf->vma->vm_file;
+}
+
+void exanest_shim_release_fault_lock(struct vm_fault *vmf)
+{
+	release_fault_lock(vmf);
 }
 
 /*

@@ -9,10 +9,8 @@
 #include <linux/types.h>
 
 struct device;
-struct exanest_thread;
 struct file;
 struct iommu_domain;
-struct miscdevice;
 struct mm_struct;
 struct mmu_interval_notifier;
 struct page;
@@ -21,6 +19,7 @@ struct poll_table_struct;
 struct address_space;
 struct vm_area_struct;
 struct vm_fault;
+struct vm_operations_struct;
 
 /* EPOLLIN | EPOLLRDNORM and EPOLLERR | EPOLLHUP (bindgen cannot expand the __force casts). */
 extern const __poll_t exanest_shim_pollin;
@@ -28,7 +27,6 @@ extern const __poll_t exanest_shim_pollhup;
 
 phys_addr_t exanest_shim_page_to_phys(struct page *page);
 struct iommu_domain *exanest_shim_domain_alloc(struct device *dev);
-void exanest_shim_add_poll(struct miscdevice *misc);
 
 int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long start,
 			   unsigned long end, bool write, unsigned long *pfns,
@@ -46,27 +44,25 @@ void exanest_shim_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_s
 bool exanest_shim_call_in_hardirq(void (*fn)(void *arg), void *arg);
 unsigned long exanest_shim_hmm_pfn_make(unsigned long pfn, bool write, unsigned int order);
 
-struct exanest_thread *exanest_shim_thread_start(void *token, int id, int *err);
-void exanest_shim_thread_kick(struct exanest_thread *t);
-void exanest_shim_thread_stop(struct exanest_thread *t);
-void exanest_shim_thread_free(struct exanest_thread *t);
+void exanest_shim_allow_sigkill(void);
+void exanest_shim_set_state_interruptible(void);
+void exanest_shim_set_state_running(void);
 bool exanest_shim_memcg_enter(struct mm_struct *mm, void **old);
-void exanest_shim_disable_sriov(struct pci_dev *pf);
 void exanest_shim_memcg_exit(void *old);
-int exanest_shim_map_doorbell(struct vm_area_struct *vma);
-int exanest_shim_insert_doorbell(struct vm_fault *vmf, phys_addr_t phys);
+void exanest_shim_map_doorbell(struct vm_area_struct *vma,
+			       const struct vm_operations_struct *ops);
+/* A vm_fault_t (linux/mm_types.h is too heavy for the bindings). */
+unsigned int exanest_shim_insert_pfn(struct vm_fault *vmf, unsigned long pfn);
+struct file *exanest_shim_vmf_file(struct vm_fault *vmf);
+void exanest_shim_release_fault_lock(struct vm_fault *vmf);
 void exanest_shim_vf_memory_on(struct pci_dev *vf);
 struct pci_dev *exanest_shim_pci_get_vf(struct pci_dev *pf, int id);
 struct address_space *exanest_shim_vma_mapping(struct vm_area_struct *vma);
 void exanest_shim_zap(struct address_space *mapping, u64 offset);
 
 /* Defined in Rust (device.rs, odp.rs, fault.rs). */
-__poll_t exanest_rust_poll(struct file *file, struct poll_table_struct *pt);
 bool exanest_rust_invalidate(void *token, struct mmu_interval_notifier *mni,
 			     unsigned long start, unsigned long end, bool blockable,
 			     unsigned long cur_seq);
-void exanest_rust_fault_work(void *token);
-int exanest_rust_doorbell_fault(struct file *file, struct vm_fault *vmf);
-int exanest_rust_doorbell_wait(struct file *file);
 
 #endif /* EXANEST_SHIM_H */

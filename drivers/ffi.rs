@@ -10,6 +10,7 @@
 //! ([`check_callback!`]).
 
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{bindings, device, prelude::*};
 
 /// The bindgen output for `exanest_shim.h`. Struct types come from `kernel::bindings`.
@@ -27,13 +28,6 @@ pub(crate) mod raw {
     #[allow(unused_imports)]
     use kernel::bindings::*;
     include!(env!("EXANEST_SHIM_BINDINGS"));
-
-    /// The shim's fault thread, opaque (defined in exanest_shim.c, not in the header).
-    #[repr(C)]
-    pub struct exanest_thread {
-        _opaque: [u8; 0],
-        _pin: core::marker::PhantomPinned,
-    }
 }
 
 /// Fails to compile unless the Rust function `$def` has the signature the shim header declares
@@ -87,18 +81,6 @@ pub(crate) fn domain_alloc(dev: &device::Device) -> Result<NonNull<bindings::iom
 pub(crate) unsafe fn page_to_phys(page: NonNull<bindings::page>) -> u64 {
     // SAFETY: Per the contract, `page` is a live page.
     unsafe { raw::exanest_shim_page_to_phys(page.as_ptr()) }
-}
-
-/// Give a registered misc device's file operations a `.poll` that calls
-/// [`raw::exanest_rust_poll`].
-///
-/// # Safety
-///
-/// `misc` is a registered misc device whose `fops` are the Rust abstraction's, and whose files'
-/// private data is what `exanest_rust_poll` expects.
-pub(crate) unsafe fn add_poll(misc: *mut bindings::miscdevice) {
-    // SAFETY: Per the contract.
-    unsafe { raw::exanest_shim_add_poll(misc) }
 }
 
 /// One HMM pfn entry: empty ([`Default`]) until [`MniPtr::hmm_fault`] fills it.
@@ -268,59 +250,171 @@ pub(crate) unsafe fn call_in_hardirq(
     unsafe { raw::exanest_shim_call_in_hardirq(Some(f), arg) }
 }
 
-/// A process's fault thread (the shim's `exanest_thread`): calls `exanest_rust_fault_work`
-/// with its token after each [`FaultThread::kick`]. [`FaultThread::stop`] makes a fault-in in
-/// progress give up (SIGKILL to the thread) and waits for the thread to exit.
+/// The work a [`FaultThread`] runs after each kick, with the token it was started with.
+pub(crate) type ThreadWork = unsafe fn(*mut core::ffi::c_void);
+
+/// What the fault thread and its owner share; boxed, so its address stays put for the thread.
+struct ThreadState {
+    token: *mut core::ffi::c_void,
+    work: ThreadWork,
+    /// Set by a kick, taken by the thread before it runs the work.
+    kicked: AtomicBool,
+    /// Set by [`FaultThread::stop`]: the thread runs no more work.
+    stopping: AtomicBool,
+}
+
+/// A process's fault thread `exanest-fault/<id>`: runs its work after each
+/// [`FaultThread::kick`]. A kernel thread rather than a work item because fault-in may sleep
+/// for as long as user space wants (userfaultfd, FUSE), and only a thread can be told to give
+/// up: it accepts SIGKILL, which ends killable waits in the fault path (mmap lock,
+/// `handle_userfault`, GUP) with EINTR. [`FaultThread::stop`] sends it and waits for the
+/// thread to exit.
 ///
 /// # Invariants
 ///
-/// `raw` came from `exanest_shim_thread_start` and is freed only by `Drop`, so kicks and stops
-/// may come at any time until then.
+/// `task` is a started kernel thread running [`thread_fn`] on `state`, referenced (so the
+/// task struct stays for `kthread_stop`); `state` is freed only after the thread has exited
+/// (`Drop` stops it first).
 pub(crate) struct FaultThread {
-    raw: NonNull<raw::exanest_thread>,
+    task: NonNull<bindings::task_struct>,
+    state: KBox<ThreadState>,
+    stopped: AtomicBool,
 }
 
-// SAFETY: The shim's thread functions may be called from any thread; kicks are atomic.
+// SAFETY: The task may be woken, signalled and stopped from any thread; the shared state is
+// atomics and the token, which the owner guarantees is usable from the thread.
 unsafe impl Send for FaultThread {}
-// SAFETY: As above: `kick` and `stop` are safe to call concurrently (a set_bit and a wake-up; a
-// flag and `kthread_stop`, which serialise on the task).
+// SAFETY: As above: `kick` and `stop` may run concurrently (an atomic and a wake-up; an atomic
+// swap makes only one `stop` signal and stop the task).
 unsafe impl Sync for FaultThread {}
 
+/// The fault thread's loop: sleep until kicked or stopped; run the work after each kick.
+///
+/// # Safety
+///
+/// `data` is the [`ThreadState`] of the [`FaultThread`] that started the thread, which lives
+/// until the thread has exited.
+unsafe extern "C" fn thread_fn(data: *mut core::ffi::c_void) -> kernel::ffi::c_int {
+    // SAFETY: Per the contract.
+    let st = unsafe { &*data.cast::<ThreadState>() };
+    // SAFETY: Called on the current (new) kernel thread.
+    unsafe { raw::exanest_shim_allow_sigkill() };
+    loop {
+        // The state is set before the flags are looked at, so a kick or a stop after the look
+        // wakes the sleep below (set_current_state is a full barrier; so is the wake-up).
+        // SAFETY: On the current thread.
+        unsafe { raw::exanest_shim_set_state_interruptible() };
+        // SAFETY: Called from a kernel thread started by `kthread_create_on_node`.
+        if st.stopping.load(Ordering::SeqCst) || unsafe { bindings::kthread_should_stop() } {
+            // SAFETY: On the current thread.
+            unsafe { raw::exanest_shim_set_state_running() };
+            break;
+        }
+        if !st.kicked.swap(false, Ordering::SeqCst) {
+            // SAFETY: A kernel thread may sleep here; no lock is held.
+            unsafe { bindings::schedule() };
+            continue;
+        }
+        // SAFETY: On the current thread.
+        unsafe { raw::exanest_shim_set_state_running() };
+        // SAFETY: The owner started the thread with a work and token that stay valid until the
+        // thread is stopped, which is not yet (`stopping` was clear).
+        unsafe { (st.work)(st.token) };
+    }
+    // kthread_stop() may not have been called yet: wait for it, it always comes.
+    // SAFETY: As above, in a kernel thread.
+    while !unsafe { bindings::kthread_should_stop() } {
+        // SAFETY: On the current thread.
+        unsafe { raw::exanest_shim_set_state_interruptible() };
+        // SAFETY: As above.
+        if !unsafe { bindings::kthread_should_stop() } {
+            // SAFETY: As above.
+            unsafe { bindings::schedule() };
+        }
+        // SAFETY: On the current thread.
+        unsafe { raw::exanest_shim_set_state_running() };
+    }
+    0
+}
+
 impl FaultThread {
-    /// Start the thread `exanest-fault/<id>`, asleep until kicked.
+    /// Start the thread `exanest-fault/<id>`, asleep until kicked, to run `work(token)`.
     ///
     /// # Safety
     ///
-    /// `token` is what `exanest_rust_fault_work` expects, valid until [`FaultThread::stop`]
+    /// `work(token)` may be called on the thread after each kick until [`FaultThread::stop`]
     /// returned or the thread is dropped.
-    pub(crate) unsafe fn start(token: *mut core::ffi::c_void, id: i32) -> Result<Self> {
-        let mut err = 0;
-        // SAFETY: Per the contract; `err` is a valid out pointer.
-        let raw = unsafe { raw::exanest_shim_thread_start(token, id, &mut err) };
-        // INVARIANT: A non-NULL return is a started thread, owned by the new value.
-        NonNull::new(raw)
-            .map(|raw| FaultThread { raw })
-            .ok_or_else(|| Error::from_errno(err))
+    pub(crate) unsafe fn start(
+        token: *mut core::ffi::c_void,
+        work: ThreadWork,
+        id: i32,
+    ) -> Result<Self> {
+        let state = KBox::new(
+            ThreadState {
+                token,
+                work,
+                kicked: AtomicBool::new(false),
+                stopping: AtomicBool::new(false),
+            },
+            GFP_KERNEL_ACCOUNT,
+        )?;
+        let data = core::ptr::from_ref::<ThreadState>(&state).cast_mut().cast();
+        // SAFETY: `thread_fn` gets `data`, a `ThreadState` that lives until the thread exits
+        // (the new value's invariant); the name format takes one int.
+        let task = unsafe {
+            bindings::kthread_create_on_node(
+                Some(thread_fn),
+                data,
+                bindings::NUMA_NO_NODE,
+                kernel::str::CStrExt::as_char_ptr(c"exanest-fault/%d"),
+                id,
+            )
+        };
+        let task = kernel::error::from_err_ptr(task)?;
+        let task = NonNull::new(task).ok_or(ENOMEM)?;
+        // SAFETY: `task` is the new, live thread; the reference is dropped in `Drop`.
+        unsafe { bindings::get_task_struct(task.as_ptr()) };
+        // SAFETY: As above; it starts in `thread_fn` and sleeps until kicked.
+        unsafe { bindings::wake_up_process(task.as_ptr()) };
+        // INVARIANT: `task` runs `thread_fn` on `state`, referenced above.
+        Ok(FaultThread {
+            task,
+            state,
+            stopped: AtomicBool::new(false),
+        })
     }
 
-    /// Wake the thread to run the work; any context, hard IRQ included.
+    /// Wake the thread to run the work; any context, hard IRQ included. After
+    /// [`FaultThread::stop`] it does nothing.
     pub(crate) fn kick(&self) {
-        // SAFETY: `raw` is live (type invariant); the kick is a set_bit and a wake-up.
-        unsafe { raw::exanest_shim_thread_kick(self.raw.as_ptr()) }
+        self.state.kicked.store(true, Ordering::SeqCst);
+        // SAFETY: `task` is referenced (type invariant); waking an exited task is harmless.
+        unsafe { bindings::wake_up_process(self.task.as_ptr()) };
     }
 
     /// Make the work give up (its killable sleeps end with EINTR) and wait for the thread to
     /// exit. Idempotent. Must not be called from the thread, nor with a lock the work takes.
     pub(crate) fn stop(&self) {
-        // SAFETY: `raw` is live (type invariant).
-        unsafe { raw::exanest_shim_thread_stop(self.raw.as_ptr()) }
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.state.stopping.store(true, Ordering::SeqCst);
+        // SAFETY: `task` is referenced (type invariant). The signal makes a killable sleep in
+        // the work end; `kthread_stop` wakes the thread and waits for `thread_fn` to return,
+        // once only (`stopped`).
+        unsafe {
+            bindings::send_sig(bindings::SIGKILL as i32, self.task.as_ptr(), 1);
+            bindings::kthread_stop(self.task.as_ptr());
+        }
     }
 }
 
 impl Drop for FaultThread {
     fn drop(&mut self) {
-        // SAFETY: `raw` is live (type invariant) and freed only here.
-        unsafe { raw::exanest_shim_thread_free(self.raw.as_ptr()) }
+        self.stop();
+        // SAFETY: The reference taken in `start`; the thread has exited, so nothing uses
+        // `state` any more when it is freed after this.
+        unsafe { bindings::put_task_struct(self.task.as_ptr()) };
     }
 }
 
@@ -350,43 +444,35 @@ impl Drop for MemcgScope {
     }
 }
 
-/// Disable SR-IOV on a physical function from its driver's unbind, with the PCI core's
-/// rescan/remove lock held as the VF removal wants (see the shim for when it is taken).
-///
-/// # Safety
-///
-/// `pf` is a PCI physical function whose driver (this one) is being unbound or failed its probe,
-/// with SR-IOV enabled by this driver.
-pub(crate) unsafe fn disable_sriov(pf: *mut bindings::pci_dev) {
-    // SAFETY: Per the contract.
-    unsafe { raw::exanest_shim_disable_sriov(pf) }
-}
-
-/// 0, or the negative errno, as C callers of the shim's callbacks want it.
-pub(crate) fn errno(r: Result) -> kernel::ffi::c_int {
-    r.map_or_else(|e| e.to_errno(), |()| 0)
-}
-
-/// Set up `vma` (exactly one page, else EINVAL) as a doorbell: uncached device memory, mapped
-/// page by page by the doorbell's fault handler (the shim's, which calls the process's
-/// `doorbell_fault`, userq.rs).
-pub(crate) fn map_doorbell(vma: &kernel::mm::virt::VmaNew) -> Result {
+/// Set up `vma` as a doorbell: uncached device memory, `VM_PFNMAP`, mapped page by page by
+/// `ops`' fault (device.rs, which calls the process's `doorbell_fault`, userq.rs).
+pub(crate) fn map_doorbell(
+    vma: &kernel::mm::virt::VmaNew,
+    ops: &'static bindings::vm_operations_struct,
+) {
     // SAFETY: `vma` is the VMA being set up by this mmap call (the mmap lock is held for write
-    // by the caller of `f_op->mmap`); its file is an exanest file, whose private data the fault
-    // handler's callbacks expect.
-    kernel::error::to_result(unsafe { raw::exanest_shim_map_doorbell(vma.as_ptr()) })
+    // by the caller of `f_op->mmap`); `ops` lives for ever and its fault expects this file.
+    unsafe { raw::exanest_shim_map_doorbell(vma.as_ptr(), ops) };
 }
 
 /// Map the doorbell page at `phys` where `vmf` faulted. ENOMEM, or EFAULT if the page cannot
-/// be mapped.
+/// be mapped (or `phys` is not a page's address).
 ///
 /// # Safety
 ///
 /// `vmf` is the fault being handled (its lock held), in a VMA set up by [`map_doorbell`], and
 /// `phys` the doorbell page of a context the VMA's process holds while the mapping stays.
 pub(crate) unsafe fn insert_doorbell(vmf: *mut bindings::vm_fault, phys: u64) -> Result {
+    if phys % kernel::page::PAGE_SIZE as u64 != 0 {
+        return Err(EFAULT);
+    }
+    let pfn = (phys >> kernel::page::PAGE_SHIFT) as usize;
     // SAFETY: Per the contract.
-    kernel::error::to_result(unsafe { raw::exanest_shim_insert_doorbell(vmf, phys) })
+    match unsafe { raw::exanest_shim_insert_pfn(vmf, pfn) } {
+        bindings::vm_fault_reason_VM_FAULT_NOPAGE => Ok(()),
+        bindings::vm_fault_reason_VM_FAULT_OOM => Err(ENOMEM),
+        _ => Err(EFAULT),
+    }
 }
 
 /// Turn on memory decoding of a VF (its BAR: the context's doorbell page).

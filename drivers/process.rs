@@ -287,7 +287,9 @@ impl Process {
                 // SAFETY: `this` is where the process is being initialised; the thread only uses
                 // it when kicked, which needs a complete process (its domain, or a copy), and
                 // is stopped before the process is freed (teardown, or this field's drop).
-                thread: unsafe { FaultThread::start(this.as_ptr().cast(), pid)? },
+                thread: unsafe {
+                    FaultThread::start(this.as_ptr().cast(), resolve::fault_work, pid)?
+                },
             }? Error),
             GFP_KERNEL,
         )

@@ -91,9 +91,11 @@ impl Functions {
     /// references to the VFs stay valid until drop; nothing uses them for DMA any more.
     pub(crate) fn disable(&self) {
         if self.enabled.swap(false, Ordering::AcqRel) {
-            // SAFETY: The physical function is bound (its unbind or failed probe is running),
-            // and SR-IOV was enabled by `enable` and not disabled since (`enabled`).
-            unsafe { ffi::disable_sriov(self.pf) };
+            // SAFETY: `pf` is the bound physical function (its unbind or failed probe is
+            // running), a valid `pci_dev`; SR-IOV was enabled by `enable` and not disabled since
+            // (`enabled`). `pci_disable_sriov_remove` (kernel patch 0004) takes the PCI core's
+            // rescan/remove lock unless the PF's own removal holds it.
+            unsafe { bindings::pci_disable_sriov_remove(self.pf) };
         }
     }
 }

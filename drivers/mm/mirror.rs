@@ -233,6 +233,22 @@ impl Mirror {
     /// Unmap every mirrored page in `[start, end)` (bytes), whole blocks included. Returns
     /// the entries unmapped. Consecutive pages go with one call, hence one IOTLB flush.
     pub(crate) fn unmap_range(&mut self, dom: &impl IoPageTable, start: u64, end: u64) -> u64 {
+        self.unmap_matching(dom, start, end, false)
+    }
+
+    /// Unmap the pages mapped writable in `[start, end)` (bytes), whole blocks included; the
+    /// read-only ones stay. Returns the entries unmapped.
+    pub(crate) fn unmap_writable(&mut self, dom: &impl IoPageTable, start: u64, end: u64) -> u64 {
+        self.unmap_matching(dom, start, end, true)
+    }
+
+    fn unmap_matching(
+        &mut self,
+        dom: &impl IoPageTable,
+        start: u64,
+        end: u64,
+        writable_only: bool,
+    ) -> u64 {
         let (mut first, last) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE as u64));
         let mut n = 0;
         // A block that starts before the range but covers its first page goes too.
@@ -250,6 +266,16 @@ impl Mirror {
             let Some(vpn) = next else {
                 break;
             };
+            if writable_only {
+                let f = self.tree.get(&vpn).copied().unwrap_or(0);
+                if f & M_WRITE == 0 {
+                    // Kept: the run of pages to unmap ends before it.
+                    unmap_pages(dom, vpn0, pages);
+                    pages = 0;
+                    first = vpn + entry_pages(f);
+                    continue;
+                }
+            }
             let f = self.tree.remove(&vpn).unwrap_or(0);
             let len = entry_pages(f);
             if f & M_BLOCK == 0 && pages > 0 && vpn == vpn0 + pages {
@@ -424,6 +450,29 @@ mod tests {
         m.unmap_range(&t, 0, u64::MAX);
         assert_eq!(m.len(), 0);
         check(&m, &t);
+    }
+
+    /// Only the writable pages go: the read-only ones between them stay mapped, and so do the
+    /// counts (a deregistration keeps what a read-only region still covers).
+    #[test]
+    fn unmap_writable_keeps_read_only() {
+        let (mut m, t) = (Mirror::new(), FakeTable::new());
+        map(&mut m, &t, &faulted(0x100, 8, false, 0), |_| false);
+        map(&mut m, &t, &faulted(0x104, 2, true, 0), |_| false);
+        map(&mut m, &t, &faulted(0x110, 4, true, 0), |_| false);
+        assert_eq!(m.len(), 12);
+        assert_eq!(
+            m.unmap_writable(&t, 0x100 << PAGE_SHIFT, 0x120 << PAGE_SHIFT),
+            6
+        );
+        assert_eq!((m.len(), t.pages()), (6, 6));
+        assert!(m.covers(0x103, false) && m.covers(0x106, false));
+        assert!(!m.covers(0x104, false) && !m.covers(0x111, false));
+        // A read-only page alone in the range: nothing to unmap.
+        assert_eq!(
+            m.unmap_writable(&t, 0x100 << PAGE_SHIFT, 0x101 << PAGE_SHIFT),
+            0
+        );
     }
 
     /// Pages contiguous in memory are mapped with one call per run, never as a block (a run

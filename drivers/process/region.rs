@@ -10,7 +10,10 @@
 //! Registration, deregistration, and advise (map part of a region now).
 
 use crate::error::{CtxError, CtxResult};
-use crate::exanest_core::abi::{self, Range};
+use crate::exanest_core::{
+    abi::{self, Range},
+    region::uncovered,
+};
 use crate::fault::{reclaim_for_tables, retry_lost_region, MAX_RETRIES};
 use crate::mm::odp::{FaultTarget, MapState, Notifier};
 use crate::mm::pinned::{reserve_entries, PinRun};
@@ -205,10 +208,30 @@ impl Process {
                     inner.pages.unmap_pages(&dom, first, last);
                 }
             } else {
+                // Only what no other prefault or on-demand region touches: the pages another
+                // region covers stay mapped, watched by that region's notifier, so a copy
+                // through it does not fault again for this DEREG (a fault that kept coming back
+                // that way ended in the refault limit's EFAULT).
+                // A page mapped writable stays only where a region that allows writes covers it.
+                let keep = |write_only: bool| {
+                    inner
+                        .regions
+                        .iter()
+                        .filter(|x| x.mode != abi::MODE_PIN)
+                        .filter(move |x| !write_only || x.access & abi::ACCESS_WRITE != 0)
+                        .map(|x| (x.range.start, x.range.end))
+                };
+                let (start, end, shift) = (r.range.start, r.range.end, PAGE_SHIFT as u32);
                 let mut m = self.map.lock();
                 let ms = &mut *m;
                 if let Some(dom) = ms.domain.as_ref() {
-                    ms.mirror.unmap_range(&**dom, r.range.start, r.range.end);
+                    let mirror = &mut ms.mirror;
+                    uncovered::<MAX_REGIONS>(start, end, keep(false), shift, |a, b| {
+                        mirror.unmap_range(&**dom, a << shift, b << shift);
+                    });
+                    uncovered::<MAX_REGIONS>(start, end, keep(true), shift, |a, b| {
+                        mirror.unmap_writable(&**dom, a << shift, b << shift);
+                    });
                 }
             }
             notifier

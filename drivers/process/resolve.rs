@@ -23,19 +23,17 @@ use kernel::{
     time::{Instant, Monotonic},
 };
 
-/// The fault thread's work (ffi.rs `FaultThread`), called by the shim after each kick.
+/// The fault thread's work (ffi.rs `FaultThread`), run after each kick.
 ///
 /// # Safety
 ///
 /// `token` is the `Process` the thread was started for (process.rs); the thread is stopped
 /// before the process is freed, so it is live for the call.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn exanest_rust_fault_work(token: *mut core::ffi::c_void) {
+pub(crate) unsafe fn fault_work(token: *mut core::ffi::c_void) {
     // SAFETY: Per the contract, `token` points to a live `Process`.
     let process = unsafe { &*token.cast::<Process>() };
     process.service_faults();
 }
-ffi::check_callback!(ffi::raw::exanest_rust_fault_work, exanest_rust_fault_work);
 
 impl Process {
     /// The fault worker: resolve what the IOMMU reported, then serve every channel that the

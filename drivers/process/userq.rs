@@ -195,7 +195,11 @@ impl Process {
     /// Nothing is mapped yet: the doorbell's fault maps the page of the context the queue runs
     /// on ([`Process::doorbell_fault`]). The mappings are zapped when the context is taken
     /// (the next access faults it back) and when the device goes (a later access gets SIGBUS).
-    pub(crate) fn mmap_doorbell(&self, vma: &VmaNew) -> Result {
+    pub(crate) fn mmap_doorbell(
+        &self,
+        vma: &VmaNew,
+        ops: &'static kernel::bindings::vm_operations_struct,
+    ) -> Result {
         self.check_caller()?;
         // SAFETY: `vma` is the VMA of this mmap call, alive and set up under the mmap lock
         // the caller holds; `vm_pgoff` is plain data set before `f_op->mmap` is called.
@@ -217,7 +221,8 @@ impl Process {
         vma.set_dontexpand();
         vma.set_dontdump();
         vma.set_io();
-        ffi::map_doorbell(vma)
+        ffi::map_doorbell(vma, ops);
+        Ok(())
     }
 
     /// The doorbell page's fault, under the fault's mmap or VMA lock (so no `inner`): map the

@@ -149,6 +149,47 @@ static void *copy_loop(void *arg)
 	return NULL;
 }
 
+/*
+ * A DEREG unmaps only what no other region covers: the pages a second region over the same
+ * memory still covers stay mapped (read-only ones; a writable one only under a region that
+ * allows writes), so a copy through that region does not fault again. Without it, a copy
+ * racing with another region's DEREG could fault at one address over and over, and end with
+ * the refault limit's EFAULT (dereg_vs_fault_service, below).
+ */
+TEST_F(race, dereg_keeps_what_another_region_covers)
+{
+	uint8_t *buf = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_counters c0, c1, c2;
+	uint32_t hs, hr, hd;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, dst);
+	memset(buf, 7, LEN);
+	ASSERT_EQ(0, reg(self->fd, buf, LEN, RD, EXANEST_DMA_MODE_ON_DEMAND, 0, &hs));
+	ASSERT_EQ(0, reg(self->fd, buf, LEN, RD | WR, EXANEST_DMA_MODE_ON_DEMAND, 0, &hr));
+	ASSERT_EQ(0, reg(self->fd, dst, LEN, WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, &hd));
+	ASSERT_EQ(0, copy_wait(self->fd, buf, dst, LEN));
+	c0 = counters(self->fd);
+	ASSERT_EQ(0, dereg(self->fd, hr));
+	c1 = counters(self->fd);
+	EXPECT_EQ(c0.pages_mapped, c1.pages_mapped) TH_LOG("read-only pages of a region left went");
+	ASSERT_EQ(0, copy_wait(self->fd, buf, dst, LEN));
+	c2 = counters(self->fd);
+	EXPECT_EQ(c1.faults, c2.faults) TH_LOG("the copy faulted again");
+	EXPECT_TRUE(all_bytes(dst, LEN, 7));
+	/* Writable now, under a region that allows writes; it goes, and they go with it. */
+	ASSERT_EQ(0, reg(self->fd, buf, LEN, RD | WR, EXANEST_DMA_MODE_ON_DEMAND, 0, &hr));
+	ASSERT_EQ(0, advise(self->fd, buf, LEN, EXANEST_DMA_ADVISE_WRITE));
+	c1 = counters(self->fd);
+	ASSERT_EQ(0, dereg(self->fd, hr));
+	c2 = counters(self->fd);
+	EXPECT_EQ(c1.pages_mapped - LEN / 4096, c2.pages_mapped)
+		TH_LOG("a writable page outlived the last region that allows writes");
+	ASSERT_EQ(0, dereg(self->fd, hs));
+	ASSERT_EQ(0, dereg(self->fd, hd));
+	EXPECT_EQ(0, counters(self->fd).pages_mapped);
+}
+
 TEST_F_TIMEOUT(race, dereg_vs_fault_service, 14400)
 {
 	struct race r = { .fd = self->fd, .buf = big_alloc(LEN + TAIL), .dst = big_alloc(LEN) };

@@ -213,9 +213,79 @@ impl<const N: usize> RegionTable<N> {
     }
 }
 
+/// The parts of `[start, end)` (bytes) that none of `keep` touches, handed to `part` as page
+/// ranges `[first, last)` of `1 << shift` bytes, in order: a page that a range of `keep` overlaps
+/// even in part is kept. At most `N` ranges of `keep` are looked at (a region table's size).
+/// Deregistration unmaps only these: a page another region still covers stays mapped, watched
+/// by that region's notifier.
+pub fn uncovered<const N: usize>(
+    start: u64,
+    end: u64,
+    keep: impl IntoIterator<Item = (u64, u64)>,
+    shift: u32,
+    mut part: impl FnMut(u64, u64),
+) {
+    let (first, last) = (start >> shift, end.div_ceil(1 << shift));
+    let mut k = [(0u64, 0u64); N];
+    let mut n = 0;
+    for (s, e) in keep {
+        let (s, e) = (s >> shift, e.div_ceil(1 << shift));
+        if s < last && first < e && n < N {
+            k[n] = (s, e);
+            n += 1;
+        }
+    }
+    k[..n].sort_unstable();
+    let mut at = first;
+    for &(s, e) in &k[..n] {
+        if s > at {
+            part(at, s.min(last));
+        }
+        at = at.max(e);
+        if at >= last {
+            return;
+        }
+    }
+    if at < last {
+        part(at, last);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gaps(start: u64, end: u64, keep: &[(u64, u64)]) -> ([(u64, u64); 8], usize) {
+        let (mut out, mut n) = ([(0, 0); 8], 0);
+        uncovered::<7>(start, end, keep.iter().copied(), 12, |a, b| {
+            out[n] = (a, b);
+            n += 1;
+        });
+        (out, n)
+    }
+
+    /// Deregistration unmaps only the pages no other region touches.
+    #[test]
+    fn uncovered_pages() {
+        // Nothing kept: every page of the range, partial pages included.
+        let (o, n) = gaps(0x1800, 0x5100, &[]);
+        assert_eq!(&o[..n], &[(1, 6)]);
+        // A region inside, one touching the start in part, one past the end.
+        let (o, n) = gaps(
+            0x0,
+            0x10000,
+            &[(0x3000, 0x5000), (0x0, 0x1001), (0x20000, 0x30000)],
+        );
+        assert_eq!(&o[..n], &[(2, 3), (5, 16)]);
+        // Overlapping and unsorted kept ranges merge; one covering everything leaves nothing.
+        let (o, n) = gaps(0x0, 0x8000, &[(0x5000, 0x7000), (0x2000, 0x6000)]);
+        assert_eq!(&o[..n], &[(0, 2), (7, 8)]);
+        let (_, n) = gaps(0x1000, 0x3000, &[(0x0, 0x10000)]);
+        assert_eq!(n, 0);
+        // The copy's own region over the first half of a region with a tail: the tail goes.
+        let (o, n) = gaps(0x10000, 0x30000, &[(0x10000, 0x20000)]);
+        assert_eq!(&o[..n], &[(0x20, 0x30)]);
+    }
     use crate::abi::{ACCESS_READ, ACCESS_WRITE, MODE_PIN};
     use crate::testrng::Rng;
 
