@@ -91,10 +91,10 @@ impl Functions {
     /// references to the VFs stay valid until drop; nothing uses them for DMA any more.
     pub(crate) fn disable(&self) {
         if self.enabled.swap(false, Ordering::AcqRel) {
-            // SAFETY: `pf` is the bound physical function (its unbind or failed probe is
-            // running), a valid `pci_dev`; SR-IOV was enabled by `enable` and not disabled since
-            // (`enabled`). `pci_disable_sriov_remove` (kernel patch 0004) takes the PCI core's
-            // rescan/remove lock unless the PF's own removal holds it.
+            // `pci_disable_sriov_remove` (kernel patch 0004) takes the PCI core's rescan/remove
+            // lock unless the PF's own removal holds it.
+            // SAFETY: `pf` is the bound PF, a valid `pci_dev` (its unbind or failed probe runs);
+            // SR-IOV was enabled by `enable` and not disabled since (`enabled`).
             unsafe { bindings::pci_disable_sriov_remove(self.pf) };
         }
     }

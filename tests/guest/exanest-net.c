@@ -138,21 +138,30 @@ struct cmd {
 	uint64_t a[4];
 };
 
-/* Write the receiver engine's link settings (debugfs link): 0 or -errno. */
-static int32_t link_set(int dev, uint64_t drop_ppm, uint64_t corrupt_ppm)
+/* Write settings ("NAME VALUE ...") to engine dev's debugfs link file: 0 or -errno. */
+static int32_t link_write(int dev, const char *val)
 {
-	char path[64], val[64];
-	int fd, n, ret;
+	char path[64];
+	int fd, ret;
+	size_t n = strlen(val);
 
 	snprintf(path, sizeof(path), "/sys/kernel/debug/exanest-dma%d/link", dev);
-	n = snprintf(val, sizeof(val), "drop_ppm %llu corrupt_ppm %llu\n",
-		     (unsigned long long)drop_ppm, (unsigned long long)corrupt_ppm);
 	fd = open(path, O_WRONLY);
 	if (fd < 0)
 		return -errno;
-	ret = write(fd, val, n) == n ? 0 : -errno;
+	ret = write(fd, val, n) == (ssize_t)n ? 0 : -errno;
 	close(fd);
 	return ret;
+}
+
+/* Write the receiver engine's loss and corruption injection (debugfs link): 0 or -errno. */
+static int32_t link_set(int dev, uint64_t drop_ppm, uint64_t corrupt_ppm)
+{
+	char val[64];
+
+	snprintf(val, sizeof(val), "drop_ppm %llu corrupt_ppm %llu\n",
+		 (unsigned long long)drop_ppm, (unsigned long long)corrupt_ppm);
+	return link_write(dev, val);
 }
 
 /* Engine dev's first retransmission timeout (debugfs link rto_us), µs: -errno on failure. */
@@ -176,17 +185,10 @@ static long long link_rto_get(int dev)
 /* Set engine dev's first retransmission timeout (debugfs link rto_us): 0 or -errno. */
 static int32_t link_rto(int dev, uint64_t us)
 {
-	char path[64], val[64];
-	int fd, n, ret;
+	char val[64];
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/exanest-dma%d/link", dev);
-	n = snprintf(val, sizeof(val), "rto_us %llu\n", (unsigned long long)us);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, n) == n ? 0 : -errno;
-	close(fd);
-	return ret;
+	snprintf(val, sizeof(val), "rto_us %llu\n", (unsigned long long)us);
+	return link_write(dev, val);
 }
 
 /*
