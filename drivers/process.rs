@@ -64,10 +64,9 @@ use core::sync::atomic::{AtomicPtr, AtomicU64};
 use kernel::{
     bindings,
     mm::Mm,
-    new_poll_condvar,
     prelude::*,
     sync::aref::ARef,
-    sync::{new_mutex, poll::PollCondVar, Arc, Mutex},
+    sync::{new_mutex, poll::PollCondVarBox, Arc, Mutex},
 };
 
 pub(crate) use crate::fault::{FAULT_QUEUE, MAX_REGIONS};
@@ -171,9 +170,11 @@ pub(crate) struct Process {
     /// The domain and the on-demand mirror ([`MapState`]): the lock the MMU notifier takes.
     #[pin]
     map: Mutex<MapState>,
-    /// Notified whenever a copy ends, and at teardown; `wait` and `poll` wait on it.
-    #[pin]
-    done: PollCondVar,
+    /// Notified whenever a copy ends, and at teardown; `wait` and `poll` wait on it. Boxed: the
+    /// box is freed an RCU grace period after the process (kvfree_rcu), which poll's waiters
+    /// need, instead of the process's drop waiting for one (PollCondVar's synchronize_rcu cost
+    /// every close 14 ms under the test kernel, `exanest-bench open`).
+    done: PollCondVarBox,
     /// Filled by the IOMMU fault handler, drained by the fault worker.
     faults: FaultQueue<FAULT_QUEUE>,
     /// Faults the IOMMU fault handler was called for.
@@ -256,6 +257,7 @@ impl Process {
         let channels = engine.channels();
         let pages = PageMap::new(mm.clone());
         let map_state = MapState::new(budget)?;
+        let done = PollCondVarBox::new(c"Process::done", kernel::static_lock_class!())?;
         Arc::pin_init(
             try_pin_init!(&this in Process {
                 engine,
@@ -276,7 +278,7 @@ impl Process {
                     mbox: None,
                 }, "Process::inner"),
                 map <- new_mutex!(map_state, "Process::map"),
-                done <- new_poll_condvar!("Process::done"),
+                done,
                 faults: FaultQueue::new(),
                 iommu_faults: AtomicU64::new(0),
                 doorbell: Doorbell::new(),

@@ -418,6 +418,15 @@ def report(raw, out, figdir, meta):
           "first copy of a turn rings a doorbell that was zapped: the fault takes the context from\n"
           "the other, idle queue (stopped where it was), restores this queue on it and maps the\n"
           f"doorbell again; the second copy of the turn finds everything in place{moves}.\n")
+    oc = {k: group(runs, "open", [], k)[0].get(()) for k in
+          ("open_p50_us", "open_p99_us", "close_p50_us", "close_p99_us")}
+    if oc["open_p50_us"] is not None:
+        w(heading("Opening and closing the device"))
+        w(table(["us, CLOCK_MONOTONIC", "p50", "p99"],
+                [["open(2): the process's state, fault thread and IOMMU domain",
+                  f"{oc['open_p50_us']:.1f}", f"{oc['open_p99_us']:.1f}"],
+                 ["close(2): their teardown", f"{oc['close_p50_us']:.1f}", f"{oc['close_p99_us']:.1f}"]])
+          + "\n")
     ev = {}
     for run in runs:
         for o in run:
@@ -529,7 +538,7 @@ def check(raw):
     _, fails = load_engine(raw)
     benches = {o["bench"] for o in objs}
     for b in ["latency", "first-touch", "register", "touch-ahead", "memory", "cpu-fault", "fault-service", "memcg",
-              "processes", "fairness", "eviction", "queue"]:
+              "processes", "fairness", "eviction", "queue", "open"]:
         if b not in benches:
             fails.append(f"no {b} output")
     for o in objs:
@@ -584,6 +593,9 @@ def check(raw):
             fails.append(f"queue-move: {o['moves']} moves in {o['reps']} turns")
     if "queue" in benches and not qm:
         fails.append("no queue-move output")
+    for o in (o for o in objs if o["bench"] == "open"):
+        if not (0 < o["open_p50_us"] <= o["open_p99_us"] and 0 < o["close_p50_us"] <= o["close_p99_us"]):
+            fails.append(f"open latencies: {o}")
     evs = [o for o in objs if o["bench"] == "eviction"]
     small = [o for o in evs if o["budget"] < o["working_set_pages"]]
     if evs and (not small or any(o["evicted_pages"] <= 0 for o in small)):

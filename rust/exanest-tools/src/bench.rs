@@ -19,6 +19,7 @@
 //! exanest-bench queue        [--reps N] [--ms MS]
 //! exanest-bench eviction     [--size BYTES] [--passes N]
 //! exanest-bench queue-move   [--reps N]   (the driver loaded with contexts=1)
+//! exanest-bench open         [--reps N]
 //! exanest-bench all          [--quick]
 //! ```
 
@@ -121,6 +122,27 @@ fn copy(dev: &Device, src: u64, dst: u64, len: usize) -> Res<()> {
 fn register(dev: &Device, b: &Buf, access: Access, mode: Mode, window: Option<u32>) -> Res<u32> {
     // SAFETY: The buffer outlives the region (callers deregister before dropping it).
     Ok(unsafe { dev.register_raw_window(b.addr(), b.len as u64, access, mode, window)? })
+}
+
+/// What a process pays to start and stop using the engine: open(2) of the device (the
+/// process's state, its fault thread and IOMMU domain) and close(2) (their teardown), p50 and
+/// p99 of `reps` of each, CLOCK_MONOTONIC.
+fn open_close(reps: usize) -> Res<()> {
+    let (mut open, mut close) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for _ in 0..reps {
+        let t0 = Instant::now();
+        let dev = Device::open(0)?;
+        open.push(us(t0));
+        let t1 = Instant::now();
+        drop(dev);
+        close.push(us(t1));
+    }
+    let (o50, o99) = p50_p99(&mut open);
+    let (c50, c99) = p50_p99(&mut close);
+    println!(
+        "{{\"bench\":\"open\",\"clock\":\"CLOCK_MONOTONIC\",\"reps\":{reps},\"open_p50_us\":{o50:.1},\"open_p99_us\":{o99:.1},\"close_p50_us\":{c50:.1},\"close_p99_us\":{c99:.1}}}"
+    );
+    Ok(())
 }
 
 /// Latency of one copy with warm mappings, per size and mode; throughput of 64 MiB copies.
@@ -936,6 +958,7 @@ fn run(args: &[String]) -> Res<()> {
         Some("queue-move") => {
             return queue_move(arg(args, "--reps", if quick0 { 20 } else { 200 }))
         }
+        Some("open") => return open_close(arg(args, "--reps", if quick0 { 20 } else { 200 })),
         Some("net") => {
             let (reps, max) = if quick0 { (3, 1 << 20) } else { (5, 64 << 20) };
             return netbench::net(arg(args, "--reps", reps), arg(args, "--max", max));
@@ -985,13 +1008,14 @@ fn run(args: &[String]) -> Res<()> {
             cpu_fault(if quick { 512 } else { 4096 })?;
             fault_service(&dev, if quick { 1 << 20 } else { 4 << 20 })?;
             drop(dev);
+            open_close(if quick { 20 } else { 200 })?;
             memcg(if quick { 16 << 20 } else { 64 << 20 })?;
             processes(4 << 20, if quick { 20 } else { 200 })?;
             fairness(if quick { 200 } else { 2000 })?;
             eviction(if quick { 1 << 20 } else { 4 << 20 }, if quick { 2 } else { 5 })?;
             queue(if quick { 200 } else { 2000 }, if quick { 20 } else { 200 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|queue-move|net|net-cold|net-small-cold|net-loss|net-mailbox|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|queue-move|open|net|net-cold|net-small-cold|net-loss|net-mailbox|all [--quick]".into()),
     }
 }
 
