@@ -20,38 +20,55 @@ struct Slot<T> {
     obj: Option<Box<T>>,
 }
 
+/// The slots, and those free (closed, last closed first): opening and closing take constant
+/// time, however many handles are open.
+struct Table<T> {
+    slots: Vec<Slot<T>>,
+    free: Vec<usize>,
+}
+
 /// The open handles of one kind.
 pub(super) struct Handles<T> {
-    slots: Mutex<Vec<Slot<T>>>,
+    table: Mutex<Table<T>>,
 }
 
 impl<T> Handles<T> {
     pub(super) const fn new() -> Self {
         Handles {
-            slots: Mutex::new(Vec::new()),
+            table: Mutex::new(Table {
+                slots: Vec::new(),
+                free: Vec::new(),
+            }),
         }
     }
 
-    fn slots(&self) -> std::sync::MutexGuard<'_, Vec<Slot<T>>> {
-        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    fn table(&self) -> std::sync::MutexGuard<'_, Table<T>> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A new handle for `obj`; `-EMFILE` when [`MAX_OPEN`] are open.
     pub(super) fn open(&self, obj: T) -> Result<usize, c_int> {
-        let mut s = self.slots();
-        let i = match s.iter().position(|x| x.obj.is_none()) {
+        let mut t = self.table();
+        let t = &mut *t;
+        let i = match t.free.pop() {
             Some(i) => i,
-            None if s.len() < MAX_OPEN => {
-                s.push(Slot {
+            None if t.slots.len() < MAX_OPEN => {
+                // Reserved first: a failed allocation leaves the table as it was.
+                t.free
+                    .try_reserve(t.slots.len() + 1)
+                    .map_err(|_| -libc::ENOMEM)?;
+                t.slots.try_reserve(1).map_err(|_| -libc::ENOMEM)?;
+                t.slots.push(Slot {
                     generation: 1,
                     obj: None,
                 });
-                s.len() - 1
+                t.slots.len() - 1
             }
             None => return Err(-libc::EMFILE),
         };
-        s[i].obj = Some(Box::new(obj));
-        Ok((s[i].generation << INDEX_BITS) | (i + 1))
+        let x = &mut t.slots[i];
+        x.obj = Some(Box::new(obj));
+        Ok((x.generation << INDEX_BITS) | (i + 1))
     }
 
     fn find(s: &mut [Slot<T>], h: usize) -> Result<&mut Slot<T>, c_int> {
@@ -68,8 +85,8 @@ impl<T> Handles<T> {
     /// The object of handle `h`: `-EINVAL` for NULL, `-EBADF` for a value that is not an open
     /// handle of this kind. The object stays where it is until [`Handles::close`].
     pub(super) fn get(&self, h: usize) -> Result<NonNull<T>, c_int> {
-        let mut s = self.slots();
-        let x = Self::find(&mut s, h)?;
+        let mut t = self.table();
+        let x = Self::find(&mut t.slots, h)?;
         // `obj` is `Some`: `find` checked it.
         Ok(NonNull::from(&mut **x.obj.as_mut().ok_or(-libc::EBADF)?))
     }
@@ -77,10 +94,14 @@ impl<T> Handles<T> {
     /// Close handle `h`: its object, which the caller drops; `-EINVAL` or `-EBADF` as for
     /// [`Handles::get`].
     pub(super) fn close(&self, h: usize) -> Result<Box<T>, c_int> {
-        let mut s = self.slots();
-        let x = Self::find(&mut s, h)?;
+        let mut t = self.table();
+        let t = &mut *t;
+        let x = Self::find(&mut t.slots, h)?;
         x.generation = (x.generation + 1) & (usize::MAX >> INDEX_BITS);
-        x.obj.take().ok_or(-libc::EBADF)
+        let obj = x.obj.take().ok_or(-libc::EBADF)?;
+        // `free` has room for every slot (reserved when the slot was made).
+        t.free.push((h & MAX_OPEN) - 1);
+        Ok(obj)
     }
 }
 
@@ -122,9 +143,13 @@ mod tests {
     #[test]
     fn the_table_is_bounded() {
         let t = Handles::<()>::new();
-        for _ in 0..MAX_OPEN {
-            t.open(()).unwrap();
-        }
+        let hs: Vec<usize> = (0..MAX_OPEN).map(|_| t.open(()).unwrap()).collect();
+        assert_eq!(t.open(()), Err(-libc::EMFILE));
+        // One closed: its slot is the one the next open takes, and then the table is full.
+        let h = hs[MAX_OPEN / 2];
+        t.close(h).unwrap();
+        let n = t.open(()).unwrap();
+        assert_eq!(n & MAX_OPEN, h & MAX_OPEN);
         assert_eq!(t.open(()), Err(-libc::EMFILE));
     }
 }
