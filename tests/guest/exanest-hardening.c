@@ -458,6 +458,8 @@ TEST_F_TIMEOUT(hard, userfaultfd_never_served_then_sigkill, 60)
 		EXPECT_EQ(0, ret);
 	}
 	usleep(100000);
+	/* The scan below would see no thread if it could not find one. */
+	EXPECT_TRUE(fault_thread_alive(child)) TH_LOG("the child has no fault thread to look for");
 	t0 = now_s();
 	kill(child, SIGKILL);
 	ASSERT_EQ(child, waitpid(child, &status, 0));
