@@ -236,7 +236,8 @@ fn first_touch(dev: &Device, size: usize) -> Res<()> {
     Ok(())
 }
 
-/// Registration cost against region size, when 1 MiB of the region is then used.
+/// Registration cost against region size, when 1 MiB of the region is then used, and the
+/// deregistration's.
 fn register_cost(dev: &Device, max: usize) -> Res<()> {
     let mut size = 1 << 20;
     while size <= max {
@@ -260,13 +261,15 @@ fn register_cost(dev: &Device, max: usize) -> Res<()> {
             copy(dev, buf.addr(), dst.addr(), 1 << 20)?;
             let total = us(t0);
             let c = dev.counters()?;
+            let t1 = Instant::now();
+            dev.deregister(hs)?;
+            let tdereg = us(t1);
             // The 1 MiB destination is pinned in every mode: count the region's pages only.
             println!(
-                "{{\"bench\":\"register\",\"mode\":\"{}\",\"size\":{size},\"register_us\":{treg:.1},\"with_use_us\":{total:.1},\"pinned_pages\":{}}}",
+                "{{\"bench\":\"register\",\"mode\":\"{}\",\"size\":{size},\"register_us\":{treg:.1},\"with_use_us\":{total:.1},\"deregister_us\":{tdereg:.1},\"pinned_pages\":{}}}",
                 mode,
                 c.pages_pinned.saturating_sub(256)
             );
-            dev.deregister(hs)?;
             dev.deregister(hd)?;
         }
         size *= 4;
