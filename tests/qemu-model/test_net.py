@@ -1029,12 +1029,25 @@ class ForgedKeys(TwoNodes):
         self.assertEqual(cnt(b, "ERROR_NACKS") - before, 6, "each forged packet NACKed ENOKEY")
 
 
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for x in data:
-        c ^= x
+def _crc32c_table():
+    table = []
+    for i in range(256):
+        c = i
         for _ in range(8):
             c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data):
+    """CRC32C (Castagnoli, reflected), a byte at a time through a table (the fuzzer's 35000
+    packets took 11 s bit by bit)."""
+    c = 0xFFFFFFFF
+    for x in data:
+        c = _CRC32C[(c ^ x) & 0xFF] ^ (c >> 8)
     return c ^ 0xFFFFFFFF
 
 
