@@ -111,10 +111,31 @@ p_module() {
 		echo "no driver yet: skipped"
 		return
 	fi
-	local src="$KBUILD/source"
-	# A clean rebuild with clippy: every Rust and C warning counts.
+	local src="$KBUILD/source" key cached
+	# A clean rebuild with clippy: every Rust and C warning counts. Cached like the kernel: the
+	# module and its build log are kept under the hash of every input (the module's sources,
+	# the core crate and headers it includes, the build files, the kernel's build directory,
+	# which names the kernel's own key, and the compilers), and a run with the same inputs
+	# takes both from there.
+	key=$( { find drivers include rust/exanest-core/src -type f -print0 | sort -z |
+		xargs -0 sha256sum; sha256sum Kbuild Makefile scripts/shim-bindings.sh scripts/common.sh \
+		scripts/versions.env; echo "$KBUILD"; rustc --version; "clang-$LLVM_VERSION" --version; } |
+		sha256sum | cut -c1-16)
+	cached="$CACHE/module-$key"
 	rm -rf "$TOP/build/module"
-	if make -C "$TOP" module KDIR="$KBUILD" CLIPPY=1 >"$LOGS/module.log" 2>&1; then pass; else
+	if [ -e "$cached/.done" ]; then
+		mkdir -p "$TOP/build/module"
+		cp "$cached/exanest_dma.ko" "$TOP/build/module/"
+		{ echo "(module-$key: from the cache, built with these inputs before)"; cat "$cached/module.log"; } \
+			>"$LOGS/module.log"
+		pass
+	elif make -C "$TOP" module KDIR="$KBUILD" CLIPPY=1 >"$LOGS/module.log" 2>&1; then
+		pass
+		if ! grep -q 'warning' "$LOGS/module.log"; then
+			rm -rf "$cached"; mkdir -p "$cached"
+			cp "$TOP/build/module/exanest_dma.ko" "$LOGS/module.log" "$cached/" && touch "$cached/.done"
+		fi
+	else
 		fail "module build"; show_log "$LOGS/module.log"; return; fi
 	if grep -q 'warning' "$LOGS/module.log"; then
 		fail "module build warnings (clippy or C)"; grep -A8 'warning' "$LOGS/module.log" | head -40
