@@ -33,7 +33,7 @@ qemu-bin: setup
 check:
 	@$(TOP)/scripts/check.sh
 
-# The whole evaluation (8 min 35 s on a 2-core machine, `time make evaluate`, plus the
+# The whole evaluation (8 to 13 min on a 2-core machine, `time make evaluate`, plus the
 # evaluation kernel's build the first time, about 7 min): regenerates Documentation/evaluation.rst. It runs on
 # its own kernel, without the test kernel's debugging options (scripts/build-kernel.sh eval).
 evaluate: setup
