@@ -79,6 +79,14 @@ lint_model() {
 }
 
 p_lint() {
+	local patches dt
+	# The kernel's checkpatch.pl --strict on the patch series and the C shim, and
+	# dt_binding_check of the devicetree binding (pinned dtschema; 2 minutes when it changed):
+	# two single-threaded jobs that need nothing below, run beside it.
+	"$TOP/scripts/lint-patches.sh" >"$LOGS/lint-patches.log" 2>&1 &
+	patches=$!
+	"$TOP/scripts/lint-dt.sh" >"$LOGS/lint-dt.log" 2>&1 &
+	dt=$!
 	# What the compiler does not check: SAFETY comments, dropped results explained, one lock order.
 	if python3 tests/lint/driver_rules.py >"$LOGS/driver-rules.log" 2>&1; then pass; else
 		fail "driver rules"; show_log "$LOGS/driver-rules.log" 20; fi
@@ -90,11 +98,9 @@ p_lint() {
 		fail "rustfmt"; show_log "$LOGS/fmt.log" 20; fi
 	if (cd rust && cargo clippy --workspace --all-targets -- -D warnings) >"$LOGS/clippy.log" 2>&1; then pass; else
 		fail "clippy"; show_log "$LOGS/clippy.log" 30; fi
-	# The kernel's checkpatch.pl --strict on the patch series and the C shim.
-	if "$TOP/scripts/lint-patches.sh" >"$LOGS/lint-patches.log" 2>&1; then pass; else
+	if wait "$patches"; then pass; else
 		fail "checkpatch --strict (patches, C shim)"; show_log "$LOGS/lint-patches.log" 30; fi
-	# dt_binding_check of the devicetree binding, pinned dtschema (2 minutes when it changed).
-	if "$TOP/scripts/lint-dt.sh" >"$LOGS/lint-dt.log" 2>&1; then pass; else
+	if wait "$dt"; then pass; else
 		fail "devicetree binding (dt_binding_check)"; show_log "$LOGS/lint-dt.log" 30; fi
 }
 
