@@ -31,11 +31,12 @@ p_setup() {
 
 p_host_tests() {
 	local log="$LOGS/cargo-test.log" p f d
+	local -A selftests
 	# The Python self-tests wait on sockets more than they compute (the switch's quiet periods):
 	# they run beside cargo test, each into its own log, and are counted after it.
 	for d in harness lint; do
 		python3 -m unittest discover -s "tests/$d" -p 'test_*.py' >"$LOGS/$d.log" 2>&1 &
-		eval "pid_$d=\$!"
+		selftests[$d]=$!
 	done
 	(cd rust && cargo test --workspace --all-targets 2>&1) >"$log"
 	p=$(awk '/^test result:/ {s += $4} END {print s + 0}' "$log")
@@ -46,7 +47,7 @@ p_host_tests() {
 	fi
 	echo "cargo test: $p passed, $f failed"
 	for d in harness lint; do
-		if eval "wait \$pid_$d"; then
+		if wait "${selftests[$d]}"; then
 			pass "$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$LOGS/$d.log")"
 		else
 			fail "$d self-tests"; show_log "$LOGS/$d.log"

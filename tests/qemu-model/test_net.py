@@ -10,6 +10,7 @@ not translate, and a hot-plugged DIMM for a page the receiver's kernel makes val
 
 Usage: QEMU=/path/to/qemu-system-aarch64 test_net.py [-v]
 """
+import importlib.util
 import os
 import random
 import socket
@@ -21,6 +22,14 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_model import (R, RAM, UNMAPPED, RAM_SIZE, Qtest, Ring, machine,  # noqa: E402
                         s32)
+
+# The link's CRC32C as the pcap reader computes it (table-driven; tests/harness/test_pcap.py
+# checks it against the standard check value).
+_spec = importlib.util.spec_from_file_location(
+    "pcap", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                         "exanest-pcap.py"))
+pcap = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pcap)
 
 START = R["PLDMA_CTRL_START"]
 PUT = R["PLDMA_OP_PUT"]
@@ -1029,32 +1038,10 @@ class ForgedKeys(TwoNodes):
         self.assertEqual(cnt(b, "ERROR_NACKS") - before, 6, "each forged packet NACKed ENOKEY")
 
 
-def _crc32c_table():
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC32C = _crc32c_table()
-
-
-def crc32c(data):
-    """CRC32C (Castagnoli, reflected), a byte at a time through a table (the fuzzer's 35000
-    packets took 11 s bit by bit)."""
-    c = 0xFFFFFFFF
-    for x in data:
-        c = _CRC32C[(c ^ x) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
 def packet(op, src, dst, ep, op_id, seq, status, rkey, addr, length, offset, payload=b""):
     hdr = struct.pack("<HBBHHIIIiQQQQHHI", 0xEDA0, 1, op, src, dst, ep, op_id, seq, status,
                       rkey, addr, length, offset, len(payload), 0, 0)
-    crc = crc32c(hdr + payload)
+    crc = pcap.crc32c(hdr + payload)
     return hdr[:60] + struct.pack("<I", crc) + payload
 
 

@@ -254,6 +254,8 @@ pub fn uncovered<const N: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::{ACCESS_READ, ACCESS_WRITE, MODE_PIN};
+    use crate::testrng::Rng;
 
     fn gaps(start: u64, end: u64, keep: &[(u64, u64)]) -> ([(u64, u64); 8], usize) {
         let (mut out, mut n) = ([(0, 0); 8], 0);
@@ -286,8 +288,6 @@ mod tests {
         let (o, n) = gaps(0x10000, 0x30000, &[(0x10000, 0x20000)]);
         assert_eq!(&o[..n], &[(0x20, 0x30)]);
     }
-    use crate::abi::{ACCESS_READ, ACCESS_WRITE, MODE_PIN};
-    use crate::testrng::Rng;
 
     fn vreg(start: u64, len: u64, access: u32) -> ValidReg {
         ValidReg {
