@@ -8,12 +8,16 @@
 # Build chatter goes to stderr; stdout carries only the result path.
 exec 3>&1 1>&2
 
-# Bump RECIPE when this script changes how QEMU is built (the key covers the inputs).
-RECIPE=2
-KEY=$(echo "$RECIPE $(hash_of "$TOP/scripts/versions.env" "$TOP/tests/qemu-model/exanest_pldma.c" \
-	"$TOP/tests/qemu-model/exanest_pldma.h" "$TOP/tests/qemu-model/exanest_net.c" \
-	"$TOP/tests/qemu-model/trace-events" "$TOP/tests/qemu-model/exanest.mak" "$TOP/include/hw")" |
-	sha256sum | cut -c1-16)
+# Bump RECIPE when this script changes how QEMU is built (the key covers the inputs, the core's
+# protocol code that the model links among them).
+RECIPE=3
+KEY=$(echo "$RECIPE $(rustc --version) $(hash_of "$TOP/scripts/versions.env" \
+	"$TOP/tests/qemu-model/exanest_pldma.c" "$TOP/tests/qemu-model/exanest_pldma.h" \
+	"$TOP/tests/qemu-model/exanest_net.c" "$TOP/tests/qemu-model/exanest_core.h" \
+	"$TOP/tests/qemu-model/trace-events" "$TOP/tests/qemu-model/exanest.mak" "$TOP/include/hw" \
+	"$TOP/rust/Cargo.toml" "$TOP/rust/Cargo.lock" "$TOP/rust/exanest-core/Cargo.toml" \
+	"$TOP/rust/exanest-core/src" "$TOP/rust/exanest-model/Cargo.toml" \
+	"$TOP/rust/exanest-model/src")" | sha256sum | cut -c1-16)
 OUT="$CACHE/qemu-$KEY"
 BIN="$OUT/build/qemu-system-aarch64"
 if [ -e "$OUT/.done" ]; then echo "$BIN" >&3; exit 0; fi
@@ -26,9 +30,16 @@ tar -C "$OUT" -xf "$DL/qemu.orig.tar.xz" --exclude='*/roms/*'
 mv "$OUT"/qemu-* "$OUT/src"
 cd "$OUT/src"
 
+# The protocol code of the no_std core, as the static library the model calls (its C ABI:
+# tests/qemu-model/exanest_core.h).
+log "qemu $KEY: building the core's static library (rust/exanest-model)"
+cargo build --quiet --release --locked --manifest-path "$TOP/rust/Cargo.toml" -p exanest-model \
+	--target-dir "$OUT/rust" || die "cargo build of rust/exanest-model failed"
+CORE_LIB="$OUT/rust/release/libexanest_model.a"
+
 # The engine model: sources, register header, trace events, Kconfig symbol, meson rule.
 cp "$TOP/tests/qemu-model/exanest_pldma.c" "$TOP/tests/qemu-model/exanest_pldma.h" \
-	"$TOP/tests/qemu-model/exanest_net.c" hw/misc/
+	"$TOP/tests/qemu-model/exanest_net.c" "$TOP/tests/qemu-model/exanest_core.h" hw/misc/
 cp "$TOP/include/hw/exanest-pldma-regs.h" hw/misc/
 cat "$TOP/tests/qemu-model/trace-events" >>hw/misc/trace-events
 cat >>hw/misc/Kconfig <<'KC'
@@ -38,7 +49,11 @@ config EXANEST_PLDMA
     default y if TEST_DEVICES
     depends on PCI
 KC
-echo "system_ss.add(when: 'CONFIG_EXANEST_PLDMA', if_true: files('exanest_pldma.c', 'exanest_net.c'))" >>hw/misc/meson.build
+cat >>hw/misc/meson.build <<MB
+exanest_core = declare_dependency(link_args: ['$CORE_LIB', '-lpthread', '-ldl', '-lm'])
+system_ss.add(when: 'CONFIG_EXANEST_PLDMA',
+              if_true: [files('exanest_pldma.c', 'exanest_net.c'), exanest_core])
+MB
 cp "$TOP/tests/qemu-model/exanest.mak" configs/devices/aarch64-softmmu/exanest.mak
 
 # The +ds tarball strips the edk2 firmware blobs that pc-bios/meson.build lists: empty stand-ins.

@@ -66,7 +66,7 @@ lint_model() {
 	fi
 	local f
 	for f in tests/qemu-model/exanest_pldma.c tests/qemu-model/exanest_pldma.h \
-		tests/qemu-model/exanest_net.c; do
+		tests/qemu-model/exanest_net.c tests/qemu-model/exanest_core.h; do
 		if perl "$dir/scripts/checkpatch.pl" --strict --no-tree -f "$f" >"$log" 2>&1; then pass; else
 			fail "QEMU checkpatch ($f)"; show_log "$log" 30; fi
 	done

@@ -40,7 +40,6 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qemu/crc32c.h"
 #include "qemu/log.h"
 #include "qemu/units.h"
 #include "qapi/error.h"
@@ -48,29 +47,7 @@
 #include "system/dma.h"
 #include "trace.h"
 #include "exanest_pldma.h"
-
-/* The packet format (rust/exanest-core/src/packet.rs). */
-#define PKT_HDR         64
-#define PKT_MTU         4096
-#define PKT_MAGIC       0xEDA0
-#define PKT_VERSION     1
-#define PKT_CRC_OFF     60
-
-enum {
-    PKT_WRITE = 1,
-    PKT_READ_REQ = 2,
-    PKT_READ_RESP = 3,
-    PKT_ACK = 4,
-    PKT_NACK = 5,
-    PKT_RESUME = 6,
-    PKT_MAILBOX = 7,
-};
-
-/* NACK status: these, or a negative errno. */
-#define NACK_FAULT      1
-#define NACK_NOT_READY  2
-#define NACK_SEQUENCE   3
-#define NACK_RNR        4
+#include "exanest_core.h"
 
 /* Errnos of error NACKs (Linux's values: the CQE reports them). */
 #define PLDMA_EPERM     1
@@ -78,16 +55,6 @@ enum {
 #define PLDMA_ECONNREFUSED 111
 #define PLDMA_ESTALE    116
 #define PLDMA_ENOKEY    126
-
-typedef struct PldmaPkt {
-    uint8_t op;
-    uint16_t src, dst;
-    uint32_t ep, op_id, seq;
-    int32_t status;
-    uint64_t rkey, addr, len, offset;
-    uint16_t plen;
-    const uint8_t *payload;
-} PldmaPkt;
 
 static void net_count(PldmaState *s, unsigned n, uint32_t by)
 {
@@ -164,33 +131,22 @@ static void net_tx_timer(void *opaque)
  * was read); its checksum is computed here, then injection may drop it or
  * flip one bit of it.
  */
-static void net_tx(PldmaState *s, const PldmaPkt *k, int64_t ready)
+static void net_tx(PldmaState *s, const ExanestPkt *k, int64_t ready)
 {
     PldmaNet *n = &s->net;
-    size_t len = PKT_HDR + k->plen;
+    size_t len = EXANEST_PKT_HDR + k->plen;
     PldmaTxPacket *p = g_malloc0(sizeof(*p) + len);
     uint8_t *b = p->data;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     int64_t depart;
+    int32_t enc;
 
-    stw_le_p(b, PKT_MAGIC);
-    b[2] = PKT_VERSION;
-    b[3] = k->op;
-    stw_le_p(b + 4, k->src);
-    stw_le_p(b + 6, k->dst);
-    stl_le_p(b + 8, k->ep);
-    stl_le_p(b + 12, k->op_id);
-    stl_le_p(b + 16, k->seq);
-    stl_le_p(b + 20, k->status);
-    stq_le_p(b + 24, k->rkey);
-    stq_le_p(b + 32, k->addr);
-    stq_le_p(b + 40, k->len);
-    stq_le_p(b + 48, k->offset);
-    stw_le_p(b + 56, k->plen);
+    /* The core's encoding: header and checksum (rust/exanest-model). */
+    enc = exanest_pkt_encode(k, b);
+    g_assert(enc == 0);
     if (k->plen) {
-        memcpy(b + PKT_HDR, k->payload, k->plen);
+        memcpy(b + EXANEST_PKT_HDR, k->payload, k->plen);
     }
-    stl_le_p(b + PKT_CRC_OFF, crc32c(0xffffffff, b, len));
     p->len = len;
 
     depart = MAX(MAX(now, ready), n->tx_free_ns) + net_link_ns(s, len);
@@ -236,8 +192,8 @@ static uint64_t net_tx_withdraw(PldmaState *s, uint16_t dst, uint32_t op_id)
     PldmaTxPacket *p, *nx;
 
     QSIMPLEQ_FOREACH_SAFE(p, &n->txq, next, nx) {
-        if ((p->op == PKT_WRITE || p->op == PKT_MAILBOX) && p->dst == dst &&
-            p->op_id == op_id &&
+        if ((p->op == EXANEST_PKT_WRITE || p->op == EXANEST_PKT_MAILBOX) &&
+            p->dst == dst && p->op_id == op_id &&
             p->depart > now) {
             low = MIN(low, p->offset);
             QSIMPLEQ_REMOVE(&n->txq, p, PldmaTxPacket, next);
@@ -251,19 +207,19 @@ static uint64_t net_tx_withdraw(PldmaState *s, uint16_t dst, uint32_t op_id)
 }
 
 /* An answer (ACK, NACK, RESUME) to packet @k's sender about its op. */
-static void net_answer(PldmaState *s, const PldmaPkt *k, uint8_t op,
+static void net_answer(PldmaState *s, const ExanestPkt *k, uint8_t op,
                        uint64_t offset, int32_t status)
 {
-    PldmaPkt a = {
+    ExanestPkt a = {
         .op = op, .src = s->net.node, .dst = k->src, .ep = k->ep,
         .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr, .len = k->len,
         .offset = offset, .status = status,
     };
 
-    if (op == PKT_NACK) {
+    if (op == EXANEST_PKT_NACK) {
         net_count(s, status < 0 ? PLDMA_NET_CNT_ERROR_NACKS :
                                   PLDMA_NET_CNT_NACKS_SENT, 1);
-    } else if (op == PKT_RESUME) {
+    } else if (op == EXANEST_PKT_RESUME) {
         net_count(s, PLDMA_NET_CNT_RESUMES_SENT, 1);
     }
     net_tx(s, &a, 0);
@@ -427,8 +383,8 @@ static uint64_t net_raddr(PldmaChannel *c)
 static void net_read_req(PldmaState *s, PldmaChannel *c, uint64_t off,
                          uint64_t n)
 {
-    PldmaPkt k = {
-        .op = PKT_READ_REQ, .src = s->net.node, .dst = c->a_peer,
+    ExanestPkt k = {
+        .op = EXANEST_PKT_READ_REQ, .src = s->net.node, .dst = c->a_peer,
         .ep = c->a_ep, .op_id = c->op_id, .seq = c->snd_seq++,
         .rkey = c->a_rkey, .addr = c->a_src, .len = c->a_len,
         .offset = off, .status = (int32_t)n,
@@ -445,7 +401,7 @@ static void net_read_req(PldmaState *s, PldmaChannel *c, uint64_t off,
  */
 static void net_get_turn(PldmaState *s, PldmaChannel *c, int64_t now)
 {
-    uint64_t chunk = MAX(s->net.window / 2, PKT_MTU);
+    uint64_t chunk = MAX(s->net.window / 2, EXANEST_PKT_MTU);
 
     while (net_can_send(s, c)) {
         uint64_t off = c->snd_next;
@@ -488,18 +444,19 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
     while (moved < PLDMA_STEP && net_can_send(s, c)) {
         uint64_t off = c->snd_next;
         uint64_t room = s->net.window - (off - c->done);
-        uint64_t n = MIN(MIN(room, c->a_len - off), PKT_MTU);
+        uint64_t n = MIN(MIN(room, c->a_len - off), EXANEST_PKT_MTU);
         uint64_t src = c->a_src + off;
         uint64_t good = net_valid_prefix(as, src, n, DMA_DIRECTION_TO_DEVICE);
-        PldmaPkt k;
+        ExanestPkt k;
 
         if (good && pci_dma_read(fn, src, s->bounce, good) != MEMTX_OK) {
             good = 0;
         }
         if (good) {
             moved += good;
-            k = (PldmaPkt) {
-                .op = c->a_op == PLDMA_OP_MAILBOX ? PKT_MAILBOX : PKT_WRITE,
+            k = (ExanestPkt) {
+                .op = c->a_op == PLDMA_OP_MAILBOX ? EXANEST_PKT_MAILBOX :
+                                                    EXANEST_PKT_WRITE,
                 .src = s->net.node, .dst = c->a_peer,
                 .ep = c->a_ep, .op_id = c->op_id, .seq = c->snd_seq++,
                 .rkey = c->a_rkey, .addr = c->a_dst, .len = c->a_len,
@@ -567,8 +524,8 @@ static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
         return;
     }
     if (c->snd_paused && (off == c->done || c->a_op == PLDMA_OP_GET) &&
-        (status == NACK_FAULT || status == NACK_NOT_READY ||
-         status == NACK_RNR)) {
+        (status == EXANEST_NACK_FAULT || status == EXANEST_NACK_NOT_READY ||
+         status == EXANEST_NACK_RNR)) {
         return; /* a probe's answer: still being resolved */
     }
     net_count(s, PLDMA_NET_CNT_NACKS_RECEIVED, 1);
@@ -580,7 +537,7 @@ static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
     if (c->a_op == PLDMA_OP_GET) {
         /* The responder stopped at off: data below it may still come. */
         c->snd_next = c->done;
-        c->snd_paused = status != NACK_SEQUENCE;
+        c->snd_paused = status != EXANEST_NACK_SEQUENCE;
         net_arm(c);
         net_wake(c);
         return;
@@ -590,7 +547,7 @@ static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
                       MAX(net_tx_withdraw(s, c->a_peer, c->op_id), off));
     c->done = off;
     c->snd_next = off;
-    if (status != NACK_SEQUENCE) {
+    if (status != EXANEST_NACK_SEQUENCE) {
         c->snd_paused = true;
     }
     net_arm(c);
@@ -640,8 +597,9 @@ static void net_on_resume(PldmaChannel *c, uint64_t off)
 static void net_probe(PldmaChannel *c)
 {
     PldmaState *s = c->ctx->dev;
-    PldmaPkt k = {
-        .op = c->a_op == PLDMA_OP_MAILBOX ? PKT_MAILBOX : PKT_WRITE,
+    ExanestPkt k = {
+        .op = c->a_op == PLDMA_OP_MAILBOX ? EXANEST_PKT_MAILBOX :
+                                            EXANEST_PKT_WRITE,
         .src = s->net.node, .dst = c->a_peer, .ep = c->a_ep,
         .op_id = c->op_id, .seq = c->snd_seq++, .rkey = c->a_rkey,
         .addr = c->a_dst, .len = c->a_len, .offset = c->done,
@@ -651,7 +609,8 @@ static void net_probe(PldmaChannel *c)
     if (c->a_op == PLDMA_OP_GET) {
         /* A GET's probe is its request again: data if the fault is gone. */
         net_read_req(s, c, c->done,
-                     MIN(MAX(s->net.window / 2, PKT_MTU), c->a_len - c->done));
+                     MIN(MAX(s->net.window / 2, EXANEST_PKT_MTU),
+                         c->a_len - c->done));
         return;
     }
     net_tx(s, &k, 0);
@@ -722,7 +681,7 @@ static PldmaRxOp *net_rx_find(PldmaState *s, uint32_t src, uint32_t op_id)
 }
 
 /* A slot for a new op: a free one, else the oldest finished one. */
-static PldmaRxOp *net_rx_new(PldmaState *s, const PldmaPkt *k)
+static PldmaRxOp *net_rx_new(PldmaState *s, const ExanestPkt *k)
 {
     PldmaNet *n = &s->net;
     PldmaRxOp *r = NULL;
@@ -762,13 +721,13 @@ static PldmaRxOp *net_rx_new(PldmaState *s, const PldmaPkt *k)
  * forgotten, or too old to tell: NACK ESTALE) or no slot is free (dropped:
  * the sender's timeout tries again).
  */
-static PldmaRxOp *net_rx_admit(PldmaState *s, const PldmaPkt *k)
+static PldmaRxOp *net_rx_admit(PldmaState *s, const ExanestPkt *k)
 {
     PldmaNet *n = &s->net;
     PldmaRxOp *r;
 
     if (n->floor_set[k->src] && (int32_t)(k->op_id - n->floor[k->src]) <= 0) {
-        net_answer(s, k, PKT_NACK, 0, -PLDMA_ESTALE);
+        net_answer(s, k, EXANEST_PKT_NACK, 0, -PLDMA_ESTALE);
         return NULL;
     }
     r = net_rx_new(s, k);
@@ -783,7 +742,8 @@ static PldmaRxOp *net_rx_admit(PldmaState *s, const PldmaPkt *k)
  * its NACK carries. Checked at every packet, so a key revoked mid-op stops
  * it at the next one.
  */
-static int32_t net_rkey_check(PldmaState *s, const PldmaPkt *k, uint32_t right)
+static int32_t net_rkey_check(PldmaState *s, const ExanestPkt *k,
+                              uint32_t right)
 {
     uint64_t idx = k->rkey & 0xffffffffu;
     PldmaRkey *e;
@@ -813,7 +773,7 @@ static int32_t net_rkey_check(PldmaState *s, const PldmaPkt *k, uint32_t right)
  * another key, changes nothing of it, and its NACK is dropped by the sender,
  * whose op has another key.
  */
-static void net_rx_refuse(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k,
+static void net_rx_refuse(PldmaState *s, PldmaRxOp *r, const ExanestPkt *k,
                           int32_t err, uint64_t off)
 {
     if (r && r->rkey == k->rkey && r->ep == k->ep && r->addr == k->addr &&
@@ -821,7 +781,7 @@ static void net_rx_refuse(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k,
         r->state = PLDMA_RX_ERROR;
         r->err = err;
     }
-    net_answer(s, k, PKT_NACK, off, err);
+    net_answer(s, k, EXANEST_PKT_NACK, off, err);
 }
 
 /* Report rx op r's fault on an idle channel of @x, if one is. */
@@ -880,9 +840,9 @@ void pldma_net_channel_freed(PldmaContext *x)
     }
 }
 
-static PldmaPkt net_reply_to(PldmaState *s, PldmaRxOp *r)
+static ExanestPkt net_reply_to(PldmaState *s, PldmaRxOp *r)
 {
-    return (PldmaPkt) {
+    return (ExanestPkt) {
         .src = r->src, .ep = r->ep, .op_id = r->op_id, .rkey = r->rkey,
         .addr = r->addr, .len = r->len,
     };
@@ -893,7 +853,7 @@ void pldma_net_rx_resume(PldmaChannel *c)
 {
     PldmaState *s = c->ctx->dev;
     PldmaRxOp *r = &s->net.rx[c->rx];
-    PldmaPkt k;
+    ExanestPkt k;
 
     c->state = PLDMA_STATE_IDLE;
     c->origin = 0;
@@ -903,7 +863,7 @@ void pldma_net_rx_resume(PldmaChannel *c)
         r->state = r->read ? PLDMA_RX_DONE : PLDMA_RX_RECV;
         r->gap_nacked = false;
         k = net_reply_to(s, r);
-        net_answer(s, &k, PKT_RESUME, r->placed, 0);
+        net_answer(s, &k, EXANEST_PKT_RESUME, r->placed, 0);
     }
     pldma_pump(c->ctx);
 }
@@ -914,7 +874,7 @@ void pldma_net_rx_nack(PldmaChannel *c)
     PldmaState *s = c->ctx->dev;
     PldmaRxOp *r = &s->net.rx[c->rx];
     int32_t status = (int32_t)c->nack_status;
-    PldmaPkt k;
+    ExanestPkt k;
 
     if (status >= 0 || status <= -PLDMA_CQE_ERR_BASE) {
         status = -14; /* no errno written: EFAULT */
@@ -926,7 +886,7 @@ void pldma_net_rx_nack(PldmaChannel *c)
         r->state = PLDMA_RX_ERROR;
         r->err = status;
         k = net_reply_to(s, r);
-        net_answer(s, &k, PKT_NACK, r->placed, status);
+        net_answer(s, &k, EXANEST_PKT_NACK, r->placed, status);
     }
     pldma_pump(c->ctx);
 }
@@ -935,7 +895,7 @@ void pldma_net_rx_nack(PldmaChannel *c)
  * Place WRITE @k of op r at r->placed, as context x's VF. Returns the bytes
  * placed; fewer than k->plen when a destination page does not translate.
  */
-static uint64_t net_place(PCIDevice *fn, const PldmaPkt *k, uint64_t *fault)
+static uint64_t net_place(PCIDevice *fn, const ExanestPkt *k, uint64_t *fault)
 {
     uint64_t dst = k->addr + k->offset;
     uint64_t good = net_valid_prefix(pci_get_address_space(fn), dst, k->plen,
@@ -952,26 +912,27 @@ static uint64_t net_place(PCIDevice *fn, const PldmaPkt *k, uint64_t *fault)
  * The answer to a request (a probe, a READ_REQ) of an op that is faulted or
  * not ready: NACK again, not counted (the first NACK was).
  */
-static void net_rx_still(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
+static void net_rx_still(PldmaState *s, PldmaRxOp *r, const ExanestPkt *k)
 {
-    net_tx(s, &(PldmaPkt) {
-        .op = PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
+    net_tx(s, &(ExanestPkt) {
+        .op = EXANEST_PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
         .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr, .len = k->len,
         .offset = r->placed,
-        .status = r->state == PLDMA_RX_FAULT ? NACK_FAULT :
-                  r->state == PLDMA_RX_RNR ? NACK_RNR : NACK_NOT_READY,
+        .status = r->state == PLDMA_RX_FAULT ? EXANEST_NACK_FAULT :
+                  r->state == PLDMA_RX_RNR ? EXANEST_NACK_RNR :
+                                             EXANEST_NACK_NOT_READY,
     }, 0);
 }
 
 /* A probe (a WRITE of no payload): answer with the op's state. */
-static void net_rx_probe(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
+static void net_rx_probe(PldmaState *s, PldmaRxOp *r, const ExanestPkt *k)
 {
     switch (r->state) {
     case PLDMA_RX_DONE:
-        net_answer(s, k, PKT_ACK, r->placed, 0);
+        net_answer(s, k, EXANEST_PKT_ACK, r->placed, 0);
         break;
     case PLDMA_RX_ERROR:
-        net_answer(s, k, PKT_NACK, r->placed, r->err);
+        net_answer(s, k, EXANEST_PKT_NACK, r->placed, r->err);
         break;
     case PLDMA_RX_FAULT:
     case PLDMA_RX_NOT_READY:
@@ -979,7 +940,8 @@ static void net_rx_probe(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
         net_rx_still(s, r, k);
         break;
     default:
-        net_answer(s, k, PKT_RESUME, r->placed, 0); /* the RESUME was lost */
+        /* the RESUME was lost */
+        net_answer(s, k, EXANEST_PKT_RESUME, r->placed, 0);
         break;
     }
 }
@@ -1006,7 +968,7 @@ static void net_want_ep(PldmaState *s, uint32_t ep)
  * duplicate. Returns whether that took the packet: false only for data of
  * an op still receiving.
  */
-static bool net_rx_known(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
+static bool net_rx_known(PldmaState *s, PldmaRxOp *r, const ExanestPkt *k)
 {
     if (!k->plen) {
         net_rx_probe(s, r, k);
@@ -1017,10 +979,10 @@ static bool net_rx_known(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
         return false;
     case PLDMA_RX_DONE:
         net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
-        net_answer(s, k, PKT_ACK, r->placed, 0);
+        net_answer(s, k, EXANEST_PKT_ACK, r->placed, 0);
         return true;
     case PLDMA_RX_ERROR:
-        net_answer(s, k, PKT_NACK, r->placed, r->err);
+        net_answer(s, k, EXANEST_PKT_NACK, r->placed, r->err);
         return true;
     default:
         net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
@@ -1028,7 +990,7 @@ static bool net_rx_known(PldmaState *s, PldmaRxOp *r, const PldmaPkt *k)
     }
 }
 
-static void net_rx_write(PldmaState *s, const PldmaPkt *k)
+static void net_rx_write(PldmaState *s, const ExanestPkt *k)
 {
     PldmaNet *n = &s->net;
     PldmaRxOp *r = net_rx_find(s, k->src, k->op_id);
@@ -1066,13 +1028,14 @@ static void net_rx_write(PldmaState *s, const PldmaPkt *k)
         net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
         if (!r->gap_nacked) {
             r->gap_nacked = true;
-            net_answer(s, k, PKT_NACK, r->placed, NACK_SEQUENCE);
+            net_answer(s, k, EXANEST_PKT_NACK, r->placed,
+                       EXANEST_NACK_SEQUENCE);
         }
         return;
     }
     if (k->offset < r->placed) {
         net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
-        net_answer(s, k, PKT_ACK, r->placed, 0);
+        net_answer(s, k, EXANEST_PKT_ACK, r->placed, 0);
         return;
     }
     x = (n->ep[k->ep] & PLDMA_NET_EP_RESIDENT) ?
@@ -1080,7 +1043,7 @@ static void net_rx_write(PldmaState *s, const PldmaPkt *k)
     fn = x ? pldma_ctx_master(x) : NULL;
     if (!fn) {
         r->state = PLDMA_RX_NOT_READY;
-        net_answer(s, k, PKT_NACK, r->placed, NACK_NOT_READY);
+        net_answer(s, k, EXANEST_PKT_NACK, r->placed, EXANEST_NACK_NOT_READY);
         net_want_ep(s, k->ep);
         return;
     }
@@ -1094,14 +1057,14 @@ static void net_rx_write(PldmaState *s, const PldmaPkt *k)
         r->fault_addr = fault_addr;
         r->fault_info = pldma_fault_info(true, PLDMA_CAUSE_TRANSLATION);
         r->ch = NULL;
-        net_answer(s, k, PKT_NACK, r->placed, NACK_FAULT);
+        net_answer(s, k, EXANEST_PKT_NACK, r->placed, EXANEST_NACK_FAULT);
         net_rx_report(x, r);
         return;
     }
     if (r->placed == end && end == r->len) {
         r->state = PLDMA_RX_DONE;
     }
-    net_answer(s, k, PKT_ACK, r->placed, 0);
+    net_answer(s, k, EXANEST_PKT_ACK, r->placed, 0);
 }
 
 /* Whether @x's ring has a free slot. */
@@ -1116,7 +1079,7 @@ static bool net_mbox_room(PldmaContext *x)
  * translate: all of them (PLDMA_MBOX_DATA_OFF + len) once placed.
  */
 static uint64_t net_mbox_place(PCIDevice *fn, PldmaContext *x,
-                               const PldmaPkt *k)
+                               const ExanestPkt *k)
 {
     uint64_t slot = x->a_mbox_base +
                     (uint64_t)(x->mbox_tail & (x->mbox_n - 1)) *
@@ -1155,7 +1118,7 @@ static uint64_t net_mbox_place(PCIDevice *fn, PldmaContext *x,
  * translate NACKs FAULT (reported like a receiver fault), an endpoint
  * without a mailbox is refused (ECONNREFUSED).
  */
-static void net_rx_mailbox(PldmaState *s, const PldmaPkt *k)
+static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k)
 {
     PldmaNet *n = &s->net;
     PldmaRxOp *r = net_rx_find(s, k->src, k->op_id);
@@ -1192,20 +1155,20 @@ static void net_rx_mailbox(PldmaState *s, const PldmaPkt *k)
     fn = x ? pldma_ctx_master(x) : NULL;
     if (!fn) {
         r->state = PLDMA_RX_NOT_READY;
-        net_answer(s, k, PKT_NACK, 0, NACK_NOT_READY);
+        net_answer(s, k, EXANEST_PKT_NACK, 0, EXANEST_NACK_NOT_READY);
         net_want_ep(s, k->ep);
         return;
     }
     if (!(x->mbox_cfg & PLDMA_MBOX_CFG_ENABLE) || !x->mbox_n) {
         r->state = PLDMA_RX_ERROR;
         r->err = -PLDMA_ECONNREFUSED;
-        net_answer(s, k, PKT_NACK, 0, r->err);
+        net_answer(s, k, EXANEST_PKT_NACK, 0, r->err);
         return;
     }
     if (!net_mbox_room(x)) {
         r->state = PLDMA_RX_RNR;
         net_count(s, PLDMA_NET_CNT_RNR_SENT, 1);
-        net_answer(s, k, PKT_NACK, 0, NACK_RNR);
+        net_answer(s, k, EXANEST_PKT_NACK, 0, EXANEST_NACK_RNR);
         return;
     }
     got = net_mbox_place(fn, x, k);
@@ -1216,7 +1179,7 @@ static void net_rx_mailbox(PldmaState *s, const PldmaPkt *k)
                         PLDMA_MBOX_SLOT + got;
         r->fault_info = pldma_fault_info(true, PLDMA_CAUSE_TRANSLATION);
         r->ch = NULL;
-        net_answer(s, k, PKT_NACK, 0, NACK_FAULT);
+        net_answer(s, k, EXANEST_PKT_NACK, 0, EXANEST_NACK_FAULT);
         net_rx_report(x, r);
         return;
     }
@@ -1226,7 +1189,7 @@ static void net_rx_mailbox(PldmaState *s, const PldmaPkt *k)
     r->state = PLDMA_RX_DONE;
     net_count(s, PLDMA_NET_CNT_PLACED_BYTES, k->len);
     net_count(s, PLDMA_NET_CNT_MBOX_PLACED, 1);
-    net_answer(s, k, PKT_ACK, r->placed, 0);
+    net_answer(s, k, EXANEST_PKT_ACK, r->placed, 0);
 }
 
 /* @x's reader freed slots: RESUME the messages its ring NACKed RNR. */
@@ -1236,13 +1199,13 @@ void pldma_net_mbox_freed(PldmaContext *x)
 
     for (unsigned i = 0; i < PLDMA_NET_RX_OPS && net_mbox_room(x); i++) {
         PldmaRxOp *r = &s->net.rx[i];
-        PldmaPkt k;
+        ExanestPkt k;
 
         if (r->state == PLDMA_RX_RNR &&
             s->net.ep[r->ep] == (PLDMA_NET_EP_RESIDENT | x->index)) {
             r->state = PLDMA_RX_RECV;
             k = net_reply_to(s, r);
-            net_answer(s, &k, PKT_RESUME, 0, 0);
+            net_answer(s, &k, EXANEST_PKT_RESUME, 0, 0);
         }
     }
 }
@@ -1253,14 +1216,14 @@ void pldma_net_mbox_freed(PldmaContext *x)
  * keeps nothing but a fault: a page that does not translate stops it there
  * (NACK FAULT, the fault reported like a receiver's, RESUME once resolved).
  */
-static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
+static void net_rx_read_req(PldmaState *s, const ExanestPkt *k)
 {
     PldmaNet *n = &s->net;
     PldmaRxOp *r = net_rx_find(s, k->src, k->op_id);
     int32_t err = net_rkey_check(s, k, PLDMA_NET_RKEY_READ);
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     uint64_t off = k->offset, end, sent = 0;
-    uint8_t buf[PKT_MTU];
+    uint8_t buf[EXANEST_PKT_MTU];
     PldmaContext *x;
     AddressSpace *as;
     PCIDevice *fn;
@@ -1289,7 +1252,7 @@ static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
         return;
     }
     if (r->state == PLDMA_RX_ERROR) {
-        net_answer(s, k, PKT_NACK, off, r->err);
+        net_answer(s, k, EXANEST_PKT_NACK, off, r->err);
         return;
     }
     x = (n->ep[k->ep] & PLDMA_NET_EP_RESIDENT) ?
@@ -1298,7 +1261,7 @@ static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
     if (!fn) {
         r->state = PLDMA_RX_NOT_READY;
         r->placed = off;
-        net_answer(s, k, PKT_NACK, off, NACK_NOT_READY);
+        net_answer(s, k, EXANEST_PKT_NACK, off, EXANEST_NACK_NOT_READY);
         net_want_ep(s, k->ep);
         return;
     }
@@ -1306,7 +1269,7 @@ static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
     /* At most a megabyte per request, whatever it asks. */
     end = off + MIN((uint64_t)(uint32_t)k->status, MIN(k->len - off, MiB));
     while (off < end) {
-        uint64_t len = MIN(end - off, PKT_MTU);
+        uint64_t len = MIN(end - off, EXANEST_PKT_MTU);
         uint64_t src = k->addr + off;
         uint64_t good = net_valid_prefix(as, src, len, DMA_DIRECTION_TO_DEVICE);
 
@@ -1315,8 +1278,8 @@ static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
         }
         if (good) {
             sent += good;
-            net_tx(s, &(PldmaPkt) {
-                .op = PKT_READ_RESP, .src = n->node, .dst = k->src,
+            net_tx(s, &(ExanestPkt) {
+                .op = EXANEST_PKT_READ_RESP, .src = n->node, .dst = k->src,
                 .ep = k->ep, .op_id = k->op_id, .seq = k->seq,
                 .rkey = k->rkey, .addr = k->addr, .len = k->len,
                 .offset = off, .plen = good, .payload = buf,
@@ -1329,7 +1292,7 @@ static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
             r->fault_addr = src + good;
             r->fault_info = pldma_fault_info(false, PLDMA_CAUSE_TRANSLATION);
             r->ch = NULL;
-            net_answer(s, k, PKT_NACK, off, NACK_FAULT);
+            net_answer(s, k, EXANEST_PKT_NACK, off, EXANEST_NACK_FAULT);
             net_rx_report(x, r);
             return;
         }
@@ -1338,7 +1301,7 @@ static void net_rx_read_req(PldmaState *s, const PldmaPkt *k)
 }
 
 /* READ_RESP data for GET channel c: placed in order as the context's VF. */
-static void net_get_data(PldmaChannel *c, const PldmaPkt *k)
+static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
 {
     PldmaState *s = c->ctx->dev;
     PCIDevice *fn = pldma_ctx_master(c->ctx);
@@ -1360,7 +1323,7 @@ static void net_get_data(PldmaChannel *c, const PldmaPkt *k)
         net_end(c, PLDMA_ERR_NO_MASTER, 0);
         return;
     }
-    got = net_place(fn, &(PldmaPkt) {
+    got = net_place(fn, &(ExanestPkt) {
         .addr = c->a_dst, .offset = c->done, .plen = k->plen,
         .payload = k->payload,
     }, &fault);
@@ -1389,46 +1352,19 @@ static void net_get_data(PldmaChannel *c, const PldmaPkt *k)
     net_wake(c);
 }
 
-/* Decode and check @buf; false (and counted) for a packet to drop. */
+/*
+ * Decode and check @buf with the core (rust/exanest-model), then what only
+ * this node knows: false (and counted) for a packet to drop.
+ */
 static bool net_decode(PldmaState *s, const uint8_t *buf, size_t size,
-                       PldmaPkt *k)
+                       ExanestPkt *k)
 {
-    uint8_t hdr[PKT_HDR];
-    uint32_t crc;
+    int32_t r = exanest_pkt_decode(buf, size, k);
 
-    if (size < PKT_HDR || size > PKT_HDR + PKT_MTU) {
-        return false;
-    }
-    k->op = buf[3];
-    k->plen = lduw_le_p(buf + 56);
-    if (lduw_le_p(buf) != PKT_MAGIC || buf[2] != PKT_VERSION ||
-        k->op < PKT_WRITE || k->op > PKT_MAILBOX ||
-        k->plen != size - PKT_HDR || lduw_le_p(buf + 58) ||
-        (k->plen && k->op != PKT_WRITE && k->op != PKT_READ_RESP &&
-         k->op != PKT_MAILBOX)) {
-        return false;
-    }
-    memcpy(hdr, buf, PKT_HDR);
-    crc = ldl_le_p(hdr + PKT_CRC_OFF);
-    stl_le_p(hdr + PKT_CRC_OFF, 0);
-    if (crc32c(crc32c(0xffffffff, hdr, PKT_HDR) ^ 0xffffffff,
-               buf + PKT_HDR, k->plen) != crc) {
+    if (r == EXANEST_BAD_CHECKSUM) {
         net_count(s, PLDMA_NET_CNT_RX_BAD_CRC, 1);
-        return false;
     }
-    k->src = lduw_le_p(buf + 4);
-    k->dst = lduw_le_p(buf + 6);
-    k->ep = ldl_le_p(buf + 8);
-    k->op_id = ldl_le_p(buf + 12);
-    k->seq = ldl_le_p(buf + 16);
-    k->status = (int32_t)ldl_le_p(buf + 20);
-    k->rkey = ldq_le_p(buf + 24);
-    k->addr = ldq_le_p(buf + 32);
-    k->len = ldq_le_p(buf + 40);
-    k->offset = ldq_le_p(buf + 48);
-    k->payload = buf + PKT_HDR;
-    if (k->offset > k->len || k->len - k->offset < k->plen ||
-        k->addr + k->len < k->addr) {
+    if (r) {
         return false;
     }
     return k->dst == s->net.node && k->src < PLDMA_NET_MAX_NODES &&
@@ -1440,7 +1376,7 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
 {
     PldmaState *s = qemu_get_nic_opaque(nc);
     PldmaChannel *c;
-    PldmaPkt k;
+    ExanestPkt k;
 
     net_count(s, PLDMA_NET_CNT_RX_PACKETS, 1);
     if (!net_decode(s, buf, size, &k)) {
@@ -1451,13 +1387,13 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
     trace_exanest_pldma_net_rx(k.op, k.src, k.op_id, k.offset, k.plen,
                                k.status);
     switch (k.op) {
-    case PKT_WRITE:
+    case EXANEST_PKT_WRITE:
         net_rx_write(s, &k);
         break;
-    case PKT_READ_REQ:
+    case EXANEST_PKT_READ_REQ:
         net_rx_read_req(s, &k);
         break;
-    case PKT_READ_RESP:
+    case EXANEST_PKT_READ_RESP:
         c = net_sender(s, k.src, k.op_id);
         if (!c || c->a_op != PLDMA_OP_GET || c->a_ep != k.ep ||
             c->a_rkey != k.rkey || c->a_src != k.addr || c->a_len != k.len) {
@@ -1466,30 +1402,28 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
         }
         net_get_data(c, &k);
         break;
-    case PKT_ACK:
-    case PKT_NACK:
-    case PKT_RESUME:
+    case EXANEST_PKT_ACK:
+    case EXANEST_PKT_NACK:
+    case EXANEST_PKT_RESUME:
         c = net_sender(s, k.src, k.op_id);
         if (!c || c->a_ep != k.ep || c->a_rkey != k.rkey ||
             net_raddr(c) != k.addr || c->a_len != k.len) {
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
             break;
         }
-        if (k.op == PKT_ACK) {
+        if (k.op == EXANEST_PKT_ACK) {
             if (c->a_op != PLDMA_OP_GET) {
                 net_on_ack(c, k.offset);
             }
-        } else if (k.op == PKT_RESUME) {
+        } else if (k.op == EXANEST_PKT_RESUME) {
             net_on_resume(c, k.offset);
-        } else if (k.status == NACK_FAULT || k.status == NACK_NOT_READY ||
-                   k.status == NACK_SEQUENCE || k.status == NACK_RNR ||
-                   (k.status < 0 && k.status > -4096)) {
+        } else if (exanest_nack_valid(k.status)) {
             net_on_nack(c, k.offset, k.status);
         } else {
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
         }
         break;
-    case PKT_MAILBOX:
+    case EXANEST_PKT_MAILBOX:
         net_rx_mailbox(s, &k);
         break;
     }
@@ -1508,7 +1442,7 @@ static void net_ep_resident(PldmaState *s, uint32_t ep)
 
     for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
         PldmaRxOp *r = &s->net.rx[i];
-        PldmaPkt k;
+        ExanestPkt k;
 
         if (r->state == PLDMA_RX_FAULT && !r->ch && r->ep == ep) {
             net_rx_report(x, r);
@@ -1517,7 +1451,7 @@ static void net_ep_resident(PldmaState *s, uint32_t ep)
             r->state = r->read ? PLDMA_RX_DONE : PLDMA_RX_RECV;
             r->gap_nacked = false;
             k = net_reply_to(s, r);
-            net_answer(s, &k, PKT_RESUME, r->placed, 0);
+            net_answer(s, &k, EXANEST_PKT_RESUME, r->placed, 0);
         }
     }
 }

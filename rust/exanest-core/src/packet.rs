@@ -34,7 +34,8 @@ pub enum Op {
 }
 
 impl Op {
-    const fn code(self) -> u8 {
+    /// The op's wire value.
+    pub const fn code(self) -> u8 {
         match self {
             Op::Write => 1,
             Op::ReadReq => 2,
@@ -46,7 +47,8 @@ impl Op {
         }
     }
 
-    const fn from_code(c: u8) -> Option<Op> {
+    /// The op a wire value names, if any.
+    pub const fn from_code(c: u8) -> Option<Op> {
         Some(match c {
             1 => Op::Write,
             2 => Op::ReadReq,
