@@ -69,4 +69,69 @@ int32_t exanest_pkt_decode(const uint8_t *buf, size_t size, ExanestPkt *k);
 /* Whether a NACK's status is one that a receiver sends. */
 bool exanest_nack_valid(int32_t status);
 
+/*
+ * The sending side of one op (exanest-core's netop.rs, SendOp): a PUT or a
+ * MAILBOX sends data and takes ACKs; a GET sends read requests and places
+ * the data that comes back, in order. It decides what to send, when to go
+ * back, pause, probe and give up; the caller moves the bytes, runs one timer
+ * at exanest_send_deadline() and counts what each event reports. Times are
+ * ns on the caller's clock.
+ */
+typedef struct ExanestSendOp ExanestSendOp;
+
+/* ExanestSendParams.kind */
+#define EXANEST_SEND_PUT        0
+#define EXANEST_SEND_GET        1
+
+typedef struct ExanestSendParams {
+    uint32_t kind;
+    uint32_t mtu;           /* bytes per packet (PUT) or read request (GET) */
+    uint64_t window;        /* most bytes in flight */
+    uint64_t rto_ns;        /* first retransmission timeout */
+    uint64_t max_rto_ns;    /* cap of the backed-off timeout */
+    uint32_t max_retries;   /* unanswered timeouts or probes before ETIMEDOUT */
+} ExanestSendParams;
+
+/* ExanestSendEvent.what */
+#define EXANEST_SEND_NOTHING    0
+#define EXANEST_SEND_COMPLETED  1   /* ended: status 0, or a positive errno */
+#define EXANEST_SEND_PROBE      2   /* send a probe at offset */
+#define EXANEST_SEND_LOCAL_FAULT 3  /* GET: this side's memory faulted */
+
+typedef struct ExanestSendEvent {
+    uint32_t what;
+    int32_t status;
+    uint64_t offset;
+    uint32_t nacks, resumes, timeouts, probes;  /* what the event counted */
+} ExanestSendEvent;
+
+/* An op of 0 bytes, ended, until exanest_send_start(); NULL never */
+ExanestSendOp *exanest_send_new(void);
+void exanest_send_free(ExanestSendOp *op);
+void exanest_send_start(ExanestSendOp *op, uint64_t len,
+                        const ExanestSendParams *p);
+/* The next packet (GET: request) the window allows: true and *off, *n */
+bool exanest_send_peek(const ExanestSendOp *op, uint64_t *off, uint32_t *n);
+/* n bytes at off went out, a prefix of the peek: returns those sent before */
+uint64_t exanest_send_sent(ExanestSendOp *op, uint64_t off, uint32_t n,
+                           uint64_t now);
+/* The packets from low on never left (withdrawn after a NACK) */
+void exanest_send_withdrawn(ExanestSendOp *op, uint64_t low);
+/* The timer fired while this side stalls on its own fault: wait again */
+void exanest_send_postpone(ExanestSendOp *op, uint64_t now);
+ExanestSendEvent exanest_send_ack(ExanestSendOp *op, uint64_t off,
+                                  uint64_t now);
+ExanestSendEvent exanest_send_nack(ExanestSendOp *op, uint64_t off,
+                                   int32_t status, uint64_t now);
+ExanestSendEvent exanest_send_resume(ExanestSendOp *op, uint64_t off,
+                                     uint64_t now);
+/* GET: READ_RESP data at off, placed of its n bytes placed here */
+ExanestSendEvent exanest_send_data(ExanestSendOp *op, uint64_t off,
+                                   uint64_t placed, uint64_t n, uint64_t now);
+ExanestSendEvent exanest_send_timeout(ExanestSendOp *op, uint64_t now);
+uint64_t exanest_send_acked(const ExanestSendOp *op);
+bool exanest_send_paused(const ExanestSendOp *op);
+/* When the timer must fire, or -1 for never */
+int64_t exanest_send_deadline(const ExanestSendOp *op);
+
 #endif

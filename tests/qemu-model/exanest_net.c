@@ -267,10 +267,18 @@ static bool net_mbox_behind(PldmaChannel *c)
     return false;
 }
 
+/* What channel c may send now, by its op's window: true and *off, *n. */
+static bool net_next(PldmaChannel *c, uint64_t *off, uint32_t *n)
+{
+    return exanest_send_peek(c->snd, off, n) && !net_mbox_behind(c);
+}
+
 static bool net_can_send(PldmaState *s, PldmaChannel *c)
 {
-    return !c->snd_paused && c->snd_next < c->a_len &&
-           c->snd_next - c->done < s->net.window && !net_mbox_behind(c);
+    uint64_t off;
+    uint32_t n;
+
+    return net_next(c, &off, &n);
 }
 
 static void net_wake(PldmaChannel *c);
@@ -303,15 +311,30 @@ static void net_wake(PldmaChannel *c)
     }
 }
 
-static void net_arm(PldmaChannel *c)
+static int64_t net_now(void)
 {
-    timer_mod(c->rto, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + c->rto_ns);
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
-static void net_rto_reset(PldmaChannel *c)
+/* The op's timer runs at its deadline, or not at all. */
+static void net_timer(PldmaChannel *c)
 {
-    c->retries = 0;
-    c->rto_ns = (int64_t)MAX(c->ctx->dev->net.rto_us, 1) * 1000;
+    int64_t d = exanest_send_deadline(c->snd);
+
+    c->done = exanest_send_acked(c->snd);
+    if (d < 0) {
+        timer_del(c->rto);
+    } else if (!timer_pending(c->rto) || timer_expire_time_ns(c->rto) != d) {
+        timer_mod(c->rto, d);
+    }
+}
+
+/* Count what an event of the op counted. */
+static void net_count_event(PldmaState *s, const ExanestSendEvent *e)
+{
+    net_count(s, PLDMA_NET_CNT_NACKS_RECEIVED, e->nacks);
+    net_count(s, PLDMA_NET_CNT_RESUMES_RECEIVED, e->resumes);
+    net_count(s, PLDMA_NET_CNT_TIMEOUTS, e->timeouts);
 }
 
 /* The op ended: DONE, or ERROR with @err (and @status for REMOTE). */
@@ -340,15 +363,28 @@ uint32_t pldma_net_launch(PldmaChannel *c)
 {
     PldmaState *s = c->ctx->dev;
 
+    uint64_t rto_ns = (uint64_t)MAX(s->net.rto_us, 1) * 1000;
+    ExanestSendParams p = {
+        .kind = c->a_op == PLDMA_OP_GET ? EXANEST_SEND_GET : EXANEST_SEND_PUT,
+        /*
+         * A GET asks in half windows: the next request is on its way while
+         * the data of the last one comes.
+         */
+        .mtu = c->a_op == PLDMA_OP_GET ?
+               MAX(s->net.window / 2, EXANEST_PKT_MTU) : EXANEST_PKT_MTU,
+        .window = s->net.window,
+        .rto_ns = rto_ns,
+        /* Backoff doubles up to 64 timeouts, and at least to a second. */
+        .max_rto_ns = MAX(rto_ns * 64, NANOSECONDS_PER_SECOND),
+        .max_retries = s->net.retries,
+    };
+
     c->op_id = ++s->net.next_op_id;
     c->rx = -1;
     c->rx_src = 0;
-    c->snd_next = c->snd_high = 0;
-    c->snd_paused = false;
     c->snd_seq = 0;
     c->net_status = 0;
-    net_rto_reset(c);
-    c->rd_gap = false;
+    exanest_send_start(c->snd, c->a_len, &p);
     if (c->a_op == PLDMA_OP_COPY || c->a_op > PLDMA_OP_MAILBOX) {
         return PLDMA_ERR_BAD_FLAGS;
     }
@@ -401,24 +437,15 @@ static void net_read_req(PldmaState *s, PldmaChannel *c, uint64_t off,
  */
 static void net_get_turn(PldmaState *s, PldmaChannel *c, int64_t now)
 {
-    uint64_t chunk = MAX(s->net.window / 2, EXANEST_PKT_MTU);
+    uint64_t off;
+    uint32_t n;
 
-    while (net_can_send(s, c)) {
-        uint64_t off = c->snd_next;
-        uint64_t n = MIN(MIN(chunk, c->a_len - off),
-                         s->net.window - (off - c->done));
-
-        if (off < c->snd_high) {
-            net_count(s, PLDMA_NET_CNT_RETRANS_BYTES,
-                      MIN(n, c->snd_high - off));
-        }
+    while (net_next(c, &off, &n)) {
+        net_count(s, PLDMA_NET_CNT_RETRANS_BYTES,
+                  exanest_send_sent(c->snd, off, n, now));
         net_read_req(s, c, off, n);
-        c->snd_next = off + n;
-        c->snd_high = MAX(c->snd_high, c->snd_next);
-        if (!timer_pending(c->rto)) {
-            net_arm(c);
-        }
     }
+    net_timer(c);
     c->pending = PLDMA_PEND_WAIT;
     s->path_free_ns = now;
     s->turn = c;
@@ -440,11 +467,11 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
         net_get_turn(s, c, now);
         return;
     }
+    uint64_t off;
+    uint32_t n;
+
     c->pending = PLDMA_PEND_WAIT;
-    while (moved < PLDMA_STEP && net_can_send(s, c)) {
-        uint64_t off = c->snd_next;
-        uint64_t room = s->net.window - (off - c->done);
-        uint64_t n = MIN(MIN(room, c->a_len - off), EXANEST_PKT_MTU);
+    while (moved < PLDMA_STEP && net_next(c, &off, &n)) {
         uint64_t src = c->a_src + off;
         uint64_t good = net_valid_prefix(as, src, n, DMA_DIRECTION_TO_DEVICE);
         ExanestPkt k;
@@ -462,16 +489,9 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
                 .rkey = c->a_rkey, .addr = c->a_dst, .len = c->a_len,
                 .offset = off, .plen = good, .payload = s->bounce,
             };
-            if (off < c->snd_high) {
-                net_count(s, PLDMA_NET_CNT_RETRANS_BYTES,
-                          MIN(good, c->snd_high - off));
-            }
+            net_count(s, PLDMA_NET_CNT_RETRANS_BYTES,
+                      exanest_send_sent(c->snd, off, good, now));
             net_tx(s, &k, now + pldma_xfer_ns(s, moved));
-            c->snd_next = off + good;
-            c->snd_high = MAX(c->snd_high, c->snd_next);
-            if (!timer_pending(c->rto)) {
-                net_arm(c);
-            }
         }
         if (good < n) {
             c->pending = PLDMA_PEND_FAULT;
@@ -480,6 +500,7 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
             break;
         }
     }
+    net_timer(c);
     s->path_free_ns = now + pldma_xfer_ns(s, moved);
     trace_exanest_pldma_step(c->ctx->index, c->index, c->done, moved, now,
                              s->path_free_ns);
@@ -489,102 +510,53 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
     s->turn = c;
 }
 
-/* The op's data below @off is placed. */
-static void net_acked(PldmaChannel *c, uint64_t off)
+/*
+ * After an event of channel c's op: count it, end the op if it ended (an
+ * error NACK's errno as the receiver sent it), else run its timer and let
+ * it send.
+ */
+static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
+                      uint32_t err)
 {
-    c->done = off;
-    c->snd_next = MAX(c->snd_next, off);
-    net_rto_reset(c);
+    net_count_event(c->ctx->dev, e);
+    net_timer(c);
+    if (e->what == EXANEST_SEND_COMPLETED) {
+        if (!e->status) {
+            net_end(c, PLDMA_ERR_NONE, 0);
+        } else {
+            net_end(c, err, err == PLDMA_ERR_REMOTE ? -e->status : 0);
+        }
+        return;
+    }
+    net_wake(c);
 }
 
 static void net_on_ack(PldmaChannel *c, uint64_t off)
 {
-    if (off <= c->done || off > c->snd_high) {
-        return;
-    }
-    net_acked(c, off);
-    if (c->done == c->a_len) {
-        net_end(c, PLDMA_ERR_NONE, 0);
-        return;
-    }
-    if (c->snd_next > c->done || c->snd_paused) {
-        net_arm(c);
-    } else {
-        timer_del(c->rto);
-    }
-    net_wake(c);
+    ExanestSendEvent e = exanest_send_ack(c->snd, off, net_now());
+
+    net_after(c, &e, PLDMA_ERR_NONE);
 }
 
 static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
 {
     PldmaState *s = c->ctx->dev;
+    ExanestSendEvent e = exanest_send_nack(c->snd, off, status, net_now());
 
-    if (off > c->snd_high ||
-        (off < c->done && status >= 0 && c->a_op != PLDMA_OP_GET)) {
-        return;
+    if (e.nacks && e.what != EXANEST_SEND_COMPLETED &&
+        c->a_op != PLDMA_OP_GET) {
+        /* Stop sending at once: what has not left yet will not. */
+        exanest_send_withdrawn(c->snd,
+                               net_tx_withdraw(s, c->a_peer, c->op_id));
     }
-    if (c->snd_paused && (off == c->done || c->a_op == PLDMA_OP_GET) &&
-        (status == EXANEST_NACK_FAULT || status == EXANEST_NACK_NOT_READY ||
-         status == EXANEST_NACK_RNR)) {
-        return; /* a probe's answer: still being resolved */
-    }
-    net_count(s, PLDMA_NET_CNT_NACKS_RECEIVED, 1);
-    if (status < 0) {
-        /* The receiver refused the op, whatever it had placed. */
-        net_end(c, PLDMA_ERR_REMOTE, status);
-        return;
-    }
-    if (c->a_op == PLDMA_OP_GET) {
-        /* The responder stopped at off: data below it may still come. */
-        c->snd_next = c->done;
-        c->snd_paused = status != EXANEST_NACK_SEQUENCE;
-        net_arm(c);
-        net_wake(c);
-        return;
-    }
-    /* Stop sending at once: what has not left yet will not. */
-    c->snd_high = MIN(c->snd_high,
-                      MAX(net_tx_withdraw(s, c->a_peer, c->op_id), off));
-    c->done = off;
-    c->snd_next = off;
-    if (status != EXANEST_NACK_SEQUENCE) {
-        c->snd_paused = true;
-    }
-    net_arm(c);
-    net_wake(c);
+    net_after(c, &e, PLDMA_ERR_REMOTE);
 }
 
 static void net_on_resume(PldmaChannel *c, uint64_t off)
 {
-    PldmaState *s = c->ctx->dev;
+    ExanestSendEvent e = exanest_send_resume(c->snd, off, net_now());
 
-    if (c->a_op == PLDMA_OP_GET) {
-        if (!c->snd_paused || off > c->snd_high) {
-            return;
-        }
-        /* Ask again for what is not placed yet. */
-        net_count(s, PLDMA_NET_CNT_RESUMES_RECEIVED, 1);
-        c->snd_paused = false;
-        c->snd_next = c->done;
-        net_rto_reset(c);
-        net_arm(c);
-        net_wake(c);
-        return;
-    }
-    if (off > c->snd_high || off < c->done) {
-        return;
-    }
-    net_count(s, PLDMA_NET_CNT_RESUMES_RECEIVED, 1);
-    c->done = off;
-    c->snd_next = off;
-    net_rto_reset(c);
-    if (c->done == c->a_len) {
-        net_end(c, PLDMA_ERR_NONE, 0);
-        return;
-    }
-    c->snd_paused = false;
-    net_arm(c);
-    net_wake(c);
+    net_after(c, &e, PLDMA_ERR_NONE);
 }
 
 /*
@@ -594,7 +566,7 @@ static void net_on_resume(PldmaChannel *c, uint64_t off)
  * that was lost. Probes back off and are bounded like retransmissions, but
  * are not timeouts: a slow fault is not a lost packet.
  */
-static void net_probe(PldmaChannel *c)
+static void net_probe(PldmaChannel *c, uint64_t off)
 {
     PldmaState *s = c->ctx->dev;
     ExanestPkt k = {
@@ -602,53 +574,47 @@ static void net_probe(PldmaChannel *c)
                                             EXANEST_PKT_WRITE,
         .src = s->net.node, .dst = c->a_peer, .ep = c->a_ep,
         .op_id = c->op_id, .seq = c->snd_seq++, .rkey = c->a_rkey,
-        .addr = c->a_dst, .len = c->a_len, .offset = c->done,
+        .addr = c->a_dst, .len = c->a_len, .offset = off,
     };
 
     net_count(s, PLDMA_NET_CNT_PROBES, 1);
     if (c->a_op == PLDMA_OP_GET) {
         /* A GET's probe is its request again: data if the fault is gone. */
-        net_read_req(s, c, c->done,
+        net_read_req(s, c, off,
                      MIN(MAX(s->net.window / 2, EXANEST_PKT_MTU),
-                         c->a_len - c->done));
+                         c->a_len - off));
         return;
     }
     net_tx(s, &k, 0);
 }
 
-/* Retransmission timeout: go back to the last byte placed. */
+/*
+ * The op's timer: the core goes back to the last byte placed, probes a
+ * paused op, or gives up (ETIMEDOUT after its retries).
+ */
 static void net_rto_fired(void *opaque)
 {
     PldmaChannel *c = opaque;
-    PldmaState *s = c->ctx->dev;
+    ExanestSendEvent e;
 
     if (c->state == PLDMA_STATE_FAULT) {
-        net_arm(c); /* the driver has the source fault: not the peer's */
+        /* The driver has the source fault: not the peer's. */
+        exanest_send_postpone(c->snd, net_now());
+        net_timer(c);
         return;
     }
     if (c->state != PLDMA_STATE_BUSY || c->a_op == PLDMA_OP_COPY) {
         return;
     }
-    if (++c->retries > s->net.retries) {
-        if (!c->snd_paused) {
-            net_count(s, PLDMA_NET_CNT_TIMEOUTS, 1);
-        }
-        net_end(c, PLDMA_ERR_TIMEOUT, 0);
-        return;
+    e = exanest_send_timeout(c->snd, net_now());
+    if (e.timeouts) {
+        trace_exanest_pldma_net_timeout(c->ctx->index, c->index, c->op_id,
+                                        c->done, e.timeouts);
     }
-    c->rto_ns *= 2;
-    if (c->snd_paused) {
-        net_probe(c);
-        net_arm(c);
-        return;
+    if (e.what == EXANEST_SEND_PROBE) {
+        net_probe(c, e.offset);
     }
-    net_count(s, PLDMA_NET_CNT_TIMEOUTS, 1);
-    trace_exanest_pldma_net_timeout(c->ctx->index, c->index, c->op_id,
-                                    c->done, c->retries);
-    c->snd_next = c->done;
-    c->rd_gap = false;
-    net_arm(c);
-    net_wake(c);
+    net_after(c, &e, PLDMA_ERR_TIMEOUT);
 }
 
 /*
@@ -1305,17 +1271,16 @@ static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
 {
     PldmaState *s = c->ctx->dev;
     PCIDevice *fn = pldma_ctx_master(c->ctx);
+    ExanestSendEvent e;
     uint64_t fault;
     uint64_t got;
 
     if (c->state != PLDMA_STATE_BUSY || k->offset != c->done) {
         net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
-        if (c->state == PLDMA_STATE_BUSY && k->offset > c->done &&
-            !c->rd_gap && !c->snd_paused) {
-            /* A lost packet: ask again from the gap, once per gap. */
-            c->rd_gap = true;
-            c->snd_next = c->done;
-            net_wake(c);
+        if (c->state == PLDMA_STATE_BUSY) {
+            /* Past a gap, the core asks again from it (once per gap). */
+            e = exanest_send_data(c->snd, k->offset, 0, k->plen, net_now());
+            net_after(c, &e, PLDMA_ERR_NONE);
         }
         return;
     }
@@ -1327,15 +1292,13 @@ static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
         .addr = c->a_dst, .offset = c->done, .plen = k->plen,
         .payload = k->payload,
     }, &fault);
-    c->done += got;
-    c->rd_gap = false;
     net_count(s, PLDMA_NET_CNT_PLACED_BYTES, got);
     trace_exanest_pldma_net_place(c->ctx->index, k->src, k->op_id, k->offset,
                                   got);
-    if (got < k->plen) {
+    e = exanest_send_data(c->snd, k->offset, got, k->plen, net_now());
+    if (e.what == EXANEST_SEND_LOCAL_FAULT) {
         /* This engine's own fault: the driver resolves it, RESUME asks on. */
-        timer_del(c->rto);
-        c->snd_next = c->done;
+        net_timer(c);
         c->fault_addr = fault;
         c->fault_info = pldma_fault_info(true, PLDMA_CAUSE_TRANSLATION);
         c->faults++;
@@ -1343,13 +1306,7 @@ static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
         pldma_notify(c, PLDMA_STATE_FAULT, PLDMA_ERR_NONE);
         return;
     }
-    if (c->done == c->a_len) {
-        net_end(c, PLDMA_ERR_NONE, 0);
-        return;
-    }
-    net_rto_reset(c);
-    net_arm(c);
-    net_wake(c);
+    net_after(c, &e, PLDMA_ERR_NONE);
 }
 
 /*
@@ -1693,11 +1650,14 @@ static NetClientInfo pldma_net_info = {
 void pldma_net_channel_init(PldmaChannel *c)
 {
     c->rto = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_rto_fired, c);
+    c->snd = exanest_send_new();
 }
 
 void pldma_net_channel_exit(PldmaChannel *c)
 {
     timer_free(c->rto);
+    exanest_send_free(c->snd);
+    c->snd = NULL;
 }
 
 /* After the properties are checked (pldma_realize). */

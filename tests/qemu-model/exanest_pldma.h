@@ -62,16 +62,15 @@ typedef struct PldmaChannel {
     uint64_t net_rkey;
     uint32_t a_op, a_peer, a_ep;
     uint64_t a_rkey;
-    /* A network op's sending side (done: bytes the receiver placed). */
+    /*
+     * A network op's sending side: the core's state machine (exanest_core.h),
+     * which done mirrors (the bytes placed, for the registers and the CQE);
+     * rto runs at its deadline.
+     */
     uint32_t op_id;
-    uint64_t snd_next;      /* the next byte to send */
-    uint64_t snd_high;      /* one past the highest byte ever sent */
-    bool snd_paused;        /* NACKed FAULT or NOT_READY: wait for RESUME */
-    bool rd_gap;            /* GET: a gap in the data was asked for again */
+    struct ExanestSendOp *snd;
     uint32_t snd_seq;       /* packets sent */
     int32_t net_status;     /* ERROR(REMOTE): the receiver's -errno */
-    int64_t rto_ns;         /* the current retransmission timeout */
-    uint32_t retries;       /* timeouts in a row */
     QEMUTimer *rto;
     int rx;                 /* ORIGIN NET_RX: the receive op it reports */
     uint32_t rx_src;        /* ORIGIN NET_RX: the sending node */

@@ -335,6 +335,22 @@ class NotReady(TwoNodes):
         self.assertEqual(cnt(a, "TIMEOUTS"), 0, "the RESUME, not a timeout, went on")
 
 
+    def test_not_ready_stays_bounded(self):
+        """An endpoint whose process never comes answers NOT_READY to every probe: the sender
+        gives up after its budget of probes (as InfiniBand's RNR retry count), with the
+        backoff capped, instead of waiting for good."""
+        a, b = self.a, self.b
+        a.set_reg(R["PLDMA_NET_RTO_US"], 100)
+        a.set_reg(R["PLDMA_NET_RETRIES"], 2)
+        set_ep(b, 7, 2, resident=False)
+        put(a, 0, 1, SRC, DST, 20_000, 1, 7, self.rkey)
+        t = self.settle()
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_TIMEOUT"]))
+        self.assertEqual(cnt(a, "PROBES"), 2, "the budget: 2 answered probes, then the end")
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+        self.assertLess(t, 2_000_000, "100 + 200 + 400 us after the NACK")
+
+
 class DimmNodes(unittest.TestCase):
     """Two nodes in a QEMU with firmware and a DIMM to plug: where it will appear, nothing
     translates until the test plugs it (a page the kernel makes valid)."""
@@ -413,6 +429,35 @@ class ReceiverFaults(DimmNodes):
         self.assertGreaterEqual(wasted, 1)
         print(f"\n  receiver fault: {ca['RETRANS_BYTES']} bytes retransmitted of {length}, "
               f"{ca['TX_PACKETS']} packets sent", file=sys.stderr)
+
+    def test_answered_probes_are_never_given_up(self):
+        """A receiver that answers every probe with "still resolving the fault" is waited for
+        however long it takes, far past the retry budget (Transport v2, defect 7: it used to
+        be given up on after NET_RETRIES probes); then the RESUME completes the put."""
+        a, b = self.nodes()
+        dimm = 0x80000000
+        dst, length = dimm + 0x1000, 20_000
+        a.set_reg(R["PLDMA_NET_RTO_US"], 100)
+        a.set_reg(R["PLDMA_NET_RETRIES"], 2)
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 9, 0xABCD, 7, dimm, 64 << 20)
+        a.mem_write(SRC, b"\x5A" * length)
+        put(a, 1, 0, SRC, dst, length, 1, 7, rkey)
+        until_nack(a, b)
+        t0 = a.now()
+        while a.now() - t0 < 60_000_000:
+            a.step(1_000_000)
+        self.assertEqual(a.status(1, 0)[0], R["PLDMA_STATE_BUSY"], "answered: not given up")
+        self.assertGreaterEqual(cnt(a, "PROBES"), 8, "far past a budget of 2")
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+        self.assertEqual(cnt(b, "NACKS_SENT"), 1)
+        res = b.vm.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hot")
+        self.assertEqual(res, {"return": {}})
+        b.set_ctxreg(2, R["PLDMA_CTX_IRQ_STATUS"], 1)
+        b.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], 2)
+        a.run_until_settled(1, 0)
+        self.assertEqual(a.status(1, 0)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(dst, length), b"\x5A" * length)
 
     def test_a_paused_op_blocks_no_other(self):
         """No head-of-line blocking: while one put waits for its RESUME, other puts of the same

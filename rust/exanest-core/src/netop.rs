@@ -15,25 +15,41 @@ use super::packet::{Nack, MTU};
 /// ETIMEDOUT: the op's end when the peer stays silent.
 pub const ETIMEDOUT: i32 = 110;
 
+/// What the sending side of an op moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A PUT or a MAILBOX: this side sends the data, the receiver ACKs what it placed.
+    Put,
+    /// A GET: this side sends read requests and places the READ_RESP data that comes back, in
+    /// order ([`SendOp::on_data`]); the responder's NACK and RESUME move the requests.
+    Get,
+}
+
 /// How the sender paces and gives up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendParams {
-    /// Most bytes sent and not acknowledged.
+    /// What the op moves.
+    pub kind: Kind,
+    /// Most bytes sent (PUT) or asked for (GET) and not yet placed.
     pub window: u64,
-    /// Payload bytes per packet, 1..=MTU.
+    /// Most bytes per packet (PUT: payload, at most [`MTU`]) or per read request (GET).
     pub mtu: u32,
-    /// First retransmission timeout (doubles at each timeout).
+    /// First retransmission timeout (doubles at each timeout, up to `max_rto_ns`).
     pub rto_ns: u64,
-    /// Timeouts in a row before the op ends with ETIMEDOUT.
+    /// Most a backed-off timeout grows to (never below `rto_ns`).
+    pub max_rto_ns: u64,
+    /// Timeouts (or unanswered probes) in a row before the op ends with ETIMEDOUT.
     pub max_retries: u32,
 }
 
 impl Default for SendParams {
     fn default() -> Self {
         SendParams {
+            kind: Kind::Put,
             window: 64 << 10,
             mtu: MTU as u32,
             rto_ns: 10_000_000,
+            max_rto_ns: 1_000_000_000,
             max_retries: 8,
         }
     }
@@ -55,7 +71,7 @@ pub enum SendState {
 pub struct SendOp {
     len: u64,
     p: SendParams,
-    /// The receiver placed [0, acked).
+    /// The receiver placed [0, acked) (GET: this side placed it).
     acked: u64,
     /// The next byte to send.
     next: u64,
@@ -66,7 +82,9 @@ pub struct SendOp {
     deadline: Option<u64>,
     rto: u64,
     retries: u32,
-    /// Counters.
+    /// GET: a gap in the data was asked for again (once per gap).
+    gap_asked: bool,
+    /// Bytes sent again.
     pub retransmitted: u64,
     /// Timeouts that fired.
     pub timeouts: u32,
@@ -85,17 +103,26 @@ pub enum SendEvent {
     None,
     /// The op ended with this status (0, or a positive errno): complete it, once.
     Completed(i32),
-    /// Paused past the deadline: send a probe (a WRITE with no payload) at this offset, which
-    /// the receiver answers with where its op is ([`RecvOp::on_probe`]).
+    /// Paused past the deadline: send a probe (a WRITE with no payload; a GET's read request)
+    /// at this offset, which the receiver answers with where its op is
+    /// ([`RecvOp::on_probe`]).
     Probe(u64),
+    /// GET: the data could not all be placed here (this side's fault): the op waits for it
+    /// to be resolved, with no timer, and goes on from [`SendOp::acked`].
+    LocalFault,
 }
 
 impl SendOp {
     /// An op of `len` bytes (0 is an op that completes at once).
     pub fn new(len: u64, p: SendParams) -> Self {
+        let mtu = match p.kind {
+            Kind::Put => p.mtu.clamp(1, MTU as u32),
+            Kind::Get => p.mtu.max(1),
+        };
         let p = SendParams {
-            mtu: p.mtu.clamp(1, MTU as u32),
+            mtu,
             window: p.window.max(1),
+            max_rto_ns: p.max_rto_ns.max(p.rto_ns),
             ..p
         };
         SendOp {
@@ -111,6 +138,7 @@ impl SendOp {
             deadline: None,
             rto: p.rto_ns,
             retries: 0,
+            gap_asked: false,
             p,
             retransmitted: 0,
             timeouts: 0,
@@ -125,7 +153,7 @@ impl SendOp {
         self.state
     }
 
-    /// Bytes the receiver has placed.
+    /// Bytes the receiver has placed (GET: this side).
     pub fn acked(&self) -> u64 {
         self.acked
     }
@@ -135,8 +163,9 @@ impl SendOp {
         self.deadline
     }
 
-    /// The next packet to send now, as (offset, bytes), if the window allows one.
-    pub fn next_packet(&mut self, now: u64) -> Option<(u64, u32)> {
+    /// The next packet (GET: read request) the window allows now, as (offset, bytes), without
+    /// sending it: the caller reports what it sent with [`SendOp::on_sent`].
+    pub fn peek(&self) -> Option<(u64, u32)> {
         if self.state != SendState::Sending
             || self.next >= self.len
             || self.next - self.acked >= self.p.window
@@ -144,17 +173,52 @@ impl SendOp {
             return None;
         }
         let room = (self.p.window - (self.next - self.acked)).min(self.len - self.next);
-        let n = room.min(u64::from(self.p.mtu)) as u32;
-        let off = self.next;
-        self.next += u64::from(n);
-        if off < self.high {
-            self.retransmitted += u64::from(n).min(self.high - off);
+        Some((self.next, room.min(u64::from(self.p.mtu)) as u32))
+    }
+
+    /// The caller sent `n` bytes at `off`, a prefix of what [`SendOp::peek`] offered (a
+    /// PUT's source may fault part way). Returns how many of them were sent before.
+    pub fn on_sent(&mut self, off: u64, n: u32, now: u64) -> u64 {
+        let n = u64::from(n);
+        let Some((want, most)) = self.peek() else {
+            return 0;
+        };
+        if off != want || n > u64::from(most) {
+            return 0;
         }
+        self.next += n;
+        let again = n.min(self.high.saturating_sub(off));
+        self.retransmitted += again;
         self.high = self.high.max(self.next);
-        if self.deadline.is_none() {
+        if self.deadline.is_none() && n > 0 {
             self.deadline = Some(now.saturating_add(self.rto));
         }
+        again
+    }
+
+    /// The next packet to send now, as (offset, bytes), if the window allows one: [`peek`]
+    /// and [`on_sent`] of all of it.
+    ///
+    /// [`peek`]: SendOp::peek
+    /// [`on_sent`]: SendOp::on_sent
+    pub fn next_packet(&mut self, now: u64) -> Option<(u64, u32)> {
+        let (off, n) = self.peek()?;
+        self.on_sent(off, n, now);
         Some((off, n))
+    }
+
+    /// The packets from `low` on never left this node (withdrawn after a NACK): sending them
+    /// again is not a retransmission.
+    pub fn on_withdrawn(&mut self, low: u64) {
+        self.high = self.high.min(low.max(self.acked));
+    }
+
+    /// The timeout came while this side stalls on its own fault (not the peer's doing): wait
+    /// a whole timeout again, changing no budget.
+    pub fn postpone(&mut self, now: u64) {
+        if self.deadline.is_some() {
+            self.deadline = Some(now.saturating_add(self.rto));
+        }
     }
 
     fn end(&mut self, status: i32) -> SendEvent {
@@ -163,15 +227,28 @@ impl SendOp {
         SendEvent::Completed(status)
     }
 
-    /// The receiver placed every byte below `off`. Old or impossible ACKs change nothing.
+    fn reset_rto(&mut self) {
+        self.retries = 0;
+        self.rto = self.p.rto_ns;
+    }
+
+    fn back_off(&mut self) {
+        self.rto = self.rto.saturating_mul(2).min(self.p.max_rto_ns);
+    }
+
+    /// The receiver placed every byte below `off`. Old or impossible ACKs change nothing, and
+    /// a GET takes none.
     pub fn on_ack(&mut self, off: u64, now: u64) -> SendEvent {
-        if matches!(self.state, SendState::Done(_)) || off <= self.acked || off > self.high {
+        if matches!(self.state, SendState::Done(_))
+            || self.p.kind == Kind::Get
+            || off <= self.acked
+            || off > self.high
+        {
             return SendEvent::None;
         }
         self.acked = off;
         self.next = self.next.max(off);
-        self.retries = 0;
-        self.rto = self.p.rto_ns;
+        self.reset_rto();
         if self.acked == self.len {
             return self.end(0);
         }
@@ -180,29 +257,39 @@ impl SendOp {
         SendEvent::None
     }
 
-    /// The receiver dropped the op's data from `off` on, for `why`.
+    /// The receiver (GET: the responder) dropped the op's data from `off` on, for `why`.
     pub fn on_nack(&mut self, off: u64, why: Nack, now: u64) -> SendEvent {
         if matches!(self.state, SendState::Done(_)) || off > self.high {
             return SendEvent::None;
         }
-        if let Nack::Error(e) = why {
-            // The receiver refused the op, whatever it had placed.
-            self.nacks += 1;
-            return self.end(e);
-        }
-        if off < self.acked {
+        let get = self.p.kind == Kind::Get;
+        if !get && off < self.acked && !matches!(why, Nack::Error(_)) {
             return SendEvent::None;
         }
         if self.state == SendState::Paused
-            && off == self.acked
+            && (off == self.acked || get)
             && matches!(why, Nack::Fault | Nack::NotReady | Nack::Rnr)
         {
-            return SendEvent::None; // a probe's answer: still being resolved
+            // A probe's answer. FAULT: the receiver's kernel is still resolving; it is given
+            // up on only when it stops answering, so the budget starts again (the backed-off
+            // timeout stays, within its cap). NOT_READY and RNR wait on a process (to be
+            // scheduled, to read its ring) that may never come: those stay bounded, as
+            // InfiniBand's RNR retry count is.
+            if why == Nack::Fault {
+                self.retries = 0;
+            }
+            return SendEvent::None;
         }
         self.nacks += 1;
-        // Everything below `off` was placed; what was sent beyond is wasted.
-        self.acked = off;
-        self.next = off;
+        if let Nack::Error(e) = why {
+            // The receiver refused the op, whatever it had placed.
+            return self.end(e);
+        }
+        if !get {
+            // Everything below `off` was placed; what was sent beyond is wasted.
+            self.acked = off;
+        }
+        self.next = self.acked;
         if why != Nack::Sequence {
             self.state = SendState::Paused;
         }
@@ -211,16 +298,25 @@ impl SendOp {
         SendEvent::None
     }
 
-    /// The receiver can take the op's data again from `off`.
+    /// The receiver (GET: the responder) can take the op again from `off`.
     pub fn on_resume(&mut self, off: u64, now: u64) -> SendEvent {
-        if matches!(self.state, SendState::Done(_)) || off > self.high || off < self.acked {
+        if matches!(self.state, SendState::Done(_)) || off > self.high {
             return SendEvent::None;
         }
+        if self.p.kind == Kind::Get {
+            if self.state != SendState::Paused {
+                return SendEvent::None;
+            }
+            // Ask again for what is not placed yet.
+        } else {
+            if off < self.acked {
+                return SendEvent::None;
+            }
+            self.acked = off;
+        }
         self.resumes += 1;
-        self.acked = off;
-        self.next = off;
-        self.retries = 0;
-        self.rto = self.p.rto_ns;
+        self.next = self.acked;
+        self.reset_rto();
         if self.acked == self.len {
             return self.end(0);
         }
@@ -229,11 +325,45 @@ impl SendOp {
         SendEvent::None
     }
 
+    /// GET: READ_RESP data for `off`, of which this side placed `placed` bytes out of
+    /// `n`. Data out of order is not placed (`placed` must then be 0): the first time past a
+    /// gap asks again from the gap. Returns [`SendEvent::LocalFault`] when not all of
+    /// in-order data could be placed.
+    pub fn on_data(&mut self, off: u64, placed: u64, n: u64, now: u64) -> SendEvent {
+        if self.p.kind != Kind::Get || matches!(self.state, SendState::Done(_)) {
+            return SendEvent::None;
+        }
+        if off != self.acked {
+            if off > self.acked && !self.gap_asked && self.state == SendState::Sending {
+                // A lost packet: ask again from the gap, once per gap.
+                self.gap_asked = true;
+                self.next = self.acked;
+            }
+            return SendEvent::None;
+        }
+        let placed = placed.min(n).min(self.len - self.acked);
+        self.acked += placed;
+        self.next = self.next.max(self.acked);
+        self.gap_asked = false;
+        if placed < n {
+            self.deadline = None;
+            self.next = self.acked;
+            return SendEvent::LocalFault;
+        }
+        if self.acked == self.len {
+            return self.end(0);
+        }
+        self.reset_rto();
+        self.deadline = Some(now.saturating_add(self.rto));
+        SendEvent::None
+    }
+
     /// The clock reached `now`: past the deadline, go back to the last acknowledged byte and
-    /// send again (the receiver then re-ACKs, or re-NACKs), doubling the timeout; ETIMEDOUT
-    /// after `max_retries` in a row. A paused op instead probes the receiver, which owes it a
-    /// RESUME: a fault that takes long to resolve is not a lost packet, so probes are not
-    /// timeouts, but they back off and end the op with ETIMEDOUT the same way (a dead peer).
+    /// send again (the receiver then re-ACKs, or re-NACKs), doubling the timeout up to its
+    /// cap; ETIMEDOUT after `max_retries` in a row. A paused op instead probes the receiver,
+    /// which owes it a RESUME: a fault that takes long to resolve is not a lost packet, so
+    /// probes are not timeouts; an answered probe starts the budget again
+    /// ([`SendOp::on_nack`]), and a peer that stops answering ends the op with ETIMEDOUT.
     pub fn on_timeout(&mut self, now: u64) -> SendEvent {
         match self.deadline {
             Some(d) if now >= d && !matches!(self.state, SendState::Done(_)) => {}
@@ -244,7 +374,7 @@ impl SendOp {
             if self.retries > self.p.max_retries {
                 return self.end(ETIMEDOUT);
             }
-            self.rto = self.rto.saturating_mul(2);
+            self.back_off();
             self.probes += 1;
             self.deadline = Some(now.saturating_add(self.rto));
             return SendEvent::Probe(self.acked);
@@ -253,10 +383,12 @@ impl SendOp {
         if self.retries > self.p.max_retries {
             return self.end(ETIMEDOUT);
         }
-        self.rto = self.rto.saturating_mul(2);
+        self.back_off();
         self.next = self.acked;
+        self.gap_asked = false;
         self.state = SendState::Sending;
-        self.deadline = None;
+        // Armed again by the next packet sent; a window that sends nothing keeps it armed.
+        self.deadline = Some(now.saturating_add(self.rto));
         SendEvent::None
     }
 }
@@ -411,9 +543,11 @@ mod tests {
     /// Send parameters: the window and MTU in bytes, the first timeout in ns, the retries.
     fn params(window: u64, mtu: u32, rto_ns: u64, max_retries: u32) -> SendParams {
         SendParams {
+            kind: Kind::Put,
             window,
             mtu,
             rto_ns,
+            max_rto_ns: u64::MAX,
             max_retries,
         }
     }
@@ -509,6 +643,151 @@ mod tests {
         assert_eq!(s.deadline(), Some(700));
         assert_eq!(s.on_timeout(700), SendEvent::Completed(ETIMEDOUT));
         assert_eq!(s.retransmitted, 2000);
+    }
+
+    /// A receiver that keeps answering "still resolving a fault" is never given up on (defect
+    /// 7 of Transport v2: 8 answered probes used to end the op with ETIMEDOUT); one that stops
+    /// answering is, after `max_retries` probes more, and so is one whose process never comes
+    /// (NOT_READY, RNR). The backed-off timeout stays within its cap.
+    #[test]
+    fn answered_probes_never_give_up() {
+        let mut p = params(4096, 4096, 100, 2);
+        p.max_rto_ns = 800;
+        let mut s = SendOp::new(4096, p);
+        assert_eq!(s.next_packet(0), Some((0, 4096)));
+        assert_eq!(s.on_nack(0, Nack::Fault, 1), SendEvent::None);
+        let mut now = 1;
+        for i in 0..50 {
+            now = s.deadline().unwrap();
+            assert_eq!(s.on_timeout(now), SendEvent::Probe(0), "probe {i}");
+            assert!(s.deadline().unwrap() - now <= 800, "capped backoff");
+            assert_eq!(s.on_nack(0, Nack::Fault, now + 1), SendEvent::None);
+        }
+        assert_eq!(s.deadline(), Some(now + 800));
+        assert_eq!((s.probes, s.nacks, s.timeouts), (50, 1, 0));
+        // NOT_READY or RNR answers do not renew the budget: a receiver whose process never
+        // comes is given up on.
+        let mut r = SendOp::new(4096, p);
+        r.next_packet(0);
+        assert_eq!(r.on_nack(0, Nack::Rnr, 1), SendEvent::None);
+        for _ in 0..2 {
+            let t = r.deadline().unwrap();
+            assert_eq!(r.on_timeout(t), SendEvent::Probe(0));
+            assert_eq!(r.on_nack(0, Nack::NotReady, t + 1), SendEvent::None);
+        }
+        let t = r.deadline().unwrap();
+        assert_eq!(r.on_timeout(t), SendEvent::Completed(ETIMEDOUT));
+        // Silence from here: two more probes, then the end.
+        for _ in 0..2 {
+            now = s.deadline().unwrap();
+            assert_eq!(s.on_timeout(now), SendEvent::Probe(0));
+        }
+        now = s.deadline().unwrap();
+        assert_eq!(s.on_timeout(now), SendEvent::Completed(ETIMEDOUT));
+    }
+
+    /// The backoff saturates at its cap, whatever the retry budget and first timeout.
+    #[test]
+    fn backoff_is_capped_and_never_overflows() {
+        let mut p = params(4096, 4096, u64::MAX / 3, 1000);
+        p.max_rto_ns = u64::MAX / 2;
+        let mut s = SendOp::new(4096, p);
+        s.next_packet(0);
+        let mut now = 0u64;
+        for _ in 0..200 {
+            now = s.deadline().unwrap();
+            assert_eq!(s.on_timeout(now), SendEvent::None);
+            let _ = s.next_packet(now);
+        }
+        assert_eq!(s.deadline(), Some(u64::MAX)); // saturated, not wrapped
+        assert!(now >= u64::MAX / 2);
+        let q = SendOp::new(1, params(1, 1, 500, 1));
+        assert_eq!(q.p.max_rto_ns, u64::MAX);
+        // A cap below the first timeout: the first timeout is the cap.
+        let d = SendParams {
+            max_rto_ns: 1,
+            ..SendParams::default()
+        };
+        assert_eq!(SendOp::new(1, d).p.max_rto_ns, d.rto_ns);
+    }
+
+    /// What the caller sends is a prefix of what it is offered (a PUT's source faults part
+    /// way); packets that never left after a NACK are not retransmissions.
+    #[test]
+    fn partial_sends_and_withdrawn_packets() {
+        let mut s = SendOp::new(10_000, params(8192, 4096, 100, 3));
+        assert_eq!(s.peek(), Some((0, 4096)));
+        assert_eq!(s.on_sent(0, 1000, 0), 0);
+        assert_eq!(s.peek(), Some((1000, 4096)));
+        assert_eq!(s.on_sent(5, 10, 0), 0, "not what was offered: ignored");
+        assert_eq!(s.on_sent(1000, 5000, 0), 0, "more than offered: ignored");
+        assert_eq!(s.on_sent(1000, 4096, 0), 0);
+        assert_eq!(s.on_sent(5096, 3096, 0), 0);
+        assert_eq!(s.peek(), None, "window full");
+        // NACK at 2000; the port still held [4000, 8192): withdrawn.
+        assert_eq!(s.on_nack(2000, Nack::Sequence, 1), SendEvent::None);
+        s.on_withdrawn(4000);
+        assert_eq!(s.peek(), Some((2000, 4096)));
+        assert_eq!(
+            s.on_sent(2000, 4096, 2),
+            2000,
+            "only [2000, 4000) left before"
+        );
+        assert_eq!(s.retransmitted, 2000);
+        s.on_withdrawn(0);
+        assert_eq!(s.high, 2000, "never below what was placed");
+    }
+
+    /// A GET places the data in order on this side; a packet past a gap asks again from the
+    /// gap, once; the responder's fault pauses the requests until its RESUME; a fault in this
+    /// side's memory stops the timer; ACKs are not a GET's.
+    #[test]
+    fn get_requests_place_in_order() {
+        let mut p = params(8192, 8192, 100, 3);
+        p.kind = Kind::Get;
+        let mut s = SendOp::new(20_000, p);
+        assert_eq!(s.next_packet(0), Some((0, 8192)));
+        assert_eq!(s.peek(), None);
+        assert_eq!(s.on_ack(4096, 1), SendEvent::None);
+        assert_eq!(s.acked(), 0);
+        assert_eq!(s.on_data(0, 4096, 4096, 2), SendEvent::None);
+        assert_eq!(s.peek(), Some((8192, 4096)));
+        // 4096..8192 lost: the next in-window data is past the gap.
+        assert_eq!(s.on_sent(8192, 4096, 3), 0);
+        assert_eq!(s.on_data(8192, 0, 4096, 4), SendEvent::None);
+        assert_eq!(s.peek(), Some((4096, 8192)), "asked again from the gap");
+        assert_eq!(s.on_sent(4096, 8192, 5), 8192);
+        assert_eq!(s.on_data(12_288, 0, 4096, 6), SendEvent::None);
+        assert_eq!(s.peek(), None, "once per gap");
+        assert_eq!(s.on_data(4096, 4096, 4096, 7), SendEvent::None);
+        // The responder faults reading at 8192: NACK FAULT pauses.
+        assert_eq!(s.on_nack(8192, Nack::Fault, 8), SendEvent::None);
+        assert_eq!(s.state(), SendState::Paused);
+        assert_eq!(
+            s.on_nack(9000, Nack::Fault, 9),
+            SendEvent::None,
+            "probe answer"
+        );
+        assert_eq!(s.nacks, 1);
+        assert_eq!(s.on_resume(8192, 10), SendEvent::None);
+        assert_eq!(
+            s.on_resume(8192, 10),
+            SendEvent::None,
+            "not paused: a duplicate"
+        );
+        assert_eq!(s.resumes, 1);
+        assert_eq!(s.peek(), Some((8192, 8192)));
+        s.on_sent(8192, 8192, 11);
+        // This side's memory faults after 100 bytes: no timer until it is resolved.
+        assert_eq!(s.on_data(8192, 100, 4096, 12), SendEvent::LocalFault);
+        assert_eq!(s.deadline(), None);
+        assert_eq!(s.acked(), 8292);
+        assert_eq!(s.peek(), Some((8292, 8192)));
+        s.on_sent(8292, 8192, 13);
+        assert_eq!(s.on_data(8292, 8192, 8192, 14), SendEvent::None);
+        assert_eq!(s.next_packet(15), Some((16_484, 3516)));
+        assert_eq!(s.on_data(16_484, 3516, 3516, 16), SendEvent::Completed(0));
+        assert_eq!(s.on_data(16_484, 3516, 3516, 17), SendEvent::None);
     }
 
     #[test]
@@ -636,6 +915,7 @@ mod tests {
                     }
                     SendEvent::Probe(_) => send(&mut link, &mut rng, now, Pkt::Probe),
                     SendEvent::None => {}
+                    SendEvent::LocalFault => unreachable!("a PUT has no local placement"),
                 }
             }
             while link.front().is_some_and(|(t, _)| *t <= now) {

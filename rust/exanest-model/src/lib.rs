@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 
 //! The `no_std` core's protocol code as the QEMU engine model calls it: a C ABI over
-//! [`exanest_core::packet`], built as a static library that `scripts/build-qemu.sh` links into
+//! [`exanest_core::packet`] (the packet format) and [`exanest_core::netop`] (the sending side
+//! of an op: PUT, MAILBOX and GET), built as a static library that `scripts/build-qemu.sh` links into
 //! QEMU. The model keeps no copy of what lives here; `cargo test` tests the code that runs.
 //!
 //! The ABI is declared once, in `tests/qemu-model/exanest_core.h`, and `tests/c_abi.rs` checks
@@ -9,6 +10,7 @@
 //! this library and compares layouts, constants and behaviour. It uses `std` (QEMU is a
 //! process): a panic aborts at the `extern "C"` boundary, it never unwinds into C.
 
+use exanest_core::netop::{Kind, SendEvent, SendOp, SendParams, SendState};
 use exanest_core::packet::{BadPacket, Header, Nack, Op, HEADER, MTU};
 
 /// A packet's header fields as the model holds them (`ExanestPkt` in the C header); `payload`
@@ -144,6 +146,338 @@ pub extern "C" fn exanest_nack_valid(status: i32) -> bool {
     Nack::from_status(status).is_some()
 }
 
+/// `ExanestSendParams`: how an op is sent ([`SendParams`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ExanestSendParams {
+    /// `EXANEST_SEND_PUT` (also a MAILBOX) or `EXANEST_SEND_GET`.
+    pub kind: u32,
+    /// Bytes per packet (PUT) or per read request (GET).
+    pub mtu: u32,
+    /// Most bytes in flight.
+    pub window: u64,
+    /// First retransmission timeout.
+    pub rto_ns: u64,
+    /// Cap of the backed-off timeout.
+    pub max_rto_ns: u64,
+    /// Unanswered timeouts or probes in a row before ETIMEDOUT.
+    pub max_retries: u32,
+}
+
+/// `ExanestSendEvent`: what an event asks of the caller, and what it counted.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExanestSendEvent {
+    /// `EXANEST_SEND_NOTHING`, `_COMPLETED`, `_PROBE` or `_LOCAL_FAULT`.
+    pub what: u32,
+    /// COMPLETED: 0, or a positive errno.
+    pub status: i32,
+    /// PROBE: the offset to probe at.
+    pub offset: u64,
+    /// NACKs acted on.
+    pub nacks: u32,
+    /// RESUMEs acted on.
+    pub resumes: u32,
+    /// Timeouts (of data, not of probes).
+    pub timeouts: u32,
+    /// Probes asked for.
+    pub probes: u32,
+}
+
+/// `ExanestSendEvent.what` values.
+pub const SEND_NOTHING: u32 = 0;
+/// The op ended.
+pub const SEND_COMPLETED: u32 = 1;
+/// Send a probe.
+pub const SEND_PROBE: u32 = 2;
+/// GET: this side's memory faulted.
+pub const SEND_LOCAL_FAULT: u32 = 3;
+/// `ExanestSendParams.kind` values.
+pub const SEND_PUT: u32 = 0;
+/// A GET.
+pub const SEND_GET: u32 = 1;
+
+/// `ExanestSendOp`: the sending side of one op, opaque to C.
+pub struct ExanestSendOp(SendOp);
+
+/// A new sending side, holding an ended op of 0 bytes until [`exanest_send_start`]; free it
+/// with [`exanest_send_free`].
+#[no_mangle]
+pub extern "C" fn exanest_send_new() -> *mut ExanestSendOp {
+    Box::into_raw(Box::new(ExanestSendOp(SendOp::new(
+        0,
+        SendParams::default(),
+    ))))
+}
+
+/// Free what [`exanest_send_new`] returned (null is ignored).
+///
+/// # Safety
+///
+/// `op` is null or came from [`exanest_send_new`] and is not used again.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_free(op: *mut ExanestSendOp) {
+    if !op.is_null() {
+        // SAFETY: `op` came from `Box::into_raw` in `exanest_send_new` and is freed once.
+        drop(unsafe { Box::from_raw(op) });
+    }
+}
+
+/// Start a new op of `len` bytes on `op`, sent as `*p` says.
+///
+/// # Safety
+///
+/// `op` came from [`exanest_send_new`]; `p` points to a valid `ExanestSendParams`.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_start(
+    op: *mut ExanestSendOp,
+    len: u64,
+    p: *const ExanestSendParams,
+) {
+    // SAFETY: the caller passes a live op from `exanest_send_new` and valid parameters,
+    // neither aliased for this call.
+    let (op, p) = unsafe { (&mut *op, &*p) };
+    op.0 = SendOp::new(
+        len,
+        SendParams {
+            kind: if p.kind == SEND_GET {
+                Kind::Get
+            } else {
+                Kind::Put
+            },
+            window: p.window,
+            mtu: p.mtu,
+            rto_ns: p.rto_ns,
+            max_rto_ns: p.max_rto_ns,
+            max_retries: p.max_retries,
+        },
+    );
+}
+
+/// Borrow the op behind a C pointer.
+///
+/// # Safety
+///
+/// `op` came from [`exanest_send_new`], is not freed, and nothing else uses it meanwhile.
+unsafe fn op_mut<'a>(op: *mut ExanestSendOp) -> &'a mut SendOp {
+    // SAFETY: the caller's contract above.
+    unsafe { &mut (*op).0 }
+}
+
+/// Run `f` on the op and report its event with the counters it moved.
+///
+/// # Safety
+///
+/// As [`op_mut`].
+unsafe fn event(
+    op: *mut ExanestSendOp,
+    f: impl FnOnce(&mut SendOp) -> SendEvent,
+) -> ExanestSendEvent {
+    // SAFETY: forwarded from the caller.
+    let s = unsafe { op_mut(op) };
+    let before = (s.nacks, s.resumes, s.timeouts, s.probes);
+    let ev = f(s);
+    let mut out = ExanestSendEvent {
+        nacks: s.nacks - before.0,
+        resumes: s.resumes - before.1,
+        timeouts: s.timeouts - before.2,
+        probes: s.probes - before.3,
+        ..Default::default()
+    };
+    match ev {
+        SendEvent::None => {}
+        SendEvent::Completed(st) => {
+            out.what = SEND_COMPLETED;
+            out.status = st;
+        }
+        SendEvent::Probe(off) => {
+            out.what = SEND_PROBE;
+            out.offset = off;
+        }
+        SendEvent::LocalFault => out.what = SEND_LOCAL_FAULT,
+    }
+    out
+}
+
+/// The next packet (GET: request) the window allows: true with `*off` and `*n`, or false.
+///
+/// # Safety
+///
+/// `op` came from [`exanest_send_new`]; `off` and `n` point to writable values.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_peek(
+    op: *const ExanestSendOp,
+    off: *mut u64,
+    n: *mut u32,
+) -> bool {
+    // SAFETY: the caller passes a live op and writable outputs.
+    let (op, off, n) = unsafe { (&(*op).0, &mut *off, &mut *n) };
+    match op.peek() {
+        Some((o, len)) => {
+            *off = o;
+            *n = len;
+            true
+        }
+        None => false,
+    }
+}
+
+/// `n` bytes at `off` went out (a prefix of what peek offered): the bytes of them sent before.
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_sent(
+    op: *mut ExanestSendOp,
+    off: u64,
+    n: u32,
+    now: u64,
+) -> u64 {
+    // SAFETY: forwarded from the caller.
+    unsafe { op_mut(op) }.on_sent(off, n, now)
+}
+
+/// The packets from `low` on never left (withdrawn from the port after a NACK).
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_withdrawn(op: *mut ExanestSendOp, low: u64) {
+    // SAFETY: forwarded from the caller.
+    unsafe { op_mut(op) }.on_withdrawn(low)
+}
+
+/// The timer fired while this side stalls on its own fault: wait again, budget untouched.
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_postpone(op: *mut ExanestSendOp, now: u64) {
+    // SAFETY: forwarded from the caller.
+    unsafe { op_mut(op) }.postpone(now)
+}
+
+/// An ACK of everything below `off`.
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_ack(
+    op: *mut ExanestSendOp,
+    off: u64,
+    now: u64,
+) -> ExanestSendEvent {
+    // SAFETY: forwarded from the caller.
+    unsafe { event(op, |s| s.on_ack(off, now)) }
+}
+
+/// A NACK at `off` with `status` (a status no receiver sends changes nothing).
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_nack(
+    op: *mut ExanestSendOp,
+    off: u64,
+    status: i32,
+    now: u64,
+) -> ExanestSendEvent {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        event(op, |s| match Nack::from_status(status) {
+            Some(why) => s.on_nack(off, why, now),
+            None => SendEvent::None,
+        })
+    }
+}
+
+/// A RESUME from `off`.
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_resume(
+    op: *mut ExanestSendOp,
+    off: u64,
+    now: u64,
+) -> ExanestSendEvent {
+    // SAFETY: forwarded from the caller.
+    unsafe { event(op, |s| s.on_resume(off, now)) }
+}
+
+/// GET: READ_RESP data at `off`, `placed` of its `n` bytes placed here.
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_data(
+    op: *mut ExanestSendOp,
+    off: u64,
+    placed: u64,
+    n: u64,
+    now: u64,
+) -> ExanestSendEvent {
+    // SAFETY: forwarded from the caller.
+    unsafe { event(op, |s| s.on_data(off, placed, n, now)) }
+}
+
+/// The timer fired at `now`.
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_timeout(
+    op: *mut ExanestSendOp,
+    now: u64,
+) -> ExanestSendEvent {
+    // SAFETY: forwarded from the caller.
+    unsafe { event(op, |s| s.on_timeout(now)) }
+}
+
+/// Bytes placed at the far end (GET: here).
+///
+/// # Safety
+///
+/// `op` came from [`exanest_send_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_acked(op: *const ExanestSendOp) -> u64 {
+    // SAFETY: the caller passes a live op.
+    unsafe { &(*op).0 }.acked()
+}
+
+/// Whether the op waits for the peer's RESUME.
+///
+/// # Safety
+///
+/// `op` came from [`exanest_send_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_paused(op: *const ExanestSendOp) -> bool {
+    // SAFETY: the caller passes a live op.
+    unsafe { &(*op).0 }.state() == SendState::Paused
+}
+
+/// When the timer must fire next (ns on the caller's clock), or -1 for never.
+///
+/// # Safety
+///
+/// `op` came from [`exanest_send_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_deadline(op: *const ExanestSendOp) -> i64 {
+    // SAFETY: the caller passes a live op.
+    match unsafe { &(*op).0 }.deadline() {
+        Some(d) => i64::try_from(d).unwrap_or(i64::MAX),
+        None => -1,
+    }
+}
+
 /// The constants the header defines, by name: what `tests/c_abi.rs` compares.
 pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_PKT_HDR", HEADER as i64),
@@ -165,4 +499,10 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_BAD_LENGTH", bad_code(BadPacket::Length) as i64),
     ("EXANEST_BAD_RESERVED", bad_code(BadPacket::Reserved) as i64),
     ("EXANEST_BAD_CHECKSUM", bad_code(BadPacket::Checksum) as i64),
+    ("EXANEST_SEND_PUT", SEND_PUT as i64),
+    ("EXANEST_SEND_GET", SEND_GET as i64),
+    ("EXANEST_SEND_NOTHING", SEND_NOTHING as i64),
+    ("EXANEST_SEND_COMPLETED", SEND_COMPLETED as i64),
+    ("EXANEST_SEND_PROBE", SEND_PROBE as i64),
+    ("EXANEST_SEND_LOCAL_FAULT", SEND_LOCAL_FAULT as i64),
 ];

@@ -4,8 +4,9 @@
 //! program built with the host's C compiler from the header alone, linked against the static
 //! library, prints the layouts, constants and packets it sees, and they must be Rust's.
 
+use exanest_core::netop::{Kind, SendEvent, SendOp, SendParams};
 use exanest_core::packet::{Header, Nack, Op, HEADER};
-use exanest_model::{ExanestPkt, CONSTANTS};
+use exanest_model::{ExanestPkt, ExanestSendEvent, ExanestSendParams, CONSTANTS};
 use std::collections::BTreeSet;
 use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};
@@ -68,22 +69,134 @@ fn rust_layout() -> Vec<(String, usize)> {
         .map(|(f, o)| (format!("offsetof.{f}"), o))
         .collect();
     v.push(("sizeof".into(), size_of::<ExanestPkt>()));
+    let sp = [
+        ("kind", offset_of!(ExanestSendParams, kind)),
+        ("mtu", offset_of!(ExanestSendParams, mtu)),
+        ("window", offset_of!(ExanestSendParams, window)),
+        ("rto_ns", offset_of!(ExanestSendParams, rto_ns)),
+        ("max_rto_ns", offset_of!(ExanestSendParams, max_rto_ns)),
+        ("max_retries", offset_of!(ExanestSendParams, max_retries)),
+    ];
+    for (f, o) in sp {
+        v.push((format!("params.{f}"), o));
+    }
+    v.push(("params.sizeof".into(), size_of::<ExanestSendParams>()));
+    let se = [
+        ("what", offset_of!(ExanestSendEvent, what)),
+        ("status", offset_of!(ExanestSendEvent, status)),
+        ("offset", offset_of!(ExanestSendEvent, offset)),
+        ("nacks", offset_of!(ExanestSendEvent, nacks)),
+        ("resumes", offset_of!(ExanestSendEvent, resumes)),
+        ("timeouts", offset_of!(ExanestSendEvent, timeouts)),
+        ("probes", offset_of!(ExanestSendEvent, probes)),
+    ];
+    for (f, o) in se {
+        v.push((format!("event.{f}"), o));
+    }
+    v.push(("event.sizeof".into(), size_of::<ExanestSendEvent>()));
     v
 }
+
+const PARAMS: &[&str] = &[
+    "kind",
+    "mtu",
+    "window",
+    "rto_ns",
+    "max_rto_ns",
+    "max_retries",
+];
+const EVENT: &[&str] = &[
+    "what", "status", "offset", "nacks", "resumes", "timeouts", "probes",
+];
+
+/// The C side of the send scenario: a PUT paused by a fault, probed, resumed and ACKed, then
+/// timing out; a GET with a gap and a local fault. One line per call.
+const SEND_SCENARIO: &str = r#"
+static void ev(const char *name, ExanestSendEvent e)
+{
+	printf("%s %u %d %llu %u %u %u %u\n", name, e.what, e.status,
+	       (unsigned long long)e.offset, e.nacks, e.resumes, e.timeouts, e.probes);
+}
+
+static void peek(const char *name, ExanestSendOp *op)
+{
+	uint64_t off = 0;
+	uint32_t n = 0;
+	bool r = exanest_send_peek(op, &off, &n);
+
+	printf("%s %d %llu %u\n", name, r, (unsigned long long)off, n);
+}
+
+static void send_scenario(void)
+{
+	ExanestSendOp *op = exanest_send_new();
+	ExanestSendParams p = { .kind = EXANEST_SEND_PUT, .mtu = 4096, .window = 8192,
+				.rto_ns = 100, .max_rto_ns = 400, .max_retries = 2 };
+	int64_t d;
+
+	exanest_send_start(op, 10000, &p);
+	peek("put.peek1", op);
+	printf("put.sent1 %llu\n", (unsigned long long)exanest_send_sent(op, 0, 4096, 0));
+	printf("put.sent2 %llu\n", (unsigned long long)exanest_send_sent(op, 4096, 4096, 1));
+	peek("put.peek2", op);
+	ev("put.ack", exanest_send_ack(op, 4096, 2));
+	ev("put.nack", exanest_send_nack(op, 4096, EXANEST_NACK_FAULT, 3));
+	exanest_send_withdrawn(op, 6000);
+	printf("put.paused %d\n", exanest_send_paused(op));
+	d = exanest_send_deadline(op);
+	printf("put.deadline %lld\n", (long long)d);
+	ev("put.timeout1", exanest_send_timeout(op, d));
+	ev("put.answer", exanest_send_nack(op, 4096, EXANEST_NACK_FAULT, d + 1));
+	ev("put.bogus", exanest_send_nack(op, 4096, 9, d + 1));
+	ev("put.resume", exanest_send_resume(op, 4096, d + 2));
+	peek("put.peek3", op);
+	printf("put.sent3 %llu\n", (unsigned long long)exanest_send_sent(op, 4096, 4096, d + 3));
+	exanest_send_postpone(op, d + 50);
+	d = exanest_send_deadline(op);
+	printf("put.deadline2 %lld\n", (long long)d);
+	ev("put.timeout2", exanest_send_timeout(op, d));
+	ev("put.timeout3", exanest_send_timeout(op, exanest_send_deadline(op)));
+	ev("put.timeout4", exanest_send_timeout(op, exanest_send_deadline(op)));
+	printf("put.acked %llu %lld\n", (unsigned long long)exanest_send_acked(op),
+	       (long long)exanest_send_deadline(op));
+
+	p.kind = EXANEST_SEND_GET;
+	exanest_send_start(op, 9000, &p);
+	printf("get.sent1 %llu\n", (unsigned long long)exanest_send_sent(op, 0, 4096, 0));
+	printf("get.sent2 %llu\n", (unsigned long long)exanest_send_sent(op, 4096, 4096, 0));
+	ev("get.gap", exanest_send_data(op, 4096, 0, 4096, 1));
+	peek("get.peek1", op);
+	ev("get.data", exanest_send_data(op, 0, 100, 4096, 2));
+	printf("get.acked %llu %lld\n", (unsigned long long)exanest_send_acked(op),
+	       (long long)exanest_send_deadline(op));
+	exanest_send_free(op);
+	exanest_send_free(NULL);
+}
+"#;
 
 /// The program: layout and constants, then a packet encoded through the header's prototypes,
 /// decoded back, and a damaged copy's verdict.
 fn program() -> String {
-    let mut c = String::from(
-        "#include <stdio.h>\n#include <string.h>\n#include \"exanest_core.h\"\n\
+    let mut c =
+        String::from("#include <stdio.h>\n#include <string.h>\n#include \"exanest_core.h\"\n");
+    c += SEND_SCENARIO;
+    c += "\
          int main(void)\n{\n\
          \tstatic uint8_t pkt[EXANEST_PKT_HDR + EXANEST_PKT_MTU], pay[100];\n\
-         \tExanestPkt k = { 0 }, d;\n\tint32_t r;\n\n",
-    );
+         \tExanestPkt k = { 0 }, d;\n\tint32_t r;\n\n";
     for f in FIELDS {
         c += &format!("\tprintf(\"offsetof.{f} %zu\\n\", offsetof(ExanestPkt, {f}));\n");
     }
     c += "\tprintf(\"sizeof %zu\\n\", sizeof(ExanestPkt));\n";
+    for f in PARAMS {
+        c += &format!("\tprintf(\"params.{f} %zu\\n\", offsetof(ExanestSendParams, {f}));\n");
+    }
+    c += "\tprintf(\"params.sizeof %zu\\n\", sizeof(ExanestSendParams));\n";
+    for f in EVENT {
+        c += &format!("\tprintf(\"event.{f} %zu\\n\", offsetof(ExanestSendEvent, {f}));\n");
+    }
+    c += "\tprintf(\"event.sizeof %zu\\n\", sizeof(ExanestSendEvent));\n";
+    c += "\tsend_scenario();\n";
     for (name, _) in CONSTANTS {
         c += &format!("\tprintf(\"{name} %lld\\n\", (long long){name});\n");
     }
@@ -148,6 +261,92 @@ fn get<'a>(out: &'a [(String, String)], key: &str) -> &'a str {
         .find(|(k, _)| k == key)
         .unwrap_or_else(|| panic!("C printed no {key}"))
         .1
+}
+
+fn ev(e: SendEvent, s: &SendOp, before: (u32, u32, u32, u32)) -> String {
+    let (what, status, offset) = match e {
+        SendEvent::None => (0, 0, 0),
+        SendEvent::Completed(st) => (1, st, 0),
+        SendEvent::Probe(o) => (2, 0, o),
+        SendEvent::LocalFault => (3, 0, 0),
+    };
+    format!(
+        "{what} {status} {offset} {} {} {} {}",
+        s.nacks - before.0,
+        s.resumes - before.1,
+        s.timeouts - before.2,
+        s.probes - before.3
+    )
+}
+
+fn counters(s: &SendOp) -> (u32, u32, u32, u32) {
+    (s.nacks, s.resumes, s.timeouts, s.probes)
+}
+
+fn peek(s: &SendOp) -> String {
+    match s.peek() {
+        Some((o, n)) => format!("1 {o} {n}"),
+        None => "0 0 0".into(),
+    }
+}
+
+/// The scenario of `SEND_SCENARIO`, run on the core directly.
+fn send_expected() -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let mut p = SendParams {
+        kind: Kind::Put,
+        mtu: 4096,
+        window: 8192,
+        rto_ns: 100,
+        max_rto_ns: 400,
+        max_retries: 2,
+    };
+    let mut s = SendOp::new(10000, p);
+    macro_rules! event {
+        ($name:expr, $call:expr) => {{
+            let b = counters(&s);
+            let e = $call;
+            out.push(($name, ev(e, &s, b)));
+        }};
+    }
+    out.push(("put.peek1", peek(&s)));
+    out.push(("put.sent1", s.on_sent(0, 4096, 0).to_string()));
+    out.push(("put.sent2", s.on_sent(4096, 4096, 1).to_string()));
+    out.push(("put.peek2", peek(&s)));
+    event!("put.ack", s.on_ack(4096, 2));
+    event!("put.nack", s.on_nack(4096, Nack::Fault, 3));
+    s.on_withdrawn(6000);
+    out.push(("put.paused", "1".into()));
+    let d = s.deadline().unwrap();
+    out.push(("put.deadline", d.to_string()));
+    event!("put.timeout1", s.on_timeout(d));
+    event!("put.answer", s.on_nack(4096, Nack::Fault, d + 1));
+    out.push(("put.bogus", "0 0 0 0 0 0 0".into()));
+    event!("put.resume", s.on_resume(4096, d + 2));
+    out.push(("put.peek3", peek(&s)));
+    out.push(("put.sent3", s.on_sent(4096, 4096, d + 3).to_string()));
+    s.postpone(d + 50);
+    let d = s.deadline().unwrap();
+    out.push(("put.deadline2", d.to_string()));
+    event!("put.timeout2", s.on_timeout(d));
+    event!("put.timeout3", s.on_timeout(s.deadline().unwrap()));
+    event!("put.timeout4", s.on_timeout(s.deadline().unwrap()));
+    out.push((
+        "put.acked",
+        format!("{} {}", s.acked(), s.deadline().map_or(-1, |d| d as i64)),
+    ));
+    p.kind = Kind::Get;
+    s = SendOp::new(9000, p);
+    out.push(("get.sent1", s.on_sent(0, 4096, 0).to_string()));
+    out.push(("get.sent2", s.on_sent(4096, 4096, 0).to_string()));
+    event!("get.gap", s.on_data(4096, 0, 4096, 1));
+    out.push(("get.peek1", peek(&s)));
+    event!("get.data", s.on_data(0, 100, 4096, 2));
+    out.push((
+        "get.acked",
+        format!("{} {}", s.acked(), s.deadline().map_or(-1, |d| d as i64)),
+    ));
+    out
 }
 
 #[test]
@@ -216,5 +415,17 @@ fn header_matches_the_library() {
     assert_eq!(get(&out, "damaged"), "-6");
     assert_eq!(get(&out, "ack-with-payload"), "-1");
     assert_eq!(get(&out, "nack-valid"), "1 1 0");
+
+    // The sending side, through the header, is the core's SendOp.
+    let expected = send_expected();
+    for (k, v) in &expected {
+        assert_eq!(get(&out, k), v, "{k}");
+    }
+    // The scenario goes where it means to: paused, probed, resumed, given up on; a GET's gap
+    // asked again and its local fault reported.
+    assert_eq!(get(&out, "put.timeout1"), "2 0 4096 0 0 0 1");
+    assert_eq!(get(&out, "put.timeout4"), "1 110 0 0 0 1 0");
+    assert_eq!(get(&out, "get.peek1"), "1 0 4096");
+    assert_eq!(get(&out, "get.data"), "3 0 0 0 0 0 0");
     assert!(Nack::from_status(-14).is_some());
 }
