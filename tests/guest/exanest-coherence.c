@@ -373,7 +373,9 @@ TEST_F(coherence, compaction_then_dma)
 }
 
 /* THP collapse (MADV_COLLAPSE) of small pages the device has mapped (refused for pinned
- * pages).
+ * pages). The range stays MADV_NOHUGEPAGE until just before the collapse: khugepaged could
+ * otherwise collapse it first in the background (before the pin, or before the counters are
+ * read), and MADV_COLLAPSE of a range that is already huge succeeds with nothing to do.
  */
 TEST_F(coherence, thp_collapse_then_dma)
 {
@@ -387,11 +389,11 @@ TEST_F(coherence, thp_collapse_then_dma)
 	fill(src, LEN, 24);
 	madvise(al, 2 << 20, MADV_NOHUGEPAGE);
 	memset(al, 7, 2 << 20);
-	madvise(al, 2 << 20, MADV_HUGEPAGE);
 	ASSERT_EQ(0, reg(self->fd, src, LEN, RD, variant->mode, NO_WINDOW, &hs));
 	ASSERT_EQ(0, reg(self->fd, al, 2 << 20, WR, variant->mode, NO_WINDOW, &h1));
 	EXPECT_EQ(0, copy_wait(self->fd, src, al, 2 << 20));
 	c0 = counters(self->fd);
+	madvise(al, 2 << 20, MADV_HUGEPAGE);
 	collapsed = !madvise(al, 2 << 20, 25 /* MADV_COLLAPSE */);
 	c1 = counters(self->fd);
 	TH_LOG("collapse %s", collapsed ? "done" : strerror(errno));

@@ -115,16 +115,23 @@ bool exanest_send_peek(const ExanestSendOp *op, uint64_t *off, uint32_t *n);
 /* n bytes at off went out, a prefix of the peek: returns those sent before */
 uint64_t exanest_send_sent(ExanestSendOp *op, uint64_t off, uint32_t n,
                            uint64_t now);
+/* The sequence number of the next packet sent: data, probe or read request */
+uint32_t exanest_send_seq(ExanestSendOp *op);
 /* The packets from low on never left (withdrawn after a NACK) */
 void exanest_send_withdrawn(ExanestSendOp *op, uint64_t low);
 /* The timer fired while this side stalls on its own fault: wait again */
 void exanest_send_postpone(ExanestSendOp *op, uint64_t now);
 ExanestSendEvent exanest_send_ack(ExanestSendOp *op, uint64_t off,
                                   uint64_t now);
+/*
+ * A NACK or RESUME echoes the sequence number of the packet it answers (a
+ * RESUME: the packet NACKed, or a probe): a stale one changes nothing.
+ */
 ExanestSendEvent exanest_send_nack(ExanestSendOp *op, uint64_t off,
-                                   int32_t status, uint64_t now);
+                                   int32_t status, uint32_t echo,
+                                   uint64_t now);
 ExanestSendEvent exanest_send_resume(ExanestSendOp *op, uint64_t off,
-                                     uint64_t now);
+                                     uint32_t echo, uint64_t now);
 /* GET: READ_RESP data at off, placed of its n bytes placed here */
 ExanestSendEvent exanest_send_data(ExanestSendOp *op, uint64_t off,
                                    uint64_t placed, uint64_t n, uint64_t now);

@@ -30,8 +30,9 @@
  *  - Every packet field is checked before use; bad packets are dropped and
  *    counted, never answered with anything but a NACK.
  *  - A MAILBOX (2.4) is sent as a one-packet PUT whose packet op is MAILBOX,
- *    its rkey field the sending endpoint; a context's messages leave one at
- *    a time, in the order they started (mbox_order). The receiver places it
+ *    its rkey field the sending endpoint; a context's messages to one
+ *    destination leave one at a time, in the order they started
+ *    (mbox_order). The receiver places it
  *    in the next slot of the endpoint's context's ring, STAMP last, and ACKs;
  *    a full ring NACKs RNR and RESUMEs once the reader frees a slot (HEAD),
  *    a ring page that does not translate NACKs FAULT and is reported like a
@@ -212,8 +213,8 @@ static void net_answer(PldmaState *s, const ExanestPkt *k, uint8_t op,
 {
     ExanestPkt a = {
         .op = op, .src = s->net.node, .dst = k->src, .ep = k->ep,
-        .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr, .len = k->len,
-        .offset = offset, .status = status,
+        .op_id = k->op_id, .seq = k->seq, .rkey = k->rkey, .addr = k->addr,
+        .len = k->len, .offset = offset, .status = status,
     };
 
     if (op == EXANEST_PKT_NACK) {
@@ -246,7 +247,11 @@ static PldmaChannel *net_sender(PldmaState *s, uint32_t peer, uint32_t op_id)
     return NULL;
 }
 
-/* A MAILBOX of c's context started before c's is not finished yet. */
+/*
+ * A MAILBOX of c's context to the same destination (node, endpoint) started
+ * before c's is not finished yet: messages are ordered per destination, so
+ * one stuck on a full ring holds back no other destination's.
+ */
 static bool net_mbox_behind(PldmaChannel *c)
 {
     PldmaContext *x = c->ctx;
@@ -258,6 +263,7 @@ static bool net_mbox_behind(PldmaChannel *c)
         PldmaChannel *o = &x->ch[n];
 
         if (o != c && o->a_op == PLDMA_OP_MAILBOX &&
+            o->a_peer == c->a_peer && o->a_ep == c->a_ep &&
             !(o->origin & PLDMA_ORIGIN_NET_RX) &&
             (o->state == PLDMA_STATE_BUSY || o->state == PLDMA_STATE_FAULT) &&
             o->mbox_order < c->mbox_order) {
@@ -382,7 +388,6 @@ uint32_t pldma_net_launch(PldmaChannel *c)
     c->op_id = ++s->net.next_op_id;
     c->rx = -1;
     c->rx_src = 0;
-    c->snd_seq = 0;
     c->net_status = 0;
     exanest_send_start(c->snd, c->a_len, &p);
     if (c->a_op == PLDMA_OP_COPY || c->a_op > PLDMA_OP_MAILBOX) {
@@ -421,7 +426,7 @@ static void net_read_req(PldmaState *s, PldmaChannel *c, uint64_t off,
 {
     ExanestPkt k = {
         .op = EXANEST_PKT_READ_REQ, .src = s->net.node, .dst = c->a_peer,
-        .ep = c->a_ep, .op_id = c->op_id, .seq = c->snd_seq++,
+        .ep = c->a_ep, .op_id = c->op_id, .seq = exanest_send_seq(c->snd),
         .rkey = c->a_rkey, .addr = c->a_src, .len = c->a_len,
         .offset = off, .status = (int32_t)n,
     };
@@ -485,8 +490,9 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
                 .op = c->a_op == PLDMA_OP_MAILBOX ? EXANEST_PKT_MAILBOX :
                                                     EXANEST_PKT_WRITE,
                 .src = s->net.node, .dst = c->a_peer,
-                .ep = c->a_ep, .op_id = c->op_id, .seq = c->snd_seq++,
-                .rkey = c->a_rkey, .addr = c->a_dst, .len = c->a_len,
+                .ep = c->a_ep, .op_id = c->op_id,
+                .seq = exanest_send_seq(c->snd), .rkey = c->a_rkey,
+                .addr = c->a_dst, .len = c->a_len,
                 .offset = off, .plen = good, .payload = s->bounce,
             };
             net_count(s, PLDMA_NET_CNT_RETRANS_BYTES,
@@ -538,10 +544,12 @@ static void net_on_ack(PldmaChannel *c, uint64_t off)
     net_after(c, &e, PLDMA_ERR_NONE);
 }
 
-static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
+static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status,
+                        uint32_t echo)
 {
     PldmaState *s = c->ctx->dev;
-    ExanestSendEvent e = exanest_send_nack(c->snd, off, status, net_now());
+    ExanestSendEvent e = exanest_send_nack(c->snd, off, status, echo,
+                                           net_now());
 
     if (e.nacks && e.what != EXANEST_SEND_COMPLETED &&
         c->a_op != PLDMA_OP_GET) {
@@ -552,9 +560,9 @@ static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status)
     net_after(c, &e, PLDMA_ERR_REMOTE);
 }
 
-static void net_on_resume(PldmaChannel *c, uint64_t off)
+static void net_on_resume(PldmaChannel *c, uint64_t off, uint32_t echo)
 {
-    ExanestSendEvent e = exanest_send_resume(c->snd, off, net_now());
+    ExanestSendEvent e = exanest_send_resume(c->snd, off, echo, net_now());
 
     net_after(c, &e, PLDMA_ERR_NONE);
 }
@@ -573,7 +581,7 @@ static void net_probe(PldmaChannel *c, uint64_t off)
         .op = c->a_op == PLDMA_OP_MAILBOX ? EXANEST_PKT_MAILBOX :
                                             EXANEST_PKT_WRITE,
         .src = s->net.node, .dst = c->a_peer, .ep = c->a_ep,
-        .op_id = c->op_id, .seq = c->snd_seq++, .rkey = c->a_rkey,
+        .op_id = c->op_id, .seq = exanest_send_seq(c->snd), .rkey = c->a_rkey,
         .addr = c->a_dst, .len = c->a_len, .offset = off,
     };
 
@@ -806,11 +814,12 @@ void pldma_net_channel_freed(PldmaContext *x)
     }
 }
 
+/* What a RESUME or NACK of op r answers: the packet it NACKed. */
 static ExanestPkt net_reply_to(PldmaState *s, PldmaRxOp *r)
 {
     return (ExanestPkt) {
-        .src = r->src, .ep = r->ep, .op_id = r->op_id, .rkey = r->rkey,
-        .addr = r->addr, .len = r->len,
+        .src = r->src, .ep = r->ep, .op_id = r->op_id, .seq = r->nack_seq,
+        .rkey = r->rkey, .addr = r->addr, .len = r->len,
     };
 }
 
@@ -882,8 +891,8 @@ static void net_rx_still(PldmaState *s, PldmaRxOp *r, const ExanestPkt *k)
 {
     net_tx(s, &(ExanestPkt) {
         .op = EXANEST_PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
-        .op_id = k->op_id, .rkey = k->rkey, .addr = k->addr, .len = k->len,
-        .offset = r->placed,
+        .op_id = k->op_id, .seq = k->seq, .rkey = k->rkey, .addr = k->addr,
+        .len = k->len, .offset = r->placed,
         .status = r->state == PLDMA_RX_FAULT ? EXANEST_NACK_FAULT :
                   r->state == PLDMA_RX_RNR ? EXANEST_NACK_RNR :
                                              EXANEST_NACK_NOT_READY,
@@ -1009,6 +1018,7 @@ static void net_rx_write(PldmaState *s, const ExanestPkt *k)
     fn = x ? pldma_ctx_master(x) : NULL;
     if (!fn) {
         r->state = PLDMA_RX_NOT_READY;
+        r->nack_seq = k->seq;
         net_answer(s, k, EXANEST_PKT_NACK, r->placed, EXANEST_NACK_NOT_READY);
         net_want_ep(s, k->ep);
         return;
@@ -1020,6 +1030,7 @@ static void net_rx_write(PldmaState *s, const ExanestPkt *k)
     trace_exanest_pldma_net_place(x->index, k->src, k->op_id, k->offset, got);
     if (got < k->plen) {
         r->state = PLDMA_RX_FAULT;
+        r->nack_seq = k->seq;
         r->fault_addr = fault_addr;
         r->fault_info = pldma_fault_info(true, PLDMA_CAUSE_TRANSLATION);
         r->ch = NULL;
@@ -1121,6 +1132,7 @@ static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k)
     fn = x ? pldma_ctx_master(x) : NULL;
     if (!fn) {
         r->state = PLDMA_RX_NOT_READY;
+        r->nack_seq = k->seq;
         net_answer(s, k, EXANEST_PKT_NACK, 0, EXANEST_NACK_NOT_READY);
         net_want_ep(s, k->ep);
         return;
@@ -1133,6 +1145,7 @@ static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k)
     }
     if (!net_mbox_room(x)) {
         r->state = PLDMA_RX_RNR;
+        r->nack_seq = k->seq;
         net_count(s, PLDMA_NET_CNT_RNR_SENT, 1);
         net_answer(s, k, EXANEST_PKT_NACK, 0, EXANEST_NACK_RNR);
         return;
@@ -1140,6 +1153,7 @@ static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k)
     got = net_mbox_place(fn, x, k);
     if (got < want) {
         r->state = PLDMA_RX_FAULT;
+        r->nack_seq = k->seq;
         r->fault_addr = x->a_mbox_base +
                         (uint64_t)(x->mbox_tail & (x->mbox_n - 1)) *
                         PLDMA_MBOX_SLOT + got;
@@ -1226,6 +1240,7 @@ static void net_rx_read_req(PldmaState *s, const ExanestPkt *k)
     fn = x ? pldma_ctx_master(x) : NULL;
     if (!fn) {
         r->state = PLDMA_RX_NOT_READY;
+        r->nack_seq = k->seq;
         r->placed = off;
         net_answer(s, k, EXANEST_PKT_NACK, off, EXANEST_NACK_NOT_READY);
         net_want_ep(s, k->ep);
@@ -1254,6 +1269,7 @@ static void net_rx_read_req(PldmaState *s, const ExanestPkt *k)
         }
         if (good < len) {
             r->state = PLDMA_RX_FAULT;
+            r->nack_seq = k->seq;
             r->placed = off;
             r->fault_addr = src + good;
             r->fault_info = pldma_fault_info(false, PLDMA_CAUSE_TRANSLATION);
@@ -1373,9 +1389,9 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
                 net_on_ack(c, k.offset);
             }
         } else if (k.op == EXANEST_PKT_RESUME) {
-            net_on_resume(c, k.offset);
+            net_on_resume(c, k.offset, k.seq);
         } else if (exanest_nack_valid(k.status)) {
-            net_on_nack(c, k.offset, k.status);
+            net_on_nack(c, k.offset, k.status, k.seq);
         } else {
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
         }

@@ -69,7 +69,6 @@ typedef struct PldmaChannel {
      */
     uint32_t op_id;
     struct ExanestSendOp *snd;
-    uint32_t snd_seq;       /* packets sent */
     int32_t net_status;     /* ERROR(REMOTE): the receiver's -errno */
     QEMUTimer *rto;
     int rx;                 /* ORIGIN NET_RX: the receive op it reports */
@@ -142,6 +141,7 @@ typedef struct PldmaRxOp {
     uint64_t placed;        /* bytes placed: [0, placed) */
     int32_t err;            /* PLDMA_RX_ERROR: the NACK's -errno */
     bool gap_nacked;        /* the gap at placed was NACKed SEQUENCE */
+    uint32_t nack_seq;      /* the packet NACKed: its RESUME echoes it */
     uint64_t stamp;         /* last packet: the oldest finished op goes */
     PldmaChannel *ch;       /* PLDMA_RX_FAULT: the channel reporting it */
     uint64_t fault_addr;    /* PLDMA_RX_FAULT, until a channel reports it */

@@ -762,6 +762,36 @@ class Mailbox(TwoNodes):
         self.assertEqual(cnt(b, "MBOX_PLACED"), len(msgs))
         self.assertEqual(cnt(a, "TIMEOUTS"), 0)
 
+    def test_a_full_ring_blocks_only_its_own_destination(self):
+        """Messages are ordered per destination (node, endpoint), not per context (Transport
+        v2, defect 8): a message stuck on endpoint 7's full ring does not hold back the next
+        one to endpoint 8, which arrives at once; the stuck one arrives when 7's reader frees
+        a slot, after the two before it."""
+        a, b, r = self.a, self.b, self.r
+        mbox_ring(b, 2, self.RING, 1)                   # endpoint 7: two slots
+        set_ep(b, 8, 3)
+        ring8 = self.RING + 0x10000
+        mbox_ring(b, 3, ring8, 2)                       # endpoint 8: four slots
+        msgs = [(7, b"a" * 10), (7, b"b" * 11), (7, b"c" * 12), (8, b"d" * 13)]
+        for i, (ep, m) in enumerate(msgs):
+            src = SRC + 512 * i
+            a.mem_write(src, m)
+            a.mem_write(r.sq + (r.tail % r.nsq) * 32, mbox_sqes(src, len(m), i, 1, ep))
+            r.tail += 2
+        r.doorbell()
+        r.run_until_cq(3)
+        done = {c.wr_id: c.status for c in r.reap()}
+        self.assertEqual(done, {0: 0, 1: 0, 3: 0}, "endpoint 8's message went past the stuck one")
+        self.assertEqual(mbox_slot(b, ring8, 2, 0), (1, 0, 3, 13, b"d" * 13))
+        t0 = a.now()
+        while not cnt(b, "RNR_SENT"):
+            self.assertLess(a.step() - t0, 10**8, "the third message to 7 was NACKed RNR")
+        self.assertEqual(r.vf("PLDMA_VF_CQ_TAIL"), 3, "and waits")
+        b.writel(b.vf_bar + 2 * R["PLDMA_VF_MMIO_SIZE"] + R["PLDMA_VF_MBOX_HEAD"], 2)
+        r.run_until_cq(4)
+        self.assertEqual([(c.wr_id, c.status) for c in r.reap()], [(2, 0)])
+        self.assertEqual(mbox_slot(b, self.RING, 1, 2), (3, 0, 3, 12, b"c" * 12))
+
     def test_bad_messages_and_no_mailbox(self):
         a, b = self.a, self.b
         self.send([b"x" * 257, b"no ring"], first_wr=1)
@@ -975,6 +1005,54 @@ class Hostile(unittest.TestCase):
     random and malformed packets, packets with valid checksums and every field wrong, replays
     and forged answers. Nothing outside the registered region changes, the engines stay up,
     and an honest put beside it completes exactly."""
+
+    def test_replayed_resume_is_stale(self):
+        """Answers echo the sequence number they answer (Transport v2, defect 9): the
+        receiver's RESUME, replayed from the wire right after it arrived, changes nothing (it
+        used to send the window again each time), and the put completes exactly."""
+        d = tempfile.mkdtemp(prefix="pldma-stale-")
+        qemu_path, ours = os.path.join(d, "qemu.sock"), os.path.join(d, "tap.sock")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(ours)
+        self.addCleanup(sock.close)
+        a, b = two_nodes("bandwidth=2000,latency-ns=1000", extra=(
+            "-netdev", f"dgram,id=x,local.type=unix,local.path={qemu_path},"
+                       f"remote.type=unix,remote.path={ours}",
+            "-netdev", "hubport,id=n2,hubid=0,netdev=x"))
+        self.addCleanup(a.close)
+        set_ep(b, 7, 2, resident=False)
+        rkey = set_rkey(b, 5, 0xFEED, 7, DST, 1 << 20)
+        b.mem_write(DST, bytes(1 << 20))
+        data = random.Random(8).randbytes(256 << 10)
+        a.mem_write(SRC, data)
+        put(a, 0, 1, SRC, DST, 256 << 10, 1, 7, rkey)
+        until_nack(a, b)
+        while not cnt(a, "NACKS_RECEIVED"):
+            a.step()
+        sock.setblocking(False)
+        set_ep(b, 7, 2)                 # resident: node 1 RESUMEs the op
+        while not cnt(a, "RESUMES_RECEIVED"):
+            a.step()
+        resume = None
+        try:
+            while True:
+                p = sock.recv(8192)
+                if p[3] == 6:           # RESUME
+                    resume = p
+        except BlockingIOError:
+            pass
+        self.assertIsNotNone(resume, "the RESUME went by on the hub")
+        self.assertEqual(a.chreg(0, R["PLDMA_CH_DONE_BYTES"], 1), 0, "replayed before any ACK")
+        for _ in range(3):
+            sock.sendto(resume, qemu_path)
+        t = a.run_until_settled(0, 1)
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(DST, 256 << 10), data)
+        ca = counters(a)
+        self.assertEqual(ca["RESUMES_RECEIVED"], 1, "the replays were stale")
+        self.assertLessEqual(ca["RETRANS_BYTES"], 64 << 10, "one window at most, once")
+        self.assertEqual(ca["TIMEOUTS"], 0)
+        self.assertGreater(t, 0)
 
     def test_link_fuzzer(self):
         d = tempfile.mkdtemp(prefix="pldma-fuzz-")

@@ -84,6 +84,14 @@ pub struct SendOp {
     retries: u32,
     /// GET: a gap in the data was asked for again (once per gap).
     gap_asked: bool,
+    /// The sequence number of the next packet sent (data, probe or read request).
+    seq: u32,
+    /// The first sequence number sent since the op last went back or resumed: a NACK or
+    /// RESUME that echoes an older one answers a packet from before, and is stale.
+    since: u32,
+    /// The sequence number the NACK that paused the op echoed: its RESUME echoes it (or a
+    /// later probe's).
+    pause_echo: u32,
     /// Bytes sent again.
     pub retransmitted: u64,
     /// Timeouts that fired.
@@ -139,6 +147,9 @@ impl SendOp {
             rto: p.rto_ns,
             retries: 0,
             gap_asked: false,
+            seq: 0,
+            since: 0,
+            pause_echo: 0,
             p,
             retransmitted: 0,
             timeouts: 0,
@@ -207,6 +218,20 @@ impl SendOp {
         Some((off, n))
     }
 
+    /// The sequence number of the next packet the caller sends (data, a probe, a read
+    /// request), which the answers to it echo.
+    pub fn take_seq(&mut self) -> u32 {
+        let q = self.seq;
+        self.seq = self.seq.wrapping_add(1);
+        q
+    }
+
+    /// Whether an answer echoing `echo` answers a packet sent before `mark` (serial number
+    /// arithmetic: sequence numbers wrap).
+    fn before(echo: u32, mark: u32) -> bool {
+        (echo.wrapping_sub(mark) as i32) < 0
+    }
+
     /// The packets from `low` on never left this node (withdrawn after a NACK): sending them
     /// again is not a retransmission.
     pub fn on_withdrawn(&mut self, low: u64) {
@@ -257,8 +282,11 @@ impl SendOp {
         SendEvent::None
     }
 
-    /// The receiver (GET: the responder) dropped the op's data from `off` on, for `why`.
-    pub fn on_nack(&mut self, off: u64, why: Nack, now: u64) -> SendEvent {
+    /// The receiver (GET: the responder) dropped the op's data from `off` on, for `why`, in
+    /// answer to the packet whose sequence number it echoes. An error ends the op whenever it
+    /// comes; any other NACK that answers a packet sent before the op last went back or
+    /// resumed is stale (a delayed or duplicated answer) and changes nothing.
+    pub fn on_nack(&mut self, off: u64, why: Nack, echo: u32, now: u64) -> SendEvent {
         if matches!(self.state, SendState::Done(_)) || off > self.high {
             return SendEvent::None;
         }
@@ -280,6 +308,9 @@ impl SendOp {
             }
             return SendEvent::None;
         }
+        if !matches!(why, Nack::Error(_)) && Self::before(echo, self.since) {
+            return SendEvent::None;
+        }
         self.nacks += 1;
         if let Nack::Error(e) = why {
             // The receiver refused the op, whatever it had placed.
@@ -292,15 +323,27 @@ impl SendOp {
         self.next = self.acked;
         if why != Nack::Sequence {
             self.state = SendState::Paused;
+            self.pause_echo = echo;
         }
+        self.since = self.seq;
         // A lost RESUME (or the resent data) is recovered by the timeout.
         self.deadline = Some(now.saturating_add(self.rto));
         SendEvent::None
     }
 
-    /// The receiver (GET: the responder) can take the op again from `off`.
-    pub fn on_resume(&mut self, off: u64, now: u64) -> SendEvent {
+    /// The receiver (GET: the responder) can take the op again from `off`. It echoes the
+    /// sequence number of the packet it NACKed (or of a later probe): a RESUME for an older
+    /// pause, or a duplicate after the op went on, is stale and changes nothing.
+    pub fn on_resume(&mut self, off: u64, echo: u32, now: u64) -> SendEvent {
         if matches!(self.state, SendState::Done(_)) || off > self.high {
+            return SendEvent::None;
+        }
+        let mark = if self.state == SendState::Paused {
+            self.pause_echo
+        } else {
+            self.since
+        };
+        if Self::before(echo, mark) {
             return SendEvent::None;
         }
         if self.p.kind == Kind::Get {
@@ -316,6 +359,7 @@ impl SendOp {
         }
         self.resumes += 1;
         self.next = self.acked;
+        self.since = self.seq;
         self.reset_rto();
         if self.acked == self.len {
             return self.end(0);
@@ -338,6 +382,7 @@ impl SendOp {
                 // A lost packet: ask again from the gap, once per gap.
                 self.gap_asked = true;
                 self.next = self.acked;
+                self.since = self.seq;
             }
             return SendEvent::None;
         }
@@ -385,6 +430,7 @@ impl SendOp {
         }
         self.back_off();
         self.next = self.acked;
+        self.since = self.seq;
         self.gap_asked = false;
         self.state = SendState::Sending;
         // Armed again by the next packet sent; a window that sends nothing keeps it armed.
@@ -585,11 +631,11 @@ mod tests {
         // Placing at 1500 faults: NACK 1500, drop what follows.
         assert_eq!(r.on_fault(1500), 1500);
         assert_eq!(r.on_data(2000, 1000), RecvAction::Drop);
-        assert_eq!(s.on_nack(1500, Nack::Fault, 5), SendEvent::None);
+        assert_eq!(s.on_nack(1500, Nack::Fault, 0, 5), SendEvent::None);
         assert_eq!(s.state(), SendState::Paused);
         assert_eq!(s.next_packet(6), None);
         assert_eq!(r.on_resolved(), Some(1500));
-        assert_eq!(s.on_resume(1500, 7), SendEvent::None);
+        assert_eq!(s.on_resume(1500, 0, 7), SendEvent::None);
         assert_eq!(s.next_packet(7), Some((1500, 1000)));
         assert_eq!(r.on_data(1500, 1000), RecvAction::Place(2500));
         // 2500 bytes past 1500 went out twice: 1500..4000 had been sent.
@@ -599,8 +645,11 @@ mod tests {
         // An error NACK ends the op with its errno.
         let mut e = SendOp::new(10, p);
         e.next_packet(0);
-        assert_eq!(e.on_nack(0, Nack::Error(14), 1), SendEvent::Completed(14));
-        assert_eq!(e.on_resume(0, 2), SendEvent::None);
+        assert_eq!(
+            e.on_nack(0, Nack::Error(14), 0, 1),
+            SendEvent::Completed(14)
+        );
+        assert_eq!(e.on_resume(0, 0, 2), SendEvent::None);
     }
 
     /// A mailbox message into a full ring (2.4): NACK RNR pauses it like a fault; its timer
@@ -611,17 +660,17 @@ mod tests {
         let p = params(65536, 4096, 100, 8);
         let mut s = SendOp::new(200, p);
         assert_eq!(s.next_packet(0), Some((0, 200)));
-        assert_eq!(s.on_nack(0, Nack::Rnr, 1), SendEvent::None);
+        assert_eq!(s.on_nack(0, Nack::Rnr, 0, 1), SendEvent::None);
         assert_eq!(s.state(), SendState::Paused);
         assert_eq!(s.next_packet(2), None);
         assert_eq!(s.on_timeout(101), SendEvent::Probe(0));
         assert_eq!(
-            s.on_nack(0, Nack::Rnr, 102),
+            s.on_nack(0, Nack::Rnr, 0, 102),
             SendEvent::None,
             "the probe's answer"
         );
         assert_eq!(s.nacks, 1);
-        assert_eq!(s.on_resume(0, 150), SendEvent::None);
+        assert_eq!(s.on_resume(0, 0, 150), SendEvent::None);
         assert_eq!(s.next_packet(150), Some((0, 200)));
         assert_eq!(s.next_packet(151), None);
         assert_eq!(s.on_ack(200, 160), SendEvent::Completed(0));
@@ -655,13 +704,13 @@ mod tests {
         p.max_rto_ns = 800;
         let mut s = SendOp::new(4096, p);
         assert_eq!(s.next_packet(0), Some((0, 4096)));
-        assert_eq!(s.on_nack(0, Nack::Fault, 1), SendEvent::None);
+        assert_eq!(s.on_nack(0, Nack::Fault, 0, 1), SendEvent::None);
         let mut now = 1;
         for i in 0..50 {
             now = s.deadline().unwrap();
             assert_eq!(s.on_timeout(now), SendEvent::Probe(0), "probe {i}");
             assert!(s.deadline().unwrap() - now <= 800, "capped backoff");
-            assert_eq!(s.on_nack(0, Nack::Fault, now + 1), SendEvent::None);
+            assert_eq!(s.on_nack(0, Nack::Fault, 0, now + 1), SendEvent::None);
         }
         assert_eq!(s.deadline(), Some(now + 800));
         assert_eq!((s.probes, s.nacks, s.timeouts), (50, 1, 0));
@@ -669,11 +718,11 @@ mod tests {
         // comes is given up on.
         let mut r = SendOp::new(4096, p);
         r.next_packet(0);
-        assert_eq!(r.on_nack(0, Nack::Rnr, 1), SendEvent::None);
+        assert_eq!(r.on_nack(0, Nack::Rnr, 0, 1), SendEvent::None);
         for _ in 0..2 {
             let t = r.deadline().unwrap();
             assert_eq!(r.on_timeout(t), SendEvent::Probe(0));
-            assert_eq!(r.on_nack(0, Nack::NotReady, t + 1), SendEvent::None);
+            assert_eq!(r.on_nack(0, Nack::NotReady, 0, t + 1), SendEvent::None);
         }
         let t = r.deadline().unwrap();
         assert_eq!(r.on_timeout(t), SendEvent::Completed(ETIMEDOUT));
@@ -725,7 +774,7 @@ mod tests {
         assert_eq!(s.on_sent(5096, 3096, 0), 0);
         assert_eq!(s.peek(), None, "window full");
         // NACK at 2000; the port still held [4000, 8192): withdrawn.
-        assert_eq!(s.on_nack(2000, Nack::Sequence, 1), SendEvent::None);
+        assert_eq!(s.on_nack(2000, Nack::Sequence, 0, 1), SendEvent::None);
         s.on_withdrawn(4000);
         assert_eq!(s.peek(), Some((2000, 4096)));
         assert_eq!(
@@ -761,17 +810,17 @@ mod tests {
         assert_eq!(s.peek(), None, "once per gap");
         assert_eq!(s.on_data(4096, 4096, 4096, 7), SendEvent::None);
         // The responder faults reading at 8192: NACK FAULT pauses.
-        assert_eq!(s.on_nack(8192, Nack::Fault, 8), SendEvent::None);
+        assert_eq!(s.on_nack(8192, Nack::Fault, 0, 8), SendEvent::None);
         assert_eq!(s.state(), SendState::Paused);
         assert_eq!(
-            s.on_nack(9000, Nack::Fault, 9),
+            s.on_nack(9000, Nack::Fault, 0, 9),
             SendEvent::None,
             "probe answer"
         );
         assert_eq!(s.nacks, 1);
-        assert_eq!(s.on_resume(8192, 10), SendEvent::None);
+        assert_eq!(s.on_resume(8192, 0, 10), SendEvent::None);
         assert_eq!(
-            s.on_resume(8192, 10),
+            s.on_resume(8192, 0, 10),
             SendEvent::None,
             "not paused: a duplicate"
         );
@@ -790,6 +839,61 @@ mod tests {
         assert_eq!(s.on_data(16_484, 3516, 3516, 17), SendEvent::None);
     }
 
+    /// Answers echo the sequence number of the packet they answer (defect 9 of Transport v2):
+    /// a duplicated RESUME does not send the window again, a "still faulted" NACK that
+    /// answered a probe and arrives after the RESUME does not pause the op again, and a
+    /// duplicated SEQUENCE NACK goes back once; an error NACK ends the op whenever it comes.
+    #[test]
+    fn stale_answers_change_nothing() {
+        const P: u64 = 4096;
+        let mut s = SendOp::new(16 * P, params(8 * P, 4096, 100, 3));
+        while s.next_packet(0).is_some() {
+            s.take_seq(); // data 0..=7
+        }
+        // Packet 2 (offset 2P) faults at the receiver.
+        assert_eq!(s.on_nack(2 * P, Nack::Fault, 2, 1), SendEvent::None);
+        assert_eq!(s.state(), SendState::Paused);
+        let d = s.deadline().unwrap();
+        assert_eq!(s.on_timeout(d), SendEvent::Probe(2 * P));
+        assert_eq!(s.take_seq(), 8); // the probe
+        assert_eq!(s.on_resume(2 * P, 2, d + 1), SendEvent::None);
+        assert_eq!(s.state(), SendState::Sending);
+        while s.next_packet(d + 2).is_some() {
+            s.take_seq(); // data 9..=16, from 2P
+        }
+        let resent = s.retransmitted;
+        assert_eq!(resent, 6 * P);
+        // The RESUME again (duplicated on the link): stale.
+        assert_eq!(s.on_resume(2 * P, 2, d + 3), SendEvent::None);
+        assert_eq!(s.resumes, 1);
+        assert_eq!(s.peek(), None, "nothing sent again");
+        assert_eq!(s.retransmitted, resent);
+        // The probe's answer, delayed past the RESUME: stale.
+        assert_eq!(s.on_nack(2 * P, Nack::Fault, 8, d + 4), SendEvent::None);
+        assert_eq!(s.state(), SendState::Sending);
+        assert_eq!(s.nacks, 1);
+        // Packet 10 (offset 3P) went missing: the receiver NACKs SEQUENCE from 3P when 11
+        // arrives; the same NACK again (duplicated) goes back only once.
+        assert_eq!(s.on_nack(3 * P, Nack::Sequence, 11, d + 5), SendEvent::None);
+        assert_eq!(s.peek(), Some((3 * P, 4096)));
+        s.next_packet(d + 6);
+        s.take_seq();
+        assert_eq!(s.on_nack(3 * P, Nack::Sequence, 11, d + 7), SendEvent::None);
+        assert_eq!(s.nacks, 2);
+        assert_eq!(s.peek(), Some((4 * P, 4096)), "not back at 3P again");
+        // A RESUME for a pause that never was (echoing a packet before the last go-back).
+        assert_eq!(s.on_resume(3 * P, 12, d + 8), SendEvent::None);
+        assert_eq!(s.resumes, 1);
+        // An error NACK is final, whatever it echoes.
+        assert_eq!(
+            s.on_nack(3 * P, Nack::Error(1), 0, d + 9),
+            SendEvent::Completed(1)
+        );
+        // Sequence numbers wrap: an echo just past the wrap is not before one just short of it.
+        assert!(SendOp::before(u32::MAX, 1));
+        assert!(!SendOp::before(1, u32::MAX));
+    }
+
     #[test]
     fn hostile_input_changes_nothing() {
         let mut r = RecvOp::new(100);
@@ -799,8 +903,8 @@ mod tests {
         assert_eq!(r.on_resolved(), None);
         assert_eq!(r.placed(), 0);
         let mut s = SendOp::new(100, SendParams::default());
-        assert_eq!(s.on_nack(50, Nack::Fault, 0), SendEvent::None); // nothing sent yet
-        assert_eq!(s.on_resume(50, 0), SendEvent::None);
+        assert_eq!(s.on_nack(50, Nack::Fault, 0, 0), SendEvent::None); // nothing sent yet
+        assert_eq!(s.on_resume(50, 0, 0), SendEvent::None);
         assert_eq!(s.on_ack(50, 0), SendEvent::None);
         assert_eq!((s.nacks, s.resumes), (0, 0));
         assert_eq!(s.next_packet(0), Some((0, 100)));
@@ -826,11 +930,15 @@ mod tests {
 
     #[derive(Clone, Copy, Debug)]
     enum Pkt {
-        Data(u64, u32),
+        /// Offset, bytes, sequence number.
+        Data(u64, u32, u32),
         Ack(u64),
-        Nack(u64, Nack),
-        Resume(u64),
-        Probe,
+        /// Offset, why, the sequence number answered.
+        Nack(u64, Nack, u32),
+        /// Offset, the sequence number of the packet NACKed (or of the probe answered).
+        Resume(u64, u32),
+        /// Sequence number.
+        Probe(u32),
     }
 
     /// One op over a link that drops, duplicates and reorders, into receiver memory whose
@@ -862,6 +970,7 @@ mod tests {
         let mut placed = vec![0u8; len as usize];
         let mut link: VecDeque<(u64, Pkt)> = VecDeque::new(); // (arrival time, packet)
         let mut resolve_at: Option<u64> = None;
+        let mut nack_seq = 0u32; // the packet the receiver's fault NACKed
         let mut completions = 0;
         let mut now = 0u64;
         let latency = 1_000;
@@ -888,7 +997,8 @@ mod tests {
                 break;
             }
             while let Some((off, n)) = s.next_packet(now) {
-                send(&mut link, &mut rng, now, Pkt::Data(off, n));
+                let q = s.take_seq();
+                send(&mut link, &mut rng, now, Pkt::Data(off, n, q));
             }
             // The next event: a packet, the receiver's resolution, or the sender's timeout.
             let t_link = link.front().map(|(t, _)| *t);
@@ -904,7 +1014,7 @@ mod tests {
                 resolve_at = None;
                 if let Some(off) = r.on_resolved() {
                     mapped[(off / PAGE) as usize] = true;
-                    send(&mut link, &mut rng, now, Pkt::Resume(off));
+                    send(&mut link, &mut rng, now, Pkt::Resume(off, nack_seq));
                 }
             }
             if s.deadline().is_some_and(|d| d <= now) {
@@ -913,7 +1023,10 @@ mod tests {
                         completions += 1;
                         assert_eq!(st, 0, "seed {seed}: timed out");
                     }
-                    SendEvent::Probe(_) => send(&mut link, &mut rng, now, Pkt::Probe),
+                    SendEvent::Probe(_) => {
+                        let q = s.take_seq();
+                        send(&mut link, &mut rng, now, Pkt::Probe(q))
+                    }
                     SendEvent::None => {}
                     SendEvent::LocalFault => unreachable!("a PUT has no local placement"),
                 }
@@ -921,7 +1034,7 @@ mod tests {
             while link.front().is_some_and(|(t, _)| *t <= now) {
                 let (_, pk) = link.pop_front().unwrap();
                 let ev = match pk {
-                    Pkt::Data(off, n) => {
+                    Pkt::Data(off, n, q) => {
                         match r.on_data(off, n) {
                             RecvAction::Place(end) => {
                                 // Place page by page; the first unmapped page faults.
@@ -936,31 +1049,33 @@ mod tests {
                                 if at < end {
                                     let nack = r.on_fault(at);
                                     resolve_at = Some(now + resolve_ns);
-                                    send(&mut link, &mut rng, now, Pkt::Nack(nack, Nack::Fault));
+                                    nack_seq = q;
+                                    let pk = Pkt::Nack(nack, Nack::Fault, q);
+                                    send(&mut link, &mut rng, now, pk);
                                 } else {
                                     send(&mut link, &mut rng, now, Pkt::Ack(end));
                                 }
                             }
                             RecvAction::DropAck(a) => send(&mut link, &mut rng, now, Pkt::Ack(a)),
                             RecvAction::DropNack(a) => {
-                                send(&mut link, &mut rng, now, Pkt::Nack(a, Nack::Sequence))
+                                send(&mut link, &mut rng, now, Pkt::Nack(a, Nack::Sequence, q))
                             }
                             RecvAction::Drop => {}
                         }
                         SendEvent::None
                     }
-                    Pkt::Probe => {
+                    Pkt::Probe(q) => {
                         let answer = match r.on_probe() {
                             ProbeAnswer::Ack(a) => Pkt::Ack(a),
-                            ProbeAnswer::Resume(o) => Pkt::Resume(o),
-                            ProbeAnswer::Fault(o) => Pkt::Nack(o, Nack::Fault),
+                            ProbeAnswer::Resume(o) => Pkt::Resume(o, q),
+                            ProbeAnswer::Fault(o) => Pkt::Nack(o, Nack::Fault, q),
                         };
                         send(&mut link, &mut rng, now, answer);
                         SendEvent::None
                     }
                     Pkt::Ack(a) => s.on_ack(a, now),
-                    Pkt::Nack(o, why) => s.on_nack(o, why, now),
-                    Pkt::Resume(o) => s.on_resume(o, now),
+                    Pkt::Nack(o, why, e) => s.on_nack(o, why, e, now),
+                    Pkt::Resume(o, e) => s.on_resume(o, e, now),
                 };
                 if let SendEvent::Completed(st) = ev {
                     completions += 1;
@@ -1016,14 +1131,14 @@ mod tests {
         while s.next_packet(0).is_some() {}
         assert_eq!(r.on_data(0, 1000), RecvAction::Place(1000));
         assert_eq!(r.on_fault(1000), 1000);
-        assert_eq!(s.on_nack(1000, Nack::Fault, 1), SendEvent::None);
+        assert_eq!(s.on_nack(1000, Nack::Fault, 0, 1), SendEvent::None);
         assert_eq!(r.on_probe(), ProbeAnswer::Fault(1000));
         assert_eq!(s.on_timeout(101), SendEvent::Probe(1000));
-        assert_eq!(s.on_nack(1000, Nack::Fault, 102), SendEvent::None);
+        assert_eq!(s.on_nack(1000, Nack::Fault, 0, 102), SendEvent::None);
         assert_eq!(r.on_resolved(), Some(1000)); // its RESUME is lost
         assert_eq!(s.on_timeout(301), SendEvent::Probe(1000));
         assert_eq!(r.on_probe(), ProbeAnswer::Resume(1000));
-        assert_eq!(s.on_resume(1000, 302), SendEvent::None);
+        assert_eq!(s.on_resume(1000, 0, 302), SendEvent::None);
         assert_eq!(s.next_packet(302), Some((1000, 1000)));
         assert_eq!(r.on_data(1000, 1000), RecvAction::Place(2000));
         assert_eq!(s.on_ack(2000, 303), SendEvent::Completed(0));
@@ -1031,7 +1146,7 @@ mod tests {
         // A paused op whose receiver is gone ends with ETIMEDOUT after its probes.
         let mut d = SendOp::new(10, p);
         d.next_packet(0);
-        d.on_nack(0, Nack::Fault, 0);
+        d.on_nack(0, Nack::Fault, 0, 0);
         let (end, at) = loop {
             let now = d.deadline().unwrap();
             match d.on_timeout(now) {

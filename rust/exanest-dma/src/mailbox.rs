@@ -137,8 +137,9 @@ impl Queue {
 
     /// Send `len` bytes (1..=256) from `src` (in a region registered readable on this file) to
     /// the mailbox of `endpoint` at `node`, with `wr_id` for its completion; no system call.
-    /// A context's messages arrive in the order they were sent. `EINVAL` for a length or node
-    /// out of range; `EAGAIN` and `EIO` as for [`Queue::post`].
+    /// A context's messages arrive at each destination in the order they were sent (one stuck
+    /// on a full ring holds back no other destination's). `EINVAL` for a length or node out
+    /// of range; `EAGAIN` and `EIO` as for [`Queue::post`].
     pub fn send(&mut self, src: u64, len: u32, node: u32, endpoint: u32, wr_id: u64) -> Result<()> {
         self.check_running()?;
         if len == 0 || len > abi::MBOX_MAX || node > u32::from(u16::MAX) {

@@ -375,7 +375,8 @@ pub unsafe extern "C" fn exanest_send_ack(
     unsafe { event(op, |s| s.on_ack(off, now)) }
 }
 
-/// A NACK at `off` with `status` (a status no receiver sends changes nothing).
+/// A NACK at `off` with `status`, answering the packet of sequence number `echo` (a status no
+/// receiver sends changes nothing).
 ///
 /// # Safety
 ///
@@ -385,18 +386,19 @@ pub unsafe extern "C" fn exanest_send_nack(
     op: *mut ExanestSendOp,
     off: u64,
     status: i32,
+    echo: u32,
     now: u64,
 ) -> ExanestSendEvent {
     // SAFETY: forwarded from the caller.
     unsafe {
         event(op, |s| match Nack::from_status(status) {
-            Some(why) => s.on_nack(off, why, now),
+            Some(why) => s.on_nack(off, why, echo, now),
             None => SendEvent::None,
         })
     }
 }
 
-/// A RESUME from `off`.
+/// A RESUME from `off`, echoing the sequence number of the packet NACKed (or probe answered).
 ///
 /// # Safety
 ///
@@ -405,10 +407,22 @@ pub unsafe extern "C" fn exanest_send_nack(
 pub unsafe extern "C" fn exanest_send_resume(
     op: *mut ExanestSendOp,
     off: u64,
+    echo: u32,
     now: u64,
 ) -> ExanestSendEvent {
     // SAFETY: forwarded from the caller.
-    unsafe { event(op, |s| s.on_resume(off, now)) }
+    unsafe { event(op, |s| s.on_resume(off, echo, now)) }
+}
+
+/// The sequence number of the next packet sent for the op (data, a probe, a read request).
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_seq(op: *mut ExanestSendOp) -> u32 {
+    // SAFETY: forwarded from the caller.
+    unsafe { op_mut(op) }.take_seq()
 }
 
 /// GET: READ_RESP data at `off`, `placed` of its `n` bytes placed here.

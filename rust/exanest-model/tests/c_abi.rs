@@ -136,19 +136,23 @@ static void send_scenario(void)
 
 	exanest_send_start(op, 10000, &p);
 	peek("put.peek1", op);
-	printf("put.sent1 %llu\n", (unsigned long long)exanest_send_sent(op, 0, 4096, 0));
-	printf("put.sent2 %llu\n", (unsigned long long)exanest_send_sent(op, 4096, 4096, 1));
+	printf("put.sent1 %llu", (unsigned long long)exanest_send_sent(op, 0, 4096, 0));
+	printf(" %u\n", exanest_send_seq(op));
+	printf("put.sent2 %llu", (unsigned long long)exanest_send_sent(op, 4096, 4096, 1));
+	printf(" %u\n", exanest_send_seq(op));
 	peek("put.peek2", op);
 	ev("put.ack", exanest_send_ack(op, 4096, 2));
-	ev("put.nack", exanest_send_nack(op, 4096, EXANEST_NACK_FAULT, 3));
+	ev("put.nack", exanest_send_nack(op, 4096, EXANEST_NACK_FAULT, 1, 3));
 	exanest_send_withdrawn(op, 6000);
 	printf("put.paused %d\n", exanest_send_paused(op));
 	d = exanest_send_deadline(op);
 	printf("put.deadline %lld\n", (long long)d);
 	ev("put.timeout1", exanest_send_timeout(op, d));
-	ev("put.answer", exanest_send_nack(op, 4096, EXANEST_NACK_FAULT, d + 1));
-	ev("put.bogus", exanest_send_nack(op, 4096, 9, d + 1));
-	ev("put.resume", exanest_send_resume(op, 4096, d + 2));
+	printf("put.probe %u\n", exanest_send_seq(op));
+	ev("put.answer", exanest_send_nack(op, 4096, EXANEST_NACK_FAULT, 2, d + 1));
+	ev("put.bogus", exanest_send_nack(op, 4096, 9, 2, d + 1));
+	ev("put.resume", exanest_send_resume(op, 4096, 1, d + 2));
+	ev("put.dup-resume", exanest_send_resume(op, 4096, 1, d + 2));
 	peek("put.peek3", op);
 	printf("put.sent3 %llu\n", (unsigned long long)exanest_send_sent(op, 4096, 4096, d + 3));
 	exanest_send_postpone(op, d + 50);
@@ -310,19 +314,23 @@ fn send_expected() -> Vec<(&'static str, String)> {
         }};
     }
     out.push(("put.peek1", peek(&s)));
-    out.push(("put.sent1", s.on_sent(0, 4096, 0).to_string()));
-    out.push(("put.sent2", s.on_sent(4096, 4096, 1).to_string()));
+    let a = s.on_sent(0, 4096, 0);
+    out.push(("put.sent1", format!("{a} {}", s.take_seq())));
+    let a = s.on_sent(4096, 4096, 1);
+    out.push(("put.sent2", format!("{a} {}", s.take_seq())));
     out.push(("put.peek2", peek(&s)));
     event!("put.ack", s.on_ack(4096, 2));
-    event!("put.nack", s.on_nack(4096, Nack::Fault, 3));
+    event!("put.nack", s.on_nack(4096, Nack::Fault, 1, 3));
     s.on_withdrawn(6000);
     out.push(("put.paused", "1".into()));
     let d = s.deadline().unwrap();
     out.push(("put.deadline", d.to_string()));
     event!("put.timeout1", s.on_timeout(d));
-    event!("put.answer", s.on_nack(4096, Nack::Fault, d + 1));
+    out.push(("put.probe", s.take_seq().to_string()));
+    event!("put.answer", s.on_nack(4096, Nack::Fault, 2, d + 1));
     out.push(("put.bogus", "0 0 0 0 0 0 0".into()));
-    event!("put.resume", s.on_resume(4096, d + 2));
+    event!("put.resume", s.on_resume(4096, 1, d + 2));
+    event!("put.dup-resume", s.on_resume(4096, 1, d + 2));
     out.push(("put.peek3", peek(&s)));
     out.push(("put.sent3", s.on_sent(4096, 4096, d + 3).to_string()));
     s.postpone(d + 50);
@@ -424,6 +432,9 @@ fn header_matches_the_library() {
     // The scenario goes where it means to: paused, probed, resumed, given up on; a GET's gap
     // asked again and its local fault reported.
     assert_eq!(get(&out, "put.timeout1"), "2 0 4096 0 0 0 1");
+    assert_eq!(get(&out, "put.probe"), "2");
+    assert_eq!(get(&out, "put.resume"), "0 0 0 0 1 0 0");
+    assert_eq!(get(&out, "put.dup-resume"), "0 0 0 0 0 0 0", "stale");
     assert_eq!(get(&out, "put.timeout4"), "1 110 0 0 0 1 0");
     assert_eq!(get(&out, "get.peek1"), "1 0 4096");
     assert_eq!(get(&out, "get.data"), "3 0 0 0 0 0 0");
