@@ -654,28 +654,88 @@ static PldmaRxOp *net_rx_find(PldmaState *s, uint32_t src, uint32_t op_id)
     return NULL;
 }
 
-/* A slot for a new op: a free one, else the oldest finished one. */
-static PldmaRxOp *net_rx_new(PldmaState *s, const ExanestPkt *k)
+/*
+ * How long an unfinished op may go without a packet before its slot may be
+ * taken: twice the longest a live sender waits between two probes (its
+ * backoff cap, as this node's own senders run it). A sender that gave up, was
+ * killed or forged the op sends nothing more, and its slot comes back.
+ */
+static int64_t net_rx_idle_ns(PldmaState *s)
+{
+    uint64_t rto_ns = (uint64_t)MAX(s->net.rto_us, 1) * 1000;
+
+    return 2 * MAX(rto_ns * 64, NANOSECONDS_PER_SECOND);
+}
+
+/*
+ * Whether op r's slot can be taken: free, finished, or idle (not a fault
+ * the driver holds on a channel).
+ */
+static bool net_rx_reusable(PldmaState *s, const PldmaRxOp *r, int64_t now)
+{
+    switch (r->state) {
+    case PLDMA_RX_FREE:
+    case PLDMA_RX_DONE:
+    case PLDMA_RX_ERROR:
+        return true;
+    default:
+        return !r->ch && now - r->last_ns > net_rx_idle_ns(s);
+    }
+}
+
+/* Keyless ops (MAILBOX) that hold a slot and are not finished. */
+static unsigned net_rx_keyless(PldmaState *s, int64_t now)
+{
+    unsigned held = 0;
+
+    for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
+        held += s->net.rx[i].mbox && !net_rx_reusable(s, &s->net.rx[i], now);
+    }
+    return held;
+}
+
+/*
+ * The slot a new op would take: a free one, else the oldest finished one,
+ * else the longest idle one; NULL when every slot holds a live op, or when
+ * a keyless op would pass PLDMA_NET_RX_KEYLESS of them (a packet with no key
+ * never holds more than that share of the table).
+ */
+static PldmaRxOp *net_rx_room(PldmaState *s, bool keyless, int64_t now)
 {
     PldmaNet *n = &s->net;
     PldmaRxOp *r = NULL;
+    int rank = 3;
 
+    if (keyless && net_rx_keyless(s, now) >= PLDMA_NET_RX_KEYLESS) {
+        return NULL;
+    }
     for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
         PldmaRxOp *o = &n->rx[i];
+        int k = o->state == PLDMA_RX_FREE ? 0 :
+                o->state == PLDMA_RX_DONE || o->state == PLDMA_RX_ERROR ? 1 :
+                net_rx_reusable(s, o, now) ? 2 : 3;
 
-        if (o->state == PLDMA_RX_FREE) {
+        if (k < rank || (k == rank && k < 3 && o->last_ns < r->last_ns)) {
             r = o;
-            break;
-        }
-        if ((o->state == PLDMA_RX_DONE || o->state == PLDMA_RX_ERROR) &&
-            (!r || o->stamp < r->stamp)) {
-            r = o;
+            rank = k;
         }
     }
+    return rank < 3 ? r : NULL;
+}
+
+/* A slot for a new op (net_rx_room), taken; NULL when there is none. */
+static PldmaRxOp *net_rx_new(PldmaState *s, const ExanestPkt *k,
+                             bool keyless)
+{
+    PldmaNet *n = &s->net;
+    int64_t now = net_now();
+    PldmaRxOp *r = net_rx_room(s, keyless, now);
+
     if (!r) {
         return NULL;
     }
-    if (r->state != PLDMA_RX_FREE && !r->read) {
+    if ((r->state == PLDMA_RX_DONE || r->state == PLDMA_RX_ERROR) &&
+        !r->read) {
         /* Forget it: its sender's ops up to it are finished. */
         if (!n->floor_set[r->src] ||
             (int32_t)(r->op_id - n->floor[r->src]) > 0) {
@@ -686,29 +746,70 @@ static PldmaRxOp *net_rx_new(PldmaState *s, const ExanestPkt *k)
     *r = (PldmaRxOp) {
         .state = PLDMA_RX_RECV, .src = k->src, .op_id = k->op_id,
         .ep = k->ep, .rkey = k->rkey, .addr = k->addr, .len = k->len,
+        .mbox = keyless, .last_ns = now,
     };
     return r;
 }
 
-/*
- * A slot for op @k, new to this node: NULL when it is refused (finished and
- * forgotten, or too old to tell: NACK ESTALE) or no slot is free (dropped:
- * the sender's timeout tries again).
- */
-static PldmaRxOp *net_rx_admit(PldmaState *s, const ExanestPkt *k)
+/* Op @k is finished and forgotten, or too old to tell: NACK ESTALE. */
+static bool net_rx_stale(PldmaState *s, const ExanestPkt *k)
 {
     PldmaNet *n = &s->net;
-    PldmaRxOp *r;
 
     if (n->floor_set[k->src] && (int32_t)(k->op_id - n->floor[k->src]) <= 0) {
         net_answer(s, k, EXANEST_PKT_NACK, 0, -PLDMA_ESTALE);
+        return true;
+    }
+    return false;
+}
+
+/* No slot for op @k: NACK RNR, keeping nothing; its sender probes. */
+static void net_rx_full(PldmaState *s, const ExanestPkt *k)
+{
+    net_count(s, PLDMA_NET_CNT_RNR_SENT, 1);
+    net_answer(s, k, EXANEST_PKT_NACK, 0, EXANEST_NACK_RNR);
+}
+
+/*
+ * A slot for op @k, new to this node: NULL when it is refused (ESTALE) or
+ * no slot can be had (NACK RNR: never a silent drop).
+ */
+static PldmaRxOp *net_rx_admit(PldmaState *s, const ExanestPkt *k,
+                               bool keyless)
+{
+    PldmaRxOp *r;
+
+    if (net_rx_stale(s, k)) {
         return NULL;
     }
-    r = net_rx_new(s, k);
+    r = net_rx_new(s, k, keyless);
     if (!r) {
-        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        net_rx_full(s, k);
     }
     return r;
+}
+
+/*
+ * A probe (no payload) of an op this node keeps nothing of: one refused for
+ * a full table, with no state. From offset 0, RESUME it if a slot can be had
+ * now, else NACK RNR again; any other offset (this node was reset) is
+ * dropped.
+ */
+static void net_rx_unknown_probe(PldmaState *s, const ExanestPkt *k,
+                                 bool keyless)
+{
+    if (k->offset) {
+        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        return;
+    }
+    if (net_rx_stale(s, k)) {
+        return;
+    }
+    if (net_rx_room(s, keyless, net_now())) {
+        net_answer(s, k, EXANEST_PKT_RESUME, 0, 0);
+    } else {
+        net_rx_full(s, k);
+    }
 }
 
 /*
@@ -981,11 +1082,11 @@ static void net_rx_write(PldmaState *s, const ExanestPkt *k)
         return;
     }
     if (!r && !k->plen) {
-        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-        return; /* a probe of an op this node does not have */
+        net_rx_unknown_probe(s, k, false);
+        return;
     }
     if (!r) {
-        r = net_rx_admit(s, k);
+        r = net_rx_admit(s, k, false);
         if (!r) {
             return;
         }
@@ -996,6 +1097,7 @@ static void net_rx_write(PldmaState *s, const ExanestPkt *k)
         return; /* not the op it claims to be part of */
     }
     r->stamp = ++n->rx_stamp;
+    r->last_ns = net_now();
     if (net_rx_known(s, r, k)) {
         return;
     }
@@ -1104,16 +1206,19 @@ static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k)
     PCIDevice *fn;
 
     if (!k->len || k->len > PLDMA_MBOX_MAX || k->offset || k->addr ||
-        (k->plen && k->plen != k->len) || (!r && !k->plen)) {
+        (k->plen && k->plen != k->len)) {
         net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
         return;
     }
+    if (!r && !k->plen) {
+        net_rx_unknown_probe(s, k, true);
+        return;
+    }
     if (!r) {
-        r = net_rx_admit(s, k);
+        r = net_rx_admit(s, k, true);
         if (!r) {
             return;
         }
-        r->mbox = true;
     }
     if (!r->mbox || r->rkey != k->rkey || r->len != k->len ||
         r->ep != k->ep) {
@@ -1121,6 +1226,7 @@ static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k)
         return; /* not the op it claims to be */
     }
     r->stamp = ++n->rx_stamp;
+    r->last_ns = net_now();
     x = (n->ep[k->ep] & PLDMA_NET_EP_RESIDENT) ?
         &s->ctx[n->ep[k->ep] & PLDMA_NET_EP_CTX_MASK] : NULL;
     if (r->state == PLDMA_RX_RNR && x && net_mbox_room(x)) {
@@ -1213,9 +1319,9 @@ static void net_rx_read_req(PldmaState *s, const ExanestPkt *k)
         return;
     }
     if (!r) {
-        r = net_rx_new(s, k);
+        r = net_rx_new(s, k, false);
         if (!r) {
-            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+            net_rx_full(s, k);
             return;
         }
         r->read = true;
@@ -1227,6 +1333,7 @@ static void net_rx_read_req(PldmaState *s, const ExanestPkt *k)
         return;
     }
     r->stamp = ++n->rx_stamp;
+    r->last_ns = net_now();
     if (r->state == PLDMA_RX_FAULT || r->state == PLDMA_RX_NOT_READY) {
         net_rx_still(s, r, k);
         return;

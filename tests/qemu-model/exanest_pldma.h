@@ -132,6 +132,9 @@ typedef enum PldmaRxState {
     PLDMA_RX_ERROR,         /* refused: err */
 } PldmaRxState;
 
+/* Receive op slots a keyless op (MAILBOX) may hold unfinished at most. */
+#define PLDMA_NET_RX_KEYLESS    16
+
 typedef struct PldmaRxOp {
     PldmaRxState state;
     bool read;              /* a GET this node serves (else a PUT it places) */
@@ -143,6 +146,7 @@ typedef struct PldmaRxOp {
     bool gap_nacked;        /* the gap at placed was NACKed SEQUENCE */
     uint32_t nack_seq;      /* the packet NACKed: its RESUME echoes it */
     uint64_t stamp;         /* last packet: the oldest finished op goes */
+    int64_t last_ns;        /* last packet: idle past net_rx_idle_ns, it goes */
     PldmaChannel *ch;       /* PLDMA_RX_FAULT: the channel reporting it */
     uint64_t fault_addr;    /* PLDMA_RX_FAULT, until a channel reports it */
     uint32_t fault_info;

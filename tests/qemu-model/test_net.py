@@ -1000,6 +1000,52 @@ class GetLoss(unittest.TestCase):
             a.close()
 
 
+def hostile_nodes(test, props="bandwidth=2000,latency-ns=1000"):
+    """Two nodes on a hub with a third port that the test speaks for (a unix datagram socket,
+    non-blocking): (a, b, sock, qemu_path). The hub floods every packet to it too."""
+    d = tempfile.mkdtemp(prefix="pldma-hostile-")
+    qemu_path, ours = os.path.join(d, "qemu.sock"), os.path.join(d, "tap.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(ours)
+    test.addCleanup(sock.close)
+    a, b = two_nodes(props, extra=(
+        "-netdev", f"dgram,id=x,local.type=unix,local.path={qemu_path},"
+                   f"remote.type=unix,remote.path={ours}",
+        "-netdev", "hubport,id=n2,hubid=0,netdev=x"))
+    test.addCleanup(a.close)
+    sock.setblocking(False)
+    return a, b, sock, qemu_path
+
+
+def drain(sock):
+    """What the hub flooded to the hostile port, read so that its queue never fills."""
+    got = []
+    try:
+        while True:
+            got.append(sock.recv(8192))
+    except BlockingIOError:
+        return got
+
+
+def inject(a, b, sock, path, packets):
+    """Send packets from the hostile port to node b, and wait until b has taken them all."""
+    want = cnt(b, "RX_PACKETS") + len(packets)
+    for p in packets:
+        while True:
+            try:
+                sock.sendto(p, path)
+                break
+            except BlockingIOError:     # QEMU has not read the last ones yet
+                a.step(10_000)
+                drain(sock)
+    for _ in range(1000):
+        drain(sock)
+        if cnt(b, "RX_PACKETS") >= want:
+            return
+        a.step(10_000)
+    raise AssertionError(f"node 1 took {cnt(b, 'RX_PACKETS')} packets of {want}")
+
+
 class Hostile(unittest.TestCase):
     """A third port on the hub is a hostile node the test speaks for (a unix datagram socket):
     random and malformed packets, packets with valid checksums and every field wrong, replays
@@ -1010,16 +1056,7 @@ class Hostile(unittest.TestCase):
         """Answers echo the sequence number they answer (Transport v2, defect 9): the
         receiver's RESUME, replayed from the wire right after it arrived, changes nothing (it
         used to send the window again each time), and the put completes exactly."""
-        d = tempfile.mkdtemp(prefix="pldma-stale-")
-        qemu_path, ours = os.path.join(d, "qemu.sock"), os.path.join(d, "tap.sock")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(ours)
-        self.addCleanup(sock.close)
-        a, b = two_nodes("bandwidth=2000,latency-ns=1000", extra=(
-            "-netdev", f"dgram,id=x,local.type=unix,local.path={qemu_path},"
-                       f"remote.type=unix,remote.path={ours}",
-            "-netdev", "hubport,id=n2,hubid=0,netdev=x"))
-        self.addCleanup(a.close)
+        a, b, sock, qemu_path = hostile_nodes(self)
         set_ep(b, 7, 2, resident=False)
         rkey = set_rkey(b, 5, 0xFEED, 7, DST, 1 << 20)
         b.mem_write(DST, bytes(1 << 20))
@@ -1029,7 +1066,6 @@ class Hostile(unittest.TestCase):
         until_nack(a, b)
         while not cnt(a, "NACKS_RECEIVED"):
             a.step()
-        sock.setblocking(False)
         set_ep(b, 7, 2)                 # resident: node 1 RESUMEs the op
         while not cnt(a, "RESUMES_RECEIVED"):
             a.step()
@@ -1052,6 +1088,52 @@ class Hostile(unittest.TestCase):
         self.assertEqual(ca["RESUMES_RECEIVED"], 1, "the replays were stale")
         self.assertLessEqual(ca["RETRANS_BYTES"], 64 << 10, "one window at most, once")
         self.assertEqual(ca["TIMEOUTS"], 0)
+        self.assertGreater(t, 0)
+
+    def test_keyless_fill_leaves_keyed_ops_room(self):
+        """64 forged one-byte MAILBOX packets, each a new op, to an endpoint without a context
+        (the reproduction in Transport v2's defect 1): keyless ops hold at most 16 receive
+        slots, the rest are NACKed RNR and keep nothing, and an honest keyed put completes
+        with no timeout (it used to be dropped, every packet, until a reset)."""
+        a, b, sock, path = hostile_nodes(self)
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 5, 0xFEED, 7, DST, 1 << 20)
+        inject(a, b, sock, path, [packet(7, 2, 1, 9, 1000 + i, 0, 0, 0, 0, 1, 0, b"x")
+                               for i in range(64)])
+        self.assertEqual(cnt(b, "RNR_SENT"), 48, "16 slots held, 48 refused")
+        data = random.Random(9).randbytes(64 << 10)
+        a.mem_write(SRC, data)
+        put(a, 0, 1, SRC, DST, 64 << 10, 1, 7, rkey)
+        a.run_until_settled(0, 1)
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(DST, 64 << 10), data)
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+
+    def test_full_table_answers_rnr_then_frees_idle_slots(self):
+        """64 forged keyed WRITEs, each a new op left unfinished, hold every receive slot: an
+        honest put is NACKed RNR (never silently dropped), probes, and goes through once the
+        forged ops have been idle past twice the backoff cap (2 s) and their slots return."""
+        a, b, sock, path = hostile_nodes(self)
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 5, 0xFEED, 7, DST, 1 << 20)
+        a.set_reg(R["PLDMA_NET_RETRIES"], 12)
+        junk = DST + (512 << 10)
+        inject(a, b, sock, path, [packet(1, 2, 1, 7, 2000 + i, 0, 0, rkey, junk, 8192, 0,
+                                      b"\xEE" * 4096) for i in range(64)])
+        self.assertEqual(cnt(b, "RNR_SENT"), 0)
+        data = random.Random(10).randbytes(64 << 10)
+        a.mem_write(SRC, data)
+        t0 = a.now()
+        put(a, 0, 1, SRC, DST, 64 << 10, 1, 7, rkey)
+        while not cnt(a, "NACKS_RECEIVED"):
+            self.assertLess(a.step() - t0, 10**8, "answered, not dropped")
+        self.assertGreaterEqual(cnt(b, "RNR_SENT"), 1)
+        self.assertEqual(a.status(0, 1)[0], R["PLDMA_STATE_BUSY"])
+        t = a.run_until_settled(0, 1)
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(DST, 64 << 10), data)
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0, "RNR and probes, no timeout")
+        self.assertGreater(a.now() - t0, 2_000_000_000, "after the idle slots came back")
         self.assertGreater(t, 0)
 
     def test_link_fuzzer(self):
