@@ -2,14 +2,20 @@
 """A small host-side switch for the engines' links: one unix-domain socket per port, each the
 other end of a guest's `-netdev stream,server=off` (scripts/run-nodes.py --nodes N > 2).
 
-Usage: exanest-switch.py [--drop-ppm N] [--corrupt-ppm N] [--dup-ppm N] [--delay-us N]
-                         [--jitter-us N] [--reorder-ppm N] [--hostile-ppm N] [--seed S]
-                         SOCKET...
+Usage: exanest-switch.py [--port-nodes N,N...] [--drop-ppm N] [--corrupt-ppm N] [--dup-ppm N]
+                         [--delay-us N] [--jitter-us N] [--reorder-ppm N] [--hostile-ppm N]
+                         [--seed S] SOCKET...
 
 Frames are QEMU's stream framing: a 4-byte big-endian length, then the packet. The switch
-learns which node sits behind which port from the source field of the packets it receives
-(bytes 4-5 of the ExaNeSt header, Documentation/network.rst) and forwards each packet to its
-destination node's port (bytes 6-7), or to every other port while that node is not learnt yet.
+forwards each packet to its destination node's port (bytes 6-7 of the ExaNeSt header,
+Documentation/network.rst). Which node sits behind which port:
+  --port-nodes   set up by the admin, once: the node id of each port, in SOCKET order
+                 (scripts/run-nodes.py: port i is node i). A frame whose source field (bytes
+                 4-5) is not its port's node is dropped (spoofed), as is one to a node no port
+                 has (unroutable): a node cannot claim another's id, nor take its traffic.
+  without it     learnt from the source field of the packets received, first come, first
+                 served, and flooded to every other port while the destination is not learnt
+                 yet: any node can claim any id first (a test set-up, not a defence).
 A frame too short to carry a header is dropped. On the way, per packet and seeded:
   --drop-ppm     packets dropped, per million;
   --corrupt-ppm  packets with one bit flipped, per million (the receiver's CRC32C drops them);
@@ -29,7 +35,8 @@ A frame too short to carry a header is dropped. On the way, per packet and seede
                  the exact replays, which are duplicates.
 On SIGTERM or SIGINT it prints its counters (one JSON line) and exits: frames received,
 forwarded, flooded (destination not learnt yet), dropped, corrupted, duplicated, runts,
-reordered (delivered after a frame forwarded later to the same port), and hostile.
+reordered (delivered after a frame forwarded later to the same port), hostile, spoofed and
+unroutable.
 """
 import argparse
 import asyncio
@@ -102,7 +109,11 @@ class Switch:
         self.ports = {}        # port index -> StreamWriter
         self.where = {}        # node id -> port index
         self.cnt = dict(frames=0, forwarded=0, flooded=0, dropped=0, corrupted=0, duplicated=0,
-                        runts=0, reordered=0, hostile=0)
+                        runts=0, reordered=0, hostile=0, spoofed=0, unroutable=0)
+        # --port-nodes: port -> node, and where each node is, fixed at set-up.
+        self.node_of = dict(enumerate(a.port_nodes)) if a.port_nodes else None
+        if self.node_of:
+            self.where = {n: p for p, n in self.node_of.items()}
         self.hrng = random.Random(a.seed + 1)
         self.history = collections.deque(maxlen=256)
         self.sent = {}         # port -> frames forwarded to it so far
@@ -124,6 +135,13 @@ class Switch:
             self.cnt["runts"] += 1
             return
         src, dst = struct.unpack_from("<HH", frame, 4)
+        if self.node_of is not None:
+            if self.node_of.get(src_port) != src:
+                self.cnt["spoofed"] += 1
+                return
+            if dst not in self.where:
+                self.cnt["unroutable"] += 1
+                return
         self.where.setdefault(src, src_port)
         if a.drop_ppm and self.rng.randrange(1000000) < a.drop_ppm:
             self.cnt["dropped"] += 1
@@ -188,7 +206,17 @@ async def main():
     ap.add_argument("--reorder-ppm", type=int, default=0)
     ap.add_argument("--hostile-ppm", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--port-nodes", default="",
+                    help="the node id of each port, comma-separated, in SOCKET order")
     a = ap.parse_args()
+    try:
+        a.port_nodes = [int(x) for x in a.port_nodes.split(",")] if a.port_nodes else []
+    except ValueError:
+        ap.error("--port-nodes: node ids, comma-separated")
+    if a.port_nodes and (len(a.port_nodes) != len(a.sockets) or
+                         len(set(a.port_nodes)) != len(a.port_nodes) or
+                         not all(0 <= n < 65536 for n in a.port_nodes)):
+        ap.error("--port-nodes: one distinct node id (0-65535) per SOCKET")
     sw = Switch(a)
     servers = []
     for i, path in enumerate(a.sockets):

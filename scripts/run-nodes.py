@@ -113,7 +113,9 @@ def main():
                    f"stream,server=off,reconnect-ms=100,addr.type=unix,addr.path={sock}"]
     else:
         socks = [os.path.join(tmp, f"port{i}") for i in range(a.nodes)]
+        # Port i is node i, set up once: no node can claim another's id (the switch drops it).
         switch = subprocess.Popen([sys.executable, os.path.join(TOP, "scripts", "exanest-switch.py"),
+                                   "--port-nodes", ",".join(str(i) for i in range(a.nodes)),
                                    *shlex.split(a.switch_opts), *socks])
         for s in socks:
             while not os.path.exists(s):

@@ -111,6 +111,44 @@ class Switch(unittest.TestCase):
         self.assertEqual((4 + warm, 1 + warm, 2, 1),
                          (cnt["frames"], cnt["flooded"], cnt["forwarded"], cnt["runts"]))
 
+    def test_port_nodes_are_fixed_at_set_up(self):
+        """--port-nodes (run-nodes.py: port i is node i): a frame claiming another port's node
+        is dropped (spoofed), one to a node no port has is dropped (unroutable), nothing is
+        flooded, and honest frames go straight to their node's port (Transport v2, defect
+        12: the switch used to learn first come, first served)."""
+        p, (a, b, c) = self.run_switch("--port-nodes", "0,1,2")
+        warm = 0
+        for x, y, src, dst in ((a, b, 0, 1), (b, c, 1, 2)):   # until b and c are taken
+            for _ in range(50):
+                warm += 1
+                x.send(frame(src, dst, 1000 + warm))
+                if frame(src, dst, 1000 + warm) in y.recv_all(0.1):
+                    break
+            else:
+                self.fail("the switch did not take every port")
+        c.send(frame(0, 1, 1))        # port 2 claims node 0: dropped
+        a.send(frame(0, 7, 2))        # node 7 is behind no port: dropped
+        a.send(frame(0, 2, 3))        # straight to c
+        b.send(frame(1, 0, 4))        # straight to a
+        # (the warm-up frames, numbered from 1001, are not the test's)
+        fa, fb, fc = ([f for f in x.recv_all() if struct.unpack_from("<I", f, 8)[0] < 1000]
+                      for x in (a, b, c))
+        self.assertEqual([frame(1, 0, 4)], fa)
+        self.assertEqual([], fb)
+        self.assertEqual([frame(0, 2, 3)], fc)
+        cnt = self.stop(p)["switch"]
+        self.assertEqual((1, 1, 0), (cnt["spoofed"], cnt["unroutable"], cnt["flooded"]))
+        self.assertEqual(4 + warm, cnt["frames"])
+
+    def test_port_nodes_must_name_each_port_once(self):
+        d = tempfile.mkdtemp(prefix="exanest-switch-test.")
+        paths = [os.path.join(d, f"p{i}") for i in range(3)]
+        for bad in ("0,0,1", "0,1", "0,x,2", "0,1,70000"):
+            r = subprocess.run([sys.executable, SWITCH, "--port-nodes", bad, *paths],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(2, r.returncode, bad)
+            self.assertIn("--port-nodes", r.stderr, bad)
+
     def test_impairments_match_the_counters(self):
         n = 2000
         p, (a, b) = self.run_switch("--drop-ppm", "50000", "--corrupt-ppm", "50000", "--dup-ppm",
