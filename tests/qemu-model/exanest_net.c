@@ -322,6 +322,27 @@ static int64_t net_now(void)
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
+/* The first retransmission timeout (NET_RTO_US), ns. */
+static uint64_t net_rto_ns(PldmaState *s)
+{
+    return (uint64_t)MAX(s->net.rto_us, 1) * 1000;
+}
+
+/* The cap of the backed-off timeout: 64 doublings, and at least a second. */
+static uint64_t net_rto_cap_ns(PldmaState *s)
+{
+    return MAX(net_rto_ns(s) * 64, NANOSECONDS_PER_SECOND);
+}
+
+/*
+ * A GET asks in half windows: the next request is on its way while the data
+ * of the last one comes.
+ */
+static uint64_t net_get_chunk(PldmaState *s)
+{
+    return MAX(s->net.window / 2, EXANEST_PKT_MTU);
+}
+
 /* The op's timer runs at its deadline, or not at all. */
 static void net_timer(PldmaChannel *c)
 {
@@ -368,20 +389,12 @@ static uint32_t net_ctx_ep(PldmaContext *x)
 uint32_t pldma_net_launch(PldmaChannel *c)
 {
     PldmaState *s = c->ctx->dev;
-
-    uint64_t rto_ns = (uint64_t)MAX(s->net.rto_us, 1) * 1000;
     ExanestSendParams p = {
         .kind = c->a_op == PLDMA_OP_GET ? EXANEST_SEND_GET : EXANEST_SEND_PUT,
-        /*
-         * A GET asks in half windows: the next request is on its way while
-         * the data of the last one comes.
-         */
-        .mtu = c->a_op == PLDMA_OP_GET ?
-               MAX(s->net.window / 2, EXANEST_PKT_MTU) : EXANEST_PKT_MTU,
+        .mtu = c->a_op == PLDMA_OP_GET ? net_get_chunk(s) : EXANEST_PKT_MTU,
         .window = s->net.window,
-        .rto_ns = rto_ns,
-        /* Backoff doubles up to 64 timeouts, and at least to a second. */
-        .max_rto_ns = MAX(rto_ns * 64, NANOSECONDS_PER_SECOND),
+        .rto_ns = net_rto_ns(s),
+        .max_rto_ns = net_rto_cap_ns(s),
         .max_retries = s->net.retries,
     };
 
@@ -588,9 +601,7 @@ static void net_probe(PldmaChannel *c, uint64_t off)
     net_count(s, PLDMA_NET_CNT_PROBES, 1);
     if (c->a_op == PLDMA_OP_GET) {
         /* A GET's probe is its request again: data if the fault is gone. */
-        net_read_req(s, c, off,
-                     MIN(MAX(s->net.window / 2, EXANEST_PKT_MTU),
-                         c->a_len - off));
+        net_read_req(s, c, off, MIN(net_get_chunk(s), c->a_len - off));
         return;
     }
     net_tx(s, &k, 0);
@@ -662,9 +673,7 @@ static PldmaRxOp *net_rx_find(PldmaState *s, uint32_t src, uint32_t op_id)
  */
 static int64_t net_rx_idle_ns(PldmaState *s)
 {
-    uint64_t rto_ns = (uint64_t)MAX(s->net.rto_us, 1) * 1000;
-
-    return 2 * MAX(rto_ns * 64, NANOSECONDS_PER_SECOND);
+    return 2 * net_rto_cap_ns(s);
 }
 
 /*

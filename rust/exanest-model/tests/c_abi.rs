@@ -42,72 +42,33 @@ fn staticlib() -> PathBuf {
     target.join("debug/libexanest_model.a")
 }
 
-const FIELDS: &[&str] = &[
-    "op", "src", "dst", "ep", "op_id", "seq", "status", "rkey", "addr", "len", "offset", "plen",
-    "payload",
-];
-
-fn rust_layout() -> Vec<(String, usize)> {
-    let offs = [
-        offset_of!(ExanestPkt, op),
-        offset_of!(ExanestPkt, src),
-        offset_of!(ExanestPkt, dst),
-        offset_of!(ExanestPkt, ep),
-        offset_of!(ExanestPkt, op_id),
-        offset_of!(ExanestPkt, seq),
-        offset_of!(ExanestPkt, status),
-        offset_of!(ExanestPkt, rkey),
-        offset_of!(ExanestPkt, addr),
-        offset_of!(ExanestPkt, len),
-        offset_of!(ExanestPkt, offset),
-        offset_of!(ExanestPkt, plen),
-        offset_of!(ExanestPkt, payload),
-    ];
-    let mut v: Vec<(String, usize)> = FIELDS
-        .iter()
-        .zip(offs)
-        .map(|(f, o)| (format!("offsetof.{f}"), o))
-        .collect();
-    v.push(("sizeof".into(), size_of::<ExanestPkt>()));
-    let sp = [
-        ("kind", offset_of!(ExanestSendParams, kind)),
-        ("mtu", offset_of!(ExanestSendParams, mtu)),
-        ("window", offset_of!(ExanestSendParams, window)),
-        ("rto_ns", offset_of!(ExanestSendParams, rto_ns)),
-        ("max_rto_ns", offset_of!(ExanestSendParams, max_rto_ns)),
-        ("max_retries", offset_of!(ExanestSendParams, max_retries)),
-    ];
-    for (f, o) in sp {
-        v.push((format!("params.{f}"), o));
-    }
-    v.push(("params.sizeof".into(), size_of::<ExanestSendParams>()));
-    let se = [
-        ("what", offset_of!(ExanestSendEvent, what)),
-        ("status", offset_of!(ExanestSendEvent, status)),
-        ("offset", offset_of!(ExanestSendEvent, offset)),
-        ("nacks", offset_of!(ExanestSendEvent, nacks)),
-        ("resumes", offset_of!(ExanestSendEvent, resumes)),
-        ("timeouts", offset_of!(ExanestSendEvent, timeouts)),
-        ("probes", offset_of!(ExanestSendEvent, probes)),
-    ];
-    for (f, o) in se {
-        v.push((format!("event.{f}"), o));
-    }
-    v.push(("event.sizeof".into(), size_of::<ExanestSendEvent>()));
-    v
+/// One struct of the header as Rust lays it out: its C name, and each field's offset.
+struct Layout {
+    c_type: &'static str,
+    fields: Vec<(&'static str, usize)>,
+    size: usize,
 }
 
-const PARAMS: &[&str] = &[
-    "kind",
-    "mtu",
-    "window",
-    "rto_ns",
-    "max_rto_ns",
-    "max_retries",
-];
-const EVENT: &[&str] = &[
-    "what", "status", "offset", "nacks", "resumes", "timeouts", "probes",
-];
+/// The layout of `$t`, named the same in C, with these fields.
+macro_rules! layout {
+    ($t:ident: $($f:ident),+) => {
+        Layout {
+            c_type: stringify!($t),
+            fields: vec![$((stringify!($f), offset_of!($t, $f))),+],
+            size: size_of::<$t>(),
+        }
+    };
+}
+
+/// Every struct the header declares, every field of it.
+fn layouts() -> Vec<Layout> {
+    vec![
+        layout!(ExanestPkt: op, src, dst, ep, op_id, seq, status, rkey, addr, len, offset, plen,
+                payload),
+        layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries),
+        layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes),
+    ]
+}
 
 /// The C side of the send scenario: a PUT paused by a fault, probed, resumed and ACKed, then
 /// timing out; a GET with a gap and a local fault. One line per call.
@@ -188,18 +149,13 @@ fn program() -> String {
          int main(void)\n{\n\
          \tstatic uint8_t pkt[EXANEST_PKT_HDR + EXANEST_PKT_MTU], pay[100];\n\
          \tExanestPkt k = { 0 }, d;\n\tint32_t r;\n\n";
-    for f in FIELDS {
-        c += &format!("\tprintf(\"offsetof.{f} %zu\\n\", offsetof(ExanestPkt, {f}));\n");
+    for l in layouts() {
+        let t = l.c_type;
+        for (f, _) in &l.fields {
+            c += &format!("\tprintf(\"{t}.{f} %zu\\n\", offsetof({t}, {f}));\n");
+        }
+        c += &format!("\tprintf(\"{t}.sizeof %zu\\n\", sizeof({t}));\n");
     }
-    c += "\tprintf(\"sizeof %zu\\n\", sizeof(ExanestPkt));\n";
-    for f in PARAMS {
-        c += &format!("\tprintf(\"params.{f} %zu\\n\", offsetof(ExanestSendParams, {f}));\n");
-    }
-    c += "\tprintf(\"params.sizeof %zu\\n\", sizeof(ExanestSendParams));\n";
-    for f in EVENT {
-        c += &format!("\tprintf(\"event.{f} %zu\\n\", offsetof(ExanestSendEvent, {f}));\n");
-    }
-    c += "\tprintf(\"event.sizeof %zu\\n\", sizeof(ExanestSendEvent));\n";
     c += "\tsend_scenario();\n";
     for (name, _) in CONSTANTS {
         c += &format!("\tprintf(\"{name} %lld\\n\", (long long){name});\n");
@@ -364,8 +320,13 @@ fn header_matches_the_library() {
     let out = run_c(&dir);
     std::fs::remove_dir_all(&dir).ok();
 
-    for (k, v) in rust_layout() {
-        assert_eq!(get(&out, &k), v.to_string(), "{k}");
+    for l in layouts() {
+        for (f, o) in &l.fields {
+            let k = format!("{}.{f}", l.c_type);
+            assert_eq!(get(&out, &k), o.to_string(), "{k}");
+        }
+        let k = format!("{}.sizeof", l.c_type);
+        assert_eq!(get(&out, &k), l.size.to_string(), "{k}");
     }
     for (name, v) in CONSTANTS {
         assert_eq!(get(&out, name), v.to_string(), "{name}");
