@@ -141,4 +141,100 @@ bool exanest_send_paused(const ExanestSendOp *op);
 /* When the timer must fire, or -1 for never */
 int64_t exanest_send_deadline(const ExanestSendOp *op);
 
+/*
+ * The receiving side (exanest-core's netrx.rs, RecvTable): the table of the
+ * remote ops a node receives, the key check and every answer. The caller
+ * moves the bytes and knows its endpoints: it passes each WRITE, READ_REQ
+ * and MAILBOX with what the endpoint can take, does what the step asks
+ * (PLACE, then exanest_rx_placed(); SERVE, then exanest_rx_served(); REPORT:
+ * a fault to report on an idle channel, exanest_rx_hold()), sends the answer
+ * and counts what the step says. Times are ns on the caller's clock.
+ */
+typedef struct ExanestRecvTable ExanestRecvTable;
+
+/* An entry of the rkey table, as the engine's registers hold it */
+typedef struct ExanestRkey {
+    uint32_t ctrl, tag, ep;     /* rights (PLDMA_NET_RKEY_*), key >> 32, ep */
+    uint64_t base, len;         /* the region */
+} ExanestRkey;
+
+/* What the packet's endpoint can take (exanest_rx_packet's ep) */
+#define EXANEST_RX_EP_READY     1   /* a context is resident, with a function */
+#define EXANEST_RX_MBOX_ON      2   /* it has a mailbox */
+#define EXANEST_RX_MBOX_ROOM    4   /* its ring has a free slot */
+
+/* ExanestRxStep.what */
+#define EXANEST_RX_NOTHING      0
+#define EXANEST_RX_PLACE        1   /* place the payload, exanest_rx_placed() */
+#define EXANEST_RX_SERVE        2   /* send [from, to), exanest_rx_served() */
+#define EXANEST_RX_REPORT       3   /* report slot's fault, exanest_rx_hold() */
+
+/* ExanestRxStep.counts */
+#define EXANEST_RX_DROPPED      1
+#define EXANEST_RX_DUPLICATE    2
+#define EXANEST_RX_RNR          4   /* the answer is an RNR NACK */
+#define EXANEST_RX_WANT_EP      8   /* the endpoint holds no context: want it */
+
+typedef struct ExanestRxStep {
+    uint32_t what, slot;
+    uint64_t from, to;
+    uint32_t counts;
+    bool reply;             /* send answer (to the op's source) */
+    bool counted;           /* a NACK or RESUME to count as sent */
+    ExanestPkt answer;      /* no payload */
+} ExanestRxStep;
+
+/* ExanestRxSlot.state */
+#define EXANEST_RX_FREE         0
+#define EXANEST_RX_RECEIVING    1
+#define EXANEST_RX_FAULTED      2
+#define EXANEST_RX_NOT_READY    3
+#define EXANEST_RX_RNR_WAIT     4
+#define EXANEST_RX_DONE         5
+#define EXANEST_RX_ERROR        6
+
+/* ExanestRxSlot.kind */
+#define EXANEST_RX_WRITE        0
+#define EXANEST_RX_MAILBOX      1
+#define EXANEST_RX_READ         2
+
+/* Unfinished slots keyless ops (MAILBOX) may hold at most */
+#define EXANEST_RX_KEYLESS      16
+
+typedef struct ExanestRxSlot {
+    uint32_t state, kind, op_id, ep;
+    uint32_t holder;        /* the token of the channel reporting its fault */
+    int32_t err;            /* EXANEST_RX_ERROR: positive errno */
+    uint16_t src;
+    uint64_t rkey, addr, len, placed, fault_addr;
+} ExanestRxSlot;
+
+ExanestRecvTable *exanest_rx_new(uint16_t node);
+void exanest_rx_free(ExanestRecvTable *t);
+void exanest_rx_reset(ExanestRecvTable *t);
+ExanestRxStep exanest_rx_packet(ExanestRecvTable *t, const ExanestPkt *k,
+                                const ExanestRkey *keys, uint32_t nkeys,
+                                uint32_t ep, uint64_t now, uint64_t idle_ns);
+/* PLACE placed got bytes; fault: the rest did not translate, at fault_addr */
+ExanestRxStep exanest_rx_placed(ExanestRecvTable *t, uint32_t slot,
+                                const ExanestPkt *k, uint64_t got,
+                                bool fault, uint64_t fault_addr);
+/* SERVE sent up to upto; fault: it stopped there, at source fault_addr */
+ExanestRxStep exanest_rx_served(ExanestRecvTable *t, uint32_t slot,
+                                const ExanestPkt *k, uint64_t upto,
+                                bool fault, uint64_t fault_addr);
+bool exanest_rx_slot(const ExanestRecvTable *t, uint32_t i,
+                     ExanestRxSlot *out);
+/* Channel token (not 0) reports slot i's fault: whether it may */
+bool exanest_rx_hold(ExanestRecvTable *t, uint32_t i, uint32_t token);
+/* Channel token stopped: the fault waits for another channel */
+void exanest_rx_release(ExanestRecvTable *t, uint32_t i, uint32_t token);
+/* The driver resolved it (the RESUME), or refused it with status (the NACK) */
+ExanestRxStep exanest_rx_resolved(ExanestRecvTable *t, uint32_t i,
+                                  uint32_t token);
+ExanestRxStep exanest_rx_refused(ExanestRecvTable *t, uint32_t i,
+                                 uint32_t token, int32_t status);
+/* What slot i waited for came (a resident endpoint, ring room): RESUME */
+ExanestRxStep exanest_rx_wake(ExanestRecvTable *t, uint32_t i);
+
 #endif

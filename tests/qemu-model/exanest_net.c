@@ -20,13 +20,13 @@
  *    sends what the op's window allows, MTU-sized. ACKs slide the window,
  *    NACKs and RESUMEs move it, one timer per channel retransmits: the
  *    state machine of rust/exanest-core/src/netop.rs (SendOp).
- *  - Receiving is not a channel's: a WRITE is checked (its key, range and
- *    right, its endpoint's context) and placed at once in order, as the
- *    receiving context's VF (RecvOp). A fault stops the op: NACK FAULT, and
- *    the fault is reported on an idle channel of that context (ORIGIN
- *    NET_RX), where the driver resolves it as any other and answers RESUME
- *    or NACK; the port sends that on. With no idle channel the report waits
- *    for one.
+ *  - Receiving is not a channel's: the core's RecvTable (netrx.rs) checks
+ *    a WRITE (its key, range and right, its endpoint's context) and says
+ *    where to place it, in order, as the receiving context's VF. A fault
+ *    stops the op: NACK FAULT, and the fault is reported on an idle channel
+ *    of that context (ORIGIN NET_RX), where the driver resolves it as any
+ *    other and answers RESUME or NACK; the core says what to send. With no
+ *    idle channel the report waits for one.
  *  - Every packet field is checked before use; bad packets are dropped and
  *    counted, never answered with anything but a NACK.
  *  - A MAILBOX (2.4) is sent as a one-packet PUT whose packet op is MAILBOX,
@@ -49,13 +49,6 @@
 #include "trace.h"
 #include "exanest_pldma.h"
 #include "exanest_core.h"
-
-/* Errnos of error NACKs (Linux's values: the CQE reports them). */
-#define PLDMA_EPERM     1
-#define PLDMA_ERANGE    34
-#define PLDMA_ECONNREFUSED 111
-#define PLDMA_ESTALE    116
-#define PLDMA_ENOKEY    126
 
 static void net_count(PldmaState *s, unsigned n, uint32_t by)
 {
@@ -205,25 +198,6 @@ static uint64_t net_tx_withdraw(PldmaState *s, uint16_t dst, uint32_t op_id)
     }
     n->tx_free_ns = MIN(n->tx_free_ns, busy);
     return low;
-}
-
-/* An answer (ACK, NACK, RESUME) to packet @k's sender about its op. */
-static void net_answer(PldmaState *s, const ExanestPkt *k, uint8_t op,
-                       uint64_t offset, int32_t status)
-{
-    ExanestPkt a = {
-        .op = op, .src = s->net.node, .dst = k->src, .ep = k->ep,
-        .op_id = k->op_id, .seq = k->seq, .rkey = k->rkey, .addr = k->addr,
-        .len = k->len, .offset = offset, .status = status,
-    };
-
-    if (op == EXANEST_PKT_NACK) {
-        net_count(s, status < 0 ? PLDMA_NET_CNT_ERROR_NACKS :
-                                  PLDMA_NET_CNT_NACKS_SENT, 1);
-    } else if (op == EXANEST_PKT_RESUME) {
-        net_count(s, PLDMA_NET_CNT_RESUMES_SENT, 1);
-    }
-    net_tx(s, &a, 0);
 }
 
 /* Sending side (SendOp) */
@@ -636,6 +610,14 @@ static void net_rto_fired(void *opaque)
     net_after(c, &e, PLDMA_ERR_TIMEOUT);
 }
 
+/* The token a channel holds a receive op's fault by: never 0. */
+static uint32_t net_token(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+
+    return c->ctx->index * s->nchan + (uint32_t)(c - c->ctx->ch) + 1;
+}
+
 /*
  * Channel c stops (NACK, QUIESCE, RESET): no retransmission; a receiver
  * fault it reported waits for another channel.
@@ -645,25 +627,15 @@ void pldma_net_stop(PldmaChannel *c)
     PldmaState *s = c->ctx->dev;
 
     timer_del(c->rto);
-    if ((c->origin & PLDMA_ORIGIN_NET_RX) && c->rx >= 0 &&
-        s->net.rx[c->rx].ch == c) {
-        s->net.rx[c->rx].ch = NULL;
+    if ((c->origin & PLDMA_ORIGIN_NET_RX) && c->rx >= 0) {
+        exanest_rx_release(s->net.rxt, c->rx, net_token(c));
     }
 }
 
-/* Receiving side (RecvOp) */
-
-static PldmaRxOp *net_rx_find(PldmaState *s, uint32_t src, uint32_t op_id)
-{
-    for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
-        PldmaRxOp *r = &s->net.rx[i];
-
-        if (r->state != PLDMA_RX_FREE && r->src == src && r->op_id == op_id) {
-            return r;
-        }
-    }
-    return NULL;
-}
+/*
+ * Receiving side: the core's RecvTable (rust/exanest-core/src/netrx.rs)
+ * decides; this moves the bytes, knows the endpoints and reports faults.
+ */
 
 /*
  * How long an unfinished op may go without a packet before its slot may be
@@ -671,364 +643,45 @@ static PldmaRxOp *net_rx_find(PldmaState *s, uint32_t src, uint32_t op_id)
  * backoff cap, as this node's own senders run it). A sender that gave up, was
  * killed or forged the op sends nothing more, and its slot comes back.
  */
-static int64_t net_rx_idle_ns(PldmaState *s)
+static uint64_t net_rx_idle_ns(PldmaState *s)
 {
     return 2 * net_rto_cap_ns(s);
 }
 
-/*
- * Whether op r's slot can be taken: free, finished, or idle (not a fault
- * the driver holds on a channel).
- */
-static bool net_rx_reusable(PldmaState *s, const PldmaRxOp *r, int64_t now)
+/* The context resident on endpoint @ep, or NULL. */
+static PldmaContext *net_ep_ctx(PldmaState *s, uint32_t ep)
 {
-    switch (r->state) {
-    case PLDMA_RX_FREE:
-    case PLDMA_RX_DONE:
-    case PLDMA_RX_ERROR:
-        return true;
-    default:
-        return !r->ch && now - r->last_ns > net_rx_idle_ns(s);
-    }
+    uint32_t e = s->net.ep[ep];
+
+    return (e & PLDMA_NET_EP_RESIDENT) ?
+           &s->ctx[e & PLDMA_NET_EP_CTX_MASK] : NULL;
 }
 
-/* Keyless ops (MAILBOX) that hold a slot and are not finished. */
-static unsigned net_rx_keyless(PldmaState *s, int64_t now)
+/* Whether @x's ring has a free slot. */
+static bool net_mbox_room(PldmaContext *x)
 {
-    unsigned held = 0;
-
-    for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
-        held += s->net.rx[i].mbox && !net_rx_reusable(s, &s->net.rx[i], now);
-    }
-    return held;
+    return x->mbox_tail - x->mbox_head < x->mbox_n;
 }
 
-/*
- * The slot a new op would take: a free one, else the oldest finished one,
- * else the longest idle one; NULL when every slot holds a live op, or when
- * a keyless op would pass PLDMA_NET_RX_KEYLESS of them (a packet with no key
- * never holds more than that share of the table).
- */
-static PldmaRxOp *net_rx_room(PldmaState *s, bool keyless, int64_t now)
+/* What endpoint @ep can take, for the core (EXANEST_RX_EP_*). */
+static uint32_t net_ep_flags(PldmaState *s, uint32_t ep)
 {
-    PldmaNet *n = &s->net;
-    PldmaRxOp *r = NULL;
-    int rank = 3;
+    PldmaContext *x = net_ep_ctx(s, ep);
+    uint32_t f = 0;
 
-    if (keyless && net_rx_keyless(s, now) >= PLDMA_NET_RX_KEYLESS) {
-        return NULL;
+    if (!x) {
+        return 0;
     }
-    for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
-        PldmaRxOp *o = &n->rx[i];
-        int k = o->state == PLDMA_RX_FREE ? 0 :
-                o->state == PLDMA_RX_DONE || o->state == PLDMA_RX_ERROR ? 1 :
-                net_rx_reusable(s, o, now) ? 2 : 3;
-
-        if (k < rank || (k == rank && k < 3 && o->last_ns < r->last_ns)) {
-            r = o;
-            rank = k;
-        }
+    if (pldma_ctx_master(x)) {
+        f |= EXANEST_RX_EP_READY;
     }
-    return rank < 3 ? r : NULL;
-}
-
-/* A slot for a new op (net_rx_room), taken; NULL when there is none. */
-static PldmaRxOp *net_rx_new(PldmaState *s, const ExanestPkt *k,
-                             bool keyless)
-{
-    PldmaNet *n = &s->net;
-    int64_t now = net_now();
-    PldmaRxOp *r = net_rx_room(s, keyless, now);
-
-    if (!r) {
-        return NULL;
+    if ((x->mbox_cfg & PLDMA_MBOX_CFG_ENABLE) && x->mbox_n) {
+        f |= EXANEST_RX_MBOX_ON;
     }
-    if ((r->state == PLDMA_RX_DONE || r->state == PLDMA_RX_ERROR) &&
-        !r->read) {
-        /* Forget it: its sender's ops up to it are finished. */
-        if (!n->floor_set[r->src] ||
-            (int32_t)(r->op_id - n->floor[r->src]) > 0) {
-            n->floor[r->src] = r->op_id;
-            n->floor_set[r->src] = true;
-        }
+    if (net_mbox_room(x)) {
+        f |= EXANEST_RX_MBOX_ROOM;
     }
-    *r = (PldmaRxOp) {
-        .state = PLDMA_RX_RECV, .src = k->src, .op_id = k->op_id,
-        .ep = k->ep, .rkey = k->rkey, .addr = k->addr, .len = k->len,
-        .mbox = keyless, .last_ns = now,
-    };
-    return r;
-}
-
-/* Op @k is finished and forgotten, or too old to tell: NACK ESTALE. */
-static bool net_rx_stale(PldmaState *s, const ExanestPkt *k)
-{
-    PldmaNet *n = &s->net;
-
-    if (n->floor_set[k->src] && (int32_t)(k->op_id - n->floor[k->src]) <= 0) {
-        net_answer(s, k, EXANEST_PKT_NACK, 0, -PLDMA_ESTALE);
-        return true;
-    }
-    return false;
-}
-
-/* No slot for op @k: NACK RNR, keeping nothing; its sender probes. */
-static void net_rx_full(PldmaState *s, const ExanestPkt *k)
-{
-    net_count(s, PLDMA_NET_CNT_RNR_SENT, 1);
-    net_answer(s, k, EXANEST_PKT_NACK, 0, EXANEST_NACK_RNR);
-}
-
-/*
- * A slot for op @k, new to this node: NULL when it is refused (ESTALE) or
- * no slot can be had (NACK RNR: never a silent drop).
- */
-static PldmaRxOp *net_rx_admit(PldmaState *s, const ExanestPkt *k,
-                               bool keyless)
-{
-    PldmaRxOp *r;
-
-    if (net_rx_stale(s, k)) {
-        return NULL;
-    }
-    r = net_rx_new(s, k, keyless);
-    if (!r) {
-        net_rx_full(s, k);
-    }
-    return r;
-}
-
-/*
- * A probe (no payload) of an op this node keeps nothing of: one refused for
- * a full table, with no state. From offset 0, RESUME it if a slot can be had
- * now, else NACK RNR again; any other offset (this node was reset) is
- * dropped.
- */
-static void net_rx_unknown_probe(PldmaState *s, const ExanestPkt *k,
-                                 bool keyless)
-{
-    if (k->offset) {
-        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-        return;
-    }
-    if (net_rx_stale(s, k)) {
-        return;
-    }
-    if (net_rx_room(s, keyless, net_now())) {
-        net_answer(s, k, EXANEST_PKT_RESUME, 0, 0);
-    } else {
-        net_rx_full(s, k);
-    }
-}
-
-/*
- * Op @k may write its whole range with its key: 0, or the negative errno
- * its NACK carries. Checked at every packet, so a key revoked mid-op stops
- * it at the next one.
- */
-static int32_t net_rkey_check(PldmaState *s, const ExanestPkt *k,
-                              uint32_t right)
-{
-    uint64_t idx = k->rkey & 0xffffffffu;
-    PldmaRkey *e;
-
-    if (idx >= PLDMA_NET_MAX_RKEYS) {
-        return -PLDMA_ENOKEY;
-    }
-    e = &s->net.rkeys[idx];
-    if (!(e->ctrl & PLDMA_NET_RKEY_VALID) || e->tag != k->rkey >> 32 ||
-        e->ep != k->ep) {
-        return -PLDMA_ENOKEY;
-    }
-    if (!(e->ctrl & right)) {
-        return -PLDMA_EPERM;
-    }
-    if (k->addr < e->base || k->len > e->len ||
-        k->addr - e->base > e->len - k->len) {
-        return -PLDMA_ERANGE;
-    }
-    return 0;
-}
-
-/*
- * Op @k's key does not allow it (@err): NACK it with @err, from @off. Only
- * the op's own packets (its key, endpoint and range: a key revoked mid-op)
- * end the op @r that node and id name; a packet that merely claims them, with
- * another key, changes nothing of it, and its NACK is dropped by the sender,
- * whose op has another key.
- */
-static void net_rx_refuse(PldmaState *s, PldmaRxOp *r, const ExanestPkt *k,
-                          int32_t err, uint64_t off)
-{
-    if (r && r->rkey == k->rkey && r->ep == k->ep && r->addr == k->addr &&
-        r->len == k->len && r->state != PLDMA_RX_FAULT) {
-        r->state = PLDMA_RX_ERROR;
-        r->err = err;
-    }
-    net_answer(s, k, EXANEST_PKT_NACK, off, err);
-}
-
-/* Report rx op r's fault on an idle channel of @x, if one is. */
-static void net_rx_report(PldmaContext *x, PldmaRxOp *r)
-{
-    PldmaState *s = x->dev;
-
-    for (unsigned n = 0; n < s->nchan; n++) {
-        PldmaChannel *c = &x->ch[n];
-
-        if (c->state != PLDMA_STATE_IDLE) {
-            continue;
-        }
-        c->origin = PLDMA_ORIGIN_NET_RX;
-        c->rx = r - s->net.rx;
-        c->rx_src = r->src;
-        c->op_id = r->op_id;
-        c->a_op = PLDMA_OP_COPY;
-        c->a_src = 0;
-        c->a_dst = r->addr;
-        c->a_len = r->len;
-        c->wr_id = 0;
-        c->done = r->placed;
-        c->nack_status = PLDMA_CQE_ABORTED;
-        c->fault_addr = r->fault_addr;
-        c->fault_info = r->fault_info;
-        c->faults = 1;
-        r->ch = c;
-        c->state = PLDMA_STATE_FAULT;
-        c->err = PLDMA_ERR_NONE;
-        trace_exanest_pldma_fault(x->index, n,
-                                  !!(r->fault_info & PLDMA_FAULT_WRITE),
-                                  r->fault_addr, PLDMA_CAUSE_TRANSLATION, 0);
-        x->irq_status |= 1u << n;
-        pldma_update_irq(s);
-        return;
-    }
-}
-
-/* A channel of @x went idle: a receiver fault waiting for one takes it. */
-void pldma_net_channel_freed(PldmaContext *x)
-{
-    PldmaState *s = x->dev;
-
-    for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
-        PldmaRxOp *r = &s->net.rx[i];
-
-        if (r->state == PLDMA_RX_FAULT && !r->ch &&
-            (s->net.ep[r->ep] & PLDMA_NET_EP_RESIDENT) &&
-            (s->net.ep[r->ep] & PLDMA_NET_EP_CTX_MASK) == x->index) {
-            net_rx_report(x, r);
-            if (!r->ch) {
-                return;
-            }
-        }
-    }
-}
-
-/* What a RESUME or NACK of op r answers: the packet it NACKed. */
-static ExanestPkt net_reply_to(PldmaState *s, PldmaRxOp *r)
-{
-    return (ExanestPkt) {
-        .src = r->src, .ep = r->ep, .op_id = r->op_id, .seq = r->nack_seq,
-        .rkey = r->rkey, .addr = r->addr, .len = r->len,
-    };
-}
-
-/* The driver resolved the fault channel c reports: RESUME the sender. */
-void pldma_net_rx_resume(PldmaChannel *c)
-{
-    PldmaState *s = c->ctx->dev;
-    PldmaRxOp *r = &s->net.rx[c->rx];
-    ExanestPkt k;
-
-    c->state = PLDMA_STATE_IDLE;
-    c->origin = 0;
-    if (r->state == PLDMA_RX_FAULT && r->ch == c) {
-        r->ch = NULL;
-        /* A GET's responder keeps nothing: the next request is served. */
-        r->state = r->read ? PLDMA_RX_DONE : PLDMA_RX_RECV;
-        r->gap_nacked = false;
-        k = net_reply_to(s, r);
-        net_answer(s, &k, EXANEST_PKT_RESUME, r->placed, 0);
-    }
-    pldma_pump(c->ctx);
-}
-
-/* The driver could not resolve it: NACK the op with CH_NACK_STATUS. */
-void pldma_net_rx_nack(PldmaChannel *c)
-{
-    PldmaState *s = c->ctx->dev;
-    PldmaRxOp *r = &s->net.rx[c->rx];
-    int32_t status = (int32_t)c->nack_status;
-    ExanestPkt k;
-
-    if (status >= 0 || status <= -PLDMA_CQE_ERR_BASE) {
-        status = -14; /* no errno written: EFAULT */
-    }
-    c->state = PLDMA_STATE_IDLE;
-    c->origin = 0;
-    if (r->state == PLDMA_RX_FAULT && r->ch == c) {
-        r->ch = NULL;
-        r->state = PLDMA_RX_ERROR;
-        r->err = status;
-        k = net_reply_to(s, r);
-        net_answer(s, &k, EXANEST_PKT_NACK, r->placed, status);
-    }
-    pldma_pump(c->ctx);
-}
-
-/*
- * Place WRITE @k of op r at r->placed, as context x's VF. Returns the bytes
- * placed; fewer than k->plen when a destination page does not translate.
- */
-static uint64_t net_place(PCIDevice *fn, const ExanestPkt *k, uint64_t *fault)
-{
-    uint64_t dst = k->addr + k->offset;
-    uint64_t good = net_valid_prefix(pci_get_address_space(fn), dst, k->plen,
-                                     DMA_DIRECTION_FROM_DEVICE);
-
-    if (good && pci_dma_write(fn, dst, k->payload, good) != MEMTX_OK) {
-        good = 0;
-    }
-    *fault = dst + good;
-    return good;
-}
-
-/*
- * The answer to a request (a probe, a READ_REQ) of an op that is faulted or
- * not ready: NACK again, not counted (the first NACK was).
- */
-static void net_rx_still(PldmaState *s, PldmaRxOp *r, const ExanestPkt *k)
-{
-    net_tx(s, &(ExanestPkt) {
-        .op = EXANEST_PKT_NACK, .src = s->net.node, .dst = k->src, .ep = k->ep,
-        .op_id = k->op_id, .seq = k->seq, .rkey = k->rkey, .addr = k->addr,
-        .len = k->len, .offset = r->placed,
-        .status = r->state == PLDMA_RX_FAULT ? EXANEST_NACK_FAULT :
-                  r->state == PLDMA_RX_RNR ? EXANEST_NACK_RNR :
-                                             EXANEST_NACK_NOT_READY,
-    }, 0);
-}
-
-/* A probe (a WRITE of no payload): answer with the op's state. */
-static void net_rx_probe(PldmaState *s, PldmaRxOp *r, const ExanestPkt *k)
-{
-    switch (r->state) {
-    case PLDMA_RX_DONE:
-        net_answer(s, k, EXANEST_PKT_ACK, r->placed, 0);
-        break;
-    case PLDMA_RX_ERROR:
-        net_answer(s, k, EXANEST_PKT_NACK, r->placed, r->err);
-        break;
-    case PLDMA_RX_FAULT:
-    case PLDMA_RX_NOT_READY:
-    case PLDMA_RX_RNR:
-        net_rx_still(s, r, k);
-        break;
-    default:
-        /* the RESUME was lost */
-        net_answer(s, k, EXANEST_PKT_RESUME, r->placed, 0);
-        break;
-    }
+    return f;
 }
 
 /*
@@ -1046,125 +699,167 @@ static void net_want_ep(PldmaState *s, uint32_t ep)
     }
 }
 
-/*
- * A packet of op r, which this node knows: a probe is answered with the
- * op's state; data of an op that is finished (ACKed again), refused (NACKed
- * again) or waiting (a fault, no context, a full ring: dropped) is a
- * duplicate. Returns whether that took the packet: false only for data of
- * an op still receiving.
- */
-static bool net_rx_known(PldmaState *s, PldmaRxOp *r, const ExanestPkt *k)
+/* Count what step @e says, want endpoint @ep if it says so, send its answer. */
+static void net_rx_do(PldmaState *s, const ExanestRxStep *e, uint32_t ep)
 {
-    if (!k->plen) {
-        net_rx_probe(s, r, k);
-        return true;
+    if (e->counts & EXANEST_RX_DROPPED) {
+        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
     }
-    switch (r->state) {
-    case PLDMA_RX_RECV:
-        return false;
-    case PLDMA_RX_DONE:
+    if (e->counts & EXANEST_RX_DUPLICATE) {
         net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
-        net_answer(s, k, EXANEST_PKT_ACK, r->placed, 0);
-        return true;
-    case PLDMA_RX_ERROR:
-        net_answer(s, k, EXANEST_PKT_NACK, r->placed, r->err);
-        return true;
-    default:
-        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
-        return true;
     }
+    if (e->counts & EXANEST_RX_RNR) {
+        net_count(s, PLDMA_NET_CNT_RNR_SENT, 1);
+    }
+    if (e->counts & EXANEST_RX_WANT_EP) {
+        net_want_ep(s, ep);
+    }
+    if (!e->reply) {
+        return;
+    }
+    if (e->counted && e->answer.op == EXANEST_PKT_NACK) {
+        net_count(s, e->answer.status < 0 ? PLDMA_NET_CNT_ERROR_NACKS :
+                                            PLDMA_NET_CNT_NACKS_SENT, 1);
+    } else if (e->counted && e->answer.op == EXANEST_PKT_RESUME) {
+        net_count(s, PLDMA_NET_CNT_RESUMES_SENT, 1);
+    }
+    net_tx(s, &e->answer, 0);
 }
 
-static void net_rx_write(PldmaState *s, const ExanestPkt *k)
+/* Report slot @i's fault on an idle channel of @x, if one is. */
+static void net_rx_report(PldmaContext *x, uint32_t i)
 {
-    PldmaNet *n = &s->net;
-    PldmaRxOp *r = net_rx_find(s, k->src, k->op_id);
-    uint64_t end = k->offset + k->plen, got, fault_addr;
-    int32_t err = net_rkey_check(s, k, PLDMA_NET_RKEY_WRITE);
-    PldmaContext *x;
-    PCIDevice *fn;
+    PldmaState *s = x->dev;
+    ExanestRxSlot r;
 
-    if (err) {
-        /* No state for a packet its key does not allow: refuse, and forget. */
-        net_rx_refuse(s, r, k, err,
-                      r && r->rkey == k->rkey ? r->placed : 0);
+    if (!exanest_rx_slot(s->net.rxt, i, &r)) {
         return;
     }
-    if (!r && !k->plen) {
-        net_rx_unknown_probe(s, k, false);
-        return;
-    }
-    if (!r) {
-        r = net_rx_admit(s, k, false);
-        if (!r) {
+    for (unsigned n = 0; n < s->nchan; n++) {
+        PldmaChannel *c = &x->ch[n];
+
+        if (c->state != PLDMA_STATE_IDLE) {
+            continue;
+        }
+        if (!exanest_rx_hold(s->net.rxt, i, net_token(c))) {
             return;
         }
-    }
-    if (r->rkey != k->rkey || r->addr != k->addr || r->len != k->len ||
-        r->ep != k->ep) {
-        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-        return; /* not the op it claims to be part of */
-    }
-    r->stamp = ++n->rx_stamp;
-    r->last_ns = net_now();
-    if (net_rx_known(s, r, k)) {
+        c->origin = PLDMA_ORIGIN_NET_RX;
+        c->rx = i;
+        c->rx_src = r.src;
+        c->op_id = r.op_id;
+        c->a_op = PLDMA_OP_COPY;
+        c->a_src = 0;
+        c->a_dst = r.addr;
+        c->a_len = r.len;
+        c->wr_id = 0;
+        c->done = r.placed;
+        c->nack_status = PLDMA_CQE_ABORTED;
+        c->fault_addr = r.fault_addr;
+        c->fault_info = pldma_fault_info(r.kind != EXANEST_RX_READ,
+                                         PLDMA_CAUSE_TRANSLATION);
+        c->faults = 1;
+        c->state = PLDMA_STATE_FAULT;
+        c->err = PLDMA_ERR_NONE;
+        trace_exanest_pldma_fault(x->index, n, r.kind != EXANEST_RX_READ,
+                                  r.fault_addr, PLDMA_CAUSE_TRANSLATION, 0);
+        x->irq_status |= 1u << n;
+        pldma_update_irq(s);
         return;
     }
-    if (k->offset > r->placed) {
-        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
-        if (!r->gap_nacked) {
-            r->gap_nacked = true;
-            net_answer(s, k, EXANEST_PKT_NACK, r->placed,
-                       EXANEST_NACK_SEQUENCE);
-        }
-        return;
-    }
-    if (k->offset < r->placed) {
-        net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
-        net_answer(s, k, EXANEST_PKT_ACK, r->placed, 0);
-        return;
-    }
-    x = (n->ep[k->ep] & PLDMA_NET_EP_RESIDENT) ?
-        &s->ctx[n->ep[k->ep] & PLDMA_NET_EP_CTX_MASK] : NULL;
-    fn = x ? pldma_ctx_master(x) : NULL;
-    if (!fn) {
-        r->state = PLDMA_RX_NOT_READY;
-        r->nack_seq = k->seq;
-        net_answer(s, k, EXANEST_PKT_NACK, r->placed, EXANEST_NACK_NOT_READY);
-        net_want_ep(s, k->ep);
-        return;
-    }
-    got = net_place(fn, k, &fault_addr);
-    r->placed += got;
-    r->gap_nacked = false;
-    net_count(s, PLDMA_NET_CNT_PLACED_BYTES, got);
-    trace_exanest_pldma_net_place(x->index, k->src, k->op_id, k->offset, got);
-    if (got < k->plen) {
-        r->state = PLDMA_RX_FAULT;
-        r->nack_seq = k->seq;
-        r->fault_addr = fault_addr;
-        r->fault_info = pldma_fault_info(true, PLDMA_CAUSE_TRANSLATION);
-        r->ch = NULL;
-        net_answer(s, k, EXANEST_PKT_NACK, r->placed, EXANEST_NACK_FAULT);
-        net_rx_report(x, r);
-        return;
-    }
-    if (r->placed == end && end == r->len) {
-        r->state = PLDMA_RX_DONE;
-    }
-    net_answer(s, k, EXANEST_PKT_ACK, r->placed, 0);
 }
 
-/* Whether @x's ring has a free slot. */
-static bool net_mbox_room(PldmaContext *x)
+/* Step @e of an op of @x's endpoint @ep: do it, and report its fault. */
+static void net_rx_after(PldmaContext *x, const ExanestRxStep *e, uint32_t ep)
 {
-    return x->mbox_tail - x->mbox_head < x->mbox_n;
+    net_rx_do(x->dev, e, ep);
+    if (e->what == EXANEST_RX_REPORT) {
+        net_rx_report(x, e->slot);
+    }
+}
+
+/* A channel of @x went idle: a receiver fault waiting for one takes it. */
+void pldma_net_channel_freed(PldmaContext *x)
+{
+    PldmaState *s = x->dev;
+    ExanestRxSlot r;
+
+    for (uint32_t i = 0; exanest_rx_slot(s->net.rxt, i, &r); i++) {
+        if (r.state == EXANEST_RX_FAULTED && !r.holder &&
+            net_ep_ctx(s, r.ep) == x) {
+            net_rx_report(x, i);
+            if (exanest_rx_slot(s->net.rxt, i, &r) && !r.holder) {
+                return; /* no idle channel left */
+            }
+        }
+    }
+}
+
+/* The driver resolved the fault channel c reports: RESUME the sender. */
+void pldma_net_rx_resume(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+    ExanestRxStep e;
+
+    c->state = PLDMA_STATE_IDLE;
+    c->origin = 0;
+    if (c->rx >= 0) {
+        e = exanest_rx_resolved(s->net.rxt, c->rx, net_token(c));
+        net_rx_do(s, &e, 0);
+    }
+    pldma_pump(c->ctx);
+}
+
+/* The driver could not resolve it: NACK the op with CH_NACK_STATUS. */
+void pldma_net_rx_nack(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+    ExanestRxStep e;
+
+    c->state = PLDMA_STATE_IDLE;
+    c->origin = 0;
+    if (c->rx >= 0) {
+        e = exanest_rx_refused(s->net.rxt, c->rx, net_token(c),
+                               (int32_t)c->nack_status);
+        net_rx_do(s, &e, 0);
+    }
+    pldma_pump(c->ctx);
 }
 
 /*
- * Place MAILBOX @k of rx op r in the next slot of @x's ring as @fn: the
- * message, the header, then STAMP. Returns the bytes of the slot that
- * translate: all of them (PLDMA_MBOX_DATA_OFF + len) once placed.
+ * Place WRITE @k as context x's VF @fn. Returns the bytes placed; fewer than
+ * k->plen when a destination page does not translate (*fault: the first).
+ */
+static uint64_t net_place(PCIDevice *fn, const ExanestPkt *k, uint64_t *fault)
+{
+    uint64_t dst = k->addr + k->offset;
+    uint64_t good = net_valid_prefix(pci_get_address_space(fn), dst, k->plen,
+                                     DMA_DIRECTION_FROM_DEVICE);
+
+    if (good && pci_dma_write(fn, dst, k->payload, good) != MEMTX_OK) {
+        good = 0;
+    }
+    *fault = dst + good;
+    return good;
+}
+
+/* PLACE for WRITE @k, on the core's slot @i. */
+static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i)
+{
+    PldmaContext *x = net_ep_ctx(s, k->ep);
+    uint64_t fault, got = net_place(pldma_ctx_master(x), k, &fault);
+    ExanestRxStep e;
+
+    net_count(s, PLDMA_NET_CNT_PLACED_BYTES, got);
+    trace_exanest_pldma_net_place(x->index, k->src, k->op_id, k->offset, got);
+    e = exanest_rx_placed(s->net.rxt, i, k, got, got < k->plen, fault);
+    net_rx_after(x, &e, k->ep);
+}
+
+/*
+ * Place MAILBOX @k in the next slot of @x's ring as @fn: the message, the
+ * header, then STAMP. Returns the bytes of the slot that translate: all of
+ * them (PLDMA_MBOX_DATA_OFF + len) once placed.
  */
 static uint64_t net_mbox_place(PCIDevice *fn, PldmaContext *x,
                                const ExanestPkt *k)
@@ -1199,174 +894,66 @@ static uint64_t net_mbox_place(PCIDevice *fn, PldmaContext *x,
 }
 
 /*
- * A MAILBOX (2.4): a message of k->len bytes (1..PLDMA_MBOX_MAX) for the
- * mailbox of endpoint k->ep, from endpoint k->rkey of node k->src, in one
- * packet, or none (a probe). Placed once in the next slot of the ring of
- * the endpoint's context: a full ring NACKs RNR, a slot that does not
- * translate NACKs FAULT (reported like a receiver fault), an endpoint
- * without a mailbox is refused (ECONNREFUSED).
+ * PLACE for MAILBOX @k (2.4), on the core's slot @i: the next slot of the
+ * ring of the endpoint's context; a slot that does not translate is a fault
+ * reported like a receiver's.
  */
-static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k)
+static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k, uint32_t i)
 {
-    PldmaNet *n = &s->net;
-    PldmaRxOp *r = net_rx_find(s, k->src, k->op_id);
-    uint64_t got, want = PLDMA_MBOX_DATA_OFF + k->len;
-    PldmaContext *x;
-    PCIDevice *fn;
+    PldmaContext *x = net_ep_ctx(s, k->ep);
+    uint64_t slot = x->a_mbox_base +
+                    (uint64_t)(x->mbox_tail & (x->mbox_n - 1)) *
+                    PLDMA_MBOX_SLOT;
+    uint64_t want = PLDMA_MBOX_DATA_OFF + k->len;
+    uint64_t got = net_mbox_place(pldma_ctx_master(x), x, k);
+    ExanestRxStep e;
 
-    if (!k->len || k->len > PLDMA_MBOX_MAX || k->offset || k->addr ||
-        (k->plen && k->plen != k->len)) {
-        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-        return;
+    if (got == want) {
+        trace_exanest_pldma_net_place(x->index, k->src, k->op_id, 0, k->len);
+        x->mbox_tail++;
+        net_count(s, PLDMA_NET_CNT_PLACED_BYTES, k->len);
+        net_count(s, PLDMA_NET_CNT_MBOX_PLACED, 1);
     }
-    if (!r && !k->plen) {
-        net_rx_unknown_probe(s, k, true);
-        return;
-    }
-    if (!r) {
-        r = net_rx_admit(s, k, true);
-        if (!r) {
-            return;
-        }
-    }
-    if (!r->mbox || r->rkey != k->rkey || r->len != k->len ||
-        r->ep != k->ep) {
-        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-        return; /* not the op it claims to be */
-    }
-    r->stamp = ++n->rx_stamp;
-    r->last_ns = net_now();
-    x = (n->ep[k->ep] & PLDMA_NET_EP_RESIDENT) ?
-        &s->ctx[n->ep[k->ep] & PLDMA_NET_EP_CTX_MASK] : NULL;
-    if (r->state == PLDMA_RX_RNR && x && net_mbox_room(x)) {
-        r->state = PLDMA_RX_RECV; /* a slot is free now: its RESUME was lost */
-    }
-    if (net_rx_known(s, r, k)) {
-        return;
-    }
-    fn = x ? pldma_ctx_master(x) : NULL;
-    if (!fn) {
-        r->state = PLDMA_RX_NOT_READY;
-        r->nack_seq = k->seq;
-        net_answer(s, k, EXANEST_PKT_NACK, 0, EXANEST_NACK_NOT_READY);
-        net_want_ep(s, k->ep);
-        return;
-    }
-    if (!(x->mbox_cfg & PLDMA_MBOX_CFG_ENABLE) || !x->mbox_n) {
-        r->state = PLDMA_RX_ERROR;
-        r->err = -PLDMA_ECONNREFUSED;
-        net_answer(s, k, EXANEST_PKT_NACK, 0, r->err);
-        return;
-    }
-    if (!net_mbox_room(x)) {
-        r->state = PLDMA_RX_RNR;
-        r->nack_seq = k->seq;
-        net_count(s, PLDMA_NET_CNT_RNR_SENT, 1);
-        net_answer(s, k, EXANEST_PKT_NACK, 0, EXANEST_NACK_RNR);
-        return;
-    }
-    got = net_mbox_place(fn, x, k);
-    if (got < want) {
-        r->state = PLDMA_RX_FAULT;
-        r->nack_seq = k->seq;
-        r->fault_addr = x->a_mbox_base +
-                        (uint64_t)(x->mbox_tail & (x->mbox_n - 1)) *
-                        PLDMA_MBOX_SLOT + got;
-        r->fault_info = pldma_fault_info(true, PLDMA_CAUSE_TRANSLATION);
-        r->ch = NULL;
-        net_answer(s, k, EXANEST_PKT_NACK, 0, EXANEST_NACK_FAULT);
-        net_rx_report(x, r);
-        return;
-    }
-    trace_exanest_pldma_net_place(x->index, k->src, k->op_id, 0, k->len);
-    x->mbox_tail++;
-    r->placed = k->len;
-    r->state = PLDMA_RX_DONE;
-    net_count(s, PLDMA_NET_CNT_PLACED_BYTES, k->len);
-    net_count(s, PLDMA_NET_CNT_MBOX_PLACED, 1);
-    net_answer(s, k, EXANEST_PKT_ACK, r->placed, 0);
+    e = exanest_rx_placed(s->net.rxt, i, k, got == want ? k->len : 0,
+                          got < want, slot + got);
+    net_rx_after(x, &e, k->ep);
 }
 
 /* @x's reader freed slots: RESUME the messages its ring NACKed RNR. */
 void pldma_net_mbox_freed(PldmaContext *x)
 {
     PldmaState *s = x->dev;
+    ExanestRxSlot r;
+    ExanestRxStep e;
 
-    for (unsigned i = 0; i < PLDMA_NET_RX_OPS && net_mbox_room(x); i++) {
-        PldmaRxOp *r = &s->net.rx[i];
-        ExanestPkt k;
-
-        if (r->state == PLDMA_RX_RNR &&
-            s->net.ep[r->ep] == (PLDMA_NET_EP_RESIDENT | x->index)) {
-            r->state = PLDMA_RX_RECV;
-            k = net_reply_to(s, r);
-            net_answer(s, &k, EXANEST_PKT_RESUME, 0, 0);
+    for (uint32_t i = 0; net_mbox_room(x) &&
+         exanest_rx_slot(s->net.rxt, i, &r); i++) {
+        if (r.state == EXANEST_RX_RNR_WAIT && net_ep_ctx(s, r.ep) == x) {
+            e = exanest_rx_wake(s->net.rxt, i);
+            net_rx_do(s, &e, r.ep);
         }
     }
 }
 
 /*
- * A READ_REQ: send [offset, offset + status) of the op's source as
- * READ_RESP packets, read as the endpoint's context's VF. The responder
- * keeps nothing but a fault: a page that does not translate stops it there
- * (NACK FAULT, the fault reported like a receiver's, RESUME once resolved).
+ * SERVE for READ_REQ @k, on the core's slot: send [from, to) of the op's
+ * source as READ_RESP packets, read as the endpoint's context's VF. A page
+ * that does not translate stops it there (the core NACKs FAULT, reported
+ * like a receiver's fault, RESUME once resolved).
  */
-static void net_rx_read_req(PldmaState *s, const ExanestPkt *k)
+static void net_rx_serve(PldmaState *s, const ExanestPkt *k,
+                         const ExanestRxStep *step)
 {
-    PldmaNet *n = &s->net;
-    PldmaRxOp *r = net_rx_find(s, k->src, k->op_id);
-    int32_t err = net_rkey_check(s, k, PLDMA_NET_RKEY_READ);
+    PldmaContext *x = net_ep_ctx(s, k->ep);
+    PCIDevice *fn = pldma_ctx_master(x);
+    AddressSpace *as = pci_get_address_space(fn);
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    uint64_t off = k->offset, end, sent = 0;
+    uint64_t off = step->from, sent = 0;
     uint8_t buf[EXANEST_PKT_MTU];
-    PldmaContext *x;
-    AddressSpace *as;
-    PCIDevice *fn;
+    ExanestRxStep e;
 
-    if (err) {
-        net_rx_refuse(s, r, k, err, off);
-        return;
-    }
-    if (!r) {
-        r = net_rx_new(s, k, false);
-        if (!r) {
-            net_rx_full(s, k);
-            return;
-        }
-        r->read = true;
-        r->state = PLDMA_RX_DONE;
-    }
-    if (!r->read || r->rkey != k->rkey || r->addr != k->addr ||
-        r->len != k->len || r->ep != k->ep) {
-        net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-        return;
-    }
-    r->stamp = ++n->rx_stamp;
-    r->last_ns = net_now();
-    if (r->state == PLDMA_RX_FAULT || r->state == PLDMA_RX_NOT_READY) {
-        net_rx_still(s, r, k);
-        return;
-    }
-    if (r->state == PLDMA_RX_ERROR) {
-        net_answer(s, k, EXANEST_PKT_NACK, off, r->err);
-        return;
-    }
-    x = (n->ep[k->ep] & PLDMA_NET_EP_RESIDENT) ?
-        &s->ctx[n->ep[k->ep] & PLDMA_NET_EP_CTX_MASK] : NULL;
-    fn = x ? pldma_ctx_master(x) : NULL;
-    if (!fn) {
-        r->state = PLDMA_RX_NOT_READY;
-        r->nack_seq = k->seq;
-        r->placed = off;
-        net_answer(s, k, EXANEST_PKT_NACK, off, EXANEST_NACK_NOT_READY);
-        net_want_ep(s, k->ep);
-        return;
-    }
-    as = pci_get_address_space(fn);
-    /* At most a megabyte per request, whatever it asks. */
-    end = off + MIN((uint64_t)(uint32_t)k->status, MIN(k->len - off, MiB));
-    while (off < end) {
-        uint64_t len = MIN(end - off, EXANEST_PKT_MTU);
+    while (off < step->to) {
+        uint64_t len = MIN(step->to - off, EXANEST_PKT_MTU);
         uint64_t src = k->addr + off;
         uint64_t good = net_valid_prefix(as, src, len, DMA_DIRECTION_TO_DEVICE);
 
@@ -1376,26 +963,40 @@ static void net_rx_read_req(PldmaState *s, const ExanestPkt *k)
         if (good) {
             sent += good;
             net_tx(s, &(ExanestPkt) {
-                .op = EXANEST_PKT_READ_RESP, .src = n->node, .dst = k->src,
-                .ep = k->ep, .op_id = k->op_id, .seq = k->seq,
+                .op = EXANEST_PKT_READ_RESP, .src = s->net.node,
+                .dst = k->src, .ep = k->ep, .op_id = k->op_id, .seq = k->seq,
                 .rkey = k->rkey, .addr = k->addr, .len = k->len,
                 .offset = off, .plen = good, .payload = buf,
             }, now + pldma_xfer_ns(s, sent));
             off += good;
         }
         if (good < len) {
-            r->state = PLDMA_RX_FAULT;
-            r->nack_seq = k->seq;
-            r->placed = off;
-            r->fault_addr = src + good;
-            r->fault_info = pldma_fault_info(false, PLDMA_CAUSE_TRANSLATION);
-            r->ch = NULL;
-            net_answer(s, k, EXANEST_PKT_NACK, off, EXANEST_NACK_FAULT);
-            net_rx_report(x, r);
+            e = exanest_rx_served(s->net.rxt, step->slot, k, off, true,
+                                  src + good);
+            net_rx_after(x, &e, k->ep);
             return;
         }
     }
-    r->placed = off;
+    e = exanest_rx_served(s->net.rxt, step->slot, k, off, false, 0);
+    net_rx_do(s, &e, k->ep);
+}
+
+/* A WRITE, READ_REQ or MAILBOX for this node: what the core says to do. */
+static void net_rx(PldmaState *s, const ExanestPkt *k)
+{
+    ExanestRxStep e = exanest_rx_packet(s->net.rxt, k, s->net.rkeys,
+                                        PLDMA_NET_MAX_RKEYS,
+                                        net_ep_flags(s, k->ep), net_now(),
+                                        net_rx_idle_ns(s));
+
+    net_rx_do(s, &e, k->ep);
+    if (e.what == EXANEST_RX_PLACE && k->op == EXANEST_PKT_MAILBOX) {
+        net_rx_mailbox(s, k, e.slot);
+    } else if (e.what == EXANEST_RX_PLACE) {
+        net_rx_write(s, k, e.slot);
+    } else if (e.what == EXANEST_RX_SERVE) {
+        net_rx_serve(s, k, &e);
+    }
 }
 
 /* READ_RESP data for GET channel c: placed in order as the context's VF. */
@@ -1477,10 +1078,9 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
                                k.status);
     switch (k.op) {
     case EXANEST_PKT_WRITE:
-        net_rx_write(s, &k);
-        break;
     case EXANEST_PKT_READ_REQ:
-        net_rx_read_req(s, &k);
+    case EXANEST_PKT_MAILBOX:
+        net_rx(s, &k);
         break;
     case EXANEST_PKT_READ_RESP:
         c = net_sender(s, k.src, k.op_id);
@@ -1512,9 +1112,6 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
         }
         break;
-    case EXANEST_PKT_MAILBOX:
-        net_rx_mailbox(s, &k);
-        break;
     }
     return size;
 }
@@ -1526,21 +1123,21 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
  */
 static void net_ep_resident(PldmaState *s, uint32_t ep)
 {
+    PldmaContext *x = net_ep_ctx(s, ep);
+    ExanestRxSlot r;
+    ExanestRxStep e;
+
     s->net.ep_wanted[ep / 32] &= ~(1u << (ep % 32));
-    PldmaContext *x = &s->ctx[s->net.ep[ep] & PLDMA_NET_EP_CTX_MASK];
-
-    for (unsigned i = 0; i < PLDMA_NET_RX_OPS; i++) {
-        PldmaRxOp *r = &s->net.rx[i];
-        ExanestPkt k;
-
-        if (r->state == PLDMA_RX_FAULT && !r->ch && r->ep == ep) {
-            net_rx_report(x, r);
+    for (uint32_t i = 0; x && exanest_rx_slot(s->net.rxt, i, &r); i++) {
+        if (r.ep != ep) {
+            continue;
         }
-        if (r->state == PLDMA_RX_NOT_READY && r->ep == ep) {
-            r->state = r->read ? PLDMA_RX_DONE : PLDMA_RX_RECV;
-            r->gap_nacked = false;
-            k = net_reply_to(s, r);
-            net_answer(s, &k, EXANEST_PKT_RESUME, r->placed, 0);
+        if (r.state == EXANEST_RX_FAULTED && !r.holder) {
+            net_rx_report(x, i);
+        }
+        if (r.state == EXANEST_RX_NOT_READY) {
+            e = exanest_rx_wake(s->net.rxt, i);
+            net_rx_do(s, &e, ep);
         }
     }
 }
@@ -1799,6 +1396,7 @@ void pldma_net_realize(PldmaState *s)
     DeviceState *d = DEVICE(s);
 
     QSIMPLEQ_INIT(&n->txq);
+    n->rxt = exanest_rx_new(n->node);
     n->tx_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_tx_timer, s);
     qemu_macaddr_default_if_unset(&n->conf.macaddr);
     n->nic = qemu_new_nic(&pldma_net_info, &n->conf,
@@ -1816,6 +1414,8 @@ void pldma_net_exit(PldmaState *s)
     }
     timer_free(s->net.tx_timer);
     qemu_del_nic(s->net.nic);
+    exanest_rx_free(s->net.rxt);
+    s->net.rxt = NULL;
 }
 
 /*
@@ -1833,7 +1433,7 @@ void pldma_net_reset(PldmaState *s)
     memset(n->cnt, 0, sizeof(n->cnt));
     memset(n->ep_wanted, 0, sizeof(n->ep_wanted));
     n->irq = 0;
-    memset(n->rx, 0, sizeof(n->rx));
+    exanest_rx_reset(n->rxt);
     n->ep_sel = n->rkey_sel = 0;
     n->drop_ppm = n->corrupt_ppm = 0;
     n->rto_us = 10000;

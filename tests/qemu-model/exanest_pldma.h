@@ -12,6 +12,7 @@
 #include "net/net.h"
 #include "qemu/timer.h"
 #include "exanest-pldma-regs.h"
+#include "exanest_core.h"
 
 #define TYPE_EXANEST_PLDMA "exanest-pldma"
 OBJECT_DECLARE_SIMPLE_TYPE(PldmaState, EXANEST_PLDMA)
@@ -121,37 +122,6 @@ struct PldmaContext {
     uint64_t mbox_started;  /* MAILBOX ops started: their order */
 };
 
-/* A remote node's op this engine receives (2.3). */
-typedef enum PldmaRxState {
-    PLDMA_RX_FREE,
-    PLDMA_RX_RECV,          /* placing in order */
-    PLDMA_RX_FAULT,         /* placing stopped at a fault being resolved */
-    PLDMA_RX_NOT_READY,     /* its endpoint holds no context */
-    PLDMA_RX_RNR,           /* a MAILBOX: the ring is full */
-    PLDMA_RX_DONE,          /* every byte placed */
-    PLDMA_RX_ERROR,         /* refused: err */
-} PldmaRxState;
-
-/* Receive op slots a keyless op (MAILBOX) may hold unfinished at most. */
-#define PLDMA_NET_RX_KEYLESS    16
-
-typedef struct PldmaRxOp {
-    PldmaRxState state;
-    bool read;              /* a GET this node serves (else a PUT it places) */
-    bool mbox;              /* a MAILBOX message */
-    uint32_t src, op_id, ep;
-    uint64_t rkey, addr, len;
-    uint64_t placed;        /* bytes placed: [0, placed) */
-    int32_t err;            /* PLDMA_RX_ERROR: the NACK's -errno */
-    bool gap_nacked;        /* the gap at placed was NACKed SEQUENCE */
-    uint32_t nack_seq;      /* the packet NACKed: its RESUME echoes it */
-    uint64_t stamp;         /* last packet: the oldest finished op goes */
-    int64_t last_ns;        /* last packet: idle past net_rx_idle_ns, it goes */
-    PldmaChannel *ch;       /* PLDMA_RX_FAULT: the channel reporting it */
-    uint64_t fault_addr;    /* PLDMA_RX_FAULT, until a channel reports it */
-    uint32_t fault_info;
-} PldmaRxOp;
-
 /* A packet on its way over the link. */
 typedef struct PldmaTxPacket {
     QSIMPLEQ_ENTRY(PldmaTxPacket) next;
@@ -165,10 +135,8 @@ typedef struct PldmaTxPacket {
     uint8_t data[];
 } PldmaTxPacket;
 
-typedef struct PldmaRkey {
-    uint32_t ctrl, tag, ep;
-    uint64_t base, len;
-} PldmaRkey;
+/* An rkey table entry: the core reads the table as it is (exanest_core.h) */
+typedef ExanestRkey PldmaRkey;
 
 /* The network port (2.3). */
 typedef struct PldmaNet {
@@ -195,12 +163,8 @@ typedef struct PldmaNet {
     int64_t tx_free_ns;     /* the link is busy sending until then */
     QSIMPLEQ_HEAD(, PldmaTxPacket) txq;
     QEMUTimer *tx_timer;
-    /* Receiving. */
-    PldmaRxOp rx[PLDMA_NET_RX_OPS];
-    uint64_t rx_stamp;
-    /* Per source node: ops at or below it are finished and forgotten. */
-    uint32_t floor[PLDMA_NET_MAX_NODES];
-    bool floor_set[PLDMA_NET_MAX_NODES];
+    /* Receiving: the core's table of remote ops (RecvTable). */
+    ExanestRecvTable *rxt;
 } PldmaNet;
 
 struct PldmaState {

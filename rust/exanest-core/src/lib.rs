@@ -17,6 +17,7 @@ pub mod faultsm;
 pub mod idmap;
 pub mod kqueue;
 pub mod netop;
+pub mod netrx;
 pub mod packet;
 pub mod region;
 pub mod regs;

@@ -113,7 +113,7 @@ pub enum SendEvent {
     Completed(i32),
     /// Paused past the deadline: send a probe (a WRITE with no payload; a GET's read request)
     /// at this offset, which the receiver answers with where its op is
-    /// ([`RecvOp::on_probe`]).
+    /// ([`crate::netrx::RecvTable::on_packet`]).
     Probe(u64),
     /// GET: the data could not all be placed here (this side's fault): the op waits for it
     /// to be resolved, with no timer, and goes on from [`SendOp::acked`].
@@ -439,150 +439,13 @@ impl SendOp {
     }
 }
 
-/// What the receiving side does with a data packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecvAction {
-    /// Place the payload at its offset, then ACK this offset (the end of what is placed).
-    Place(u64),
-    /// Drop it, and ACK this offset: a duplicate of placed data.
-    DropAck(u64),
-    /// Drop it, and NACK this offset with [`Nack::Sequence`]: data beyond a gap, the first
-    /// time for this gap (the sender goes back at once rather than at its timeout).
-    DropNack(u64),
-    /// Drop it and say nothing: the op is waiting on a fault, or already ended, or the packet
-    /// does not fit the op.
-    Drop,
-}
-
-/// How the receiving side answers a probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProbeAnswer {
-    /// ACK this offset: the op is complete.
-    Ack(u64),
-    /// RESUME from this offset: the fault is resolved (the first RESUME was lost).
-    Resume(u64),
-    /// NACK FAULT at this offset again: still being resolved.
-    Fault(u64),
-}
-
-/// Where the receiving side of an op is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecvState {
-    /// Taking data in order.
-    Receiving,
-    /// Placing stopped at this offset on a fault being resolved.
-    Faulted(u64),
-    /// Every byte is placed.
-    Done,
-}
-
-/// The receiving side of one operation of `len` bytes.
-#[derive(Clone, Debug)]
-pub struct RecvOp {
-    len: u64,
-    /// Bytes placed: [0, placed).
-    placed: u64,
-    state: RecvState,
-    /// The gap at this offset was NACKed already (one NACK per gap, not one per packet).
-    gap_nacked: Option<u64>,
-    /// Duplicate or out-of-order data packets dropped.
-    pub dropped: u64,
-}
-
-impl RecvOp {
-    /// An op of `len` bytes.
-    pub fn new(len: u64) -> Self {
-        RecvOp {
-            len,
-            placed: 0,
-            state: if len == 0 {
-                RecvState::Done
-            } else {
-                RecvState::Receiving
-            },
-            gap_nacked: None,
-            dropped: 0,
-        }
-    }
-
-    /// Where the op is.
-    pub fn state(&self) -> RecvState {
-        self.state
-    }
-
-    /// Bytes placed.
-    pub fn placed(&self) -> u64 {
-        self.placed
-    }
-
-    /// A data packet of `n` bytes at `off` arrived.
-    pub fn on_data(&mut self, off: u64, n: u32) -> RecvAction {
-        let end = match off.checked_add(u64::from(n)) {
-            Some(e) if n > 0 && e <= self.len => e,
-            _ => return RecvAction::Drop,
-        };
-        match self.state {
-            RecvState::Receiving if off == self.placed => {
-                self.placed = end;
-                if end == self.len {
-                    self.state = RecvState::Done;
-                }
-                RecvAction::Place(end)
-            }
-            RecvState::Receiving if off > self.placed => {
-                self.dropped += 1;
-                if self.gap_nacked == Some(self.placed) {
-                    return RecvAction::Drop;
-                }
-                self.gap_nacked = Some(self.placed);
-                RecvAction::DropNack(self.placed)
-            }
-            RecvState::Receiving | RecvState::Done => {
-                self.dropped += 1;
-                RecvAction::DropAck(self.placed)
-            }
-            RecvState::Faulted(_) => {
-                self.dropped += 1;
-                RecvAction::Drop
-            }
-        }
-    }
-
-    /// Placing the packet [`RecvOp::on_data`] accepted faulted at `off` (within it): the bytes
-    /// below `off` are placed, the rest is not. Returns the offset to NACK with
-    /// [`Nack::Fault`].
-    pub fn on_fault(&mut self, off: u64) -> u64 {
-        let off = off.min(self.placed);
-        self.placed = off;
-        self.state = RecvState::Faulted(off);
-        off
-    }
-
-    /// A probe of a paused sender arrived: where the op is.
-    pub fn on_probe(&self) -> ProbeAnswer {
-        match self.state {
-            RecvState::Receiving => ProbeAnswer::Resume(self.placed),
-            RecvState::Faulted(off) => ProbeAnswer::Fault(off),
-            RecvState::Done => ProbeAnswer::Ack(self.placed),
-        }
-    }
-
-    /// The fault is resolved: returns the offset to RESUME from.
-    pub fn on_resolved(&mut self) -> Option<u64> {
-        match self.state {
-            RecvState::Faulted(off) => {
-                self.state = RecvState::Receiving;
-                Some(off)
-            }
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     extern crate std;
+    use crate::netrx::{self, Act, RecvTable, Rkey, RxState, Step};
+    use crate::packet::{Header, Op};
+    use crate::regs::net::{RKEY_VALID, RKEY_WRITE};
     use std::collections::VecDeque;
     use std::vec;
 
@@ -625,19 +488,12 @@ mod tests {
         let p = params(4000, 1000, 100, 2);
         let mut s = SendOp::new(4000, p);
         while s.next_packet(0).is_some() {}
-        let mut r = RecvOp::new(4000);
-        assert_eq!(r.on_data(0, 1000), RecvAction::Place(1000));
-        assert_eq!(r.on_data(1000, 1000), RecvAction::Place(2000));
-        // Placing at 1500 faults: NACK 1500, drop what follows.
-        assert_eq!(r.on_fault(1500), 1500);
-        assert_eq!(r.on_data(2000, 1000), RecvAction::Drop);
+        // The receiver placed 1500 bytes and faulted there: NACK 1500 (netrx.rs's side).
         assert_eq!(s.on_nack(1500, Nack::Fault, 0, 5), SendEvent::None);
         assert_eq!(s.state(), SendState::Paused);
         assert_eq!(s.next_packet(6), None);
-        assert_eq!(r.on_resolved(), Some(1500));
         assert_eq!(s.on_resume(1500, 0, 7), SendEvent::None);
         assert_eq!(s.next_packet(7), Some((1500, 1000)));
-        assert_eq!(r.on_data(1500, 1000), RecvAction::Place(2500));
         // 2500 bytes past 1500 went out twice: 1500..4000 had been sent.
         while s.next_packet(8).is_some() {}
         assert_eq!(s.retransmitted, 2500);
@@ -896,12 +752,6 @@ mod tests {
 
     #[test]
     fn hostile_input_changes_nothing() {
-        let mut r = RecvOp::new(100);
-        assert_eq!(r.on_data(0, 0), RecvAction::Drop);
-        assert_eq!(r.on_data(90, 20), RecvAction::Drop);
-        assert_eq!(r.on_data(u64::MAX, 5), RecvAction::Drop);
-        assert_eq!(r.on_resolved(), None);
-        assert_eq!(r.placed(), 0);
         let mut s = SendOp::new(100, SendParams::default());
         assert_eq!(s.on_nack(50, Nack::Fault, 0, 0), SendEvent::None); // nothing sent yet
         assert_eq!(s.on_resume(50, 0, 0), SendEvent::None);
@@ -937,8 +787,49 @@ mod tests {
         Nack(u64, Nack, u32),
         /// Offset, the sequence number of the packet NACKed (or of the probe answered).
         Resume(u64, u32),
-        /// Sequence number.
-        Probe(u32),
+        /// Offset, sequence number.
+        Probe(u64, u32),
+    }
+
+    /// Where the simulated receiver's memory starts: key 0 (tag 1) of endpoint 7 covers it.
+    const BASE: u64 = 0x1_0000_0000;
+
+    fn sim_keys(len: u64) -> [Rkey; 1] {
+        [Rkey {
+            ctrl: RKEY_VALID | RKEY_WRITE,
+            tag: 1,
+            ep: 7,
+            base: BASE,
+            len,
+        }]
+    }
+
+    /// The header of the op's packet at `off` (a WRITE; no payload is a probe).
+    fn sim_header(off: u64, len: u64, seq: u32) -> Header {
+        Header {
+            op: Op::Write,
+            src: 1,
+            dst: 2,
+            endpoint: 7,
+            op_id: 1,
+            seq,
+            status: 0,
+            rkey: 1 << 32,
+            addr: BASE,
+            len,
+            offset: off,
+        }
+    }
+
+    /// The receiver's answer, as the link carries it.
+    fn sim_reply(st: &Step) -> Option<Pkt> {
+        let h = st.reply?.header;
+        Some(match h.op {
+            Op::Ack => Pkt::Ack(h.offset),
+            Op::Nack => Pkt::Nack(h.offset, Nack::from_status(h.status).unwrap(), h.seq),
+            Op::Resume => Pkt::Resume(h.offset, h.seq),
+            op => panic!("the receiver answered {op:?}"),
+        })
     }
 
     /// One op over a link that drops, duplicates and reorders, into receiver memory whose
@@ -964,13 +855,14 @@ mod tests {
         let mut rng = Rng(seed | 1);
         let p = params(16 * 1024, 1500, 50_000, 20);
         let mut s = SendOp::new(len, p);
-        let mut r = RecvOp::new(len);
+        let mut rx = RecvTable::new(2);
+        let keys = sim_keys(len);
+        let mut faulted: Option<usize> = None; // the slot whose fault is being resolved
         let pages = len.div_ceil(PAGE);
         let mut mapped: Vec<bool> = (0..pages).map(|_| !rng.chance(faults)).collect();
         let mut placed = vec![0u8; len as usize];
         let mut link: VecDeque<(u64, Pkt)> = VecDeque::new(); // (arrival time, packet)
         let mut resolve_at: Option<u64> = None;
-        let mut nack_seq = 0u32; // the packet the receiver's fault NACKed
         let mut completions = 0;
         let mut now = 0u64;
         let latency = 1_000;
@@ -1012,9 +904,11 @@ mod tests {
             now = now.max(t);
             if resolve_at.is_some_and(|t| t <= now) {
                 resolve_at = None;
-                if let Some(off) = r.on_resolved() {
-                    mapped[(off / PAGE) as usize] = true;
-                    send(&mut link, &mut rng, now, Pkt::Resume(off, nack_seq));
+                let i = faulted.take().unwrap();
+                let at = rx.slot(i).unwrap().fault_addr() - BASE;
+                mapped[(at / PAGE) as usize] = true;
+                if let Some(pk) = sim_reply(&rx.resolved(i, 1)) {
+                    send(&mut link, &mut rng, now, pk);
                 }
             }
             if s.deadline().is_some_and(|d| d <= now) {
@@ -1023,9 +917,9 @@ mod tests {
                         completions += 1;
                         assert_eq!(st, 0, "seed {seed}: timed out");
                     }
-                    SendEvent::Probe(_) => {
+                    SendEvent::Probe(off) => {
                         let q = s.take_seq();
-                        send(&mut link, &mut rng, now, Pkt::Probe(q))
+                        send(&mut link, &mut rng, now, Pkt::Probe(off, q))
                     }
                     SendEvent::None => {}
                     SendEvent::LocalFault => unreachable!("a PUT has no local placement"),
@@ -1034,43 +928,37 @@ mod tests {
             while link.front().is_some_and(|(t, _)| *t <= now) {
                 let (_, pk) = link.pop_front().unwrap();
                 let ev = match pk {
-                    Pkt::Data(off, n, q) => {
-                        match r.on_data(off, n) {
-                            RecvAction::Place(end) => {
-                                // Place page by page; the first unmapped page faults.
-                                let mut at = off;
-                                while at < end && mapped[(at / PAGE) as usize] {
-                                    let stop = ((at / PAGE + 1) * PAGE).min(end);
-                                    for b in &mut placed[at as usize..stop as usize] {
-                                        *b += 1;
-                                    }
-                                    at = stop;
-                                }
-                                if at < end {
-                                    let nack = r.on_fault(at);
-                                    resolve_at = Some(now + resolve_ns);
-                                    nack_seq = q;
-                                    let pk = Pkt::Nack(nack, Nack::Fault, q);
-                                    send(&mut link, &mut rng, now, pk);
-                                } else {
-                                    send(&mut link, &mut rng, now, Pkt::Ack(end));
-                                }
-                            }
-                            RecvAction::DropAck(a) => send(&mut link, &mut rng, now, Pkt::Ack(a)),
-                            RecvAction::DropNack(a) => {
-                                send(&mut link, &mut rng, now, Pkt::Nack(a, Nack::Sequence, q))
-                            }
-                            RecvAction::Drop => {}
-                        }
-                        SendEvent::None
-                    }
-                    Pkt::Probe(q) => {
-                        let answer = match r.on_probe() {
-                            ProbeAnswer::Ack(a) => Pkt::Ack(a),
-                            ProbeAnswer::Resume(o) => Pkt::Resume(o, q),
-                            ProbeAnswer::Fault(o) => Pkt::Nack(o, Nack::Fault, q),
+                    Pkt::Data(..) | Pkt::Probe(..) => {
+                        let (off, n, q) = match pk {
+                            Pkt::Data(off, n, q) => (off, n, q),
+                            Pkt::Probe(off, q) => (off, 0, q),
+                            _ => unreachable!(),
                         };
-                        send(&mut link, &mut rng, now, answer);
+                        let h = sim_header(off, len, q);
+                        let ready = netrx::ep::READY;
+                        let mut st = rx.on_packet(&h, n as usize, &keys, ready, now, u64::MAX);
+                        if let Act::Place(i) = st.act {
+                            // Place page by page; the first unmapped page faults.
+                            let end = off + u64::from(n);
+                            let mut at = off;
+                            while at < end && mapped[(at / PAGE) as usize] {
+                                let stop = ((at / PAGE + 1) * PAGE).min(end);
+                                for b in &mut placed[at as usize..stop as usize] {
+                                    *b += 1;
+                                }
+                                at = stop;
+                            }
+                            let fault = (at < end).then_some(BASE + at);
+                            st = rx.placed(i, &h, at - off, fault);
+                        }
+                        if let Act::Report(i) = st.act {
+                            assert!(rx.hold(i, 1), "seed {seed}");
+                            faulted = Some(i);
+                            resolve_at = Some(now + resolve_ns);
+                        }
+                        if let Some(pk) = sim_reply(&st) {
+                            send(&mut link, &mut rng, now, pk);
+                        }
                         SendEvent::None
                     }
                     Pkt::Ack(a) => s.on_ack(a, now),
@@ -1084,7 +972,7 @@ mod tests {
             }
         }
         assert_eq!(completions, 1, "seed {seed}: completed {completions} times");
-        assert_eq!(r.state(), RecvState::Done, "seed {seed}");
+        assert_eq!(rx.slot(0).unwrap().state(), RxState::Done, "seed {seed}");
         assert!(
             placed.iter().all(|&c| c == 1),
             "seed {seed}: a byte placed 0 or 2+ times"
@@ -1127,20 +1015,52 @@ mod tests {
     fn a_probe_recovers_a_lost_resume() {
         let p = params(4000, 1000, 100, 3);
         let mut s = SendOp::new(2000, p);
-        let mut r = RecvOp::new(2000);
+        let mut t = RecvTable::new(2);
+        let keys = sim_keys(2000);
+        let rx = |t: &mut RecvTable, off: u64, n: usize| {
+            t.on_packet(
+                &sim_header(off, 2000, 0),
+                n,
+                &keys,
+                netrx::ep::READY,
+                0,
+                u64::MAX,
+            )
+        };
         while s.next_packet(0).is_some() {}
-        assert_eq!(r.on_data(0, 1000), RecvAction::Place(1000));
-        assert_eq!(r.on_fault(1000), 1000);
+        let h = |off| sim_header(off, 2000, 0);
+        assert_eq!(rx(&mut t, 0, 1000).act, Act::Place(0));
+        let st = t.placed(0, &h(0), 1000, None);
+        assert!(matches!(sim_reply(&st), Some(Pkt::Ack(1000))));
+        // The second packet's first page does not translate.
+        assert_eq!(rx(&mut t, 1000, 1000).act, Act::Place(0));
+        let st = t.placed(0, &h(1000), 0, Some(BASE + 1000));
+        assert!(matches!(
+            sim_reply(&st),
+            Some(Pkt::Nack(1000, Nack::Fault, _))
+        ));
+        assert_eq!(st.act, Act::Report(0));
+        assert!(t.hold(0, 1));
+        assert_eq!(s.on_ack(1000, 1), SendEvent::None);
         assert_eq!(s.on_nack(1000, Nack::Fault, 0, 1), SendEvent::None);
-        assert_eq!(r.on_probe(), ProbeAnswer::Fault(1000));
+        assert!(matches!(
+            sim_reply(&rx(&mut t, 1000, 0)),
+            Some(Pkt::Nack(1000, Nack::Fault, _))
+        ));
         assert_eq!(s.on_timeout(101), SendEvent::Probe(1000));
         assert_eq!(s.on_nack(1000, Nack::Fault, 0, 102), SendEvent::None);
-        assert_eq!(r.on_resolved(), Some(1000)); // its RESUME is lost
+        assert!(sim_reply(&t.resolved(0, 1)).is_some()); // its RESUME is lost
         assert_eq!(s.on_timeout(301), SendEvent::Probe(1000));
-        assert_eq!(r.on_probe(), ProbeAnswer::Resume(1000));
+        assert!(matches!(
+            sim_reply(&rx(&mut t, 1000, 0)),
+            Some(Pkt::Resume(1000, _))
+        ));
         assert_eq!(s.on_resume(1000, 0, 302), SendEvent::None);
         assert_eq!(s.next_packet(302), Some((1000, 1000)));
-        assert_eq!(r.on_data(1000, 1000), RecvAction::Place(2000));
+        assert_eq!(rx(&mut t, 1000, 1000).act, Act::Place(0));
+        let st = t.placed(0, &h(1000), 1000, None);
+        assert!(matches!(sim_reply(&st), Some(Pkt::Ack(2000))));
+        assert_eq!(t.slot(0).unwrap().state(), RxState::Done);
         assert_eq!(s.on_ack(2000, 303), SendEvent::Completed(0));
         assert_eq!((s.nacks, s.resumes, s.probes, s.timeouts), (1, 1, 2, 0));
         // A paused op whose receiver is gone ends with ETIMEDOUT after its probes.

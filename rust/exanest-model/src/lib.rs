@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 
 //! The `no_std` core's protocol code as the QEMU engine model calls it: a C ABI over
-//! [`exanest_core::packet`] (the packet format) and [`exanest_core::netop`] (the sending side
-//! of an op: PUT, MAILBOX and GET), built as a static library that `scripts/build-qemu.sh` links into
+//! [`exanest_core::packet`] (the packet format), [`exanest_core::netop`] (the sending side
+//! of an op: PUT, MAILBOX and GET) and [`exanest_core::netrx`] (the receiving side: the table
+//! of remote ops, the key check and the answers; [`recv`]), built as a static library that `scripts/build-qemu.sh` links into
 //! QEMU. The model keeps no copy of what lives here; `cargo test` tests the code that runs.
 //!
 //! The ABI is declared once, in `tests/qemu-model/exanest_core.h`, and `tests/c_abi.rs` checks
@@ -10,7 +11,11 @@
 //! this library and compares layouts, constants and behaviour. It uses `std` (QEMU is a
 //! process): a panic aborts at the `extern "C"` boundary, it never unwinds into C.
 
+mod recv;
+pub use recv::*;
+
 use exanest_core::netop::{Kind, SendEvent, SendOp, SendParams, SendState};
+use exanest_core::netrx::{self, RxState};
 use exanest_core::packet::{BadPacket, Header, Nack, Op, HEADER, MTU};
 
 /// A packet's header fields as the model holds them (`ExanestPkt` in the C header); `payload`
@@ -58,7 +63,7 @@ pub const fn bad_code(b: BadPacket) -> i32 {
     }
 }
 
-fn header_of(k: &ExanestPkt) -> Option<Header> {
+pub(crate) fn header_of(k: &ExanestPkt) -> Option<Header> {
     Some(Header {
         op: Op::from_code(k.op)?,
         src: k.src,
@@ -519,4 +524,26 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_SEND_COMPLETED", SEND_COMPLETED as i64),
     ("EXANEST_SEND_PROBE", SEND_PROBE as i64),
     ("EXANEST_SEND_LOCAL_FAULT", SEND_LOCAL_FAULT as i64),
+    ("EXANEST_RX_EP_READY", netrx::ep::READY as i64),
+    ("EXANEST_RX_MBOX_ON", netrx::ep::MBOX_ON as i64),
+    ("EXANEST_RX_MBOX_ROOM", netrx::ep::MBOX_ROOM as i64),
+    ("EXANEST_RX_NOTHING", RX_NOTHING as i64),
+    ("EXANEST_RX_PLACE", RX_PLACE as i64),
+    ("EXANEST_RX_SERVE", RX_SERVE as i64),
+    ("EXANEST_RX_REPORT", RX_REPORT as i64),
+    ("EXANEST_RX_DROPPED", RX_DROPPED as i64),
+    ("EXANEST_RX_DUPLICATE", RX_DUPLICATE as i64),
+    ("EXANEST_RX_RNR", RX_RNR as i64),
+    ("EXANEST_RX_WANT_EP", RX_WANT_EP as i64),
+    ("EXANEST_RX_FREE", RxState::Free.code() as i64),
+    ("EXANEST_RX_RECEIVING", RxState::Receiving.code() as i64),
+    ("EXANEST_RX_FAULTED", RxState::Faulted.code() as i64),
+    ("EXANEST_RX_NOT_READY", RxState::NotReady.code() as i64),
+    ("EXANEST_RX_RNR_WAIT", RxState::Rnr.code() as i64),
+    ("EXANEST_RX_DONE", RxState::Done.code() as i64),
+    ("EXANEST_RX_ERROR", RxState::Error.code() as i64),
+    ("EXANEST_RX_WRITE", RX_WRITE as i64),
+    ("EXANEST_RX_MAILBOX", RX_MAILBOX as i64),
+    ("EXANEST_RX_READ", RX_READ as i64),
+    ("EXANEST_RX_KEYLESS", netrx::KEYLESS as i64),
 ];

@@ -5,8 +5,13 @@
 //! library, prints the layouts, constants and packets it sees, and they must be Rust's.
 
 use exanest_core::netop::{Kind, SendEvent, SendOp, SendParams};
+use exanest_core::netrx::{ep, RecvTable, Rkey, Step};
 use exanest_core::packet::{Header, Nack, Op, HEADER};
-use exanest_model::{ExanestPkt, ExanestSendEvent, ExanestSendParams, CONSTANTS};
+use exanest_core::regs::net::{RKEY_READ, RKEY_VALID, RKEY_WRITE};
+use exanest_model::{
+    slot_of, step_of, ExanestPkt, ExanestRkey, ExanestRxSlot, ExanestRxStep, ExanestSendEvent,
+    ExanestSendParams, CONSTANTS,
+};
 use std::collections::BTreeSet;
 use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};
@@ -67,6 +72,10 @@ fn layouts() -> Vec<Layout> {
                 payload),
         layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries),
         layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes),
+        layout!(ExanestRkey: ctrl, tag, ep, base, len),
+        layout!(ExanestRxStep: what, slot, from, to, counts, reply, counted, answer),
+        layout!(ExanestRxSlot: state, kind, op_id, ep, holder, err, src, rkey, addr, len, placed,
+                fault_addr),
     ]
 }
 
@@ -139,12 +148,245 @@ static void send_scenario(void)
 }
 "#;
 
+/// The C side of the receive scenario: a WRITE placed, then faulting, reported, held,
+/// probed and resumed; a forged key; a MAILBOX into a full ring, woken, then with no context;
+/// a READ_REQ refused, then served until a fault the driver refuses; a reset.
+const RECV_SCENARIO: &str = r#"
+static void st(const char *name, ExanestRxStep e)
+{
+	printf("%s %u %u %llu %llu %u %d %d %u %u %u %u %u %llu %llu %llu %llu %d %u\n",
+	       name, e.what, e.slot, (unsigned long long)e.from,
+	       (unsigned long long)e.to, e.counts, e.reply, e.counted, e.answer.op,
+	       e.answer.src, e.answer.dst, e.answer.ep, e.answer.op_id,
+	       (unsigned long long)e.answer.rkey, (unsigned long long)e.answer.addr,
+	       (unsigned long long)e.answer.len, (unsigned long long)e.answer.offset,
+	       e.answer.status, e.answer.seq);
+}
+
+static void slot(const char *name, ExanestRecvTable *t, uint32_t i)
+{
+	ExanestRxSlot r = { 0 };
+	bool ok = exanest_rx_slot(t, i, &r);
+
+	printf("%s %d %u %u %u %u %u %d %u %llu %llu %llu %llu %llu\n", name, ok,
+	       r.state, r.kind, r.op_id, r.ep, r.holder, r.err, r.src,
+	       (unsigned long long)r.rkey, (unsigned long long)r.addr,
+	       (unsigned long long)r.len, (unsigned long long)r.placed,
+	       (unsigned long long)r.fault_addr);
+}
+
+static void recv_scenario(void)
+{
+	static ExanestRkey keys[4];
+	static const uint8_t pay[10];
+	ExanestRecvTable *t = exanest_rx_new(9);
+	ExanestPkt k = { .op = EXANEST_PKT_WRITE, .src = 1, .dst = 9, .ep = 7,
+			 .op_id = 10, .seq = 3, .rkey = 0xabcd00000003ull,
+			 .addr = 0x10000, .len = 8192, .plen = 4096 };
+	ExanestPkt m = { .op = EXANEST_PKT_MAILBOX, .src = 2, .dst = 9, .ep = 7,
+			 .op_id = 1, .rkey = 5, .len = 10, .plen = 10,
+			 .payload = pay };
+	ExanestPkt r = { .op = EXANEST_PKT_READ_REQ, .src = 3, .dst = 9, .ep = 7,
+			 .op_id = 4, .seq = 8, .status = 65536,
+			 .rkey = 0xabcd00000003ull, .addr = 0x10000, .len = 16384,
+			 .offset = 4096 };
+	const uint32_t rdy = EXANEST_RX_EP_READY;
+	ExanestRxStep e;
+	bool held;
+
+	keys[3] = (ExanestRkey) { .ctrl = 1 | 4, .tag = 0xabcd, .ep = 7,
+				  .base = 0x10000, .len = 1 << 20 };
+	e = exanest_rx_packet(t, &k, keys, 4, rdy, 100, 1000);
+	st("rx.write", e);
+	st("rx.placed", exanest_rx_placed(t, e.slot, &k, 4096, false, 0));
+	k.offset = 4096;
+	k.seq = 4;
+	e = exanest_rx_packet(t, &k, keys, 4, rdy, 101, 1000);
+	st("rx.write2", e);
+	st("rx.fault", exanest_rx_placed(t, e.slot, &k, 100, true, 0x11064));
+	held = exanest_rx_hold(t, e.slot, 5);
+	printf("rx.hold %d %d\n", held, exanest_rx_hold(t, e.slot, 6));
+	slot("rx.slot", t, e.slot);
+	slot("rx.slot-past", t, 64);
+	k.plen = 0;
+	k.seq = 5;
+	st("rx.probe", exanest_rx_packet(t, &k, keys, 4, rdy, 102, 1000));
+	st("rx.resolved-other", exanest_rx_resolved(t, e.slot, 6));
+	st("rx.resolved", exanest_rx_resolved(t, e.slot, 5));
+	k.rkey = 0xabce00000003ull;
+	st("rx.badkey", exanest_rx_packet(t, &k, keys, 4, rdy, 103, 1000));
+	st("rx.mbox-rnr", exanest_rx_packet(t, &m, NULL, 0,
+					    rdy | EXANEST_RX_MBOX_ON, 104, 1000));
+	slot("rx.mbox-slot", t, 1);
+	st("rx.wake", exanest_rx_wake(t, 1));
+	st("rx.mbox-none", exanest_rx_packet(t, &m, NULL, 0, 0, 105, 1000));
+	st("rx.read-eperm", exanest_rx_packet(t, &r, keys, 4, rdy, 106, 1000));
+	keys[3].ctrl |= 2;
+	e = exanest_rx_packet(t, &r, keys, 4, rdy, 107, 1000);
+	st("rx.read", e);
+	st("rx.served", exanest_rx_served(t, e.slot, &r, 8192, true, 0x12000));
+	printf("rx.hold2 %d\n", exanest_rx_hold(t, e.slot, 7));
+	exanest_rx_release(t, e.slot, 7);
+	printf("rx.hold3 %d\n", exanest_rx_hold(t, e.slot, 8));
+	st("rx.refused", exanest_rx_refused(t, e.slot, 8, -12));
+	st("rx.read-again", exanest_rx_packet(t, &r, keys, 4, rdy, 108, 1000));
+	exanest_rx_reset(t);
+	slot("rx.reset", t, 0);
+	exanest_rx_free(t);
+	exanest_rx_free(NULL);
+}
+"#;
+
+/// A step as `st()` prints it.
+fn st(e: ExanestRxStep) -> String {
+    let a = e.answer;
+    format!(
+        "{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+        e.what,
+        e.slot,
+        e.from,
+        e.to,
+        e.counts,
+        u8::from(e.reply),
+        u8::from(e.counted),
+        a.op,
+        a.src,
+        a.dst,
+        a.ep,
+        a.op_id,
+        a.rkey,
+        a.addr,
+        a.len,
+        a.offset,
+        a.status,
+        a.seq
+    )
+}
+
+/// A slot as `slot()` prints it.
+fn slot(t: &RecvTable, i: usize) -> String {
+    let r = t.slot(i).map(slot_of);
+    let ok = r.is_some();
+    let r = r.unwrap_or_default();
+    format!(
+        "{} {} {} {} {} {} {} {} {} {} {} {} {}",
+        u8::from(ok),
+        r.state,
+        r.kind,
+        r.op_id,
+        r.ep,
+        r.holder,
+        r.err,
+        r.src,
+        r.rkey,
+        r.addr,
+        r.len,
+        r.placed,
+        r.fault_addr
+    )
+}
+
+/// The scenario of `RECV_SCENARIO`, run on the core directly.
+fn recv_expected() -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let mut keys = [Rkey::default(); 4];
+    keys[3] = Rkey {
+        ctrl: RKEY_VALID | RKEY_WRITE,
+        tag: 0xabcd,
+        ep: 7,
+        base: 0x10000,
+        len: 1 << 20,
+    };
+    let mut t = RecvTable::new(9);
+    let mut k = Header {
+        op: Op::Write,
+        src: 1,
+        dst: 9,
+        endpoint: 7,
+        op_id: 10,
+        seq: 3,
+        status: 0,
+        rkey: 0xabcd_0000_0003,
+        addr: 0x10000,
+        len: 8192,
+        offset: 0,
+    };
+    let m = Header {
+        op: Op::Mailbox,
+        src: 2,
+        op_id: 1,
+        seq: 0,
+        rkey: 5,
+        addr: 0,
+        len: 10,
+        ..k
+    };
+    let r = Header {
+        op: Op::ReadReq,
+        src: 3,
+        op_id: 4,
+        seq: 8,
+        status: 65536,
+        len: 16384,
+        offset: 4096,
+        ..k
+    };
+    let rdy = ep::READY;
+    let mut push = |name: &'static str, s: &Step| -> ExanestRxStep {
+        let e = step_of(s);
+        out.push((name, st(e)));
+        e
+    };
+    let e = push("rx.write", &t.on_packet(&k, 4096, &keys, rdy, 100, 1000));
+    let i = e.slot as usize;
+    push("rx.placed", &t.placed(i, &k, 4096, None));
+    k.offset = 4096;
+    k.seq = 4;
+    push("rx.write2", &t.on_packet(&k, 4096, &keys, rdy, 101, 1000));
+    push("rx.fault", &t.placed(i, &k, 100, Some(0x11064)));
+    let held = (t.hold(i, 5), t.hold(i, 6));
+    let mut lines = vec![(
+        "rx.hold",
+        format!("{} {}", u8::from(held.0), u8::from(held.1)),
+    )];
+    lines.push(("rx.slot", slot(&t, i)));
+    lines.push(("rx.slot-past", slot(&t, 64)));
+    k.seq = 5;
+    push("rx.probe", &t.on_packet(&k, 0, &keys, rdy, 102, 1000));
+    push("rx.resolved-other", &t.resolved(i, 6));
+    push("rx.resolved", &t.resolved(i, 5));
+    k.rkey = 0xabce_0000_0003;
+    push("rx.badkey", &t.on_packet(&k, 0, &keys, rdy, 103, 1000));
+    push(
+        "rx.mbox-rnr",
+        &t.on_packet(&m, 10, &[], rdy | ep::MBOX_ON, 104, 1000),
+    );
+    lines.push(("rx.mbox-slot", slot(&t, 1)));
+    push("rx.wake", &t.wake(1));
+    push("rx.mbox-none", &t.on_packet(&m, 10, &[], 0, 105, 1000));
+    push("rx.read-eperm", &t.on_packet(&r, 0, &keys, rdy, 106, 1000));
+    keys[3].ctrl |= RKEY_READ;
+    let e = push("rx.read", &t.on_packet(&r, 0, &keys, rdy, 107, 1000));
+    let j = e.slot as usize;
+    push("rx.served", &t.served(j, &r, 8192, Some(0x12000)));
+    lines.push(("rx.hold2", u8::from(t.hold(j, 7)).to_string()));
+    t.release(j, 7);
+    lines.push(("rx.hold3", u8::from(t.hold(j, 8)).to_string()));
+    push("rx.refused", &t.refused(j, 8, -12));
+    push("rx.read-again", &t.on_packet(&r, 0, &keys, rdy, 108, 1000));
+    t.reset();
+    lines.push(("rx.reset", slot(&t, 0)));
+    out.extend(lines);
+    out
+}
+
 /// The program: layout and constants, then a packet encoded through the header's prototypes,
 /// decoded back, and a damaged copy's verdict.
 fn program() -> String {
     let mut c =
         String::from("#include <stdio.h>\n#include <string.h>\n#include \"exanest_core.h\"\n");
     c += SEND_SCENARIO;
+    c += RECV_SCENARIO;
     c += "\
          int main(void)\n{\n\
          \tstatic uint8_t pkt[EXANEST_PKT_HDR + EXANEST_PKT_MTU], pay[100];\n\
@@ -156,7 +398,7 @@ fn program() -> String {
         }
         c += &format!("\tprintf(\"{t}.sizeof %zu\\n\", sizeof({t}));\n");
     }
-    c += "\tsend_scenario();\n";
+    c += "\tsend_scenario();\n\trecv_scenario();\n";
     for (name, _) in CONSTANTS {
         c += &format!("\tprintf(\"{name} %lld\\n\", (long long){name});\n");
     }
@@ -384,6 +626,43 @@ fn header_matches_the_library() {
     assert_eq!(get(&out, "damaged"), "-6");
     assert_eq!(get(&out, "ack-with-payload"), "-1");
     assert_eq!(get(&out, "nack-valid"), "1 1 0");
+
+    // The receiving side, through the header, is the core's RecvTable, and the scenario goes
+    // where it means to.
+    for (k, v) in &recv_expected() {
+        assert_eq!(get(&out, k), v, "{k}");
+    }
+    let field = |k: &str, n: usize| get(&out, k).split(' ').nth(n).unwrap().to_string();
+    assert_eq!(field("rx.write", 0), "1", "PLACE");
+    assert_eq!(field("rx.fault", 0), "3", "REPORT");
+    assert_eq!(
+        (field("rx.fault", 7), field("rx.fault", 15)),
+        ("5".into(), "4196".into()),
+        "NACK at the fault"
+    );
+    assert_eq!(get(&out, "rx.hold"), "1 0");
+    assert_eq!(field("rx.probe", 6), "0", "a probe's answer is not counted");
+    assert_eq!(
+        field("rx.resolved-other", 5),
+        "0",
+        "only the holder answers"
+    );
+    assert_eq!(
+        (field("rx.resolved", 7), field("rx.resolved", 17)),
+        ("6".into(), "4".into()),
+        "RESUME echoes the packet NACKed"
+    );
+    assert_eq!(field("rx.badkey", 16), "-126");
+    assert_eq!(field("rx.mbox-rnr", 4), "4", "RNR");
+    assert_eq!(field("rx.mbox-none", 4), "8", "WANT_EP");
+    assert_eq!(field("rx.read-eperm", 16), "-1");
+    assert_eq!(
+        (field("rx.read", 2), field("rx.read", 3)),
+        ("4096".into(), "16384".into())
+    );
+    assert_eq!(field("rx.refused", 16), "-12");
+    assert_eq!(field("rx.read-again", 16), "-12");
+    assert_eq!(field("rx.reset", 1), "0");
 
     // The sending side, through the header, is the core's SendOp.
     let expected = send_expected();

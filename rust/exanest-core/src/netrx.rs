@@ -1,0 +1,1426 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! The receiving side of the link (Documentation/network.rst, "Receiving"): the table of the
+//! remote ops a node receives, the key check, and every answer the node sends for them.
+//!
+//! A WRITE is placed in order: data past a gap is dropped and the gap NACKed once (SEQUENCE),
+//! data before it is a duplicate and ACKed again. A page that does not translate stops the op
+//! there: NACK FAULT, the fault reported to the driver on a channel, RESUME once resolved. A
+//! MAILBOX is one packet, placed once in the destination's ring (a full ring NACKs RNR and
+//! RESUMEs when its reader frees a slot). A READ_REQ is served from the op's source, at most
+//! [`READ_MAX`] bytes a request, and only a fault is kept. An endpoint with no resident context
+//! NACKs NOT_READY and RESUMEs when it becomes resident.
+//!
+//! The table holds [`RX_OPS`] ops: a new op takes a free slot, else the oldest finished one,
+//! else one idle for longer than the caller's idle time (its sender gave up, was killed or
+//! forged it; a fault a channel holds is never taken). With none to take, the op is NACKed RNR
+//! and nothing is kept; its sender probes. Keyless ops (MAILBOX) hold at most [`KEYLESS`]
+//! unfinished slots, so forged messages cannot take the table from keyed work.
+//!
+//! The caller (the engine model, `tests/qemu-model/exanest_net.c`, through the C ABI of
+//! `rust/exanest-model`) moves the bytes and knows its endpoints: it says what the packet's
+//! endpoint can take ([`ep`]), places or serves what a [`Step`] asks and reports back, sends
+//! the [`Reply`] and counts what the step reports. Times are ns on the caller's clock.
+
+use crate::abi::MBOX_MAX;
+use crate::packet::{Header, Nack, Op};
+use crate::regs::cqe_status;
+use crate::regs::net::{MAX_NODES, RKEY_READ, RKEY_VALID, RKEY_WRITE, RX_OPS};
+
+/// Not permitted: the key does not give this right (positive errno, as NACKs carry it negated).
+pub const EPERM: i32 = 1;
+/// Bad address: the driver could not resolve a receiver fault and wrote no errno.
+pub const EFAULT: i32 = 14;
+/// The range is not within the key's region.
+pub const ERANGE: i32 = 34;
+/// The endpoint has no mailbox.
+pub const ECONNREFUSED: i32 = 111;
+/// The op is finished and forgotten, or too old to tell.
+pub const ESTALE: i32 = 116;
+/// No such key, or not this endpoint's.
+pub const ENOKEY: i32 = 126;
+
+/// Slots that keyless ops (MAILBOX) may hold unfinished at most.
+pub const KEYLESS: usize = 16;
+/// Bytes one READ_REQ is served at most, whatever it asks.
+pub const READ_MAX: u64 = 1 << 20;
+
+/// What the packet's endpoint can take, as the caller sees it: flags for
+/// [`RecvTable::on_packet`].
+pub mod ep {
+    /// A context is resident on the endpoint, and its function can move bytes.
+    pub const READY: u32 = 1 << 0;
+    /// The resident context has a mailbox.
+    pub const MBOX_ON: u32 = 1 << 1;
+    /// The resident context's mailbox ring has a free slot.
+    pub const MBOX_ROOM: u32 = 1 << 2;
+}
+
+/// An entry of the rkey table, as the engine's registers hold it (laid out as C does: the
+/// engine model's table is an array of them).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rkey {
+    /// [`RKEY_VALID`] and the rights.
+    pub ctrl: u32,
+    /// The key's high 32 bits.
+    pub tag: u32,
+    /// The endpoint it is for.
+    pub ep: u32,
+    /// First byte of the region.
+    pub base: u64,
+    /// Bytes of the region.
+    pub len: u64,
+}
+
+/// Whether op `h` may use its whole range with its key and `right` ([`RKEY_READ`] or
+/// [`RKEY_WRITE`]): the positive errno its NACK carries if not. The key's low 32 bits index
+/// `keys`; checked at every packet, so a key revoked mid-op stops it at the next one.
+pub fn rkey_check(keys: &[Rkey], h: &Header, right: u32) -> Result<(), i32> {
+    let e = usize::try_from(h.rkey & 0xffff_ffff)
+        .ok()
+        .and_then(|i| keys.get(i))
+        .ok_or(ENOKEY)?;
+    if e.ctrl & RKEY_VALID == 0 || u64::from(e.tag) != h.rkey >> 32 || e.ep != h.endpoint {
+        return Err(ENOKEY);
+    }
+    if e.ctrl & right == 0 {
+        return Err(EPERM);
+    }
+    if h.addr < e.base || h.len > e.len || h.addr - e.base > e.len - h.len {
+        return Err(ERANGE);
+    }
+    Ok(())
+}
+
+/// Where a received op is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RxState {
+    /// The slot holds no op.
+    #[default]
+    Free,
+    /// Placing in order.
+    Receiving,
+    /// Placing (or serving) stopped at a fault being resolved.
+    Faulted,
+    /// Its endpoint holds no context.
+    NotReady,
+    /// A MAILBOX: the ring is full.
+    Rnr,
+    /// Every byte placed (a GET's responder: nothing pending).
+    Done,
+    /// Refused: [`Slot::err`].
+    Error,
+}
+
+impl RxState {
+    /// The value the C ABI gives it.
+    pub const fn code(self) -> u32 {
+        match self {
+            RxState::Free => 0,
+            RxState::Receiving => 1,
+            RxState::Faulted => 2,
+            RxState::NotReady => 3,
+            RxState::Rnr => 4,
+            RxState::Done => 5,
+            RxState::Error => 6,
+        }
+    }
+}
+
+/// What a received op is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RxKind {
+    /// A PUT this node places.
+    #[default]
+    Write,
+    /// A MAILBOX message for an endpoint's ring.
+    Mailbox,
+    /// A GET this node serves.
+    Read,
+}
+
+/// One slot of the table: a remote op, named by its source node and op id.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Slot {
+    state: RxState,
+    kind: RxKind,
+    src: u16,
+    op_id: u32,
+    ep: u32,
+    rkey: u64,
+    addr: u64,
+    len: u64,
+    /// Bytes placed: [0, placed) (a GET's responder: served up to it).
+    placed: u64,
+    /// [`RxState::Error`]: the positive errno its NACKs carry.
+    err: i32,
+    /// The gap at `placed` was NACKed SEQUENCE.
+    gap_nacked: bool,
+    /// The packet NACKed (fault, not ready, RNR): its RESUME echoes this sequence number.
+    nack_seq: u32,
+    /// When the op's last packet came.
+    last_ns: u64,
+    /// [`RxState::Faulted`]: the caller's token of the channel that reports it, or 0.
+    holder: u32,
+    /// [`RxState::Faulted`]: the address that did not translate.
+    fault_addr: u64,
+}
+
+impl Slot {
+    /// Where the op is.
+    pub fn state(&self) -> RxState {
+        self.state
+    }
+    /// What the op is.
+    pub fn kind(&self) -> RxKind {
+        self.kind
+    }
+    /// The op's source node.
+    pub fn src(&self) -> u16 {
+        self.src
+    }
+    /// The op's id at its source.
+    pub fn op_id(&self) -> u32 {
+        self.op_id
+    }
+    /// The endpoint the op is for.
+    pub fn ep(&self) -> u32 {
+        self.ep
+    }
+    /// The op's key (a MAILBOX: its sender's endpoint).
+    pub fn rkey(&self) -> u64 {
+        self.rkey
+    }
+    /// The op's remote address (here).
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    /// The op's length.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    /// Whether the op has no bytes (never: every op received has some).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Bytes placed (served).
+    pub fn placed(&self) -> u64 {
+        self.placed
+    }
+    /// [`RxState::Error`]: the positive errno.
+    pub fn err(&self) -> i32 {
+        self.err
+    }
+    /// [`RxState::Faulted`]: the token of the channel reporting it, or 0.
+    pub fn holder(&self) -> u32 {
+        self.holder
+    }
+    /// [`RxState::Faulted`]: the address that did not translate.
+    pub fn fault_addr(&self) -> u64 {
+        self.fault_addr
+    }
+
+    /// Whether packet `h` is part of this op: its key, range and endpoint.
+    fn is_op_of(&self, h: &Header) -> bool {
+        self.rkey == h.rkey && self.addr == h.addr && self.len == h.len && self.ep == h.endpoint
+    }
+
+    /// Whether the slot may be taken at `now`: free, finished, or idle past `idle_ns` and not
+    /// a fault a channel holds.
+    fn reusable(&self, now: u64, idle_ns: u64) -> bool {
+        match self.state {
+            RxState::Free | RxState::Done | RxState::Error => true,
+            _ => self.holder == 0 && now.saturating_sub(self.last_ns) > idle_ns,
+        }
+    }
+}
+
+/// An answer to send: the header (no payload), and whether the NACK or RESUME it is counts
+/// as one sent (an answer that repeats where an op stands does not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// The answer's header: to the op's source, about the op.
+    pub header: Header,
+    /// Count it (NACKs and RESUMEs).
+    pub counted: bool,
+}
+
+/// What the caller does next for a packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Act {
+    /// Nothing more.
+    #[default]
+    Nothing,
+    /// Place the packet's payload (a WRITE: at its offset; a MAILBOX: in the ring's next slot),
+    /// then call [`RecvTable::placed`] with this slot.
+    Place(usize),
+    /// Send the op's source bytes `[from, to)` as READ_RESP packets, then call
+    /// [`RecvTable::served`] with this slot.
+    Serve {
+        /// The op's slot.
+        slot: usize,
+        /// First byte to send.
+        from: u64,
+        /// End of the bytes to send.
+        to: u64,
+    },
+    /// Report this slot's fault to the driver on an idle channel of its endpoint's context,
+    /// and [`RecvTable::hold`] it if one takes it.
+    Report(usize),
+}
+
+/// What a packet (or a call) asks of the caller: an answer to send, an act, and what to count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    /// Send this.
+    pub reply: Option<Reply>,
+    /// Then do this.
+    pub act: Act,
+    /// The packet was dropped: malformed for its op, or not the op it claims to be part of.
+    pub dropped: bool,
+    /// The packet was a duplicate (or data past a gap).
+    pub duplicate: bool,
+    /// The reply is an RNR NACK (a full table or ring).
+    pub rnr: bool,
+    /// The endpoint holds no context and an op came for it: the driver should make it
+    /// resident.
+    pub want_ep: bool,
+}
+
+impl Step {
+    fn reply(r: Reply) -> Step {
+        Step {
+            reply: Some(r),
+            ..Step::default()
+        }
+    }
+    fn dropped() -> Step {
+        Step {
+            dropped: true,
+            ..Step::default()
+        }
+    }
+    fn duplicate(reply: Option<Reply>) -> Step {
+        Step {
+            reply,
+            duplicate: true,
+            ..Step::default()
+        }
+    }
+}
+
+/// The receive-op table of one node.
+#[derive(Clone, Debug)]
+pub struct RecvTable {
+    node: u16,
+    slots: [Slot; RX_OPS],
+    /// Per source node: ops at or below it are finished and forgotten (ESTALE).
+    floor: [Option<u32>; MAX_NODES],
+}
+
+impl RecvTable {
+    /// The empty table of node `node`.
+    pub fn new(node: u16) -> Self {
+        RecvTable {
+            node,
+            slots: [Slot::default(); RX_OPS],
+            floor: [None; MAX_NODES],
+        }
+    }
+
+    /// The engine was reset: every op goes. What ops were forgotten is kept: op ids keep
+    /// counting at the senders, and a packet of an op finished before is still refused.
+    pub fn reset(&mut self) {
+        self.slots = [Slot::default(); RX_OPS];
+    }
+
+    /// Slot `i`, if there is one.
+    pub fn slot(&self, i: usize) -> Option<&Slot> {
+        self.slots.get(i)
+    }
+
+    fn find(&self, src: u16, op_id: u32) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|r| r.state != RxState::Free && r.src == src && r.op_id == op_id)
+    }
+
+    /// An answer to packet `h`'s sender about its op: `op` at `offset` with `status`,
+    /// echoing `h`'s sequence number.
+    fn answer(&self, h: &Header, op: Op, offset: u64, status: i32) -> Reply {
+        Reply {
+            header: Header {
+                op,
+                src: self.node,
+                dst: h.src,
+                endpoint: h.endpoint,
+                op_id: h.op_id,
+                seq: h.seq,
+                status,
+                rkey: h.rkey,
+                addr: h.addr,
+                len: h.len,
+                offset,
+            },
+            counted: op != Op::Ack,
+        }
+    }
+
+    /// The answer to what slot `i` NACKed (a RESUME, or the NACK that ends it): it echoes the
+    /// packet NACKed.
+    fn reply_to(&self, i: usize, op: Op, status: i32) -> Reply {
+        let r = &self.slots[i];
+        self.answer(
+            &Header {
+                op,
+                src: r.src,
+                dst: self.node,
+                endpoint: r.ep,
+                op_id: r.op_id,
+                seq: r.nack_seq,
+                status,
+                rkey: r.rkey,
+                addr: r.addr,
+                len: r.len,
+                offset: r.placed,
+            },
+            op,
+            r.placed,
+            status,
+        )
+    }
+
+    /// Keyless ops that hold a slot and are not finished.
+    fn keyless_held(&self, now: u64, idle_ns: u64) -> usize {
+        self.slots
+            .iter()
+            .filter(|r| r.kind == RxKind::Mailbox && !r.reusable(now, idle_ns))
+            .count()
+    }
+
+    /// The slot a new op would take: a free one, else the oldest finished one, else the
+    /// longest idle one; none when every slot holds a live op, or when a keyless op would pass
+    /// [`KEYLESS`] of them.
+    fn room(&self, keyless: bool, now: u64, idle_ns: u64) -> Option<usize> {
+        if keyless && self.keyless_held(now, idle_ns) >= KEYLESS {
+            return None;
+        }
+        let rank = |r: &Slot| match r.state {
+            RxState::Free => 0,
+            RxState::Done | RxState::Error => 1,
+            _ if r.reusable(now, idle_ns) => 2,
+            _ => 3,
+        };
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| rank(r) < 3)
+            .min_by_key(|(_, r)| (rank(r), r.last_ns))
+            .map(|(i, _)| i)
+    }
+
+    /// Whether op `h` is finished and forgotten, or too old to tell.
+    fn stale(&self, h: &Header) -> bool {
+        self.floor
+            .get(usize::from(h.src))
+            .copied()
+            .flatten()
+            .is_some_and(|f| (h.op_id.wrapping_sub(f) as i32) <= 0)
+    }
+
+    /// A slot for new op `h` of `kind` ([`RecvTable::room`]), taken.
+    fn take(&mut self, h: &Header, kind: RxKind, now: u64, idle_ns: u64) -> Option<usize> {
+        let i = self.room(kind == RxKind::Mailbox, now, idle_ns)?;
+        let old = self.slots[i];
+        if matches!(old.state, RxState::Done | RxState::Error) && old.kind != RxKind::Read {
+            // Forget it: its sender's ops up to it are finished.
+            if let Some(f) = self.floor.get_mut(usize::from(old.src)) {
+                if f.is_none_or(|f| (old.op_id.wrapping_sub(f) as i32) > 0) {
+                    *f = Some(old.op_id);
+                }
+            }
+        }
+        self.slots[i] = Slot {
+            state: RxState::Receiving,
+            kind,
+            src: h.src,
+            op_id: h.op_id,
+            ep: h.endpoint,
+            rkey: h.rkey,
+            addr: h.addr,
+            len: h.len,
+            last_ns: now,
+            ..Slot::default()
+        };
+        Some(i)
+    }
+
+    /// No slot for op `h`: NACK RNR, keeping nothing; its sender probes.
+    fn full(&self, h: &Header) -> Step {
+        Step {
+            rnr: true,
+            ..Step::reply(self.answer(h, Op::Nack, 0, Nack::Rnr.status()))
+        }
+    }
+
+    /// A slot for op `h`, new to this node; or the step that refuses it (ESTALE) or finds no
+    /// slot (NACK RNR: never a silent drop).
+    fn admit(&mut self, h: &Header, kind: RxKind, now: u64, idle_ns: u64) -> Result<usize, Step> {
+        if self.stale(h) {
+            return Err(Step::reply(self.answer(h, Op::Nack, 0, -ESTALE)));
+        }
+        self.take(h, kind, now, idle_ns).ok_or_else(|| self.full(h))
+    }
+
+    /// A probe of an op this node keeps nothing of: one refused for a full table. From offset
+    /// 0, RESUME it if a slot can be had now, else NACK RNR again; any other offset (this node
+    /// was reset) is dropped.
+    fn unknown_probe(&self, h: &Header, keyless: bool, now: u64, idle_ns: u64) -> Step {
+        if h.offset != 0 {
+            return Step::dropped();
+        }
+        if self.stale(h) {
+            return Step::reply(self.answer(h, Op::Nack, 0, -ESTALE));
+        }
+        if self.room(keyless, now, idle_ns).is_some() {
+            Step::reply(self.answer(h, Op::Resume, 0, 0))
+        } else {
+            self.full(h)
+        }
+    }
+
+    /// Op `h`'s key does not allow it (`err`): NACK it with `err` from `off`. Only the op's
+    /// own packets (its key, endpoint and range: a key revoked mid-op) end the op that node
+    /// and id name; a packet that merely claims them, with another key, changes nothing of it.
+    fn refuse(&mut self, i: Option<usize>, h: &Header, err: i32, off: u64) -> Step {
+        if let Some(r) = i.map(|i| &mut self.slots[i]) {
+            if r.is_op_of(h) && r.state != RxState::Faulted {
+                r.state = RxState::Error;
+                r.err = err;
+            }
+        }
+        Step::reply(self.answer(h, Op::Nack, off, -err))
+    }
+
+    /// The answer to a request (a probe, a READ_REQ) of an op that is faulted or waiting:
+    /// NACK again, not counted (the first NACK was).
+    fn still(&self, i: usize, h: &Header) -> Step {
+        let r = &self.slots[i];
+        let why = match r.state {
+            RxState::Faulted => Nack::Fault,
+            RxState::Rnr => Nack::Rnr,
+            _ => Nack::NotReady,
+        };
+        Step::reply(Reply {
+            counted: false,
+            ..self.answer(h, Op::Nack, r.placed, why.status())
+        })
+    }
+
+    /// A probe (a WRITE or MAILBOX of no payload) of a known op: where it stands.
+    fn probe(&self, i: usize, h: &Header) -> Step {
+        let r = &self.slots[i];
+        match r.state {
+            RxState::Done => Step::reply(self.answer(h, Op::Ack, r.placed, 0)),
+            RxState::Error => Step::reply(self.answer(h, Op::Nack, r.placed, -r.err)),
+            RxState::Faulted | RxState::NotReady | RxState::Rnr => self.still(i, h),
+            // The RESUME was lost.
+            RxState::Receiving | RxState::Free => {
+                Step::reply(self.answer(h, Op::Resume, r.placed, 0))
+            }
+        }
+    }
+
+    /// A packet of known op `i`: a probe is answered with where the op stands; data of an op
+    /// finished (ACKed again), refused (NACKed again) or waiting (a fault, no context, a full
+    /// ring: dropped) is a duplicate. None for data of an op still receiving.
+    fn known(&self, i: usize, h: &Header, plen: usize) -> Option<Step> {
+        if plen == 0 {
+            return Some(self.probe(i, h));
+        }
+        let r = &self.slots[i];
+        match r.state {
+            RxState::Receiving => None,
+            RxState::Done => Some(Step::duplicate(Some(self.answer(h, Op::Ack, r.placed, 0)))),
+            RxState::Error => Some(Step::reply(self.answer(h, Op::Nack, r.placed, -r.err))),
+            _ => Some(Step::duplicate(None)),
+        }
+    }
+
+    /// Op `i`'s endpoint holds no context: NACK NOT_READY from `off`, and want the endpoint.
+    fn not_ready(&mut self, i: usize, h: &Header, off: u64) -> Step {
+        let r = &mut self.slots[i];
+        r.state = RxState::NotReady;
+        r.nack_seq = h.seq;
+        r.placed = off;
+        Step {
+            want_ep: true,
+            ..Step::reply(self.answer(h, Op::Nack, off, Nack::NotReady.status()))
+        }
+    }
+
+    /// Packet `h` with `plen` bytes of payload arrived for this node. `keys` is the rkey
+    /// table, `ep_flags` what its endpoint can take ([`ep`]), `idle_ns` how long an unfinished
+    /// op may go without a packet before its slot may be taken.
+    pub fn on_packet(
+        &mut self,
+        h: &Header,
+        plen: usize,
+        keys: &[Rkey],
+        ep_flags: u32,
+        now: u64,
+        idle_ns: u64,
+    ) -> Step {
+        match h.op {
+            Op::Write => self.write(h, plen, keys, ep_flags, now, idle_ns),
+            Op::Mailbox => self.mailbox(h, plen, ep_flags, now, idle_ns),
+            Op::ReadReq => self.read_req(h, keys, ep_flags, now, idle_ns),
+            // Answers and read data are the sending side's.
+            Op::ReadResp | Op::Ack | Op::Nack | Op::Resume => Step::dropped(),
+        }
+    }
+
+    fn write(
+        &mut self,
+        h: &Header,
+        plen: usize,
+        keys: &[Rkey],
+        ep_flags: u32,
+        now: u64,
+        idle_ns: u64,
+    ) -> Step {
+        let found = self.find(h.src, h.op_id);
+        if let Err(e) = rkey_check(keys, h, RKEY_WRITE) {
+            // No state for a packet its key does not allow: refuse, and forget.
+            let off = found
+                .map(|i| &self.slots[i])
+                .filter(|r| r.rkey == h.rkey)
+                .map_or(0, |r| r.placed);
+            return self.refuse(found, h, e, off);
+        }
+        let i = match found {
+            Some(i) => i,
+            None if plen == 0 => return self.unknown_probe(h, false, now, idle_ns),
+            None => match self.admit(h, RxKind::Write, now, idle_ns) {
+                Ok(i) => i,
+                Err(step) => return step,
+            },
+        };
+        let r = &mut self.slots[i];
+        if r.kind != RxKind::Write || !r.is_op_of(h) {
+            return Step::dropped(); // not the op it claims to be part of
+        }
+        r.last_ns = now;
+        if let Some(step) = self.known(i, h, plen) {
+            return step;
+        }
+        let r = &mut self.slots[i];
+        let placed = r.placed;
+        if h.offset > placed {
+            if r.gap_nacked {
+                return Step::duplicate(None);
+            }
+            r.gap_nacked = true;
+            let nack = self.answer(h, Op::Nack, placed, Nack::Sequence.status());
+            return Step::duplicate(Some(nack));
+        }
+        if h.offset < placed {
+            return Step::duplicate(Some(self.answer(h, Op::Ack, placed, 0)));
+        }
+        if ep_flags & ep::READY == 0 {
+            return self.not_ready(i, h, placed);
+        }
+        Step {
+            act: Act::Place(i),
+            ..Step::default()
+        }
+    }
+
+    fn mailbox(&mut self, h: &Header, plen: usize, ep_flags: u32, now: u64, idle_ns: u64) -> Step {
+        if h.len == 0
+            || h.len > u64::from(MBOX_MAX)
+            || h.offset != 0
+            || h.addr != 0
+            || (plen != 0 && plen as u64 != h.len)
+        {
+            return Step::dropped();
+        }
+        let i = match self.find(h.src, h.op_id) {
+            Some(i) => i,
+            None if plen == 0 => return self.unknown_probe(h, true, now, idle_ns),
+            None => match self.admit(h, RxKind::Mailbox, now, idle_ns) {
+                Ok(i) => i,
+                Err(step) => return step,
+            },
+        };
+        let r = &mut self.slots[i];
+        if r.kind != RxKind::Mailbox || r.rkey != h.rkey || r.len != h.len || r.ep != h.endpoint {
+            return Step::dropped(); // not the op it claims to be
+        }
+        r.last_ns = now;
+        if r.state == RxState::Rnr && ep_flags & ep::MBOX_ROOM != 0 {
+            r.state = RxState::Receiving; // a slot is free now: its RESUME was lost
+        }
+        if let Some(step) = self.known(i, h, plen) {
+            return step;
+        }
+        if ep_flags & ep::READY == 0 {
+            return self.not_ready(i, h, 0);
+        }
+        let r = &mut self.slots[i];
+        if ep_flags & ep::MBOX_ON == 0 {
+            r.state = RxState::Error;
+            r.err = ECONNREFUSED;
+            return Step::reply(self.answer(h, Op::Nack, 0, -ECONNREFUSED));
+        }
+        if ep_flags & ep::MBOX_ROOM == 0 {
+            r.state = RxState::Rnr;
+            r.nack_seq = h.seq;
+            return self.full(h);
+        }
+        Step {
+            act: Act::Place(i),
+            ..Step::default()
+        }
+    }
+
+    fn read_req(
+        &mut self,
+        h: &Header,
+        keys: &[Rkey],
+        ep_flags: u32,
+        now: u64,
+        idle_ns: u64,
+    ) -> Step {
+        let found = self.find(h.src, h.op_id);
+        if let Err(e) = rkey_check(keys, h, RKEY_READ) {
+            return self.refuse(found, h, e, h.offset);
+        }
+        let i = match found {
+            Some(i) => i,
+            None => match self.take(h, RxKind::Read, now, idle_ns) {
+                Some(i) => {
+                    // The responder keeps nothing but a fault.
+                    self.slots[i].state = RxState::Done;
+                    i
+                }
+                None => return self.full(h),
+            },
+        };
+        let r = &mut self.slots[i];
+        if r.kind != RxKind::Read || !r.is_op_of(h) {
+            return Step::dropped();
+        }
+        r.last_ns = now;
+        match r.state {
+            RxState::Faulted | RxState::NotReady => return self.still(i, h),
+            RxState::Error => {
+                let err = r.err;
+                return Step::reply(self.answer(h, Op::Nack, h.offset, -err));
+            }
+            _ => {}
+        }
+        if ep_flags & ep::READY == 0 {
+            return self.not_ready(i, h, h.offset);
+        }
+        // At most READ_MAX bytes per request, whatever it asks (decoding checked the offset).
+        let ask = u64::from(h.status as u32).min(READ_MAX);
+        let to = h.offset + ask.min(h.len - h.offset);
+        Step {
+            act: Act::Serve {
+                slot: i,
+                from: h.offset,
+                to,
+            },
+            ..Step::default()
+        }
+    }
+
+    /// Slot `i` of a [`Act::Place`] for packet `h`: `got` bytes were placed (a WRITE: of its
+    /// payload; a MAILBOX: all of it, or 0), and `fault` is the address that did not translate
+    /// if not all of them were.
+    pub fn placed(&mut self, i: usize, h: &Header, got: u64, fault: Option<u64>) -> Step {
+        let Some(r) = self.slots.get_mut(i) else {
+            return Step::dropped();
+        };
+        if r.state != RxState::Receiving || r.src != h.src || r.op_id != h.op_id {
+            return Step::dropped();
+        }
+        r.placed += got;
+        r.gap_nacked = false;
+        if let Some(addr) = fault {
+            r.state = RxState::Faulted;
+            r.nack_seq = h.seq;
+            r.fault_addr = addr;
+            r.holder = 0;
+            let placed = r.placed;
+            return Step {
+                act: Act::Report(i),
+                ..Step::reply(self.answer(h, Op::Nack, placed, Nack::Fault.status()))
+            };
+        }
+        if r.placed == r.len {
+            r.state = RxState::Done;
+        }
+        let placed = r.placed;
+        Step::reply(self.answer(h, Op::Ack, placed, 0))
+    }
+
+    /// Slot `i` of a [`Act::Serve`] for READ_REQ `h`: the bytes up to `upto` were sent, and
+    /// `fault` is the source address that did not translate if the bytes stopped there.
+    pub fn served(&mut self, i: usize, h: &Header, upto: u64, fault: Option<u64>) -> Step {
+        let Some(r) = self.slots.get_mut(i) else {
+            return Step::dropped();
+        };
+        if r.kind != RxKind::Read || r.src != h.src || r.op_id != h.op_id {
+            return Step::dropped();
+        }
+        r.placed = upto.min(r.len);
+        let Some(addr) = fault else {
+            return Step::default();
+        };
+        r.state = RxState::Faulted;
+        r.nack_seq = h.seq;
+        r.fault_addr = addr;
+        r.holder = 0;
+        let placed = r.placed;
+        Step {
+            act: Act::Report(i),
+            ..Step::reply(self.answer(h, Op::Nack, placed, Nack::Fault.status()))
+        }
+    }
+
+    /// A channel (the caller's `token`, not 0) reports slot `i`'s fault: whether it may (a
+    /// fault no channel holds yet).
+    pub fn hold(&mut self, i: usize, token: u32) -> bool {
+        match self.slots.get_mut(i) {
+            Some(r) if token != 0 && r.state == RxState::Faulted && r.holder == 0 => {
+                r.holder = token;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The channel `token` stopped (NACK, QUIESCE, RESET) with slot `i`'s fault unanswered:
+    /// the fault waits for another channel.
+    pub fn release(&mut self, i: usize, token: u32) {
+        if let Some(r) = self.slots.get_mut(i) {
+            if token != 0 && r.holder == token {
+                r.holder = 0;
+            }
+        }
+    }
+
+    /// The driver resolved the fault that channel `token` reports on slot `i`: RESUME the
+    /// sender from where placing stopped. A GET's responder keeps nothing: its next request
+    /// is served.
+    pub fn resolved(&mut self, i: usize, token: u32) -> Step {
+        let Some(r) = self.slots.get_mut(i) else {
+            return Step::default();
+        };
+        if token == 0 || r.state != RxState::Faulted || r.holder != token {
+            return Step::default();
+        }
+        r.holder = 0;
+        r.gap_nacked = false;
+        r.state = if r.kind == RxKind::Read {
+            RxState::Done
+        } else {
+            RxState::Receiving
+        };
+        Step::reply(self.reply_to(i, Op::Resume, 0))
+    }
+
+    /// The driver could not resolve the fault that channel `token` reports on slot `i`: NACK
+    /// the op with `status`, the negative errno the driver wrote (anything else, such as an
+    /// engine error's CQE status, is -[`EFAULT`]).
+    pub fn refused(&mut self, i: usize, token: u32, status: i32) -> Step {
+        let Some(r) = self.slots.get_mut(i) else {
+            return Step::default();
+        };
+        if token == 0 || r.state != RxState::Faulted || r.holder != token {
+            return Step::default();
+        }
+        let errno = if status < 0 && status > -cqe_status::ERR_BASE {
+            -status
+        } else {
+            EFAULT
+        };
+        r.holder = 0;
+        r.state = RxState::Error;
+        r.err = errno;
+        Step::reply(self.reply_to(i, Op::Nack, -errno))
+    }
+
+    /// What slot `i` waited for came: its endpoint is resident (NOT_READY) or its ring has
+    /// room (RNR). RESUME its sender; any other state changes nothing.
+    pub fn wake(&mut self, i: usize) -> Step {
+        let Some(r) = self.slots.get_mut(i) else {
+            return Step::default();
+        };
+        if !matches!(r.state, RxState::NotReady | RxState::Rnr) {
+            return Step::default();
+        }
+        r.gap_nacked = false;
+        r.state = if r.kind == RxKind::Read {
+            RxState::Done
+        } else {
+            RxState::Receiving
+        };
+        Step::reply(self.reply_to(i, Op::Resume, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::vec::Vec;
+
+    const IDLE: u64 = 1_000_000;
+    const ALL: u32 = ep::READY | ep::MBOX_ON | ep::MBOX_ROOM;
+
+    /// Key 3 of endpoint 7: tag 0xabcd, rights `ctrl`, over [0x10000, 0x10000 + 1 MiB).
+    fn keys(ctrl: u32) -> Vec<Rkey> {
+        let mut k = std::vec![Rkey::default(); 256];
+        k[3] = Rkey {
+            ctrl: RKEY_VALID | ctrl,
+            tag: 0xabcd,
+            ep: 7,
+            base: 0x10000,
+            len: 1 << 20,
+        };
+        k
+    }
+
+    const KEY: u64 = 0xabcd_0000_0003;
+
+    fn pkt(op: Op, src: u16, op_id: u32, offset: u64, len: u64) -> Header {
+        Header {
+            op,
+            src,
+            dst: 9,
+            endpoint: 7,
+            op_id,
+            seq: 0,
+            status: 0,
+            rkey: KEY,
+            addr: 0x10000,
+            len,
+            offset,
+        }
+    }
+
+    fn mbox(src: u16, op_id: u32, len: u64) -> Header {
+        Header {
+            rkey: 5, // the sender's endpoint
+            addr: 0,
+            ..pkt(Op::Mailbox, src, op_id, 0, len)
+        }
+    }
+
+    /// The reply's op, offset and status.
+    fn said(s: &Step) -> Option<(Op, u64, i32)> {
+        s.reply
+            .map(|r| (r.header.op, r.header.offset, r.header.status))
+    }
+
+    fn slot_of(s: &Step) -> usize {
+        match s.act {
+            Act::Place(i) | Act::Report(i) | Act::Serve { slot: i, .. } => i,
+            Act::Nothing => panic!("no slot in {s:?}"),
+        }
+    }
+
+    #[test]
+    fn a_write_is_placed_in_order_and_answered() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        let h = pkt(Op::Write, 1, 10, 0, 8192);
+        let s = t.on_packet(&h, 4096, &k, ALL, 0, IDLE);
+        let i = slot_of(&s);
+        assert_eq!((s.reply, s.act), (None, Act::Place(i)));
+        let s = t.placed(i, &h, 4096, None);
+        assert_eq!(said(&s), Some((Op::Ack, 4096, 0)));
+        let a = s.reply.unwrap();
+        assert_eq!((a.header.src, a.header.dst, a.counted), (9, 1, false));
+        // Past a gap: NACK SEQUENCE once, then silence; before it: a duplicate, ACKed.
+        let far = pkt(Op::Write, 1, 10, 8192 - 100, 8192);
+        let s = t.on_packet(&far, 100, &k, ALL, 1, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, 4096, Nack::Sequence.status())));
+        assert!(s.duplicate);
+        let s = t.on_packet(&far, 100, &k, ALL, 2, IDLE);
+        assert_eq!((s.reply, s.duplicate), (None, true));
+        let s = t.on_packet(&h, 4096, &k, ALL, 3, IDLE);
+        assert_eq!((said(&s), s.duplicate), (Some((Op::Ack, 4096, 0)), true));
+        let h2 = pkt(Op::Write, 1, 10, 4096, 8192);
+        let s = t.on_packet(&h2, 4096, &k, ALL, 4, IDLE);
+        assert_eq!(s.act, Act::Place(i));
+        assert_eq!(
+            said(&t.placed(i, &h2, 4096, None)),
+            Some((Op::Ack, 8192, 0))
+        );
+        assert_eq!(t.slot(i).unwrap().state(), RxState::Done);
+        // Finished: data and probes are ACKed in full.
+        let s = t.on_packet(&h2, 4096, &k, ALL, 5, IDLE);
+        assert_eq!((said(&s), s.duplicate), (Some((Op::Ack, 8192, 0)), true));
+        let s = t.on_packet(&pkt(Op::Write, 1, 10, 0, 8192), 0, &k, ALL, 6, IDLE);
+        assert_eq!(said(&s), Some((Op::Ack, 8192, 0)));
+    }
+
+    #[test]
+    fn keys_refuse_and_only_their_own_op_ends() {
+        let mut t = RecvTable::new(9);
+        let w = keys(RKEY_WRITE);
+        let h = pkt(Op::Write, 1, 10, 0, 8192);
+        let refused = |t: &mut RecvTable, h: &Header, k: &[Rkey]| {
+            let s = t.on_packet(h, 4096, k, ALL, 0, IDLE);
+            assert_eq!(s.act, Act::Nothing);
+            said(&s).map(|(op, _, st)| (op, st))
+        };
+        let nack = |e: i32| Some((Op::Nack, -e));
+        assert_eq!(
+            refused(
+                &mut t,
+                &Header {
+                    rkey: 0xabcd_0000_0300,
+                    ..h
+                },
+                &w
+            ),
+            nack(ENOKEY)
+        );
+        assert_eq!(
+            refused(
+                &mut t,
+                &Header {
+                    rkey: 0xabce_0000_0003,
+                    ..h
+                },
+                &w
+            ),
+            nack(ENOKEY)
+        );
+        assert_eq!(
+            refused(&mut t, &Header { endpoint: 8, ..h }, &w),
+            nack(ENOKEY)
+        );
+        assert_eq!(refused(&mut t, &h, &keys(RKEY_READ)), nack(EPERM));
+        assert_eq!(
+            refused(
+                &mut t,
+                &Header {
+                    addr: 0x10000 - 1,
+                    ..h
+                },
+                &w
+            ),
+            nack(ERANGE)
+        );
+        assert_eq!(
+            refused(
+                &mut t,
+                &Header {
+                    len: (1 << 20) + 1,
+                    ..h
+                },
+                &w
+            ),
+            nack(ERANGE)
+        );
+        let end = Header {
+            addr: 0x10000 + (1 << 20) - 8191,
+            ..h
+        };
+        assert_eq!(refused(&mut t, &end, &w), nack(ERANGE));
+        assert!((0..RX_OPS).all(|i| t.slot(i).unwrap().state() == RxState::Free));
+        // A forged packet naming a live op, with another key, leaves the op alone.
+        let i = slot_of(&t.on_packet(&h, 4096, &w, ALL, 0, IDLE));
+        t.placed(i, &h, 4096, None);
+        let forged = Header {
+            rkey: 0x1111_0000_0003,
+            offset: 4096,
+            ..h
+        };
+        assert_eq!(refused(&mut t, &forged, &w), nack(ENOKEY));
+        assert_eq!(t.slot(i).unwrap().state(), RxState::Receiving);
+        // Its own packet, once the key is revoked, ends it.
+        let h2 = Header { offset: 4096, ..h };
+        let s = t.on_packet(&h2, 4096, &[], ALL, 1, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, 4096, -ENOKEY)));
+        assert_eq!(t.slot(i).unwrap().state(), RxState::Error);
+        let s = t.on_packet(&Header { offset: 0, ..h2 }, 0, &w, ALL, 2, IDLE);
+        assert_eq!(
+            said(&s),
+            Some((Op::Nack, 4096, -ENOKEY)),
+            "a probe learns the end"
+        );
+    }
+
+    #[test]
+    fn a_fault_is_reported_held_and_resumed() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        let h = Header {
+            seq: 41,
+            ..pkt(Op::Write, 2, 5, 0, 8192)
+        };
+        let i = slot_of(&t.on_packet(&h, 4096, &k, ALL, 0, IDLE));
+        let s = t.placed(i, &h, 1000, Some(0x10000 + 1000));
+        assert_eq!(said(&s), Some((Op::Nack, 1000, Nack::Fault.status())));
+        assert_eq!((s.act, s.reply.unwrap().counted), (Act::Report(i), true));
+        let r = *t.slot(i).unwrap();
+        assert_eq!(
+            (r.state(), r.fault_addr(), r.holder()),
+            (RxState::Faulted, 0x11000 - 3096, 0)
+        );
+        // Data while faulted is dropped; a probe is told again, not counted.
+        let d = t.on_packet(&Header { offset: 1000, ..h }, 3096, &k, ALL, 1, IDLE);
+        assert_eq!((d.reply, d.duplicate), (None, true));
+        let p = t.on_packet(
+            &Header {
+                offset: 1000,
+                seq: 50,
+                ..h
+            },
+            0,
+            &k,
+            ALL,
+            1,
+            IDLE,
+        );
+        assert_eq!(said(&p), Some((Op::Nack, 1000, Nack::Fault.status())));
+        assert_eq!(
+            (p.reply.unwrap().counted, p.reply.unwrap().header.seq),
+            (false, 50)
+        );
+        // One channel holds it; another cannot; only the holder answers it.
+        assert!(!t.hold(i, 0));
+        assert!(t.hold(i, 3));
+        assert!(!t.hold(i, 4));
+        assert_eq!(t.resolved(i, 4), Step::default());
+        t.release(i, 4);
+        assert_eq!(t.slot(i).unwrap().holder(), 3);
+        t.release(i, 3);
+        assert!(t.hold(i, 4));
+        let s = t.resolved(i, 4);
+        assert_eq!(said(&s), Some((Op::Resume, 1000, 0)));
+        assert_eq!(
+            s.reply.unwrap().header.seq,
+            41,
+            "it echoes the packet NACKed"
+        );
+        assert_eq!(t.resolved(i, 4), Step::default(), "once");
+        // Its RESUME lost: a probe gets it again.
+        let p = t.on_packet(&Header { offset: 1000, ..h }, 0, &k, ALL, 2, IDLE);
+        assert_eq!(said(&p), Some((Op::Resume, 1000, 0)));
+        // A second fault, which the driver cannot resolve.
+        let h2 = Header {
+            offset: 1000,
+            seq: 42,
+            ..h
+        };
+        assert_eq!(t.on_packet(&h2, 4096, &k, ALL, 3, IDLE).act, Act::Place(i));
+        t.placed(i, &h2, 0, Some(0x10000 + 1000));
+        assert!(t.hold(i, 1));
+        assert_eq!(said(&t.refused(i, 1, -12)), Some((Op::Nack, 1000, -12)));
+        let p = t.on_packet(&h2, 0, &k, ALL, 4, IDLE);
+        assert_eq!(said(&p), Some((Op::Nack, 1000, -12)));
+        // An engine error's status (or none) ends it with EFAULT.
+        let h3 = pkt(Op::Write, 2, 6, 0, 4096);
+        let j = slot_of(&t.on_packet(&h3, 4096, &k, ALL, 5, IDLE));
+        t.placed(j, &h3, 0, Some(0x10000));
+        assert!(t.hold(j, 1));
+        let st = -(cqe_status::ERR_BASE + 3);
+        assert_eq!(said(&t.refused(j, 1, st)), Some((Op::Nack, 0, -EFAULT)));
+    }
+
+    #[test]
+    fn no_context_waits_and_wakes() {
+        let k = keys(RKEY_WRITE | RKEY_READ);
+        let mut t = RecvTable::new(9);
+        let h = Header {
+            seq: 3,
+            ..pkt(Op::Write, 1, 1, 0, 4096)
+        };
+        let s = t.on_packet(&h, 4096, &k, 0, 0, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, 0, Nack::NotReady.status())));
+        assert!(s.want_ep);
+        let i = t.find(1, 1).unwrap();
+        let p = t.on_packet(&h, 0, &k, 0, 1, IDLE);
+        assert_eq!(
+            (said(&p), p.reply.unwrap().counted),
+            (Some((Op::Nack, 0, 2)), false)
+        );
+        let w = t.wake(i);
+        assert_eq!(
+            (said(&w), w.reply.unwrap().header.seq),
+            (Some((Op::Resume, 0, 0)), 3)
+        );
+        assert_eq!(t.wake(i), Step::default(), "once");
+        assert_eq!(t.on_packet(&h, 4096, &k, ALL, 2, IDLE).act, Act::Place(i));
+        // A GET's responder too, from the request's offset.
+        let r = Header {
+            status: 4096,
+            ..pkt(Op::ReadReq, 1, 2, 8192, 65536)
+        };
+        let s = t.on_packet(&r, 0, &k, 0, 3, IDLE);
+        assert_eq!((said(&s), s.want_ep), (Some((Op::Nack, 8192, 2)), true));
+        let j = t.find(1, 2).unwrap();
+        assert_eq!(said(&t.wake(j)), Some((Op::Resume, 8192, 0)));
+        let s = t.on_packet(&r, 0, &k, ALL, 4, IDLE);
+        assert_eq!(
+            s.act,
+            Act::Serve {
+                slot: j,
+                from: 8192,
+                to: 8192 + 4096
+            }
+        );
+    }
+
+    #[test]
+    fn mailbox_messages() {
+        let mut t = RecvTable::new(9);
+        let m = Header {
+            seq: 8,
+            ..mbox(1, 1, 100)
+        };
+        // Malformed for a mailbox: dropped, nothing kept.
+        for bad in [
+            Header { len: 0, ..m },
+            Header {
+                len: u64::from(MBOX_MAX) + 1,
+                ..m
+            },
+            Header { offset: 1, ..m },
+            Header { addr: 64, ..m },
+        ] {
+            assert!(t.on_packet(&bad, 0, &[], ALL, 0, IDLE).dropped);
+        }
+        assert!(t.on_packet(&m, 99, &[], ALL, 0, IDLE).dropped);
+        assert_eq!(t.find(1, 1), None);
+        // A full ring: RNR, then room (its RESUME lost): taken on the retransmission.
+        let s = t.on_packet(&m, 100, &[], ep::READY | ep::MBOX_ON, 0, IDLE);
+        assert_eq!(
+            (said(&s), s.rnr),
+            (Some((Op::Nack, 0, Nack::Rnr.status())), true)
+        );
+        let i = t.find(1, 1).unwrap();
+        assert_eq!(t.slot(i).unwrap().state(), RxState::Rnr);
+        assert_eq!(t.on_packet(&m, 100, &[], ALL, 1, IDLE).act, Act::Place(i));
+        assert_eq!(said(&t.placed(i, &m, 100, None)), Some((Op::Ack, 100, 0)));
+        let s = t.on_packet(&m, 100, &[], ALL, 2, IDLE);
+        assert_eq!((said(&s), s.duplicate), (Some((Op::Ack, 100, 0)), true));
+        // An endpoint with no mailbox refuses; one with no context waits.
+        let s = t.on_packet(&mbox(1, 2, 10), 10, &[], ep::READY, 3, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, 0, -ECONNREFUSED)));
+        let s = t.on_packet(&mbox(1, 3, 10), 10, &[], 0, 3, IDLE);
+        assert!(s.want_ep);
+        // RNR woken when the reader frees a slot; a ring slot that faults is reported.
+        let m4 = mbox(1, 4, 10);
+        t.on_packet(&m4, 10, &[], ep::READY | ep::MBOX_ON, 4, IDLE);
+        let j = t.find(1, 4).unwrap();
+        assert_eq!(said(&t.wake(j)), Some((Op::Resume, 0, 0)));
+        assert_eq!(t.on_packet(&m4, 10, &[], ALL, 5, IDLE).act, Act::Place(j));
+        let s = t.placed(j, &m4, 0, Some(0x5000));
+        assert_eq!((said(&s), s.act), (Some((Op::Nack, 0, 1)), Act::Report(j)));
+        // Another sender's message claiming the op id of this one is not it.
+        let other = Header { rkey: 6, ..m4 };
+        assert!(t.on_packet(&other, 10, &[], ALL, 6, IDLE).dropped);
+    }
+
+    #[test]
+    fn a_full_table_answers_rnr_and_keeps_nothing() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        for id in 0..RX_OPS as u32 {
+            let h = pkt(Op::Write, 1, id, 0, 8192);
+            let s = t.on_packet(&h, 4096, &k, ALL, 0, IDLE);
+            t.placed(slot_of(&s), &h, 4096, None);
+        }
+        let h = pkt(Op::Write, 2, 1, 0, 8192);
+        let s = t.on_packet(&h, 4096, &k, ALL, 10, IDLE);
+        assert_eq!(
+            (said(&s), s.rnr),
+            (Some((Op::Nack, 0, Nack::Rnr.status())), true)
+        );
+        assert_eq!(t.find(2, 1), None);
+        // Its probe: RNR while full; dropped past offset 0 (nothing of it was ever kept).
+        let probe = t.on_packet(&h, 0, &k, ALL, 11, IDLE);
+        assert!(probe.rnr);
+        assert!(
+            t.on_packet(&Header { offset: 4096, ..h }, 0, &k, ALL, 11, IDLE)
+                .dropped
+        );
+        // Once a slot is idle past the idle time, the probe is RESUMEd and the op admitted.
+        let probe = t.on_packet(&h, 0, &k, ALL, IDLE + 1, IDLE);
+        assert_eq!(said(&probe), Some((Op::Resume, 0, 0)));
+        let s = t.on_packet(&h, 4096, &k, ALL, IDLE + 2, IDLE);
+        assert!(matches!(s.act, Act::Place(_)));
+        assert_eq!(t.find(1, 0), None, "the longest idle op went");
+    }
+
+    #[test]
+    fn keyless_messages_hold_a_share_and_held_faults_stay() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        for id in 0..KEYLESS as u32 {
+            let s = t.on_packet(&mbox(3, id, 10), 10, &[], 0, 0, IDLE);
+            assert!(s.want_ep, "message {id}");
+        }
+        let s = t.on_packet(&mbox(3, 99, 10), 10, &[], 0, 0, IDLE);
+        assert!(s.rnr, "past its share, a keyless op gets no slot");
+        let p = t.on_packet(&mbox(3, 99, 10), 0, &[], 0, 0, IDLE);
+        assert!(p.rnr);
+        // Keyed work still has room, all of it.
+        for id in 0..(RX_OPS - KEYLESS) as u32 {
+            let h = pkt(Op::Write, 1, id, 0, 8192);
+            let s = t.on_packet(&h, 4096, &k, ALL, 1, IDLE);
+            let i = slot_of(&s);
+            if id == 0 {
+                t.placed(i, &h, 0, Some(0x10000));
+                assert!(t.hold(i, 7));
+            }
+        }
+        // Idle past the idle time, every slot goes but the fault a channel holds.
+        for id in 100..100 + RX_OPS as u32 - 1 {
+            let h = pkt(Op::Write, 4, id, 0, 8192);
+            assert!(matches!(
+                t.on_packet(&h, 4096, &k, ALL, 3 * IDLE, IDLE).act,
+                Act::Place(_)
+            ));
+        }
+        assert!(
+            t.on_packet(
+                &pkt(Op::Write, 4, 999, 0, 8192),
+                4096,
+                &k,
+                ALL,
+                3 * IDLE,
+                IDLE
+            )
+            .rnr
+        );
+        assert_eq!(
+            t.slot(t.find(1, 0).unwrap()).unwrap().state(),
+            RxState::Faulted
+        );
+    }
+
+    #[test]
+    fn finished_and_forgotten_ops_are_stale() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        for id in 0..=RX_OPS as u32 {
+            let h = pkt(Op::Write, 1, id, 0, 4096);
+            let s = t.on_packet(&h, 4096, &k, ALL, u64::from(id), IDLE);
+            t.placed(slot_of(&s), &h, 4096, None);
+        }
+        // Op 0 went for op 64: its packets are refused ESTALE, probes too.
+        let old = pkt(Op::Write, 1, 0, 0, 4096);
+        let s = t.on_packet(&old, 4096, &k, ALL, 100, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, 0, -ESTALE)));
+        assert_eq!(
+            said(&t.on_packet(&old, 0, &k, ALL, 100, IDLE)),
+            Some((Op::Nack, 0, -ESTALE))
+        );
+        // Another node's op 0 is new; the table is per source.
+        assert!(matches!(
+            t.on_packet(&pkt(Op::Write, 2, 0, 0, 4096), 4096, &k, ALL, 100, IDLE)
+                .act,
+            Act::Place(_)
+        ));
+        t.reset();
+        assert_eq!(
+            said(&t.on_packet(&old, 4096, &k, ALL, 100, IDLE)),
+            Some((Op::Nack, 0, -ESTALE))
+        );
+    }
+
+    #[test]
+    fn reads_are_served_a_megabyte_at_a_time() {
+        let k = keys(RKEY_READ);
+        let mut t = RecvTable::new(9);
+        assert!(t
+            .on_packet(&pkt(Op::Write, 1, 1, 0, 4096), 4096, &k, ALL, 0, IDLE)
+            .reply
+            .is_some());
+        let r = Header {
+            status: -1,
+            seq: 6,
+            ..pkt(Op::ReadReq, 1, 1, 4096, 1 << 20)
+        };
+        let s = t.on_packet(&r, 0, &k, ALL, 0, IDLE);
+        let i = slot_of(&s);
+        assert_eq!(
+            s.act,
+            Act::Serve {
+                slot: i,
+                from: 4096,
+                to: 1 << 20
+            }
+        );
+        let big = Header {
+            status: 4 << 20,
+            ..pkt(Op::ReadReq, 1, 2, 0, 1 << 20)
+        };
+        let s = t.on_packet(&big, 0, &k, ALL, 0, IDLE);
+        assert!(matches!(s.act, Act::Serve { from: 0, to, .. } if to == READ_MAX));
+        let none = Header { status: 0, ..r };
+        assert!(matches!(
+            t.on_packet(&none, 0, &k, ALL, 0, IDLE).act,
+            Act::Serve {
+                from: 4096,
+                to: 4096,
+                ..
+            }
+        ));
+        // A source fault: NACK FAULT where it stopped, requests told again, RESUME once
+        // resolved, and the next request is served.
+        let s = t.served(i, &r, 8192, Some(0x10000 + 8192));
+        assert_eq!(
+            (said(&s), s.act),
+            (Some((Op::Nack, 8192, 1)), Act::Report(i))
+        );
+        let again = t.on_packet(&r, 0, &k, ALL, 1, IDLE);
+        assert_eq!(said(&again), Some((Op::Nack, 8192, 1)));
+        assert!(t.hold(i, 2));
+        let s = t.resolved(i, 2);
+        assert_eq!(
+            (said(&s), s.reply.unwrap().header.seq),
+            (Some((Op::Resume, 8192, 0)), 6)
+        );
+        let r2 = Header { offset: 8192, ..r };
+        assert!(matches!(
+            t.on_packet(&r2, 0, &k, ALL, 2, IDLE).act,
+            Act::Serve { from: 8192, .. }
+        ));
+        // Write rights do not read.
+        let s = t.on_packet(&r, 0, &keys(RKEY_WRITE), ALL, 3, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, 4096, -EPERM)));
+    }
+
+    #[test]
+    fn calls_out_of_turn_change_nothing() {
+        let mut t = RecvTable::new(9);
+        let h = pkt(Op::Write, 1, 1, 0, 4096);
+        assert!(t.placed(RX_OPS, &h, 10, None).dropped);
+        assert!(t.placed(0, &h, 10, None).dropped);
+        assert!(t.served(0, &h, 10, None).dropped);
+        assert!(!t.hold(RX_OPS + 5, 1));
+        t.release(RX_OPS, 1);
+        assert_eq!(t.resolved(0, 1), Step::default());
+        assert_eq!(t.refused(RX_OPS, 1, -5), Step::default());
+        assert_eq!(t.wake(0), Step::default());
+        for op in [Op::Ack, Op::Nack, Op::Resume, Op::ReadResp] {
+            assert!(
+                t.on_packet(&Header { op, ..h }, 0, &[], ALL, 0, IDLE)
+                    .dropped
+            );
+        }
+        assert!((0..RX_OPS).all(|i| t.slot(i).unwrap().state() == RxState::Free));
+    }
+}
