@@ -375,6 +375,8 @@ pub(crate) struct EngineDevices {
     hw: debugfs::File<(&'static CStr, Arc<Engine>)>,
     #[pin]
     link: debugfs::File<Arc<Engine>>,
+    #[pin]
+    quarantine: debugfs::File<Arc<Engine>>,
     _debugfs: debugfs::Dir,
     /// The instance, for unbind.
     inst: Arc<Instance>,
@@ -452,7 +454,13 @@ impl EngineDevices {
             misc <- MiscHolder::new(name, misc_inst),
             stats <- dir.read_callback_file(c"stats", stats_inst, &stats_fmt),
             hw <- dir.read_callback_file(c"engine", (name, engine.clone()), &engine_fmt),
-            link <- dir.read_write_callback_file(c"link", engine, &link::link_fmt, &link::link_write),
+            link <- dir.read_write_callback_file(c"link", engine.clone(), &link::link_fmt, &link::link_write),
+            quarantine <- dir.read_write_callback_file(
+                c"quarantine",
+                engine,
+                &link::quarantine_fmt,
+                &link::quarantine_write
+            ),
             _debugfs: dir,
             inst,
             _no: no,

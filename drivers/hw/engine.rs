@@ -123,6 +123,9 @@ impl Engine {
         self.node
     }
 
+    /// The register map minor version whose network port this driver speaks: 64-bit keys.
+    const NET_MINOR: u32 = 5;
+
     /// Identify the engine behind `regs`: ENODEV unless it is a PLDMA of this major version
     /// with channels and a wired interrupt.
     pub(crate) fn probe(regs: Regs, dev: &device::Device) -> Result<Self> {
@@ -158,9 +161,19 @@ impl Engine {
         } else {
             None
         };
-        let node = if caps.net() {
+        // The port's keys are 64-bit from register map 2.5 on (remote.rs); an older engine's
+        // port is not used.
+        let node = if caps.net() && version.minor().get() >= Self::NET_MINOR {
             regs.read(netregs::NET_NODE)?.id().get()
         } else {
+            if caps.net() {
+                dev_warn!(
+                    dev,
+                    "network port of register map 2.{} not used: it needs 2.{}\n",
+                    version.minor().get(),
+                    Self::NET_MINOR
+                );
+            }
             abi::NO_NODE
         };
         Ok(Engine {

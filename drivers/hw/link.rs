@@ -7,6 +7,12 @@
 //! tests and the benchmarks under loss use it. The parsing is the core's
 //! (`net::parse_tunables`); nothing is written unless the whole input parses (EINVAL), and an
 //! engine without a port has nothing to set (EOPNOTSUPP).
+//!
+//! Register map 2.5: `key_fail_limit` is the key failures one source node may have within a
+//! second before the engine quarantines it (0: never), and debugfs `exanest-dmaN/quarantine`
+//! lists the nodes with key failures, `node N key_failures F`, with ` quarantined` for those
+//! whose ops the engine drops; root writes `release N` or `release all` to take a node's ops
+//! again (its failures are forgotten). The parsing is the core's (`net::parse_release`).
 
 use crate::exanest_core::{abi, regs::net};
 use crate::hw::Engine;
@@ -41,10 +47,50 @@ pub(crate) fn link_write(e: &Arc<Engine>, r: &mut UserSliceReader) -> Result {
     if e.node == abi::NO_NODE {
         return Err(EOPNOTSUPP);
     }
-    let mut set = [(0, 0); 4];
+    let mut set = [(0, 0); net::TUNABLES.len()];
     let k = net::parse_tunables(&buf[..n], &mut set).ok_or(EINVAL)?;
     for &(reg, v) in &set[..k] {
         e.regs.write::<u32, usize>(reg, v)?;
     }
     Ok(())
+}
+
+/// debugfs `quarantine`, read: the nodes with key failures, and which are quarantined.
+pub(crate) fn quarantine_fmt(e: &Arc<Engine>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    if e.node == abi::NO_NODE {
+        return writeln!(f, "no network port");
+    }
+    let Ok(q) = e.quarantined() else {
+        return writeln!(f, "?");
+    };
+    let mut any = false;
+    for n in 0..net::MAX_NODES as u32 {
+        let fails = e.keyfails(n).unwrap_or(0);
+        let held = q & (1 << n) != 0;
+        if fails != 0 || held {
+            let tag = if held { " quarantined" } else { "" };
+            writeln!(f, "node {n} key_failures {fails}{tag}")?;
+            any = true;
+        }
+    }
+    if !any {
+        writeln!(f, "none")?;
+    }
+    Ok(())
+}
+
+/// debugfs `quarantine`, written: `release N` or `release all` (EINVAL for anything else,
+/// EOPNOTSUPP without a port).
+pub(crate) fn quarantine_write(e: &Arc<Engine>, r: &mut UserSliceReader) -> Result {
+    let mut buf = [0u8; MAX_INPUT];
+    let n = r.len();
+    if n > MAX_INPUT {
+        return Err(EINVAL);
+    }
+    r.read_slice(&mut buf[..n])?;
+    if e.node == abi::NO_NODE {
+        return Err(EOPNOTSUPP);
+    }
+    let mask = net::parse_release(&buf[..n]).ok_or(EINVAL)?;
+    e.release_nodes(mask)
 }

@@ -44,6 +44,8 @@ const COUNTER_NAMES: [&str; net::COUNTERS] = [
     "probes",
     "mbox_placed",
     "rnr_sent",
+    "key_fails",
+    "quarantined",
 ];
 
 impl Engine {
@@ -140,11 +142,36 @@ impl Engine {
         r.write((), v)
     }
 
+    /// 2.5: key failures from node `src` since it was last released.
+    pub(crate) fn keyfails(&self, src: u32) -> Result<u32> {
+        let _win = self.net_win.lock();
+        self.regs
+            .write((), nr::NET_SRC_SEL::zeroed().with_value(src))?;
+        Ok(self.regs.read(nr::NET_SRC_KEYFAILS)?.value().get())
+    }
+
+    /// 2.5: the quarantined nodes, bit n for node n.
+    pub(crate) fn quarantined(&self) -> Result<u64> {
+        let lo = self.regs.read(nr::NET_QUARANTINE_LO)?.value().get();
+        let hi = self.regs.read(nr::NET_QUARANTINE_HI)?.value().get();
+        Ok(u64::from(hi) << 32 | u64::from(lo))
+    }
+
+    /// 2.5: release the nodes of `mask` from quarantine (their failures are forgotten).
+    pub(crate) fn release_nodes(&self, mask: u64) -> Result {
+        self.regs
+            .write((), nr::NET_QUARANTINE_LO::zeroed().with_value(mask as u32))?;
+        self.regs.write(
+            (),
+            nr::NET_QUARANTINE_HI::zeroed().with_value((mask >> 32) as u32),
+        )
+    }
+
     /// Commit entry `idx` of the key table (`ctrl` not VALID revokes it).
     pub(crate) fn rkey_write(
         &self,
         idx: u32,
-        tag: u32,
+        key: u64,
         ep: u32,
         (base, len): (u64, u64),
         ctrl: nr::NET_RKEY_CTRL,
@@ -152,7 +179,11 @@ impl Engine {
         let _win = self.net_win.lock();
         let r = &self.regs;
         r.write((), nr::NET_RKEY_SEL::zeroed().with_value(idx))?;
-        r.write((), nr::NET_RKEY_TAG::zeroed().with_value(tag))?;
+        r.write((), nr::NET_RKEY_KEY_LO::zeroed().with_value(key as u32))?;
+        r.write(
+            (),
+            nr::NET_RKEY_KEY_HI::zeroed().with_value((key >> 32) as u32),
+        )?;
         r.write((), nr::NET_RKEY_BASE_LO::zeroed().with_value(base as u32))?;
         r.write(
             (),

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! The network port's registers (register map 2.3, Documentation/pldma-registers.rst, "The
+//! The network port's registers (register map 2.3 to 2.5, Documentation/pldma-registers.rst, "The
 //! network port") in the kernel's `register!` style, beside regs.rs: the node id, the
 //! endpoint and remote key tables that remote.rs programs, and a context's mailbox ring (2.4,
 //! mailbox.rs). Their field values are the core's
@@ -29,13 +29,13 @@ register! {
         31:31 resident => bool;
     }
 
-    /// The rkey table entry the window is about: an rkey's low 32 bits.
+    /// The rkey table entry the window is about (2.5: any free one; the key names it).
     pub(crate) NET_RKEY_SEL(u32) @ 0x128 {
         31:0 value;
     }
 
-    /// The entry's tag: an rkey's high 32 bits.
-    pub(crate) NET_RKEY_TAG(u32) @ 0x12c {
+    /// 2.5: the entry's key, 64 random bits: low half.
+    pub(crate) NET_RKEY_KEY_LO(u32) @ 0x12c {
         31:0 value;
     }
 
@@ -69,6 +69,37 @@ register! {
         0:0 valid => bool;
         1:1 read => bool;
         2:2 write => bool;
+    }
+
+    /// 2.5: the entry's key, high half.
+    pub(crate) NET_RKEY_KEY_HI(u32) @ 0x148 {
+        31:0 value;
+    }
+
+    /// 2.5: key failures from one source node within a second before the engine quarantines
+    /// it (0: never); the `link` file's `key_fail_limit` (link.rs).
+    pub(crate) NET_KEYFAIL_LIMIT(u32) @ 0x14c {
+        31:0 value;
+    }
+
+    /// 2.5: the source node NET_SRC_KEYFAILS is about.
+    pub(crate) NET_SRC_SEL(u32) @ 0x150 {
+        31:0 value;
+    }
+
+    /// 2.5: key failures from node NET_SRC_SEL since it was last released (saturating).
+    pub(crate) NET_SRC_KEYFAILS(u32) @ 0x154 {
+        31:0 value;
+    }
+
+    /// 2.5: quarantined nodes 0-31, one bit each; write one to release (link.rs).
+    pub(crate) NET_QUARANTINE_LO(u32) @ 0x158 {
+        31:0 value;
+    }
+
+    /// 2.5: quarantined nodes 32-63.
+    pub(crate) NET_QUARANTINE_HI(u32) @ 0x15c {
+        31:0 value;
     }
 
     /// 2.4: context c's mailbox ring, low half of its address (mailbox.rs).
@@ -164,7 +195,13 @@ mod tests {
         assert_eq!(off(NET_EP_SEL), net::EP_SEL);
         assert_eq!(off(NET_EP_CTX), net::EP_CTX);
         assert_eq!(off(NET_RKEY_SEL), net::RKEY_SEL);
-        assert_eq!(off(NET_RKEY_TAG), net::RKEY_TAG);
+        assert_eq!(off(NET_RKEY_KEY_LO), net::RKEY_KEY_LO);
+        assert_eq!(off(NET_RKEY_KEY_HI), net::RKEY_KEY_HI);
+        assert_eq!(off(NET_KEYFAIL_LIMIT), net::KEYFAIL_LIMIT);
+        assert_eq!(off(NET_SRC_SEL), net::SRC_SEL);
+        assert_eq!(off(NET_SRC_KEYFAILS), net::SRC_KEYFAILS);
+        assert_eq!(off(NET_QUARANTINE_LO), net::QUARANTINE_LO);
+        assert_eq!(off(NET_QUARANTINE_HI), net::QUARANTINE_HI);
         assert_eq!(off(NET_RKEY_BASE_LO), net::RKEY_BASE_LO);
         assert_eq!(off(NET_RKEY_BASE_HI), net::RKEY_BASE_HI);
         assert_eq!(off(NET_RKEY_LEN_LO), net::RKEY_LEN_LO);

@@ -6,9 +6,11 @@
 //! - **Endpoints.** Each process on an engine with a network port holds an endpoint id
 //!   (0-255), the stable name other nodes address it by. The engine's endpoint table says
 //!   which context it holds now: set when contexts.rs gives it one, cleared before it is taken.
-//! - **Remote keys.** A region registered with a remote right gets an rkey: an entry of the
-//!   engine's key table (its index, the rkey's low 32 bits) with a random tag (the high 32
-//!   bits), bound to the process's endpoint, the region's range and rights. The entry is
+//! - **Remote keys.** A region registered with a remote right gets an rkey: 64 random bits
+//!   (register map 2.5), in a free entry of the engine's key table, which looks keys up with
+//!   their endpoint; bound to the process's endpoint, the region's range and rights. The
+//!   engine answers every key failure ENOKEY and quarantines a node that fails too often
+//!   (link.rs: `key_fail_limit`, debugfs `quarantine`). The entry is
 //!   committed before the caller learns the key, and revoked (the engine's VALID bit cleared)
 //!   before any page of the region is unmapped or unpinned: DEREG and teardown revoke first.
 //!   A process with remote keys may lose its context while idle: an op for it then makes it
@@ -39,11 +41,11 @@ impl Process {
             return Err(ENOSPC.into());
         }
         let idx = self.engine.rkey_alloc().ok_or(ENOSPC)?;
-        let tag = loop {
-            // SAFETY: `get_random_u32` has no preconditions and may be called from any context.
-            let t = unsafe { bindings::get_random_u32() };
-            if t != 0 {
-                break t;
+        let key = loop {
+            // SAFETY: `get_random_u64` has no preconditions and may be called from any context.
+            let k = unsafe { bindings::get_random_u64() };
+            if k != 0 {
+                break k;
             }
         };
         let ctrl = nr::NET_RKEY_CTRL::zeroed()
@@ -64,7 +66,7 @@ impl Process {
                 .and_then(|()| {
                     let (start, len) = (v.range.start, v.range.len());
                     self.engine
-                        .rkey_write(idx, tag, self.endpoint, (start, len), ctrl)
+                        .rkey_write(idx, key, self.endpoint, (start, len), ctrl)
                 })
                 .map_err(CtxError::from)
         };
@@ -80,7 +82,7 @@ impl Process {
             self.engine.rkey_free(idx);
             return Err(e);
         }
-        Ok((u64::from(tag) << 32) | u64::from(idx))
+        Ok(key)
     }
 
     /// Revoke region `handle`'s rkey, if it has one: from here on the engine places nothing

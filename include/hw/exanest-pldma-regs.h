@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /*
- * ExaNeSt PLDMA register map, version 2.4.
+ * ExaNeSt PLDMA register map, version 2.5.
  *
  * The contract between the driver, the QEMU engine model and a future FPGA
  * implementation on the QFDB. Documentation/pldma-registers.rst explains
@@ -35,7 +35,13 @@
  * queue into a receive ring in the destination context's address space
  * (CTX_MBOX_*, VF_MBOX_*), in order per sending context; a full ring NACKs
  * RNR and RESUMEs when its reader frees a slot; nothing of 2.3 changes
- * meaning.
+ * meaning. 2.5 makes remote keys 64 random bits: an rkey no longer holds its
+ * entry's index (NET_RKEY_SEL picks any entry), the engine looks the key up
+ * with its endpoint among the valid entries (NET_RKEY_KEY_LO/HI; KEY_LO is
+ * 2.4's TAG); every key failure is NACKed -ENOKEY (no -EPERM or -ERANGE that
+ * would tell a guesser which part was right); and a source node with more
+ * than NET_KEYFAIL_LIMIT key failures within a second is quarantined: its
+ * ops are dropped until software releases it (NET_QUARANTINE_*).
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
  */
@@ -92,15 +98,24 @@
 /* the endpoint table: endpoint EP_SEL's context */
 #define PLDMA_NET_EP_SEL        0x120
 #define PLDMA_NET_EP_CTX        0x124   /* PLDMA_NET_EP_* */
-/* the remote key table: entry RKEY_SEL (the low 32 bits of an rkey) */
+/* the remote key table: entry RKEY_SEL (any entry: the key names it) */
 #define PLDMA_NET_RKEY_SEL      0x128
-#define PLDMA_NET_RKEY_TAG      0x12c   /* the rkey's high 32 bits */
+#define PLDMA_NET_RKEY_KEY_LO   0x12c   /* 2.5: the rkey, 64 random bits */
 #define PLDMA_NET_RKEY_BASE_LO  0x130   /* the region: first byte (VA) */
 #define PLDMA_NET_RKEY_BASE_HI  0x134
 #define PLDMA_NET_RKEY_LEN_LO   0x138   /* the region's length, bytes */
 #define PLDMA_NET_RKEY_LEN_HI   0x13c
 #define PLDMA_NET_RKEY_EP       0x140   /* the endpoint owning the region */
 #define PLDMA_NET_RKEY_CTRL     0x144   /* PLDMA_NET_RKEY_*; commits */
+#define PLDMA_NET_RKEY_KEY_HI   0x148   /* 2.5 */
+/* 2.5: key failures from one node within a second before quarantine; 0: off */
+#define PLDMA_NET_KEYFAIL_LIMIT 0x14c
+#define PLDMA_NET_SRC_SEL       0x150   /* 2.5: node of SRC_KEYFAILS */
+/* 2.5, RO: key failures from node SRC_SEL since released (saturating) */
+#define PLDMA_NET_SRC_KEYFAILS  0x154
+/* 2.5: bit n = node n quarantined (its ops dropped); write 1 to release */
+#define PLDMA_NET_QUARANTINE_LO 0x158
+#define PLDMA_NET_QUARANTINE_HI 0x15c   /* nodes 32-63 */
 /* RO: counter n at PLDMA_NET_CNT_BASE + 4 n, free-running u32 */
 #define PLDMA_NET_CNT_BASE      0x180
 #define PLDMA_NET_CNT_TX_PACKETS        0
@@ -119,7 +134,7 @@
 #define PLDMA_NET_CNT_DUPLICATES        10
 #define PLDMA_NET_CNT_INJECTED_DROPS    11
 #define PLDMA_NET_CNT_INJECTED_CORRUPT  12
-/* error NACKs sent (a key, a range, a right, the driver's NACK) */
+/* error NACKs sent (a key failure, the driver's NACK) */
 #define PLDMA_NET_CNT_ERROR_NACKS       13
 #define PLDMA_NET_CNT_PLACED_BYTES      14
 /* probes of a paused op (no timeouts: the receiver owes a RESUME) */
@@ -128,7 +143,10 @@
 #define PLDMA_NET_CNT_MBOX_PLACED       16
 /* 2.4: RNR NACKs sent (a full ring) */
 #define PLDMA_NET_CNT_RNR_SENT          17
-#define PLDMA_NET_COUNTERS      18
+/* 2.5: key failures (every source), packets dropped from quarantined nodes */
+#define PLDMA_NET_CNT_KEY_FAILS         18
+#define PLDMA_NET_CNT_QUARANTINED       19
+#define PLDMA_NET_COUNTERS      20
 /*
  * 2.4: NET_IRQ, RW1C: EP_WANTED, an endpoint without a context received an
  * op (NACKed NOT_READY): its bit in NET_EP_WANTED is set, and the engine's
@@ -165,7 +183,7 @@
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     4
+#define PLDMA_VERSION_MINOR     5
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */

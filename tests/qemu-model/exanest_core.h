@@ -154,7 +154,8 @@ typedef struct ExanestRecvTable ExanestRecvTable;
 
 /* An entry of the rkey table, as the engine's registers hold it */
 typedef struct ExanestRkey {
-    uint32_t ctrl, tag, ep;     /* rights (PLDMA_NET_RKEY_*), key >> 32, ep */
+    uint32_t ctrl, ep;          /* valid and rights (PLDMA_NET_RKEY_*), owner */
+    uint64_t key;               /* 64 random bits (register map 2.5) */
     uint64_t base, len;         /* the region */
 } ExanestRkey;
 
@@ -174,6 +175,9 @@ typedef struct ExanestRkey {
 #define EXANEST_RX_DUPLICATE    2
 #define EXANEST_RX_RNR          4   /* the answer is an RNR NACK */
 #define EXANEST_RX_WANT_EP      8   /* the endpoint holds no context: want it */
+#define EXANEST_RX_KEY_FAIL     16  /* the key failed: count it */
+#define EXANEST_RX_QUARANTINE   32  /* which quarantined its source */
+#define EXANEST_RX_QUARANTINED  64  /* dropped: from a quarantined source */
 
 typedef struct ExanestRxStep {
     uint32_t what, slot;
@@ -236,5 +240,15 @@ ExanestRxStep exanest_rx_refused(ExanestRecvTable *t, uint32_t i,
                                  uint32_t token, int32_t status);
 /* What slot i waited for came (a resident endpoint, ring room): RESUME */
 ExanestRxStep exanest_rx_wake(ExanestRecvTable *t, uint32_t i);
+/*
+ * Key failures per source: more than the limit within a second quarantine
+ * the source (its ops dropped) until released (NET_KEYFAIL_LIMIT, 0: never;
+ * NET_SRC_KEYFAILS; NET_QUARANTINE_*).
+ */
+void exanest_rx_set_keyfail_limit(ExanestRecvTable *t, uint32_t limit);
+uint32_t exanest_rx_keyfail_limit(const ExanestRecvTable *t);
+uint32_t exanest_rx_keyfails(const ExanestRecvTable *t, uint32_t src);
+uint64_t exanest_rx_quarantined(const ExanestRecvTable *t);
+void exanest_rx_release_nodes(ExanestRecvTable *t, uint64_t mask);
 
 #endif

@@ -714,6 +714,12 @@ static void net_rx_do(PldmaState *s, const ExanestRxStep *e, uint32_t ep)
     if (e->counts & EXANEST_RX_WANT_EP) {
         net_want_ep(s, ep);
     }
+    if (e->counts & EXANEST_RX_KEY_FAIL) {
+        net_count(s, PLDMA_NET_CNT_KEY_FAILS, 1);
+    }
+    if (e->counts & EXANEST_RX_QUARANTINED) {
+        net_count(s, PLDMA_NET_CNT_QUARANTINED, 1);
+    }
     if (!e->reply) {
         return;
     }
@@ -990,6 +996,11 @@ static void net_rx(PldmaState *s, const ExanestPkt *k)
                                         net_rx_idle_ns(s));
 
     net_rx_do(s, &e, k->ep);
+    if (e.counts & EXANEST_RX_QUARANTINE) {
+        trace_exanest_pldma_net_quarantine(k->src,
+                                           exanest_rx_keyfails(s->net.rxt,
+                                                               k->src));
+    }
     if (e.what == EXANEST_RX_PLACE && k->op == EXANEST_PKT_MAILBOX) {
         net_rx_mailbox(s, k, e.slot);
     } else if (e.what == EXANEST_RX_PLACE) {
@@ -1195,8 +1206,26 @@ bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val)
     case PLDMA_NET_RKEY_SEL:
         *val = n->rkey_sel;
         break;
-    case PLDMA_NET_RKEY_TAG:
-        *val = n->rkey_win.tag;
+    case PLDMA_NET_RKEY_KEY_LO:
+        *val = (uint32_t)n->rkey_win.key;
+        break;
+    case PLDMA_NET_RKEY_KEY_HI:
+        *val = n->rkey_win.key >> 32;
+        break;
+    case PLDMA_NET_KEYFAIL_LIMIT:
+        *val = exanest_rx_keyfail_limit(n->rxt);
+        break;
+    case PLDMA_NET_SRC_SEL:
+        *val = n->src_sel;
+        break;
+    case PLDMA_NET_SRC_KEYFAILS:
+        *val = exanest_rx_keyfails(n->rxt, n->src_sel);
+        break;
+    case PLDMA_NET_QUARANTINE_LO:
+        *val = (uint32_t)exanest_rx_quarantined(n->rxt);
+        break;
+    case PLDMA_NET_QUARANTINE_HI:
+        *val = exanest_rx_quarantined(n->rxt) >> 32;
         break;
     case PLDMA_NET_RKEY_BASE_LO:
         *val = n->rkey_win.base;
@@ -1273,8 +1302,23 @@ bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val)
     case PLDMA_NET_RKEY_SEL:
         n->rkey_sel = val % PLDMA_NET_MAX_RKEYS;
         break;
-    case PLDMA_NET_RKEY_TAG:
-        n->rkey_win.tag = val;
+    case PLDMA_NET_RKEY_KEY_LO:
+        net_set_lo(&n->rkey_win.key, val);
+        break;
+    case PLDMA_NET_RKEY_KEY_HI:
+        net_set_hi(&n->rkey_win.key, val);
+        break;
+    case PLDMA_NET_KEYFAIL_LIMIT:
+        exanest_rx_set_keyfail_limit(n->rxt, val);
+        break;
+    case PLDMA_NET_SRC_SEL:
+        n->src_sel = val % PLDMA_NET_MAX_NODES;
+        break;
+    case PLDMA_NET_QUARANTINE_LO:
+        exanest_rx_release_nodes(n->rxt, val);
+        break;
+    case PLDMA_NET_QUARANTINE_HI:
+        exanest_rx_release_nodes(n->rxt, (uint64_t)val << 32);
         break;
     case PLDMA_NET_RKEY_BASE_LO:
         net_set_lo(&n->rkey_win.base, val);
@@ -1295,7 +1339,7 @@ bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val)
         n->rkey_win.ctrl = val & (PLDMA_NET_RKEY_VALID | PLDMA_NET_RKEY_READ |
                                   PLDMA_NET_RKEY_WRITE);
         n->rkeys[n->rkey_sel] = n->rkey_win;
-        trace_exanest_pldma_net_rkey(n->rkey_sel, n->rkey_win.tag,
+        trace_exanest_pldma_net_rkey(n->rkey_sel, n->rkey_win.key,
                                      n->rkey_win.ep, n->rkey_win.base,
                                      n->rkey_win.len, n->rkey_win.ctrl);
         break;
@@ -1434,7 +1478,7 @@ void pldma_net_reset(PldmaState *s)
     memset(n->ep_wanted, 0, sizeof(n->ep_wanted));
     n->irq = 0;
     exanest_rx_reset(n->rxt);
-    n->ep_sel = n->rkey_sel = 0;
+    n->ep_sel = n->rkey_sel = n->src_sel = 0;
     n->drop_ppm = n->corrupt_ppm = 0;
     n->rto_us = 10000;
     n->retries = 8;

@@ -150,7 +150,7 @@ typedef struct PldmaNet {
     uint64_t seed;
     /* Registers. */
     uint32_t rto_us, retries, drop_ppm, corrupt_ppm;
-    uint32_t ep_sel, rkey_sel;
+    uint32_t ep_sel, rkey_sel, src_sel;
     PldmaRkey rkey_win;     /* the entry being written */
     uint32_t ep[PLDMA_NET_MAX_EPS];
     PldmaRkey rkeys[PLDMA_NET_MAX_RKEYS];

@@ -37,7 +37,7 @@ GET = R["PLDMA_OP_GET"]
 RKEY_RW = R["PLDMA_NET_RKEY_VALID"] | R["PLDMA_NET_RKEY_READ"] | R["PLDMA_NET_RKEY_WRITE"]
 HUB = ("-netdev", "hubport,id=n0,hubid=0", "-netdev", "hubport,id=n1,hubid=0")
 RKEY_W = R["PLDMA_NET_RKEY_VALID"] | R["PLDMA_NET_RKEY_WRITE"]
-ENOKEY, EPERM, ERANGE, EFAULT = 126, 1, 34, 14
+ENOKEY, EFAULT = 126, 14
 SRC = RAM + 0x1000000        # node 0's source buffers
 DST = RAM + 0x4000000        # node 1's registered region
 REGION = 8 << 20
@@ -73,17 +73,20 @@ def set_ep(q, ep, ctx, resident=True):
     q.set_reg(R["PLDMA_NET_EP_CTX"], ctx | (R["PLDMA_NET_EP_RESIDENT"] if resident else 0))
 
 
-def set_rkey(q, idx, tag, ep, base, length, ctrl=RKEY_W):
-    """Entry idx of the rkey table; returns the rkey: tag << 32 | idx."""
+def set_rkey(q, idx, tag, ep, base, length, ctrl=RKEY_W, key=None):
+    """Entry idx of the rkey table, with key (64 bits, register map 2.5; by default
+    tag << 32 | idx, so that the tests' keys differ); returns the key."""
+    key = tag << 32 | idx if key is None else key
     q.set_reg(R["PLDMA_NET_RKEY_SEL"], idx)
-    q.set_reg(R["PLDMA_NET_RKEY_TAG"], tag)
+    q.set_reg(R["PLDMA_NET_RKEY_KEY_LO"], key & 0xFFFFFFFF)
+    q.set_reg(R["PLDMA_NET_RKEY_KEY_HI"], key >> 32)
     q.set_reg(R["PLDMA_NET_RKEY_BASE_LO"], base)
     q.set_reg(R["PLDMA_NET_RKEY_BASE_HI"], base >> 32)
     q.set_reg(R["PLDMA_NET_RKEY_LEN_LO"], length)
     q.set_reg(R["PLDMA_NET_RKEY_LEN_HI"], length >> 32)
     q.set_reg(R["PLDMA_NET_RKEY_EP"], ep)
     q.set_reg(R["PLDMA_NET_RKEY_CTRL"], ctrl)
-    return tag << 32 | idx
+    return key
 
 
 def ch_net(q, n, off, ctx):
@@ -151,7 +154,7 @@ class TwoNodes(unittest.TestCase):
 class Identity(TwoNodes):
     def test_version_node_and_link(self):
         a, b = self.a, self.b
-        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 4)
+        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 5)
         self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_NET"])
         self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_MAILBOX"])
         self.assertEqual(a.reg(R["PLDMA_NET_NODE"]), 0 | R["PLDMA_NET_NODE_LINK"])
@@ -280,13 +283,31 @@ class Keys(TwoNodes):
         self.refused(self.rkey)
 
     def test_no_write_right(self):
+        """Every key failure is ENOKEY (2.5): no answer tells which part was right."""
         rkey = set_rkey(self.b, 6, 0x77, 7, DST, REGION,
                         ctrl=R["PLDMA_NET_RKEY_VALID"] | R["PLDMA_NET_RKEY_READ"])
-        self.refused(rkey, errno=EPERM)
+        self.refused(rkey)
 
     def test_outside_the_region(self):
-        self.refused(self.rkey, dst=DST + REGION - 4096, errno=ERANGE)
-        self.refused(self.rkey, dst=DST - 1, length=2, errno=ERANGE)
+        self.refused(self.rkey, dst=DST + REGION - 4096)
+        self.refused(self.rkey, dst=DST - 1, length=2)
+
+    def test_a_key_is_64_bits_in_any_entry(self):
+        """2.5: the key names its entry, not its low bits: a key in entry 200 whose low 32
+        bits are anything works, and the same key with any one bit flipped does not."""
+        a, b = self.a, self.b
+        key = 0x8BADF00D_5EED0001
+        rkey = set_rkey(b, 200, 0, 7, DST, REGION, key=key)
+        self.assertEqual(rkey, key)
+        for bit in (0, 31, 32, 63):
+            self.refused(key ^ (1 << bit))
+        self.assertGreaterEqual(cnt(b, "KEY_FAILS"), 4, "each put's packets in flight")
+        self.assertEqual(cnt(b, "KEY_FAILS"), cnt(b, "ERROR_NACKS"))
+        a.mem_write(SRC, b"\x3C" * 8192)
+        put(a, 0, 1, SRC, DST, 8192, 1, 7, key)
+        self.settle()
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(DST, 8192), b"\x3C" * 8192)
 
     def test_revoked_mid_put_stops_at_the_next_packet(self):
         a, b = self.a, self.b
@@ -898,7 +919,7 @@ class Get(TwoNodes):
         self.get(8192, rkey=rkey)
         self.assertEqual(self.a.status(0, 1)[:2], (R["PLDMA_STATE_ERROR"],
                                                    R["PLDMA_ERR_REMOTE"]))
-        self.assertEqual(net_status(self.a, 0, 1), -EPERM)
+        self.assertEqual(net_status(self.a, 0, 1), -ENOKEY)
         self.assertEqual(self.a.mem_read(SRC, 8192), bytes(8192), "nothing placed")
         self.get(8192, rkey=self.rkey ^ 1 << 35)
         self.assertEqual(net_status(self.a, 0, 1), -ENOKEY)
@@ -1108,6 +1129,63 @@ class Hostile(unittest.TestCase):
         self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
         self.assertEqual(b.mem_read(DST, 64 << 10), data)
         self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+
+    def test_a_key_guesser_is_quarantined(self):
+        """Transport v2, defect 4 (register map 2.5): guesses of a 64-bit key, each answered
+        ENOKEY whatever was wrong; past NET_KEYFAIL_LIMIT failures within a second the
+        guessing node is quarantined: nothing from it is answered or placed, not even with
+        the right key, while an honest node's put completes; software sees the node
+        (NET_QUARANTINE, NET_SRC_KEYFAILS) and releases it, and its ops are taken again."""
+        a, b, sock, path = hostile_nodes(self)
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 5, 0xFEED, 7, DST, 1 << 20)
+        b.mem_write(DST, bytes(1 << 20))
+        limit = b.reg(R["PLDMA_NET_KEYFAIL_LIMIT"])
+        self.assertEqual(limit, 256)
+        rng = random.Random(11)
+        extra = 100
+        t0 = b.now()
+        inject(a, b, sock, path, [packet(1, 5, 1, 7, 3000 + i, 0, 0, rng.getrandbits(64), DST,
+                                      64, 0, b"\xEE" * 64) for i in range(limit + extra)])
+        took = b.now() - t0
+        self.assertEqual(cnt(b, "KEY_FAILS"), limit + 1)
+        self.assertEqual(cnt(b, "ERROR_NACKS"), limit + 1, "the last one quarantined it")
+        self.assertEqual(cnt(b, "QUARANTINED"), extra - 1)
+        self.assertEqual(b.reg(R["PLDMA_NET_QUARANTINE_LO"]), 1 << 5)
+        self.assertEqual(b.reg(R["PLDMA_NET_QUARANTINE_HI"]), 0)
+        b.set_reg(R["PLDMA_NET_SRC_SEL"], 5)
+        self.assertEqual(b.reg(R["PLDMA_NET_SRC_KEYFAILS"]), limit + 1)
+        b.set_reg(R["PLDMA_NET_SRC_SEL"], 0)
+        self.assertEqual(b.reg(R["PLDMA_NET_SRC_KEYFAILS"]), 0)
+        # The right key from the quarantined node: dropped, unanswered.
+        right = packet(1, 5, 1, 7, 4000, 0, 0, rkey, DST, 64, 0, b"\x11" * 64)
+        inject(a, b, sock, path, [right])
+        self.assertEqual(cnt(b, "QUARANTINED"), extra)
+        self.assertEqual(b.mem_read(DST, 64), bytes(64))
+        # An honest node goes on.
+        data = random.Random(12).randbytes(64 << 10)
+        a.mem_write(SRC, data)
+        put(a, 0, 1, SRC, DST + 4096, 64 << 10, 1, 7, rkey)
+        a.run_until_settled(0, 1)
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(DST + 4096, 64 << 10), data)
+        # Released by software: its failures forgotten, its ops taken again.
+        b.set_reg(R["PLDMA_NET_QUARANTINE_LO"], 1 << 5)
+        self.assertEqual(b.reg(R["PLDMA_NET_QUARANTINE_LO"]), 0)
+        b.set_reg(R["PLDMA_NET_SRC_SEL"], 5)
+        self.assertEqual(b.reg(R["PLDMA_NET_SRC_KEYFAILS"]), 0)
+        inject(a, b, sock, path, [packet(1, 5, 1, 7, 4001, 0, 0, rkey, DST, 64, 0,
+                                         b"\x11" * 64)])
+        self.assertEqual(b.mem_read(DST, 64), b"\x11" * 64)
+        # Limit 0: never quarantined.
+        b.set_reg(R["PLDMA_NET_KEYFAIL_LIMIT"], 0)
+        inject(a, b, sock, path, [packet(1, 6, 1, 7, 5000 + i, 0, 0, rng.getrandbits(64), DST,
+                                      64, 0, b"\xEE" * 64) for i in range(limit + 10)])
+        self.assertEqual(b.reg(R["PLDMA_NET_QUARANTINE_LO"]), 0)
+        print(f"\n  key guessing: {limit + 1} guesses answered in {took / 1000:.0f} us "
+              f"(QEMU_CLOCK_VIRTUAL, qtest) before node 5 was quarantined, none after; released "
+              f"every second, {limit} a second: a 64-bit key in "
+              f"~{2**63 / limit / 3.15e7:.1e} years on average", end=" ", flush=True)
 
     def test_full_table_answers_rnr_then_frees_idle_slots(self):
         """64 forged keyed WRITEs, each a new op left unfinished, hold every receive slot: an

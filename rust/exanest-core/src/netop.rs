@@ -791,14 +791,17 @@ mod tests {
         Probe(u64, u32),
     }
 
-    /// Where the simulated receiver's memory starts: key 0 (tag 1) of endpoint 7 covers it.
+    /// Where the simulated receiver's memory starts: key [`SIM_KEY`] of endpoint 7 covers it.
     const BASE: u64 = 0x1_0000_0000;
+
+    /// The simulated receiver's key.
+    const SIM_KEY: u64 = 0x0123_4567_89ab_cdef;
 
     fn sim_keys(len: u64) -> [Rkey; 1] {
         [Rkey {
             ctrl: RKEY_VALID | RKEY_WRITE,
-            tag: 1,
             ep: 7,
+            key: SIM_KEY,
             base: BASE,
             len,
         }]
@@ -814,7 +817,7 @@ mod tests {
             op_id: 1,
             seq,
             status: 0,
-            rkey: 1 << 32,
+            rkey: SIM_KEY,
             addr: BASE,
             len,
             offset: off,

@@ -27,17 +27,15 @@ use crate::packet::{Header, Nack, Op};
 use crate::regs::cqe_status;
 use crate::regs::net::{MAX_NODES, RKEY_READ, RKEY_VALID, RKEY_WRITE, RX_OPS};
 
-/// Not permitted: the key does not give this right (positive errno, as NACKs carry it negated).
-pub const EPERM: i32 = 1;
-/// Bad address: the driver could not resolve a receiver fault and wrote no errno.
+/// Bad address: the driver could not resolve a receiver fault and wrote no errno (positive
+/// errno, as NACKs carry it negated).
 pub const EFAULT: i32 = 14;
-/// The range is not within the key's region.
-pub const ERANGE: i32 = 34;
 /// The endpoint has no mailbox.
 pub const ECONNREFUSED: i32 = 111;
 /// The op is finished and forgotten, or too old to tell.
 pub const ESTALE: i32 = 116;
-/// No such key, or not this endpoint's.
+/// Every key failure: no such key for this endpoint, or not with this right, or not over
+/// this range (positive errno, as NACKs carry it negated).
 pub const ENOKEY: i32 = 126;
 
 /// Slots that keyless ops (MAILBOX) may hold unfinished at most.
@@ -63,10 +61,10 @@ pub mod ep {
 pub struct Rkey {
     /// [`RKEY_VALID`] and the rights.
     pub ctrl: u32,
-    /// The key's high 32 bits.
-    pub tag: u32,
     /// The endpoint it is for.
     pub ep: u32,
+    /// The key: 64 random bits (register map 2.5).
+    pub key: u64,
     /// First byte of the region.
     pub base: u64,
     /// Bytes of the region.
@@ -74,23 +72,87 @@ pub struct Rkey {
 }
 
 /// Whether op `h` may use its whole range with its key and `right` ([`RKEY_READ`] or
-/// [`RKEY_WRITE`]): the positive errno its NACK carries if not. The key's low 32 bits index
-/// `keys`; checked at every packet, so a key revoked mid-op stops it at the next one.
+/// [`RKEY_WRITE`]). The key is looked up with the packet's endpoint among the valid entries of
+/// `keys`; checked at every packet, so a key revoked mid-op stops it at the next one. Every
+/// failure is the same [`ENOKEY`]: no answer tells a guesser that the key, the endpoint, the
+/// right or the range was right.
 pub fn rkey_check(keys: &[Rkey], h: &Header, right: u32) -> Result<(), i32> {
-    let e = usize::try_from(h.rkey & 0xffff_ffff)
-        .ok()
-        .and_then(|i| keys.get(i))
+    let e = keys
+        .iter()
+        .find(|e| e.ctrl & RKEY_VALID != 0 && e.key == h.rkey && e.ep == h.endpoint)
         .ok_or(ENOKEY)?;
-    if e.ctrl & RKEY_VALID == 0 || u64::from(e.tag) != h.rkey >> 32 || e.ep != h.endpoint {
+    let inside = h.addr >= e.base && h.len <= e.len && h.addr - e.base <= e.len - h.len;
+    if e.ctrl & right == 0 || !inside {
         return Err(ENOKEY);
     }
-    if e.ctrl & right == 0 {
-        return Err(EPERM);
-    }
-    if h.addr < e.base || h.len > e.len || h.addr - e.base > e.len - h.len {
-        return Err(ERANGE);
-    }
     Ok(())
+}
+
+/// Key failures a source may have within [`KEYFAIL_WINDOW_NS`] before it is quarantined, by
+/// default (the engine's `NET_KEYFAIL_LIMIT` after reset).
+pub const KEYFAIL_LIMIT: u32 = 256;
+/// The window [`KEYFAIL_LIMIT`] counts in: one second.
+pub const KEYFAIL_WINDOW_NS: u64 = 1_000_000_000;
+
+/// Key failures per source node, and the nodes quarantined for them: a node with more than
+/// the limit within one window is quarantined, and its ops are dropped until software
+/// releases it. Honest failures (a key revoked mid-op: a window of packets and a few probes)
+/// stay far below the limit; a guesser at line rate reaches it within microseconds.
+#[derive(Clone, Debug)]
+struct KeyGuard {
+    limit: u32,
+    /// Per node: failures since it was last released (saturating).
+    total: [u32; MAX_NODES],
+    /// Per node: when its current window began, and its failures in it.
+    window: [(u64, u32); MAX_NODES],
+    /// Bit n: node n is quarantined.
+    quarantined: u64,
+}
+
+impl KeyGuard {
+    fn new() -> Self {
+        KeyGuard {
+            limit: KEYFAIL_LIMIT,
+            total: [0; MAX_NODES],
+            window: [(0, 0); MAX_NODES],
+            quarantined: 0,
+        }
+    }
+
+    fn is_quarantined(&self, src: u16) -> bool {
+        usize::from(src) < MAX_NODES && self.quarantined & (1 << src) != 0
+    }
+
+    /// A key failure from `src` at `now`: whether it quarantined the node.
+    fn failed(&mut self, src: u16, now: u64) -> bool {
+        let n = usize::from(src);
+        if n >= MAX_NODES {
+            return false;
+        }
+        self.total[n] = self.total[n].saturating_add(1);
+        let (start, count) = &mut self.window[n];
+        if *count == 0 || now.saturating_sub(*start) >= KEYFAIL_WINDOW_NS {
+            *start = now;
+            *count = 0;
+        }
+        *count = count.saturating_add(1);
+        if self.limit != 0 && *count > self.limit && !self.is_quarantined(src) {
+            self.quarantined |= 1 << src;
+            return true;
+        }
+        false
+    }
+
+    /// Release the nodes of `mask`, and forget their failures.
+    fn release(&mut self, mask: u64) {
+        for n in 0..MAX_NODES {
+            if mask & (1 << n) != 0 {
+                self.total[n] = 0;
+                self.window[n] = (0, 0);
+            }
+        }
+        self.quarantined &= !mask;
+    }
 }
 
 /// Where a received op is.
@@ -286,6 +348,12 @@ pub struct Step {
     /// The endpoint holds no context and an op came for it: the driver should make it
     /// resident.
     pub want_ep: bool,
+    /// The packet's key failed (counted per source, and in all).
+    pub key_failed: bool,
+    /// That failure quarantined its source node.
+    pub quarantine: bool,
+    /// The packet came from a quarantined node and was dropped (also `dropped`).
+    pub quarantined: bool,
 }
 
 impl Step {
@@ -317,6 +385,7 @@ pub struct RecvTable {
     slots: [Slot; RX_OPS],
     /// Per source node: ops at or below it are finished and forgotten (ESTALE).
     floor: [Option<u32>; MAX_NODES],
+    guard: KeyGuard,
 }
 
 impl RecvTable {
@@ -326,6 +395,7 @@ impl RecvTable {
             node,
             slots: [Slot::default(); RX_OPS],
             floor: [None; MAX_NODES],
+            guard: KeyGuard::new(),
         }
     }
 
@@ -333,6 +403,33 @@ impl RecvTable {
     /// counting at the senders, and a packet of an op finished before is still refused.
     pub fn reset(&mut self) {
         self.slots = [Slot::default(); RX_OPS];
+        self.guard = KeyGuard::new();
+    }
+
+    /// Key failures a source may have within a second before it is quarantined (0: never).
+    pub fn set_keyfail_limit(&mut self, limit: u32) {
+        self.guard.limit = limit;
+    }
+
+    /// The limit [`RecvTable::set_keyfail_limit`] set.
+    pub fn keyfail_limit(&self) -> u32 {
+        self.guard.limit
+    }
+
+    /// Key failures from node `src` since it was last released (saturating; 0 past the
+    /// node ids).
+    pub fn keyfails(&self, src: u16) -> u32 {
+        self.guard.total.get(usize::from(src)).copied().unwrap_or(0)
+    }
+
+    /// The quarantined nodes: bit n is node n.
+    pub fn quarantined(&self) -> u64 {
+        self.guard.quarantined
+    }
+
+    /// Release the nodes of `mask` from quarantine, and forget their key failures.
+    pub fn release_nodes(&mut self, mask: u64) {
+        self.guard.release(mask);
     }
 
     /// Slot `i`, if there is one.
@@ -490,17 +587,22 @@ impl RecvTable {
         }
     }
 
-    /// Op `h`'s key does not allow it (`err`): NACK it with `err` from `off`. Only the op's
+    /// Op `h`'s key does not allow it (`err`): NACK it with `err` from `off`, and count the
+    /// failure against its source (which may quarantine it). Only the op's
     /// own packets (its key, endpoint and range: a key revoked mid-op) end the op that node
     /// and id name; a packet that merely claims them, with another key, changes nothing of it.
-    fn refuse(&mut self, i: Option<usize>, h: &Header, err: i32, off: u64) -> Step {
+    fn refuse(&mut self, i: Option<usize>, h: &Header, err: i32, off: u64, now: u64) -> Step {
         if let Some(r) = i.map(|i| &mut self.slots[i]) {
             if r.is_op_of(h) && r.state != RxState::Faulted {
                 r.state = RxState::Error;
                 r.err = err;
             }
         }
-        Step::reply(self.answer(h, Op::Nack, off, -err))
+        Step {
+            key_failed: true,
+            quarantine: self.guard.failed(h.src, now),
+            ..Step::reply(self.answer(h, Op::Nack, off, -err))
+        }
     }
 
     /// The answer to a request (a probe, a READ_REQ) of an op that is faulted or waiting:
@@ -572,6 +674,13 @@ impl RecvTable {
         now: u64,
         idle_ns: u64,
     ) -> Step {
+        if matches!(h.op, Op::Write | Op::Mailbox | Op::ReadReq) && self.guard.is_quarantined(h.src)
+        {
+            return Step {
+                quarantined: true,
+                ..Step::dropped()
+            };
+        }
         match h.op {
             Op::Write => self.write(h, plen, keys, ep_flags, now, idle_ns),
             Op::Mailbox => self.mailbox(h, plen, ep_flags, now, idle_ns),
@@ -597,7 +706,7 @@ impl RecvTable {
                 .map(|i| &self.slots[i])
                 .filter(|r| r.rkey == h.rkey)
                 .map_or(0, |r| r.placed);
-            return self.refuse(found, h, e, off);
+            return self.refuse(found, h, e, off, now);
         }
         let i = match found {
             Some(i) => i,
@@ -695,7 +804,7 @@ impl RecvTable {
     ) -> Step {
         let found = self.find(h.src, h.op_id);
         if let Err(e) = rkey_check(keys, h, RKEY_READ) {
-            return self.refuse(found, h, e, h.offset);
+            return self.refuse(found, h, e, h.offset, now);
         }
         let i = match found {
             Some(i) => i,
@@ -882,20 +991,21 @@ mod tests {
     const IDLE: u64 = 1_000_000;
     const ALL: u32 = ep::READY | ep::MBOX_ON | ep::MBOX_ROOM;
 
-    /// Key 3 of endpoint 7: tag 0xabcd, rights `ctrl`, over [0x10000, 0x10000 + 1 MiB).
+    /// Key [`KEY`] of endpoint 7, in entry 3, with rights `ctrl`, over
+    /// [0x10000, 0x10000 + 1 MiB).
     fn keys(ctrl: u32) -> Vec<Rkey> {
         let mut k = std::vec![Rkey::default(); 256];
         k[3] = Rkey {
             ctrl: RKEY_VALID | ctrl,
-            tag: 0xabcd,
             ep: 7,
+            key: KEY,
             base: 0x10000,
             len: 1 << 20,
         };
         k
     }
 
-    const KEY: u64 = 0xabcd_0000_0003;
+    const KEY: u64 = 0x5ee1_abcd_0bad_f00d;
 
     fn pkt(op: Op, src: u16, op_id: u32, offset: u64, len: u64) -> Header {
         Header {
@@ -985,7 +1095,7 @@ mod tests {
             refused(
                 &mut t,
                 &Header {
-                    rkey: 0xabcd_0000_0300,
+                    rkey: KEY ^ 0x100,
                     ..h
                 },
                 &w
@@ -996,7 +1106,7 @@ mod tests {
             refused(
                 &mut t,
                 &Header {
-                    rkey: 0xabce_0000_0003,
+                    rkey: KEY ^ (1 << 40),
                     ..h
                 },
                 &w
@@ -1007,7 +1117,7 @@ mod tests {
             refused(&mut t, &Header { endpoint: 8, ..h }, &w),
             nack(ENOKEY)
         );
-        assert_eq!(refused(&mut t, &h, &keys(RKEY_READ)), nack(EPERM));
+        assert_eq!(refused(&mut t, &h, &keys(RKEY_READ)), nack(ENOKEY));
         assert_eq!(
             refused(
                 &mut t,
@@ -1017,7 +1127,7 @@ mod tests {
                 },
                 &w
             ),
-            nack(ERANGE)
+            nack(ENOKEY)
         );
         assert_eq!(
             refused(
@@ -1028,19 +1138,19 @@ mod tests {
                 },
                 &w
             ),
-            nack(ERANGE)
+            nack(ENOKEY)
         );
         let end = Header {
             addr: 0x10000 + (1 << 20) - 8191,
             ..h
         };
-        assert_eq!(refused(&mut t, &end, &w), nack(ERANGE));
+        assert_eq!(refused(&mut t, &end, &w), nack(ENOKEY));
         assert!((0..RX_OPS).all(|i| t.slot(i).unwrap().state() == RxState::Free));
         // A forged packet naming a live op, with another key, leaves the op alone.
         let i = slot_of(&t.on_packet(&h, 4096, &w, ALL, 0, IDLE));
         t.placed(i, &h, 4096, None);
         let forged = Header {
-            rkey: 0x1111_0000_0003,
+            rkey: KEY ^ 1,
             offset: 4096,
             ..h
         };
@@ -1400,7 +1510,7 @@ mod tests {
         ));
         // Write rights do not read.
         let s = t.on_packet(&r, 0, &keys(RKEY_WRITE), ALL, 3, IDLE);
-        assert_eq!(said(&s), Some((Op::Nack, 4096, -EPERM)));
+        assert_eq!(said(&s), Some((Op::Nack, 4096, -ENOKEY)));
     }
 
     #[test]
@@ -1422,5 +1532,100 @@ mod tests {
             );
         }
         assert!((0..RX_OPS).all(|i| t.slot(i).unwrap().state() == RxState::Free));
+    }
+
+    #[test]
+    fn keys_are_looked_up_with_their_endpoint_in_any_entry() {
+        let mut k = std::vec![Rkey::default(); 256];
+        k[200] = Rkey {
+            ctrl: RKEY_VALID | RKEY_WRITE,
+            ep: 9,
+            key: KEY,
+            base: 0x10000,
+            len: 1 << 20,
+        };
+        k[17] = Rkey { ep: 7, ..k[200] };
+        let h = pkt(Op::Write, 1, 1, 0, 4096);
+        assert_eq!(rkey_check(&k, &h, RKEY_WRITE), Ok(()));
+        assert_eq!(
+            rkey_check(&k, &Header { endpoint: 9, ..h }, RKEY_WRITE),
+            Ok(())
+        );
+        assert_eq!(
+            rkey_check(&k, &Header { endpoint: 8, ..h }, RKEY_WRITE),
+            Err(ENOKEY)
+        );
+        assert_eq!(rkey_check(&k, &h, RKEY_READ), Err(ENOKEY));
+        k[17].ctrl = 0;
+        assert_eq!(rkey_check(&k, &h, RKEY_WRITE), Err(ENOKEY), "revoked");
+        assert_eq!(rkey_check(&[], &h, RKEY_WRITE), Err(ENOKEY));
+    }
+
+    #[test]
+    fn a_guesser_is_quarantined_and_released() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        let guess = |t: &mut RecvTable, g: u64, now: u64| {
+            let h = Header {
+                rkey: g,
+                ..pkt(Op::Write, 5, g as u32, 0, 4096)
+            };
+            t.on_packet(&h, 4096, &k, ALL, now, IDLE)
+        };
+        // Failures spread over more than a second never add up to a quarantine.
+        for i in 0..2 * u64::from(KEYFAIL_LIMIT) {
+            let s = guess(&mut t, i, i * (KEYFAIL_WINDOW_NS / 200));
+            assert!(s.key_failed && !s.quarantine && !s.quarantined, "guess {i}");
+        }
+        assert_eq!(t.keyfails(5), 2 * KEYFAIL_LIMIT);
+        assert_eq!(t.quarantined(), 0);
+        // Past the limit within one: quarantined, once; from then on nothing is answered.
+        let at = 100 * KEYFAIL_WINDOW_NS;
+        for i in 0..=u64::from(KEYFAIL_LIMIT) {
+            let s = guess(&mut t, i, at + i);
+            assert_eq!(s.quarantine, i == u64::from(KEYFAIL_LIMIT), "guess {i}");
+            assert!(s.reply.is_some());
+        }
+        assert_eq!(t.quarantined(), 1 << 5);
+        let s = guess(&mut t, 7, at + 1000);
+        assert!(s.quarantined && s.dropped && s.reply.is_none() && !s.key_failed);
+        // Even its right key, and its mailbox messages: the node is cut off.
+        let good = pkt(Op::Write, 5, 1000, 0, 4096);
+        assert!(t.on_packet(&good, 4096, &k, ALL, at, IDLE).quarantined);
+        assert!(
+            t.on_packet(&mbox(5, 1001, 8), 8, &[], ALL, at, IDLE)
+                .quarantined
+        );
+        // Other nodes are not.
+        let other = pkt(Op::Write, 6, 1, 0, 4096);
+        assert!(matches!(
+            t.on_packet(&other, 4096, &k, ALL, at, IDLE).act,
+            Act::Place(_)
+        ));
+        // Released: its failures forgotten, its ops taken again.
+        t.release_nodes(1 << 5);
+        assert_eq!((t.quarantined(), t.keyfails(5)), (0, 0));
+        assert!(matches!(
+            t.on_packet(&good, 4096, &k, ALL, at, IDLE).act,
+            Act::Place(_)
+        ));
+        // Limit 0: never quarantined. A reset brings back the default.
+        t.set_keyfail_limit(0);
+        for i in 0..1000 {
+            assert!(!guess(&mut t, i, at + 2 * KEYFAIL_WINDOW_NS).quarantine);
+        }
+        t.reset();
+        assert_eq!((t.keyfail_limit(), t.keyfails(5)), (KEYFAIL_LIMIT, 0));
+        // Node ids past the table are counted nowhere, and never quarantined.
+        assert!(!guess_from(&mut t, 64, &k).quarantine);
+        assert_eq!(t.keyfails(64), 0);
+    }
+
+    fn guess_from(t: &mut RecvTable, src: u16, k: &[Rkey]) -> Step {
+        let h = Header {
+            rkey: 1,
+            ..pkt(Op::Write, src, 1, 0, 4096)
+        };
+        t.on_packet(&h, 4096, k, ALL, 0, IDLE)
     }
 }

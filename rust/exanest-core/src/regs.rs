@@ -72,10 +72,11 @@ pub mod net {
     pub const EP_SEL: usize = 0x120;
     /// The selected endpoint's context ([`EP_CTX_MASK`], [`EP_RESIDENT`]).
     pub const EP_CTX: usize = 0x124;
-    /// The rkey table entry the window is about (an rkey's low 32 bits).
+    /// The rkey table entry the window is about (2.5: any free entry; the key names it).
     pub const RKEY_SEL: usize = 0x128;
-    /// The entry's tag: the rkey's high 32 bits.
-    pub const RKEY_TAG: usize = 0x12c;
+    /// 2.5: the entry's key, low half (2.3 and 2.4: the tag, the rkey's high 32 bits, with
+    /// the entry's index its low 32).
+    pub const RKEY_KEY_LO: usize = 0x12c;
     /// The region's first byte (VA), low half.
     pub const RKEY_BASE_LO: usize = 0x130;
     /// High half of [`RKEY_BASE_LO`].
@@ -88,6 +89,21 @@ pub mod net {
     pub const RKEY_EP: usize = 0x140;
     /// [`RKEY_VALID`] and the rights; writing it commits the entry.
     pub const RKEY_CTRL: usize = 0x144;
+    /// 2.5: the entry's key, high half: an rkey is 64 random bits, looked up with its
+    /// endpoint among the valid entries.
+    pub const RKEY_KEY_HI: usize = 0x148;
+    /// 2.5: key failures from one source node within one second before the engine
+    /// quarantines it (0: never).
+    pub const KEYFAIL_LIMIT: usize = 0x14c;
+    /// 2.5: the source node [`SRC_KEYFAILS`] is about.
+    pub const SRC_SEL: usize = 0x150;
+    /// 2.5, read-only: key failures from node [`SRC_SEL`] since it was last released
+    /// (saturating).
+    pub const SRC_KEYFAILS: usize = 0x154;
+    /// 2.5: bit n = node n is quarantined (its ops are dropped); write-one-to-release.
+    pub const QUARANTINE_LO: usize = 0x158;
+    /// [`QUARANTINE_LO`] for nodes 32-63.
+    pub const QUARANTINE_HI: usize = 0x15c;
     /// Read-only counters: counter n at `CNT_BASE + 4 * n`, free-running u32.
     pub const CNT_BASE: usize = 0x180;
     /// Counter: packets sent.
@@ -126,8 +142,12 @@ pub mod net {
     pub const CNT_MBOX_PLACED: usize = 16;
     /// 2.4, counter: RNR NACKs sent (a full ring).
     pub const CNT_RNR_SENT: usize = 17;
+    /// 2.5, counter: key failures (every source).
+    pub const CNT_KEY_FAILS: usize = 18;
+    /// 2.5, counter: packets dropped from quarantined sources.
+    pub const CNT_QUARANTINED: usize = 19;
     /// Number of counters.
-    pub const COUNTERS: usize = 18;
+    pub const COUNTERS: usize = 20;
     /// 2.4, write-one-to-clear: [`IRQ_EP_WANTED`].
     pub const IRQ: usize = 0x1d0;
     /// [`IRQ`]: an endpoint without a context received an op; the engine interrupts.
@@ -161,18 +181,19 @@ pub mod net {
 
     /// The link's settings a privileged user may change (the driver's debugfs `link` file):
     /// their names, registers and largest values, in the order the file lists them.
-    pub const TUNABLES: [(&str, usize, u32); 4] = [
+    pub const TUNABLES: [(&str, usize, u32); 5] = [
         ("rto_us", RTO_US, 10_000_000),
         ("retries", RETRIES, 1000),
         ("drop_ppm", DROP_PPM, 1_000_000),
         ("corrupt_ppm", CORRUPT_PPM, 1_000_000),
+        ("key_fail_limit", KEYFAIL_LIMIT, 1_000_000),
     ];
 
     /// Parse what is written to the `link` file: `NAME VALUE` pairs (space, `=` or newline
     /// separated), each a [`TUNABLES`] name and a decimal value in range. The register and
     /// value of each pair, in order, into `out`: how many. None for anything else (nothing is
     /// to be written then: the caller writes only after the whole input parsed).
-    pub fn parse_tunables(input: &[u8], out: &mut [(usize, u32); 4]) -> Option<usize> {
+    pub fn parse_tunables(input: &[u8], out: &mut [(usize, u32); TUNABLES.len()]) -> Option<usize> {
         let mut words = input
             .split(|b| b.is_ascii_whitespace() || *b == b'=')
             .filter(|w| !w.is_empty());
@@ -191,6 +212,39 @@ pub mod net {
             n += 1;
         }
         (n > 0).then_some(n)
+    }
+
+    /// Parse what is written to the `quarantine` file: `release N` (a node id) or
+    /// `release all`, several separated by spaces or newlines. The mask of the nodes to
+    /// release (bit n: node n); None for anything else.
+    pub fn parse_release(input: &[u8]) -> Option<u64> {
+        let mut words = input
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty());
+        let mut mask = 0u64;
+        let mut any = false;
+        while let Some(w) = words.next() {
+            if w != b"release" {
+                return None;
+            }
+            let node = words.next()?;
+            if node == b"all" {
+                mask = u64::MAX;
+            } else {
+                if node.is_empty() || node.len() > 2 || !node.iter().all(u8::is_ascii_digit) {
+                    return None;
+                }
+                let n = node
+                    .iter()
+                    .fold(0usize, |a, d| a * 10 + usize::from(d - b'0'));
+                if n >= MAX_NODES {
+                    return None;
+                }
+                mask |= 1 << n;
+            }
+            any = true;
+        }
+        any.then_some(mask)
     }
 }
 
@@ -244,7 +298,7 @@ pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 4;
+pub const VERSION_MINOR: u32 = 5;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 
@@ -1454,8 +1508,30 @@ mod tests {
     }
 
     #[test]
+    fn quarantine_releases_parse() {
+        assert_eq!(net::parse_release(b"release 5\n"), Some(1 << 5));
+        assert_eq!(
+            net::parse_release(b"release 0 release 63"),
+            Some(1 | 1 << 63)
+        );
+        assert_eq!(net::parse_release(b"release all"), Some(u64::MAX));
+        for bad in [
+            &b""[..],
+            b"release",
+            b"release 64",
+            b"release -1",
+            b"release 5x",
+            b"release 005",
+            b"free 5",
+            b"release 5 6",
+        ] {
+            assert_eq!(net::parse_release(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
     fn link_tunables_parse() {
-        let mut out = [(0, 0); 4];
+        let mut out = [(0, 0); net::TUNABLES.len()];
         assert_eq!(Some(1), net::parse_tunables(b"drop_ppm 10000\n", &mut out));
         assert_eq!((net::DROP_PPM, 10000), out[0]);
         assert_eq!(
@@ -1464,6 +1540,8 @@ mod tests {
         );
         assert_eq!([(net::DROP_PPM, 0), (net::CORRUPT_PPM, 1000)], out[..2]);
         assert_eq!(Some(1), net::parse_tunables(b"rto_us 10000000", &mut out));
+        assert_eq!(Some(1), net::parse_tunables(b"key_fail_limit 0", &mut out));
+        assert_eq!((net::KEYFAIL_LIMIT, 0), out[0]);
         for bad in [
             &b""[..],
             b"\n",
@@ -1475,7 +1553,7 @@ mod tests {
             b"retries 1001",
             b"node 3",
             b"drop_ppm 1 corrupt_ppm",
-            b"rto_us 1 rto_us 2 rto_us 3 rto_us 4 rto_us 5",
+            b"rto_us 1 rto_us 2 rto_us 3 rto_us 4 rto_us 5 rto_us 6",
         ] {
             assert_eq!(None, net::parse_tunables(bad, &mut out), "{bad:?}");
         }

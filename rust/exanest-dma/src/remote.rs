@@ -31,9 +31,9 @@
 //! receiver hands the writer a [`Remote`] (node, endpoint, rkey, address, length), by any
 //! means. The writer's [`Queue::put`] names it; the put completes, like a copy, with a
 //! completion on the writer's queue: its status is 0, or the receiver's refusal as a negative
-//! errno (`-ENOKEY` a key that is not, or no longer, the region's; `-ERANGE` outside it;
-//! `-EPERM` no write right; `-EFAULT` or `-EACCES` memory the receiver's kernel could not make
-//! writable), or `PLDMA_CQE_TIMEOUT` when the receiver's node stays silent.
+//! errno (`-ENOKEY` a key that is not, or no longer, the region's, or without the right, or
+//! outside its range: one errno for every key failure, register map 2.5; `-EFAULT` or
+//! `-EACCES` memory the receiver's kernel could not make writable), or `PLDMA_CQE_TIMEOUT` when the receiver's node stays silent.
 //!
 //! [`Queue::get`] reads the other way, under the same key (a region registered with
 //! [`Device::register_remote`] may be read as well as written).
@@ -154,7 +154,7 @@ pub(crate) fn remote_access(bits: u32) -> Option<u32> {
 pub enum RemoteAccess {
     /// Get from it.
     Read,
-    /// Put into it (and send nothing else: a get with its key is `-EPERM`).
+    /// Put into it (and send nothing else: a get with its key is `-ENOKEY`).
     Write,
     /// Both.
     ReadWrite,
@@ -208,7 +208,7 @@ impl Device {
     }
 
     /// [`Device::register_remote`] with the rights other nodes get: a put under a key
-    /// without the write right, or a get under one without the read right, ends `-EPERM`.
+    /// without the write right, or a get under one without the read right, ends `-ENOKEY`.
     pub fn register_remote_with<B: BufferMut>(
         &self,
         buf: B,

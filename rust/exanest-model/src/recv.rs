@@ -24,8 +24,8 @@ pub struct ExanestRxStep {
     pub from: u64,
     /// SERVE: the end of the bytes to send.
     pub to: u64,
-    /// `EXANEST_RX_DROPPED`, `_DUPLICATE`, `_RNR`, `_WANT_EP`: what to count, and whether the
-    /// endpoint is wanted.
+    /// `EXANEST_RX_DROPPED`, `_DUPLICATE`, `_RNR`, `_WANT_EP`, `_KEY_FAIL`, `_QUARANTINE`,
+    /// `_QUARANTINED`: what to count, and whether the endpoint is wanted.
     pub counts: u32,
     /// Send `answer`.
     pub reply: bool,
@@ -51,6 +51,12 @@ pub const RX_DUPLICATE: u32 = 1 << 1;
 pub const RX_RNR: u32 = 1 << 2;
 /// The endpoint is wanted.
 pub const RX_WANT_EP: u32 = 1 << 3;
+/// The packet's key failed.
+pub const RX_KEY_FAIL: u32 = 1 << 4;
+/// That failure quarantined its source.
+pub const RX_QUARANTINE: u32 = 1 << 5;
+/// The packet came from a quarantined source (dropped).
+pub const RX_QUARANTINED: u32 = 1 << 6;
 
 /// `ExanestRxSlot`: a slot of the table as the caller may read it.
 #[repr(C)]
@@ -123,6 +129,9 @@ pub fn step_of(s: &Step) -> ExanestRxStep {
         (s.duplicate, RX_DUPLICATE),
         (s.rnr, RX_RNR),
         (s.want_ep, RX_WANT_EP),
+        (s.key_failed, RX_KEY_FAIL),
+        (s.quarantine, RX_QUARANTINE),
+        (s.quarantined, RX_QUARANTINED),
     ]
     .iter()
     .filter(|(on, _)| *on)
@@ -405,4 +414,61 @@ pub unsafe extern "C" fn exanest_rx_refused(
 pub unsafe extern "C" fn exanest_rx_wake(t: *mut ExanestRecvTable, i: u32) -> ExanestRxStep {
     // SAFETY: forwarded from the caller.
     step_of(&unsafe { table(t) }.wake(i as usize))
+}
+
+/// Key failures a source may have within a second before quarantine (`NET_KEYFAIL_LIMIT`;
+/// 0: never).
+///
+/// # Safety
+///
+/// As [`table`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_set_keyfail_limit(t: *mut ExanestRecvTable, limit: u32) {
+    // SAFETY: forwarded from the caller.
+    unsafe { table(t) }.set_keyfail_limit(limit)
+}
+
+/// The limit [`exanest_rx_set_keyfail_limit`] set (the default after a reset).
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rx_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_keyfail_limit(t: *const ExanestRecvTable) -> u32 {
+    // SAFETY: the caller passes a live table.
+    unsafe { &(*t).0 }.keyfail_limit()
+}
+
+/// Key failures from node `src` since it was last released.
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rx_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_keyfails(t: *const ExanestRecvTable, src: u32) -> u32 {
+    // SAFETY: the caller passes a live table.
+    let t = unsafe { &(*t).0 };
+    u16::try_from(src).map_or(0, |s| t.keyfails(s))
+}
+
+/// The quarantined nodes: bit n is node n.
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rx_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_quarantined(t: *const ExanestRecvTable) -> u64 {
+    // SAFETY: the caller passes a live table.
+    unsafe { &(*t).0 }.quarantined()
+}
+
+/// Release the nodes of `mask` from quarantine, and forget their key failures.
+///
+/// # Safety
+///
+/// As [`table`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_release_nodes(t: *mut ExanestRecvTable, mask: u64) {
+    // SAFETY: forwarded from the caller.
+    unsafe { table(t) }.release_nodes(mask)
 }

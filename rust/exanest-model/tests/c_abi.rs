@@ -72,7 +72,7 @@ fn layouts() -> Vec<Layout> {
                 payload),
         layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries),
         layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes),
-        layout!(ExanestRkey: ctrl, tag, ep, base, len),
+        layout!(ExanestRkey: ctrl, ep, key, base, len),
         layout!(ExanestRxStep: what, slot, from, to, counts, reply, counted, answer),
         layout!(ExanestRxSlot: state, kind, op_id, ep, holder, err, src, rkey, addr, len, placed,
                 fault_addr),
@@ -194,8 +194,9 @@ static void recv_scenario(void)
 	ExanestRxStep e;
 	bool held;
 
-	keys[3] = (ExanestRkey) { .ctrl = 1 | 4, .tag = 0xabcd, .ep = 7,
-				  .base = 0x10000, .len = 1 << 20 };
+	keys[3] = (ExanestRkey) { .ctrl = 1 | 4, .ep = 7,
+				  .key = 0xabcd00000003ull, .base = 0x10000,
+				  .len = 1 << 20 };
 	e = exanest_rx_packet(t, &k, keys, 4, rdy, 100, 1000);
 	st("rx.write", e);
 	st("rx.placed", exanest_rx_placed(t, e.slot, &k, 4096, false, 0));
@@ -220,7 +221,7 @@ static void recv_scenario(void)
 	slot("rx.mbox-slot", t, 1);
 	st("rx.wake", exanest_rx_wake(t, 1));
 	st("rx.mbox-none", exanest_rx_packet(t, &m, NULL, 0, 0, 105, 1000));
-	st("rx.read-eperm", exanest_rx_packet(t, &r, keys, 4, rdy, 106, 1000));
+	st("rx.read-no-right", exanest_rx_packet(t, &r, keys, 4, rdy, 106, 1000));
 	keys[3].ctrl |= 2;
 	e = exanest_rx_packet(t, &r, keys, 4, rdy, 107, 1000);
 	st("rx.read", e);
@@ -230,8 +231,22 @@ static void recv_scenario(void)
 	printf("rx.hold3 %d\n", exanest_rx_hold(t, e.slot, 8));
 	st("rx.refused", exanest_rx_refused(t, e.slot, 8, -12));
 	st("rx.read-again", exanest_rx_packet(t, &r, keys, 4, rdy, 108, 1000));
+	exanest_rx_set_keyfail_limit(t, 1);
+	r.src = 4;
+	r.rkey = 1;
+	st("rx.guess1", exanest_rx_packet(t, &r, keys, 4, rdy, 109, 1000));
+	st("rx.guess2", exanest_rx_packet(t, &r, keys, 4, rdy, 110, 1000));
+	st("rx.guess3", exanest_rx_packet(t, &r, keys, 4, rdy, 111, 1000));
+	printf("rx.guard %u %u %llu\n", exanest_rx_keyfail_limit(t),
+	       exanest_rx_keyfails(t, 4),
+	       (unsigned long long)exanest_rx_quarantined(t));
+	exanest_rx_release_nodes(t, 1ull << 4);
+	printf("rx.released %u %llu %u\n", exanest_rx_keyfails(t, 4),
+	       (unsigned long long)exanest_rx_quarantined(t),
+	       exanest_rx_keyfails(t, 1000000));
 	exanest_rx_reset(t);
 	slot("rx.reset", t, 0);
+	printf("rx.reset-limit %u\n", exanest_rx_keyfail_limit(t));
 	exanest_rx_free(t);
 	exanest_rx_free(NULL);
 }
@@ -292,8 +307,8 @@ fn recv_expected() -> Vec<(&'static str, String)> {
     let mut keys = [Rkey::default(); 4];
     keys[3] = Rkey {
         ctrl: RKEY_VALID | RKEY_WRITE,
-        tag: 0xabcd,
         ep: 7,
+        key: 0xabcd_0000_0003,
         base: 0x10000,
         len: 1 << 20,
     };
@@ -364,7 +379,10 @@ fn recv_expected() -> Vec<(&'static str, String)> {
     lines.push(("rx.mbox-slot", slot(&t, 1)));
     push("rx.wake", &t.wake(1));
     push("rx.mbox-none", &t.on_packet(&m, 10, &[], 0, 105, 1000));
-    push("rx.read-eperm", &t.on_packet(&r, 0, &keys, rdy, 106, 1000));
+    push(
+        "rx.read-no-right",
+        &t.on_packet(&r, 0, &keys, rdy, 106, 1000),
+    );
     keys[3].ctrl |= RKEY_READ;
     let e = push("rx.read", &t.on_packet(&r, 0, &keys, rdy, 107, 1000));
     let j = e.slot as usize;
@@ -374,8 +392,32 @@ fn recv_expected() -> Vec<(&'static str, String)> {
     lines.push(("rx.hold3", u8::from(t.hold(j, 8)).to_string()));
     push("rx.refused", &t.refused(j, 8, -12));
     push("rx.read-again", &t.on_packet(&r, 0, &keys, rdy, 108, 1000));
+    t.set_keyfail_limit(1);
+    let g = Header {
+        src: 4,
+        rkey: 1,
+        ..r
+    };
+    push("rx.guess1", &t.on_packet(&g, 0, &keys, rdy, 109, 1000));
+    push("rx.guess2", &t.on_packet(&g, 0, &keys, rdy, 110, 1000));
+    push("rx.guess3", &t.on_packet(&g, 0, &keys, rdy, 111, 1000));
+    lines.push((
+        "rx.guard",
+        format!(
+            "{} {} {}",
+            t.keyfail_limit(),
+            t.keyfails(4),
+            t.quarantined()
+        ),
+    ));
+    t.release_nodes(1 << 4);
+    lines.push((
+        "rx.released",
+        format!("{} {} 0", t.keyfails(4), t.quarantined()),
+    ));
     t.reset();
     lines.push(("rx.reset", slot(&t, 0)));
+    lines.push(("rx.reset-limit", t.keyfail_limit().to_string()));
     out.extend(lines);
     out
 }
@@ -655,7 +697,7 @@ fn header_matches_the_library() {
     assert_eq!(field("rx.badkey", 16), "-126");
     assert_eq!(field("rx.mbox-rnr", 4), "4", "RNR");
     assert_eq!(field("rx.mbox-none", 4), "8", "WANT_EP");
-    assert_eq!(field("rx.read-eperm", 16), "-1");
+    assert_eq!(field("rx.read-no-right", 16), "-126");
     assert_eq!(
         (field("rx.read", 2), field("rx.read", 3)),
         ("4096".into(), "16384".into())
@@ -663,6 +705,12 @@ fn header_matches_the_library() {
     assert_eq!(field("rx.refused", 16), "-12");
     assert_eq!(field("rx.read-again", 16), "-12");
     assert_eq!(field("rx.reset", 1), "0");
+    assert_eq!(field("rx.guess1", 4), "16", "KEY_FAIL");
+    assert_eq!(field("rx.guess2", 4), "48", "KEY_FAIL | QUARANTINE");
+    assert_eq!(field("rx.guess3", 4), "65", "DROPPED | QUARANTINED");
+    assert_eq!(get(&out, "rx.guard"), "1 2 16");
+    assert_eq!(get(&out, "rx.released"), "0 0 0");
+    assert_eq!(get(&out, "rx.reset-limit"), "256");
 
     // The sending side, through the header, is the core's SendOp.
     let expected = send_expected();
