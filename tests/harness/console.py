@@ -32,6 +32,9 @@ TS = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 KTAP = re.compile(r"^(\s*)(ok|not ok) (\d+) ([^#]*?)(\s+#\s*(.*))?$")
 TAP = re.compile(r"^(ok|not ok) (\d+) (\S+)(?:\s+#\s*(.*))?$")
 TAP_PLAN = re.compile(r"^1\.\.(\d+)$")
+TAP_RUN = re.compile(r"^#\s+RUN\s+(\S+) \.\.\.")
+# A kernel message printed into the middle of a test's line, up to the line's end.
+MIDLINE = re.compile(r"\[\s*\d+\.\d+\] .*$")
 TAP_TOTALS = re.compile(r"^# Totals: pass:(\d+) fail:(\d+) xfail:(\d+) xpass:(\d+) skip:(\d+) error:(\d+)")
 DMESG_BEGIN, DMESG_END = "GUEST-DMESG-BEGIN", "GUEST-DMESG-END"
 REPORTS = [
@@ -67,6 +70,7 @@ class _TapRun:
         self.plan = None
         self.counts = {"pass": 0, "fail": 0, "xfail": 0, "xpass": 0, "skip": 0}
         self.last = None
+        self.running = None  # the test the last "#  RUN" line named
 
     def result(self, ok, name, directive):
         self.last = name
@@ -158,6 +162,11 @@ def judge(lines, expect_done=True):
             if stamped:
                 continue
             m = TAP.match(line)
+            if not m:
+                # A kernel message that landed after a whole result line (its name is the
+                # running test's: not cut) is not part of it.
+                m = TAP.match(MIDLINE.sub("", line))
+                m = m if m and m.group(3) == tap.running else None
             if m:
                 what = tap.result(m.group(1) == "ok", m.group(3), m.group(4) or "")
                 if what == "pass":
@@ -171,6 +180,10 @@ def judge(lines, expect_done=True):
             m = TAP_PLAN.match(line)
             if m:
                 tap.plan = int(m.group(1))
+                continue
+            m = TAP_RUN.match(line)
+            if m:
+                tap.running = m.group(1)
                 continue
             m = TAP_TOTALS.match(line)
             if m:

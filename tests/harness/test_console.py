@@ -155,6 +155,16 @@ class Harness(unittest.TestCase):
         self.assertGreaterEqual(v.failed, 1)
         self.assertTrue(any("disagree" in p for p in v.problems), v.problems)
 
+    def test_a_kernel_message_after_a_whole_result_line(self):
+        # As make check saw it: the kernel's console printed an SMMU event between a result
+        # line's name and its newline. The name is the running test's, so the line counts.
+        log = HARNESS.replace("ok 4 coherence.prefault.touch_ahead_window\n",
+                              "ok 4 coherence.prefault.touch_ahead_window[  501.2] arm-smmu-v3 "
+                              "9050000.smmuv3: unpriv data read\n\n")
+        v = self.run_log(log)
+        self.assertEqual((v.passed, v.failed, v.skipped), (2, 1, 1), v.problems)
+        self.assertFalse(any("disagree" in p or "plan" in p for p in v.problems), v.problems)
+
     def test_no_double_count_with_ktap(self):
         # KUnit's KTAP (from dmesg, time-stamped) then two harness runs: each result once.
         log = ["[    3.0] KTAP version 1", "[    3.0] 1..1", "[    3.0]     KTAP version 1",
