@@ -108,38 +108,49 @@ impl Engine {
         Ok(self.regs.read(at).map_err(|_| ENODEV)?.value().get())
     }
 
-    /// An endpoint for a new process, or [`NO_ENDPOINT`].
+    /// An endpoint for a new process (open, with no context and no mailbox yet), or
+    /// [`NO_ENDPOINT`].
     pub(crate) fn endpoint_alloc(&self) -> u32 {
         if self.node == abi::NO_NODE {
             return NO_ENDPOINT;
         }
-        self.endpoints.alloc(net::MAX_EPS).unwrap_or(NO_ENDPOINT)
+        let ep = self.endpoints.alloc(net::MAX_EPS).unwrap_or(NO_ENDPOINT);
+        // An MMIO write fails only for an offset past the BAR, which probe checked.
+        let _ = self.ep_set(ep, None, false);
+        ep
     }
 
     /// The process holding `ep` is gone: no context for it, and the id is free again.
     pub(crate) fn endpoint_free(&self, ep: u32) {
         if ep != NO_ENDPOINT {
-            // An MMIO write fails only for an offset past the BAR, which probe checked.
-            let _ = self.ep_set(ep, None);
+            // Closed (not OPEN): the engine ends what the old process left unfinished, so
+            // nothing of it reaches the next holder of the id. An MMIO write fails only for
+            // an offset past the BAR, which probe checked.
+            let _ = self.ep_write(ep, nr::NET_EP_CTX::zeroed());
             self.endpoints.free(ep);
         }
     }
 
-    /// Endpoint `ep` holds context `ctx` now, or none.
-    pub(crate) fn ep_set(&self, ep: u32, ctx: Option<u32>) -> Result {
+    /// Open endpoint `ep` holds context `ctx` now, or none; `mbox`: its process has a
+    /// mailbox (2.5: only then may a MAILBOX, which needs no key, wake it).
+    pub(crate) fn ep_set(&self, ep: u32, ctx: Option<u32>, mbox: bool) -> Result {
+        let v = nr::NET_EP_CTX::zeroed().with_open(true).with_mbox(mbox);
+        let v = match ctx {
+            Some(c) => v.try_with_ctx(c)?.with_resident(true),
+            None => v,
+        };
+        self.ep_write(ep, v)
+    }
+
+    /// Write endpoint `ep`'s entry.
+    fn ep_write(&self, ep: u32, v: nr::NET_EP_CTX) -> Result {
         if ep == NO_ENDPOINT {
             return Ok(());
         }
         let _win = self.net_win.lock();
-        let r = &self.regs;
-        r.write((), nr::NET_EP_SEL::zeroed().with_value(ep))?;
-        let v = match ctx {
-            Some(c) => nr::NET_EP_CTX::zeroed()
-                .try_with_ctx(c)?
-                .with_resident(true),
-            None => nr::NET_EP_CTX::zeroed(),
-        };
-        r.write((), v)
+        self.regs
+            .write((), nr::NET_EP_SEL::zeroed().with_value(ep))?;
+        self.regs.write((), v)
     }
 
     /// 2.5: key failures from node `src` since it was last released.

@@ -26,6 +26,10 @@ register! {
     /// RESUMEs the ops it NACKed NOT_READY.
     pub(crate) NET_EP_CTX(u32) @ 0x124 {
         7:0 ctx;
+        /// 2.5: the process has a mailbox (a MAILBOX may wake it).
+        29:29 mbox => bool;
+        /// 2.5: a process holds the endpoint; written without, its unfinished ops end.
+        30:30 open => bool;
         31:31 resident => bool;
     }
 

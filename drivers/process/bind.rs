@@ -34,7 +34,8 @@ impl Process {
         }
         // Other nodes reach the process's endpoint through this context now (remote.rs). An
         // MMIO write fails only for an offset past the BAR, which probe checked.
-        let _ = self.engine.ep_set(self.endpoint, Some(ctx.index()));
+        let mbox = g.mbox.is_some();
+        let _ = self.engine.ep_set(self.endpoint, Some(ctx.index()), mbox);
         // The reset above cleared every channel: no fault of the context is left.
         g.engine_faults.clear();
         g.bound = Some((ctx, now));
@@ -76,7 +77,7 @@ impl Process {
         if let Some((ctx, _)) = g.bound.take() {
             // Not through this context any more: NACKed NOT_READY until it has another. An
             // MMIO write fails only for an offset past the BAR, which probe checked.
-            let _ = self.engine.ep_set(self.endpoint, None);
+            let _ = self.engine.ep_set(self.endpoint, None, g.mbox.is_some());
             // No message lands now: the mailbox's indices go with the process.
             if let Some(m) = g.mbox.as_mut() {
                 if let Ok((head, tail)) = ctx.mbox_save() {

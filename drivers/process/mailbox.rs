@@ -68,6 +68,9 @@ impl Process {
                 head: 0,
                 tail: 0,
             });
+            // A MAILBOX may wake the process from now on (2.5). An MMIO write fails only
+            // for an offset past the BAR, which probe checked.
+            let _ = self.engine.ep_set(self.endpoint, Some(ctx.index()), true);
             Ok(())
         })();
         drop(g);

@@ -176,6 +176,14 @@
  * RESUMEs every op NACKed NOT_READY for the endpoint.
  */
 #define PLDMA_NET_EP_RESIDENT   (1u << 31)
+/*
+ * 2.5: a process holds the endpoint (OPEN), and has a mailbox (MBOX). A
+ * MAILBOX for an endpoint without both is refused at once (-ECONNREFUSED)
+ * and wakes no one (no EP_WANTED). Writing NET_EP_CTX without OPEN ends the
+ * endpoint's unfinished receive ops (NACKed) for its next process.
+ */
+#define PLDMA_NET_EP_OPEN       (1u << 30)
+#define PLDMA_NET_EP_MBOX       (1u << 29)
 /* NET_RKEY_CTRL */
 #define PLDMA_NET_RKEY_VALID    (1u << 0)
 #define PLDMA_NET_RKEY_READ     (1u << 1)       /* remote read (get) */

@@ -1397,16 +1397,27 @@ TEST_F(net, mailbox_full_ring_waits)
 	EXPECT_EQ(before[3] + 40, v[3]) TH_LOG("messages placed: each exactly once");
 }
 
-/* An endpoint without a mailbox refuses messages: ECONNREFUSED, and nothing else happens. */
+/* An endpoint without a mailbox, or one no process holds, refuses messages at once: ECONNREFUSED. */
 TEST_F(net, mailbox_refused_without_one)
 {
 	uint8_t *buf = msg_buffer(self->fd);
 	int32_t err = 0;
 
+	struct target none;
+
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, start_receiver(self, 4096, PROT_READ | PROT_WRITE, false));
 	EXPECT_EQ(1, send_msgs(&self->q, buf, 1, &self->t, &err));
 	EXPECT_EQ(-ECONNREFUSED, err);
+	/*
+	 * An endpoint no process holds (register map 2.5): refused at once, not a timeout
+	 * (-265 after the retries, before) and no process woken.
+	 */
+	none = self->t;
+	none.endpoint = 255;
+	err = 0;
+	EXPECT_EQ(1, send_msgs(&self->q, buf, 1, &none, &err));
+	EXPECT_EQ(-ECONNREFUSED, err) TH_LOG("a message to an endpoint no one holds");
 }
 
 /* MBOX_CREATE's errors: bad rings (EINVAL), no queue yet (ENOENT), a second mailbox (EEXIST). */

@@ -163,6 +163,8 @@ typedef struct ExanestRkey {
 #define EXANEST_RX_EP_READY     1   /* a context is resident, with a function */
 #define EXANEST_RX_MBOX_ON      2   /* it has a mailbox */
 #define EXANEST_RX_MBOX_ROOM    4   /* its ring has a free slot */
+#define EXANEST_RX_EP_OPEN      8   /* a process holds it */
+#define EXANEST_RX_MBOX_OWNED   16  /* that process has a mailbox */
 
 /* ExanestRxStep.what */
 #define EXANEST_RX_NOTHING      0
@@ -240,6 +242,8 @@ ExanestRxStep exanest_rx_refused(ExanestRecvTable *t, uint32_t i,
                                  uint32_t token, int32_t status);
 /* What slot i waited for came (a resident endpoint, ring room): RESUME */
 ExanestRxStep exanest_rx_wake(ExanestRecvTable *t, uint32_t i);
+/* Endpoint ep closed: slot i, if an unfinished op of it, ends (the NACK) */
+ExanestRxStep exanest_rx_close(ExanestRecvTable *t, uint32_t i, uint32_t ep);
 /*
  * Key failures per source: more than the limit within a second quarantine
  * the source (its ops dropped) until released (NET_KEYFAIL_LIMIT, 0: never;

@@ -353,7 +353,8 @@ static uint32_t net_ctx_ep(PldmaContext *x)
     PldmaNet *n = &x->dev->net;
 
     for (uint32_t ep = 0; ep < PLDMA_NET_MAX_EPS; ep++) {
-        if (n->ep[ep] == (PLDMA_NET_EP_RESIDENT | x->index)) {
+        if ((n->ep[ep] & (PLDMA_NET_EP_RESIDENT | PLDMA_NET_EP_CTX_MASK)) ==
+            (PLDMA_NET_EP_RESIDENT | x->index)) {
             return ep;
         }
     }
@@ -669,8 +670,14 @@ static uint32_t net_ep_flags(PldmaState *s, uint32_t ep)
     PldmaContext *x = net_ep_ctx(s, ep);
     uint32_t f = 0;
 
+    if (s->net.ep[ep] & PLDMA_NET_EP_OPEN) {
+        f |= EXANEST_RX_EP_OPEN;
+    }
+    if (s->net.ep[ep] & PLDMA_NET_EP_MBOX) {
+        f |= EXANEST_RX_MBOX_OWNED;
+    }
     if (!x) {
-        return 0;
+        return f;
     }
     if (pldma_ctx_master(x)) {
         f |= EXANEST_RX_EP_READY;
@@ -1153,6 +1160,24 @@ static void net_ep_resident(PldmaState *s, uint32_t ep)
     }
 }
 
+/*
+ * EP_CTX written without OPEN: the endpoint's process is gone. Its
+ * unfinished receive ops end (NACKed), and it is not wanted any more.
+ */
+static void net_ep_closed(PldmaState *s, uint32_t ep)
+{
+    ExanestRxSlot r;
+    ExanestRxStep e;
+
+    s->net.ep_wanted[ep / 32] &= ~(1u << (ep % 32));
+    for (uint32_t i = 0; exanest_rx_slot(s->net.rxt, i, &r); i++) {
+        if (r.ep == ep) {
+            e = exanest_rx_close(s->net.rxt, i, ep);
+            net_rx_do(s, &e, ep);
+        }
+    }
+}
+
 /* Registers */
 
 bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val)
@@ -1293,9 +1318,11 @@ bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val)
                           val & PLDMA_NET_EP_CTX_MASK);
             break;
         }
-        n->ep[n->ep_sel] = val & (PLDMA_NET_EP_RESIDENT |
-                                  PLDMA_NET_EP_CTX_MASK);
-        if (val & PLDMA_NET_EP_RESIDENT) {
+        n->ep[n->ep_sel] = val & (PLDMA_NET_EP_RESIDENT | PLDMA_NET_EP_OPEN |
+                                  PLDMA_NET_EP_MBOX | PLDMA_NET_EP_CTX_MASK);
+        if (!(val & PLDMA_NET_EP_OPEN)) {
+            net_ep_closed(s, n->ep_sel);
+        } else if (val & PLDMA_NET_EP_RESIDENT) {
             net_ep_resident(s, n->ep_sel);
         }
         break;

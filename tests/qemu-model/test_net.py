@@ -68,9 +68,12 @@ def two_nodes(props="", extra=(), ports=2):
     return [Qtest(vm=vm, port=i + 1) for i in range(ports)]
 
 
-def set_ep(q, ep, ctx, resident=True):
+def set_ep(q, ep, ctx, resident=True, mbox=True, held=True):
+    """Endpoint ep's entry: held by a process (OPEN, 2.5) that has a mailbox (MBOX), on
+    context ctx if resident."""
     q.set_reg(R["PLDMA_NET_EP_SEL"], ep)
-    q.set_reg(R["PLDMA_NET_EP_CTX"], ctx | (R["PLDMA_NET_EP_RESIDENT"] if resident else 0))
+    q.set_reg(R["PLDMA_NET_EP_CTX"], ctx | (R["PLDMA_NET_EP_RESIDENT"] if resident else 0)
+              | (R["PLDMA_NET_EP_OPEN"] if held else 0) | (R["PLDMA_NET_EP_MBOX"] if mbox else 0))
 
 
 def set_rkey(q, idx, tag, ep, base, length, ctrl=RKEY_W, key=None):
@@ -370,6 +373,26 @@ class NotReady(TwoNodes):
         self.assertEqual(cnt(a, "PROBES"), 2, "the budget: 2 answered probes, then the end")
         self.assertEqual(cnt(a, "TIMEOUTS"), 0)
         self.assertLess(t, 2_000_000, "100 + 200 + 400 us after the NACK")
+
+    def test_a_closed_endpoint_ends_what_waited(self):
+        """2.5 (Transport v2, defect 11): an op NACKed NOT_READY for an endpoint whose process
+        then goes (NET_EP_CTX written without OPEN) ends at once with ENOKEY, before the
+        endpoint's id can reach another process; nothing is placed."""
+        a, b = self.a, self.b
+        set_ep(b, 7, 2, resident=False)
+        a.mem_write(SRC, b"\x77" * 65536)
+        put(a, 0, 1, SRC, DST, 65536, 1, 7, self.rkey)
+        while not cnt(b, "NACKS_SENT"):
+            a.step()
+        set_ep(b, 7, 0, resident=False, mbox=False, held=False)
+        t0 = a.now()
+        t = self.settle()
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_REMOTE"]))
+        self.assertEqual(net_status(a, 0, 1), -ENOKEY)
+        self.assertLess(t - t0, 1_000_000, "NACKed at the close, not timed out")
+        self.assertEqual(cnt(a, "TIMEOUTS") + cnt(a, "PROBES"), 0)
+        self.assertEqual(b.mem_read(DST, 65536), bytes(65536))
+        self.assertEqual(b.reg(R["PLDMA_NET_EP_WANTED"]), 0, "not wanted any more")
 
 
 class DimmNodes(unittest.TestCase):
@@ -813,6 +836,35 @@ class Mailbox(TwoNodes):
         self.assertEqual([(c.wr_id, c.status) for c in r.reap()], [(2, 0)])
         self.assertEqual(mbox_slot(b, self.RING, 1, 2), (3, 0, 3, 12, b"c" * 12))
 
+    def test_a_message_wakes_only_a_mailbox_owner(self):
+        """2.5 (Transport v2, defect 6, and a fast refusal): a MAILBOX needs no key, so it
+        wakes a process only if that process owns a mailbox. To an endpoint no process holds,
+        or whose process has none, it is refused at once (ECONNREFUSED within a round trip,
+        not a timeout), keeps nothing and raises no EP_WANTED; to a mailbox owner without a
+        context it waits for one and is placed once the context comes, as before."""
+        a, b = self.a, self.b
+        for wr, held in ((1, True), (2, False)):
+            set_ep(b, 7, 2, resident=False, mbox=False, held=held)
+            t0 = a.now()
+            self.send([b"hello"], first_wr=wr)
+            self.r.run_until_cq(wr)
+            self.assertEqual({c.wr_id: c.status for c in self.r.reap()}, {wr: -ECONNREFUSED})
+            self.assertLess(a.now() - t0, 1_000_000, "one round trip")
+            self.assertEqual(b.reg(R["PLDMA_NET_IRQ"]), 0, "no one woken")
+            self.assertEqual(b.reg(R["PLDMA_NET_EP_WANTED"]), 0)
+        self.assertEqual(cnt(a, "TIMEOUTS") + cnt(a, "PROBES"), 0)
+        set_ep(b, 7, 2, resident=False)
+        self.send([b"for the owner"], first_wr=3)
+        for _ in range(50):
+            a.step(10_000)
+        self.assertEqual(b.reg(R["PLDMA_NET_IRQ"]), R["PLDMA_NET_IRQ_EP_WANTED"])
+        self.assertEqual(b.reg(R["PLDMA_NET_EP_WANTED"]), 1 << 7)
+        mbox_ring(b, 2, self.RING, 2)
+        set_ep(b, 7, 2)
+        self.r.run_until_cq(3)
+        self.assertEqual({c.wr_id: c.status for c in self.r.reap()}, {3: 0})
+        self.assertEqual(mbox_slot(b, self.RING, 2, 0)[4], b"for the owner")
+
     def test_bad_messages_and_no_mailbox(self):
         a, b = self.a, self.b
         self.send([b"x" * 257, b"no ring"], first_wr=1)
@@ -1119,6 +1171,13 @@ class Hostile(unittest.TestCase):
         a, b, sock, path = hostile_nodes(self)
         set_ep(b, 7, 2)
         rkey = set_rkey(b, 5, 0xFEED, 7, DST, 1 << 20)
+        # To an endpoint no process holds (2.5): each refused at once, nothing held.
+        inject(a, b, sock, path, [packet(7, 2, 1, 10, 900 + i, 0, 0, 0, 0, 1, 0, b"x")
+                               for i in range(64)])
+        self.assertEqual((cnt(b, "ERROR_NACKS"), cnt(b, "RNR_SENT")), (64, 0))
+        self.assertEqual(b.reg(R["PLDMA_NET_EP_WANTED"]), 0)
+        # To a mailbox owner without a context: at most 16 held.
+        set_ep(b, 9, 3, resident=False)
         inject(a, b, sock, path, [packet(7, 2, 1, 9, 1000 + i, 0, 0, 0, 0, 1, 0, b"x")
                                for i in range(64)])
         self.assertEqual(cnt(b, "RNR_SENT"), 48, "16 slots held, 48 refused")

@@ -52,6 +52,10 @@ pub mod ep {
     pub const MBOX_ON: u32 = 1 << 1;
     /// The resident context's mailbox ring has a free slot.
     pub const MBOX_ROOM: u32 = 1 << 2;
+    /// A process holds the endpoint (resident or not).
+    pub const OPEN: u32 = 1 << 3;
+    /// The endpoint's process has a mailbox (resident or not).
+    pub const MBOX_OWNED: u32 = 1 << 4;
 }
 
 /// An entry of the rkey table, as the engine's registers hold it (laid out as C does: the
@@ -755,6 +759,25 @@ impl RecvTable {
         {
             return Step::dropped();
         }
+        let found = self.find(h.src, h.op_id).filter(|&i| {
+            let r = &self.slots[i];
+            r.kind == RxKind::Mailbox && r.rkey == h.rkey && r.len == h.len && r.ep == h.endpoint
+        });
+        if ep_flags & ep::OPEN == 0 || ep_flags & ep::MBOX_OWNED == 0 {
+            // No such endpoint, or no mailbox: refused at once, nothing kept and nobody
+            // woken. A message placed before it went is still ACKed.
+            if let Some(i) = found {
+                let r = &mut self.slots[i];
+                if matches!(r.state, RxState::Done | RxState::Error) {
+                    r.last_ns = now;
+                    return self.known(i, h, plen).unwrap_or_default();
+                }
+                r.state = RxState::Error;
+                r.err = ECONNREFUSED;
+                r.holder = 0;
+            }
+            return Step::reply(self.answer(h, Op::Nack, 0, -ECONNREFUSED));
+        }
         let i = match self.find(h.src, h.op_id) {
             Some(i) => i,
             None if plen == 0 => return self.unknown_probe(h, true, now, idle_ns),
@@ -963,6 +986,28 @@ impl RecvTable {
         Step::reply(self.reply_to(i, Op::Nack, -errno))
     }
 
+    /// Endpoint `ep` was closed (its process is gone; the id may be reused): slot `i`, if it
+    /// is an unfinished op of it, ends, and its sender is NACKed (ENOKEY for a keyed op, whose
+    /// key went with the process; ECONNREFUSED for a message). A finished op stays, so that a
+    /// duplicate is still ACKed. Nothing of the old process reaches the endpoint's next one.
+    pub fn close(&mut self, i: usize, ep: u32) -> Step {
+        let Some(r) = self.slots.get_mut(i) else {
+            return Step::default();
+        };
+        if r.ep != ep || matches!(r.state, RxState::Free | RxState::Done | RxState::Error) {
+            return Step::default();
+        }
+        let err = if r.kind == RxKind::Mailbox {
+            ECONNREFUSED
+        } else {
+            ENOKEY
+        };
+        r.state = RxState::Error;
+        r.err = err;
+        r.holder = 0;
+        Step::reply(self.reply_to(i, Op::Nack, -err))
+    }
+
     /// What slot `i` waited for came: its endpoint is resident (NOT_READY) or its ring has
     /// room (RNR). RESUME its sender; any other state changes nothing.
     pub fn wake(&mut self, i: usize) -> Step {
@@ -989,7 +1034,9 @@ mod tests {
     use std::vec::Vec;
 
     const IDLE: u64 = 1_000_000;
-    const ALL: u32 = ep::READY | ep::MBOX_ON | ep::MBOX_ROOM;
+    /// An open endpoint whose process has a mailbox, resident or not.
+    const HELD: u32 = ep::OPEN | ep::MBOX_OWNED;
+    const ALL: u32 = HELD | ep::READY | ep::MBOX_ON | ep::MBOX_ROOM;
 
     /// Key [`KEY`] of endpoint 7, in entry 3, with rights `ctrl`, over
     /// [0x10000, 0x10000 + 1 MiB).
@@ -1313,7 +1360,7 @@ mod tests {
         assert!(t.on_packet(&m, 99, &[], ALL, 0, IDLE).dropped);
         assert_eq!(t.find(1, 1), None);
         // A full ring: RNR, then room (its RESUME lost): taken on the retransmission.
-        let s = t.on_packet(&m, 100, &[], ep::READY | ep::MBOX_ON, 0, IDLE);
+        let s = t.on_packet(&m, 100, &[], HELD | ep::READY | ep::MBOX_ON, 0, IDLE);
         assert_eq!(
             (said(&s), s.rnr),
             (Some((Op::Nack, 0, Nack::Rnr.status())), true)
@@ -1327,11 +1374,11 @@ mod tests {
         // An endpoint with no mailbox refuses; one with no context waits.
         let s = t.on_packet(&mbox(1, 2, 10), 10, &[], ep::READY, 3, IDLE);
         assert_eq!(said(&s), Some((Op::Nack, 0, -ECONNREFUSED)));
-        let s = t.on_packet(&mbox(1, 3, 10), 10, &[], 0, 3, IDLE);
+        let s = t.on_packet(&mbox(1, 3, 10), 10, &[], HELD, 3, IDLE);
         assert!(s.want_ep);
         // RNR woken when the reader frees a slot; a ring slot that faults is reported.
         let m4 = mbox(1, 4, 10);
-        t.on_packet(&m4, 10, &[], ep::READY | ep::MBOX_ON, 4, IDLE);
+        t.on_packet(&m4, 10, &[], HELD | ep::READY | ep::MBOX_ON, 4, IDLE);
         let j = t.find(1, 4).unwrap();
         assert_eq!(said(&t.wake(j)), Some((Op::Resume, 0, 0)));
         assert_eq!(t.on_packet(&m4, 10, &[], ALL, 5, IDLE).act, Act::Place(j));
@@ -1340,6 +1387,63 @@ mod tests {
         // Another sender's message claiming the op id of this one is not it.
         let other = Header { rkey: 6, ..m4 };
         assert!(t.on_packet(&other, 10, &[], ALL, 6, IDLE).dropped);
+    }
+
+    /// Transport v2, defects 6 and 11: a keyless packet creates no state and wakes no
+    /// process unless its endpoint owns a mailbox; a closed endpoint's unfinished ops end.
+    #[test]
+    fn keyless_packets_wake_only_a_mailbox_owner() {
+        let mut t = RecvTable::new(9);
+        for flags in [
+            0,
+            ep::OPEN,
+            ep::MBOX_OWNED,
+            ep::OPEN | ep::READY | ep::MBOX_ON,
+        ] {
+            for plen in [10, 0] {
+                let s = t.on_packet(&mbox(1, 1, 10), plen, &[], flags, 0, IDLE);
+                assert_eq!(said(&s), Some((Op::Nack, 0, -ECONNREFUSED)), "{flags:#x}");
+                assert!(!s.want_ep && s.reply.unwrap().counted);
+                assert_eq!(t.find(1, 1), None, "nothing kept");
+            }
+        }
+        // An owner not resident is woken; once it is gone, its message is refused.
+        let m = mbox(1, 2, 10);
+        assert!(t.on_packet(&m, 10, &[], HELD, 1, IDLE).want_ep);
+        let i = t.find(1, 2).unwrap();
+        let s = t.on_packet(&m, 10, &[], ep::OPEN, 2, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, 0, -ECONNREFUSED)));
+        assert_eq!(t.slot(i).unwrap().state(), RxState::Error);
+        // A message placed before the mailbox went is still ACKed.
+        let m3 = mbox(1, 3, 10);
+        let j = slot_of(&t.on_packet(&m3, 10, &[], ALL, 3, IDLE));
+        t.placed(j, &m3, 10, None);
+        let s = t.on_packet(&m3, 10, &[], 0, 4, IDLE);
+        assert_eq!(said(&s), Some((Op::Ack, 10, 0)));
+        // Closing the endpoint ends what waits on it, once, and leaves what finished.
+        let k = keys(RKEY_WRITE);
+        let w = Header {
+            seq: 4,
+            ..pkt(Op::Write, 2, 9, 0, 8192)
+        };
+        assert!(t.on_packet(&w, 4096, &k, HELD, 5, IDLE).want_ep);
+        let m5 = Header {
+            seq: 5,
+            ..mbox(2, 10, 10)
+        };
+        assert!(t.on_packet(&m5, 10, &[], HELD, 5, IDLE).want_ep);
+        let (wi, mi) = (t.find(2, 9).unwrap(), t.find(2, 10).unwrap());
+        let s = t.close(wi, 7);
+        assert_eq!(
+            (said(&s), s.reply.unwrap().header.seq),
+            (Some((Op::Nack, 0, -ENOKEY)), 4)
+        );
+        assert_eq!(said(&t.close(mi, 7)), Some((Op::Nack, 0, -ECONNREFUSED)));
+        assert_eq!(t.close(mi, 7), Step::default(), "once");
+        assert_eq!(t.close(j, 7), Step::default(), "a finished message stays");
+        assert_eq!(t.close(RX_OPS, 7), Step::default());
+        let s = t.on_packet(&Header { offset: 0, ..w }, 0, &k, ALL, 6, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, 0, -ENOKEY)), "a probe learns it");
     }
 
     #[test]
@@ -1378,12 +1482,12 @@ mod tests {
         let k = keys(RKEY_WRITE);
         let mut t = RecvTable::new(9);
         for id in 0..KEYLESS as u32 {
-            let s = t.on_packet(&mbox(3, id, 10), 10, &[], 0, 0, IDLE);
+            let s = t.on_packet(&mbox(3, id, 10), 10, &[], HELD, 0, IDLE);
             assert!(s.want_ep, "message {id}");
         }
-        let s = t.on_packet(&mbox(3, 99, 10), 10, &[], 0, 0, IDLE);
+        let s = t.on_packet(&mbox(3, 99, 10), 10, &[], HELD, 0, IDLE);
         assert!(s.rnr, "past its share, a keyless op gets no slot");
-        let p = t.on_packet(&mbox(3, 99, 10), 0, &[], 0, 0, IDLE);
+        let p = t.on_packet(&mbox(3, 99, 10), 0, &[], HELD, 0, IDLE);
         assert!(p.rnr);
         // Keyed work still has room, all of it.
         for id in 0..(RX_OPS - KEYLESS) as u32 {

@@ -172,6 +172,12 @@ pub mod net {
     pub const EP_CTX_MASK: u32 = 0xff;
     /// [`EP_CTX`]: the endpoint holds the context; writing it RESUMEs its NOT_READY ops.
     pub const EP_RESIDENT: u32 = 1 << 31;
+    /// 2.5, [`EP_CTX`]: a process holds the endpoint; writing it without ends the
+    /// endpoint's unfinished receive ops.
+    pub const EP_OPEN: u32 = 1 << 30;
+    /// 2.5, [`EP_CTX`]: the endpoint's process has a mailbox; a MAILBOX for an endpoint
+    /// without [`EP_OPEN`] and this is refused at once and wakes no one.
+    pub const EP_MBOX: u32 = 1 << 29;
     /// [`RKEY_CTRL`]: the entry is valid.
     pub const RKEY_VALID: u32 = 1 << 0;
     /// [`RKEY_CTRL`]: remote read.

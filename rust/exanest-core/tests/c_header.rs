@@ -213,6 +213,8 @@ fn rust_register_map_matches_c_header() {
         ("PLDMA_NET_NODE_LINK", regs::net::NODE_LINK.into()),
         ("PLDMA_NET_EP_CTX_MASK", regs::net::EP_CTX_MASK.into()),
         ("PLDMA_NET_EP_RESIDENT", regs::net::EP_RESIDENT.into()),
+        ("PLDMA_NET_EP_OPEN", regs::net::EP_OPEN.into()),
+        ("PLDMA_NET_EP_MBOX", regs::net::EP_MBOX.into()),
         ("PLDMA_NET_RKEY_VALID", regs::net::RKEY_VALID.into()),
         ("PLDMA_NET_RKEY_READ", regs::net::RKEY_READ.into()),
         ("PLDMA_NET_RKEY_WRITE", regs::net::RKEY_WRITE.into()),

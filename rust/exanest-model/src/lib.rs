@@ -527,6 +527,8 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_RX_EP_READY", netrx::ep::READY as i64),
     ("EXANEST_RX_MBOX_ON", netrx::ep::MBOX_ON as i64),
     ("EXANEST_RX_MBOX_ROOM", netrx::ep::MBOX_ROOM as i64),
+    ("EXANEST_RX_EP_OPEN", netrx::ep::OPEN as i64),
+    ("EXANEST_RX_MBOX_OWNED", netrx::ep::MBOX_OWNED as i64),
     ("EXANEST_RX_NOTHING", RX_NOTHING as i64),
     ("EXANEST_RX_PLACE", RX_PLACE as i64),
     ("EXANEST_RX_SERVE", RX_SERVE as i64),

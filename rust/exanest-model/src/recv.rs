@@ -405,6 +405,21 @@ pub unsafe extern "C" fn exanest_rx_refused(
     step_of(&unsafe { table(t) }.refused(i as usize, token, status))
 }
 
+/// Endpoint `ep` was closed: slot `i`, if an unfinished op of it, ends (the NACK to send).
+///
+/// # Safety
+///
+/// As [`table`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_close(
+    t: *mut ExanestRecvTable,
+    i: u32,
+    ep: u32,
+) -> ExanestRxStep {
+    // SAFETY: forwarded from the caller.
+    step_of(&unsafe { table(t) }.close(i as usize, ep))
+}
+
 /// What slot `i` waited for came (its endpoint resident, its ring's room): the RESUME.
 ///
 /// # Safety

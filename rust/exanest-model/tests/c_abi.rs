@@ -191,6 +191,7 @@ static void recv_scenario(void)
 			 .rkey = 0xabcd00000003ull, .addr = 0x10000, .len = 16384,
 			 .offset = 4096 };
 	const uint32_t rdy = EXANEST_RX_EP_READY;
+	const uint32_t owner = EXANEST_RX_EP_OPEN | EXANEST_RX_MBOX_OWNED;
 	ExanestRxStep e;
 	bool held;
 
@@ -217,10 +218,13 @@ static void recv_scenario(void)
 	k.rkey = 0xabce00000003ull;
 	st("rx.badkey", exanest_rx_packet(t, &k, keys, 4, rdy, 103, 1000));
 	st("rx.mbox-rnr", exanest_rx_packet(t, &m, NULL, 0,
-					    rdy | EXANEST_RX_MBOX_ON, 104, 1000));
+					    owner | rdy | EXANEST_RX_MBOX_ON, 104,
+					    1000));
 	slot("rx.mbox-slot", t, 1);
 	st("rx.wake", exanest_rx_wake(t, 1));
-	st("rx.mbox-none", exanest_rx_packet(t, &m, NULL, 0, 0, 105, 1000));
+	st("rx.mbox-none", exanest_rx_packet(t, &m, NULL, 0, owner, 105, 1000));
+	st("rx.close", exanest_rx_close(t, 1, 7));
+	st("rx.mbox-closed", exanest_rx_packet(t, &m, NULL, 0, 0, 105, 1000));
 	st("rx.read-no-right", exanest_rx_packet(t, &r, keys, 4, rdy, 106, 1000));
 	keys[3].ctrl |= 2;
 	e = exanest_rx_packet(t, &r, keys, 4, rdy, 107, 1000);
@@ -346,6 +350,7 @@ fn recv_expected() -> Vec<(&'static str, String)> {
         offset: 4096,
         ..k
     };
+    let owner = ep::OPEN | ep::MBOX_OWNED;
     let rdy = ep::READY;
     let mut push = |name: &'static str, s: &Step| -> ExanestRxStep {
         let e = step_of(s);
@@ -374,11 +379,13 @@ fn recv_expected() -> Vec<(&'static str, String)> {
     push("rx.badkey", &t.on_packet(&k, 0, &keys, rdy, 103, 1000));
     push(
         "rx.mbox-rnr",
-        &t.on_packet(&m, 10, &[], rdy | ep::MBOX_ON, 104, 1000),
+        &t.on_packet(&m, 10, &[], owner | rdy | ep::MBOX_ON, 104, 1000),
     );
     lines.push(("rx.mbox-slot", slot(&t, 1)));
     push("rx.wake", &t.wake(1));
-    push("rx.mbox-none", &t.on_packet(&m, 10, &[], 0, 105, 1000));
+    push("rx.mbox-none", &t.on_packet(&m, 10, &[], owner, 105, 1000));
+    push("rx.close", &t.close(1, 7));
+    push("rx.mbox-closed", &t.on_packet(&m, 10, &[], 0, 105, 1000));
     push(
         "rx.read-no-right",
         &t.on_packet(&r, 0, &keys, rdy, 106, 1000),
@@ -697,6 +704,8 @@ fn header_matches_the_library() {
     assert_eq!(field("rx.badkey", 16), "-126");
     assert_eq!(field("rx.mbox-rnr", 4), "4", "RNR");
     assert_eq!(field("rx.mbox-none", 4), "8", "WANT_EP");
+    assert_eq!(field("rx.close", 16), "-111", "closed: ECONNREFUSED");
+    assert_eq!(field("rx.mbox-closed", 16), "-111");
     assert_eq!(field("rx.read-no-right", 16), "-126");
     assert_eq!(
         (field("rx.read", 2), field("rx.read", 3)),
