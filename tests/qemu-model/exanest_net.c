@@ -64,6 +64,20 @@ static uint64_t net_rand(PldmaNet *n)
     return n->rng * 0x2545F4914F6CDD1DULL;
 }
 
+/* A MAILBOX's cookie: 63 bits (address + length never wraps), never 0. */
+static uint64_t net_cookie(PldmaNet *n)
+{
+    uint64_t c;
+
+    do {
+        n->cookie_rng ^= n->cookie_rng >> 12;
+        n->cookie_rng ^= n->cookie_rng << 25;
+        n->cookie_rng ^= n->cookie_rng >> 27;
+        c = (n->cookie_rng * 0x2545F4914F6CDD1DULL) >> 1;
+    } while (!c);
+    return c;
+}
+
 bool pldma_net_link(PldmaState *s)
 {
     NetClientState *nc = s->net.nic ? qemu_get_queue(s->net.nic) : NULL;
@@ -385,9 +399,15 @@ uint32_t pldma_net_launch(PldmaChannel *c)
         if (c->a_len > PLDMA_MBOX_MAX) {
             return PLDMA_ERR_BAD_LEN;
         }
-        /* The replies name the sender by its endpoint, in the rkey field. */
+        /*
+         * The replies name the sender by its endpoint, in the rkey field, and
+         * the message by a cookie, in the address field: 63 random bits that
+         * an off-path node cannot guess to forge an answer (hardware draws
+         * them from a random source; the model from its seeded generator,
+         * so that runs repeat).
+         */
         c->a_rkey = net_ctx_ep(c->ctx);
-        c->a_dst = 0;
+        c->a_dst = net_cookie(&s->net);
         c->mbox_order = ++c->ctx->mbox_started;
     }
     if (!pldma_net_link(s)) {
@@ -1513,4 +1533,5 @@ void pldma_net_reset(PldmaState *s)
     n->rng = (n->seed ? n->seed : 0x9E3779B97F4A7C15ULL) ^
              (n->node + 1) * 0xD1B54A32D192ED03ULL;
     n->rng = n->rng ? n->rng : 1;
+    n->cookie_rng = n->rng ^ 0x5DEECE66DULL;
 }

@@ -160,6 +160,7 @@ typedef struct PldmaNet {
     /* Sending. */
     uint32_t next_op_id;
     uint64_t rng;
+    uint64_t cookie_rng;    /* MAILBOX cookies: a generator of their own */
     int64_t tx_free_ns;     /* the link is busy sending until then */
     QSIMPLEQ_HEAD(, PldmaTxPacket) txq;
     QEMUTimer *tx_timer;

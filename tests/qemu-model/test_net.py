@@ -1189,6 +1189,41 @@ class Hostile(unittest.TestCase):
         self.assertEqual(b.mem_read(DST, 64 << 10), data)
         self.assertEqual(cnt(a, "TIMEOUTS"), 0)
 
+    def test_forged_mailbox_answers_are_ignored(self):
+        """Transport v2, defect 10: a MAILBOX names itself by a random cookie in its address
+        field (it was 0; with the sender's endpoint as the key and sequential op ids, an
+        off-path node could guess every field of an answer). ACKs forged with every field
+        right but the cookie change nothing: the message waits for its owner's context, is
+        placed once, and the real ACK completes it."""
+        a, b, sock, path = hostile_nodes(self)
+        ring = DST + 0x100000
+        set_ep(a, 3, 1)
+        set_ep(b, 7, 2, resident=False)     # a mailbox owner without its context
+        a.mem_write(SRC, b"secret")
+        put(a, 0, 1, SRC, 0, 6, 1, 7, 0, op=MAILBOX)
+        sent = []
+        for _ in range(200):
+            a.step(10_000)
+            sent += [p for p in drain(sock) if p[3] == 7]      # the wire's MAILBOX
+            if sent:
+                break
+        f = struct.unpack("<HBBHHIIIiQQQQHHI", sent[0][:64])
+        op_id, seq, rkey, cookie, length = f[6], f[7], f[9], f[10], f[11]
+        self.assertEqual((f[3], f[4], f[5], rkey, length), (0, 1, 7, 3, 6))
+        self.assertNotEqual(cookie, 0)
+        while not cnt(a, "NACKS_RECEIVED"):
+            a.step()
+        forged = [packet(4, 1, 0, 7, op_id, seq, 0, rkey, c, length, length)     # ACKs
+                  for c in (0, cookie ^ 1, cookie ^ (1 << 62), random.Random(5).getrandbits(63))]
+        inject(a, a, sock, path, forged)
+        self.assertEqual(a.status(0, 1)[0], R["PLDMA_STATE_BUSY"], "a forged ACK completed it")
+        mbox_ring(b, 2, ring, 2)
+        set_ep(b, 7, 2)
+        a.run_until_settled(0, 1)
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(mbox_slot(b, ring, 2, 0)[1:], (0, 3, 6, b"secret"))
+        self.assertEqual(cnt(b, "MBOX_PLACED"), 1)
+
     def test_a_key_guesser_is_quarantined(self):
         """Transport v2, defect 4 (register map 2.5): guesses of a 64-bit key, each answered
         ENOKEY whatever was wrong; past NET_KEYFAIL_LIMIT failures within a second the

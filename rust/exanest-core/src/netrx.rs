@@ -6,7 +6,9 @@
 //! A WRITE is placed in order: data past a gap is dropped and the gap NACKed once (SEQUENCE),
 //! data before it is a duplicate and ACKed again. A page that does not translate stops the op
 //! there: NACK FAULT, the fault reported to the driver on a channel, RESUME once resolved. A
-//! MAILBOX is one packet, placed once in the destination's ring (a full ring NACKs RNR and
+//! MAILBOX is one packet, named by its sender's endpoint (the key field) and a random cookie
+//! (the address field, so that an off-path node cannot forge its answers), placed once in the
+//! destination's ring (a full ring NACKs RNR and
 //! RESUMEs when its reader frees a slot). A READ_REQ is served from the op's source, at most
 //! [`READ_MAX`] bytes a request, and only a fault is kept. An endpoint with no resident context
 //! NACKs NOT_READY and RESUMEs when it becomes resident.
@@ -754,14 +756,13 @@ impl RecvTable {
         if h.len == 0
             || h.len > u64::from(MBOX_MAX)
             || h.offset != 0
-            || h.addr != 0
             || (plen != 0 && plen as u64 != h.len)
         {
             return Step::dropped();
         }
         let found = self.find(h.src, h.op_id).filter(|&i| {
             let r = &self.slots[i];
-            r.kind == RxKind::Mailbox && r.rkey == h.rkey && r.len == h.len && r.ep == h.endpoint
+            r.kind == RxKind::Mailbox && r.is_op_of(h)
         });
         if ep_flags & ep::OPEN == 0 || ep_flags & ep::MBOX_OWNED == 0 {
             // No such endpoint, or no mailbox: refused at once, nothing kept and nobody
@@ -787,8 +788,8 @@ impl RecvTable {
             },
         };
         let r = &mut self.slots[i];
-        if r.kind != RxKind::Mailbox || r.rkey != h.rkey || r.len != h.len || r.ep != h.endpoint {
-            return Step::dropped(); // not the op it claims to be
+        if r.kind != RxKind::Mailbox || !r.is_op_of(h) {
+            return Step::dropped(); // not the op it claims to be: its cookie, its sender
         }
         r.last_ns = now;
         if r.state == RxState::Rnr && ep_flags & ep::MBOX_ROOM != 0 {
@@ -1353,7 +1354,6 @@ mod tests {
                 ..m
             },
             Header { offset: 1, ..m },
-            Header { addr: 64, ..m },
         ] {
             assert!(t.on_packet(&bad, 0, &[], ALL, 0, IDLE).dropped);
         }
@@ -1384,9 +1384,19 @@ mod tests {
         assert_eq!(t.on_packet(&m4, 10, &[], ALL, 5, IDLE).act, Act::Place(j));
         let s = t.placed(j, &m4, 0, Some(0x5000));
         assert_eq!((said(&s), s.act), (Some((Op::Nack, 0, 1)), Act::Report(j)));
-        // Another sender's message claiming the op id of this one is not it.
+        // Another sender's message claiming the op id of this one is not it, nor one with
+        // another cookie; the answers carry the message's cookie.
         let other = Header { rkey: 6, ..m4 };
         assert!(t.on_packet(&other, 10, &[], ALL, 6, IDLE).dropped);
+        let forged = Header { addr: 0x1234, ..m4 };
+        assert!(t.on_packet(&forged, 0, &[], ALL, 6, IDLE).dropped);
+        let c = Header {
+            addr: 0x7fff_0000_1234_5678,
+            ..mbox(1, 20, 10)
+        };
+        let k = slot_of(&t.on_packet(&c, 10, &[], ALL, 7, IDLE));
+        let s = t.placed(k, &c, 10, None);
+        assert_eq!(s.reply.unwrap().header.addr, c.addr);
     }
 
     /// Transport v2, defects 6 and 11: a keyless packet creates no state and wakes no
