@@ -1564,6 +1564,37 @@ mod tests {
         );
     }
 
+    /// Op ids wrap around: ops on both sides of the wrap are placed, and the ones forgotten
+    /// before it are still stale after it (serial arithmetic, not plain comparison).
+    #[test]
+    fn op_ids_wrap_around() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        let first = u32::MAX - 70;
+        for n in 0..=RX_OPS as u32 + 10 {
+            let id = first.wrapping_add(n);
+            let h = pkt(Op::Write, 1, id, 0, 4096);
+            let s = t.on_packet(&h, 4096, &k, ALL, u64::from(n), IDLE);
+            assert!(matches!(s.act, Act::Place(_)), "op {id:#x}: {s:?}");
+            assert_eq!(
+                said(&t.placed(slot_of(&s), &h, 4096, None)),
+                Some((Op::Ack, 4096, 0))
+            );
+        }
+        // The first ops went for the last ones, past the wrap: still refused, not placed again.
+        let old = pkt(Op::Write, 1, first, 0, 4096);
+        assert_eq!(
+            said(&t.on_packet(&old, 4096, &k, ALL, 100, IDLE)),
+            Some((Op::Nack, 0, -ESTALE))
+        );
+        // A new op past the wrap is new.
+        let new = pkt(Op::Write, 1, first.wrapping_add(200), 0, 4096);
+        assert!(matches!(
+            t.on_packet(&new, 4096, &k, ALL, 101, IDLE).act,
+            Act::Place(_)
+        ));
+    }
+
     #[test]
     fn reads_are_served_a_megabyte_at_a_time() {
         let k = keys(RKEY_READ);
