@@ -22,6 +22,24 @@ use kernel::{prelude::*, sync::Arc, uaccess::UserSliceReader};
 /// What a write to `link` may hold: a few pairs.
 const MAX_INPUT: usize = 128;
 
+/// What was written to a debugfs file of the port, read into `buf`: EINVAL past
+/// [`MAX_INPUT`], EOPNOTSUPP for an engine without a port.
+fn read_input<'a>(
+    e: &Engine,
+    r: &mut UserSliceReader,
+    buf: &'a mut [u8; MAX_INPUT],
+) -> Result<&'a [u8]> {
+    let n = r.len();
+    if n > MAX_INPUT {
+        return Err(EINVAL);
+    }
+    r.read_slice(&mut buf[..n])?;
+    if e.node == abi::NO_NODE {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(&buf[..n])
+}
+
 /// debugfs `link`, read.
 pub(crate) fn link_fmt(e: &Arc<Engine>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     if e.node == abi::NO_NODE {
@@ -39,16 +57,9 @@ pub(crate) fn link_fmt(e: &Arc<Engine>, f: &mut fmt::Formatter<'_>) -> fmt::Resu
 /// debugfs `link`, written.
 pub(crate) fn link_write(e: &Arc<Engine>, r: &mut UserSliceReader) -> Result {
     let mut buf = [0u8; MAX_INPUT];
-    let n = r.len();
-    if n > MAX_INPUT {
-        return Err(EINVAL);
-    }
-    r.read_slice(&mut buf[..n])?;
-    if e.node == abi::NO_NODE {
-        return Err(EOPNOTSUPP);
-    }
+    let input = read_input(e, r, &mut buf)?;
     let mut set = [(0, 0); net::TUNABLES.len()];
-    let k = net::parse_tunables(&buf[..n], &mut set).ok_or(EINVAL)?;
+    let k = net::parse_tunables(input, &mut set).ok_or(EINVAL)?;
     for &(reg, v) in &set[..k] {
         e.regs.write::<u32, usize>(reg, v)?;
     }
@@ -83,14 +94,6 @@ pub(crate) fn quarantine_fmt(e: &Arc<Engine>, f: &mut fmt::Formatter<'_>) -> fmt
 /// EOPNOTSUPP without a port).
 pub(crate) fn quarantine_write(e: &Arc<Engine>, r: &mut UserSliceReader) -> Result {
     let mut buf = [0u8; MAX_INPUT];
-    let n = r.len();
-    if n > MAX_INPUT {
-        return Err(EINVAL);
-    }
-    r.read_slice(&mut buf[..n])?;
-    if e.node == abi::NO_NODE {
-        return Err(EOPNOTSUPP);
-    }
-    let mask = net::parse_release(&buf[..n]).ok_or(EINVAL)?;
+    let mask = net::parse_release(read_input(e, r, &mut buf)?).ok_or(EINVAL)?;
     e.release_nodes(mask)
 }

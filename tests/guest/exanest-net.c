@@ -165,11 +165,11 @@ static int32_t link_set(int dev, uint64_t drop_ppm, uint64_t corrupt_ppm)
 	return link_write(dev, val);
 }
 
-/* Engine dev's first retransmission timeout (debugfs link rto_us), µs: -errno on failure. */
-static long long link_rto_get(int dev)
+/* Engine dev's link setting name (debugfs link): its value, or -errno. */
+static long long link_get(int dev, const char *name)
 {
-	char path[64];
-	unsigned long long us;
+	char path[64], key[32];
+	unsigned long long v;
 	long long ret = -ENOENT;
 	FILE *f;
 
@@ -177,10 +177,17 @@ static long long link_rto_get(int dev)
 	f = fopen(path, "r");
 	if (!f)
 		return -errno;
-	if (fscanf(f, "rto_us %llu", &us) == 1)
-		ret = (long long)us;
+	while (fscanf(f, "%31s %llu", key, &v) == 2)
+		if (!strcmp(key, name))
+			ret = (long long)v;
 	fclose(f);
 	return ret;
+}
+
+/* Engine dev's first retransmission timeout (debugfs link rto_us), µs: -errno on failure. */
+static long long link_rto_get(int dev)
+{
+	return link_get(dev, "rto_us");
 }
 
 /* Set engine dev's first retransmission timeout (debugfs link rto_us): 0 or -errno. */
@@ -893,25 +900,6 @@ TEST_F(net, forged_and_revoked_keys)
 	EXPECT_EQ(-ENOKEY, c.status);
 	ASSERT_EQ(0, ask(self, 's', &after, sizeof(after)));
 	EXPECT_EQ(before, after);
-}
-
-/* Engine dev's link setting name (debugfs link): its value, or -errno. */
-static long long link_get(int dev, const char *name)
-{
-	char path[64], key[32];
-	unsigned long long v;
-	long long ret = -ENOENT;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/debug/exanest-dma%d/link", dev);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	while (fscanf(f, "%31s %llu", key, &v) == 2)
-		if (!strcmp(key, name))
-			ret = (long long)v;
-	fclose(f);
-	return ret;
 }
 
 /* Engine dev's debugfs quarantine file: read into buf (0), or written with val (0 or -errno). */

@@ -889,6 +889,13 @@ static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i)
     net_rx_after(x, &e, k->ep);
 }
 
+/* The address of the next slot of @x's ring. */
+static uint64_t net_mbox_slot(PldmaContext *x)
+{
+    return x->a_mbox_base +
+           (uint64_t)(x->mbox_tail & (x->mbox_n - 1)) * PLDMA_MBOX_SLOT;
+}
+
 /*
  * Place MAILBOX @k in the next slot of @x's ring as @fn: the message, the
  * header, then STAMP. Returns the bytes of the slot that translate: all of
@@ -897,9 +904,7 @@ static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i)
 static uint64_t net_mbox_place(PCIDevice *fn, PldmaContext *x,
                                const ExanestPkt *k)
 {
-    uint64_t slot = x->a_mbox_base +
-                    (uint64_t)(x->mbox_tail & (x->mbox_n - 1)) *
-                    PLDMA_MBOX_SLOT;
+    uint64_t slot = net_mbox_slot(x);
     uint64_t want = PLDMA_MBOX_DATA_OFF + k->len;
     uint64_t good = net_valid_prefix(pci_get_address_space(fn), slot, want,
                                      DMA_DIRECTION_FROM_DEVICE);
@@ -934,9 +939,7 @@ static uint64_t net_mbox_place(PCIDevice *fn, PldmaContext *x,
 static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k, uint32_t i)
 {
     PldmaContext *x = net_ep_ctx(s, k->ep);
-    uint64_t slot = x->a_mbox_base +
-                    (uint64_t)(x->mbox_tail & (x->mbox_n - 1)) *
-                    PLDMA_MBOX_SLOT;
+    uint64_t slot = net_mbox_slot(x);
     uint64_t want = PLDMA_MBOX_DATA_OFF + k->len;
     uint64_t got = net_mbox_place(pldma_ctx_master(x), x, k);
     ExanestRxStep e;

@@ -1139,60 +1139,54 @@ mod tests {
             said(&s).map(|(op, _, st)| (op, st))
         };
         let nack = |e: i32| Some((Op::Nack, -e));
-        assert_eq!(
-            refused(
-                &mut t,
-                &Header {
+        // Every way a key fails is the same ENOKEY (register map 2.5: no oracle).
+        let r = keys(RKEY_READ);
+        for (why, bad, k) in [
+            (
+                "another key",
+                Header {
                     rkey: KEY ^ 0x100,
                     ..h
                 },
-                &w
+                &w,
             ),
-            nack(ENOKEY)
-        );
-        assert_eq!(
-            refused(
-                &mut t,
-                &Header {
+            (
+                "a high bit",
+                Header {
                     rkey: KEY ^ (1 << 40),
                     ..h
                 },
-                &w
+                &w,
             ),
-            nack(ENOKEY)
-        );
-        assert_eq!(
-            refused(&mut t, &Header { endpoint: 8, ..h }, &w),
-            nack(ENOKEY)
-        );
-        assert_eq!(refused(&mut t, &h, &keys(RKEY_READ)), nack(ENOKEY));
-        assert_eq!(
-            refused(
-                &mut t,
-                &Header {
+            ("another endpoint", Header { endpoint: 8, ..h }, &w),
+            ("no write right", h, &r),
+            (
+                "before the region",
+                Header {
                     addr: 0x10000 - 1,
                     ..h
                 },
-                &w
+                &w,
             ),
-            nack(ENOKEY)
-        );
-        assert_eq!(
-            refused(
-                &mut t,
-                &Header {
+            (
+                "longer than the region",
+                Header {
                     len: (1 << 20) + 1,
                     ..h
                 },
-                &w
+                &w,
             ),
-            nack(ENOKEY)
-        );
-        let end = Header {
-            addr: 0x10000 + (1 << 20) - 8191,
-            ..h
-        };
-        assert_eq!(refused(&mut t, &end, &w), nack(ENOKEY));
+            (
+                "past the region's end",
+                Header {
+                    addr: 0x10000 + (1 << 20) - 8191,
+                    ..h
+                },
+                &w,
+            ),
+        ] {
+            assert_eq!(refused(&mut t, &bad, k), nack(ENOKEY), "{why}");
+        }
         assert!((0..RX_OPS).all(|i| t.slot(i).unwrap().state() == RxState::Free));
         // A forged packet naming a live op, with another key, leaves the op alone.
         let i = slot_of(&t.on_packet(&h, 4096, &w, ALL, 0, IDLE));
