@@ -44,6 +44,7 @@ plain_abi_struct!(
     abi::Queue,
     abi::QueueWait,
     abi::Mbox,
+    abi::MboxWait,
     abi::NetCounters,
 );
 
@@ -62,6 +63,7 @@ pub(crate) enum Request {
     QueueCreate(abi::Queue),
     QueueWait(abi::QueueWait),
     MboxCreate(abi::Mbox),
+    MboxWait(abi::MboxWait),
     NetCounters,
 }
 
@@ -79,6 +81,7 @@ pub(crate) enum Reply {
     RegionStats(abi::RegionStats),
     Queue(abi::Queue),
     QueueWait(abi::QueueWait),
+    MboxWait(abi::MboxWait),
     NetCounters(abi::NetCounters),
 }
 
@@ -102,6 +105,7 @@ impl Request {
             abi::IOC_QUEUE_WAIT => Request::QueueWait(r.read()?),
             abi::IOC_MBOX_CREATE => Request::MboxCreate(r.read()?),
             abi::IOC_NET_COUNTERS => Request::NetCounters,
+            abi::IOC_MBOX_WAIT => Request::MboxWait(r.read()?),
             _ => return Err(ENOTTY),
         })
     }
@@ -156,6 +160,7 @@ impl Request {
                 p.mbox_create(req)?;
                 Reply::None
             }
+            Request::MboxWait(req) => Reply::MboxWait(p.mbox_wait(req)?),
             Request::NetCounters => Reply::NetCounters(p.engine().net_counters()?),
         })
     }
@@ -180,6 +185,7 @@ impl Reply {
             Reply::RegionStats(v) => w.write(&v),
             Reply::Queue(v) => w.write(&v),
             Reply::QueueWait(v) => w.write(&v),
+            Reply::MboxWait(v) => w.write(&v),
             Reply::NetCounters(v) => w.write(&v),
         }?;
         Ok(0)

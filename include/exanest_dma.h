@@ -212,6 +212,12 @@ int exanest_dma_queue_send(struct exanest_dma_queue_h *q, uint64_t src, uint32_t
  * mailbox). */
 int exanest_dma_queue_recv(struct exanest_dma_queue_h *q, void *buf, size_t cap, uint32_t *node,
 			   uint32_t *endpoint);
+/* Sleep until a message comes (timeout_ns < 0: no limit; 0: just look), then take it as
+ * exanest_dma_queue_recv does: its length, -ETIMEDOUT, -EINTR, -EINVAL (no mailbox), -EOPNOTSUPP
+ * (an engine older than register map 2.6). The file keeps no engine context while it sleeps.
+ * poll() on exanest_dma_fd() is readable while a message waits, too (ABI 7). */
+int exanest_dma_queue_recv_wait(struct exanest_dma_queue_h *q, void *buf, size_t cap,
+				uint32_t *node, uint32_t *endpoint, int64_t timeout_ns);
 
 #ifdef __cplusplus
 }

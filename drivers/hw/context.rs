@@ -262,7 +262,8 @@ impl Hw for Context {
             .with_cq(st.cq())
             .with_qerr(st.qerr())
             .with_kcq(st.kcq())
-            .with_kqerr(st.kqerr());
+            .with_kqerr(st.kqerr())
+            .with_mbox(st.mbox());
         if let (true, Some(a)) = (seen.into_raw() != 0, at()) {
             // Write-one-to-clear exactly the bits seen (an MMIO write fails only for an
             // offset past the BAR, which probe checked).

@@ -275,6 +275,22 @@ impl Context {
         Ok((head.value().get(), tail.value().get()))
     }
 
+    /// 2.6: the messages the ring holds that its reader has not taken (TAIL - HEAD); when there
+    /// are none, the mailbox event is armed, so that the next message raises CTX_IRQ MBOX (one
+    /// placed since the look raises it at once).
+    pub(crate) fn mbox_pending_or_arm(&self) -> Result<u32> {
+        let (head, tail) = self.mbox_save()?;
+        let pending = tail.wrapping_sub(head);
+        if pending == 0 {
+            let c = self.index as usize;
+            self.engine.regs.write(
+                nr::MBOX_ARM::try_at(c).ok_or(EINVAL)?,
+                nr::MBOX_ARM::zeroed().with_once(true),
+            )?;
+        }
+        Ok(pending)
+    }
+
     /// Give this context the ring of `m` where it was: TAIL while the mailbox is disabled (as
     /// QUIESCE left it), enable, then HEAD, which RESUMEs the messages a full ring refused.
     pub(crate) fn mbox_restore(&self, m: &MboxState) -> Result {

@@ -142,6 +142,12 @@ register! {
         31:0 value;
     }
 
+    /// 2.6: arms the mailbox event (`mbox::ARM_ONCE`), which raises CTX_IRQ MBOX once the ring
+    /// holds a message not taken; reads it while armed (mailbox.rs).
+    pub(crate) MBOX_ARM(u32)[NCTX, stride = CTX_STRIDE] @ 0x10b4 {
+        0:0 once => bool;
+    }
+
     /// 2.3: the op id of channel n's current or last network op; array index
     /// `c * NET_CH_PER_CTX + n` for channel n of context c ([`net_ch`]).
     pub(crate) CH_NET_OPID(u32)[NNCH, stride = NET_CH_STRIDE] @ 0x1314 {
@@ -226,6 +232,11 @@ mod tests {
         assert_eq!(off(MBOX_CFG::at(5)), ctx(5, regs::ctx::MBOX_CFG));
         assert_eq!(off(MBOX_HEAD::at(1)), ctx(1, regs::ctx::MBOX_HEAD));
         assert_eq!(off(MBOX_TAIL::at(2)), ctx(2, regs::ctx::MBOX_TAIL));
+        assert_eq!(off(MBOX_ARM::at(4)), ctx(4, regs::ctx::MBOX_ARM));
+        assert_eq!(
+            MBOX_ARM::zeroed().with_once(true).into_raw(),
+            regs::mbox::ARM_ONCE
+        );
         let chn = |c: usize, n: usize, r: usize| {
             ctx(c, regs::ch_net::BASE + n * regs::ch_net::STRIDE + r)
         };

@@ -113,6 +113,7 @@ register! {
         9:9 qerr => bool;
         10:10 kcq => bool;
         11:11 kqerr => bool;
+        12:12 mbox => bool;
     }
 
     /// Context commands.

@@ -39,6 +39,8 @@ impl Process {
         // The reset above cleared every channel: no fault of the context is left.
         g.engine_faults.clear();
         g.bound = Some((ctx, now));
+        // A mailbox waiter arms its event on this context now (mailbox.rs).
+        self.done.notify_all();
         Ok(now)
     }
 

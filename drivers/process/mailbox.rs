@@ -11,11 +11,19 @@
 //! while it is idle: contexts.rs saves the ring's indices after the endpoint stops being
 //! resident (so no message lands in between) and restores them before it is resident again.
 //! QUIESCE at teardown disables the ring; the region goes with the others.
+//!
+//! `MBOX_WAIT` (ABI 7, register map 2.6) sleeps until the ring holds a message the process has
+//! not taken (MBOX_TAIL != MBOX_HEAD), and poll() is readable while it does. Both look under
+//! `inner` and arm the mailbox event when there is none: the event's interrupt (CTX_IRQ MBOX,
+//! transfer.rs `on_interrupt`) takes `inner` to wake them, so none is lost between the look and
+//! the sleep. The process keeps no context for a wait: while it has none, its saved indices
+//! answer, and a message for it brings a context back (resident.rs), whose binding wakes the
+//! waiters to arm the event there (bind.rs).
 
 use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::abi;
 use crate::hw::net::MboxState;
-use crate::process::Process;
+use crate::process::{Inner, Process};
 use kernel::prelude::*;
 
 impl Process {
@@ -78,5 +86,44 @@ impl Process {
             self.drop_unreported(handle);
         }
         res
+    }
+
+    /// EXANEST_DMA_IOC_MBOX_WAIT: until the mailbox holds a message not taken (`pending`, at
+    /// least 1), or the timeout (ETIMEDOUT). ENOENT without a mailbox, EOPNOTSUPP on an engine
+    /// older than 2.6, ERESTARTSYS on a signal.
+    pub(crate) fn mbox_wait(&self, req: &abi::MboxWait) -> Result<abi::MboxWait> {
+        self.check_caller()?;
+        abi::check_mbox_wait(req)?;
+        if self.engine.version().minor().get() < 6 {
+            return Err(EOPNOTSUPP);
+        }
+        let mut jiffies = Process::timeout_jiffies(req.timeout_ns);
+        let mut g = self.inner.lock();
+        loop {
+            if g.dead {
+                return Err(ENODEV);
+            }
+            let pending = self.mbox_pending(&g).ok_or(ENOENT)?;
+            if pending != 0 {
+                return Ok(abi::MboxWait { pending, ..*req });
+            }
+            self.sleep_done(&mut g, &mut jiffies)?;
+        }
+    }
+
+    /// The messages of the process's mailbox not taken yet, arming its event when there are
+    /// none (poll() and MBOX_WAIT, under `inner`): `None` without a mailbox. An engine older
+    /// than 2.6 has no event: 0 there (poll() is not readable for its mailbox).
+    pub(crate) fn mbox_pending(&self, g: &Inner) -> Option<u32> {
+        let m = g.mbox.as_ref()?;
+        Some(match g.hw() {
+            Some(ctx) if self.engine.version().minor().get() >= 6 => {
+                // An MMIO access fails only for an offset past the BAR, which probe checked.
+                ctx.mbox_pending_or_arm().unwrap_or(0)
+            }
+            Some(_) => 0,
+            // No message lands while the process holds no context: its saved indices.
+            None => m.tail.wrapping_sub(m.head),
+        })
     }
 }

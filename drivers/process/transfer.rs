@@ -138,13 +138,17 @@ impl Process {
         }
     }
 
-    /// poll(): readable when a finished copy waits to be collected, or when the user-level
-    /// queue's CQ event (or an error) came since QUEUE_WAIT last looked; HUP once the device is
-    /// gone.
+    /// poll(): readable when a finished copy waits to be collected, when the user-level
+    /// queue's CQ event (or an error) came since QUEUE_WAIT last looked, or (2.6) while the
+    /// mailbox holds a message not taken (which arms its event otherwise, mailbox.rs); HUP once
+    /// the device is gone.
     pub(crate) fn poll_mask(&self, file: &File, table: PollTable<'_>) -> u32 {
         table.register_wait(file, &self.done);
         let g = self.inner.lock();
-        if g.chans.has_done() || g.queue.event_pending() {
+        if g.chans.has_done()
+            || g.queue.event_pending()
+            || (!g.dead && self.mbox_pending(&g).is_some_and(|n| n != 0))
+        {
             ffi::poll_readable()
         } else if g.dead {
             ffi::poll_hangup()

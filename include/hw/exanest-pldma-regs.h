@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /*
- * ExaNeSt PLDMA register map, version 2.5.
+ * ExaNeSt PLDMA register map, version 2.6.
  *
  * The contract between the driver, the QEMU engine model and a future FPGA
  * implementation on the QFDB. Documentation/pldma-registers.rst explains
@@ -41,7 +41,11 @@
  * 2.4's TAG); every key failure is NACKed -ENOKEY (no -EPERM or -ERANGE that
  * would tell a guesser which part was right); and a source node with more
  * than NET_KEYFAIL_LIMIT key failures within a second is quarantined: its
- * ops are dropped until software releases it (NET_QUARANTINE_*).
+ * ops are dropped until software releases it (NET_QUARANTINE_*). 2.6 adds
+ * the mailbox event: armed once (VF_MBOX_ARM, or CTX_MBOX_ARM from the PF),
+ * it raises CTX_IRQ MBOX when the ring holds a message its reader has not
+ * taken (MBOX_TAIL != MBOX_HEAD), so a reader can sleep; nothing of 2.5
+ * changes meaning.
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
  */
@@ -191,7 +195,7 @@
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     5
+#define PLDMA_VERSION_MINOR     6
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */
@@ -282,6 +286,13 @@
 #define PLDMA_CTX_MBOX_CFG      0x0a8
 #define PLDMA_CTX_MBOX_HEAD     0x0ac
 #define PLDMA_CTX_MBOX_TAIL     0x0b0   /* RW while disabled, else RO */
+/*
+ * 2.6: write PLDMA_MBOX_ARM_ONCE to arm the mailbox event, as VF_MBOX_ARM;
+ * reads PLDMA_MBOX_ARM_ONCE while it is armed. Disabling the mailbox (and
+ * QUIESCE, RESET) disarms it.
+ */
+#define PLDMA_CTX_MBOX_ARM      0x0b4
+#define PLDMA_MBOX_ARM_ONCE     (1u << 0)
 /* MBOX_CFG */
 #define PLDMA_MBOX_CFG_LOG2_MASK 0x0000001fu   /* slots, log2: 1..12 */
 #define PLDMA_MBOX_CFG_ENABLE   (1u << 31)
@@ -343,6 +354,8 @@
 #define PLDMA_CTX_IRQ_KCQ       (1u << 10)
 /* 2.2: the kernel queue entered ERROR */
 #define PLDMA_CTX_IRQ_KQERR     (1u << 11)
+/* 2.6: the armed mailbox event fired (MBOX_TAIL != MBOX_HEAD) */
+#define PLDMA_CTX_IRQ_MBOX      (1u << 12)
 
 /*
  * CTX_CTRL: stop every channel of the context at once: each returns to IDLE
@@ -582,6 +595,8 @@
 #define PLDMA_VF_MBOX_HEAD      0x054
 /* 2.4, RO: messages placed in the ring (free-running) */
 #define PLDMA_VF_MBOX_TAIL      0x058
+/* 2.6, WO: write PLDMA_MBOX_ARM_ONCE to arm the mailbox event */
+#define PLDMA_VF_MBOX_ARM       0x05c
 #define PLDMA_VF_ID_MAGIC       0x45584e56u     /* "EXNV" */
 
 #endif /* EXANEST_PLDMA_REGS_H */

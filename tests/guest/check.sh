@@ -133,6 +133,7 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	exanest-bench net-small-cold --quick
 	exanest-bench net-loss --quick
 	exanest-bench net-mailbox --quick
+	exanest-bench net-pingpong --quick
 	# Unload with an open file is refused; after close it works.
 	exec 3</dev/exanest-dma0
 	rmmod exanest_dma 2>/dev/null; [ $? != 0 ]; t $? driver-unload-refused-while-open "rmmod succeeded"

@@ -21,6 +21,7 @@
  *    puts; both nodes putting to each other at once; four receiving processes fed by two
  *    sending ones (several contexts per node);
  *  - the mailbox: 500 messages into a ring the receiver never touched, each once and in order;
+ *    readers that sleep in MBOX_WAIT or poll() (ABI 7), with and without a context;
  *    a two-slot ring and a slow reader (RNR, then RESUME); an endpoint without a mailbox
  *    (ECONNREFUSED); MBOX_CREATE's errors;
  *  - the lossy fixture: 1 % of the packets dropped and 0.1 % corrupted by both engines (debugfs
@@ -290,10 +291,38 @@ struct reader {
 	uint64_t from;		/* their sender: endpoint | node << 32 */
 	uint32_t delay_us;	/* between two messages: a slow reader fills its ring */
 	uint32_t head;		/* the ring's next index, across reads */
+	uint32_t sleep;		/* on an empty ring: 0 spin, 1 MBOX_WAIT, 2 poll() */
 	int32_t got, bad;
+	int32_t waits;		/* sleeps that ended with a message */
+	int32_t wait_err;	/* the first sleep that failed: -errno (or -ETIME: not readable) */
 	pthread_t thread;
 	bool running;
 };
+
+/*
+ * Sleep until the ring holds a message not taken (10 s at most): MBOX_WAIT, or poll() on the
+ * file. 0, or -errno in r->wait_err (-ETIME: poll() returned without POLLIN).
+ */
+static int reader_sleep(struct reader *r)
+{
+	struct exanest_dma_mbox_wait w = { .timeout_ns = 10 * 1000000000LL };
+	struct pollfd p = { .fd = r->q->fd, .events = POLLIN };
+	int ret;
+
+	if (r->sleep == 1) {
+		ret = xioctl(r->q->fd, EXANEST_DMA_IOC_MBOX_WAIT, &w);
+		r->bad += !ret && w.pending == 0;
+	} else {
+		ret = poll(&p, 1, 10000);
+		ret = ret < 0 ? -errno : ret == 1 && (p.revents & POLLIN) ? 0 : -ETIME;
+	}
+	if (ret) {
+		r->wait_err = ret;
+		return ret;
+	}
+	r->waits++;
+	return 0;
+}
 
 /* Read r->n messages in order (10 s at most), checking each: message k of msg_fill. */
 static void *reader_run(void *arg)
@@ -311,6 +340,11 @@ static void *reader_run(void *arg)
 		uint16_t node;
 
 		stamp = *(volatile uint32_t *)(slot + EXANEST_DMA_MBOX_STAMP_OFF);
+		if (stamp != head + 1 && r->sleep) {
+			if (reader_sleep(r))
+				break;
+			continue;
+		}
 		if (stamp != head + 1) {
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			if (now.tv_sec - t0.tv_sec > 10)
@@ -353,7 +387,12 @@ static void *reader_run(void *arg)
  *  'M' 4 bytes: a mailbox of 2^a0 slots in fresh memory (its queue first): MBOX_CREATE's
  *      result;
  *  'G' 4 bytes: a thread starts reading a1 messages from (a2: endpoint | node << 32), a3 us
- *      apart: 0;
+ *      apart, sleeping on an empty ring as a0 says (0 it spins, 1 MBOX_WAIT, 2 poll()): 0;
+ *  'X' 8 bytes: that thread's sleeps that ended with a message, and its first failed one's
+ *      -errno (0: none failed);
+ *  'p' 16 bytes: poll() for POLLIN within a0 ms (revents & POLLIN, or -errno), then
+ *      MBOX_WAIT with a timeout of a1 ns and flags a2: its result (0 or -errno), pending, and
+ *      how long it took (ms, CLOCK_MONOTONIC);
  *  'W' 16 bytes: that thread's end: messages read, messages wrong, the engine's RNR NACKs
  *      and its mailbox messages placed so far;
  *  'I' 4 bytes: the context its file holds now (INFO), EXANEST_DMA_NO_CONTEXT for none;
@@ -464,11 +503,40 @@ static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, 
 				mb.n = c.a[1];
 				mb.from = c.a[2];
 				mb.delay_us = c.a[3];
-				mb.got = mb.bad = 0;
+				mb.sleep = (uint32_t)c.a[0];
+				mb.got = mb.bad = mb.waits = mb.wait_err = 0;
 				ret = -pthread_create(&mb.thread, NULL, reader_run, &mb);
 				mb.running = !ret;
 			}
 			memcpy(out, &ret, 4);
+		} else if (c.op == 'X') {
+			int32_t v[2];
+
+			if (mb.running) {
+				pthread_join(mb.thread, NULL);
+				mb.running = false;
+			}
+			v[0] = mb.waits;
+			v[1] = mb.wait_err;
+			memcpy(out, v, 8);
+			n = 8;
+		} else if (c.op == 'p') {
+			struct exanest_dma_mbox_wait w = { .timeout_ns = (int64_t)c.a[1],
+							   .flags = (uint32_t)c.a[2] };
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+			struct timespec t0, t1;
+			int32_t v[4];
+
+			v[0] = poll(&pf, 1, (int)c.a[0]);
+			v[0] = v[0] < 0 ? -errno : pf.revents & POLLIN;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			v[1] = xioctl(fd, EXANEST_DMA_IOC_MBOX_WAIT, &w);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			v[2] = (int32_t)w.pending;
+			v[3] = (int32_t)((t1.tv_sec - t0.tv_sec) * 1000 +
+					 (t1.tv_nsec - t0.tv_nsec) / 1000000);
+			memcpy(out, v, 16);
+			n = 16;
 		} else if (c.op == 'I') {
 			struct exanest_dma_info i = { 0 };
 			uint32_t ctx = xioctl(fd, EXANEST_DMA_IOC_INFO, &i) ? 0xfffffffe : i.context;
@@ -1276,19 +1344,20 @@ TEST_F(net, several_contexts_per_node)
 }
 
 /*
- * Send n mailbox messages (message k as msg_fill makes it) to t's endpoint from q, from buf
+ * Send n mailbox messages (message first + k as msg_fill makes it) to t's endpoint from q, from buf
  * (64 slots of 256 bytes, registered readable); every completion's status should be 0: how
  * many were not (the first in *first_err), or -ETIMEDOUT.
  */
-static int send_msgs(struct q *q, uint8_t *buf, uint32_t n, const struct target *t,
-		     int32_t *first_err)
+static int send_msgs_from(struct q *q, uint8_t *buf, uint32_t first, uint32_t n,
+			  const struct target *t, int32_t *first_err)
 {
 	struct target to = *t;
-	uint32_t sent = 0, done = 0;
+	uint32_t sent = first, done = first;
 	struct cqe c;
 	int bad = 0;
 
 	to.rkey = 0;
+	n += first;
 	while (done < n) {
 		while (sent < n) {
 			uint8_t *m = buf + (sent % 64) * EXANEST_DMA_MBOX_MAX;
@@ -1305,6 +1374,13 @@ static int send_msgs(struct q *q, uint8_t *buf, uint32_t n, const struct target 
 		done++;
 	}
 	return bad;
+}
+
+/* send_msgs_from message 0. */
+static int send_msgs(struct q *q, uint8_t *buf, uint32_t n, const struct target *t,
+		     int32_t *first_err)
+{
+	return send_msgs_from(q, buf, 0, n, t, first_err);
 }
 
 /* A buffer for send_msgs, registered on fd; NULL on failure. */
@@ -1383,6 +1459,94 @@ TEST_F(net, mailbox_full_ring_waits)
 	EXPECT_EQ(0, v[1]);
 	EXPECT_LT(before[2], v[2]) TH_LOG("the receiving engine never NACKed RNR");
 	EXPECT_EQ(before[3] + 40, v[3]) TH_LOG("messages placed: each exactly once");
+}
+
+/*
+ * A reader that sleeps on an empty ring (ABI 7): in MBOX_WAIT, then in poll(), while messages
+ * come one at a time, 2 ms apart. Every sleep ends with a message (none fails or times out),
+ * and every message arrives once, in order.
+ */
+TEST_F(net, mailbox_sleeping_reader)
+{
+	struct cmd mk = { .op = 'M', .a = { 2 } }, go = { .op = 'G' }, w = { .op = 'W' };
+	uint8_t *buf = msg_buffer(self->fd);
+	int32_t ret = -1, v[4], x[2], err = 0;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, start_receiver(self, 4096, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, peer_cmd(&self->peer, &mk, &ret, sizeof(ret)));
+	ASSERT_EQ(0, ret);
+	for (uint64_t how = 1; how <= 2; how++) {
+		go.a[0] = how;
+		go.a[1] = 20;
+		go.a[2] = me(self->fd);
+		ASSERT_EQ(0, peer_cmd(&self->peer, &go, &ret, sizeof(ret)));
+		ASSERT_EQ(0, ret);
+		for (uint32_t k = 0; k < 20; k++) {
+			usleep(2000);
+			ASSERT_EQ(0, send_msgs_from(&self->q, buf, k, 1, &self->t, &err))
+				TH_LOG("message %u: %d", k, err);
+		}
+		ASSERT_EQ(0, peer_cmd(&self->peer, &w, v, sizeof(v)));
+		EXPECT_EQ(20, v[0]) TH_LOG("messages read, sleeping in %s",
+					   how == 1 ? "MBOX_WAIT" : "poll()");
+		EXPECT_EQ(0, v[1]) TH_LOG("messages out of order, damaged or from elsewhere");
+		ASSERT_EQ(0, peer_ask(&self->peer, 'X', x, sizeof(x)));
+		EXPECT_EQ(0, x[1]) TH_LOG("a sleep failed: %d", x[1]);
+		EXPECT_LT(0, x[0]) TH_LOG("the reader never slept");
+	}
+}
+
+/*
+ * MBOX_WAIT and poll() (ABI 7): ENOENT without a mailbox; an empty ring is not readable and
+ * MBOX_WAIT times out (at once for a timeout of 0, after it otherwise); flags are EINVAL; two
+ * messages make the file readable and MBOX_WAIT return with both pending; taken, the ring is
+ * empty again.
+ */
+TEST_F(net, mailbox_wait_and_poll)
+{
+	struct cmd mk = { .op = 'M', .a = { 2 } }, go = { .op = 'G' }, w = { .op = 'W' };
+	struct cmd p = { .op = 'p' };
+	uint8_t *buf = msg_buffer(self->fd);
+	int32_t ret = -1, v[4], err = 0;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, start_receiver(self, 4096, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, peer_cmd(&self->peer, &p, v, sizeof(v)));
+	EXPECT_EQ(0, v[0]) TH_LOG("readable with nothing to read");
+	EXPECT_EQ(-ENOENT, v[1]) TH_LOG("MBOX_WAIT without a mailbox");
+	ASSERT_EQ(0, peer_cmd(&self->peer, &mk, &ret, sizeof(ret)));
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, peer_cmd(&self->peer, &p, v, sizeof(v)));
+	EXPECT_EQ(0, v[0]) TH_LOG("an empty mailbox is readable");
+	EXPECT_EQ(-ETIMEDOUT, v[1]) TH_LOG("a timeout of 0 on an empty ring");
+	p.a[1] = 50 * 1000000;
+	ASSERT_EQ(0, peer_cmd(&self->peer, &p, v, sizeof(v)));
+	EXPECT_EQ(-ETIMEDOUT, v[1]);
+	EXPECT_LE(40, v[3]) TH_LOG("a 50 ms timeout returned after %d ms", v[3]);
+	p.a[1] = 0;
+	p.a[2] = 1;
+	ASSERT_EQ(0, peer_cmd(&self->peer, &p, v, sizeof(v)));
+	EXPECT_EQ(-EINVAL, v[1]) TH_LOG("MBOX_WAIT with flags");
+	p.a[2] = 0;
+	ASSERT_EQ(0, send_msgs(&self->q, buf, 2, &self->t, &err)) TH_LOG("first error %d", err);
+	p.a[0] = 1000;
+	p.a[1] = (uint64_t)-1;
+	ASSERT_EQ(0, peer_cmd(&self->peer, &p, v, sizeof(v)));
+	EXPECT_EQ(POLLIN, v[0]) TH_LOG("two messages in the ring: not readable");
+	EXPECT_EQ(0, v[1]);
+	EXPECT_EQ(2, v[2]) TH_LOG("messages pending");
+	go.a[1] = 2;
+	go.a[2] = me(self->fd);
+	ASSERT_EQ(0, peer_cmd(&self->peer, &go, &ret, sizeof(ret)));
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, peer_cmd(&self->peer, &w, v, sizeof(v)));
+	ASSERT_EQ(2, v[0]);
+	p.a[0] = 0;
+	p.a[1] = 0;
+	ASSERT_EQ(0, peer_cmd(&self->peer, &p, v, sizeof(v)));
+	EXPECT_EQ(0, v[0]) TH_LOG("readable with every message taken");
+	EXPECT_EQ(-ETIMEDOUT, v[1]);
 }
 
 /* An endpoint without a mailbox, or one no process holds, refuses messages at once: ECONNREFUSED. */
@@ -1590,7 +1754,7 @@ TEST_F(net, non_resident_mailbox)
 	struct cmd mk = { .op = 'M', .a = { 2 } }, go = { .op = 'G' }, w = { .op = 'W' };
 	struct exanest_dma_info i0 = { 0 };
 	uint8_t *buf = msg_buffer(self->fd);
-	int32_t ret = -1, v[4], err = 0;
+	int32_t ret = -1, v[4], x[2], err = 0;
 	uint32_t ctx = 0;
 	pid_t thief;
 
@@ -1612,13 +1776,22 @@ TEST_F(net, non_resident_mailbox)
 	ASSERT_LT(0, thief) TH_LOG("the other process could not copy");
 	ASSERT_EQ(0, ask(self, 'I', &ctx, sizeof(ctx)));
 	EXPECT_EQ(EXANEST_DMA_NO_CONTEXT, ctx) TH_LOG("the receiver still holds a context");
-	/* Messages 0.. again (the reader counts from 0), 20 of them through a 4-slot ring. */
+	/*
+	 * Messages 0.. again (the reader counts from 0), 20 of them through a 4-slot ring, to a
+	 * reader asleep in MBOX_WAIT (ABI 7) with no context: the first message brings the
+	 * context back, and that wakes the reader.
+	 */
+	go.a[0] = 1;
 	go.a[1] = 20;
 	ASSERT_EQ(0, peer_cmd(&self->peer, &go, &ret, sizeof(ret)));
+	usleep(20000);
 	EXPECT_EQ(0, send_msgs(&self->q, buf, 20, &self->t, &err)) TH_LOG("first error %d", err);
 	ASSERT_EQ(0, peer_cmd(&self->peer, &w, v, sizeof(v)));
 	EXPECT_EQ(20, v[0]);
 	EXPECT_EQ(0, v[1]) TH_LOG("messages out of order, damaged or from elsewhere");
+	ASSERT_EQ(0, peer_ask(&self->peer, 'X', x, sizeof(x)));
+	EXPECT_EQ(0, x[1]) TH_LOG("MBOX_WAIT failed: %d", x[1]);
+	EXPECT_LT(0, x[0]) TH_LOG("the reader never slept");
 	kill(thief, SIGKILL);
 	waitpid(thief, NULL, 0);
 }

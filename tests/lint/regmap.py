@@ -55,7 +55,7 @@ FIELDS = {
              "mailbox": "PLDMA_CAPS_MAILBOX", "contexts": "PLDMA_CAPS_NCTX_MASK"},
     "CTX_IRQ_STATUS": {"channels": "PLDMA_CTX_IRQ_CHANNELS", "cq": "PLDMA_CTX_IRQ_CQ",
                        "qerr": "PLDMA_CTX_IRQ_QERR", "kcq": "PLDMA_CTX_IRQ_KCQ",
-                       "kqerr": "PLDMA_CTX_IRQ_KQERR"},
+                       "kqerr": "PLDMA_CTX_IRQ_KQERR", "mbox": "PLDMA_CTX_IRQ_MBOX"},
     "CTX_CTRL": {"quiesce": "PLDMA_CTX_QUIESCE"},
     "CTX_STATUS": {"active": "PLDMA_CTX_ACTIVE", "function": "PLDMA_CTX_FUNCTION"},
     "Q_CFG": {"log2_sq": "PLDMA_Q_CFG_SQ_MASK", "log2_cq": "PLDMA_Q_CFG_CQ_MASK",
@@ -86,12 +86,13 @@ FIELDS = {
                       "write": "PLDMA_NET_RKEY_WRITE"},
     "NET_IRQ": {"ep_wanted": "PLDMA_NET_IRQ_EP_WANTED"},
     "MBOX_CFG": {"log2": "PLDMA_MBOX_CFG_LOG2_MASK", "enable": "PLDMA_MBOX_CFG_ENABLE"},
+    "MBOX_ARM": {"once": "PLDMA_MBOX_ARM_ONCE"},
 }
 # The header's field masks and bits of the registers above: each must be some register's
 # field in FIELDS (a field the header adds fails until the driver declares it).
 FIELD_FAMILIES = re.compile(
     r"^PLDMA_(CAPS|CTX_IRQ|Q_CFG|Q_CTRL|Q_STATUS|EVT_POST|CTRL|STATUS|FAULT|ORIGIN|NET_NODE"
-    r"|NET_IRQ|MBOX_CFG)_\w+$|^PLDMA_NET_EP_(CTX_MASK|RESIDENT)$"
+    r"|NET_IRQ|MBOX_CFG|MBOX_ARM)_\w+$|^PLDMA_NET_EP_(CTX_MASK|RESIDENT)$"
     r"|^PLDMA_NET_RKEY_(VALID|READ|WRITE)$|^PLDMA_CTX_(QUIESCE|ACTIVE|FUNCTION)$")
 # Of those, what is not a field: shifts, a composite mask, and the registers themselves.
 NOT_FIELDS = re.compile(r"_SHIFT$|^PLDMA_CTRL_STROBES$|^PLDMA_CTX_IRQ_STATUS$")

@@ -949,6 +949,7 @@ static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k, uint32_t i)
         x->mbox_tail++;
         net_count(s, PLDMA_NET_CNT_PLACED_BYTES, k->len);
         net_count(s, PLDMA_NET_CNT_MBOX_PLACED, 1);
+        pldma_mbox_event(x);
     }
     e = exanest_rx_placed(s->net.rxt, i, k, got == want ? k->len : 0,
                           got < want, slot + got);

@@ -115,6 +115,7 @@ REG32(CTX_IRQ_STATUS, PLDMA_CTX_IRQ_STATUS)
     FIELD(CTX_IRQ_STATUS, QERR, 9, 1)
     FIELD(CTX_IRQ_STATUS, KCQ, 10, 1)
     FIELD(CTX_IRQ_STATUS, KQERR, 11, 1)
+    FIELD(CTX_IRQ_STATUS, MBOX, 12, 1)
 REG32(CTX_CTRL, PLDMA_CTX_CTRL)
     FIELD(CTX_CTRL, QUIESCE, 0, 1)
 REG32(CTX_STATUS, PLDMA_CTX_STATUS)
@@ -170,6 +171,8 @@ REG32(CTX_MBOX_CFG, PLDMA_CTX_MBOX_CFG)
     FIELD(CTX_MBOX_CFG, ENABLE, 31, 1)
 REG32(CTX_MBOX_HEAD, PLDMA_CTX_MBOX_HEAD)
 REG32(CTX_MBOX_TAIL, PLDMA_CTX_MBOX_TAIL)
+REG32(CTX_MBOX_ARM, PLDMA_CTX_MBOX_ARM)
+    FIELD(CTX_MBOX_ARM, ONCE, 0, 1)
 
 /* Channel registers, relative to the channel's block. */
 REG32(CH_SRC_LO, PLDMA_CH_SRC_LO)
@@ -214,6 +217,7 @@ REG32(VF_CQ_ARM, PLDMA_VF_CQ_ARM)
     FIELD(VF_CQ_ARM, ONCE, 0, 1)
 REG32(VF_MBOX_HEAD, PLDMA_VF_MBOX_HEAD)
 REG32(VF_MBOX_TAIL, PLDMA_VF_MBOX_TAIL)
+REG32(VF_MBOX_ARM, PLDMA_VF_MBOX_ARM)
 
 QEMU_BUILD_BUG_ON(R_CAPS_NCHAN_MASK != PLDMA_CAPS_NCHAN_MASK);
 QEMU_BUILD_BUG_ON(R_CAPS_RESUME_MASK != PLDMA_CAPS_RESUME);
@@ -261,6 +265,8 @@ QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_BUSY_MASK != PLDMA_Q_STATUS_BUSY);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ARMED_MASK != PLDMA_Q_STATUS_ARMED);
 QEMU_BUILD_BUG_ON(R_CTX_IRQ_STATUS_KCQ_MASK != PLDMA_CTX_IRQ_KCQ);
 QEMU_BUILD_BUG_ON(R_CTX_IRQ_STATUS_KQERR_MASK != PLDMA_CTX_IRQ_KQERR);
+QEMU_BUILD_BUG_ON(R_CTX_IRQ_STATUS_MBOX_MASK != PLDMA_CTX_IRQ_MBOX);
+QEMU_BUILD_BUG_ON(R_CTX_MBOX_ARM_ONCE_MASK != PLDMA_MBOX_ARM_ONCE);
 QEMU_BUILD_BUG_ON(R_CH_ORIGIN_KERNEL_MASK != PLDMA_ORIGIN_KERNEL);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ENABLED_MASK != PLDMA_Q_STATUS_ENABLED);
 QEMU_BUILD_BUG_ON(R_CTX_Q_STATUS_ERROR_MASK != PLDMA_Q_STATUS_ERROR);
@@ -1344,6 +1350,42 @@ static void pldma_mbox_reset(PldmaContext *x)
     x->mbox_cfg &= ~PLDMA_MBOX_CFG_ENABLE;
     x->mbox_n = 0;
     x->mbox_head = x->mbox_tail = 0;
+    x->mbox_armed = false;
+}
+
+/*
+ * 2.6: the armed mailbox event fires once the ring holds a message its
+ * reader has not taken: after a message is placed, HEAD is written, or the
+ * event is armed.
+ */
+void pldma_mbox_event(PldmaContext *x)
+{
+    if (x->mbox_armed && x->mbox_n && x->mbox_tail != x->mbox_head) {
+        trace_exanest_pldma_mbox_event(x->index, x->mbox_tail, x->mbox_head);
+        x->mbox_armed = false;
+        x->irq_status |= R_CTX_IRQ_STATUS_MBOX_MASK;
+        pldma_update_irq(x->dev);
+    }
+}
+
+/* MBOX_ARM written, from the PF or the VF (2.6). */
+static void pldma_mbox_arm(PldmaContext *x, uint32_t v)
+{
+    if (v & ~R_CTX_MBOX_ARM_ONCE_MASK) {
+        qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: ctx%u: unknown "
+                      "MBOX_ARM bits 0x%x ignored\n", x->index,
+                      v & ~R_CTX_MBOX_ARM_ONCE_MASK);
+    }
+    if (!FIELD_EX32(v, CTX_MBOX_ARM, ONCE)) {
+        return;
+    }
+    if (!x->mbox_n) {
+        qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: ctx%u: MBOX_ARM "
+                      "ignored: the mailbox is disabled\n", x->index);
+        return;
+    }
+    x->mbox_armed = true;
+    pldma_mbox_event(x);
 }
 
 /* MBOX_CFG written: ENABLE 0 -> 1 latches the ring, if it is a good one. */
@@ -1361,6 +1403,7 @@ static void pldma_mbox_cfg(PldmaContext *x, uint32_t val)
     if (!FIELD_EX32(val, CTX_MBOX_CFG, ENABLE)) {
         x->mbox_cfg = val & R_CTX_MBOX_CFG_LOG2_MASK;
         x->mbox_n = 0;
+        x->mbox_armed = false;
         return;
     }
     if (was) {
@@ -1393,6 +1436,7 @@ static void pldma_mbox_head(PldmaContext *x, uint32_t v)
                       x->index, v, x->mbox_head, x->mbox_tail);
     }
     x->mbox_head = v;
+    pldma_mbox_event(x);
     pldma_net_mbox_freed(x);
 }
 
@@ -1749,6 +1793,9 @@ static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
     case A_CTX_MBOX_TAIL:
         *val = x->mbox_tail;
         return true;
+    case A_CTX_MBOX_ARM:
+        *val = x->mbox_armed ? R_CTX_MBOX_ARM_ONCE_MASK : 0;
+        return true;
     }
     return pldma_kq_read(&x->kq, off, val);
 }
@@ -1848,6 +1895,9 @@ static bool pldma_ctx_write(PldmaContext *x, hwaddr off, uint32_t val)
             return true;
         }
         x->mbox_tail = val;
+        return true;
+    case A_CTX_MBOX_ARM:
+        pldma_mbox_arm(x, val);
         return true;
     }
     return pldma_kq_write(&x->kq, off, val);
@@ -2238,6 +2288,8 @@ static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
     case A_VF_MBOX_TAIL:
         val = x->mbox_tail;
         break;
+    case A_VF_MBOX_ARM:
+        break; /* write-only */
     default:
         qemu_log_mask(LOG_GUEST_ERROR,
                       "exanest-pldma-vf: ctx%u: read of unknown offset 0x%"
@@ -2265,6 +2317,10 @@ static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
     trace_exanest_pldma_vf_write(x->index, addr, val);
     if (addr == A_VF_MBOX_HEAD) {
         pldma_mbox_head(x, v);
+        return;
+    }
+    if (addr == A_VF_MBOX_ARM) {
+        pldma_mbox_arm(x, v);
         return;
     }
     switch (addr) {

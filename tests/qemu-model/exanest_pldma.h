@@ -119,6 +119,7 @@ struct PldmaContext {
     uint32_t mbox_cfg;      /* PLDMA_MBOX_CFG_*, ENABLE as it is */
     uint32_t mbox_n;        /* slots (latched) */
     uint32_t mbox_head, mbox_tail;
+    bool mbox_armed;        /* 2.6: the mailbox event is armed */
     uint64_t mbox_started;  /* MAILBOX ops started: their order */
 };
 
@@ -223,6 +224,7 @@ void pldma_net_channel_freed(PldmaContext *x);
 void pldma_net_mbox_next(PldmaContext *x);
 /* 2.4: the mailbox's reader freed slots of @x's ring (HEAD written) */
 void pldma_net_mbox_freed(PldmaContext *x);
+void pldma_mbox_event(PldmaContext *x);
 bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val);
 bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val);
 bool pldma_ch_net_read(PldmaChannel *c, hwaddr off, uint64_t *val);

@@ -773,6 +773,44 @@ class Mailbox(TwoNodes):
         self.assertEqual(cnt(b, "MBOX_PLACED"), len(msgs))
         self.assertEqual(b.mem_read(DST, 4096), bytes(4096), "nothing outside the ring")
 
+    def test_the_armed_event_fires_once_per_arming(self):
+        """2.6: the mailbox event, armed from the VF page or the PF, raises CTX_IRQ MBOX once
+        the ring holds a message the reader has not taken: at the next message placed, at
+        once when one waits already, never while the ring is read up; disabling disarms it."""
+        b = self.b
+        mbox_ring(b, 2, self.RING, 4)
+        irq, arm = R["PLDMA_CTX_IRQ_STATUS"], R["PLDMA_CTX_MBOX_ARM"]
+        bit, once = R["PLDMA_CTX_IRQ_MBOX"], R["PLDMA_MBOX_ARM_ONCE"]
+        vf = b.vf_bar + 2 * R["PLDMA_VF_MMIO_SIZE"]
+        b.writel(vf + R["PLDMA_VF_MBOX_ARM"], once)
+        self.assertEqual(b.ctxreg(2, arm), once, "armed")
+        b.step(1_000_000)
+        self.assertEqual(b.ctxreg(2, irq) & bit, 0, "an empty ring does not fire")
+        self.send([b"wake up"])
+        self.r.run_until_cq(1)
+        self.assertEqual(b.ctxreg(2, irq) & bit, bit, "a message placed fires it")
+        self.assertTrue(b.reg(R["PLDMA_IRQ_SUMMARY_LO"]) & 1 << 2, "context 2 interrupts")
+        self.assertEqual(b.ctxreg(2, arm), 0, "once")
+        b.set_ctxreg(2, irq, bit)
+        self.send([b"second"], first_wr=1)
+        self.r.run_until_cq(2)
+        self.assertEqual(b.ctxreg(2, irq) & bit, 0, "not armed: no event")
+        b.set_ctxreg(2, arm, once)                     # two unread: fires at once
+        self.assertEqual((b.ctxreg(2, irq) & bit, b.ctxreg(2, arm)), (bit, 0))
+        b.set_ctxreg(2, irq, bit)
+        b.writel(vf + R["PLDMA_VF_MBOX_HEAD"], 1)      # one read, one left
+        b.writel(vf + R["PLDMA_VF_MBOX_ARM"], once)
+        self.assertEqual(b.ctxreg(2, irq) & bit, bit, "one left unread fires it")
+        b.set_ctxreg(2, irq, bit)
+        b.writel(vf + R["PLDMA_VF_MBOX_HEAD"], 2)      # read up
+        b.writel(vf + R["PLDMA_VF_MBOX_ARM"], once)
+        self.assertEqual((b.ctxreg(2, irq) & bit, b.ctxreg(2, arm)), (0, once))
+        b.set_ctxreg(2, R["PLDMA_CTX_MBOX_CFG"], 4)    # disabled: disarmed
+        self.assertEqual(b.ctxreg(2, arm), 0)
+        b.set_ctxreg(2, arm, once)
+        self.assertEqual(b.ctxreg(2, arm), 0, "a disabled mailbox cannot be armed")
+        self.assertEqual(b.ctxreg(2, irq) & bit, 0)
+
     def test_full_ring_rnr_then_resume_when_read(self):
         """Two slots, five messages: the third is NACKed RNR and waits (probes, no timeout);
         each HEAD the reader writes RESUMEs it, and every message arrives once, in order."""

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
 /*
- * ExaNeSt DMA user ABI, version 6 (3 adds the user-level queue: QUEUE_CREATE, QUEUE_WAIT, mmap;
+ * ExaNeSt DMA user ABI, version 7 (3 adds the user-level queue: QUEUE_CREATE, QUEUE_WAIT, mmap;
  * 4 adds remote access: the REMOTE access bits, a region's rkey, the node and endpoint in INFO;
- * 5 adds the mailbox: MBOX_CREATE, and MAILBOX entries in the send queue; 6 adds NET_COUNTERS).
+ * 5 adds the mailbox: MBOX_CREATE, and MAILBOX entries in the send queue; 6 adds NET_COUNTERS;
+ * 7 adds MBOX_WAIT, and poll() readable on a message in the mailbox).
  *
  * One character device per engine instance: /dev/exanest-dma<N>. Each open file uses one of the
  * engine's contexts while it needs one: open is never refused for want of a context, and a file
@@ -25,7 +26,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define EXANEST_DMA_ABI_VERSION		6
+#define EXANEST_DMA_ABI_VERSION		7
 
 /* exanest_dma_info.context of a file that holds no engine context at the moment. */
 #define EXANEST_DMA_NO_CONTEXT		0xffffffffu
@@ -237,6 +238,20 @@ struct exanest_dma_mbox {
 	__u32 flags;		/* in: 0 */
 };
 
+/*
+ * EXANEST_DMA_IOC_MBOX_WAIT (ABI 7): sleep until the file's mailbox holds a message its reader
+ * has not taken (MBOX_TAIL != MBOX_HEAD on the doorbell page), at most timeout_ns (negative:
+ * no limit; 0: look only): 0 with pending set, ETIMEDOUT, EINTR on a signal, ENOENT without a
+ * mailbox, EOPNOTSUPP on an engine older than register map 2.6. poll() on the file is readable
+ * while the mailbox holds such a message, too. The file keeps no context while it sleeps: a
+ * message for it brings one back.
+ */
+struct exanest_dma_mbox_wait {
+	__s64 timeout_ns;	/* in */
+	__u32 flags;		/* in: 0 */
+	__u32 pending;		/* out: messages not taken yet (at least 1) */
+};
+
 #define EXANEST_DMA_MBOX_SLOT		320	/* bytes per slot: a header, then the message */
 #define EXANEST_DMA_MBOX_MAX		256	/* bytes of a message, at most */
 #define EXANEST_DMA_MBOX_LOG2_MAX	12
@@ -310,5 +325,7 @@ struct exanest_dma_net_counters {
 	_IOW(EXANEST_DMA_IOC_MAGIC, 0x0c, struct exanest_dma_mbox)
 #define EXANEST_DMA_IOC_NET_COUNTERS \
 	_IOR(EXANEST_DMA_IOC_MAGIC, 0x0d, struct exanest_dma_net_counters)
+#define EXANEST_DMA_IOC_MBOX_WAIT \
+	_IOWR(EXANEST_DMA_IOC_MAGIC, 0x0e, struct exanest_dma_mbox_wait)
 
 #endif /* _UAPI_LINUX_EXANEST_DMA_H */

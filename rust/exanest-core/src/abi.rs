@@ -7,7 +7,7 @@
 //! the kernel's error, so user space sees exactly the errno documented in Documentation/abi.rst.
 
 /// ABI version reported by `EXANEST_DMA_IOC_INFO`.
-pub const ABI_VERSION: u32 = 6;
+pub const ABI_VERSION: u32 = 7;
 
 /// `Info::context` of a file that holds no engine context at the moment (it gets one when it
 /// next submits a copy).
@@ -86,6 +86,8 @@ pub const IOC_QUEUE_WAIT: u32 = ioc(IOC_R | IOC_W, 0x0b, core::mem::size_of::<Qu
 pub const IOC_MBOX_CREATE: u32 = ioc(IOC_W, 0x0c, core::mem::size_of::<Mbox>());
 /// `EXANEST_DMA_IOC_NET_COUNTERS` (ABI 6).
 pub const IOC_NET_COUNTERS: u32 = ioc(IOC_R, 0x0d, core::mem::size_of::<NetCounters>());
+/// `EXANEST_DMA_IOC_MBOX_WAIT` (ABI 7).
+pub const IOC_MBOX_WAIT: u32 = ioc(IOC_R | IOC_W, 0x0e, core::mem::size_of::<MboxWait>());
 /// Smallest log2 of a queue ring's entries.
 pub const QUEUE_LOG2_MIN: u32 = 1;
 /// Largest log2 of a queue ring's entries.
@@ -161,6 +163,27 @@ pub struct Mbox {
     pub log2: u32,
     /// Zero.
     pub flags: u32,
+}
+
+/// `struct exanest_dma_mbox_wait` (ABI 7): sleep until the mailbox holds a message its reader
+/// has not taken.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MboxWait {
+    /// Timeout; negative waits forever, zero polls.
+    pub timeout_ns: i64,
+    /// Zero.
+    pub flags: u32,
+    /// Out: the messages the ring holds that the reader has not taken (at least 1).
+    pub pending: u32,
+}
+
+/// Check an `EXANEST_DMA_IOC_MBOX_WAIT` request: flags and the out field zero.
+pub fn check_mbox_wait(w: &MboxWait) -> Result<(), Errno> {
+    if w.flags != 0 || w.pending != 0 {
+        return Err(Errno::Inval);
+    }
+    Ok(())
 }
 
 /// Check an `EXANEST_DMA_IOC_MBOX_CREATE` request: flags zero, the size in range, the ring
@@ -1135,6 +1158,26 @@ mod tests {
             check_queue_wait(&QueueWait { error_addr: 1, ..w }),
             Err(Errno::Inval)
         );
+    }
+
+    /// MBOX_WAIT takes a timeout of any sign, and nothing in its flags or out field.
+    #[test]
+    fn mbox_wait_errors() {
+        for t in [i64::MIN, -1, 0, 1, i64::MAX] {
+            let w = MboxWait {
+                timeout_ns: t,
+                ..Default::default()
+            };
+            assert_eq!(check_mbox_wait(&w), Ok(()), "{t}");
+            assert_eq!(
+                check_mbox_wait(&MboxWait { flags: 1, ..w }),
+                Err(Errno::Inval)
+            );
+            assert_eq!(
+                check_mbox_wait(&MboxWait { pending: 1, ..w }),
+                Err(Errno::Inval)
+            );
+        }
     }
 
     const LIM: Limits = Limits {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 
-//! The ExaNeSt PLDMA register map, version 2.4: contexts (each an SR-IOV virtual function on
+//! The ExaNeSt PLDMA register map, version 2.6: contexts (each an SR-IOV virtual function on
 //! PCI, so its own StreamID), each with its channels and (2.1) its user-level queues: a send
 //! queue of [`Sqe`] descriptors and a completion queue of [`Cqe`] entries, rings in the
 //! context's address space, with their doorbells in the context's VF page.
@@ -304,7 +304,7 @@ pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 5;
+pub const VERSION_MINOR: u32 = 6;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 
@@ -393,6 +393,9 @@ pub mod ctx {
     pub const MBOX_HEAD: usize = 0x0ac;
     /// 2.4: messages placed (free-running); writable while the mailbox is disabled.
     pub const MBOX_TAIL: usize = 0x0b0;
+    /// 2.6: write [`super::mbox::ARM_ONCE`] to arm the mailbox event, as
+    /// [`super::vf::MBOX_ARM`]; reads `ARM_ONCE` while it is armed.
+    pub const MBOX_ARM: usize = 0x0b4;
 }
 
 /// Fields of [`ctx::EVT_POST`]: the event entry's `bytes` (a count) and its kind (not 0),
@@ -429,6 +432,8 @@ pub mod ctx_irq {
     pub const KCQ: u32 = 1 << 10;
     /// 2.2: the kernel queue stopped on an error.
     pub const KQERR: u32 = 1 << 11;
+    /// 2.6: the armed mailbox event fired: the ring holds a message its reader has not taken.
+    pub const MBOX: u32 = 1 << 12;
 }
 
 /// Fields of [`ctx::Q_CFG`], latched when the queue is enabled.
@@ -569,6 +574,8 @@ pub mod vf {
     pub const MBOX_HEAD: usize = 0x054;
     /// 2.4, read-only: messages placed in the ring (free-running).
     pub const MBOX_TAIL: usize = 0x058;
+    /// 2.6, write-only: [`super::mbox::ARM_ONCE`] arms the mailbox event.
+    pub const MBOX_ARM: usize = 0x05c;
 }
 
 /// 2.4: the mailbox's receive ring (Documentation/network.rst, "The mailbox"): 2^log2 slots of
@@ -596,6 +603,10 @@ pub mod mbox {
     pub const STAMP_OFF: usize = 60;
     /// The message.
     pub const DATA_OFF: usize = 64;
+    /// 2.6, `MBOX_ARM`: arm the mailbox event once. It fires (`ctx_irq::MBOX`) when the ring
+    /// holds a message the reader has not taken (`MBOX_TAIL != MBOX_HEAD`): at once if it
+    /// does already, else at the next message placed.
+    pub const ARM_ONCE: u32 = 1 << 0;
 }
 
 /// Value of a virtual function's ID register ("EXNV").

@@ -4,7 +4,7 @@
 //! include/uapi/linux/exanest_dma.h.
 
 use exanest_core::abi::{
-    self, Advise, Budget, Copy, Counters, Dereg, Info, Latency, Mbox, NetCounters, Queue,
+    self, Advise, Budget, Copy, Counters, Dereg, Info, Latency, Mbox, MboxWait, NetCounters, Queue,
     QueueWait, Reg, RegionStats, Wait,
 };
 use exanest_core::regs;
@@ -97,6 +97,11 @@ fn expectations() -> Vec<(String, u64)> {
     );
     st!("exanest_dma_mbox", Mbox, [addr, log2, flags]);
     st!(
+        "exanest_dma_mbox_wait",
+        MboxWait,
+        [timeout_ns, flags, pending]
+    );
+    st!(
         "exanest_dma_copy",
         Copy,
         [src, dst, length, flags, channel, cookie]
@@ -169,6 +174,7 @@ fn expectations() -> Vec<(String, u64)> {
         ("EXANEST_DMA_IOC_QUEUE_WAIT", abi::IOC_QUEUE_WAIT),
         ("EXANEST_DMA_IOC_MBOX_CREATE", abi::IOC_MBOX_CREATE),
         ("EXANEST_DMA_IOC_NET_COUNTERS", abi::IOC_NET_COUNTERS),
+        ("EXANEST_DMA_IOC_MBOX_WAIT", abi::IOC_MBOX_WAIT),
         ("EXANEST_DMA_MBOX_SLOT", abi::MBOX_SLOT as u32),
         ("EXANEST_DMA_MBOX_MAX", abi::MBOX_MAX),
         ("EXANEST_DMA_MBOX_LOG2_MAX", abi::MBOX_LOG2_MAX),

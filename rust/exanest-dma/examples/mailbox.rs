@@ -4,22 +4,15 @@
 //! with a queue and a mailbox. All A knows of B at first is its node and endpoint (what a job
 //! launcher would hand out). A says hello; the message names A's node and endpoint, so B can
 //! answer: with the key of a buffer it never touched. A puts BYTES into it and says done; B
-//! checks every byte. Messages go through the rings with no system call.
+//! checks every byte. Messages go through the rings with no system call; a reader with nothing
+//! to read sleeps until a message comes (`Queue::recv_wait`).
 use exanest_dma::{Device, Message, Mode, Queue, QueueCompletion, Remote};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// The next message of `q`'s mailbox, within 10 s.
+/// The next message of `q`'s mailbox, within 10 s: asleep until it comes (ABI 7).
 fn recv(q: &mut Queue) -> Result<Message, Box<dyn std::error::Error>> {
-    let t0 = Instant::now();
-    loop {
-        if let Some(m) = q.recv() {
-            return Ok(m);
-        }
-        if t0.elapsed() > Duration::from_secs(10) {
-            return Err("no message within 10 s".into());
-        }
-        std::thread::sleep(Duration::from_micros(100));
-    }
+    q.recv_wait(Some(Duration::from_secs(10)))
+        .map_err(|e| format!("no message within 10 s: {e}").into())
 }
 
 /// The next completion of `q`: its status.

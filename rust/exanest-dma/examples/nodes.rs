@@ -10,21 +10,14 @@
 //! sides. Each first write of a page faults in node 1's SMMU: node 1's engine NACKs it, node
 //! 1's kernel resolves the fault, its engine RESUMEs the writer, which retransmits.
 use exanest_dma::{Device, Message, Mode, Queue, QueueCompletion, Remote};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// The next message of `q`'s mailbox, within `secs`: asleep until it comes (ABI 7).
 fn recv(q: &mut Queue, secs: u64) -> Res<Message> {
-    let t0 = Instant::now();
-    loop {
-        if let Some(m) = q.recv() {
-            return Ok(m);
-        }
-        if t0.elapsed() > Duration::from_secs(secs) {
-            return Err(format!("no message within {secs} s").into());
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
+    q.recv_wait(Some(Duration::from_secs(secs)))
+        .map_err(|e| format!("no message within {secs} s: {e}").into())
 }
 
 fn complete(q: &mut Queue) -> Res<QueueCompletion> {

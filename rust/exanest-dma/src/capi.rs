@@ -815,9 +815,54 @@ pub unsafe extern "C" fn exanest_dma_queue_recv(
     if buf.is_null() && cap != 0 {
         return -libc::EINVAL;
     }
-    let Some(m) = q.recv() else {
-        return 0;
-    };
+    match q.recv() {
+        // SAFETY: The caller gives `message_out`'s guarantees.
+        Some(m) => unsafe { message_out(&m, buf, cap, node, endpoint) },
+        None => 0,
+    }
+}
+
+/// Sleep until a message comes (`timeout_ns` < 0: no limit; 0: just look) and take it: its
+/// length, or `-ETIMEDOUT`, `-EINTR`, `-EINVAL` (no mailbox), `-EOPNOTSUPP` (an engine older
+/// than register map 2.6).
+///
+/// # Safety
+///
+/// As [`exanest_dma_queue_recv`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_recv_wait(
+    q: *mut ExanestDmaQueue,
+    buf: *mut u8,
+    cap: usize,
+    node: *mut u32,
+    endpoint: *mut u32,
+    timeout_ns: i64,
+) -> c_int {
+    let q = queue!(q);
+    if buf.is_null() && cap != 0 {
+        return -libc::EINVAL;
+    }
+    match q.recv_wait(u64::try_from(timeout_ns).ok().map(Duration::from_nanos)) {
+        // SAFETY: The caller gives `message_out`'s guarantees.
+        Ok(m) => unsafe { message_out(&m, buf, cap, node, endpoint) },
+        Err(e) => -e.errno(),
+    }
+}
+
+/// Copy message `m` out: its first `cap` bytes to `buf`, its sender to `*node` and
+/// `*endpoint` when not NULL; returns its length.
+///
+/// # Safety
+///
+/// `buf` is NULL (with `cap` 0) or writable for `cap` bytes; `node` and `endpoint` are NULL or
+/// writable.
+unsafe fn message_out(
+    m: &crate::Message,
+    buf: *mut u8,
+    cap: usize,
+    node: *mut u32,
+    endpoint: *mut u32,
+) -> c_int {
     let data = m.data();
     let n = data.len().min(cap);
     if n > 0 {

@@ -239,7 +239,7 @@ impl Completion {
 /// An open engine instance (`/dev/exanest-dmaN`).
 ///
 /// Its file descriptor ([`AsFd`]) can be `poll()`ed: it is readable while a finished copy
-/// waits to be collected.
+/// waits to be collected, and (ABI 7) while its queue's mailbox holds a message not taken.
 #[derive(Debug)]
 pub struct Device {
     fd: OwnedFd,

@@ -9,6 +9,9 @@
 //! reader takes messages with [`Queue::recv`], no system call: a slot is complete when its stamp
 //! says so, and reading frees it (the doorbell page's `MBOX_HEAD`). A full ring makes senders
 //! wait (RNR) until the reader frees a slot; nothing is lost or delivered twice.
+//! [`Queue::recv_wait`] sleeps until a message comes (ABI 7, register map 2.6), and poll() on
+//! the device's file is readable while the ring holds one not taken, so an event loop can wait
+//! for messages and completions at once.
 //!
 //! [`Queue::send`] posts a message from a registered buffer to an endpoint of a node, like a
 //! put; its completion comes on the queue: status 0 once the receiving ring holds it,
@@ -20,6 +23,7 @@ use crate::queue::{load_barrier, Mapping, Queue};
 use crate::{Error, Result};
 use exanest_core::abi;
 use exanest_core::regs::{ch_net, mbox, vf, PutSqe, Sqe};
+use std::time::{Duration, Instant};
 
 /// A message taken from the mailbox.
 #[derive(Clone)]
@@ -67,18 +71,28 @@ impl MboxRing {
         })
     }
 
+    /// The field at `off` of the slot of index `head`.
+    fn field(&self, off: usize) -> u32 {
+        let slot = (self.head & ((1 << self.log2) - 1)) as usize * mbox::SLOT;
+        let base = self.map.ptr.as_ptr().cast::<u8>();
+        // SAFETY: `slot + off` is a 4-byte aligned field of a slot inside the ring, which
+        // `self.map` keeps mapped; the engine writes it, so the read is volatile and no
+        // reference to the ring is ever made.
+        u32::from_le(unsafe { base.add(slot + off).cast::<u32>().read_volatile() })
+    }
+
+    /// Whether the slot of index `head` holds a message the engine has completed.
+    fn ready(&self) -> bool {
+        self.field(mbox::STAMP_OFF) == self.head.wrapping_add(1)
+    }
+
     /// The message in the slot of index `head`, if the engine has completed it; the caller
     /// then frees the slot.
     fn take(&mut self) -> Option<Message> {
         let slot = (self.head & ((1 << self.log2) - 1)) as usize * mbox::SLOT;
         let base = self.map.ptr.as_ptr().cast::<u8>();
-        let field = |off: usize| {
-            // SAFETY: `slot + off` is a 4-byte aligned field of a slot inside the ring, which
-            // `self.map` keeps mapped; the engine writes it, so the read is volatile and no
-            // reference to the ring is ever made.
-            u32::from_le(unsafe { base.add(slot + off).cast::<u32>().read_volatile() })
-        };
-        if field(mbox::STAMP_OFF) != self.head.wrapping_add(1) {
+        let field = |off: usize| self.field(off);
+        if !self.ready() {
             return None;
         }
         // The stamp before the rest of the slot (the engine wrote it last).
@@ -133,6 +147,38 @@ impl Queue {
         let head = self.mbox.as_ref().map_or(0, |r| r.head);
         self.ring_mut().db_write(vf::MBOX_HEAD, head);
         Some(m)
+    }
+
+    /// Sleep until the mailbox holds a message (`None`: no time limit; zero: just look), then
+    /// take it. Errors: `ETIMEDOUT`, `EINTR`; `Error::Invalid` without a mailbox; the driver's
+    /// `EOPNOTSUPP` on an engine older than register map 2.6. The file needs no context while
+    /// it sleeps: a message for it brings one back.
+    pub fn recv_wait(&mut self, timeout: Option<Duration>) -> Result<Message> {
+        let end = timeout.map(|t| Instant::now() + t);
+        loop {
+            if let Some(m) = self.recv() {
+                return Ok(m);
+            }
+            let left = end.map(|e| e.saturating_duration_since(Instant::now()));
+            self.wait_message(left)?;
+        }
+    }
+
+    /// Sleep until the mailbox holds a message not taken (`None`: no time limit; zero: just
+    /// look): the messages waiting, at least 1. Errors as [`Queue::recv_wait`].
+    pub fn wait_message(&mut self, timeout: Option<Duration>) -> Result<u32> {
+        let Some(r) = self.mbox.as_ref() else {
+            return Err(Error::Invalid("the queue has no mailbox"));
+        };
+        if r.ready() {
+            return Ok(1);
+        }
+        let mut w = abi::MboxWait {
+            timeout_ns: crate::timeout_ns(timeout),
+            ..Default::default()
+        };
+        crate::ioctl(&self.fd, abi::IOC_MBOX_WAIT, &mut w)?;
+        Ok(w.pending)
     }
 
     /// Send `len` bytes (1..=256) from `src` (in a region registered readable on this file) to

@@ -123,6 +123,8 @@ int main(void)
 	check(exanest_dma_queue_push(NULL, 0, 0, 1, 0) == -EINVAL, "queue_push on NULL", 0);
 	check(exanest_dma_queue_ring(NULL) == -EINVAL, "queue_ring on NULL", 0);
 	check(exanest_dma_queue_wait(NULL, 0) == -EINVAL, "queue_wait on NULL", 0);
+	check(exanest_dma_queue_recv_wait(NULL, buf, sizeof(buf), NULL, NULL, 0) == -EINVAL,
+	      "queue_recv_wait on NULL", 0);
 	check(exanest_dma_queue_outstanding(NULL) == -EINVAL, "queue_outstanding on NULL", 0);
 	memset(comp, 0xff, sizeof(comp));
 	r = exanest_dma_queue_poll(NULL, comp, 2);

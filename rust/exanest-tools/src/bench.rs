@@ -976,6 +976,9 @@ fn run(args: &[String]) -> Res<()> {
         Some("net-mailbox") => {
             return netbench::net_mailbox(arg(args, "--count", if quick0 { 100 } else { 1000 }));
         }
+        Some("net-pingpong") => {
+            return netbench::net_pingpong(arg(args, "--count", if quick0 { 50 } else { 1000 }));
+        }
         Some("net-small-cold") => {
             return netbench::net_small_cold(arg(args, "--puts", if quick0 { 64 } else { 512 }))
         }
@@ -1018,7 +1021,7 @@ fn run(args: &[String]) -> Res<()> {
             eviction(if quick { 1 << 20 } else { 4 << 20 }, if quick { 2 } else { 5 })?;
             queue(if quick { 200 } else { 2000 }, if quick { 20 } else { 200 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|queue-move|open|net|net-cold|net-small-cold|net-loss|net-mailbox|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|queue-move|open|net|net-cold|net-small-cold|net-loss|net-mailbox|net-pingpong|all [--quick]".into()),
     }
 }
 

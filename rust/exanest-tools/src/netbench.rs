@@ -21,11 +21,14 @@
 //! - `net-loss`: put throughput, warm, with 0, 0.1 % and 1 % of the packets both engines send
 //!   dropped (debugfs `link`): the bytes sent again and the timeouts that recovered them;
 //! - `net-mailbox`: 64-byte mailbox messages, one at a time (send to completion, and send to
-//!   the receiver reading it) and kept 8 deep (messages per second).
+//!   the receiver reading it) and kept 8 deep (messages per second);
+//! - `net-pingpong`: 8-byte mailbox messages back and forth between two threads, each with its
+//!   own file (so its own context) on its own node: the round trip with both busy polling
+//!   their rings, and with both asleep in `Queue::recv_wait` (ABI 7) until a message comes.
 
 use super::{p50_p99, poll_one, Buf, Res};
-use exanest_dma::{Device, Mode, Queue, QueueCompletion, Remote};
-use std::time::Instant;
+use exanest_dma::{Device, Message, Mode, Queue, QueueCompletion, Remote};
+use std::time::{Duration, Instant};
 
 /// How much a port counter grew from `a` to `b` (the engine's are 32 bits, and wrap).
 fn grew(a: u64, b: u64) -> u64 {
@@ -311,5 +314,95 @@ pub(crate) fn net_mailbox(count: usize) -> Res<()> {
     println!(
         "{{\"bench\":\"net-mailbox\",\"count\":{count},\"done_p50_us\":{d50:.2},\"done_p99_us\":{d99:.2},\"read_p50_us\":{s50:.2},\"msgs_per_s\":{rate:.0}}}"
     );
+    Ok(())
+}
+
+/// The next message of `q`'s mailbox, within 10 s: busy polling its ring, or (`sleep`) asleep
+/// in the driver until one comes.
+fn next_message(q: &mut Queue, sleep: bool) -> Res<Message> {
+    if sleep {
+        return Ok(q.recv_wait(Some(Duration::from_secs(10)))?);
+    }
+    let t0 = Instant::now();
+    let mut spins = 0u32;
+    loop {
+        if let Some(m) = q.recv() {
+            return Ok(m);
+        }
+        spins = spins.wrapping_add(1);
+        if spins % 4096 == 0 && t0.elapsed().as_secs() >= 10 {
+            return Err("no message in 10 s".into());
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// The completion of the one message `q` has in flight: busy polled, or slept for.
+fn message_sent(q: &mut Queue, sleep: bool) -> Res<()> {
+    let mut c = [QueueCompletion::default(); 1];
+    if sleep {
+        while q.poll(&mut c) == 0 {
+            q.wait(Some(Duration::from_secs(10)))?;
+        }
+    } else {
+        poll_one(q, &mut c)?;
+    }
+    match c[0].status {
+        0 => Ok(()),
+        s => Err(format!("a message ended with status {s}").into()),
+    }
+}
+
+/// 8-byte ping-pong through the mailbox: a thread on node 1 answers each message that a thread
+/// on node 0 sends, `count` round trips with both busy polling their rings, then `count` with
+/// both asleep until a message comes. Each thread opens its own file, so each has its own
+/// context, as two processes would. Round trip p50, p99 and the worst (CLOCK_MONOTONIC).
+pub(crate) fn net_pingpong(count: usize) -> Res<()> {
+    for sleep in [false, true] {
+        let (tx, rx) = std::sync::mpsc::channel::<(u32, u32)>();
+        let answerer = std::thread::spawn(move || {
+            let run = || -> Res<()> {
+                let n1 = Device::open(1)?;
+                let mut q = n1.create_queue(4, 4)?;
+                q.create_mailbox(4)?;
+                let (src, hs) = pinned(&n1, 4096, exanest_dma::Access::Read, 17)?;
+                let i = n1.info()?;
+                tx.send((i.node, i.endpoint))?;
+                for k in 0..count {
+                    let m = next_message(&mut q, sleep)?;
+                    q.send(src.addr(), 8, m.node, m.endpoint, k as u64)?;
+                    message_sent(&mut q, sleep)?;
+                }
+                n1.deregister(hs)?;
+                Ok(())
+            };
+            run().map_err(|e| e.to_string())
+        });
+        let n0 = Device::open(0)?;
+        let mut q = n0.create_queue(4, 4)?;
+        q.create_mailbox(4)?;
+        let (src, hs) = pinned(&n0, 4096, exanest_dma::Access::Read, 19)?;
+        let (node, endpoint) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .map_err(|_| "the answering thread did not start")?;
+        let mut rtt = Vec::with_capacity(count);
+        for k in 0..count {
+            let t0 = Instant::now();
+            q.send(src.addr(), 8, node, endpoint, k as u64)?;
+            next_message(&mut q, sleep)?;
+            rtt.push(t0.elapsed().as_secs_f64() * 1e6);
+            message_sent(&mut q, sleep)?;
+        }
+        answerer
+            .join()
+            .map_err(|_| "the answering thread panicked")??;
+        n0.deregister(hs)?;
+        let worst = rtt.iter().copied().fold(0.0, f64::max);
+        let (p50, p99) = p50_p99(&mut rtt);
+        let mode = if sleep { "sleep" } else { "poll" };
+        println!(
+            "{{\"bench\":\"net-pingpong\",\"mode\":\"{mode}\",\"count\":{count},\"rtt_p50_us\":{p50:.2},\"rtt_p99_us\":{p99:.2},\"rtt_max_us\":{worst:.2}}}"
+        );
+    }
     Ok(())
 }
