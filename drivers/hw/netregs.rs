@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! The network port's registers (register map 2.3 to 2.5, Documentation/pldma-registers.rst, "The
+//! The network port's registers (register map 2.3 to 2.6, Documentation/pldma-registers.rst, "The
 //! network port") in the kernel's `register!` style, beside regs.rs: the node id, the
 //! endpoint and remote key tables that remote.rs programs, and a context's mailbox ring (2.4,
 //! mailbox.rs). Their field values are the core's

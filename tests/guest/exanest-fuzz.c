@@ -797,7 +797,7 @@ static unsigned int gen_badcmd(struct worker *w)
 		 */
 		valid |= cmd == EXANEST_DMA_IOC_BUDGET || cmd == EXANEST_DMA_IOC_QUEUE_CREATE ||
 			 cmd == EXANEST_DMA_IOC_QUEUE_WAIT || cmd == EXANEST_DMA_IOC_MBOX_CREATE ||
-			 cmd == EXANEST_DMA_IOC_NET_COUNTERS;
+			 cmd == EXANEST_DMA_IOC_NET_COUNTERS || cmd == EXANEST_DMA_IOC_MBOX_WAIT;
 		if (!valid)
 			return cmd;
 	}
