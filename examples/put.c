@@ -6,10 +6,12 @@
  * /dev/exanest-dma0, node 1 /dev/exanest-dma1). The receiver, on node 1, mallocs BYTES and
  * registers them for remote writing without ever touching them, then hands the writer their
  * description (struct exanest_dma_remote) through a pipe. The writer, on node 0, puts BYTES of a
- * pattern there from its user-level queue and polls the completion. Each first write of a page
- * faults in the receiver's SMMU: the receiving engine NACKs it, the receiver's kernel resolves
- * the fault and the engine RESUMEs the writer, which retransmits. The receiver then checks
- * every byte and prints its fault counters. Then the writer gets the bytes back into another
+ * pattern there from its user-level queue, with immediate data, and polls the completion. Each
+ * first write of a page faults in the receiver's SMMU: the receiving engine NACKs it, the
+ * receiver's kernel resolves the fault and the engine RESUMEs the writer, which retransmits.
+ * The receiver sleeps in its mailbox until the put's completion comes (register map 2.6: after
+ * every byte of the put, with the writer's immediate), then checks every byte and prints its
+ * fault counters. Then the writer gets the bytes back into another
  * buffer it never touched: this time the faults are its own, resolved by its own kernel.
  */
 #include <errno.h>
@@ -29,6 +31,8 @@ static int receiver(size_t n, int to_writer, int from_writer)
 {
 	struct exanest_dma_remote target;
 	struct exanest_dma_counters k;
+	struct exanest_dma_queue_h *q = NULL;
+	struct exanest_dma_message m;
 	struct exanest_dma *dev = NULL;
 	/* The writer puts into it, then gets it back. */
 	uint32_t rights = EXANEST_DMA_ACCESS_REMOTE_WRITE | EXANEST_DMA_ACCESS_REMOTE_READ;
@@ -41,24 +45,42 @@ static int receiver(size_t n, int to_writer, int from_writer)
 	if (!err)
 		err = exanest_dma_reg_remote(dev, buf, n, rights, EXANEST_DMA_MODE_ON_DEMAND,
 					     &h, &target);
+	/* A mailbox, for the put's completion. */
+	if (!err)
+		err = exanest_dma_queue_create(dev, 2, 2, &q);
+	if (!err)
+		err = exanest_dma_queue_mailbox(q, 2);
 	if (err) {
 		fprintf(stderr, "receiver: %s\n", strerror(-err));
 		return 1;
 	}
-	if (write(to_writer, &target, sizeof(target)) != sizeof(target) ||
-	    read(from_writer, &go, 1) != 1)
+	if (write(to_writer, &target, sizeof(target)) != sizeof(target))
 		return 1;
+	/* Asleep until the put's completion comes: every byte of it is there by then. */
+	err = exanest_dma_queue_recv_msg(q, NULL, 0, &m, 30000000000LL);
+	if (err == 1)
+		err = (m.flags & EXANEST_DMA_MESSAGE_PUT_IMM) && m.imm == 0x600d && m.len == n &&
+		      m.addr == (uintptr_t)buf ? 0 : -EBADMSG;
+	else if (err == 0)
+		err = -ENOMSG;
 	for (size_t i = 0; i < n; i++)
 		bad += buf[i] != pattern(i);
-	err = exanest_dma_counters(dev, &k);
+	if (!err)
+		err = exanest_dma_counters(dev, &k);
 	if (err || bad) {
 		fprintf(stderr, "receiver: %zu bytes differ (%s)\n", bad, strerror(-err));
 		return 1;
 	}
-	printf("receiver on node %u: %llu faults NACKed and resolved, %llu RESUMEs, "
-	       "%llu pages faulted in, data verified\n", target.node,
+	printf("receiver on node %u: the put's completion came through its mailbox (immediate "
+	       "%#x, %u bytes), %llu faults NACKed and resolved, %llu RESUMEs, %llu pages "
+	       "faulted in, data verified\n", target.node, m.imm, m.len,
 	       (unsigned long long)k.faults_resolved, (unsigned long long)k.retransmissions,
 	       (unsigned long long)k.pages_resolved);
+	fflush(stdout);
+	/* The writer gets the bytes back: keep them registered until it is done. */
+	if (read(from_writer, &go, 1) != 1)
+		return 1;
+	exanest_dma_queue_destroy(q);
 	exanest_dma_close(dev);
 	return 0;
 }
@@ -96,7 +118,7 @@ int main(int argc, char **argv)
 	if (!err)
 		err = exanest_dma_queue_create(dev, 4, 4, &q);
 	if (!err)
-		err = exanest_dma_queue_put(q, (uintptr_t)src, (uint32_t)n, &to, 0, 1);
+		err = exanest_dma_queue_put_imm(q, (uintptr_t)src, (uint32_t)n, &to, 0, 0x600d, 1);
 	while (!err && exanest_dma_queue_poll(q, &c, 1) == 0)
 		err = exanest_dma_queue_wait(q, -1);
 	if (err) {
@@ -104,8 +126,8 @@ int main(int argc, char **argv)
 	} else if (c.status) {
 		fprintf(stderr, "writer: the put ended with status %d\n", c.status);
 	} else {
-		printf("writer on node 0: put %u bytes into node %u's untouched memory (endpoint %u), "
-		       "status 0\n", c.bytes, to.node, to.endpoint);
+		printf("writer on node 0: put %u bytes with immediate data 0x600d into node %u's "
+		       "untouched memory (endpoint %u), status 0\n", c.bytes, to.node, to.endpoint);
 	}
 	/* Get it back into memory this process never touched. */
 	back = malloc(n);

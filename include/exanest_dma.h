@@ -209,15 +209,46 @@ int exanest_dma_queue_send(struct exanest_dma_queue_h *q, uint64_t src, uint32_t
 			   uint32_t node, uint32_t endpoint, uint64_t wr_id);
 /* Take the next message of the mailbox, with no system call: its length (its first cap bytes
  * copied to buf, the sender in *node and *endpoint when not NULL), 0 when none has come (or no
- * mailbox). */
+ * mailbox); -ENOMSG, taking nothing, when the next entry is a put's completion (recv_msg). */
 int exanest_dma_queue_recv(struct exanest_dma_queue_h *q, void *buf, size_t cap, uint32_t *node,
 			   uint32_t *endpoint);
 /* Sleep until a message comes (timeout_ns < 0: no limit; 0: just look), then take it as
  * exanest_dma_queue_recv does: its length, -ETIMEDOUT, -EINTR, -EINVAL (no mailbox), -EOPNOTSUPP
- * (an engine older than register map 2.6). The file keeps no engine context while it sleeps.
- * poll() on exanest_dma_fd() is readable while a message waits, too (ABI 7). */
+ * (an engine older than register map 2.6), -ENOMSG (a put's completion). The file keeps no
+ * engine context while it sleeps. poll() on exanest_dma_fd() is readable while a message
+ * waits, too (ABI 7). */
 int exanest_dma_queue_recv_wait(struct exanest_dma_queue_h *q, void *buf, size_t cap,
 				uint32_t *node, uint32_t *endpoint, int64_t timeout_ns);
+
+/*
+ * Put with immediate data (register map 2.6; verbs' write with immediate, libfabric's
+ * FI_REMOTE_CQ_DATA): as exanest_dma_queue_put, and once every byte is placed the receiving
+ * process's mailbox gets a completion with imm, the put's address there and its length. The
+ * put's completion here: -ECONNREFUSED when the receiver has no mailbox; a full ring makes the
+ * put wait (RNR) like a message.
+ */
+int exanest_dma_queue_put_imm(struct exanest_dma_queue_h *q, uint64_t src, uint32_t len,
+			      const struct exanest_dma_remote *to, uint64_t offset, uint32_t imm,
+			      uint64_t wr_id);
+
+/* What exanest_dma_queue_recv_msg took: a message, or a put's completion (flags). */
+struct exanest_dma_message {
+	uint32_t node;		/* the sending node */
+	uint32_t endpoint;	/* the sending endpoint; 0xffffffff for a put's completion */
+	uint32_t len;		/* the message's bytes (those copied: at most cap), or the put's */
+	uint32_t flags;		/* EXANEST_DMA_MESSAGE_PUT_IMM, or 0 */
+	uint32_t imm;		/* a put's immediate data */
+	uint32_t reserved;
+	uint64_t addr;		/* a put's first byte, in this process */
+};
+
+#define EXANEST_DMA_MESSAGE_PUT_IMM	1u
+
+/* Take the next message or put completion (timeout_ns as for recv_wait; 0: just look): 1 with
+ * *m filled (a message's first cap bytes in buf), 0 when nothing came with timeout_ns 0,
+ * -ETIMEDOUT, -EINTR, -EINVAL (no mailbox, m NULL), -EOPNOTSUPP. */
+int exanest_dma_queue_recv_msg(struct exanest_dma_queue_h *q, void *buf, size_t cap,
+			       struct exanest_dma_message *m, int64_t timeout_ns);
 
 #ifdef __cplusplus
 }

@@ -44,7 +44,9 @@
  * ops are dropped until software releases it (NET_QUARANTINE_*). 2.6 adds
  * the mailbox event: armed once (VF_MBOX_ARM, or CTX_MBOX_ARM from the PF),
  * it raises CTX_IRQ MBOX when the ring holds a message its reader has not
- * taken (MBOX_TAIL != MBOX_HEAD), so a reader can sleep; nothing of 2.5
+ * taken (MBOX_TAIL != MBOX_HEAD), so a reader can sleep; and PUT_IMM, a put
+ * whose receiver gets a completion with 32 bits of immediate data in that
+ * ring (the second entry's IMM, 2.5's reserved bytes); nothing of 2.5
  * changes meaning.
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
@@ -309,6 +311,15 @@
 #define PLDMA_MBOX_SRC_EP_OFF   4       /* u32: the sending endpoint */
 #define PLDMA_MBOX_LEN_OFF      8       /* u32: bytes of the message */
 #define PLDMA_MBOX_OPID_OFF     12      /* u32: the sender's op id */
+/* 2.6: u32, 0 a message, PLDMA_MBOX_FLAG_PUT_IMM a PUT_IMM's completion */
+#define PLDMA_MBOX_FLAGS_OFF    16
+/*
+ * 2.6: the slot completes a PUT_IMM to the endpoint: no message; LEN is the
+ * put's length, IMM its data, ADDR its first byte here, SRC_EP 0xffffffff.
+ */
+#define PLDMA_MBOX_FLAG_PUT_IMM (1u << 0)
+#define PLDMA_MBOX_IMM_OFF      20      /* u32, 2.6: the put's immediate data */
+#define PLDMA_MBOX_ADDR_OFF     24      /* u64, 2.6: the put's address here */
 #define PLDMA_MBOX_STAMP_OFF    60      /* u32: the slot's index + 1 */
 #define PLDMA_MBOX_DATA_OFF     64
 
@@ -342,6 +353,14 @@
  * one at a time, in the order they were started.
  */
 #define PLDMA_OP_MAILBOX        3
+/*
+ * 2.6: a PUT with 32 bits of immediate data (the second entry's IMM): once
+ * its last byte is placed, the receiver writes a completion with them in the
+ * endpoint's mailbox ring (PLDMA_MBOX_FLAG_PUT_IMM); the last packet waits
+ * (RNR) while the ring is full, and a process without a mailbox refuses it
+ * (-ECONNREFUSED). From a descriptor only: NET_OP PUT_IMM ends BAD_FLAGS.
+ */
+#define PLDMA_OP_PUT_IMM        4
 #define PLDMA_OP_MASK           0xfu
 
 /* CTX_IRQ_STATUS: bits 7:0 channel n raised its interrupt */
@@ -540,7 +559,8 @@
 #define PLDMA_SQE_NET_PEER_OFF  8       /* u16: the remote node */
 #define PLDMA_SQE_NET_RSVD0_OFF 10      /* u16: 0 */
 #define PLDMA_SQE_NET_EP_OFF    12      /* u32: the remote endpoint */
-#define PLDMA_SQE_NET_RSVD1_OFF 16      /* 16 bytes: 0 */
+#define PLDMA_SQE_NET_IMM_OFF   16      /* u32, 2.6: PUT_IMM's data, else 0 */
+#define PLDMA_SQE_NET_RSVD1_OFF 20      /* 12 bytes: 0 */
 
 /* Completion queue entry, little-endian: byte offsets of its fields */
 #define PLDMA_CQE_SIZE          32

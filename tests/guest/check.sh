@@ -83,7 +83,7 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	echo "$out" | grep -q "^queue: 1000 copies, data verified"; t $? example-queue-c "$out"
 	# Remote puts (ABI 4): node 0 into node 1's never-touched memory, faults NACKed and resolved.
 	out=$(put-c 8388611 2>&1); echo "$out"
-	echo "$out" | grep -q "receiver on node 1: [1-9][0-9]* faults NACKed and resolved" &&
+	echo "$out" | grep -q "receiver on node 1: the put's completion came through its mailbox (immediate 0x600d, 8388611 bytes), [1-9][0-9]* faults NACKed and resolved" &&
 		echo "$out" | grep -q "got 8388611 bytes back into untouched memory, status 0, [1-9][0-9]* faults of its own resolved, data verified" &&
 		echo "$out" | grep -q "^put 8388611 bytes to another node and got them back, data verified on both"
 	t $? example-put-c "$out"
@@ -91,9 +91,10 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	echo "$out" | grep -q "put 4194307 bytes to node 1 endpoint [0-9]*: status 0, [1-9][0-9]* receiver faults NACKed and resolved, data verified" &&
 		echo "$out" | grep -q "got 4194307 bytes back: status 0, data verified"
 	t $? example-put-rust "$out"
-	# The mailbox (ABI 5): a hello, a key sent back through it, a put with that key, done.
+	# The mailbox (ABI 5): a hello, a key sent back through it, a put with that key and with
+	# immediate data (ABI 7), whose completion comes through the mailbox.
 	out=$(mailbox-rs 1048579 2>&1); echo "$out"
-	echo "$out" | grep -q "A put 1048579 bytes into memory B never touched (.*); statuses 0 0 0 0; data verified"
+	echo "$out" | grep -q "A put 1048579 bytes into memory B never touched (.*completion (immediate 0xd09e, 1048579 bytes at 0x[0-9a-f]*); statuses 0 0 0; data verified"
 	t $? example-mailbox-rust "$out"
 	out=$(exanest-cli -d 1 copy --size 5M --count 3 --src-offset 3 --dst-offset 1 2>&1); echo "$out"
 	echo "$out" | grep -q "15728640 bytes .* data verified"; t $? cli-copy "$out"

@@ -21,7 +21,8 @@
  *    puts; both nodes putting to each other at once; four receiving processes fed by two
  *    sending ones (several contexts per node);
  *  - the mailbox: 500 messages into a ring the receiver never touched, each once and in order;
- *    readers that sleep in MBOX_WAIT or poll() (ABI 7), with and without a context;
+ *    readers that sleep in MBOX_WAIT or poll() (ABI 7), with and without a context; puts with
+ *    immediate data, their completions in the receiver's mailbox;
  *    a two-slot ring and a slow reader (RNR, then RESUME); an endpoint without a mailbox
  *    (ECONNREFUSED); MBOX_CREATE's errors;
  *  - the lossy fixture: 1 % of the packets dropped and 0.1 % corrupted by both engines (debugfs
@@ -52,9 +53,12 @@ struct target {
 	uint32_t endpoint, node;
 };
 
-/* Post a PUT or a GET (two entries) and ring: false when the SQ has no room for both. */
-static bool q_remote(struct q *q, uint32_t op, uint64_t src, uint64_t dst, uint32_t len,
-		     uint64_t wr_id, const struct target *t)
+/*
+ * Post a PUT, PUT_IMM (imm: its immediate data), GET or MAILBOX (two entries) and ring: false
+ * when the SQ has no room for both.
+ */
+static bool q_remote_imm(struct q *q, uint32_t op, uint64_t src, uint64_t dst, uint32_t len,
+			 uint64_t wr_id, const struct target *t, uint32_t imm)
 {
 	uint8_t *d;
 	uint64_t rkey = t->rkey;
@@ -72,11 +76,18 @@ static bool q_remote(struct q *q, uint32_t op, uint64_t src, uint64_t dst, uint3
 	memcpy(d + PLDMA_SQE_NET_RKEY_OFF, &rkey, 8);
 	memcpy(d + PLDMA_SQE_NET_PEER_OFF, &peer, 2);
 	memcpy(d + PLDMA_SQE_NET_EP_OFF, &t->endpoint, 4);
+	memcpy(d + PLDMA_SQE_NET_IMM_OFF, &imm, 4);
 	q->tail++;
 	/* The second entry ends with the first: one completion for both. */
 	q->completed++;
 	q_ring(q);
 	return true;
+}
+
+static bool q_remote(struct q *q, uint32_t op, uint64_t src, uint64_t dst, uint32_t len,
+		     uint64_t wr_id, const struct target *t)
+{
+	return q_remote_imm(q, op, src, dst, len, wr_id, t, 0);
 }
 
 static bool q_put(struct q *q, const void *src, uint64_t dst, uint32_t len, uint64_t wr_id,
@@ -395,6 +406,9 @@ static void *reader_run(void *arg)
  *      how long it took (ms, CLOCK_MONOTONIC);
  *  'W' 16 bytes: that thread's end: messages read, messages wrong, the engine's RNR NACKs
  *      and its mailbox messages placed so far;
+ *  'C' 32 bytes: the mailbox's next entry, slept for in MBOX_WAIT at most a0 ms: 0 or -errno,
+ *      its flags, immediate, length, address (two words), and the checksum of the bytes there
+ *      when it is a put's completion into the registered memory (read as it is taken);
  *  'I' 4 bytes: the context its file holds now (INFO), EXANEST_DMA_NO_CONTEXT for none;
  *  'U' 4 bytes: munmap of the registered memory (it stays registered): its result.
  */
@@ -537,6 +551,40 @@ static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, 
 					 (t1.tv_nsec - t0.tv_nsec) / 1000000);
 			memcpy(out, v, 16);
 			n = 16;
+		} else if (c.op == 'C') {
+			struct exanest_dma_mbox_wait w = { .timeout_ns = (int64_t)c.a[0] * 1000000 };
+			uint32_t v[8] = { 0 }, slots = 1u << mb.log2;
+			volatile uint8_t *slot = NULL;
+			int32_t ret = mb.ring ? 0 : -ENOENT;
+
+			if (!ret) {
+				slot = mb.ring + (size_t)(mb.head & (slots - 1)) * EXANEST_DMA_MBOX_SLOT;
+				if (*(volatile uint32_t *)(slot + EXANEST_DMA_MBOX_STAMP_OFF) != mb.head + 1)
+					ret = xioctl(fd, EXANEST_DMA_IOC_MBOX_WAIT, &w);
+				if (!ret && *(volatile uint32_t *)(slot + EXANEST_DMA_MBOX_STAMP_OFF) !=
+					    mb.head + 1)
+					ret = -EPROTO;
+			}
+			if (!ret) {
+				uint64_t addr;
+
+				rmb_dev();
+				v[1] = *(volatile uint32_t *)(slot + EXANEST_DMA_MBOX_FLAGS_OFF);
+				v[2] = *(volatile uint32_t *)(slot + EXANEST_DMA_MBOX_IMM_OFF);
+				v[3] = *(volatile uint32_t *)(slot + EXANEST_DMA_MBOX_LEN_OFF);
+				memcpy(&addr, (const void *)(slot + EXANEST_DMA_MBOX_ADDR_OFF), 8);
+				v[4] = (uint32_t)addr;
+				v[5] = (uint32_t)(addr >> 32);
+				if ((v[1] & EXANEST_DMA_MBOX_FLAG_PUT_IMM) && !unmap &&
+				    addr >= (uintptr_t)buf && v[3] <= len &&
+				    addr - (uintptr_t)buf <= len - v[3])
+					v[6] = sum((const uint8_t *)(uintptr_t)addr, v[3]);
+				mb.head++;
+				db_write(mb.q, PLDMA_VF_MBOX_HEAD, mb.head);
+			}
+			v[0] = (uint32_t)ret;
+			memcpy(out, v, 32);
+			n = 32;
 		} else if (c.op == 'I') {
 			struct exanest_dma_info i = { 0 };
 			uint32_t ctx = xioctl(fd, EXANEST_DMA_IOC_INFO, &i) ? 0xfffffffe : i.context;
@@ -1547,6 +1595,62 @@ TEST_F(net, mailbox_wait_and_poll)
 	ASSERT_EQ(0, peer_cmd(&self->peer, &p, v, sizeof(v)));
 	EXPECT_EQ(0, v[0]) TH_LOG("readable with every message taken");
 	EXPECT_EQ(-ETIMEDOUT, v[1]);
+}
+
+/*
+ * A put with immediate data (register map 2.6, ABI 7) into memory the receiver never touched:
+ * its mailbox's next entry is the put's completion, with the immediate, the address and the
+ * length, and every byte is in place when the receiver takes it; two puts and a message in
+ * between come in order. A receiver without a mailbox refuses it: ECONNREFUSED.
+ */
+TEST_F(net, put_with_immediate)
+{
+	struct cmd mk = { .op = 'M', .a = { 2 } }, take = { .op = 'C', .a = { 10000 } };
+	const uint32_t sizes[2] = { 100000, 4096 * 3 + 7 };
+	uint8_t *buf = msg_buffer(self->fd);
+	int32_t ret = -1, err = 0;
+	uint32_t v[8];
+	struct cqe c;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, start_receiver(self, MIB, PROT_READ | PROT_WRITE, false));
+	ASSERT_TRUE(q_remote_imm(&self->q, PLDMA_OP_PUT_IMM, (uintptr_t)self->src, self->t.addr,
+				 100, 0x70, &self->t, 1));
+	ASSERT_EQ(0, cqe_wait(&self->q, &c));
+	EXPECT_EQ(-ECONNREFUSED, c.status) TH_LOG("a put with immediate to a process without a mailbox");
+	ASSERT_EQ(0, peer_cmd(&self->peer, &mk, &ret, sizeof(ret)));
+	ASSERT_EQ(0, ret);
+	for (uint32_t k = 0; k < 2; k++) {
+		uint64_t off = k * 200000;
+
+		ASSERT_TRUE(q_remote_imm(&self->q, PLDMA_OP_PUT_IMM, (uintptr_t)self->src + off,
+					 self->t.addr + off, sizes[k], 0x71 + k, &self->t,
+					 0xC0DE0000 + k));
+		ASSERT_EQ(0, cqe_wait(&self->q, &c));
+		EXPECT_EQ(0, c.status) TH_LOG("put %u", k);
+		EXPECT_EQ(sizes[k], c.bytes);
+	}
+	ASSERT_EQ(0, send_msgs(&self->q, buf, 1, &self->t, &err)) TH_LOG("the message: %d", err);
+	for (uint32_t k = 0; k < 2; k++) {
+		uint64_t off = k * 200000, addr;
+
+		ASSERT_EQ(0, peer_cmd(&self->peer, &take, v, sizeof(v)));
+		ASSERT_EQ(0, (int32_t)v[0]) TH_LOG("taking completion %u", k);
+		EXPECT_EQ((uint32_t)EXANEST_DMA_MBOX_FLAG_PUT_IMM, v[1]);
+		EXPECT_EQ(0xC0DE0000 + k, v[2]) TH_LOG("the immediate");
+		EXPECT_EQ(sizes[k], v[3]);
+		addr = v[4] | (uint64_t)v[5] << 32;
+		EXPECT_EQ(self->t.addr + off, addr);
+		EXPECT_EQ(sum(self->src + off, sizes[k]), v[6])
+			TH_LOG("the put's bytes were not all there when its completion was taken");
+	}
+	ASSERT_EQ(0, peer_cmd(&self->peer, &take, v, sizeof(v)));
+	ASSERT_EQ(0, (int32_t)v[0]);
+	EXPECT_EQ(0u, v[1]) TH_LOG("the message after the puts is a message");
+	EXPECT_EQ(msg_len(0), v[3]);
+	take.a[0] = 0;
+	ASSERT_EQ(0, peer_cmd(&self->peer, &take, v, sizeof(v)));
+	EXPECT_EQ(-ETIMEDOUT, (int32_t)v[0]) TH_LOG("nothing more");
 }
 
 /* An endpoint without a mailbox, or one no process holds, refuses messages at once: ECONNREFUSED. */

@@ -27,6 +27,7 @@
 #define EXANEST_PKT_NACK        5
 #define EXANEST_PKT_RESUME      6
 #define EXANEST_PKT_MAILBOX     7
+#define EXANEST_PKT_WRITE_IMM   8   /* WRITE, with the immediate in status */
 
 /* NACK status: these, or a negative errno that ends the op */
 #define EXANEST_NACK_FAULT      1
@@ -203,6 +204,7 @@ typedef struct ExanestRxStep {
 #define EXANEST_RX_WRITE        0
 #define EXANEST_RX_MAILBOX      1
 #define EXANEST_RX_READ         2
+#define EXANEST_RX_WRITE_IMM    3
 
 /* Unfinished slots keyless ops (MAILBOX) may hold at most */
 #define EXANEST_RX_KEYLESS      16

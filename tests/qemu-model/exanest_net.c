@@ -392,7 +392,7 @@ uint32_t pldma_net_launch(PldmaChannel *c)
     c->rx_src = 0;
     c->net_status = 0;
     exanest_send_start(c->snd, c->a_len, &p);
-    if (c->a_op == PLDMA_OP_COPY || c->a_op > PLDMA_OP_MAILBOX) {
+    if (c->a_op == PLDMA_OP_COPY || c->a_op > PLDMA_OP_PUT_IMM) {
         return PLDMA_ERR_BAD_FLAGS;
     }
     if (c->a_op == PLDMA_OP_MAILBOX) {
@@ -420,6 +420,19 @@ uint32_t pldma_net_launch(PldmaChannel *c)
         return PLDMA_ERR_BAD_ADDR;
     }
     return PLDMA_ERR_NONE;
+}
+
+/* The packet op of channel c's data (and probes): WRITE, WRITE_IMM, MAILBOX. */
+static uint8_t net_data_op(PldmaChannel *c)
+{
+    switch (c->a_op) {
+    case PLDMA_OP_MAILBOX:
+        return EXANEST_PKT_MAILBOX;
+    case PLDMA_OP_PUT_IMM:
+        return EXANEST_PKT_WRITE_IMM;
+    default:
+        return EXANEST_PKT_WRITE;
+    }
 }
 
 /* The remote address of channel c's op: a PUT's destination, a GET's source. */
@@ -495,11 +508,11 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
         if (good) {
             moved += good;
             k = (ExanestPkt) {
-                .op = c->a_op == PLDMA_OP_MAILBOX ? EXANEST_PKT_MAILBOX :
-                                                    EXANEST_PKT_WRITE,
+                .op = net_data_op(c),
                 .src = s->net.node, .dst = c->a_peer,
                 .ep = c->a_ep, .op_id = c->op_id,
-                .seq = exanest_send_seq(c->snd), .rkey = c->a_rkey,
+                .seq = exanest_send_seq(c->snd),
+                .status = (int32_t)c->a_imm, .rkey = c->a_rkey,
                 .addr = c->a_dst, .len = c->a_len,
                 .offset = off, .plen = good, .payload = s->bounce,
             };
@@ -586,10 +599,10 @@ static void net_probe(PldmaChannel *c, uint64_t off)
 {
     PldmaState *s = c->ctx->dev;
     ExanestPkt k = {
-        .op = c->a_op == PLDMA_OP_MAILBOX ? EXANEST_PKT_MAILBOX :
-                                            EXANEST_PKT_WRITE,
+        .op = net_data_op(c),
         .src = s->net.node, .dst = c->a_peer, .ep = c->a_ep,
-        .op_id = c->op_id, .seq = exanest_send_seq(c->snd), .rkey = c->a_rkey,
+        .op_id = c->op_id, .seq = exanest_send_seq(c->snd),
+        .status = (int32_t)c->a_imm, .rkey = c->a_rkey,
         .addr = c->a_dst, .len = c->a_len, .offset = off,
     };
 
@@ -876,15 +889,30 @@ static uint64_t net_place(PCIDevice *fn, const ExanestPkt *k, uint64_t *fault)
     return good;
 }
 
-/* PLACE for WRITE @k, on the core's slot @i. */
+static uint64_t net_mbox_slot(PldmaContext *x);
+static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
+                          uint64_t *fault);
+
+/*
+ * PLACE for WRITE or WRITE_IMM @k, on the core's slot @i. The last packet of
+ * a WRITE_IMM then writes the put's completion in the endpoint's ring (the
+ * core checked that it has room); if that does not translate, the packet
+ * counts as not placed and the fault is the slot's (resolved, RESUMEd, sent
+ * again: its bytes are written again, the same).
+ */
 static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i)
 {
     PldmaContext *x = net_ep_ctx(s, k->ep);
-    uint64_t fault, got = net_place(pldma_ctx_master(x), k, &fault);
+    PCIDevice *fn = pldma_ctx_master(x);
+    uint64_t fault, got = net_place(fn, k, &fault);
     ExanestRxStep e;
 
     net_count(s, PLDMA_NET_CNT_PLACED_BYTES, got);
     trace_exanest_pldma_net_place(x->index, k->src, k->op_id, k->offset, got);
+    if (k->op == EXANEST_PKT_WRITE_IMM && got == k->plen &&
+        k->offset + k->plen == k->len && !net_imm_place(fn, x, k, &fault)) {
+        got = 0;
+    }
     e = exanest_rx_placed(s->net.rxt, i, k, got, got < k->plen, fault);
     net_rx_after(x, &e, k->ep);
 }
@@ -894,6 +922,48 @@ static uint64_t net_mbox_slot(PldmaContext *x)
 {
     return x->a_mbox_base +
            (uint64_t)(x->mbox_tail & (x->mbox_n - 1)) * PLDMA_MBOX_SLOT;
+}
+
+/*
+ * 2.6: the completion of PUT_IMM @k in the next slot of @x's ring as @fn:
+ * the header (FLAGS PUT_IMM, the immediate, the put's address and length),
+ * then STAMP. False with *fault the slot's address when it does not
+ * translate.
+ */
+static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
+                          uint64_t *fault)
+{
+    uint64_t slot = net_mbox_slot(x);
+    uint8_t hdr[PLDMA_MBOX_DATA_OFF] = { 0 };
+
+    *fault = slot;
+    if (!x->mbox_n || x->mbox_tail - x->mbox_head >= x->mbox_n ||
+        net_valid_prefix(pci_get_address_space(fn), slot, PLDMA_MBOX_DATA_OFF,
+                         DMA_DIRECTION_FROM_DEVICE) < PLDMA_MBOX_DATA_OFF) {
+        return false;
+    }
+    stw_le_p(hdr + PLDMA_MBOX_SRC_NODE_OFF, k->src);
+    stl_le_p(hdr + PLDMA_MBOX_SRC_EP_OFF, UINT32_MAX);
+    stl_le_p(hdr + PLDMA_MBOX_LEN_OFF, k->len);
+    stl_le_p(hdr + PLDMA_MBOX_OPID_OFF, k->op_id);
+    stl_le_p(hdr + PLDMA_MBOX_FLAGS_OFF, PLDMA_MBOX_FLAG_PUT_IMM);
+    stl_le_p(hdr + PLDMA_MBOX_IMM_OFF, (uint32_t)k->status);
+    stq_le_p(hdr + PLDMA_MBOX_ADDR_OFF, k->addr);
+    if (pci_dma_write(fn, slot, hdr, PLDMA_MBOX_STAMP_OFF)) {
+        return false;
+    }
+    /* STAMP last: the reader takes the slot once it reads tail + 1. */
+    smp_wmb();
+    stl_le_p(hdr + PLDMA_MBOX_STAMP_OFF, x->mbox_tail + 1);
+    if (pci_dma_write(fn, slot + PLDMA_MBOX_STAMP_OFF,
+                      hdr + PLDMA_MBOX_STAMP_OFF, 4)) {
+        return false;
+    }
+    trace_exanest_pldma_net_place(x->index, k->src, k->op_id, k->len, 0);
+    x->mbox_tail++;
+    net_count(x->dev, PLDMA_NET_CNT_MBOX_PLACED, 1);
+    pldma_mbox_event(x);
+    return true;
 }
 
 /*
@@ -1120,6 +1190,7 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
                                k.status);
     switch (k.op) {
     case EXANEST_PKT_WRITE:
+    case EXANEST_PKT_WRITE_IMM:
     case EXANEST_PKT_READ_REQ:
     case EXANEST_PKT_MAILBOX:
         net_rx(s, &k);

@@ -237,7 +237,8 @@ QEMU_BUILD_BUG_ON(PLDMA_CH_BASE + PLDMA_MAX_CHANNELS * PLDMA_CH_STRIDE >
                   PLDMA_CH_NET_BASE ||
                   PLDMA_CH_NET_BASE + PLDMA_MAX_CHANNELS *
                   PLDMA_CH_NET_STRIDE > PLDMA_CTX_STRIDE);
-QEMU_BUILD_BUG_ON(PLDMA_SQE_NET_RSVD1_OFF + 16 != PLDMA_SQE_SIZE);
+QEMU_BUILD_BUG_ON(PLDMA_SQE_NET_RSVD1_OFF + 12 != PLDMA_SQE_SIZE);
+QEMU_BUILD_BUG_ON(PLDMA_SQE_NET_IMM_OFF + 4 != PLDMA_SQE_NET_RSVD1_OFF);
 QEMU_BUILD_BUG_ON(R_CAPS_NCTX_MASK != PLDMA_CAPS_NCTX_MASK);
 QEMU_BUILD_BUG_ON(R_CTX_CTRL_QUIESCE_MASK != PLDMA_CTX_QUIESCE);
 QEMU_BUILD_BUG_ON(R_CTX_STATUS_ACTIVE_MASK != PLDMA_CTX_ACTIVE);
@@ -723,8 +724,10 @@ static void pldma_start(PldmaChannel *c)
     c->a_peer = c->net_peer;
     c->a_ep = c->net_ep;
     c->a_rkey = c->net_rkey;
+    c->a_imm = 0;
     c->origin = 0;
     c->wr_id = 0;
+    /* PUT_IMM from a descriptor only: its immediate is in the second entry. */
     pldma_launch(c, c->a_op > PLDMA_OP_MAILBOX);
 }
 
@@ -953,20 +956,22 @@ static void pldma_q_start(PldmaQueue *q, PldmaChannel *c, const uint8_t *d,
     uint32_t flags = ldl_le_p(d + PLDMA_SQE_FLAGS_OFF);
     uint32_t op = flags & PLDMA_OP_MASK;
     bool bad = (flags & ~PLDMA_OP_MASK) ||
-               op > PLDMA_OP_MAILBOX;
+               op > PLDMA_OP_PUT_IMM;
 
     c->a_src = ldq_le_p(d + PLDMA_SQE_SRC_OFF);
     c->a_dst = ldq_le_p(d + PLDMA_SQE_DST_OFF);
     c->a_len = ldl_le_p(d + PLDMA_SQE_LEN_OFF);
     c->wr_id = ldq_le_p(d + PLDMA_SQE_WRID_OFF);
     c->a_op = op;
-    c->a_peer = c->a_ep = 0;
+    c->a_peer = c->a_ep = c->a_imm = 0;
     c->a_rkey = 0;
-    if (op != PLDMA_OP_COPY && op <= PLDMA_OP_MAILBOX) {
+    if (op != PLDMA_OP_COPY && op <= PLDMA_OP_PUT_IMM) {
         c->a_rkey = ldq_le_p(d2 + PLDMA_SQE_NET_RKEY_OFF);
         c->a_peer = lduw_le_p(d2 + PLDMA_SQE_NET_PEER_OFF);
         c->a_ep = ldl_le_p(d2 + PLDMA_SQE_NET_EP_OFF);
-        bad |= lduw_le_p(d2 + PLDMA_SQE_NET_RSVD0_OFF) ||
+        c->a_imm = ldl_le_p(d2 + PLDMA_SQE_NET_IMM_OFF);
+        bad |= (op != PLDMA_OP_PUT_IMM && c->a_imm) ||
+               lduw_le_p(d2 + PLDMA_SQE_NET_RSVD0_OFF) ||
                !buffer_is_zero(d2 + PLDMA_SQE_NET_RSVD1_OFF,
                                PLDMA_SQE_SIZE - PLDMA_SQE_NET_RSVD1_OFF);
     }
@@ -1038,13 +1043,13 @@ static bool pldma_q_fetch(PldmaQueue *q)
         return false;
     }
     op = ldl_le_p(d + PLDMA_SQE_FLAGS_OFF) & PLDMA_OP_MASK;
-    if (op != PLDMA_OP_COPY && op <= PLDMA_OP_MAILBOX) {
+    if (op != PLDMA_OP_COPY && op <= PLDMA_OP_PUT_IMM) {
         /* Two entries: wait for the second, then take both. */
         if (q->sq_tail - q->sq_head < 2 || !pldma_q_read_sqe(q, idx + 1, d2)) {
             return false;
         }
     }
-    q->sq_head += op != PLDMA_OP_COPY && op <= PLDMA_OP_MAILBOX ? 2 : 1;
+    q->sq_head += op != PLDMA_OP_COPY && op <= PLDMA_OP_PUT_IMM ? 2 : 1;
     pldma_q_start(q, c, d, d2, idx, addr);
     return true;
 }

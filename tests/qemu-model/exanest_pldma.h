@@ -62,6 +62,7 @@ typedef struct PldmaChannel {
     uint32_t net_op, net_peer, net_ep;
     uint64_t net_rkey;
     uint32_t a_op, a_peer, a_ep;
+    uint32_t a_imm;         /* 2.6: a PUT_IMM's immediate data */
     uint64_t a_rkey;
     /*
      * A network op's sending side: the core's state machine (exanest_core.h),

@@ -2037,7 +2037,7 @@ class Tracing(unittest.TestCase):
             r.enable(False)
             r.configure(RAM + 0x100000, RAM + 0x200000, 3 | 3 << 8)
             r.enable()
-            r.post([(RAM, RAM + 0x300000, 64, 1, 4)])
+            r.post([(RAM, RAM + 0x300000, 64, 1, 5)])
             r.set_vf("PLDMA_VF_SQ_TAIL", 100)
             r.set_vf("PLDMA_VF_CQ_HEAD", 50)
             r.set_vf("PLDMA_VF_CQ_ARM", 3)
@@ -2066,7 +2066,7 @@ class Tracing(unittest.TestCase):
                 r"exanest-pldma-vf: ctx3: write 0x1 to offset 0x40 ignored: the queue is disabled",
                 r"exanest-pldma: ctx3: queue enabled with a misaligned or wrapping SQ base "
                 r"\(Q_CFG 0x303\)",
-                r"exanest-pldma: ctx3: descriptor 0 has flags 0x4",
+                r"exanest-pldma: ctx3: descriptor 0 has flags 0x5",
                 r"exanest-pldma-vf: ctx3: SQ_TAIL 100 is more than 8 entries ahead of SQ_HEAD 1",
                 r"exanest-pldma-vf: ctx3: CQ_HEAD 50 is not between CQ_HEAD 0 and CQ_TAIL 8",
                 r"exanest-pldma-vf: ctx3: unknown CQ_ARM bits 0x2 ignored",

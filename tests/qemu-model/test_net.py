@@ -121,10 +121,10 @@ def until_nack(a, b, limit_ns=10**8):
             raise AssertionError("no NACK")
 
 
-def put_sqes(src, dst, length, wr_id, rkey, peer, ep, flags=PUT, rsvd=0):
-    """A PUT's two send queue entries."""
+def put_sqes(src, dst, length, wr_id, rkey, peer, ep, flags=PUT, rsvd=0, imm=0):
+    """A PUT's two send queue entries (a PUT_IMM's immediate in the second, 2.6)."""
     return (struct.pack("<QQIIQ", src, dst, length, flags, wr_id)
-            + struct.pack("<QHHI", rkey, peer, rsvd, ep) + bytes(16))
+            + struct.pack("<QHHII", rkey, peer, rsvd, ep, imm) + bytes(12))
 
 
 class TwoNodes(unittest.TestCase):
@@ -734,7 +734,7 @@ def mbox_slot(q, base, log2, i):
     return stamp, node, ep, length, b[R["PLDMA_MBOX_DATA_OFF"]:][:length]
 
 
-class Mailbox(TwoNodes):
+class MailboxNodes(TwoNodes):
     """2.4: node 0's context 1 (endpoint 3) sends messages from its queue to the mailbox of
     node 1's endpoint 7 (context 2), whose ring is at RING."""
     RING = DST + 0x100000
@@ -755,6 +755,8 @@ class Mailbox(TwoNodes):
             r.tail += 2
         r.doorbell()
 
+
+class Mailbox(MailboxNodes):
     def test_messages_arrive_in_order_once(self):
         b, rng = self.b, random.Random(7)
         mbox_ring(b, 2, self.RING, 4)
@@ -942,6 +944,95 @@ class Mailbox(TwoNodes):
         self.assertEqual(got, [struct.pack("<I", i) * 8 for i in range(total)])
         self.assertEqual(cnt(b, "MBOX_PLACED"), total)
         self.assertGreater(cnt(a, "INJECTED_DROPS") + cnt(b, "INJECTED_DROPS"), 0)
+
+
+class PutImm(MailboxNodes):
+    """2.6: PUT_IMM from node 0's queue into node 1's region of endpoint 7 (context 2, key in
+    entry 5), its completion in 7's mailbox ring at RING."""
+
+    def setUp(self):
+        super().setUp()
+        self.rkey = set_rkey(self.b, 5, 0xC0FFEE11, 7, DST, REGION, ctrl=RKEY_RW)
+
+    def put_imm(self, length, imm, wr_id, ep=7, rkey=None, seed=0):
+        a, r = self.a, self.r
+        data = random.Random(length + seed).randbytes(length)
+        a.mem_write(SRC, data)
+        a.mem_write(r.sq + (r.tail % r.nsq) * 32,
+                    put_sqes(SRC, DST, length, wr_id, self.rkey if rkey is None else rkey,
+                             1, ep, flags=R["PLDMA_OP_PUT_IMM"], imm=imm))
+        r.tail += 2
+        r.doorbell()
+        return data
+
+    def completion(self, i, log2):
+        """Slot i of the ring as a put's completion: (stamp, flags, node, ep, len, imm, addr)."""
+        s = self.b.mem_read(self.RING + (i % (1 << log2)) * SLOT, 64)
+        node, ep, length, _, flags, imm, addr = struct.unpack_from("<HxxIIIIIQ", s)
+        stamp = struct.unpack_from("<I", s, R["PLDMA_MBOX_STAMP_OFF"])[0]
+        return stamp, flags, node, ep, length, imm, addr
+
+    def test_the_completion_follows_every_byte(self):
+        b = self.b
+        mbox_ring(b, 2, self.RING, 2)
+        data = self.put_imm(10000, 0xFEEDF00D, 0x51)
+        self.r.run_until_cq(1)
+        (c,) = self.r.reap()
+        self.assertEqual((c.wr_id, c.status, c.bytes), (0x51, 0, 10000))
+        self.assertEqual(b.mem_read(DST, 10000), data)
+        self.assertEqual(self.completion(0, 2),
+                         (1, R["PLDMA_MBOX_FLAG_PUT_IMM"], 0, 0xFFFFFFFF, 10000, 0xFEEDF00D, DST))
+        self.assertEqual(b.ctxreg(2, R["PLDMA_CTX_MBOX_TAIL"]), 1)
+        self.assertEqual(cnt(b, "MBOX_PLACED"), 1)
+        # A plain PUT places no completion; a message after it is a message.
+        a, r = self.a, self.r
+        a.mem_write(r.sq + (r.tail % r.nsq) * 32,
+                    put_sqes(SRC, DST, 100, 0x52, self.rkey, 1, 7))
+        r.tail += 2
+        self.send([b"after"], first_wr=0x53)
+        r.run_until_cq(3)
+        self.assertEqual({c.wr_id: c.status for c in r.reap()}, {0x52: 0, 0x53: 0})
+        self.assertEqual(mbox_slot(b, self.RING, 2, 1), (2, 0, 3, 5, b"after"))
+        self.assertEqual(self.completion(1, 2)[1], 0, "a message's flags are 0")
+
+    def test_a_full_ring_holds_the_last_packet(self):
+        """Two slots, both holding messages: the put's bytes before its last packet are placed,
+        its last packet is NACKed RNR, and the reader's HEAD write RESUMEs it: every byte, one
+        completion, no timeout."""
+        a, b = self.a, self.b
+        mbox_ring(b, 2, self.RING, 1)
+        self.send([b"one", b"two"])
+        self.r.run_until_cq(2)
+        self.r.reap()
+        data = self.put_imm(3 * 4096 + 5, 7, 0x60, seed=1)
+        t0 = a.now()
+        while a.now() - t0 < 30_000_000:
+            a.step(1_000_000)
+        self.assertEqual(self.r.vf("PLDMA_VF_CQ_TAIL"), 2, "the put waits for a slot")
+        self.assertGreaterEqual(cnt(b, "RNR_SENT"), 1)
+        self.assertEqual(b.mem_read(DST, 3 * 4096), data[:3 * 4096], "the bytes before it")
+        b.writel(b.vf_bar + 2 * R["PLDMA_VF_MMIO_SIZE"] + R["PLDMA_VF_MBOX_HEAD"], 2)
+        self.r.run_until_cq(3)
+        (c,) = self.r.reap()
+        self.assertEqual((c.wr_id, c.status, c.bytes), (0x60, 0, len(data)))
+        self.assertEqual(b.mem_read(DST, len(data)), data)
+        self.assertEqual(self.completion(2, 1)[:2], (3, R["PLDMA_MBOX_FLAG_PUT_IMM"]))
+        self.assertEqual(self.completion(2, 1)[5], 7)
+        self.assertEqual(b.ctxreg(2, R["PLDMA_CTX_MBOX_TAIL"]), 3, "one completion")
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+
+    def test_refused_without_a_mailbox(self):
+        """Endpoint 8's process has no mailbox: the put ends -ECONNREFUSED; a PUT_IMM from the
+        channel registers (no second entry for its immediate) is BAD_FLAGS."""
+        b = self.b
+        set_ep(b, 8, 3, mbox=False)
+        key8 = set_rkey(b, 6, 0xABCD, 8, DST, REGION, ctrl=RKEY_RW)
+        self.put_imm(100, 1, 0x70, ep=8, rkey=key8)
+        self.r.run_until_cq(1)
+        self.assertEqual({c.wr_id: c.status for c in self.r.reap()}, {0x70: -ECONNREFUSED})
+        put(self.a, 0, 1, SRC, DST, 64, 1, 7, self.rkey, op=R["PLDMA_OP_PUT_IMM"])
+        self.assertEqual(self.a.status(0, 1)[:2],
+                         (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_BAD_FLAGS"]))
 
 
 class MailboxFaults(DimmNodes):

@@ -258,7 +258,13 @@ struct exanest_dma_mbox_wait {
 /* A slot's fields, little-endian: byte offsets. */
 #define EXANEST_DMA_MBOX_SRC_NODE_OFF	0	/* u16: the sending node */
 #define EXANEST_DMA_MBOX_SRC_EP_OFF	4	/* u32: the sending endpoint */
-#define EXANEST_DMA_MBOX_LEN_OFF	8	/* u32: bytes of the message */
+#define EXANEST_DMA_MBOX_LEN_OFF	8	/* u32: bytes of the message (a put's) */
+/* ABI 7: u32, 0 for a message, EXANEST_DMA_MBOX_FLAG_PUT_IMM for the completion of a put with
+ * immediate data into this process (no message; SRC_EP 0xffffffff) */
+#define EXANEST_DMA_MBOX_FLAGS_OFF	16
+#define EXANEST_DMA_MBOX_FLAG_PUT_IMM	1
+#define EXANEST_DMA_MBOX_IMM_OFF	20	/* u32: the put's immediate data */
+#define EXANEST_DMA_MBOX_ADDR_OFF	24	/* u64: the put's first byte, in this process */
 #define EXANEST_DMA_MBOX_STAMP_OFF	60	/* u32: the slot's index + 1, written last */
 #define EXANEST_DMA_MBOX_DATA_OFF	64	/* the message */
 

@@ -844,15 +844,19 @@ mod tests {
         (drop, dup, reorder): (u64, u64, bool),
         faults: u64,
     ) -> SendOp {
-        simulate_resolving(seed, len, (drop, dup, reorder), faults, 20_000)
+        simulate_resolving(seed, len, (drop, dup, reorder), faults, 20_000, false)
     }
 
+    /// As [`simulate`], `imm`: the op is a put with immediate data (WRITE_IMM) whose
+    /// completion goes into a ring that is full the first time the last packet comes (freed
+    /// `resolve_ns` later); asserts also exactly one completion in the ring, after every byte.
     fn simulate_resolving(
         seed: u64,
         len: u64,
         (drop, dup, reorder): (u64, u64, bool),
         faults: u64,
         resolve_ns: u64,
+        imm: bool,
     ) -> SendOp {
         const PAGE: u64 = 4096;
         let mut rng = Rng(seed | 1);
@@ -867,6 +871,8 @@ mod tests {
         let mut link: VecDeque<(u64, Pkt)> = VecDeque::new(); // (arrival time, packet)
         let mut resolve_at: Option<u64> = None;
         let mut completions = 0;
+        // A WRITE_IMM: the ring's room (full at first), when it frees, what it took.
+        let (mut room, mut free_at, mut in_ring) = (!imm, None::<(u64, usize)>, 0);
         let mut now = 0u64;
         let latency = 1_000;
         let send = |link: &mut VecDeque<(u64, Pkt)>, rng: &mut Rng, now: u64, pk: Pkt| {
@@ -897,7 +903,7 @@ mod tests {
             }
             // The next event: a packet, the receiver's resolution, or the sender's timeout.
             let t_link = link.front().map(|(t, _)| *t);
-            let t = [t_link, resolve_at, s.deadline()]
+            let t = [t_link, resolve_at, s.deadline(), free_at.map(|(t, _)| t)]
                 .into_iter()
                 .flatten()
                 .min();
@@ -911,6 +917,13 @@ mod tests {
                 let at = rx.slot(i).unwrap().fault_addr() - BASE;
                 mapped[(at / PAGE) as usize] = true;
                 if let Some(pk) = sim_reply(&rx.resolved(i, 1)) {
+                    send(&mut link, &mut rng, now, pk);
+                }
+            }
+            if let Some((_, i)) = free_at.filter(|&(t, _)| t <= now) {
+                free_at = None;
+                room = true;
+                if let Some(pk) = sim_reply(&rx.wake(i)) {
                     send(&mut link, &mut rng, now, pk);
                 }
             }
@@ -937,9 +950,20 @@ mod tests {
                             Pkt::Probe(off, q) => (off, 0, q),
                             _ => unreachable!(),
                         };
-                        let h = sim_header(off, len, q);
-                        let ready = netrx::ep::READY;
+                        let mut h = sim_header(off, len, q);
+                        let mut ready = netrx::ep::READY;
+                        if imm {
+                            h.op = Op::WriteImm;
+                            h.status = 0x1234_5678;
+                            ready |= netrx::ep::OPEN | netrx::ep::MBOX_OWNED | netrx::ep::MBOX_ON;
+                            if room {
+                                ready |= netrx::ep::MBOX_ROOM;
+                            }
+                        }
                         let mut st = rx.on_packet(&h, n as usize, &keys, ready, now, u64::MAX);
+                        if st.rnr && free_at.is_none() && !room {
+                            free_at = Some((now + resolve_ns, 0));
+                        }
                         if let Act::Place(i) = st.act {
                             // Place page by page; the first unmapped page faults.
                             let end = off + u64::from(n);
@@ -952,6 +976,10 @@ mod tests {
                                 at = stop;
                             }
                             let fault = (at < end).then_some(BASE + at);
+                            if imm && fault.is_none() && end == len {
+                                assert!(placed.iter().all(|&c| c >= 1), "seed {seed}: early");
+                                in_ring += 1;
+                            }
                             st = rx.placed(i, &h, at - off, fault);
                         }
                         if let Act::Report(i) = st.act {
@@ -975,6 +1003,11 @@ mod tests {
             }
         }
         assert_eq!(completions, 1, "seed {seed}: completed {completions} times");
+        assert_eq!(
+            in_ring,
+            u32::from(imm),
+            "seed {seed}: {in_ring} completions in the ring"
+        );
         assert_eq!(rx.slot(0).unwrap().state(), RxState::Done, "seed {seed}");
         assert!(
             placed.iter().all(|&c| c == 1),
@@ -1003,7 +1036,7 @@ mod tests {
     #[test]
     fn slow_faults_are_probed_not_timed_out() {
         for seed in 1..20 {
-            let s = simulate_resolving(seed * 31, 128 * 1024, (0, 0, false), 300, 400_000);
+            let s = simulate_resolving(seed * 31, 128 * 1024, (0, 0, false), 300, 400_000, false);
             assert_eq!(s.timeouts, 0, "seed {seed}");
             assert!(s.probes > 0, "seed {seed}");
             assert_eq!(
@@ -1091,5 +1124,17 @@ mod tests {
         // Heavy cases: 10% loss, 5% duplicates.
         simulate(99, 64 * 1024, (100, 50, true), 200);
         simulate(98, 64 * 1024, (100, 50, false), 0);
+    }
+
+    /// A put with immediate data over the lossy, duplicating, reordering link, with receiver
+    /// faults and a ring full when its last packet first comes: every byte once, the op
+    /// completed once, and exactly one completion in the ring, written after every byte.
+    #[test]
+    fn puts_with_immediate_complete_once_after_every_byte() {
+        for seed in 1..40 {
+            simulate_resolving(seed * 7_919, 100_000, (20, 20, true), 100, 30_000, true);
+            simulate_resolving(seed * 104_729, 9_000, (0, 0, false), 0, 5_000, true);
+        }
+        simulate_resolving(97, 64 * 1024, (100, 50, true), 200, 50_000, true);
     }
 }

@@ -173,7 +173,7 @@ pub enum RxState {
     Faulted,
     /// Its endpoint holds no context.
     NotReady,
-    /// A MAILBOX: the ring is full.
+    /// A MAILBOX, or a WRITE_IMM's last packet: the ring is full.
     Rnr,
     /// Every byte placed (a GET's responder: nothing pending).
     Done,
@@ -206,6 +206,9 @@ pub enum RxKind {
     Mailbox,
     /// A GET this node serves.
     Read,
+    /// A PUT with immediate data (WRITE_IMM): placed as a PUT; its last packet also writes a
+    /// completion with the immediate in the endpoint's mailbox ring.
+    WriteImm,
 }
 
 /// One slot of the table: a remote op, named by its source node and op id.
@@ -233,6 +236,8 @@ pub struct Slot {
     holder: u32,
     /// [`RxState::Faulted`]: the address that did not translate.
     fault_addr: u64,
+    /// [`RxKind::WriteImm`]: the immediate data.
+    imm: u32,
 }
 
 impl Slot {
@@ -288,10 +293,19 @@ impl Slot {
     pub fn fault_addr(&self) -> u64 {
         self.fault_addr
     }
+    /// [`RxKind::WriteImm`]: the immediate data.
+    pub fn imm(&self) -> u32 {
+        self.imm
+    }
 
-    /// Whether packet `h` is part of this op: its key, range and endpoint.
+    /// Whether packet `h` is part of this op: its key, range and endpoint (and a WRITE_IMM's
+    /// immediate).
     fn is_op_of(&self, h: &Header) -> bool {
-        self.rkey == h.rkey && self.addr == h.addr && self.len == h.len && self.ep == h.endpoint
+        self.rkey == h.rkey
+            && self.addr == h.addr
+            && self.len == h.len
+            && self.ep == h.endpoint
+            && (self.kind != RxKind::WriteImm || self.imm == h.status as u32)
     }
 
     /// Whether the slot may be taken at `now`: free, finished, or idle past `idle_ns` and not
@@ -320,8 +334,9 @@ pub enum Act {
     /// Nothing more.
     #[default]
     Nothing,
-    /// Place the packet's payload (a WRITE: at its offset; a MAILBOX: in the ring's next slot),
-    /// then call [`RecvTable::placed`] with this slot.
+    /// Place the packet's payload (a WRITE: at its offset; a MAILBOX: in the ring's next slot;
+    /// a WRITE_IMM: at its offset, and for its last packet then the completion with the
+    /// immediate in the ring's next slot), then call [`RecvTable::placed`] with this slot.
     Place(usize),
     /// Send the op's source bytes `[from, to)` as READ_RESP packets, then call
     /// [`RecvTable::served`] with this slot.
@@ -554,6 +569,11 @@ impl RecvTable {
             addr: h.addr,
             len: h.len,
             last_ns: now,
+            imm: if kind == RxKind::WriteImm {
+                h.status as u32
+            } else {
+                0
+            },
             ..Slot::default()
         };
         Some(i)
@@ -561,9 +581,14 @@ impl RecvTable {
 
     /// No slot for op `h`: NACK RNR, keeping nothing; its sender probes.
     fn full(&self, h: &Header) -> Step {
+        self.rnr_at(h, 0)
+    }
+
+    /// NACK RNR for packet `h`, from `offset`.
+    fn rnr_at(&self, h: &Header, offset: u64) -> Step {
         Step {
             rnr: true,
-            ..Step::reply(self.answer(h, Op::Nack, 0, Nack::Rnr.status()))
+            ..Step::reply(self.answer(h, Op::Nack, offset, Nack::Rnr.status()))
         }
     }
 
@@ -680,7 +705,8 @@ impl RecvTable {
         now: u64,
         idle_ns: u64,
     ) -> Step {
-        if matches!(h.op, Op::Write | Op::Mailbox | Op::ReadReq) && self.guard.is_quarantined(h.src)
+        if matches!(h.op, Op::Write | Op::WriteImm | Op::Mailbox | Op::ReadReq)
+            && self.guard.is_quarantined(h.src)
         {
             return Step {
                 quarantined: true,
@@ -688,7 +714,7 @@ impl RecvTable {
             };
         }
         match h.op {
-            Op::Write => self.write(h, plen, keys, ep_flags, now, idle_ns),
+            Op::Write | Op::WriteImm => self.write(h, plen, keys, ep_flags, now, idle_ns),
             Op::Mailbox => self.mailbox(h, plen, ep_flags, now, idle_ns),
             Op::ReadReq => self.read_req(h, keys, ep_flags, now, idle_ns),
             // Answers and read data are the sending side's.
@@ -705,6 +731,11 @@ impl RecvTable {
         now: u64,
         idle_ns: u64,
     ) -> Step {
+        let kind = if h.op == Op::WriteImm {
+            RxKind::WriteImm
+        } else {
+            RxKind::Write
+        };
         let found = self.find(h.src, h.op_id);
         if let Err(e) = rkey_check(keys, h, RKEY_WRITE) {
             // No state for a packet its key does not allow: refuse, and forget.
@@ -717,16 +748,19 @@ impl RecvTable {
         let i = match found {
             Some(i) => i,
             None if plen == 0 => return self.unknown_probe(h, false, now, idle_ns),
-            None => match self.admit(h, RxKind::Write, now, idle_ns) {
+            None => match self.admit(h, kind, now, idle_ns) {
                 Ok(i) => i,
                 Err(step) => return step,
             },
         };
         let r = &mut self.slots[i];
-        if r.kind != RxKind::Write || !r.is_op_of(h) {
+        if r.kind != kind || !r.is_op_of(h) {
             return Step::dropped(); // not the op it claims to be part of
         }
         r.last_ns = now;
+        if r.state == RxState::Rnr && ep_flags & ep::MBOX_ROOM != 0 {
+            r.state = RxState::Receiving; // a WRITE_IMM: a ring slot is free now, its RESUME lost
+        }
         if let Some(step) = self.known(i, h, plen) {
             return step;
         }
@@ -745,6 +779,20 @@ impl RecvTable {
         }
         if ep_flags & ep::READY == 0 {
             return self.not_ready(i, h, placed);
+        }
+        if kind == RxKind::WriteImm && h.offset + plen as u64 == h.len {
+            // The last packet places the completion too: a ring must take it.
+            let r = &mut self.slots[i];
+            if ep_flags & ep::MBOX_OWNED == 0 || ep_flags & ep::MBOX_ON == 0 {
+                r.state = RxState::Error;
+                r.err = ECONNREFUSED;
+                return Step::reply(self.answer(h, Op::Nack, placed, -ECONNREFUSED));
+            }
+            if ep_flags & ep::MBOX_ROOM == 0 {
+                r.state = RxState::Rnr;
+                r.nack_seq = h.seq;
+                return self.rnr_at(h, placed);
+            }
         }
         Step {
             act: Act::Place(i),
@@ -871,7 +919,8 @@ impl RecvTable {
     }
 
     /// Slot `i` of a [`Act::Place`] for packet `h`: `got` bytes were placed (a WRITE: of its
-    /// payload; a MAILBOX: all of it, or 0), and `fault` is the address that did not translate
+    /// payload; a MAILBOX: all of it, or 0; a WRITE_IMM's last packet: all of it once the
+    /// completion is in the ring too, or 0), and `fault` is the address that did not translate
     /// if not all of them were.
     pub fn placed(&mut self, i: usize, h: &Header, got: u64, fault: Option<u64>) -> Step {
         let Some(r) = self.slots.get_mut(i) else {
@@ -1090,6 +1139,79 @@ mod tests {
             Act::Place(i) | Act::Report(i) | Act::Serve { slot: i, .. } => i,
             Act::Nothing => panic!("no slot in {s:?}"),
         }
+    }
+
+    /// A put with immediate data (WRITE_IMM): placed as a put, its last packet only when the
+    /// endpoint's ring can take the completion. A full ring NACKs RNR at the last packet (the
+    /// bytes before it stay placed) and a slot freed RESUMEs from there; a process without a
+    /// mailbox refuses it, ECONNREFUSED; the finished op is ACKed again, never completed twice;
+    /// the immediate is part of the op's identity; a ring page that faults is NACKed FAULT.
+    #[test]
+    fn a_put_with_immediate_completes_in_the_ring() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        let imm = |h: Header| Header {
+            status: 0xfeed_f00d_u32 as i32,
+            ..h
+        };
+        let h0 = imm(pkt(Op::WriteImm, 1, 10, 0, 8192));
+        let h1 = imm(pkt(Op::WriteImm, 1, 10, 4096, 8192));
+        let s = t.on_packet(&h0, 4096, &k, ALL & !ep::MBOX_ROOM, 0, IDLE);
+        let i = slot_of(&s);
+        assert_eq!(s.act, Act::Place(i), "not the last packet: no ring needed");
+        assert_eq!(
+            said(&t.placed(i, &h0, 4096, None)),
+            Some((Op::Ack, 4096, 0))
+        );
+        let r = t.slot(i).unwrap();
+        assert_eq!((r.kind(), r.imm()), (RxKind::WriteImm, 0xfeed_f00d));
+        // The last packet, the ring full: RNR from 4096; the table keeps the op.
+        let s = t.on_packet(&h1, 4096, &k, ALL & !ep::MBOX_ROOM, 1, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, 4096, Nack::Rnr.status())));
+        assert!(s.rnr);
+        assert_eq!(t.slot(i).unwrap().state(), RxState::Rnr);
+        let s = t.on_packet(&h1, 0, &k, ALL & !ep::MBOX_ROOM, 2, IDLE);
+        assert_eq!(
+            s.reply.map(|r| r.header.op),
+            Some(Op::Nack),
+            "a probe: still full"
+        );
+        // A slot freed: RESUME from 4096, and the last packet places data and completion.
+        let s = t.wake(i);
+        assert_eq!(said(&s), Some((Op::Resume, 4096, 0)));
+        let s = t.on_packet(&h1, 4096, &k, ALL, 3, IDLE);
+        assert_eq!(s.act, Act::Place(i));
+        // The completion's slot did not translate: NACK FAULT, nothing counted placed.
+        let s = t.placed(i, &h1, 0, Some(0xabc000));
+        assert_eq!(said(&s), Some((Op::Nack, 4096, Nack::Fault.status())));
+        assert_eq!(s.act, Act::Report(i));
+        assert!(t.hold(i, 5));
+        let s = t.resolved(i, 5);
+        assert_eq!(said(&s), Some((Op::Resume, 4096, 0)));
+        let s = t.on_packet(&h1, 4096, &k, ALL, 4, IDLE);
+        assert_eq!(s.act, Act::Place(i));
+        assert_eq!(
+            said(&t.placed(i, &h1, 4096, None)),
+            Some((Op::Ack, 8192, 0))
+        );
+        assert_eq!(t.slot(i).unwrap().state(), RxState::Done);
+        // Its last packet again (the ACK was lost): ACKed, not placed (no second completion).
+        let s = t.on_packet(&h1, 4096, &k, ALL, 5, IDLE);
+        assert_eq!((said(&s), s.act), (Some((Op::Ack, 8192, 0)), Act::Nothing));
+        // Another immediate is another op's: not this one's packet.
+        let other = Header { status: 1, ..h1 };
+        assert!(t.on_packet(&other, 4096, &k, ALL, 6, IDLE).dropped);
+        // A one-packet put to a process without a mailbox: ECONNREFUSED, nothing placed.
+        let h = imm(pkt(Op::WriteImm, 1, 11, 0, 4096));
+        for flags in [ALL & !ep::MBOX_OWNED, ALL & !ep::MBOX_ON] {
+            let mut t = RecvTable::new(9);
+            let s = t.on_packet(&h, 4096, &k, flags, 7, IDLE);
+            assert_eq!(said(&s), Some((Op::Nack, 0, -ECONNREFUSED)));
+            assert_eq!(s.act, Act::Nothing);
+        }
+        // A plain write of the same op id is not the WRITE_IMM's.
+        let s = t.on_packet(&pkt(Op::Write, 1, 10, 0, 8192), 4096, &k, ALL, 8, IDLE);
+        assert!(s.dropped);
     }
 
     #[test]

@@ -31,6 +31,10 @@ pub enum Op {
     Resume,
     /// A small message for the destination context's receive ring.
     Mailbox,
+    /// Put data at `offset` of the op, as [`Op::Write`], for a put with immediate data: every
+    /// packet carries the 32 bits in `status`, and the receiver writes a completion with them
+    /// in the endpoint's mailbox ring once the op's last byte is placed.
+    WriteImm,
 }
 
 impl Op {
@@ -44,6 +48,7 @@ impl Op {
             Op::Nack => 5,
             Op::Resume => 6,
             Op::Mailbox => 7,
+            Op::WriteImm => 8,
         }
     }
 
@@ -57,13 +62,14 @@ impl Op {
             5 => Op::Nack,
             6 => Op::Resume,
             7 => Op::Mailbox,
+            8 => Op::WriteImm,
             _ => return None,
         })
     }
 
     /// Whether packets of this op carry payload.
     pub const fn has_payload(self) -> bool {
-        matches!(self, Op::Write | Op::ReadResp | Op::Mailbox)
+        matches!(self, Op::Write | Op::ReadResp | Op::Mailbox | Op::WriteImm)
     }
 }
 
@@ -123,7 +129,8 @@ pub struct Header {
     pub op_id: u32,
     /// Sequence number of the packet within its operation, for duplicate suppression.
     pub seq: u32,
-    /// NACK: [`Nack::status`]; otherwise 0.
+    /// NACK: [`Nack::status`]; READ_REQ: the bytes asked for; WRITE_IMM: the immediate data;
+    /// otherwise 0.
     pub status: i32,
     /// The remote key the operation names.
     pub rkey: u64,
@@ -324,11 +331,15 @@ mod tests {
             Op::Nack,
             Op::Resume,
             Op::Mailbox,
+            Op::WriteImm,
         ] {
             let payload: &[u8] = if op.has_payload() { &data } else { &[] };
             let mut h = hdr(op);
             if op == Op::Nack {
                 h.status = Nack::Error(14).status();
+            }
+            if op == Op::WriteImm {
+                h.status = 0xdead_beef_u32 as i32; // any 32 bits of immediate data
             }
             let p = packet(&h, payload);
             let (d, pl) = Header::decode(&p).unwrap();

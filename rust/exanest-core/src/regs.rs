@@ -285,6 +285,10 @@ pub mod ch_net {
     pub const OP_GET: u32 = 2;
     /// 2.4: a message of at most [`super::mbox::MAX`] bytes into the mailbox of `EP` at `PEER`.
     pub const OP_MAILBOX: u32 = 3;
+    /// 2.6: a PUT with 32 bits of immediate data ([`SQE_IMM_OFF`]): once its last byte is
+    /// placed, the receiver writes a completion with them in the endpoint's mailbox ring
+    /// ([`super::mbox::FLAG_PUT_IMM`]). From a descriptor only (`OP` ends it `BAD_FLAGS`).
+    pub const OP_PUT_IMM: u32 = 4;
     /// The op field of [`OP`] and of a descriptor's flags.
     pub const OP_MASK: u32 = 0xf;
     /// A PUT's second queue entry: the remote key (u64).
@@ -295,8 +299,10 @@ pub mod ch_net {
     pub const SQE_RSVD0_OFF: usize = 10;
     /// A PUT's second queue entry: the remote endpoint (u32).
     pub const SQE_EP_OFF: usize = 12;
-    /// A PUT's second queue entry: 16 bytes of 0.
-    pub const SQE_RSVD1_OFF: usize = 16;
+    /// 2.6, a PUT_IMM's second queue entry: the immediate data (u32; 0 for the other ops).
+    pub const SQE_IMM_OFF: usize = 16;
+    /// A PUT's second queue entry: 12 bytes of 0 (2.5 and before: 16, from offset 16).
+    pub const SQE_RSVD1_OFF: usize = 20;
 }
 
 /// Value of the ID register ("EXNS").
@@ -601,6 +607,16 @@ pub mod mbox {
     pub const OPID_OFF: usize = 12;
     /// The slot's free-running index + 1 (u32), written last: the slot is complete.
     pub const STAMP_OFF: usize = 60;
+    /// 2.6: what the slot holds (u32): 0 a message, [`FLAG_PUT_IMM`] a put's completion.
+    pub const FLAGS_OFF: usize = 16;
+    /// 2.6, [`FLAGS_OFF`]: the slot is the completion of a PUT_IMM to the endpoint: no message;
+    /// `LEN` is the put's length, [`IMM_OFF`] its immediate data, [`ADDR_OFF`] its address
+    /// here, `SRC_EP` unknown (`u32::MAX`: the put names only its key).
+    pub const FLAG_PUT_IMM: u32 = 1 << 0;
+    /// 2.6: a put's immediate data (u32).
+    pub const IMM_OFF: usize = 20;
+    /// 2.6: a put's first byte here (u64).
+    pub const ADDR_OFF: usize = 24;
     /// The message.
     pub const DATA_OFF: usize = 64;
     /// 2.6, `MBOX_ARM`: arm the mailbox event once. It fires (`ctx_irq::MBOX`) when the ring
@@ -1124,6 +1140,8 @@ pub struct PutSqe {
     pub peer: u16,
     /// The receiving process's endpoint.
     pub endpoint: u32,
+    /// A PUT_IMM's immediate data (0 for the other ops).
+    pub imm: u32,
 }
 
 impl PutSqe {
@@ -1131,14 +1149,15 @@ impl PutSqe {
     pub const fn encode(&self) -> QueueEntry {
         let b = put_le([0; 32], ch_net::SQE_RKEY_OFF, 8, self.rkey);
         let b = put_le(b, ch_net::SQE_PEER_OFF, 2, self.peer as u64);
+        let b = put_le(b, ch_net::SQE_IMM_OFF, 4, self.imm as u64);
         put_le(b, ch_net::SQE_EP_OFF, 4, self.endpoint as u64)
     }
 
     /// Decode an entry's bytes; `None` if a reserved field is not 0 (the engine's BAD_FLAGS).
     pub const fn decode(b: &QueueEntry) -> Option<Self> {
         if get_le(b, ch_net::SQE_RSVD0_OFF, 2) != 0
-            || get_le(b, ch_net::SQE_RSVD1_OFF, 8) != 0
-            || get_le(b, ch_net::SQE_RSVD1_OFF + 8, 8) != 0
+            || get_le(b, ch_net::SQE_RSVD1_OFF, 4) != 0
+            || get_le(b, ch_net::SQE_RSVD1_OFF + 4, 8) != 0
         {
             return None;
         }
@@ -1146,6 +1165,7 @@ impl PutSqe {
             rkey: get_le(b, ch_net::SQE_RKEY_OFF, 8),
             peer: get_le(b, ch_net::SQE_PEER_OFF, 2) as u16,
             endpoint: get_le(b, ch_net::SQE_EP_OFF, 4) as u32,
+            imm: get_le(b, ch_net::SQE_IMM_OFF, 4) as u32,
         })
     }
 }
@@ -1428,6 +1448,7 @@ mod tests {
             rkey: 0xc0ff_ee11_0000_0005,
             peer: 0x0102,
             endpoint: 0x0a0b_0c0d,
+            imm: 0,
         };
         let b = p.encode();
         assert_eq!(&b[0..8], &0xc0ff_ee11_0000_0005u64.to_le_bytes());
@@ -1436,7 +1457,15 @@ mod tests {
         assert_eq!(&b[12..16], &[0x0d, 0x0c, 0x0b, 0x0a]);
         assert_eq!(&b[16..32], &[0; 16]);
         assert_eq!(PutSqe::decode(&b), Some(p));
-        for i in [10, 11, 16, 31] {
+        // 2.6: a PUT_IMM's immediate at 16; 20..32 stay reserved.
+        let q = PutSqe {
+            imm: 0xfeed_f00d,
+            ..p
+        };
+        let b2 = q.encode();
+        assert_eq!(&b2[16..20], &[0x0d, 0xf0, 0xed, 0xfe]);
+        assert_eq!(PutSqe::decode(&b2), Some(q));
+        for i in [10, 11, 20, 31] {
             let mut bad = b;
             bad[i] = 1;
             assert_eq!(PutSqe::decode(&bad), None, "byte {i}");

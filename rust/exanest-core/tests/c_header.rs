@@ -232,6 +232,12 @@ fn rust_register_map_matches_c_header() {
         ("PLDMA_OP_PUT", regs::ch_net::OP_PUT.into()),
         ("PLDMA_OP_GET", regs::ch_net::OP_GET.into()),
         ("PLDMA_OP_MAILBOX", regs::ch_net::OP_MAILBOX.into()),
+        ("PLDMA_OP_PUT_IMM", regs::ch_net::OP_PUT_IMM.into()),
+        ("PLDMA_SQE_NET_IMM_OFF", regs::ch_net::SQE_IMM_OFF as u64),
+        ("PLDMA_MBOX_FLAGS_OFF", regs::mbox::FLAGS_OFF as u64),
+        ("PLDMA_MBOX_FLAG_PUT_IMM", regs::mbox::FLAG_PUT_IMM.into()),
+        ("PLDMA_MBOX_IMM_OFF", regs::mbox::IMM_OFF as u64),
+        ("PLDMA_MBOX_ADDR_OFF", regs::mbox::ADDR_OFF as u64),
         // 2.4: the mailbox
         ("PLDMA_CTX_MBOX_BASE_LO", regs::ctx::MBOX_BASE_LO as u64),
         ("PLDMA_CTX_MBOX_BASE_HI", regs::ctx::MBOX_BASE_HI as u64),

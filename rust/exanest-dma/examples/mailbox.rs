@@ -3,8 +3,9 @@
 //! engines are two nodes cabled back to back; A holds a file on node 0, B one on node 1, each
 //! with a queue and a mailbox. All A knows of B at first is its node and endpoint (what a job
 //! launcher would hand out). A says hello; the message names A's node and endpoint, so B can
-//! answer: with the key of a buffer it never touched. A puts BYTES into it and says done; B
-//! checks every byte. Messages go through the rings with no system call; a reader with nothing
+//! answer: with the key of a buffer it never touched. A puts BYTES into it with immediate data
+//! (register map 2.6): B's mailbox gets the put's completion after its last byte, and B checks
+//! every byte. Messages go through the rings with no system call; a reader with nothing
 //! to read sleeps until a message comes (`Queue::recv_wait`).
 use exanest_dma::{Device, Message, Mode, Queue, QueueCompletion, Remote};
 use std::time::Duration;
@@ -44,40 +45,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let k = b.register(key.to_vec(), Mode::OnDemand)?;
     qb.send(k.addr(), key.len().try_into()?, m.node, m.endpoint, 2)?;
     let st_b = complete(&mut qb)?;
-    // A: the key; put, then say done.
+    // A: the key; a put with immediate data, whose completion tells B it landed.
     let reply = recv(&mut qa)?;
     let to = Remote::from_bytes(reply.data()).ok_or("a short key")?;
     let data: Vec<u8> = (0..size).map(|i| (i * 7 % 253) as u8).collect();
     let src = a.register(data, Mode::OnDemand)?;
-    qa.put(src.addr(), size.try_into()?, &to, 0, 3)?;
+    qa.put_imm(src.addr(), size.try_into()?, &to, 0, 0xd09e, 3)?;
     let st_put = complete(&mut qa)?;
-    let done = b"done".to_vec();
-    let d = a.register(done.clone(), Mode::OnDemand)?;
-    qa.send(d.addr(), done.len().try_into()?, bi.node, bi.endpoint, 4)?;
-    let st_done = complete(&mut qa)?;
-    // B: done; check.
+    // B: the put's completion, after its last byte; check.
     let fin = recv(&mut qb)?;
+    let put = fin.put().ok_or("a message, not the put's completion")?;
     let faults = b.counters()?.faults_resolved;
-    let ok = [st, st_b, st_put, st_done] == [0; 4]
+    let ok = [st, st_b, st_put] == [0; 3]
         && m.data() == &hello[..]
-        && fin.data() == b"done"
+        && put.imm == 0xd09e
+        && put.addr == to.addr
+        && put.len == size as u64
         && region.into_inner()? == src.as_slice();
     println!(
         "mailbox: A (node {} endpoint {}) said hello to B (node {} endpoint {}); B answered \
          with its key; A put {} bytes into memory B never touched ({} faults resolved on B's \
-         side, its ring's included); statuses {} {} {} {}; data {}",
+         side, its ring's included), with immediate data: B's mailbox had the put's \
+         completion (immediate {:#x}, {} bytes at {:#x}); statuses {} {} {}; data {}",
         m.node,
         m.endpoint,
         bi.node,
         bi.endpoint,
         size,
         faults,
+        put.imm,
+        put.len,
+        put.addr,
         st,
         st_b,
         st_put,
-        st_done,
         if ok { "verified" } else { "DIFFERS" }
     );
-    drop((h, k, src, d));
+    drop((h, k, src));
     std::process::exit(if ok { 0 } else { 1 });
 }

@@ -797,7 +797,113 @@ pub unsafe extern "C" fn exanest_dma_queue_send(
     ret(q.send(src, len, node, endpoint, wr_id))
 }
 
-/// Take the next message: its length, 0 when none has come.
+/// Put with immediate data (`exanest_dma_queue_put` and `imm`): the receiving process's
+/// mailbox gets a completion with `imm` once every byte is placed. `-ECONNREFUSED` in the
+/// completion when it has no mailbox.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle; `to` is NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_put_imm(
+    q: *mut ExanestDmaQueue,
+    src: u64,
+    len: u32,
+    to: *const Remote,
+    offset: u64,
+    imm: u32,
+    wr_id: u64,
+) -> c_int {
+    let q = queue!(q);
+    // SAFETY: NULL or readable per the contract.
+    let Some(to) = (unsafe { to.as_ref() }) else {
+        return -libc::EINVAL;
+    };
+    ret(q.put_imm(src, len, to, offset, imm, wr_id))
+}
+
+/// `struct exanest_dma_message`: what `exanest_dma_queue_recv_msg` took.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExanestDmaMessage {
+    /// The sending node.
+    pub node: u32,
+    /// The sending endpoint (`u32::MAX` for a put's completion).
+    pub endpoint: u32,
+    /// The message's bytes, or the put's length.
+    pub len: u32,
+    /// `EXANEST_DMA_MESSAGE_PUT_IMM` for a put's completion, else 0.
+    pub flags: u32,
+    /// A put's immediate data.
+    pub imm: u32,
+    /// 0.
+    pub reserved: u32,
+    /// A put's first byte here.
+    pub addr: u64,
+}
+
+/// `EXANEST_DMA_MESSAGE_PUT_IMM`.
+pub const MESSAGE_PUT_IMM: u32 = 1;
+
+/// Take the next message or put completion, sleeping for it as `exanest_dma_queue_recv_wait`
+/// (`timeout_ns` 0: just look): 1 with `*m` filled (a message's first `cap` bytes in `buf`),
+/// 0 when nothing came with `timeout_ns` 0, or `-errno`.
+///
+/// # Safety
+///
+/// `q` is NULL or a live handle; `buf` is NULL (with `cap` 0) or writable for `cap` bytes; `m`
+/// is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_queue_recv_msg(
+    q: *mut ExanestDmaQueue,
+    buf: *mut u8,
+    cap: usize,
+    m: *mut ExanestDmaMessage,
+    timeout_ns: i64,
+) -> c_int {
+    // SAFETY: NULL or writable per the contract.
+    let Some(out) = (unsafe { m.as_mut() }) else {
+        return -libc::EINVAL;
+    };
+    *out = ExanestDmaMessage::default();
+    let q = queue!(q);
+    if buf.is_null() && cap != 0 {
+        return -libc::EINVAL;
+    }
+    let got = if timeout_ns == 0 {
+        match q.recv() {
+            Some(g) => g,
+            None if q.has_mailbox() => return 0,
+            None => return -libc::EINVAL,
+        }
+    } else {
+        match q.recv_wait(u64::try_from(timeout_ns).ok().map(Duration::from_nanos)) {
+            Ok(g) => g,
+            Err(e) => return -e.errno(),
+        }
+    };
+    // SAFETY: The caller gives `message_out`'s guarantees.
+    let n = unsafe { message_out(&got, buf, cap, core::ptr::null_mut(), core::ptr::null_mut()) };
+    *out = ExanestDmaMessage {
+        node: got.node,
+        endpoint: got.endpoint,
+        len: n as u32,
+        ..Default::default()
+    };
+    if let Some(p) = got.put() {
+        *out = ExanestDmaMessage {
+            len: p.len as u32,
+            flags: MESSAGE_PUT_IMM,
+            imm: p.imm,
+            addr: p.addr,
+            ..*out
+        };
+    }
+    1
+}
+
+/// Take the next message: its length, 0 when none has come; `-ENOMSG` (taking nothing) when
+/// the next entry is a put's completion (`exanest_dma_queue_recv_msg` takes it).
 ///
 /// # Safety
 ///
@@ -815,6 +921,9 @@ pub unsafe extern "C" fn exanest_dma_queue_recv(
     if buf.is_null() && cap != 0 {
         return -libc::EINVAL;
     }
+    if q.next_is_put() {
+        return -libc::ENOMSG;
+    }
     match q.recv() {
         // SAFETY: The caller gives `message_out`'s guarantees.
         Some(m) => unsafe { message_out(&m, buf, cap, node, endpoint) },
@@ -824,7 +933,7 @@ pub unsafe extern "C" fn exanest_dma_queue_recv(
 
 /// Sleep until a message comes (`timeout_ns` < 0: no limit; 0: just look) and take it: its
 /// length, or `-ETIMEDOUT`, `-EINTR`, `-EINVAL` (no mailbox), `-EOPNOTSUPP` (an engine older
-/// than register map 2.6).
+/// than register map 2.6), `-ENOMSG` (taking nothing) for a put's completion.
 ///
 /// # Safety
 ///
@@ -842,10 +951,16 @@ pub unsafe extern "C" fn exanest_dma_queue_recv_wait(
     if buf.is_null() && cap != 0 {
         return -libc::EINVAL;
     }
-    match q.recv_wait(u64::try_from(timeout_ns).ok().map(Duration::from_nanos)) {
+    if let Err(e) = q.wait_message(u64::try_from(timeout_ns).ok().map(Duration::from_nanos)) {
+        return -e.errno();
+    }
+    if q.next_is_put() {
+        return -libc::ENOMSG;
+    }
+    match q.recv() {
         // SAFETY: The caller gives `message_out`'s guarantees.
-        Ok(m) => unsafe { message_out(&m, buf, cap, node, endpoint) },
-        Err(e) => -e.errno(),
+        Some(m) => unsafe { message_out(&m, buf, cap, node, endpoint) },
+        None => -libc::EAGAIN,
     }
 }
 
@@ -878,4 +993,20 @@ unsafe fn message_out(
         *p = m.endpoint;
     }
     data.len() as c_int
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::{offset_of, size_of};
+
+    /// `struct exanest_dma_message` (tests/capi.c checks the same offsets with the C compiler).
+    #[test]
+    fn message_layout_is_the_c_struct() {
+        assert_eq!(size_of::<ExanestDmaMessage>(), 32);
+        assert_eq!(offset_of!(ExanestDmaMessage, len), 8);
+        assert_eq!(offset_of!(ExanestDmaMessage, flags), 12);
+        assert_eq!(offset_of!(ExanestDmaMessage, imm), 16);
+        assert_eq!(offset_of!(ExanestDmaMessage, addr), 24);
+    }
 }

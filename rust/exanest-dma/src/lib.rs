@@ -46,7 +46,7 @@ pub mod queue;
 pub mod region;
 pub mod remote;
 
-pub use mailbox::Message;
+pub use mailbox::{Message, PutCompletion};
 pub use queue::{Completion as QueueCompletion, Queue, QueueError, QueueEvents};
 pub use region::{Buffer, BufferMut, Pending, Region, RegionMut, Registered};
 pub use remote::{Remote, RemoteAccess, RemoteRegion};

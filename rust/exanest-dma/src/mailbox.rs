@@ -25,21 +25,41 @@ use exanest_core::abi;
 use exanest_core::regs::{ch_net, mbox, vf, PutSqe, Sqe};
 use std::time::{Duration, Instant};
 
-/// A message taken from the mailbox.
+/// What the mailbox took: a message, or (register map 2.6) the completion of a put with
+/// immediate data into this process ([`Queue::put_imm`]).
 #[derive(Clone)]
 pub struct Message {
     /// The sending node.
     pub node: u32,
-    /// The sending process's endpoint there (its `Device::info().endpoint`).
+    /// The sending process's endpoint there (its `Device::info().endpoint`); `u32::MAX` for a
+    /// put's completion (a put names only its key).
     pub endpoint: u32,
     len: usize,
     data: [u8; mbox::MAX as usize],
+    put: Option<PutCompletion>,
+}
+
+/// The completion of a put with immediate data into this process: every byte of the put is
+/// in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PutCompletion {
+    /// The sender's immediate data.
+    pub imm: u32,
+    /// The put's first byte, in this process.
+    pub addr: u64,
+    /// The put's length.
+    pub len: u64,
 }
 
 impl Message {
-    /// The message's bytes.
+    /// The message's bytes (none for a put's completion).
     pub fn data(&self) -> &[u8] {
         &self.data[..self.len]
+    }
+
+    /// A put's completion: its immediate data, address and length; `None` for a message.
+    pub fn put(&self) -> Option<PutCompletion> {
+        self.put
     }
 }
 
@@ -49,6 +69,7 @@ impl std::fmt::Debug for Message {
             .field("node", &self.node)
             .field("endpoint", &self.endpoint)
             .field("len", &self.len)
+            .field("put", &self.put)
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +102,14 @@ impl MboxRing {
         u32::from_le(unsafe { base.add(slot + off).cast::<u32>().read_volatile() })
     }
 
+    /// Whether the next slot is a put's completion (completed by the engine).
+    pub(crate) fn next_is_put(&self) -> bool {
+        self.ready() && {
+            load_barrier();
+            self.field(mbox::FLAGS_OFF) & mbox::FLAG_PUT_IMM != 0
+        }
+    }
+
     /// Whether the slot of index `head` holds a message the engine has completed.
     fn ready(&self) -> bool {
         self.field(mbox::STAMP_OFF) == self.head.wrapping_add(1)
@@ -97,12 +126,22 @@ impl MboxRing {
         }
         // The stamp before the rest of the slot (the engine wrote it last).
         load_barrier();
-        let len = (field(mbox::LEN_OFF) as usize).min(mbox::MAX as usize);
+        let put = (field(mbox::FLAGS_OFF) & mbox::FLAG_PUT_IMM != 0).then(|| PutCompletion {
+            imm: field(mbox::IMM_OFF),
+            addr: u64::from(field(mbox::ADDR_OFF)) | u64::from(field(mbox::ADDR_OFF + 4)) << 32,
+            len: u64::from(field(mbox::LEN_OFF)),
+        });
+        let len = if put.is_some() {
+            0
+        } else {
+            (field(mbox::LEN_OFF) as usize).min(mbox::MAX as usize)
+        };
         let mut m = Message {
             node: field(mbox::SRC_NODE_OFF) & 0xffff,
             endpoint: field(mbox::SRC_EP_OFF),
             len,
             data: [0; mbox::MAX as usize],
+            put,
         };
         // SAFETY: The slot's message bytes lie inside the ring (`DATA_OFF + MAX == SLOT`), the
         // engine does not write them again before the slot is freed, and `m.data` is ours.
@@ -140,8 +179,19 @@ impl Queue {
         Ok(())
     }
 
-    /// The next message of the mailbox, if one has come; taking it frees its slot. `None`
-    /// without a mailbox too.
+    /// Whether the queue has a mailbox.
+    pub(crate) fn has_mailbox(&self) -> bool {
+        self.mbox.is_some()
+    }
+
+    /// Whether the mailbox's next entry is a put's completion ([`Message::put`]), not a
+    /// message: the C API's plain receives leave it to `exanest_dma_queue_recv_msg`.
+    pub(crate) fn next_is_put(&self) -> bool {
+        self.mbox.as_ref().is_some_and(MboxRing::next_is_put)
+    }
+
+    /// The next message (or put completion) of the mailbox, if one has come; taking it frees
+    /// its slot. `None` without a mailbox too.
     pub fn recv(&mut self) -> Option<Message> {
         let m = self.mbox.as_mut()?.take()?;
         let head = self.mbox.as_ref().map_or(0, |r| r.head);
@@ -202,6 +252,7 @@ impl Queue {
             rkey: 0,
             peer: node as u16,
             endpoint,
+            imm: 0,
         };
         let ring = self.ring_mut();
         ring.push_pair(&first.encode(), &second.encode())
@@ -229,6 +280,42 @@ mod tests {
                 .write((msg.len() as u32).to_le());
             b.add(mbox::STAMP_OFF).cast::<u32>().write(stamp.to_le());
         }
+    }
+
+    /// A slot with FLAGS PUT_IMM is a put's completion: its immediate, address and length, no
+    /// message bytes (whatever LEN says).
+    #[test]
+    fn a_put_completion_is_no_message() {
+        let mut r = MboxRing::new(2).unwrap();
+        engine_writes(&r, 0, 2, u32::MAX, &[], 1);
+        let slot = 0;
+        // SAFETY: Inside the ring's mapping, which the test owns; no reference to it exists.
+        unsafe {
+            let b = r.map.ptr.as_ptr().cast::<u8>().add(slot);
+            b.add(mbox::LEN_OFF).cast::<u32>().write(300u32.to_le());
+            b.add(mbox::FLAGS_OFF)
+                .cast::<u32>()
+                .write(mbox::FLAG_PUT_IMM.to_le());
+            b.add(mbox::IMM_OFF)
+                .cast::<u32>()
+                .write(0xfeed_f00du32.to_le());
+            b.add(mbox::ADDR_OFF)
+                .cast::<u64>()
+                .write(0x7f00_1234_5000u64.to_le());
+        }
+        let m = r.take().unwrap();
+        assert_eq!((m.node, m.endpoint, m.data()), (2, u32::MAX, &[][..]));
+        assert_eq!(
+            m.put(),
+            Some(PutCompletion {
+                imm: 0xfeed_f00d,
+                addr: 0x7f00_1234_5000,
+                len: 300
+            })
+        );
+        engine_writes(&r, 1, 2, 9, b"plain", 2);
+        let m = r.take().unwrap();
+        assert_eq!((m.data(), m.put()), (&b"plain"[..], None));
     }
 
     /// Slots are taken in order, each once its stamp is its index + 1: a stale stamp (the

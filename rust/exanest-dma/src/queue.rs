@@ -950,6 +950,7 @@ mod tests {
             rkey: 0xabcd_0000_0000_0003 + n,
             peer: 1,
             endpoint: 7,
+            imm: 0,
         };
         for n in 1..=2 {
             b.ring

@@ -20,6 +20,10 @@ _Static_assert(offsetof(struct exanest_dma_completion, fault_addr) == 16, "compl
 _Static_assert(sizeof(struct exanest_dma_remote) == 32, "remote size");
 _Static_assert(offsetof(struct exanest_dma_remote, rkey) == 16, "remote layout");
 _Static_assert(offsetof(struct exanest_dma_remote, endpoint) == 28, "remote layout");
+/* And for a message (capi::tests::message_layout_is_the_c_struct). */
+_Static_assert(sizeof(struct exanest_dma_message) == 32, "message size");
+_Static_assert(offsetof(struct exanest_dma_message, imm) == 16, "message layout");
+_Static_assert(offsetof(struct exanest_dma_message, addr) == 24, "message layout");
 
 static void check(int ok, const char *what, long got)
 {
@@ -125,6 +129,18 @@ int main(void)
 	check(exanest_dma_queue_wait(NULL, 0) == -EINVAL, "queue_wait on NULL", 0);
 	check(exanest_dma_queue_recv_wait(NULL, buf, sizeof(buf), NULL, NULL, 0) == -EINVAL,
 	      "queue_recv_wait on NULL", 0);
+	{
+		struct exanest_dma_message m;
+
+		memset(&m, 0xff, sizeof(m));
+		r = exanest_dma_queue_recv_msg(NULL, buf, sizeof(buf), &m, 0);
+		check(r == -EINVAL && m.len == 0 && m.flags == 0 && m.addr == 0,
+		      "queue_recv_msg on NULL: -EINVAL, zeroed", r);
+		check(exanest_dma_queue_recv_msg((struct exanest_dma_queue_h *)&failed, buf, 1, NULL,
+						 0) == -EINVAL, "queue_recv_msg into NULL", 0);
+		check(exanest_dma_queue_put_imm(NULL, 0, 1, NULL, 0, 7, 0) == -EINVAL,
+		      "queue_put_imm on NULL", 0);
+	}
 	check(exanest_dma_queue_outstanding(NULL) == -EINVAL, "queue_outstanding on NULL", 0);
 	memset(comp, 0xff, sizeof(comp));
 	r = exanest_dma_queue_poll(NULL, comp, 2);

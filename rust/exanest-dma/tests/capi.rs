@@ -74,7 +74,7 @@ fn c_api_reports_errors_and_clears_out_parameters() {
     print!("{out}");
     assert_eq!(
         out.lines().filter(|l| l.starts_with("ok ")).count(),
-        55,
+        58,
         "{out}"
     );
 }

@@ -508,6 +508,7 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_PKT_NACK", Op::Nack.code() as i64),
     ("EXANEST_PKT_RESUME", Op::Resume.code() as i64),
     ("EXANEST_PKT_MAILBOX", Op::Mailbox.code() as i64),
+    ("EXANEST_PKT_WRITE_IMM", Op::WriteImm.code() as i64),
     ("EXANEST_NACK_FAULT", Nack::Fault.status() as i64),
     ("EXANEST_NACK_NOT_READY", Nack::NotReady.status() as i64),
     ("EXANEST_NACK_SEQUENCE", Nack::Sequence.status() as i64),
@@ -550,5 +551,6 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_RX_WRITE", RX_WRITE as i64),
     ("EXANEST_RX_MAILBOX", RX_MAILBOX as i64),
     ("EXANEST_RX_READ", RX_READ as i64),
+    ("EXANEST_RX_WRITE_IMM", RX_WRITE_IMM as i64),
     ("EXANEST_RX_KEYLESS", netrx::KEYLESS as i64),
 ];

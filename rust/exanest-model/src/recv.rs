@@ -64,7 +64,7 @@ pub const RX_QUARANTINED: u32 = 1 << 6;
 pub struct ExanestRxSlot {
     /// `EXANEST_RX_FREE` … `EXANEST_RX_ERROR` ([`exanest_core::netrx::RxState::code`]).
     pub state: u32,
-    /// `EXANEST_RX_WRITE`, `_MAILBOX` or `_READ`.
+    /// `EXANEST_RX_WRITE`, `_MAILBOX`, `_READ` or `_WRITE_IMM`.
     pub kind: u32,
     /// The op's id at its source.
     pub op_id: u32,
@@ -94,6 +94,8 @@ pub const RX_WRITE: u32 = 0;
 pub const RX_MAILBOX: u32 = 1;
 /// A GET this node serves.
 pub const RX_READ: u32 = 2;
+/// A PUT with immediate data (WRITE_IMM).
+pub const RX_WRITE_IMM: u32 = 3;
 
 /// `ExanestRecvTable`: one node's receive table, opaque to C.
 pub struct ExanestRecvTable(RecvTable);
@@ -172,6 +174,7 @@ pub fn slot_of(r: &Slot) -> ExanestRxSlot {
             RxKind::Write => RX_WRITE,
             RxKind::Mailbox => RX_MAILBOX,
             RxKind::Read => RX_READ,
+            RxKind::WriteImm => RX_WRITE_IMM,
         },
         op_id: r.op_id(),
         ep: r.ep(),
