@@ -256,5 +256,13 @@ uint32_t exanest_rx_keyfail_limit(const ExanestRecvTable *t);
 uint32_t exanest_rx_keyfails(const ExanestRecvTable *t, uint32_t src);
 uint64_t exanest_rx_quarantined(const ExanestRecvTable *t);
 void exanest_rx_release_nodes(ExanestRecvTable *t, uint64_t mask);
+/*
+ * READ_RESP waiting in the port, per requesting node: a READ_REQ that would
+ * pass the cap is NACKed RNR (Transport v2, defect 5); the caller tells what
+ * left the port (sent, or dropped on the way).
+ */
+void exanest_rx_set_read_cap(ExanestRecvTable *t, uint64_t bytes);
+void exanest_rx_read_sent(ExanestRecvTable *t, uint32_t dst, uint64_t n);
+uint64_t exanest_rx_reading(const ExanestRecvTable *t, uint32_t dst);
 
 #endif

@@ -115,6 +115,14 @@ static uint64_t net_valid_prefix(AddressSpace *as, uint64_t addr, uint64_t n,
     return good;
 }
 
+/* Packet @p leaves the port: served bytes stop counting against its node. */
+static void net_tx_gone(PldmaState *s, const PldmaTxPacket *p)
+{
+    if (p->op == EXANEST_PKT_READ_RESP) {
+        exanest_rx_read_sent(s->net.rxt, p->dst, p->len - EXANEST_PKT_HDR);
+    }
+}
+
 /* The link: send what has reached the far end. */
 static void net_tx_timer(void *opaque)
 {
@@ -124,6 +132,7 @@ static void net_tx_timer(void *opaque)
 
     while ((p = QSIMPLEQ_FIRST(&s->net.txq)) && p->at <= now) {
         QSIMPLEQ_REMOVE_HEAD(&s->net.txq, next);
+        net_tx_gone(s, p);
         if (s->net.nic) {
             qemu_send_packet(qemu_get_queue(s->net.nic), p->data, p->len);
         }
@@ -134,10 +143,33 @@ static void net_tx_timer(void *opaque)
     }
 }
 
+/* Queue @p by when it arrives, after those arriving no later. */
+static void net_tx_queue(PldmaNet *n, PldmaTxPacket *p)
+{
+    PldmaTxPacket *q, *after = QSIMPLEQ_LAST(&n->txq, PldmaTxPacket, next);
+
+    if (after && after->at > p->at) {
+        after = NULL;
+        QSIMPLEQ_FOREACH(q, &n->txq, next) {
+            if (q->at > p->at) {
+                break;
+            }
+            after = q;
+        }
+    }
+    if (after) {
+        QSIMPLEQ_INSERT_AFTER(&n->txq, after, p, next);
+    } else {
+        QSIMPLEQ_INSERT_HEAD(&n->txq, p, next);
+    }
+}
+
 /*
  * Put a packet on the link, leaving no earlier than @ready (when its payload
  * was read); its checksum is computed here, then injection may drop it or
- * flip one bit of it.
+ * flip one bit of it. Packets without payload (answers, requests, probes)
+ * have a lane of their own: they do not wait behind the data queued before
+ * them (Transport v2, defect 5), so the queue stays in arrival order.
  */
 static void net_tx(PldmaState *s, const ExanestPkt *k, int64_t ready)
 {
@@ -157,8 +189,12 @@ static void net_tx(PldmaState *s, const ExanestPkt *k, int64_t ready)
     }
     p->len = len;
 
-    depart = MAX(MAX(now, ready), n->tx_free_ns) + net_link_ns(s, len);
-    n->tx_free_ns = depart;
+    if (k->plen) {
+        depart = MAX(MAX(now, ready), n->tx_free_ns) + net_link_ns(s, len);
+        n->tx_free_ns = depart;
+    } else {
+        depart = MAX(now, ready) + net_link_ns(s, len);
+    }
     p->depart = depart;
     p->at = depart + n->link_latency_ns;
     p->op = k->op;
@@ -171,6 +207,7 @@ static void net_tx(PldmaState *s, const ExanestPkt *k, int64_t ready)
 
     if (n->drop_ppm && net_rand(n) % 1000000 < n->drop_ppm) {
         net_count(s, PLDMA_NET_CNT_INJECTED_DROPS, 1);
+        net_tx_gone(s, p);
         g_free(p);
         return;
     }
@@ -180,7 +217,7 @@ static void net_tx(PldmaState *s, const ExanestPkt *k, int64_t ready)
         b[bit / 8] ^= 1u << (bit % 8);
         net_count(s, PLDMA_NET_CNT_INJECTED_CORRUPT, 1);
     }
-    QSIMPLEQ_INSERT_TAIL(&n->txq, p, next);
+    net_tx_queue(n, p);
     if (!timer_pending(n->tx_timer) ||
         timer_expire_time_ns(n->tx_timer) > p->at) {
         timer_mod(n->tx_timer, p->at);
@@ -200,7 +237,8 @@ static uint64_t net_tx_withdraw(PldmaState *s, uint16_t dst, uint32_t op_id)
     PldmaTxPacket *p, *nx;
 
     QSIMPLEQ_FOREACH_SAFE(p, &n->txq, next, nx) {
-        if ((p->op == EXANEST_PKT_WRITE || p->op == EXANEST_PKT_MAILBOX) &&
+        if ((p->op == EXANEST_PKT_WRITE || p->op == EXANEST_PKT_WRITE_IMM ||
+             p->op == EXANEST_PKT_MAILBOX) &&
             p->dst == dst && p->op_id == op_id &&
             p->depart > now) {
             low = MIN(low, p->offset);
@@ -1563,6 +1601,11 @@ void pldma_net_realize(PldmaState *s)
 
     QSIMPLEQ_INIT(&n->txq);
     n->rxt = exanest_rx_new(n->node);
+    /*
+     * What one requester may have waiting in the port, served: two of its
+     * requests in flight on each of two channels (a GET asks in half windows).
+     */
+    exanest_rx_set_read_cap(n->rxt, 4 * (uint64_t)n->window);
     n->tx_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_tx_timer, s);
     qemu_macaddr_default_if_unset(&n->conf.macaddr);
     n->nic = qemu_new_nic(&pldma_net_info, &n->conf,

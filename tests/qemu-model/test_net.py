@@ -1292,6 +1292,31 @@ class Hostile(unittest.TestCase):
         self.assertEqual(ca["TIMEOUTS"], 0)
         self.assertGreater(t, 0)
 
+    def test_a_read_flood_is_capped(self):
+        """200 READ_REQs of 1 MiB each from a node that holds a read key (a key holder gone
+        rogue; Transport v2, defect 5): node 1 keeps at most its read cap (4 windows) of
+        READ_RESP waiting for that node and NACKs the rest RNR, so 64-byte requests no longer
+        draw 200 MiB; its answers do not wait behind that data, and an honest put from node 0
+        during the flood completes exactly, with no timeout."""
+        a, b, sock, path = hostile_nodes(self)
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 5, 0xFEED, 7, DST, 1 << 20, ctrl=RKEY_RW)
+        b.mem_write(DST, bytes(1 << 20))
+        data = random.Random(9).randbytes(256 << 10)
+        a.mem_write(SRC, data)
+        tx0 = cnt(b, "TX_PACKETS")
+        put(a, 0, 1, SRC, DST, 256 << 10, 1, 7, rkey)
+        inject(a, b, sock, path, [packet(2, 2, 1, 7, 5000 + i, 0, 1 << 20, rkey, DST, 1 << 20, 0)
+                                  for i in range(200)])
+        a.run_until_settled(0, 1)
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(DST, 256 << 10), data)
+        self.assertEqual(cnt(a, "TIMEOUTS"), 0)
+        self.assertGreaterEqual(cnt(b, "RNR_SENT"), 100, "requests past the cap")
+        sent = cnt(b, "TX_PACKETS") - tx0
+        self.assertLess(sent, 200 * 256 // 10, f"node 1 sent {sent} packets for 200 requests")
+        drain(sock)
+
     def test_keyless_fill_leaves_keyed_ops_room(self):
         """64 forged one-byte MAILBOX packets, each a new op, to an endpoint without a context
         (the reproduction in Transport v2's defect 1): keyless ops hold at most 16 receive
@@ -1558,7 +1583,7 @@ def fuzz_packet(rnd, rkey, honest):
     kind = rnd.randrange(6)
     if kind == 0:
         return rnd.randbytes(rnd.randrange(0, 4200))
-    op = rnd.choice([1, 2, 3, 4, 5, 6, 7, 0, 9])
+    op = rnd.choice([1, 2, 3, 4, 5, 6, 7, 8, 0, 9])
     src, dst = rnd.choice([0, 1, 2, 63, 64, 65535]), rnd.choice([0, 1, 2, 65535])
     ep = rnd.choice([7, 8, 0, 255, 256, 2**32 - 1])
     op_id = rnd.choice([honest, honest + 1, honest + 2, 0, rnd.randrange(2**32)])

@@ -10,8 +10,12 @@
 //! (the address field, so that an off-path node cannot forge its answers), placed once in the
 //! destination's ring (a full ring NACKs RNR and
 //! RESUMEs when its reader frees a slot). A READ_REQ is served from the op's source, at most
-//! [`READ_MAX`] bytes a request, and only a fault is kept. An endpoint with no resident context
-//! NACKs NOT_READY and RESUMEs when it becomes resident.
+//! [`READ_MAX`] bytes a request, and only a fault is kept. What a node serves another waits in
+//! its port until the link takes it: at most the read cap ([`RecvTable::set_read_cap`], as
+//! InfiniBand's `max_rd_atomic` bounds a responder's reads) per requesting node; a request that
+//! would pass it is NACKed RNR, so a 64-byte request cannot draw an unbounded amount of data
+//! (Transport v2, defect 5). An endpoint with no resident context NACKs NOT_READY and RESUMEs
+//! when it becomes resident.
 //!
 //! The table holds [`RX_OPS`] ops: a new op takes a free slot, else the oldest finished one,
 //! else one idle for longer than the caller's idle time (its sender gave up, was killed or
@@ -44,6 +48,9 @@ pub const ENOKEY: i32 = 126;
 pub const KEYLESS: usize = 16;
 /// Bytes one READ_REQ is served at most, whatever it asks.
 pub const READ_MAX: u64 = 1 << 20;
+/// The read cap of a new table: READ_RESP bytes a requesting node may have waiting in this
+/// node's port.
+pub const READ_CAP: u64 = 256 << 10;
 
 /// What the packet's endpoint can take, as the caller sees it: flags for
 /// [`RecvTable::on_packet`].
@@ -407,6 +414,10 @@ pub struct RecvTable {
     /// Per source node: ops at or below it are finished and forgotten (ESTALE).
     floor: [Option<u32>; MAX_NODES],
     guard: KeyGuard,
+    /// Per requesting node: READ_RESP bytes served and not yet gone on the link.
+    reading: [u64; MAX_NODES],
+    /// The most `reading` may reach for one node.
+    read_cap: u64,
 }
 
 impl RecvTable {
@@ -417,6 +428,8 @@ impl RecvTable {
             slots: [Slot::default(); RX_OPS],
             floor: [None; MAX_NODES],
             guard: KeyGuard::new(),
+            reading: [0; MAX_NODES],
+            read_cap: READ_CAP,
         }
     }
 
@@ -425,6 +438,25 @@ impl RecvTable {
     pub fn reset(&mut self) {
         self.slots = [Slot::default(); RX_OPS];
         self.guard = KeyGuard::new();
+        self.reading = [0; MAX_NODES];
+    }
+
+    /// The READ_RESP bytes one requesting node may have waiting in this node's port (at least
+    /// one packet's worth): a request beyond is NACKed RNR until the link has taken enough.
+    pub fn set_read_cap(&mut self, bytes: u64) {
+        self.read_cap = bytes.max(crate::packet::MTU as u64);
+    }
+
+    /// READ_RESP bytes served to node `dst` and still waiting in the port (0 past the ids).
+    pub fn reading(&self, dst: u16) -> u64 {
+        self.reading.get(usize::from(dst)).copied().unwrap_or(0)
+    }
+
+    /// `n` bytes of READ_RESP for node `dst` left the port (sent, or dropped on the way).
+    pub fn read_sent(&mut self, dst: u16, n: u64) {
+        if let Some(r) = self.reading.get_mut(usize::from(dst)) {
+            *r = r.saturating_sub(n);
+        }
     }
 
     /// Key failures a source may have within a second before it is quarantined (0: never).
@@ -878,6 +910,17 @@ impl RecvTable {
         if let Err(e) = rkey_check(keys, h, RKEY_READ) {
             return self.refuse(found, h, e, h.offset, now);
         }
+        // At most READ_MAX bytes per request, whatever it asks (decoding checked the offset),
+        // and at most the read cap waiting for the requester: beyond, RNR, and a new op keeps
+        // nothing (the requester probes, and is served once the link has taken what waits).
+        let ask = u64::from(h.status as u32)
+            .min(READ_MAX)
+            .min(self.read_cap)
+            .min(h.len - h.offset);
+        let capped = self.reading(h.src).saturating_add(ask) > self.read_cap;
+        if capped && found.is_none() {
+            return self.rnr_at(h, h.offset);
+        }
         let i = match found {
             Some(i) => i,
             None => match self.take(h, RxKind::Read, now, idle_ns) {
@@ -905,9 +948,10 @@ impl RecvTable {
         if ep_flags & ep::READY == 0 {
             return self.not_ready(i, h, h.offset);
         }
-        // At most READ_MAX bytes per request, whatever it asks (decoding checked the offset).
-        let ask = u64::from(h.status as u32).min(READ_MAX);
-        let to = h.offset + ask.min(h.len - h.offset);
+        if capped {
+            return self.rnr_at(h, h.offset);
+        }
+        let to = h.offset + ask;
         Step {
             act: Act::Serve {
                 slot: i,
@@ -958,6 +1002,11 @@ impl RecvTable {
         if r.kind != RxKind::Read || r.src != h.src || r.op_id != h.op_id {
             return Step::dropped();
         }
+        // What went into the port for the requester, until the link takes it (read_sent).
+        if let Some(w) = self.reading.get_mut(usize::from(h.src)) {
+            *w = w.saturating_add(upto.saturating_sub(h.offset));
+        }
+        let r = &mut self.slots[i];
         r.placed = upto.min(r.len);
         let Some(addr) = fault else {
             return Step::default();
@@ -1711,10 +1760,80 @@ mod tests {
         ));
     }
 
+    /// A requester has at most the read cap of READ_RESP waiting in the port (Transport v2,
+    /// defect 5): a request is clamped to it, one that would pass it is NACKed RNR with
+    /// nothing kept, and it is served again once the link has taken enough; other requesters
+    /// have their own.
+    #[test]
+    fn reads_waiting_in_the_port_are_capped_per_requester() {
+        let k = keys(RKEY_READ);
+        let mut t = RecvTable::new(9);
+        t.set_read_cap(64 << 10);
+        let req = |src: u16, op_id: u32, ask: i32| Header {
+            status: ask,
+            ..pkt(Op::ReadReq, src, op_id, 0, 1 << 20)
+        };
+        let r = req(1, 1, 1 << 20);
+        let s = t.on_packet(&r, 0, &k, ALL, 0, IDLE);
+        let i = slot_of(&s);
+        assert_eq!(
+            s.act,
+            Act::Serve {
+                slot: i,
+                from: 0,
+                to: 64 << 10
+            },
+            "clamped"
+        );
+        assert_eq!(t.served(i, &r, 64 << 10, None), Step::default());
+        assert_eq!(t.reading(1), 64 << 10);
+        // Full: any request of node 1 is RNR, and nothing of it is kept.
+        let r2 = req(1, 2, 4096);
+        let s = t.on_packet(&r2, 0, &k, ALL, 1, IDLE);
+        assert_eq!(
+            (said(&s), s.rnr),
+            (Some((Op::Nack, 0, Nack::Rnr.status())), true)
+        );
+        assert!(t.find(1, 2).is_none());
+        // Node 3 has its own.
+        assert!(matches!(
+            t.on_packet(&req(3, 1, 4096), 0, &k, ALL, 2, IDLE).act,
+            Act::Serve { .. }
+        ));
+        // The link took 8 KiB: a 4 KiB request fits, an 8 KiB and 4 KiB one then does not.
+        t.read_sent(1, 8192);
+        let s = t.on_packet(&r2, 0, &k, ALL, 3, IDLE);
+        let j = slot_of(&s);
+        assert_eq!(
+            s.act,
+            Act::Serve {
+                slot: j,
+                from: 0,
+                to: 4096
+            }
+        );
+        t.served(j, &r2, 4096, None);
+        assert!(t.on_packet(&req(1, 3, 8192), 0, &k, ALL, 4, IDLE).rnr);
+        t.read_sent(1, u64::MAX);
+        assert_eq!(t.reading(1), 0, "saturating");
+        assert!(matches!(
+            t.on_packet(&req(1, 3, 8192), 0, &k, ALL, 5, IDLE).act,
+            Act::Serve { .. }
+        ));
+        // A reset forgets what waited; the cap is at least one packet.
+        t.served(i, &r, 1 << 20, None);
+        t.reset();
+        assert_eq!(t.reading(1), 0);
+        t.set_read_cap(1);
+        let s = t.on_packet(&req(1, 9, 1 << 20), 0, &k, ALL, 6, IDLE);
+        assert!(matches!(s.act, Act::Serve { from: 0, to, .. } if to == crate::packet::MTU as u64));
+    }
+
     #[test]
     fn reads_are_served_a_megabyte_at_a_time() {
         let k = keys(RKEY_READ);
         let mut t = RecvTable::new(9);
+        t.set_read_cap(4 * READ_MAX);
         assert!(t
             .on_packet(&pkt(Op::Write, 1, 1, 0, 4096), 4096, &k, ALL, 0, IDLE)
             .reply

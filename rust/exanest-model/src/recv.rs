@@ -490,3 +490,41 @@ pub unsafe extern "C" fn exanest_rx_release_nodes(t: *mut ExanestRecvTable, mask
     // SAFETY: forwarded from the caller.
     unsafe { table(t) }.release_nodes(mask)
 }
+
+/// The READ_RESP bytes one requesting node may have waiting in the port
+/// ([`RecvTable::set_read_cap`]).
+///
+/// # Safety
+///
+/// As [`table`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_set_read_cap(t: *mut ExanestRecvTable, bytes: u64) {
+    // SAFETY: forwarded from the caller.
+    unsafe { table(t) }.set_read_cap(bytes)
+}
+
+/// `n` bytes of READ_RESP for node `dst` left the port ([`RecvTable::read_sent`]).
+///
+/// # Safety
+///
+/// As [`table`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_read_sent(t: *mut ExanestRecvTable, dst: u32, n: u64) {
+    // SAFETY: forwarded from the caller.
+    let t = unsafe { table(t) };
+    if let Ok(d) = u16::try_from(dst) {
+        t.read_sent(d, n);
+    }
+}
+
+/// READ_RESP bytes for node `dst` still waiting in the port ([`RecvTable::reading`]).
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rx_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_reading(t: *const ExanestRecvTable, dst: u32) -> u64 {
+    // SAFETY: the caller passes a live table.
+    let t = unsafe { &(*t).0 };
+    u16::try_from(dst).map_or(0, |d| t.reading(d))
+}

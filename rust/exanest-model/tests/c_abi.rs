@@ -235,6 +235,13 @@ static void recv_scenario(void)
 	printf("rx.hold3 %d\n", exanest_rx_hold(t, e.slot, 8));
 	st("rx.refused", exanest_rx_refused(t, e.slot, 8, -12));
 	st("rx.read-again", exanest_rx_packet(t, &r, keys, 4, rdy, 108, 1000));
+	exanest_rx_set_read_cap(t, 4096);
+	printf("rx.reading %llu\n", (unsigned long long)exanest_rx_reading(t, r.src));
+	r.op_id += 100;
+	st("rx.read-capped", exanest_rx_packet(t, &r, keys, 4, rdy, 108, 1000));
+	r.op_id -= 100;
+	exanest_rx_read_sent(t, r.src, 1ull << 40);
+	printf("rx.read-sent %llu\n", (unsigned long long)exanest_rx_reading(t, r.src));
 	exanest_rx_set_keyfail_limit(t, 1);
 	r.src = 4;
 	r.rkey = 1;
@@ -399,6 +406,18 @@ fn recv_expected() -> Vec<(&'static str, String)> {
     lines.push(("rx.hold3", u8::from(t.hold(j, 8)).to_string()));
     push("rx.refused", &t.refused(j, 8, -12));
     push("rx.read-again", &t.on_packet(&r, 0, &keys, rdy, 108, 1000));
+    t.set_read_cap(4096);
+    lines.push(("rx.reading", t.reading(r.src).to_string()));
+    let capped = Header {
+        op_id: r.op_id + 100,
+        ..r
+    };
+    push(
+        "rx.read-capped",
+        &t.on_packet(&capped, 0, &keys, rdy, 108, 1000),
+    );
+    t.read_sent(r.src, 1 << 40);
+    lines.push(("rx.read-sent", t.reading(r.src).to_string()));
     t.set_keyfail_limit(1);
     let g = Header {
         src: 4,
@@ -713,6 +732,13 @@ fn header_matches_the_library() {
     );
     assert_eq!(field("rx.refused", 16), "-12");
     assert_eq!(field("rx.read-again", 16), "-12");
+    assert_eq!(
+        get(&out, "rx.reading"),
+        "4096",
+        "served before the fault, waiting"
+    );
+    assert_eq!(field("rx.read-capped", 4), "4", "RNR: past the read cap");
+    assert_eq!(get(&out, "rx.read-sent"), "0");
     assert_eq!(field("rx.reset", 1), "0");
     assert_eq!(field("rx.guess1", 4), "16", "KEY_FAIL");
     assert_eq!(field("rx.guess2", 4), "48", "KEY_FAIL | QUARANTINE");
