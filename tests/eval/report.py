@@ -536,9 +536,17 @@ def report(raw, out, figdir, meta):
         w(heading(f"Network: mailbox ping-pong of 8 B ({pp[0]['count']} round trips)"))
         w(table(["readers", "round trip p50 (us)", "p99 (us)", "worst (us)"], rows) + "\n")
         w("A thread on node 0 sends, a thread on node 1 answers each message; each has its own\n"
-          "file, so its own context. Asleep, a reader's round trip adds the engine's interrupt,\n"
-          "the driver's wake-up and the scheduler's to each direction; busy polling spends a\n"
-          "vCPU per reader instead.\n")
+          "file, so its own context. Asleep (MBOX_WAIT), each direction adds the engine's\n"
+          "interrupt, the driver's threaded handler and the reader's wake-up to the median. Busy\n"
+          "polling keeps both vCPUs of the guest spinning, so anything else that becomes\n"
+          "runnable (a kworker, the driver's threads) takes one of them from a reader for a\n"
+          "scheduler slice: that is the polling p99, in milliseconds, while the sleeping readers'\n"
+          "tail stays near their median. Under -icount the clock advances only with guest\n"
+          "instructions, so these are the guest's own costs; outside it (QEMU_CLOCK_VIRTUAL on\n"
+          "the host clock, ``make run-prog KERNEL_FLAVOUR=eval RUN='exanest-bench net-pingpong'``)\n"
+          "each guest instruction costs TCG's translation and each MMIO an exit to QEMU, and\n"
+          "the two vCPUs share the host's cores with QEMU's own threads: ``Documentation/network.rst``\n"
+          "gives those figures.\n")
     w(heading("Not measured yet"))
     w("* The step from the SMMU recording an event to the driver's fault handler: QEMU's event\n"
       "  records carry no time stamp (on a QFDB the MMU-500 interrupt latency would go here).\n"
