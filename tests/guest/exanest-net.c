@@ -20,6 +20,8 @@
  *    a receiver on transparent huge pages (2 MiB blocks), one paged out to swap between two
  *    puts; both nodes putting to each other at once; four receiving processes fed by two
  *    sending ones (several contexts per node);
+ *  - a sender killed mid-put, then 10,000 puts from another process to the same receiver,
+ *    every one completed and every byte the last put's;
  *  - the mailbox: 500 messages into a ring the receiver never touched, each once and in order;
  *    readers that sleep in MBOX_WAIT or poll() (ABI 7), with and without a context; puts with
  *    immediate data, their completions in the receiver's mailbox;
@@ -1139,6 +1141,76 @@ TEST_F(net, receiver_killed_mid_put)
 	EXPECT_EQ(0, c.status);
 	ASSERT_EQ(0, ask(self, 'v', &ok, 1));
 	EXPECT_EQ(1, ok);
+}
+
+/*
+ * A sender killed mid-put (Transport v2's tests: a killed sender sends nothing more, and the
+ * receiver must keep nothing that stops what follows): then 10,000 puts of 4 KiB from this
+ * process, on the same node, each into one of 256 pages of the same region in turn (no two
+ * in flight into one page). Every one completes with status 0, and every byte of those pages
+ * is what the last put into it wrote.
+ */
+TEST_F_TIMEOUT(net, sender_killed_mid_put_then_10000_ops, 300)
+{
+	const uint32_t n = 10000, pages = 256;
+	uint32_t posted = 0, done = 0, bad = 0, v[2] = { 0, 1 };
+	uint8_t *img = calloc(pages, PAGE), go = 0;
+	int32_t first_err = 0;
+	int up[2];
+	struct cqe c;
+	pid_t pid;
+
+	ASSERT_NE(NULL, img);
+	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
+	ASSERT_EQ(0, pipe(up));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* A sender of its own: an 8 MiB put it will not see finish. */
+		uint8_t *src = big_alloc(PUT_LEN);
+		int fd = dev_open(0);
+		struct q q;
+		uint32_t h;
+
+		if (fd < 0 || !src || reg(fd, src, PUT_LEN, RD, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW,
+					  &h) || q_create(&q, fd, 4, 4))
+			_exit(1);
+		memset(src, 0x5a, PUT_LEN);
+		if (!q_put(&q, src, self->t.addr, PUT_LEN, 1, &self->t) || write(up[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(up[1]);
+	ASSERT_EQ(1, read(up[0], &go, 1)) TH_LOG("the sender did not start its put");
+	close(up[0]);
+	usleep(3000);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	while (done < n) {
+		while (posted < n && posted - done < 8) {
+			uint32_t page = (posted * 7919) % pages;
+			const uint8_t *src = self->src + (size_t)(posted % 2048) * PAGE;
+
+			if (!q_put(&self->q, src, self->t.addr + (uint64_t)page * PAGE, PAGE, posted,
+				   &self->t))
+				break;
+			memcpy(img + (size_t)page * PAGE, src, PAGE);
+			posted++;
+		}
+		ASSERT_EQ(0, cqe_wait(&self->q, &c)) TH_LOG("%u of %u puts completed", done, n);
+		if (c.status && !bad++)
+			first_err = c.status;
+		done++;
+	}
+	EXPECT_EQ(0u, bad) TH_LOG("puts that failed; the first: %d", first_err);
+	{
+		struct cmd r = { .op = 'r', .a = { 0, (uint64_t)pages * PAGE } };
+
+		ASSERT_EQ(0, peer_cmd(&self->peer, &r, v, sizeof(v)));
+	}
+	EXPECT_EQ(sum(img, (size_t)pages * PAGE), v[0]) TH_LOG("the last put into a page is not there");
+	free(img);
 }
 
 /*
