@@ -19,7 +19,7 @@ from collections import Counter
 HDR = struct.Struct("<HBBHHIIIiQQQQHHI")
 MAGIC, VERSION = 0xEDA0, 1
 OPS = {1: "WRITE", 2: "READ_REQ", 3: "READ_RESP", 4: "ACK", 5: "NACK", 6: "RESUME", 7: "MAILBOX",
-       8: "WRITE_IMM"}
+       8: "WRITE_IMM", 9: "ABORT"}
 NACK = {1: "FAULT", 2: "NOT_READY", 3: "SEQUENCE", 4: "RNR"}
 
 
@@ -89,7 +89,7 @@ def status(st):
 def line(t, p):
     s = (f"{t:>12} n{p['src']}>n{p['dst']} {p['op']:<9} ep {p['ep']} op {p['op_id']:#x} "
          f"seq {p['seq']} off {p['offset']}")
-    if p["op"] in ("WRITE", "WRITE_IMM", "READ_REQ", "READ_RESP"):
+    if p["op"] in ("WRITE", "WRITE_IMM", "READ_REQ", "READ_RESP", "ABORT"):
         s += f" of {p['len']} @{p['addr']:#x} rkey {p['rkey']:#x}"
     if p["op"] == "WRITE_IMM":
         s += f" imm {p['status'] & 0xffffffff:#x}"

@@ -28,6 +28,7 @@
 #define EXANEST_PKT_RESUME      6
 #define EXANEST_PKT_MAILBOX     7
 #define EXANEST_PKT_WRITE_IMM   8   /* WRITE, with the immediate in status */
+#define EXANEST_PKT_ABORT       9   /* the sender ended the op unfinished */
 
 /* NACK status: these, or a negative errno that ends the op */
 #define EXANEST_NACK_FAULT      1

@@ -589,6 +589,9 @@ static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
         if (!e->status) {
             net_end(c, PLDMA_ERR_NONE, 0);
         } else {
+            if (err != PLDMA_ERR_REMOTE) {
+                pldma_net_abort(c);  /* it gave up: the receiver may be alive */
+            }
             net_end(c, err, err == PLDMA_ERR_REMOTE ? -e->status : 0);
         }
         return;
@@ -694,6 +697,34 @@ static uint32_t net_token(PldmaChannel *c)
  * Channel c stops (NACK, QUIESCE, RESET): no retransmission; a receiver
  * fault it reported waits for another channel.
  */
+/*
+ * Channel c's op ends unfinished (QUIESCE, a NACK command, RESET, its queue
+ * stopped, or it gave up): if it is a network op this node started, tell the
+ * receiver (ABORT, named as the op's packets name it), so that it forgets the
+ * op at once instead of after its idle time. Best effort: an ABORT that is
+ * lost leaves the idle time to do it.
+ */
+void pldma_net_abort(PldmaChannel *c)
+{
+    PldmaState *s = c->ctx->dev;
+    ExanestPkt k;
+
+    if (c->a_op == PLDMA_OP_COPY || c->a_op > PLDMA_OP_PUT_IMM ||
+        (c->origin & PLDMA_ORIGIN_NET_RX) || !c->op_id ||
+        (c->state != PLDMA_STATE_BUSY && c->state != PLDMA_STATE_FAULT) ||
+        !pldma_net_link(s)) {
+        return;
+    }
+    k = (ExanestPkt) {
+        .op = EXANEST_PKT_ABORT, .src = s->net.node, .dst = c->a_peer,
+        .ep = c->a_ep, .op_id = c->op_id, .seq = exanest_send_seq(c->snd),
+        .rkey = c->a_rkey, .addr = net_raddr(c), .len = c->a_len,
+    };
+    trace_exanest_pldma_net_abort(c->ctx->index, c->index, c->a_peer,
+                                  c->op_id);
+    net_tx(s, &k, net_now());
+}
+
 void pldma_net_stop(PldmaChannel *c)
 {
     PldmaState *s = c->ctx->dev;
@@ -1126,7 +1157,7 @@ static void net_rx_serve(PldmaState *s, const ExanestPkt *k,
     net_rx_do(s, &e, k->ep);
 }
 
-/* A WRITE, READ_REQ or MAILBOX for this node: what the core says to do. */
+/* A WRITE, READ_REQ, MAILBOX or ABORT for this node: what the core says. */
 static void net_rx(PldmaState *s, const ExanestPkt *k)
 {
     ExanestRxStep e = exanest_rx_packet(s->net.rxt, k, s->net.rkeys,
@@ -1231,6 +1262,7 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
     case EXANEST_PKT_WRITE_IMM:
     case EXANEST_PKT_READ_REQ:
     case EXANEST_PKT_MAILBOX:
+    case EXANEST_PKT_ABORT:
         net_rx(s, &k);
         break;
     case EXANEST_PKT_READ_RESP:

@@ -1163,6 +1163,7 @@ static void pldma_q_stop(PldmaQueue *q, bool abort)
 
         if (pldma_ch_queued(c) && pldma_ch_queue(c) == q &&
             !pldma_ch_free(c)) {
+            pldma_net_abort(c);
             pldma_cancel(c);
             trace_exanest_pldma_state(x->index, n, PLDMA_STATE_IDLE,
                                       PLDMA_ERR_NONE);
@@ -1304,6 +1305,7 @@ static void pldma_ctrl(PldmaChannel *c, uint32_t val)
         } else if (c->state == PLDMA_STATE_BUSY ||
                    c->state == PLDMA_STATE_FAULT) {
             trace_exanest_pldma_nack(ctx, c->index, c->done);
+            pldma_net_abort(c);
             pldma_cancel(c);
             pldma_notify(c, PLDMA_STATE_ERROR, PLDMA_ERR_ABORTED);
         }
@@ -1322,6 +1324,7 @@ static void pldma_ctrl(PldmaChannel *c, uint32_t val)
 
 static void pldma_channel_reset(PldmaChannel *c)
 {
+    pldma_net_abort(c);
     pldma_cancel(c);
     c->src = c->dst = c->a_src = c->a_dst = 0;
     c->len = c->a_len = 0;
@@ -1460,6 +1463,7 @@ static void pldma_quiesce(PldmaContext *x)
     for (unsigned i = 0; i < s->nchan; i++) {
         PldmaChannel *c = &x->ch[i];
 
+        pldma_net_abort(c);
         pldma_cancel(c);
         if (c->state != PLDMA_STATE_IDLE) {
             trace_exanest_pldma_state(x->index, i, PLDMA_STATE_IDLE,

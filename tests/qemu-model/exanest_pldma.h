@@ -218,6 +218,7 @@ uint32_t pldma_net_launch(PldmaChannel *c);
 void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
                     int64_t now);
 void pldma_net_stop(PldmaChannel *c);
+void pldma_net_abort(PldmaChannel *c);
 void pldma_net_rx_resume(PldmaChannel *c);
 void pldma_net_rx_nack(PldmaChannel *c);
 void pldma_net_channel_freed(PldmaContext *x);

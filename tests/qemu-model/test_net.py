@@ -1292,6 +1292,51 @@ class Hostile(unittest.TestCase):
         self.assertEqual(ca["TIMEOUTS"], 0)
         self.assertGreater(t, 0)
 
+    def test_a_stopped_sender_aborts_its_op(self):
+        """A sender's context is stopped (QUIESCE: its process exited or was killed) while its
+        put waits at a receiver (NOT_READY): it sends ABORT, named as the op's packets, and the
+        receiver ends the op at once: a probe of it is answered -ECANCELED, where it was
+        answered NOT_READY before (the slot used to wait for the idle time). An ABORT with
+        another key changes nothing."""
+        a, b, sock, path = hostile_nodes(self)
+        set_ep(b, 7, 2, resident=False)
+        rkey = set_rkey(b, 5, 0xFEED, 7, DST, 1 << 20)
+        put(a, 0, 1, SRC, DST, 256 << 10, 1, 7, rkey)
+        until_nack(a, b)
+        op_id = a.reg(ch_net(a, 0, "PLDMA_CH_NET_OPID", 1))
+        hdr = struct.Struct("<HBBHHIIIiQQQQHHI")
+
+        def answers(probe):
+            """Node 1's NACKs of the op after the probe, as the hub floods them to us."""
+            drain(sock)
+            want, got = cnt(b, "RX_PACKETS") + 1, []
+            sock.sendto(probe, path)
+            for _ in range(1000):
+                got += drain(sock)
+                if cnt(b, "RX_PACKETS") >= want:
+                    break
+                a.step(10_000)
+            a.step(100_000)
+            got += drain(sock)
+            return [h for h in (hdr.unpack_from(p) for p in got if len(p) >= 64)
+                    if h[2] == 5 and h[6] == op_id and h[7] == probe_seq(probe)]
+
+        probe = packet(1, 0, 1, 7, op_id, 50, 0, rkey, DST, 256 << 10, 0)
+
+        def probe_seq(p):
+            """The sequence number an answer to packet p echoes."""
+            return hdr.unpack_from(p)[7]
+        self.assertEqual([h[8] for h in answers(probe)], [2], "NOT_READY while it waits")
+        inject(a, b, sock, path, [packet(9, 0, 1, 7, op_id, 51, 0, rkey ^ 1, DST, 256 << 10, 0)])
+        self.assertEqual([h[8] for h in answers(probe)], [2], "a forged ABORT")
+        drain(sock)
+        a.set_ctxreg(1, R["PLDMA_CTX_CTRL"], R["PLDMA_CTX_QUIESCE"])
+        a.step(100_000)
+        seen = [hdr.unpack_from(p) for p in drain(sock) if len(p) >= 64 and p[3] == 9]
+        self.assertEqual([(h[3], h[4], h[6], h[9], h[10], h[11]) for h in seen],
+                         [(0, 1, op_id, rkey, DST, 256 << 10)], "the ABORT, on the wire")
+        self.assertEqual([h[8] for h in answers(probe)], [-125], "ended: ECANCELED")
+
     def test_a_read_flood_is_capped(self):
         """200 READ_REQs of 1 MiB each from a node that holds a read key (a key holder gone
         rogue; Transport v2, defect 5): node 1 keeps at most its read cap (4 windows) of
@@ -1583,7 +1628,7 @@ def fuzz_packet(rnd, rkey, honest):
     kind = rnd.randrange(6)
     if kind == 0:
         return rnd.randbytes(rnd.randrange(0, 4200))
-    op = rnd.choice([1, 2, 3, 4, 5, 6, 7, 8, 0, 9])
+    op = rnd.choice([1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 10])
     src, dst = rnd.choice([0, 1, 2, 63, 64, 65535]), rnd.choice([0, 1, 2, 65535])
     ep = rnd.choice([7, 8, 0, 255, 256, 2**32 - 1])
     op_id = rnd.choice([honest, honest + 1, honest + 2, 0, rnd.randrange(2**32)])

@@ -40,6 +40,8 @@ pub const EFAULT: i32 = 14;
 pub const ECONNREFUSED: i32 = 111;
 /// The op is finished and forgotten, or too old to tell.
 pub const ESTALE: i32 = 116;
+/// The op's sender ended it (ABORT): what its slot says, nobody is answered.
+pub const ECANCELED: i32 = 125;
 /// Every key failure: no such key for this endpoint, or not with this right, or not over
 /// this range (positive errno, as NACKs carry it negated).
 pub const ENOKEY: i32 = 126;
@@ -308,11 +310,12 @@ impl Slot {
     /// Whether packet `h` is part of this op: its key, range and endpoint (and a WRITE_IMM's
     /// immediate).
     fn is_op_of(&self, h: &Header) -> bool {
-        self.rkey == h.rkey
-            && self.addr == h.addr
-            && self.len == h.len
-            && self.ep == h.endpoint
-            && (self.kind != RxKind::WriteImm || self.imm == h.status as u32)
+        self.named_by(h) && (self.kind != RxKind::WriteImm || self.imm == h.status as u32)
+    }
+
+    /// Whether `h` names this op: its key, range and endpoint (an ABORT names an op so).
+    fn named_by(&self, h: &Header) -> bool {
+        self.rkey == h.rkey && self.addr == h.addr && self.len == h.len && self.ep == h.endpoint
     }
 
     /// Whether the slot may be taken at `now`: free, finished, or idle past `idle_ns` and not
@@ -749,6 +752,7 @@ impl RecvTable {
             Op::Write | Op::WriteImm => self.write(h, plen, keys, ep_flags, now, idle_ns),
             Op::Mailbox => self.mailbox(h, plen, ep_flags, now, idle_ns),
             Op::ReadReq => self.read_req(h, keys, ep_flags, now, idle_ns),
+            Op::Abort => self.abort(h),
             // Answers and read data are the sending side's.
             Op::ReadResp | Op::Ack | Op::Nack | Op::Resume => Step::dropped(),
         }
@@ -1085,6 +1089,27 @@ impl RecvTable {
         Step::reply(self.reply_to(i, Op::Nack, -errno))
     }
 
+    /// ABORT: the sender of op `h` ended it unfinished (it gave up, or its context stopped).
+    /// An unfinished op of its (named as its packets name it: key, range, endpoint, and a
+    /// message's cookie) ends at once, nothing answered, so its slot comes back without
+    /// waiting for the idle time; a fault a channel is resolving ends too, and that channel's
+    /// report then changes nothing. A finished op, or one this ABORT does not name, stays.
+    fn abort(&mut self, h: &Header) -> Step {
+        let Some(i) = self.find(h.src, h.op_id) else {
+            return Step::dropped();
+        };
+        let r = &mut self.slots[i];
+        if !r.named_by(h) {
+            return Step::dropped();
+        }
+        if !matches!(r.state, RxState::Free | RxState::Done | RxState::Error) {
+            r.state = RxState::Error;
+            r.err = ECANCELED;
+            r.holder = 0;
+        }
+        Step::default()
+    }
+
     /// Endpoint `ep` was closed (its process is gone; the id may be reused): slot `i`, if it
     /// is an unfinished op of it, ends, and its sender is NACKed (ENOKEY for a keyed op, whose
     /// key went with the process; ECONNREFUSED for a message). A finished op stays, so that a
@@ -1188,6 +1213,108 @@ mod tests {
             Act::Place(i) | Act::Report(i) | Act::Serve { slot: i, .. } => i,
             Act::Nothing => panic!("no slot in {s:?}"),
         }
+    }
+
+    /// ABORT (the sender gave up, or its context was stopped): the unfinished op it names ends
+    /// at once and its slot comes back, with no answer; an ABORT with another key, range,
+    /// endpoint, source or cookie changes nothing; a finished op stays (its duplicates are
+    /// still ACKed); a fault a channel is resolving ends, and the channel's report then
+    /// changes nothing.
+    #[test]
+    fn an_abort_ends_the_op_it_names() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        // A full table: 64 unfinished puts of node 1; a 65th is RNR.
+        for id in 0..RX_OPS as u32 {
+            let h = pkt(Op::Write, 1, 100 + id, 0, 8192);
+            let i = slot_of(&t.on_packet(&h, 4096, &k, ALL, 0, IDLE));
+            t.placed(i, &h, 4096, None);
+        }
+        let late = pkt(Op::Write, 2, 7, 0, 4096);
+        assert!(t.on_packet(&late, 4096, &k, ALL, 1, IDLE).rnr);
+        let abort = pkt(Op::Abort, 1, 130, 0, 8192);
+        let i = t.find(1, 130).unwrap();
+        for forged in [
+            Header {
+                rkey: KEY ^ 1,
+                ..abort
+            },
+            Header {
+                endpoint: 8,
+                ..abort
+            },
+            Header { len: 4096, ..abort },
+            Header {
+                addr: 0x20000,
+                ..abort
+            },
+            Header { src: 2, ..abort },
+            Header {
+                op_id: 999,
+                ..abort
+            },
+        ] {
+            assert!(t.on_packet(&forged, 0, &k, ALL, 2, IDLE).dropped);
+            assert_eq!(t.slot(i).unwrap().state(), RxState::Receiving);
+        }
+        let s = t.on_packet(&abort, 0, &k, ALL, 3, IDLE);
+        assert_eq!((s.reply, s.act, s.dropped), (None, Act::Nothing, false));
+        let r = t.slot(i).unwrap();
+        assert_eq!((r.state(), r.err()), (RxState::Error, ECANCELED));
+        // Its slot comes back at once, not after the idle time.
+        assert_eq!(
+            t.on_packet(&late, 4096, &k, ALL, 4, IDLE).act,
+            Act::Place(i)
+        );
+        // A finished op stays finished: its last packet is ACKed again.
+        let j = t.find(1, 131).unwrap();
+        let h = pkt(Op::Write, 1, 131, 4096, 8192);
+        assert_eq!(t.on_packet(&h, 4096, &k, ALL, 5, IDLE).act, Act::Place(j));
+        t.placed(j, &h, 4096, None);
+        t.on_packet(&pkt(Op::Abort, 1, 131, 0, 8192), 0, &k, ALL, 6, IDLE);
+        assert_eq!(t.slot(j).unwrap().state(), RxState::Done);
+        assert_eq!(
+            said(&t.on_packet(&h, 4096, &k, ALL, 7, IDLE)),
+            Some((Op::Ack, 8192, 0))
+        );
+        // A fault a channel holds: ended; the channel's RESUME then changes nothing.
+        let m = t.find(1, 132).unwrap();
+        let h = pkt(Op::Write, 1, 132, 4096, 8192);
+        t.on_packet(&h, 4096, &k, ALL, 8, IDLE);
+        assert_eq!(t.placed(m, &h, 0, Some(0x11000)).act, Act::Report(m));
+        assert!(t.hold(m, 3));
+        t.on_packet(&pkt(Op::Abort, 1, 132, 0, 8192), 0, &k, ALL, 9, IDLE);
+        assert_eq!(t.slot(m).unwrap().state(), RxState::Error);
+        assert_eq!(t.resolved(m, 3), Step::default());
+        // A message is named by its cookie too.
+        let mut t = RecvTable::new(9);
+        let msg = Header {
+            addr: 0x5eed,
+            ..mbox(1, 1, 10)
+        };
+        let s = t.on_packet(&msg, 10, &[], HELD, 0, IDLE);
+        let i = t.find(1, 1).unwrap();
+        assert_eq!(t.slot(i).unwrap().state(), RxState::NotReady, "{s:?}");
+        let abort = Header {
+            op: Op::Abort,
+            ..msg
+        };
+        assert!(
+            t.on_packet(
+                &Header {
+                    addr: 0x5eee,
+                    ..abort
+                },
+                0,
+                &[],
+                HELD,
+                1,
+                IDLE
+            )
+            .dropped
+        );
+        t.on_packet(&abort, 0, &[], HELD, 2, IDLE);
+        assert_eq!(t.slot(i).unwrap().state(), RxState::Error);
     }
 
     /// A put with immediate data (WRITE_IMM): placed as a put, its last packet only when the

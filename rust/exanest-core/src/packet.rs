@@ -35,6 +35,10 @@ pub enum Op {
     /// packet carries the 32 bits in `status`, and the receiver writes a completion with them
     /// in the endpoint's mailbox ring once the op's last byte is placed.
     WriteImm,
+    /// The sender ended the op without finishing it (it gave up, or its context was stopped:
+    /// its process exited or was killed): the receiver forgets it at once. Names the op as its
+    /// other packets do (key, address, length, endpoint); `status` is 0.
+    Abort,
 }
 
 impl Op {
@@ -49,6 +53,7 @@ impl Op {
             Op::Resume => 6,
             Op::Mailbox => 7,
             Op::WriteImm => 8,
+            Op::Abort => 9,
         }
     }
 
@@ -63,6 +68,7 @@ impl Op {
             6 => Op::Resume,
             7 => Op::Mailbox,
             8 => Op::WriteImm,
+            9 => Op::Abort,
             _ => return None,
         })
     }
@@ -332,6 +338,7 @@ mod tests {
             Op::Resume,
             Op::Mailbox,
             Op::WriteImm,
+            Op::Abort,
         ] {
             let payload: &[u8] = if op.has_payload() { &data } else { &[] };
             let mut h = hdr(op);

@@ -509,6 +509,7 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_PKT_RESUME", Op::Resume.code() as i64),
     ("EXANEST_PKT_MAILBOX", Op::Mailbox.code() as i64),
     ("EXANEST_PKT_WRITE_IMM", Op::WriteImm.code() as i64),
+    ("EXANEST_PKT_ABORT", Op::Abort.code() as i64),
     ("EXANEST_NACK_FAULT", Nack::Fault.status() as i64),
     ("EXANEST_NACK_NOT_READY", Nack::NotReady.status() as i64),
     ("EXANEST_NACK_SEQUENCE", Nack::Sequence.status() as i64),
