@@ -959,6 +959,8 @@ static uint64_t net_place(PCIDevice *fn, const ExanestPkt *k, uint64_t *fault)
 }
 
 static uint64_t net_mbox_slot(PldmaContext *x);
+static bool net_mbox_commit(PCIDevice *fn, PldmaContext *x, uint64_t slot,
+                            uint8_t *hdr);
 static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
                           uint64_t *fault);
 
@@ -1018,6 +1020,22 @@ static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
     stl_le_p(hdr + PLDMA_MBOX_FLAGS_OFF, PLDMA_MBOX_FLAG_PUT_IMM);
     stl_le_p(hdr + PLDMA_MBOX_IMM_OFF, (uint32_t)k->status);
     stq_le_p(hdr + PLDMA_MBOX_ADDR_OFF, k->addr);
+    if (!net_mbox_commit(fn, x, slot, hdr)) {
+        return false;
+    }
+    trace_exanest_pldma_net_place(x->index, k->src, k->op_id, k->len, 0);
+    return true;
+}
+
+/*
+ * Complete the next slot of @x's ring, at @slot, as @fn: the header @hdr
+ * (PLDMA_MBOX_STAMP_OFF bytes), then STAMP, which the reader takes the slot
+ * by, then TAIL; a message or a put's completion counts as placed, and the
+ * armed mailbox event may fire. False when a write fails.
+ */
+static bool net_mbox_commit(PCIDevice *fn, PldmaContext *x, uint64_t slot,
+                            uint8_t *hdr)
+{
     if (pci_dma_write(fn, slot, hdr, PLDMA_MBOX_STAMP_OFF)) {
         return false;
     }
@@ -1028,7 +1046,6 @@ static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
                       hdr + PLDMA_MBOX_STAMP_OFF, 4)) {
         return false;
     }
-    trace_exanest_pldma_net_place(x->index, k->src, k->op_id, k->len, 0);
     x->mbox_tail++;
     net_count(x->dev, PLDMA_NET_CNT_MBOX_PLACED, 1);
     pldma_mbox_event(x);
@@ -1057,14 +1074,7 @@ static uint64_t net_mbox_place(PCIDevice *fn, PldmaContext *x,
     stl_le_p(hdr + PLDMA_MBOX_LEN_OFF, k->len);
     stl_le_p(hdr + PLDMA_MBOX_OPID_OFF, k->op_id);
     if (pci_dma_write(fn, slot + PLDMA_MBOX_DATA_OFF, k->payload, k->len) ||
-        pci_dma_write(fn, slot, hdr, PLDMA_MBOX_STAMP_OFF)) {
-        return 0;
-    }
-    /* STAMP last: the reader takes the slot once it reads tail + 1. */
-    smp_wmb();
-    stl_le_p(hdr + PLDMA_MBOX_STAMP_OFF, x->mbox_tail + 1);
-    if (pci_dma_write(fn, slot + PLDMA_MBOX_STAMP_OFF,
-                      hdr + PLDMA_MBOX_STAMP_OFF, 4)) {
+        !net_mbox_commit(fn, x, slot, hdr)) {
         return 0;
     }
     return want;
@@ -1085,10 +1095,7 @@ static void net_rx_mailbox(PldmaState *s, const ExanestPkt *k, uint32_t i)
 
     if (got == want) {
         trace_exanest_pldma_net_place(x->index, k->src, k->op_id, 0, k->len);
-        x->mbox_tail++;
         net_count(s, PLDMA_NET_CNT_PLACED_BYTES, k->len);
-        net_count(s, PLDMA_NET_CNT_MBOX_PLACED, 1);
-        pldma_mbox_event(x);
     }
     e = exanest_rx_placed(s->net.rxt, i, k, got == want ? k->len : 0,
                           got < want, slot + got);

@@ -614,6 +614,24 @@ impl RecvTable {
         Some(i)
     }
 
+    /// Whether the endpoint's ring cannot take what packet `h` of op `i` would put in it (a
+    /// message, or a put's completion): no mailbox, NACK ECONNREFUSED and the op ends; no free
+    /// slot, NACK RNR and the op waits for one ([`RecvTable::wake`]). Both from `off`.
+    fn ring_refuses(&mut self, i: usize, h: &Header, ep_flags: u32, off: u64) -> Option<Step> {
+        let r = &mut self.slots[i];
+        if ep_flags & ep::MBOX_OWNED == 0 || ep_flags & ep::MBOX_ON == 0 {
+            r.state = RxState::Error;
+            r.err = ECONNREFUSED;
+            return Some(Step::reply(self.answer(h, Op::Nack, off, -ECONNREFUSED)));
+        }
+        if ep_flags & ep::MBOX_ROOM == 0 {
+            r.state = RxState::Rnr;
+            r.nack_seq = h.seq;
+            return Some(self.rnr_at(h, off));
+        }
+        None
+    }
+
     /// No slot for op `h`: NACK RNR, keeping nothing; its sender probes.
     fn full(&self, h: &Header) -> Step {
         self.rnr_at(h, 0)
@@ -818,16 +836,8 @@ impl RecvTable {
         }
         if kind == RxKind::WriteImm && h.offset + plen as u64 == h.len {
             // The last packet places the completion too: a ring must take it.
-            let r = &mut self.slots[i];
-            if ep_flags & ep::MBOX_OWNED == 0 || ep_flags & ep::MBOX_ON == 0 {
-                r.state = RxState::Error;
-                r.err = ECONNREFUSED;
-                return Step::reply(self.answer(h, Op::Nack, placed, -ECONNREFUSED));
-            }
-            if ep_flags & ep::MBOX_ROOM == 0 {
-                r.state = RxState::Rnr;
-                r.nack_seq = h.seq;
-                return self.rnr_at(h, placed);
+            if let Some(step) = self.ring_refuses(i, h, ep_flags, placed) {
+                return step;
             }
         }
         Step {
@@ -885,16 +895,8 @@ impl RecvTable {
         if ep_flags & ep::READY == 0 {
             return self.not_ready(i, h, 0);
         }
-        let r = &mut self.slots[i];
-        if ep_flags & ep::MBOX_ON == 0 {
-            r.state = RxState::Error;
-            r.err = ECONNREFUSED;
-            return Step::reply(self.answer(h, Op::Nack, 0, -ECONNREFUSED));
-        }
-        if ep_flags & ep::MBOX_ROOM == 0 {
-            r.state = RxState::Rnr;
-            r.nack_seq = h.seq;
-            return self.full(h);
+        if let Some(step) = self.ring_refuses(i, h, ep_flags, 0) {
+            return step;
         }
         Step {
             act: Act::Place(i),
