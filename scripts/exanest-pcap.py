@@ -17,7 +17,7 @@ import sys
 from collections import Counter
 
 HDR = struct.Struct("<HBBHHIIIiQQQQHHI")
-MAGIC, VERSION = 0xEDA0, 1
+MAGIC, VERSION = 0xEDA0, 2
 OPS = {1: "WRITE", 2: "READ_REQ", 3: "READ_RESP", 4: "ACK", 5: "NACK", 6: "RESUME", 7: "MAILBOX",
        8: "WRITE_IMM", 9: "ABORT"}
 NACK = {1: "FAULT", 2: "NOT_READY", 3: "SEQUENCE", 4: "RNR"}
@@ -66,7 +66,7 @@ def decode(data, orig):
     if len(data) < HDR.size:
         return f"short packet ({orig} bytes)"
     (magic, version, op, src, dst, ep, op_id, seq, status, rkey, addr, length, offset, plen,
-     reserved, crc) = HDR.unpack_from(data)
+     span, crc) = HDR.unpack_from(data)
     if magic != MAGIC or version != VERSION:
         return f"magic {magic:#x} version {version}"
     if orig != HDR.size + plen:
@@ -77,7 +77,7 @@ def decode(data, orig):
         check = "ok" if crc32c(data[:60] + b"\0\0\0\0" + data[64:orig]) == crc else "BAD"
     return dict(op=OPS.get(op, f"op{op}"), src=src, dst=dst, ep=ep, op_id=op_id, seq=seq,
                 status=status, rkey=rkey, addr=addr, len=length, offset=offset, plen=plen,
-                crc=check)
+                span=span, crc=check)
 
 
 def status(st):

@@ -75,7 +75,7 @@ def hostile(rng, honest, history):
         b[bit // 8] ^= 1 << (bit % 8)
         return bytes(b)
     f = list(pcap.HDR.unpack_from(honest))
-    # magic, version, op, src, dst, ep, op_id, seq, status, rkey, addr, len, offset, plen, res, crc
+    # magic, version, op, src, dst, ep, op_id, seq, status, rkey, addr, len, offset, plen, span, crc
     if kind == 2:
         f[2] = rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 8, 255])
         f[3], f[4] = rng.choice([f[3], f[4], 63, 65535]), rng.choice([f[4], f[3], 2, 65535])

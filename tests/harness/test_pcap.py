@@ -12,7 +12,7 @@ spec.loader.exec_module(pcap)
 
 
 def packet(op=1, payload=b"x" * 100, status=0, offset=4096):
-    h = pcap.HDR.pack(0xEDA0, 1, op, 0, 1, 3, 9, 1, status, 0x1234, 0x7000, 8192, offset,
+    h = pcap.HDR.pack(0xEDA0, pcap.VERSION, op, 0, 1, 3, 9, 1, status, 0x1234, 0x7000, 8192, offset,
                       len(payload), 0, 0)
     crc = pcap.crc32c(h[:60] + b"\0\0\0\0" + payload)
     return h[:60] + struct.pack("<I", crc) + payload

@@ -195,7 +195,7 @@ class Switch(unittest.TestCase):
         key = 0x1234_5678_0000_0003
         honest = []
         for i in range(40):
-            hdr = pcap.HDR.pack(0xEDA0, 1, 1, 0, 1, 7, 100, i, 0, key, 0x7000_0000, 40 * 4096,
+            hdr = pcap.HDR.pack(0xEDA0, pcap.VERSION, 1, 0, 1, 7, 100, i, 0, key, 0x7000_0000, 40 * 4096,
                                 i * 4096, 4096, 0, 0)
             payload = bytes([i]) * 4096
             honest.append(hdr[:60] + struct.pack("<I", pcap.crc32c(hdr[:60] + bytes(4) + payload))

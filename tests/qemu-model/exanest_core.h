@@ -41,7 +41,6 @@
 #define EXANEST_BAD_MAGIC       (-2)
 #define EXANEST_BAD_OP          (-3)
 #define EXANEST_BAD_LENGTH      (-4)
-#define EXANEST_BAD_RESERVED    (-5)
 #define EXANEST_BAD_CHECKSUM    (-6)
 
 /* A packet's fields; payload points at plen bytes (may be NULL if plen is 0) */
@@ -52,6 +51,11 @@ typedef struct ExanestPkt {
     int32_t status;
     uint64_t rkey, addr, len, offset;
     uint16_t plen;
+    /*
+     * A request's word on its sender's finished ops: the op ids from its
+     * oldest unfinished op to this one, both counted (0 says nothing).
+     */
+    uint16_t span;
     const uint8_t *payload;
 } ExanestPkt;
 

@@ -171,8 +171,43 @@ static void net_tx_queue(PldmaNet *n, PldmaTxPacket *p)
  * have a lane of their own: they do not wait behind the data queued before
  * them (Transport v2, defect 5), so the queue stays in arrival order.
  */
-static void net_tx(PldmaState *s, const ExanestPkt *k, int64_t ready)
+/*
+ * A request's span (the core's Header::span): the op ids from this engine's
+ * oldest unfinished network op to @op_id, both counted, so that its
+ * receiver knows every op before that one finished here, and can tell a
+ * late op from a stray copy of a finished one. A channel still busy with
+ * an op counts (one not yet launched counts its last id: older, which only
+ * claims less). 0, which claims nothing, when @op_id is no op in flight or
+ * is 65,535 ids or more past the oldest.
+ */
+static uint16_t net_span(PldmaState *s, uint32_t op_id)
 {
+    uint32_t next = s->net.next_op_id, far = 0, d;
+    bool any = false;
+
+    for (unsigned i = 0; i < s->nctx; i++) {
+        for (unsigned j = 0; j < s->nchan; j++) {
+            PldmaChannel *c = &s->ctx[i].ch[j];
+
+            if (c->a_op == PLDMA_OP_COPY || (c->origin & PLDMA_ORIGIN_NET_RX) ||
+                (c->state != PLDMA_STATE_BUSY &&
+                 c->state != PLDMA_STATE_FAULT)) {
+                continue;
+            }
+            far = MAX(far, next - c->op_id);
+            any = true;
+        }
+    }
+    d = op_id - (next - far);
+    if (!any || (int32_t)d < 0 || d >= UINT16_MAX) {
+        return 0;
+    }
+    return d + 1;
+}
+
+static void net_tx(PldmaState *s, const ExanestPkt *req, int64_t ready)
+{
+    ExanestPkt q = *req, *k = &q;
     PldmaNet *n = &s->net;
     size_t len = EXANEST_PKT_HDR + k->plen;
     PldmaTxPacket *p = g_malloc0(sizeof(*p) + len);
@@ -181,6 +216,11 @@ static void net_tx(PldmaState *s, const ExanestPkt *k, int64_t ready)
     int64_t depart;
     int32_t enc;
 
+    if (k->src == n->node &&
+        (k->op == EXANEST_PKT_WRITE || k->op == EXANEST_PKT_WRITE_IMM ||
+         k->op == EXANEST_PKT_MAILBOX || k->op == EXANEST_PKT_READ_REQ)) {
+        k->span = net_span(s, k->op_id);
+    }
     /* The core's encoding: header and checksum (rust/exanest-model). */
     enc = exanest_pkt_encode(k, b);
     g_assert(enc == 0);

@@ -821,6 +821,7 @@ mod tests {
             addr: BASE,
             len,
             offset: off,
+            span: 1,
         }
     }
 

@@ -11,8 +11,8 @@ pub const HEADER: usize = 64;
 pub const MTU: usize = 4096;
 /// First two bytes of every packet ("EX" in the high byte, "DA" in the low one).
 pub const MAGIC: u16 = 0xEDA0;
-/// Format version.
-pub const VERSION: u8 = 1;
+/// Format version: 2 gave the header's last reserved bits a meaning ([`Header::span`]).
+pub const VERSION: u8 = 2;
 
 /// What a packet is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +147,13 @@ pub struct Header {
     /// This packet's byte offset within the operation (ACK: bytes placed; NACK, RESUME: where
     /// to go on from).
     pub offset: u64,
+    /// A request's (WRITE, WRITE_IMM, MAILBOX, READ_REQ) word on its sender's older ops: the
+    /// op ids from the sender's oldest unfinished op to this one, both counted, so that every
+    /// op of the sender before `op_id - (span - 1)` is finished there (it has its last answer,
+    /// or gave up) and no packet of one can be of use. 0 says nothing (an answer, or more than
+    /// 65,535 ids behind). Receivers keep what finished ops they forgot from it
+    /// ([`crate::netrx`]).
+    pub span: u16,
 }
 
 /// Why a packet was refused.
@@ -161,8 +168,6 @@ pub enum BadPacket {
     /// The payload length field disagrees with the packet, the op carries none but has some,
     /// or the payload lies outside the operation.
     Length,
-    /// Reserved bits set.
-    Reserved,
     /// The checksum does not match: corrupted on the link.
     Checksum,
 }
@@ -232,6 +237,7 @@ impl Header {
         put(&mut b, 40, &self.len.to_le_bytes());
         put(&mut b, 48, &self.offset.to_le_bytes());
         put(&mut b, 56, &(payload.len() as u16).to_le_bytes());
+        put(&mut b, 58, &self.span.to_le_bytes());
         let crc = crc32c(&[&b, payload]);
         put(&mut b, 60, &crc.to_le_bytes());
         Some(b)
@@ -250,9 +256,6 @@ impl Header {
         let payload = &pkt[HEADER..];
         if plen != payload.len() || (!op.has_payload() && plen != 0) {
             return Err(BadPacket::Length);
-        }
-        if u16::from_le_bytes(get(pkt, 58)) != 0 {
-            return Err(BadPacket::Reserved);
         }
         let mut h = [0u8; HEADER];
         h.copy_from_slice(&pkt[..HEADER]);
@@ -273,6 +276,7 @@ impl Header {
             addr: u64::from_le_bytes(get(pkt, 32)),
             len: u64::from_le_bytes(get(pkt, 40)),
             offset: u64::from_le_bytes(get(pkt, 48)),
+            span: u16::from_le_bytes(get(pkt, 58)),
         };
         // Payload outside the operation (or an offset past it) is malformed, not an error
         // the receiver should answer.
@@ -306,6 +310,7 @@ mod tests {
             addr: 0x7f00_1234_5000,
             len: 3 * MTU as u64,
             offset: MTU as u64,
+            span: 0xbeef,
         }
     }
 
@@ -422,5 +427,19 @@ mod tests {
         let crc = crc32c(&[&p[..HEADER], &p[HEADER..]]);
         p[60..64].copy_from_slice(&crc.to_le_bytes());
         assert_eq!(Header::decode(&p), Err(BadPacket::Op));
+        // The format before 2 (bytes 58-59 reserved), with a valid checksum.
+        let mut p = good.clone();
+        p[2] = 1;
+        p[60..64].copy_from_slice(&[0; 4]);
+        let crc = crc32c(&[&p[..HEADER], &p[HEADER..]]);
+        p[60..64].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(Header::decode(&p), Err(BadPacket::Magic));
+    }
+
+    #[test]
+    fn the_span_is_bytes_58_and_59() {
+        let p = packet(&hdr(Op::Write), &[7u8; 10]);
+        assert_eq!(&p[58..60], &0xbeef_u16.to_le_bytes());
+        assert_eq!(p[2], VERSION);
     }
 }

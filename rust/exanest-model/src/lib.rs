@@ -47,6 +47,8 @@ pub struct ExanestPkt {
     pub offset: u64,
     /// Payload bytes.
     pub plen: u16,
+    /// A request's word on its sender's finished ops ([`Header::span`]; 0 says nothing).
+    pub span: u16,
     /// The payload (may be null when `plen` is 0).
     pub payload: *const u8,
 }
@@ -58,7 +60,6 @@ pub const fn bad_code(b: BadPacket) -> i32 {
         BadPacket::Magic => -2,
         BadPacket::Op => -3,
         BadPacket::Length => -4,
-        BadPacket::Reserved => -5,
         BadPacket::Checksum => -6,
     }
 }
@@ -76,6 +77,7 @@ pub(crate) fn header_of(k: &ExanestPkt) -> Option<Header> {
         addr: k.addr,
         len: k.len,
         offset: k.offset,
+        span: k.span,
     })
 }
 
@@ -138,6 +140,7 @@ pub unsafe extern "C" fn exanest_pkt_decode(
         offset: h.offset,
         // A decoded payload is at most MTU bytes.
         plen: payload.len() as u16,
+        span: h.span,
         payload: payload.as_ptr(),
     };
     // SAFETY: the caller guarantees that `k` points to a writable, aligned `ExanestPkt`.
@@ -518,7 +521,6 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_BAD_MAGIC", bad_code(BadPacket::Magic) as i64),
     ("EXANEST_BAD_OP", bad_code(BadPacket::Op) as i64),
     ("EXANEST_BAD_LENGTH", bad_code(BadPacket::Length) as i64),
-    ("EXANEST_BAD_RESERVED", bad_code(BadPacket::Reserved) as i64),
     ("EXANEST_BAD_CHECKSUM", bad_code(BadPacket::Checksum) as i64),
     ("EXANEST_SEND_PUT", SEND_PUT as i64),
     ("EXANEST_SEND_GET", SEND_GET as i64),

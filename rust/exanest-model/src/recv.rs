@@ -114,6 +114,7 @@ fn pkt_of(h: &Header) -> ExanestPkt {
         len: h.len,
         offset: h.offset,
         plen: 0,
+        span: h.span,
         payload: core::ptr::null(),
     }
 }
@@ -151,6 +152,7 @@ pub fn step_of(s: &Step) -> ExanestRxStep {
         len: 0,
         offset: 0,
         plen: 0,
+        span: 0,
         payload: core::ptr::null(),
     };
     ExanestRxStep {

@@ -69,7 +69,7 @@ macro_rules! layout {
 fn layouts() -> Vec<Layout> {
     vec![
         layout!(ExanestPkt: op, src, dst, ep, op_id, seq, status, rkey, addr, len, offset, plen,
-                payload),
+                span, payload),
         layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries),
         layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes),
         layout!(ExanestRkey: ctrl, ep, key, base, len),
@@ -336,6 +336,7 @@ fn recv_expected() -> Vec<(&'static str, String)> {
         addr: 0x10000,
         len: 8192,
         offset: 0,
+        span: 0,
     };
     let m = Header {
         op: Op::Mailbox,
@@ -474,6 +475,7 @@ fn program() -> String {
           \tk.op = EXANEST_PKT_WRITE; k.src = 1; k.dst = 2; k.ep = 0x01020304; k.op_id = 77;\n\
           \tk.seq = 5; k.status = 0; k.rkey = 0xdeadbeef00000003ull; k.addr = 0x7f0012345000ull;\n\
           \tk.len = 3 * EXANEST_PKT_MTU; k.offset = EXANEST_PKT_MTU; k.plen = 100; k.payload = pay;\n\
+          \tk.span = 0xbeef;\n\
           \tr = exanest_pkt_encode(&k, pkt);\n\
           \tprintf(\"encode %d\\n\", r);\n\
           \tmemcpy(pkt + EXANEST_PKT_HDR, pay, 100);\n\
@@ -481,10 +483,11 @@ fn program() -> String {
           \tfor (int i = 0; i < EXANEST_PKT_HDR + 100; i++)\n\t\tprintf(\" %02x\", pkt[i]);\n\
           \tprintf(\"\\n\");\n\
           \tr = exanest_pkt_decode(pkt, EXANEST_PKT_HDR + 100, &d);\n\
-          \tprintf(\"decode %d %u %u %u %u %u %u %d %llu %llu %llu %llu %u %d\\n\", r, d.op, d.src,\n\
-          \t       d.dst, d.ep, d.op_id, d.seq, d.status, (unsigned long long)d.rkey,\n\
+          \tprintf(\"decode %d %u %u %u %u %u %u %d %llu %llu %llu %llu %u %u %d\\n\", r, d.op,\n\
+          \t       d.src, d.dst, d.ep, d.op_id, d.seq, d.status, (unsigned long long)d.rkey,\n\
           \t       (unsigned long long)d.addr, (unsigned long long)d.len,\n\
-          \t       (unsigned long long)d.offset, d.plen, d.payload == pkt + EXANEST_PKT_HDR);\n\
+          \t       (unsigned long long)d.offset, d.plen, d.span,\n\
+          \t       d.payload == pkt + EXANEST_PKT_HDR);\n\
           \tpkt[EXANEST_PKT_HDR + 50] ^= 4;\n\
           \tprintf(\"damaged %d\\n\", exanest_pkt_decode(pkt, EXANEST_PKT_HDR + 100, &d));\n\
           \tk.op = EXANEST_PKT_ACK;\n\
@@ -667,6 +670,7 @@ fn header_matches_the_library() {
         addr: 0x7f00_1234_5000,
         len: 3 * 4096,
         offset: 4096,
+        span: 0xbeef,
     };
     let mut want = h.encode(&payload).unwrap().to_vec();
     want.extend_from_slice(&payload);
@@ -677,7 +681,7 @@ fn header_matches_the_library() {
     assert_eq!(
         get(&out, "decode"),
         format!(
-            "0 {} {} {} {} {} {} {} {} {} {} {} 100 1",
+            "0 {} {} {} {} {} {} {} {} {} {} {} 100 {} 1",
             Op::Write.code(),
             h.src,
             h.dst,
@@ -688,7 +692,8 @@ fn header_matches_the_library() {
             h.rkey,
             h.addr,
             h.len,
-            h.offset
+            h.offset,
+            h.span
         )
     );
     assert_eq!(get(&out, "damaged"), "-6");
