@@ -96,6 +96,7 @@ typedef struct ExanestSendParams {
     uint64_t rto_ns;        /* first retransmission timeout */
     uint64_t max_rto_ns;    /* cap of the backed-off timeout */
     uint32_t max_retries;   /* unanswered timeouts or probes before ETIMEDOUT */
+    uint64_t reorder_ns;    /* a gap the ACKs show waits this long, then resent */
 } ExanestSendParams;
 
 /* ExanestSendEvent.what */
@@ -127,8 +128,12 @@ uint32_t exanest_send_seq(ExanestSendOp *op);
 void exanest_send_withdrawn(ExanestSendOp *op, uint64_t low);
 /* The timer fired while this side stalls on its own fault: wait again */
 void exanest_send_postpone(ExanestSendOp *op, uint64_t now);
+/*
+ * An ACK: the receiver placed [0, off), and the blocks of sack (an ACK's
+ * status; bit i: block off / EXANEST_PKT_MTU + 1 + i)
+ */
 ExanestSendEvent exanest_send_ack(ExanestSendOp *op, uint64_t off,
-                                  uint64_t now);
+                                  uint32_t sack, uint64_t now);
 /*
  * A NACK or RESUME echoes the sequence number of the packet it answers (a
  * RESUME: the packet NACKed, or a probe): a stale one changes nothing.
@@ -177,6 +182,7 @@ typedef struct ExanestRkey {
 #define EXANEST_RX_PLACE        1   /* place the payload, exanest_rx_placed() */
 #define EXANEST_RX_SERVE        2   /* send [from, to), exanest_rx_served() */
 #define EXANEST_RX_REPORT       3   /* report slot's fault, exanest_rx_hold() */
+#define EXANEST_RX_PLACE_AHEAD  4   /* a block past a gap: all of it or none */
 
 /* ExanestRxStep.counts */
 #define EXANEST_RX_DROPPED      1

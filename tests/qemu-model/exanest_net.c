@@ -401,6 +401,18 @@ static uint64_t net_rto_cap_ns(PldmaState *s)
 }
 
 /*
+ * The reordering tolerance: how long a gap below blocks the receiver placed
+ * past it waits before its blocks are sent again. A link reorders only what
+ * a switch holds back (exanest-switch.py's jitter: 300 us in make check's
+ * lossy runs), far below a timeout: a quarter of the first timeout, at most
+ * a millisecond.
+ */
+static uint64_t net_reorder_ns(PldmaState *s)
+{
+    return MIN(net_rto_ns(s) / 4, 1000 * 1000);
+}
+
+/*
  * A GET asks in half windows: the next request is on its way while the data
  * of the last one comes.
  */
@@ -463,6 +475,7 @@ uint32_t pldma_net_launch(PldmaChannel *c)
         .rto_ns = net_rto_ns(s),
         .max_rto_ns = net_rto_cap_ns(s),
         .max_retries = s->net.retries,
+        .reorder_ns = net_reorder_ns(s),
     };
 
     c->op_id = ++s->net.next_op_id;
@@ -639,9 +652,9 @@ static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
     net_wake(c);
 }
 
-static void net_on_ack(PldmaChannel *c, uint64_t off)
+static void net_on_ack(PldmaChannel *c, uint64_t off, uint32_t sack)
 {
-    ExanestSendEvent e = exanest_send_ack(c->snd, off, net_now());
+    ExanestSendEvent e = exanest_send_ack(c->snd, off, sack, net_now());
 
     net_after(c, &e, PLDMA_ERR_NONE);
 }
@@ -1011,12 +1024,20 @@ static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
  * counts as not placed and the fault is the slot's (resolved, RESUMEd, sent
  * again: its bytes are written again, the same).
  */
-static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i)
+static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i,
+                         bool ahead)
 {
     PldmaContext *x = net_ep_ctx(s, k->ep);
     PCIDevice *fn = pldma_ctx_master(x);
-    uint64_t fault, got = net_place(fn, k, &fault);
+    uint64_t fault = k->addr + k->offset, got = 0;
     ExanestRxStep e;
+
+    /* A block past a gap: all of it, or none (its fault is met in order). */
+    if (!ahead ||
+        net_valid_prefix(pci_get_address_space(fn), fault, k->plen,
+                         DMA_DIRECTION_FROM_DEVICE) == k->plen) {
+        got = net_place(fn, k, &fault);
+    }
 
     net_count(s, PLDMA_NET_CNT_PLACED_BYTES, got);
     trace_exanest_pldma_net_place(x->index, k->src, k->op_id, k->offset, got);
@@ -1220,8 +1241,9 @@ static void net_rx(PldmaState *s, const ExanestPkt *k)
     }
     if (e.what == EXANEST_RX_PLACE && k->op == EXANEST_PKT_MAILBOX) {
         net_rx_mailbox(s, k, e.slot);
-    } else if (e.what == EXANEST_RX_PLACE) {
-        net_rx_write(s, k, e.slot);
+    } else if (e.what == EXANEST_RX_PLACE ||
+               e.what == EXANEST_RX_PLACE_AHEAD) {
+        net_rx_write(s, k, e.slot, e.what == EXANEST_RX_PLACE_AHEAD);
     } else if (e.what == EXANEST_RX_SERVE) {
         net_rx_serve(s, k, &e);
     }
@@ -1332,7 +1354,7 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
         }
         if (k.op == EXANEST_PKT_ACK) {
             if (c->a_op != PLDMA_OP_GET) {
-                net_on_ack(c, k.offset);
+                net_on_ack(c, k.offset, (uint32_t)k.status);
             }
         } else if (k.op == EXANEST_PKT_RESUME) {
             net_on_resume(c, k.offset, k.seq);

@@ -32,7 +32,7 @@ mod history;
 pub use history::{History, Past, WINDOW};
 
 use crate::abi::MBOX_MAX;
-use crate::packet::{Header, Nack, Op};
+use crate::packet::{Header, Nack, Op, MTU};
 use crate::regs::cqe_status;
 use crate::regs::net::{MAX_NODES, RKEY_READ, RKEY_VALID, RKEY_WRITE, RX_OPS};
 
@@ -48,6 +48,11 @@ pub const ECANCELED: i32 = 125;
 /// Every key failure: no such key for this endpoint, or not with this right, or not over
 /// this range (positive errno, as NACKs carry it negated).
 pub const ENOKEY: i32 = 126;
+
+/// The blocks of a WRITE that a receiver places out of order: whole ones, each one packet of
+/// [`MTU`] bytes at an offset that is a multiple of it (Transport v2, selective
+/// retransmission). An ACK's `status` says which blocks past its offset are placed.
+pub const BLOCK: u64 = MTU as u64;
 
 /// Slots that keyless ops (MAILBOX) may hold unfinished at most.
 pub const KEYLESS: usize = 16;
@@ -240,6 +245,10 @@ pub struct Slot {
     err: i32,
     /// The gap at `placed` was NACKed SEQUENCE.
     gap_nacked: bool,
+    /// The offset of the packet past the gap that was last NACKed SEQUENCE: a packet past it
+    /// at or below it is of the sender's next round (it went back), whose first packet, the
+    /// gap's, was lost too.
+    gap_off: u64,
     /// The packet NACKed (fault, not ready, RNR): its RESUME echoes this sequence number.
     nack_seq: u32,
     /// When the op's last packet came.
@@ -250,6 +259,9 @@ pub struct Slot {
     fault_addr: u64,
     /// [`RxKind::WriteImm`]: the immediate data.
     imm: u32,
+    /// [`RxKind::Write`]: the whole blocks placed out of order past `placed`: bit i is block
+    /// `placed.div_ceil(BLOCK) + i` ([`Slot::advance`]).
+    sack: u64,
 }
 
 impl Slot {
@@ -321,6 +333,49 @@ impl Slot {
         self.rkey == h.rkey && self.addr == h.addr && self.len == h.len && self.ep == h.endpoint
     }
 
+    /// The bit of the out-of-order map that WRITE packet `h` of `plen` bytes, past `placed`,
+    /// would set: a whole block ([`BLOCK`] bytes, or the op's last bytes) that starts a block
+    /// within the map's reach. `None` for any other packet: it is taken in order only.
+    fn ahead_bit(&self, h: &Header, plen: u64) -> Option<u64> {
+        if self.kind != RxKind::Write
+            || h.offset <= self.placed
+            || h.offset % BLOCK != 0
+            || plen == 0
+            || plen != BLOCK.min(self.len - h.offset)
+        {
+            return None;
+        }
+        let k = (h.offset / BLOCK).checked_sub(self.placed.div_ceil(BLOCK))?;
+        (k < 64).then_some(1 << k)
+    }
+
+    /// `placed` moves up to `to`: the map follows it, and the blocks it holds that come next
+    /// are taken in, as far as they go on.
+    fn advance(&mut self, to: u64) {
+        let mut base = self.placed.div_ceil(BLOCK);
+        self.placed = to;
+        loop {
+            let now = self.placed.div_ceil(BLOCK);
+            self.sack = self.sack.checked_shr((now - base) as u32).unwrap_or(0);
+            base = now;
+            if self.placed % BLOCK != 0 || self.placed >= self.len || self.sack & 1 == 0 {
+                break;
+            }
+            self.placed = (self.placed + BLOCK).min(self.len);
+        }
+    }
+
+    /// The out-of-order map as an ACK at `placed` carries it in `status`: bit i is the block
+    /// `placed / BLOCK + 1 + i` (Documentation/network.rst).
+    fn sack_field(&self) -> i32 {
+        let m = if self.placed % BLOCK == 0 {
+            self.sack >> 1
+        } else {
+            self.sack
+        };
+        m as u32 as i32
+    }
+
     /// Whether the slot may be taken at `now`: free, finished, or idle past `idle_ns` and not
     /// a fault a channel holds.
     fn reusable(&self, now: u64, idle_ns: u64) -> bool {
@@ -351,6 +406,10 @@ pub enum Act {
     /// a WRITE_IMM: at its offset, and for its last packet then the completion with the
     /// immediate in the ring's next slot), then call [`RecvTable::placed`] with this slot.
     Place(usize),
+    /// A WRITE's block out of order, past a gap: place the payload at its offset only if all
+    /// of it translates (else none of it: a fault there is met, and reported, when the op's
+    /// bytes come to it in order), then call [`RecvTable::placed`] with this slot.
+    PlaceAhead(usize),
     /// Send the op's source bytes `[from, to)` as READ_RESP packets, then call
     /// [`RecvTable::served`] with this slot.
     Serve {
@@ -440,9 +499,18 @@ impl RecvTable {
         }
     }
 
-    /// The engine was reset: every op goes. What ops were forgotten is kept: op ids keep
-    /// counting at the senders, and a packet of an op finished before is still refused.
+    /// The engine was reset: every op goes, forgotten as it stood (one placed in full as
+    /// done, any other as failed: its sender's next packet is refused ESTALE, and a late
+    /// packet of an op that ended before is not placed as a new op's). What ops were
+    /// forgotten is kept: op ids keep counting at the senders.
     pub fn reset(&mut self) {
+        for r in self.slots {
+            if r.state != RxState::Free && r.kind != RxKind::Read {
+                if let Some(p) = self.past.get_mut(usize::from(r.src)) {
+                    p.forget(r.op_id, r.state == RxState::Done);
+                }
+            }
+        }
         self.slots = [Slot::default(); RX_OPS];
         self.guard = KeyGuard::new();
         self.reading = [0; MAX_NODES];
@@ -843,16 +911,24 @@ impl RecvTable {
         }
         let r = &mut self.slots[i];
         let placed = r.placed;
-        if h.offset > placed {
-            if r.gap_nacked {
-                return Step::duplicate(None);
+        if h.offset > placed && ep_flags & ep::READY != 0 {
+            if let Some(bit) = r.ahead_bit(h, plen as u64) {
+                // A whole block past a gap: placed where it goes, and the gap left to the
+                // sender, which resends only what the ACKs' maps say is missing.
+                if r.sack & bit != 0 {
+                    return Step::duplicate(Some(self.ack(i, h)));
+                }
+                return Step {
+                    act: Act::PlaceAhead(i),
+                    ..Step::default()
+                };
             }
-            r.gap_nacked = true;
-            let nack = self.answer(h, Op::Nack, placed, Nack::Sequence.status());
-            return Step::duplicate(Some(nack));
+        }
+        if h.offset > placed {
+            return self.gap(i, h);
         }
         if h.offset < placed {
-            return Step::duplicate(Some(self.answer(h, Op::Ack, placed, 0)));
+            return Step::duplicate(Some(self.ack(i, h)));
         }
         if ep_flags & ep::READY == 0 {
             return self.not_ready(i, h, placed);
@@ -1004,7 +1080,27 @@ impl RecvTable {
         if r.state != RxState::Receiving || r.src != h.src || r.op_id != h.op_id {
             return Step::dropped();
         }
-        r.placed += got;
+        if h.offset > r.placed {
+            // Out of order (PlaceAhead): kept only if all of it went in.
+            let bit = if fault.is_none() && got > 0 {
+                h.offset
+                    .checked_div(BLOCK)
+                    .and_then(|b| b.checked_sub(r.placed.div_ceil(BLOCK)))
+                    .filter(|&k| k < 64)
+                    .map_or(0, |k| 1u64 << k)
+            } else {
+                0
+            };
+            if bit != 0 {
+                r.sack |= bit;
+                return Step::duplicate(Some(self.ack(i, h)));
+            }
+            // Its page does not translate yet: the gap is NACKed, as data past it that
+            // cannot be placed is (the sender goes back to it; the fault is met there).
+            return self.gap(i, h);
+        }
+        let to = r.placed + got;
+        r.advance(to);
         r.gap_nacked = false;
         if let Some(addr) = fault {
             r.state = RxState::Faulted;
@@ -1020,8 +1116,34 @@ impl RecvTable {
         if r.placed == r.len {
             r.state = RxState::Done;
         }
+        Step::reply(self.ack(i, h))
+    }
+
+    /// Packet `h` of op `i` came past a gap and is not placed: NACK SEQUENCE from the gap, so
+    /// that its sender goes back to it at once; once a round: the packets that follow are
+    /// dropped silently, until one at or below the last one NACKed comes (the sender went
+    /// back, and the gap's packet was lost again).
+    fn gap(&mut self, i: usize, h: &Header) -> Step {
+        let r = &mut self.slots[i];
+        if r.gap_nacked && h.offset > r.gap_off {
+            return Step::duplicate(None);
+        }
+        r.gap_nacked = true;
+        r.gap_off = h.offset;
         let placed = r.placed;
-        Step::reply(self.answer(h, Op::Ack, placed, 0))
+        Step::duplicate(Some(self.answer(
+            h,
+            Op::Nack,
+            placed,
+            Nack::Sequence.status(),
+        )))
+    }
+
+    /// The ACK of op `i` to packet `h`: where its bytes are placed up to, and which blocks
+    /// past that are placed too.
+    fn ack(&self, i: usize, h: &Header) -> Reply {
+        let r = &self.slots[i];
+        self.answer(h, Op::Ack, r.placed, r.sack_field())
     }
 
     /// Slot `i` of a [`Act::Serve`] for READ_REQ `h`: the bytes up to `upto` were sent, and
@@ -1238,7 +1360,7 @@ mod tests {
 
     fn slot_of(s: &Step) -> usize {
         match s.act {
-            Act::Place(i) | Act::Report(i) | Act::Serve { slot: i, .. } => i,
+            Act::Place(i) | Act::PlaceAhead(i) | Act::Report(i) | Act::Serve { slot: i, .. } => i,
             Act::Nothing => panic!("no slot in {s:?}"),
         }
     }
@@ -1430,13 +1552,18 @@ mod tests {
         assert_eq!(said(&s), Some((Op::Ack, 4096, 0)));
         let a = s.reply.unwrap();
         assert_eq!((a.header.src, a.header.dst, a.counted), (9, 1, false));
-        // Past a gap: NACK SEQUENCE once, then silence; before it: a duplicate, ACKed.
-        let far = pkt(Op::Write, 1, 10, 8192 - 100, 8192);
+        // Past a gap: NACK SEQUENCE once a round: then silence for what follows, until a
+        // packet at or below the one NACKed (the sender went back: the next round); before
+        // it: a duplicate, ACKed.
+        let far = pkt(Op::Write, 1, 10, 6000, 8192);
         let s = t.on_packet(&far, 100, &k, ALL, 1, IDLE);
         assert_eq!(said(&s), Some((Op::Nack, 4096, Nack::Sequence.status())));
         assert!(s.duplicate);
-        let s = t.on_packet(&far, 100, &k, ALL, 2, IDLE);
+        let further = pkt(Op::Write, 1, 10, 8092, 8192);
+        let s = t.on_packet(&further, 100, &k, ALL, 2, IDLE);
         assert_eq!((s.reply, s.duplicate), (None, true));
+        let s = t.on_packet(&far, 100, &k, ALL, 2, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, 4096, Nack::Sequence.status())));
         let s = t.on_packet(&h, 4096, &k, ALL, 3, IDLE);
         assert_eq!((said(&s), s.duplicate), (Some((Op::Ack, 4096, 0)), true));
         let h2 = pkt(Op::Write, 1, 10, 4096, 8192);
@@ -1852,6 +1979,121 @@ mod tests {
             t.slot(t.find(1, 0).unwrap()).unwrap().state(),
             RxState::Faulted
         );
+    }
+
+    /// Selective retransmission (Transport v2, IRN): a WRITE's whole block past a gap is
+    /// placed where it goes (all of it or none), and each ACK's `status` maps the blocks
+    /// placed past its offset (bit i: block `offset / BLOCK + 1 + i`); when the gap fills,
+    /// the blocks past it count at once. Anything else past a gap is NACKed SEQUENCE as
+    /// before: a packet that starts mid-block, a WRITE_IMM (its completion needs every byte
+    /// before its last), an endpoint with no context.
+    #[test]
+    fn blocks_past_a_gap_are_placed_and_mapped() {
+        const B: u64 = BLOCK;
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        let at = |off: u64| pkt(Op::Write, 1, 5, off, 5 * B);
+        let send = |t: &mut RecvTable, off: u64, got: Option<u64>| {
+            let s = t.on_packet(&at(off), B as usize, &k, ALL, 1, IDLE);
+            match (s.act, got) {
+                (Act::PlaceAhead(i) | Act::Place(i), Some(got)) => {
+                    let fault = (got < B).then_some(0x10000 + off + got);
+                    let r = t.placed(i, &at(off), got, fault);
+                    (s.act, said(&r), r.act)
+                }
+                _ => (s.act, said(&s), Act::Nothing),
+            }
+        };
+        // Block 2 first: placed ahead, ACK 0 with block 2's bit (bit 1).
+        let (act, ack, _) = send(&mut t, 2 * B, Some(B));
+        assert_eq!(act, Act::PlaceAhead(0));
+        assert_eq!(ack, Some((Op::Ack, 0, 0b10)));
+        // Block 4 does not translate: not kept, no fault reported (none of it was placed),
+        // and the gap NACKed at once (SEQUENCE), once: the sender goes back to it.
+        let (act, ack, then) = send(&mut t, 4 * B, Some(0));
+        let seq = Nack::Sequence.status();
+        assert_eq!(
+            (act, ack, then),
+            (Act::PlaceAhead(0), Some((Op::Nack, 0, seq)), Act::Nothing)
+        );
+        assert_eq!(t.slot(0).unwrap().state(), RxState::Receiving);
+        assert_eq!(
+            send(&mut t, 4 * B, Some(0)).1,
+            Some((Op::Nack, 0, seq)),
+            "next round"
+        );
+        // Block 3, then block 2 again: a duplicate, ACKed with the map, not placed.
+        assert_eq!(send(&mut t, 3 * B, Some(B)).1, Some((Op::Ack, 0, 0b110)));
+        let (act, ack, _) = send(&mut t, 2 * B, None);
+        assert_eq!((act, ack), (Act::Nothing, Some((Op::Ack, 0, 0b110))));
+        // Past the gap but mid-block: in order only (and below the packet NACKed last, so
+        // NACKed: a round of the sender's after it).
+        let mid = t.on_packet(&at(B + 100), 100, &k, ALL, 1, IDLE);
+        assert_eq!(
+            (mid.act, said(&mid)),
+            (Act::Nothing, Some((Op::Nack, 0, seq)))
+        );
+        // Block 0 in order: ACK 4096, blocks 2 and 3 mapped from block 2 (bits 0, 1).
+        let (act, ack, _) = send(&mut t, 0, Some(B));
+        assert_eq!((act, ack), (Act::Place(0), Some((Op::Ack, B, 0b11))));
+        // Block 1 fills the gap: 2 and 3 count at once.
+        assert_eq!(send(&mut t, B, Some(B)).1, Some((Op::Ack, 4 * B, 0)));
+        assert_eq!(send(&mut t, 4 * B, Some(B)).1, Some((Op::Ack, 5 * B, 0)));
+        assert_eq!(t.slot(0).unwrap().state(), RxState::Done);
+
+        // A WRITE_IMM past a gap, and a WRITE to an endpoint with no context: in order only.
+        let imm = Header {
+            op: Op::WriteImm,
+            ..pkt(Op::Write, 2, 1, 0, 4 * B)
+        };
+        let s = t.on_packet(&imm, B as usize, &k, ALL, 2, IDLE);
+        t.placed(slot_of(&s), &imm, B, None);
+        let s = t.on_packet(
+            &Header {
+                offset: 2 * B,
+                ..imm
+            },
+            B as usize,
+            &k,
+            ALL,
+            2,
+            IDLE,
+        );
+        assert_eq!(said(&s), Some((Op::Nack, B, Nack::Sequence.status())));
+        let w = pkt(Op::Write, 3, 1, 0, 4 * B);
+        let s = t.on_packet(&w, B as usize, &k, ALL, 3, IDLE);
+        t.placed(slot_of(&s), &w, B, None);
+        let far = Header { offset: 2 * B, ..w };
+        let s = t.on_packet(&far, B as usize, &k, ALL & !ep::READY, 3, IDLE);
+        assert_eq!(said(&s), Some((Op::Nack, B, Nack::Sequence.status())));
+    }
+
+    /// A reset forgets every op as it stood (model qtest Keys.test_wrong_index caught it: a
+    /// put refused mid-way, then both engines reset, and its packets still on the link placed
+    /// as a new op's blocks): a late packet of an op under way or refused before the reset is
+    /// refused ESTALE, never placed; a finished op is ACKed again; an op never seen is new.
+    #[test]
+    fn a_reset_forgets_its_ops_as_they_stood() {
+        const B: u64 = BLOCK;
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        let op = |id: u32, off: u64| pkt(Op::Write, 1, id, off, 4 * B);
+        for (id, blocks) in [(1, 1), (2, 4)] {
+            for n in 0..blocks {
+                let s = t.on_packet(&op(id, n * B), B as usize, &k, ALL, 1, IDLE);
+                t.placed(slot_of(&s), &op(id, n * B), B, None);
+            }
+        }
+        t.reset();
+        let late = t.on_packet(&op(1, 2 * B), B as usize, &k, ALL, 2, IDLE);
+        assert_eq!(late.act, Act::Nothing);
+        assert_eq!(said(&late), Some((Op::Nack, 0, -ESTALE)));
+        assert_eq!(
+            said(&t.on_packet(&op(2, 3 * B), B as usize, &k, ALL, 2, IDLE)),
+            Some((Op::Ack, 4 * B, 0))
+        );
+        let new = t.on_packet(&op(4, 2 * B), B as usize, &k, ALL, 2, IDLE);
+        assert_eq!(new.act, Act::PlaceAhead(slot_of(&new)));
     }
 
     /// A finished op the table forgot: a copy of it is ACKed again, all of it, and placed

@@ -170,6 +170,8 @@ pub struct ExanestSendParams {
     pub max_rto_ns: u64,
     /// Unanswered timeouts or probes in a row before ETIMEDOUT.
     pub max_retries: u32,
+    /// How long a gap the ACKs show may wait before its blocks are sent again.
+    pub reorder_ns: u64,
 }
 
 /// `ExanestSendEvent`: what an event asks of the caller, and what it counted.
@@ -258,6 +260,7 @@ pub unsafe extern "C" fn exanest_send_start(
             rto_ns: p.rto_ns,
             max_rto_ns: p.max_rto_ns,
             max_retries: p.max_retries,
+            reorder_ns: p.reorder_ns,
         },
     );
 }
@@ -377,10 +380,11 @@ pub unsafe extern "C" fn exanest_send_postpone(op: *mut ExanestSendOp, now: u64)
 pub unsafe extern "C" fn exanest_send_ack(
     op: *mut ExanestSendOp,
     off: u64,
+    sack: u32,
     now: u64,
 ) -> ExanestSendEvent {
     // SAFETY: forwarded from the caller.
-    unsafe { event(op, |s| s.on_ack(off, now)) }
+    unsafe { event(op, |s| s.on_ack(off, sack, now)) }
 }
 
 /// A NACK at `off` with `status`, answering the packet of sequence number `echo` (a status no
@@ -537,6 +541,7 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_RX_PLACE", RX_PLACE as i64),
     ("EXANEST_RX_SERVE", RX_SERVE as i64),
     ("EXANEST_RX_REPORT", RX_REPORT as i64),
+    ("EXANEST_RX_PLACE_AHEAD", RX_PLACE_AHEAD as i64),
     ("EXANEST_RX_DROPPED", RX_DROPPED as i64),
     ("EXANEST_RX_DUPLICATE", RX_DUPLICATE as i64),
     ("EXANEST_RX_RNR", RX_RNR as i64),

@@ -43,6 +43,9 @@ pub const RX_PLACE: u32 = 1;
 pub const RX_SERVE: u32 = 2;
 /// Report the slot's fault on an idle channel, and `exanest_rx_hold` it.
 pub const RX_REPORT: u32 = 3;
+/// A WRITE's block past a gap: place all of the payload or none of it, then
+/// `exanest_rx_placed`.
+pub const RX_PLACE_AHEAD: u32 = 4;
 /// `ExanestRxStep.counts`: the packet was dropped.
 pub const RX_DROPPED: u32 = 1 << 0;
 /// A duplicate.
@@ -124,6 +127,7 @@ pub fn step_of(s: &Step) -> ExanestRxStep {
     let (what, slot, from, to) = match s.act {
         Act::Nothing => (RX_NOTHING, 0, 0, 0),
         Act::Place(i) => (RX_PLACE, i, 0, 0),
+        Act::PlaceAhead(i) => (RX_PLACE_AHEAD, i, 0, 0),
         Act::Serve { slot, from, to } => (RX_SERVE, slot, from, to),
         Act::Report(i) => (RX_REPORT, i, 0, 0),
     };

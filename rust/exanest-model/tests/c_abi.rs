@@ -70,7 +70,8 @@ fn layouts() -> Vec<Layout> {
     vec![
         layout!(ExanestPkt: op, src, dst, ep, op_id, seq, status, rkey, addr, len, offset, plen,
                 span, payload),
-        layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries),
+        layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries,
+                reorder_ns),
         layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes),
         layout!(ExanestRkey: ctrl, ep, key, base, len),
         layout!(ExanestRxStep: what, slot, from, to, counts, reply, counted, answer),
@@ -101,7 +102,8 @@ static void send_scenario(void)
 {
 	ExanestSendOp *op = exanest_send_new();
 	ExanestSendParams p = { .kind = EXANEST_SEND_PUT, .mtu = 4096, .window = 8192,
-				.rto_ns = 100, .max_rto_ns = 400, .max_retries = 2 };
+				.rto_ns = 100, .max_rto_ns = 400, .max_retries = 2,
+				.reorder_ns = 50 };
 	int64_t d;
 
 	exanest_send_start(op, 10000, &p);
@@ -111,7 +113,7 @@ static void send_scenario(void)
 	printf("put.sent2 %llu", (unsigned long long)exanest_send_sent(op, 4096, 4096, 1));
 	printf(" %u\n", exanest_send_seq(op));
 	peek("put.peek2", op);
-	ev("put.ack", exanest_send_ack(op, 4096, 2));
+	ev("put.ack", exanest_send_ack(op, 4096, 0, 2));
 	ev("put.nack", exanest_send_nack(op, 4096, EXANEST_NACK_FAULT, 1, 3));
 	exanest_send_withdrawn(op, 6000);
 	printf("put.paused %d\n", exanest_send_paused(op));
@@ -573,6 +575,7 @@ fn send_expected() -> Vec<(&'static str, String)> {
         rto_ns: 100,
         max_rto_ns: 400,
         max_retries: 2,
+        reorder_ns: 50,
     };
     let mut s = SendOp::new(10000, p);
     macro_rules! event {
@@ -588,7 +591,7 @@ fn send_expected() -> Vec<(&'static str, String)> {
     let a = s.on_sent(4096, 4096, 1);
     out.push(("put.sent2", format!("{a} {}", s.take_seq())));
     out.push(("put.peek2", peek(&s)));
-    event!("put.ack", s.on_ack(4096, 2));
+    event!("put.ack", s.on_ack(4096, 0, 2));
     event!("put.nack", s.on_nack(4096, Nack::Fault, 1, 3));
     s.on_withdrawn(6000);
     out.push(("put.paused", "1".into()));
