@@ -96,7 +96,7 @@ typedef struct ExanestSendParams {
     uint64_t rto_ns;        /* first retransmission timeout */
     uint64_t max_rto_ns;    /* cap of the backed-off timeout */
     uint32_t max_retries;   /* unanswered timeouts or probes before ETIMEDOUT */
-    uint64_t reorder_ns;    /* a gap the ACKs show waits this long, then resent */
+    uint64_t reorder_ns;    /* a gap the ACKs show waits this, then resent */
 } ExanestSendParams;
 
 /* ExanestSendEvent.what */

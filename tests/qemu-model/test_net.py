@@ -1251,6 +1251,28 @@ def inject(a, b, sock, path, packets):
     raise AssertionError(f"node 1 took {cnt(b, 'RX_PACKETS')} packets of {want}")
 
 
+def exchange(a, b, sock, path, packets):
+    """Send packets from the hostile port to node b, wait until b has taken them all and a
+    little more, and return what the hub flooded to the port meanwhile (its answers)."""
+    drain(sock)
+    want, got = cnt(b, "RX_PACKETS") + len(packets), []
+    for p in packets:
+        while True:
+            try:
+                sock.sendto(p, path)
+                break
+            except BlockingIOError:     # QEMU has not read the last ones yet
+                a.step(10_000)
+                got += drain(sock)
+    for _ in range(1000):
+        got += drain(sock)
+        if cnt(b, "RX_PACKETS") >= want:
+            break
+        a.step(10_000)
+    a.step(100_000)
+    return got + drain(sock)
+
+
 class Hostile(unittest.TestCase):
     """A third port on the hub is a hostile node the test speaks for (a unix datagram socket):
     random and malformed packets, packets with valid checksums and every field wrong, replays
@@ -1311,16 +1333,7 @@ class Hostile(unittest.TestCase):
 
         def answers(probe):
             """Node 1's NACKs of the op after the probe, as the hub floods them to us."""
-            drain(sock)
-            want, got = cnt(b, "RX_PACKETS") + 1, []
-            sock.sendto(probe, path)
-            for _ in range(1000):
-                got += drain(sock)
-                if cnt(b, "RX_PACKETS") >= want:
-                    break
-                a.step(10_000)
-            a.step(100_000)
-            got += drain(sock)
+            got = exchange(a, b, sock, path, [probe])
             return [h for h in (hdr.unpack_from(p) for p in got if len(p) >= 64)
                     if h[2] == 5 and h[6] == op_id and h[7] == probe_seq(probe)]
 
@@ -1386,37 +1399,21 @@ class Hostile(unittest.TestCase):
             return packet(1, 2, 1, 7, i, 0, 0, rkey, DST + 64 * i, 64, 0, bytes([fill]) * 64,
                           span=span)
 
-        def exchange(packets):
+        def said_to_2(packets):
             """Send packets as node 2; node 1's answers to node 2, as (op, op_id, offset,
             status)."""
-            drain(sock)
-            got, want = [], cnt(b, "RX_PACKETS") + len(packets)
-            for p in packets:
-                while True:
-                    try:
-                        sock.sendto(p, path)
-                        break
-                    except BlockingIOError:
-                        a.step(10_000)
-                        got += drain(sock)
-            for _ in range(1000):
-                got += drain(sock)
-                if cnt(b, "RX_PACKETS") >= want:
-                    break
-                a.step(10_000)
-            a.step(100_000)
-            got += drain(sock)
-            heads = (hdr.unpack_from(p) for p in got if len(p) >= 64)
+            heads = (hdr.unpack_from(p) for p in exchange(a, b, sock, path, packets)
+                     if len(p) >= 64)
             return [(h[2], h[6], h[12], h[8]) for h in heads if h[3] == 1 and h[4] == 2]
 
-        said = exchange([op(i, i + 1, i + 1) for i in range(1, 101)])
+        said = said_to_2([op(i, i + 1, i + 1) for i in range(1, 101)])
         self.assertEqual(said, [(4, i, 64, 0) for i in range(1, 101)], "each ACKed")
-        self.assertEqual(exchange([op(0, 1, 1)]), [(4, 0, 64, 0)], "op 0: placed, not stale")
+        self.assertEqual(said_to_2([op(0, 1, 1)]), [(4, 0, 64, 0)], "op 0: placed, not stale")
         self.assertEqual(b.mem_read(DST, 64), bytes([1]) * 64)
-        self.assertEqual(exchange([op(1, 0xEE, 2)]), [(4, 1, 64, 0)], "op 1: ACKed again")
+        self.assertEqual(said_to_2([op(1, 0xEE, 2)]), [(4, 1, 64, 0)], "op 1: ACKed again")
         self.assertEqual(b.mem_read(DST + 64, 64), bytes([2]) * 64, "and not placed again")
-        self.assertEqual(exchange([op(101, 102, 1)]), [(4, 101, 64, 0)])
-        self.assertEqual(exchange([op(2, 0xEE, 1)]), [(5, 2, 0, -116)], "finished: ESTALE")
+        self.assertEqual(said_to_2([op(101, 102, 1)]), [(4, 101, 64, 0)])
+        self.assertEqual(said_to_2([op(2, 0xEE, 1)]), [(5, 2, 0, -116)], "finished: ESTALE")
         self.assertEqual(b.mem_read(DST + 128, 64), bytes([3]) * 64)
 
     def test_a_read_flood_is_capped(self):

@@ -1188,16 +1188,22 @@ mod tests {
         s
     }
 
+    /// A PUT of 8 blocks, all in its window: a 1000 ns timeout, a 250 ns reordering
+    /// tolerance.
+    fn eight_blocks() -> SendOp {
+        let p = SendParams {
+            reorder_ns: 250,
+            ..params(8 * BLOCK, BLOCK as u32, 1000, 8)
+        };
+        SendOp::new(8 * BLOCK, p)
+    }
+
     /// Selective retransmission (Transport v2, IRN): blocks the receiver placed past a gap are
     /// never sent again; the gap waits for the reordering tolerance, then only it is resent.
     #[test]
     fn only_the_gap_is_sent_again() {
         const B: u64 = BLOCK;
-        let p = SendParams {
-            reorder_ns: 250,
-            ..params(8 * B, B as u32, 1000, 8)
-        };
-        let mut s = SendOp::new(8 * B, p);
+        let mut s = eight_blocks();
         let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(0)).collect();
         assert_eq!(sent.len(), 8);
         // Block 0 is lost: the receiver placed 1..7 past it (bit i: block 0 + 1 + i).
@@ -1211,7 +1217,7 @@ mod tests {
         assert_eq!((s.retransmitted, s.timeouts), (B, 0));
 
         // Block 0 only came late (reordered): its ACK before the tolerance, nothing resent.
-        let mut s = SendOp::new(8 * B, p);
+        let mut s = eight_blocks();
         while s.next_packet(0).is_some() {}
         assert_eq!(s.on_ack(0, 0x7f, 10), SendEvent::None);
         assert_eq!(s.on_ack(8 * B, 0, 100), SendEvent::Completed(0));
@@ -1219,7 +1225,7 @@ mod tests {
 
         // Blocks 1 and 3 lost: once the tolerance passes, they go, and nothing else; a map
         // that comes after says nothing new about them.
-        let mut s = SendOp::new(8 * B, p);
+        let mut s = eight_blocks();
         while s.next_packet(0).is_some() {}
         assert_eq!(s.on_ack(B, 0b11_1101, 10), SendEvent::None); // placed: 0, 2, 4..7
         assert_eq!(s.on_timeout(260), SendEvent::None);
@@ -1244,11 +1250,7 @@ mod tests {
     #[test]
     fn postponing_moves_every_deadline_past_now() {
         const B: u64 = BLOCK;
-        let p = SendParams {
-            reorder_ns: 250,
-            ..params(8 * B, B as u32, 1000, 8)
-        };
-        let mut s = SendOp::new(8 * B, p);
+        let mut s = eight_blocks();
         while s.next_packet(0).is_some() {}
         s.on_ack(0, 0b10, 10); // block 2 placed past the gap
         assert_eq!(s.deadline(), Some(260));
