@@ -511,7 +511,8 @@ def report(raw, out, figdir, meta):
         w("Both engines drop that share of the packets they send (debugfs link, drop_ppm): data\n"
           "on node 0's side, ACKs on node 1's. The receiver places the blocks that come past a\n"
           "lost data packet, and its ACKs map them; the sender resends only the gap, once it\n"
-          "outlasts the reordering tolerance (1 ms; selective retransmission, Transport v2). A\n"
+          "outlasts the reordering tolerance (12 us: four packets' time and a latency each way;\n"
+          "selective retransmission, Transport v2). A\n"
           "lost last packet, or a block lost twice, waits for the retransmission timeout (10 ms,\n"
           "doubling). Medians over runs; timeouts and drops: the most.\n")
     mb = [o for run in runs for o in run if o.get("bench") == "net-mailbox"]
