@@ -29,6 +29,7 @@ import argparse
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -125,6 +126,20 @@ def main():
         netdevs = [f"stream,server=off,reconnect-ms=100,addr.type=unix,addr.path={s}"
                    for s in socks]
     nodes, out_lock = [], threading.Lock()
+
+    def stop(signum, _frame):
+        """Killed (make interrupted, or a timeout around it): the guests go too. Each QEMU is
+        in a session of its own, so nothing else would stop it: two left over once ran for half
+        an hour."""
+        for n in nodes:
+            if n.proc.poll() is None:
+                os.killpg(n.proc.pid, 9)
+        if switch:
+            switch.terminate()
+        sys.exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
     for i in range(a.nodes):
         env = dict(os.environ, NODE=str(i), NETDEV=netdevs[i], TIMEOUT="0", QEMU_SMP=a.smp,
                    QEMU_APPEND=f"exanest.nodes={a.nodes} " + os.environ.get("QEMU_APPEND", ""))
