@@ -1232,29 +1232,9 @@ def drain(sock):
         return got
 
 
-def inject(a, b, sock, path, packets):
-    """Send packets from the hostile port to node b, and wait until b has taken them all."""
-    want = cnt(b, "RX_PACKETS") + len(packets)
-    for p in packets:
-        while True:
-            try:
-                sock.sendto(p, path)
-                break
-            except BlockingIOError:     # QEMU has not read the last ones yet
-                a.step(10_000)
-                drain(sock)
-    for _ in range(1000):
-        drain(sock)
-        if cnt(b, "RX_PACKETS") >= want:
-            return
-        a.step(10_000)
-    raise AssertionError(f"node 1 took {cnt(b, 'RX_PACKETS')} packets of {want}")
-
-
-def exchange(a, b, sock, path, packets):
-    """Send packets from the hostile port to node b, wait until b has taken them all and a
-    little more, and return what the hub flooded to the port meanwhile (its answers)."""
-    drain(sock)
+def deliver(a, b, sock, path, packets):
+    """Send packets from the hostile port to node b and wait until b has taken them all:
+    (what the hub flooded to the port meanwhile, whether b took them all)."""
     want, got = cnt(b, "RX_PACKETS") + len(packets), []
     for p in packets:
         while True:
@@ -1267,8 +1247,22 @@ def exchange(a, b, sock, path, packets):
     for _ in range(1000):
         got += drain(sock)
         if cnt(b, "RX_PACKETS") >= want:
-            break
+            return got, True
         a.step(10_000)
+    return got, False
+
+
+def inject(a, b, sock, path, packets):
+    """Send packets from the hostile port to node b, and wait until b has taken them all."""
+    if not deliver(a, b, sock, path, packets)[1]:
+        raise AssertionError(f"node 1 took {cnt(b, 'RX_PACKETS')} packets of {len(packets)} more")
+
+
+def exchange(a, b, sock, path, packets):
+    """Send packets from the hostile port to node b, wait until b has taken them all and a
+    little more, and return what the hub flooded to the port meanwhile (its answers)."""
+    drain(sock)
+    got = deliver(a, b, sock, path, packets)[0]
     a.step(100_000)
     return got + drain(sock)
 
