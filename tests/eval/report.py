@@ -513,8 +513,10 @@ def report(raw, out, figdir, meta):
           "lost data packet, and its ACKs map them; the sender resends only the gap, once it\n"
           "outlasts the reordering tolerance (12 us: four packets' time and a latency each way;\n"
           "selective retransmission, Transport v2). A\n"
-          "lost last packet, or a block lost twice, waits for the retransmission timeout (10 ms,\n"
-          "doubling). Medians over runs; timeouts and drops: the most.\n")
+          "lost last packet, or a block lost twice, is sent again by the tail-loss probe, after\n"
+          "two round trips (as measured by the ACKs, per peer) with no news from the receiver;\n"
+          "only a probe lost too waits for the retransmission timeout (10 ms, doubling).\n"
+          "Medians over runs; timeouts and drops: the most.\n")
     mb = [o for run in runs for o in run if o.get("bench") == "net-mailbox"]
     if mb:
         m = {k: statistics.median(o[k] for o in mb)

@@ -97,6 +97,7 @@ typedef struct ExanestSendParams {
     uint64_t max_rto_ns;    /* cap of the backed-off timeout */
     uint32_t max_retries;   /* unanswered timeouts or probes before ETIMEDOUT */
     uint64_t reorder_ns;    /* a gap the ACKs show waits this, then resent */
+    uint64_t pto_ns;        /* tail-loss probe after this silence; 0: none */
 } ExanestSendParams;
 
 /* ExanestSendEvent.what */
@@ -110,6 +111,8 @@ typedef struct ExanestSendEvent {
     int32_t status;
     uint64_t offset;
     uint32_t nacks, resumes, timeouts, probes;  /* what the event counted */
+    uint32_t tail_probes;   /* the last block sent again before a timeout */
+    uint64_t rtt_ns;        /* a round trip measured (0: none), to the table */
 } ExanestSendEvent;
 
 /* An op of 0 bytes, ended, until exanest_send_start(); NULL never */
@@ -130,10 +133,13 @@ void exanest_send_withdrawn(ExanestSendOp *op, uint64_t low);
 void exanest_send_postpone(ExanestSendOp *op, uint64_t now);
 /*
  * An ACK: the receiver placed [0, off), and the blocks of sack (an ACK's
- * status; bit i: block off / EXANEST_PKT_MTU + 1 + i)
+ * status; bit i: block off / EXANEST_PKT_MTU + 1 + i), answering the packet
+ * whose sequence number it echoes (the one timed: a round trip, rtt_ns)
  */
 ExanestSendEvent exanest_send_ack(ExanestSendOp *op, uint64_t off,
-                                  uint32_t sack, uint64_t now);
+                                  uint32_t sack, uint32_t echo, uint64_t now);
+/* The peer's timeouts changed: rto_ns from the next one armed, pto_ns */
+void exanest_send_retime(ExanestSendOp *op, uint64_t rto_ns, uint64_t pto_ns);
 /*
  * A NACK or RESUME echoes the sequence number of the packet it answers (a
  * RESUME: the packet NACKed, or a probe): a stale one changes nothing.
@@ -151,6 +157,23 @@ uint64_t exanest_send_acked(const ExanestSendOp *op);
 bool exanest_send_paused(const ExanestSendOp *op);
 /* When the timer must fire, or -1 for never */
 int64_t exanest_send_deadline(const ExanestSendOp *op);
+
+/*
+ * The round trip to each peer (exanest-core's netop/rtt.rs, RFC 6298), from
+ * the ops' rtt_ns, and the timeouts of an op to it: rto = SRTT + 4 RTTVAR
+ * within [floor, cap] (floor before any sample), pto = 2 SRTT (0: none).
+ * 64 peers, the least recently used one replaced.
+ */
+typedef struct ExanestRttTable ExanestRttTable;
+
+ExanestRttTable *exanest_rtt_new(void);
+void exanest_rtt_free(ExanestRttTable *t);
+void exanest_rtt_sample(ExanestRttTable *t, uint16_t node, uint64_t ns);
+/* *rto and *pto of an op to node; returns SRTT, or 0 before any sample */
+uint64_t exanest_rtt_timeouts(const ExanestRttTable *t, uint16_t node,
+                              uint64_t floor, uint64_t cap, uint64_t *rto,
+                              uint64_t *pto);
+void exanest_rtt_clear(ExanestRttTable *t);
 
 /*
  * The receiving side (exanest-core's netrx.rs, RecvTable): the table of the

@@ -388,7 +388,11 @@ static int64_t net_now(void)
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
-/* The first retransmission timeout (NET_RTO_US), ns. */
+/*
+ * The retransmission timeout's floor (NET_RTO_US), ns: the first timeout of
+ * an op to a peer whose round trip is not measured yet; once it is, an op's
+ * timeout is SRTT + 4 RTTVAR (RFC 6298) when that is longer.
+ */
 static uint64_t net_rto_ns(PldmaState *s)
 {
     return (uint64_t)MAX(s->net.rto_us, 1) * 1000;
@@ -479,11 +483,14 @@ uint32_t pldma_net_launch(PldmaChannel *c)
         .kind = c->a_op == PLDMA_OP_GET ? EXANEST_SEND_GET : EXANEST_SEND_PUT,
         .mtu = c->a_op == PLDMA_OP_GET ? net_get_chunk(s) : EXANEST_PKT_MTU,
         .window = s->net.window,
-        .rto_ns = net_rto_ns(s),
         .max_rto_ns = net_rto_cap_ns(s),
         .max_retries = s->net.retries,
         .reorder_ns = net_reorder_ns(s),
     };
+
+    /* The timeouts of the peer's measured round trip (netop/rtt.rs). */
+    exanest_rtt_timeouts(s->net.rtt, c->a_peer, net_rto_ns(s),
+                         net_rto_cap_ns(s), &p.rto_ns, &p.pto_ns);
 
     c->op_id = ++s->net.next_op_id;
     c->rx = -1;
@@ -643,7 +650,23 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
 static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
                       uint32_t err)
 {
-    net_count_event(c->ctx->dev, e);
+    PldmaState *s = c->ctx->dev;
+
+    net_count_event(s, e);
+    if (e->tail_probes) {
+        trace_exanest_pldma_net_tail_probe(c->ctx->index, c->index, c->op_id,
+                                           c->done);
+    }
+    if (e->rtt_ns) {
+        /* A round trip measured: the peer's timeouts, for this op too. */
+        uint64_t rto, pto, srtt;
+
+        exanest_rtt_sample(s->net.rtt, c->a_peer, e->rtt_ns);
+        srtt = exanest_rtt_timeouts(s->net.rtt, c->a_peer, net_rto_ns(s),
+                                    net_rto_cap_ns(s), &rto, &pto);
+        exanest_send_retime(c->snd, rto, pto);
+        trace_exanest_pldma_net_rtt(c->a_peer, e->rtt_ns, srtt, rto, pto);
+    }
     net_timer(c);
     if (e->what == EXANEST_SEND_COMPLETED) {
         if (!e->status) {
@@ -659,9 +682,10 @@ static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
     net_wake(c);
 }
 
-static void net_on_ack(PldmaChannel *c, uint64_t off, uint32_t sack)
+static void net_on_ack(PldmaChannel *c, uint64_t off, uint32_t sack,
+                       uint32_t echo)
 {
-    ExanestSendEvent e = exanest_send_ack(c->snd, off, sack, net_now());
+    ExanestSendEvent e = exanest_send_ack(c->snd, off, sack, echo, net_now());
 
     net_after(c, &e, PLDMA_ERR_NONE);
 }
@@ -1361,7 +1385,7 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
         }
         if (k.op == EXANEST_PKT_ACK) {
             if (c->a_op != PLDMA_OP_GET) {
-                net_on_ack(c, k.offset, (uint32_t)k.status);
+                net_on_ack(c, k.offset, (uint32_t)k.status, k.seq);
             }
         } else if (k.op == EXANEST_PKT_RESUME) {
             net_on_resume(c, k.offset, k.seq);
@@ -1709,6 +1733,7 @@ void pldma_net_realize(PldmaState *s)
 
     QSIMPLEQ_INIT(&n->txq);
     n->rxt = exanest_rx_new(n->node);
+    n->rtt = exanest_rtt_new();
     /*
      * What one requester may have waiting in the port, served: two of its
      * requests in flight on each of two channels (a GET asks in half windows).
@@ -1733,6 +1758,8 @@ void pldma_net_exit(PldmaState *s)
     qemu_del_nic(s->net.nic);
     exanest_rx_free(s->net.rxt);
     s->net.rxt = NULL;
+    exanest_rtt_free(s->net.rtt);
+    s->net.rtt = NULL;
 }
 
 /*
@@ -1751,6 +1778,7 @@ void pldma_net_reset(PldmaState *s)
     memset(n->ep_wanted, 0, sizeof(n->ep_wanted));
     n->irq = 0;
     exanest_rx_reset(n->rxt);
+    exanest_rtt_clear(n->rtt);
     n->ep_sel = n->rkey_sel = n->src_sel = 0;
     n->drop_ppm = n->corrupt_ppm = 0;
     n->rto_us = 10000;

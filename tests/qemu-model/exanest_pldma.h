@@ -168,6 +168,8 @@ typedef struct PldmaNet {
     QEMUTimer *tx_timer;
     /* Receiving: the core's table of remote ops (RecvTable). */
     ExanestRecvTable *rxt;
+    /* The round trip to each peer, measured (RttTable). */
+    ExanestRttTable *rtt;
 } PldmaNet;
 
 struct PldmaState {

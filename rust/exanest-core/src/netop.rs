@@ -6,10 +6,15 @@
 //! retransmission, as IRN); and the thesis's receiver faults: the receiver stops at a fault,
 //! NACKs its offset, resolves it, then sends RESUME, from which the sender goes on. A lost
 //! RESUME, ACK or data packet is recovered by the sender's timeout, with exponential backoff
-//! and a bounded number of retries. Every byte is placed exactly once and the op ends
-//! exactly once, whatever the link drops, duplicates or reorders.
+//! and a bounded number of retries. A lost tail, which no later ACK can show, is probed for
+//! after two round trips of silence (a tail-loss probe, RFC 8985), not left to the timeout;
+//! the ACKs time the round trip ([`rtt`]), from which both timeouts follow. Every byte is
+//! placed exactly once and the op ends exactly once, whatever the link drops, duplicates or
+//! reorders.
 //!
 //! Times are nanoseconds on whatever monotonic clock the caller uses.
+
+pub mod rtt;
 
 use super::netrx::BLOCK;
 use super::packet::{Nack, MTU};
@@ -45,6 +50,11 @@ pub struct SendParams {
     /// How long a gap that the receiver's ACKs show (blocks placed past it) may stay before
     /// its blocks count as lost and are sent again: the link's reordering tolerance.
     pub reorder_ns: u64,
+    /// The tail-loss probe's timeout ([`rtt::Rtt::pto`]): this long and the reordering
+    /// tolerance without news from the receiver while data is in flight, the last block (and
+    /// the gaps below blocks placed) is sent again, so that its ACK shows what is lost. 0: no
+    /// probe. A PUT of [`BLOCK`]-sized packets only.
+    pub pto_ns: u64,
 }
 
 impl Default for SendParams {
@@ -57,6 +67,7 @@ impl Default for SendParams {
             max_rto_ns: 1_000_000_000,
             max_retries: 8,
             reorder_ns: 1_000_000,
+            pto_ns: 0,
         }
     }
 }
@@ -107,6 +118,18 @@ pub struct SendOp {
     resent: u64,
     /// When a gap the ACKs show has waited for the reordering tolerance.
     reorder_at: Option<u64>,
+    /// When the tail-loss probe goes, if armed: by new data sent, and by news from the
+    /// receiver (an ACK that moves, a NACK, a RESUME).
+    probe_at: Option<u64>,
+    /// The packet being timed, as (sequence number, when sent): the ACK that echoes it is a
+    /// sample of the round trip.
+    timed: Option<(u32, u64)>,
+    /// The last round trip measured, until the caller takes it.
+    sample: Option<u64>,
+    /// Tail-loss probes since the receiver last had news: each waits twice the last.
+    probe_backoff: u32,
+    /// Tail-loss probes sent.
+    pub tail_probes: u32,
     /// Bytes sent again.
     pub retransmitted: u64,
     /// Timeouts that fired.
@@ -169,6 +192,11 @@ impl SendOp {
             lost: 0,
             resent: 0,
             reorder_at: None,
+            probe_at: None,
+            timed: None,
+            sample: None,
+            probe_backoff: 0,
+            tail_probes: 0,
             p,
             retransmitted: 0,
             timeouts: 0,
@@ -190,10 +218,83 @@ impl SendOp {
 
     /// When the caller must call [`SendOp::on_timeout`] next, if at all.
     pub fn deadline(&self) -> Option<u64> {
-        match (self.deadline, self.reorder_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        [self.deadline, self.reorder_at, self.probe_at]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// The round trip the last ACK measured, once: the caller keeps it per peer
+    /// ([`rtt::RttTable`]) and gives its ops the timeouts that follow ([`SendOp::retime`]).
+    pub fn take_rtt_sample(&mut self) -> Option<u64> {
+        self.sample.take()
+    }
+
+    /// The peer's timeouts changed (a new estimate of its round trip): the first
+    /// retransmission timeout is `rto_ns` from the next one armed (a backed-off one stays
+    /// until the op moves), the tail-loss probe's `pto_ns`.
+    pub fn retime(&mut self, rto_ns: u64, pto_ns: u64) {
+        let rto_ns = rto_ns.max(1);
+        if self.retries == 0 {
+            self.rto = rto_ns;
         }
+        self.p.rto_ns = rto_ns;
+        self.p.max_rto_ns = self.p.max_rto_ns.max(rto_ns);
+        self.p.pto_ns = pto_ns;
+    }
+
+    /// Whether tail-loss probes apply: a PUT whose packets are blocks, which the receiver
+    /// places past a gap and its ACKs map.
+    fn probes_tail(&self) -> bool {
+        self.p.pto_ns != 0 && self.p.kind == Kind::Put && u64::from(self.p.mtu) == BLOCK
+    }
+
+    /// Arm the tail-loss probe from `now`, if data is in flight: news from the receiver (or
+    /// new data), so the probe timeout starts again unbacked-off.
+    fn arm_probe(&mut self, now: u64) {
+        self.probe_backoff = 0;
+        self.probe_again(now);
+    }
+
+    /// Arm the tail-loss probe from `now`, if data is in flight: the probe timeout and the
+    /// reordering tolerance (a packet held back, or one whose own size on the wire the round
+    /// trips of smaller ones did not measure, is not lost), doubled for each probe since the
+    /// receiver last had news.
+    fn probe_again(&mut self, now: u64) {
+        let wait = self
+            .p
+            .pto_ns
+            .saturating_add(self.p.reorder_ns)
+            .saturating_mul(1 << self.probe_backoff.min(20));
+        self.probe_at =
+            (self.probes_tail() && self.state == SendState::Sending && self.high > self.acked)
+                .then(|| now.saturating_add(wait));
+    }
+
+    /// The tail-loss probe: nothing from the receiver for a probe timeout, data in flight. The
+    /// last block sent goes again, and every gap below a block placed (those sent again too:
+    /// they were lost again), so that the ACKs say what is lost, a round trip from now rather
+    /// than a timeout. While the silence lasts, the next probe waits twice as long, until the
+    /// retransmission timeout takes over.
+    fn probe_tail(&mut self, now: u64) {
+        self.probe_at = None;
+        if self.state != SendState::Sending || self.high <= self.acked {
+            return;
+        }
+        self.tail_probes += 1;
+        self.probe_backoff += 1;
+        self.probe_again(now);
+        if self.sacked != 0 {
+            let top = 63 - self.sacked.leading_zeros();
+            self.lost |= ((1u64 << top) - 1) & !self.sacked;
+        }
+        if let Some(k) = ((self.high - 1) / BLOCK)
+            .checked_sub(self.base())
+            .filter(|&k| k < 64)
+        {
+            self.lost |= (1u64 << k) & !self.sacked;
+        }
+        self.resent &= !self.lost;
     }
 
     /// The first block of the maps: the one `acked` is in.
@@ -224,7 +325,8 @@ impl SendOp {
     }
 
     /// The next packet (GET: read request) the window allows now, as (offset, bytes), without
-    /// sending it: the caller reports what it sent with [`SendOp::on_sent`]. A block counted
+    /// sending it: the caller takes its sequence number ([`SendOp::take_seq`]), sends it, and
+    /// reports what it sent with [`SendOp::on_sent`]. A block counted
     /// lost comes first; data ends at a block's end, so that a receiver can place each
     /// packet that comes past a gap (a PUT of [`MTU`]-byte packets).
     pub fn peek(&self) -> Option<(u64, u32)> {
@@ -268,8 +370,18 @@ impl SendOp {
         let again = n.min(self.high.saturating_sub(off));
         self.retransmitted += again;
         self.high = self.high.max(self.next);
-        if self.deadline.is_none() && n > 0 {
-            self.deadline = Some(now.saturating_add(self.rto));
+        if n > 0 {
+            if self.deadline.is_none() {
+                self.deadline = Some(now.saturating_add(self.rto));
+            }
+            if self.timed.is_none() && self.p.kind == Kind::Put {
+                // The packet's sequence number was taken before it was reported sent.
+                self.timed = Some((self.seq.wrapping_sub(1), now));
+            }
+            if again < n {
+                // New data: the probe waits a probe timeout from its sending.
+                self.arm_probe(now);
+            }
         }
         again
     }
@@ -321,11 +433,16 @@ impl SendOp {
             // Its gaps count lost now: they go once this side can send again.
             self.count_lost();
         }
+        if self.probe_at.is_some_and(|t| t <= now) {
+            self.probe_tail(now);
+        }
     }
 
     fn end(&mut self, status: i32) -> SendEvent {
         self.state = SendState::Done(status);
         self.deadline = None;
+        self.reorder_at = None;
+        self.probe_at = None;
         SendEvent::Completed(status)
     }
 
@@ -364,13 +481,22 @@ impl SendOp {
     /// i: block `off / BLOCK + 1 + i`; [`crate::netrx::BLOCK`]). Old or impossible ACKs change
     /// nothing, and a GET takes none. A gap below a placed block waits for the reordering
     /// tolerance ([`SendParams::reorder_ns`]); then its blocks are sent again, and only they.
-    pub fn on_ack(&mut self, off: u64, sack: u32, now: u64) -> SendEvent {
-        if matches!(self.state, SendState::Done(_))
-            || self.p.kind == Kind::Get
-            || off < self.acked
-            || off > self.high
-            || (off == self.acked && sack == 0)
-        {
+    /// The ACK echoes the sequence number of the packet it answers: that of the packet being
+    /// timed gives a sample of the round trip ([`SendOp::take_rtt_sample`]).
+    pub fn on_ack(&mut self, off: u64, sack: u32, echo: u32, now: u64) -> SendEvent {
+        if matches!(self.state, SendState::Done(_)) || self.p.kind == Kind::Get {
+            return SendEvent::None;
+        }
+        if let Some((q, t)) = self.timed {
+            if echo == q {
+                self.sample = Some(now.saturating_sub(t));
+                self.timed = None;
+            } else if Self::before(q, echo) {
+                // A later packet's answer: the timed one's was lost; time the next one sent.
+                self.timed = None;
+            }
+        }
+        if off < self.acked || off > self.high || (off == self.acked && sack == 0) {
             return SendEvent::None;
         }
         if off > self.acked {
@@ -382,6 +508,7 @@ impl SendOp {
             }
             self.deadline = (self.next > self.acked || self.state == SendState::Paused)
                 .then(|| now.saturating_add(self.rto));
+            self.arm_probe(now);
         }
         if u64::from(self.p.mtu) != BLOCK {
             // Packets that are not blocks: the maps do not fit them; going back does.
@@ -392,6 +519,10 @@ impl SendOp {
         let mut m = u64::from(sack) << 1;
         if sent_blocks < 64 {
             m &= (1u64 << sent_blocks) - 1;
+        }
+        if m & !self.sacked != 0 {
+            // News: blocks placed that were not known to be.
+            self.arm_probe(now);
         }
         self.sacked |= m;
         self.lost &= !self.sacked;
@@ -458,8 +589,10 @@ impl SendOp {
             self.pause_echo = echo;
         }
         self.since = self.seq;
-        // A lost RESUME (or the resent data) is recovered by the timeout.
+        // A lost RESUME (or the resent data) is recovered by the timeout; the data resent
+        // after a NACK SEQUENCE, by the probe first.
         self.deadline = Some(now.saturating_add(self.rto));
+        self.arm_probe(now);
         SendEvent::None
     }
 
@@ -500,6 +633,7 @@ impl SendOp {
         }
         self.state = SendState::Sending;
         self.deadline = Some(now.saturating_add(self.rto));
+        self.arm_probe(now);
         SendEvent::None
     }
 
@@ -547,6 +681,9 @@ impl SendOp {
         if self.reorder_at.is_some_and(|t| now >= t) {
             self.count_lost();
         }
+        if self.probe_at.is_some_and(|t| now >= t) {
+            self.probe_tail(now);
+        }
         match self.deadline {
             Some(d) if now >= d && !matches!(self.state, SendState::Done(_)) => {}
             _ => return SendEvent::None,
@@ -567,6 +704,7 @@ impl SendOp {
         }
         self.back_off();
         self.go_back();
+        self.probe_at = None;
         self.since = self.seq;
         self.gap_asked = false;
         self.state = SendState::Sending;
@@ -596,6 +734,7 @@ mod tests {
             max_rto_ns: u64::MAX,
             max_retries,
             reorder_ns: rto_ns / 4,
+            pto_ns: 0,
         }
     }
     use std::vec::Vec;
@@ -607,17 +746,17 @@ mod tests {
         let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(0)).collect();
         assert_eq!(sent, vec![(0, 1000), (1000, 1000), (2000, 1000)]);
         assert_eq!(s.deadline(), Some(100));
-        assert_eq!(s.on_ack(2000, 0, 10), SendEvent::None);
+        assert_eq!(s.on_ack(2000, 0, 0, 10), SendEvent::None);
         let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(10)).collect();
         assert_eq!(sent, vec![(3000, 1000), (4000, 1000)]);
         // An old ACK and one beyond what was sent change nothing.
-        assert_eq!(s.on_ack(1000, 0, 11), SendEvent::None);
-        assert_eq!(s.on_ack(9000, 0, 11), SendEvent::None);
+        assert_eq!(s.on_ack(1000, 0, 0, 11), SendEvent::None);
+        assert_eq!(s.on_ack(9000, 0, 0, 11), SendEvent::None);
         assert_eq!(s.acked(), 2000);
-        assert_eq!(s.on_ack(5000, 0, 12), SendEvent::None);
+        assert_eq!(s.on_ack(5000, 0, 0, 12), SendEvent::None);
         assert_eq!(s.next_packet(12), Some((5000, 500)));
-        assert_eq!(s.on_ack(5500, 0, 13), SendEvent::Completed(0));
-        assert_eq!(s.on_ack(5500, 0, 14), SendEvent::None);
+        assert_eq!(s.on_ack(5500, 0, 0, 13), SendEvent::Completed(0));
+        assert_eq!(s.on_ack(5500, 0, 0, 14), SendEvent::None);
         assert_eq!(s.retransmitted, 0);
     }
 
@@ -667,7 +806,7 @@ mod tests {
         assert_eq!(s.on_resume(0, 0, 150), SendEvent::None);
         assert_eq!(s.next_packet(150), Some((0, 200)));
         assert_eq!(s.next_packet(151), None);
-        assert_eq!(s.on_ack(200, 0, 160), SendEvent::Completed(0));
+        assert_eq!(s.on_ack(200, 0, 0, 160), SendEvent::Completed(0));
         assert_eq!((s.timeouts, s.resumes, s.retransmitted), (0, 1, 200));
     }
 
@@ -789,7 +928,7 @@ mod tests {
         let mut s = SendOp::new(20_000, p);
         assert_eq!(s.next_packet(0), Some((0, 8192)));
         assert_eq!(s.peek(), None);
-        assert_eq!(s.on_ack(4096, 0, 1), SendEvent::None);
+        assert_eq!(s.on_ack(4096, 0, 0, 1), SendEvent::None);
         assert_eq!(s.acked(), 0);
         assert_eq!(s.on_data(0, 4096, 4096, 2), SendEvent::None);
         assert_eq!(s.peek(), Some((8192, 4096)));
@@ -891,7 +1030,7 @@ mod tests {
         let mut s = SendOp::new(100, SendParams::default());
         assert_eq!(s.on_nack(50, Nack::Fault, 0, 0), SendEvent::None); // nothing sent yet
         assert_eq!(s.on_resume(50, 0, 0), SendEvent::None);
-        assert_eq!(s.on_ack(50, 0, 0), SendEvent::None);
+        assert_eq!(s.on_ack(50, 0, 0, 0), SendEvent::None);
         assert_eq!((s.nacks, s.resumes), (0, 0));
         assert_eq!(s.next_packet(0), Some((0, 100)));
         assert_eq!(
@@ -918,8 +1057,8 @@ mod tests {
     enum Pkt {
         /// Offset, bytes, sequence number.
         Data(u64, u32, u32),
-        /// Offset, the map of blocks placed past it.
-        Ack(u64, u32),
+        /// Offset, the map of blocks placed past it, the sequence number answered.
+        Ack(u64, u32, u32),
         /// Offset, why, the sequence number answered.
         Nack(u64, Nack, u32),
         /// Offset, the sequence number of the packet NACKed (or of the probe answered).
@@ -966,7 +1105,7 @@ mod tests {
     fn sim_reply(st: &Step) -> Option<Pkt> {
         let h = st.reply?.header;
         Some(match h.op {
-            Op::Ack => Pkt::Ack(h.offset, h.status as u32),
+            Op::Ack => Pkt::Ack(h.offset, h.status as u32, h.seq),
             Op::Nack => Pkt::Nack(h.offset, Nack::from_status(h.status).unwrap(), h.seq),
             Op::Resume => Pkt::Resume(h.offset, h.seq),
             op => panic!("the receiver answered {op:?}"),
@@ -1009,7 +1148,9 @@ mod tests {
 
     /// As [`simulate_resolving`], with the sender's parameters `p` (with a PUT's
     /// [`MTU`]-byte packets, the receiver places blocks past a gap and the sender resends only
-    /// gaps).
+    /// gaps). The ACKs' round trips are measured, as the model does, and the op's timeout
+    /// follows them (`p.rto_ns` its floor); a `p.pto_ns` other than 0 turns tail-loss probes
+    /// on, at the measured round trip's probe timeout.
     fn simulate_with(
         seed: u64,
         len: u64,
@@ -1021,7 +1162,8 @@ mod tests {
     ) -> SendOp {
         const PAGE: u64 = 4096;
         let mut rng = Rng(seed | 1);
-        let mut s = SendOp::new(len, p);
+        let tlp = p.pto_ns != 0;
+        let mut s = SendOp::new(len, SendParams { pto_ns: 0, ..p });
         let mut rx = RecvTable::new(2);
         let keys = sim_keys(len);
         let mut faulted: Option<usize> = None; // the slot whose fault is being resolved
@@ -1034,6 +1176,7 @@ mod tests {
         // A WRITE_IMM: the ring's room (full at first), when it frees, what it took.
         let (mut room, mut free_at, mut in_ring) = (!imm, None::<(u64, usize)>, 0);
         let mut now = 0u64;
+        let mut est = rtt::Rtt::default();
         let latency = 1_000;
         let send = |link: &mut VecDeque<(u64, Pkt)>, rng: &mut Rng, now: u64, pk: Pkt| {
             if rng.chance(drop) {
@@ -1057,8 +1200,9 @@ mod tests {
                 assert_eq!(st, 0, "seed {seed}: the op failed");
                 break;
             }
-            while let Some((off, n)) = s.next_packet(now) {
+            while let Some((off, n)) = s.peek() {
                 let q = s.take_seq();
+                s.on_sent(off, n, now);
                 send(&mut link, &mut rng, now, Pkt::Data(off, n, q));
             }
             // The next event: a packet, the receiver's resolution, or the sender's timeout.
@@ -1164,10 +1308,16 @@ mod tests {
                         }
                         SendEvent::None
                     }
-                    Pkt::Ack(a, m) => s.on_ack(a, m, now),
+                    Pkt::Ack(a, m, e) => s.on_ack(a, m, e, now),
                     Pkt::Nack(o, why, e) => s.on_nack(o, why, e, now),
                     Pkt::Resume(o, e) => s.on_resume(o, e, now),
                 };
+                if let Some(r) = s.take_rtt_sample() {
+                    // The peer's round trip, as the model keeps it: the op's timeouts follow.
+                    est.sample(r);
+                    let rto = est.rto(p.rto_ns, p.max_rto_ns);
+                    s.retime(rto, if tlp { est.pto(rto) } else { 0 });
+                }
                 if let SendEvent::Completed(st) = ev {
                     completions += 1;
                     assert_eq!(st, 0);
@@ -1207,31 +1357,31 @@ mod tests {
         let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(0)).collect();
         assert_eq!(sent.len(), 8);
         // Block 0 is lost: the receiver placed 1..7 past it (bit i: block 0 + 1 + i).
-        assert_eq!(s.on_ack(0, 0x7f, 10), SendEvent::None);
+        assert_eq!(s.on_ack(0, 0x7f, 0, 10), SendEvent::None);
         assert_eq!(s.next_packet(10), None, "within the tolerance: nothing yet");
         assert_eq!(s.deadline(), Some(260));
         assert_eq!(s.on_timeout(260), SendEvent::None);
         assert_eq!(s.next_packet(260), Some((0, B as u32)));
         assert_eq!(s.next_packet(260), None, "and only it");
-        assert_eq!(s.on_ack(8 * B, 0, 270), SendEvent::Completed(0));
+        assert_eq!(s.on_ack(8 * B, 0, 0, 270), SendEvent::Completed(0));
         assert_eq!((s.retransmitted, s.timeouts), (B, 0));
 
         // Block 0 only came late (reordered): its ACK before the tolerance, nothing resent.
         let mut s = eight_blocks();
         while s.next_packet(0).is_some() {}
-        assert_eq!(s.on_ack(0, 0x7f, 10), SendEvent::None);
-        assert_eq!(s.on_ack(8 * B, 0, 100), SendEvent::Completed(0));
+        assert_eq!(s.on_ack(0, 0x7f, 0, 10), SendEvent::None);
+        assert_eq!(s.on_ack(8 * B, 0, 0, 100), SendEvent::Completed(0));
         assert_eq!(s.retransmitted, 0);
 
         // Blocks 1 and 3 lost: once the tolerance passes, they go, and nothing else; a map
         // that comes after says nothing new about them.
         let mut s = eight_blocks();
         while s.next_packet(0).is_some() {}
-        assert_eq!(s.on_ack(B, 0b11_1101, 10), SendEvent::None); // placed: 0, 2, 4..7
+        assert_eq!(s.on_ack(B, 0b11_1101, 0, 10), SendEvent::None); // placed: 0, 2, 4..7
         assert_eq!(s.on_timeout(260), SendEvent::None);
         let again: Vec<_> = core::iter::from_fn(|| s.next_packet(260)).collect();
         assert_eq!(again, vec![(B, B as u32), (3 * B, B as u32)]);
-        assert_eq!(s.on_ack(3 * B, 0b1110, 270), SendEvent::None);
+        assert_eq!(s.on_ack(3 * B, 0b1110, 0, 270), SendEvent::None);
         assert_eq!(s.deadline(), Some(270 + 250));
         assert_eq!(s.on_timeout(520), SendEvent::None);
         assert_eq!(s.next_packet(520), None, "block 3 was sent again already");
@@ -1239,8 +1389,157 @@ mod tests {
         assert_eq!(s.on_timeout(1270), SendEvent::None);
         let again: Vec<_> = core::iter::from_fn(|| s.next_packet(1270)).collect();
         assert_eq!(again, vec![(3 * B, B as u32)]);
-        assert_eq!(s.on_ack(8 * B, 0, 1280), SendEvent::Completed(0));
+        assert_eq!(s.on_ack(8 * B, 0, 0, 1280), SendEvent::Completed(0));
         assert_eq!((s.retransmitted, s.timeouts), (3 * B, 1));
+    }
+
+    /// A lost tail (Transport v2, RFC 8985): no later block can show it lost, so it used to
+    /// wait for the retransmission timeout. Two round trips of silence (the probe timeout)
+    /// send the last block again, once; its ACK ends the op.
+    #[test]
+    fn a_lost_tail_is_probed_not_timed_out() {
+        const B: u64 = BLOCK;
+        let mut s = eight_blocks();
+        s.retime(1000, 100);
+        for i in 0..8 {
+            let q = s.take_seq();
+            assert_eq!(s.peek(), Some((i * B, B as u32)));
+            s.on_sent(i * B, B as u32, i);
+            assert_eq!(q, i as u32);
+        }
+        // Blocks 0..6 placed, in order; block 7 lost. The first ACK times block 0.
+        assert_eq!(s.on_ack(B, 0, 0, 20), SendEvent::None);
+        assert_eq!(s.take_rtt_sample(), Some(20));
+        assert_eq!(s.on_ack(7 * B, 0, 6, 30), SendEvent::None);
+        // The probe timeout and the reordering tolerance (250) after the last news.
+        assert_eq!(
+            s.deadline(),
+            Some(380),
+            "the probe, before the timeout at 1030"
+        );
+        assert_eq!(s.on_timeout(380), SendEvent::None);
+        assert_eq!(s.next_packet(380), Some((7 * B, B as u32)));
+        assert_eq!(s.next_packet(380), None, "one block");
+        assert_eq!(
+            s.deadline(),
+            Some(1030),
+            "a second probe would wait twice as long"
+        );
+        assert_eq!(s.on_ack(8 * B, 0, 8, 390), SendEvent::Completed(0));
+        assert_eq!((s.timeouts, s.tail_probes, s.retransmitted), (0, 1, B));
+
+        // Without a probe timeout, the tail waits for the retransmission timeout.
+        let mut s = eight_blocks();
+        while s.next_packet(0).is_some() {}
+        s.on_ack(7 * B, 0, 0, 30);
+        assert_eq!(s.deadline(), Some(1030));
+    }
+
+    /// A block lost twice (the gap, then its resending): the ACKs cannot show the second loss,
+    /// so it used to wait for the timeout; the probe sends it again a probe timeout after the
+    /// receiver last had news.
+    #[test]
+    fn a_block_lost_twice_is_probed() {
+        const B: u64 = BLOCK;
+        let mut s = eight_blocks();
+        s.retime(1000, 400);
+        while s.next_packet(0).is_some() {}
+        // Block 1 lost; 2..7 placed past it.
+        assert_eq!(s.on_ack(B, 0x3f, 0, 10), SendEvent::None);
+        assert_eq!(s.deadline(), Some(260));
+        assert_eq!(s.on_timeout(260), SendEvent::None);
+        assert_eq!(s.next_packet(260), Some((B, B as u32)));
+        // Lost again: nothing more comes. The probe at 10 + 400 + 250 sends it a third time.
+        assert_eq!(s.deadline(), Some(660));
+        assert_eq!(s.on_timeout(660), SendEvent::None);
+        assert_eq!(s.next_packet(660), Some((B, B as u32)));
+        assert_eq!(s.next_packet(660), None);
+        assert_eq!(s.on_ack(8 * B, 0, 0, 670), SendEvent::Completed(0));
+        assert_eq!((s.timeouts, s.tail_probes, s.retransmitted), (0, 1, 2 * B));
+    }
+
+    /// A probe that is lost too, or a peer that is gone: while the silence lasts, each probe
+    /// waits twice as long as the last (no probe storm), until the timeout takes over, which
+    /// backs off as before and sends no probe; the op ends ETIMEDOUT.
+    #[test]
+    fn probes_back_off_until_the_timeout() {
+        let mut s = eight_blocks();
+        s.retime(10_000, 100);
+        while s.next_packet(0).is_some() {}
+        // 100 + 250, then twice, four times, eight times that after each probe.
+        for (at, next) in [(350, 1050), (1050, 2450), (2450, 5250), (5250, 10_000)] {
+            assert_eq!(s.deadline(), Some(at));
+            assert_eq!(s.on_timeout(at), SendEvent::None);
+            assert_eq!(s.next_packet(at), Some((7 * BLOCK, BLOCK as u32)));
+            assert_eq!(s.next_packet(at), None);
+            assert_eq!(s.deadline(), Some(next));
+        }
+        assert_eq!(s.on_timeout(10_000), SendEvent::None);
+        assert_eq!((s.tail_probes, s.timeouts), (4, 1));
+        // The timeout went back: its resending arms no probe, the next timeout is doubled.
+        while s.next_packet(10_000).is_some() {}
+        assert_eq!(s.deadline(), Some(30_000));
+        let mut end = SendEvent::None;
+        while let Some(d) = s.deadline() {
+            end = s.on_timeout(d);
+            while s.next_packet(d).is_some() {}
+        }
+        assert_eq!(end, SendEvent::Completed(ETIMEDOUT));
+        assert_eq!(s.tail_probes, 4);
+        // A paused op, a GET, and packets that are not blocks never probe.
+        let mut g = SendOp::new(
+            8 * BLOCK,
+            SendParams {
+                kind: Kind::Get,
+                ..params(8 * BLOCK, BLOCK as u32, 1000, 8)
+            },
+        );
+        g.retime(1000, 100);
+        while g.next_packet(0).is_some() {}
+        assert_eq!(g.deadline(), Some(1000));
+        let mut m = SendOp::new(8000, params(8000, 1000, 1000, 8));
+        m.retime(1000, 100);
+        while m.next_packet(0).is_some() {}
+        assert_eq!(m.deadline(), Some(1000));
+        let mut p = eight_blocks();
+        p.retime(1000, 100);
+        p.next_packet(0);
+        assert_eq!(p.on_nack(0, Nack::Fault, 0, 5), SendEvent::None);
+        assert_eq!(p.deadline(), Some(1005));
+    }
+
+    /// The round trip is measured on the packet the ACK echoes, one at a time; an answer to a
+    /// later packet drops the timing (its own ACK was lost), and the next packet is timed.
+    #[test]
+    fn round_trips_are_timed_by_the_echo() {
+        let mut s = eight_blocks();
+        for i in 0..3 {
+            let q = s.take_seq();
+            s.on_sent(i * BLOCK, BLOCK as u32, 100 * i);
+            assert_eq!(q, i as u32);
+        }
+        assert_eq!(s.on_ack(2 * BLOCK, 0, 1, 250), SendEvent::None);
+        assert_eq!(
+            s.take_rtt_sample(),
+            None,
+            "packet 0 was timed; 1 is answered"
+        );
+        let q = s.take_seq();
+        s.on_sent(3 * BLOCK, BLOCK as u32, 300);
+        for i in 4..6 {
+            s.take_seq();
+            s.on_sent(i * BLOCK, BLOCK as u32, 301);
+        }
+        assert_eq!(s.on_ack(3 * BLOCK, 0, 2, 310), SendEvent::None);
+        assert_eq!(s.take_rtt_sample(), None, "packet 3 is timed");
+        assert_eq!(s.on_ack(4 * BLOCK, 0, q, 345), SendEvent::None);
+        assert_eq!(s.take_rtt_sample(), Some(45));
+        assert_eq!(s.take_rtt_sample(), None, "taken once");
+        // The timeout follows the estimate from the next one armed.
+        s.retime(500, 0);
+        assert_eq!(s.deadline(), Some(345 + 1000), "armed before");
+        s.on_ack(5 * BLOCK, 0, 9, 350);
+        assert_eq!(s.deadline(), Some(850));
     }
 
     /// The timer comes while this side stalls on its own source fault (the model's channel in
@@ -1252,7 +1551,7 @@ mod tests {
         const B: u64 = BLOCK;
         let mut s = eight_blocks();
         while s.next_packet(0).is_some() {}
-        s.on_ack(0, 0b10, 10); // block 2 placed past the gap
+        s.on_ack(0, 0b10, 0, 10); // block 2 placed past the gap
         assert_eq!(s.deadline(), Some(260));
         s.postpone(300);
         assert!(s.deadline().is_some_and(|d| d > 300), "{:?}", s.deadline());
@@ -1324,7 +1623,7 @@ mod tests {
         let h = |off| sim_header(off, 2000, 0);
         assert_eq!(rx(&mut t, 0, 1000).act, Act::Place(0));
         let st = t.placed(0, &h(0), 1000, None);
-        assert!(matches!(sim_reply(&st), Some(Pkt::Ack(1000, 0))));
+        assert!(matches!(sim_reply(&st), Some(Pkt::Ack(1000, 0, _))));
         // The second packet's first page does not translate.
         assert_eq!(rx(&mut t, 1000, 1000).act, Act::Place(0));
         let st = t.placed(0, &h(1000), 0, Some(BASE + 1000));
@@ -1334,7 +1633,7 @@ mod tests {
         ));
         assert_eq!(st.act, Act::Report(0));
         assert!(t.hold(0, 1));
-        assert_eq!(s.on_ack(1000, 0, 1), SendEvent::None);
+        assert_eq!(s.on_ack(1000, 0, 0, 1), SendEvent::None);
         assert_eq!(s.on_nack(1000, Nack::Fault, 0, 1), SendEvent::None);
         assert!(matches!(
             sim_reply(&rx(&mut t, 1000, 0)),
@@ -1352,9 +1651,9 @@ mod tests {
         assert_eq!(s.next_packet(302), Some((1000, 1000)));
         assert_eq!(rx(&mut t, 1000, 1000).act, Act::Place(0));
         let st = t.placed(0, &h(1000), 1000, None);
-        assert!(matches!(sim_reply(&st), Some(Pkt::Ack(2000, 0))));
+        assert!(matches!(sim_reply(&st), Some(Pkt::Ack(2000, 0, _))));
         assert_eq!(t.slot(0).unwrap().state(), RxState::Done);
-        assert_eq!(s.on_ack(2000, 0, 303), SendEvent::Completed(0));
+        assert_eq!(s.on_ack(2000, 0, 0, 303), SendEvent::Completed(0));
         assert_eq!((s.nacks, s.resumes, s.probes, s.timeouts), (1, 1, 2, 0));
         // A paused op whose receiver is gone ends with ETIMEDOUT after its probes.
         let mut d = SendOp::new(10, p);
@@ -1429,6 +1728,61 @@ mod tests {
         std::println!("1 % loss: resent/payload selective {sel:.4}, going back {back:.4}");
         assert!(sel < 0.02, "selective: {sel}");
         assert!(sel * 3.0 < back, "selective {sel}, going back {back}");
+    }
+
+    /// Tail-loss probes over the lossy link (1 % of the packets, data and ACKs): every byte
+    /// placed once, and most losses that used to wait for a timeout (a lost tail, a block
+    /// lost twice) are recovered in round trips; the same with duplicates, reordering and
+    /// receiver faults.
+    #[test]
+    fn tail_probes_spare_timeouts_under_loss() {
+        let p = params(64 * 1024, MTU as u32, 50_000, 20);
+        let probing = SendParams { pto_ns: 1, ..p };
+        let (mut without, mut with, mut probes) = (0, 0, 0);
+        let (mut resent, mut resent_probing) = (0, 0);
+        // make evaluate's net-loss: 16 MiB puts, in which a block lost twice is likely.
+        for seed in 1..17 {
+            let s = simulate_with(seed * 31, 16 << 20, (10, 0, false), 0, 20_000, false, p);
+            without += s.timeouts;
+            resent += s.retransmitted;
+            let s = simulate_with(
+                seed * 31,
+                16 << 20,
+                (10, 0, false),
+                0,
+                20_000,
+                false,
+                probing,
+            );
+            with += s.timeouts;
+            probes += s.tail_probes;
+            resent_probing += s.retransmitted;
+        }
+        for seed in 1..40 {
+            simulate_with(
+                seed * 7_919,
+                300_000,
+                (20, 20, true),
+                100,
+                20_000,
+                false,
+                probing,
+            );
+        }
+        simulate_with(99, 256 * 1024, (100, 50, true), 200, 20_000, false, probing);
+        std::println!(
+            "1 % loss, 16 x 16 MiB: timeouts {without} without tail-loss probes, {with} with \
+             ({probes} probes); bytes resent {resent}, {resent_probing}"
+        );
+        assert!(
+            probes > 0 && without >= 4,
+            "{probes} probes, {without} timeouts without"
+        );
+        assert!(
+            with * 4 <= without,
+            "timeouts: {with} with probes, {without} without"
+        );
+        assert!(resent_probing <= resent + u64::from(probes) * BLOCK);
     }
 
     /// A put with immediate data over the lossy, duplicating, reordering link, with receiver

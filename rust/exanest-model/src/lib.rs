@@ -14,6 +14,7 @@
 mod recv;
 pub use recv::*;
 
+use exanest_core::netop::rtt::RttTable;
 use exanest_core::netop::{Kind, SendEvent, SendOp, SendParams, SendState};
 use exanest_core::netrx::{self, RxState};
 use exanest_core::packet::{BadPacket, Header, Nack, Op, HEADER, MTU};
@@ -172,6 +173,8 @@ pub struct ExanestSendParams {
     pub max_retries: u32,
     /// How long a gap the ACKs show may wait before its blocks are sent again.
     pub reorder_ns: u64,
+    /// The tail-loss probe's timeout; 0: none.
+    pub pto_ns: u64,
 }
 
 /// `ExanestSendEvent`: what an event asks of the caller, and what it counted.
@@ -192,6 +195,11 @@ pub struct ExanestSendEvent {
     pub timeouts: u32,
     /// Probes asked for.
     pub probes: u32,
+    /// Tail-loss probes (the last block sent again, before a timeout).
+    pub tail_probes: u32,
+    /// A round trip the event measured (an ACK of the packet being timed), or 0: the caller
+    /// gives it to the peer's [`ExanestRttTable`] and [`exanest_send_retime`]s its ops.
+    pub rtt_ns: u64,
 }
 
 /// `ExanestSendEvent.what` values.
@@ -261,8 +269,21 @@ pub unsafe extern "C" fn exanest_send_start(
             max_rto_ns: p.max_rto_ns,
             max_retries: p.max_retries,
             reorder_ns: p.reorder_ns,
+            pto_ns: p.pto_ns,
         },
     );
+}
+
+/// The peer's timeouts changed: the op's first retransmission timeout is `rto_ns` from the
+/// next one armed, its tail-loss probe's `pto_ns` ([`SendOp::retime`]).
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_retime(op: *mut ExanestSendOp, rto_ns: u64, pto_ns: u64) {
+    // SAFETY: forwarded from the caller.
+    unsafe { op_mut(op) }.retime(rto_ns, pto_ns)
 }
 
 /// Borrow the op behind a C pointer.
@@ -286,13 +307,15 @@ unsafe fn event(
 ) -> ExanestSendEvent {
     // SAFETY: forwarded from the caller.
     let s = unsafe { op_mut(op) };
-    let before = (s.nacks, s.resumes, s.timeouts, s.probes);
+    let before = (s.nacks, s.resumes, s.timeouts, s.probes, s.tail_probes);
     let ev = f(s);
     let mut out = ExanestSendEvent {
         nacks: s.nacks - before.0,
         resumes: s.resumes - before.1,
         timeouts: s.timeouts - before.2,
         probes: s.probes - before.3,
+        tail_probes: s.tail_probes - before.4,
+        rtt_ns: s.take_rtt_sample().map_or(0, |r| r.max(1)),
         ..Default::default()
     };
     match ev {
@@ -371,7 +394,8 @@ pub unsafe extern "C" fn exanest_send_postpone(op: *mut ExanestSendOp, now: u64)
     unsafe { op_mut(op) }.postpone(now)
 }
 
-/// An ACK of everything below `off`.
+/// An ACK of everything below `off` and of the blocks of `sack`, answering the packet of
+/// sequence number `echo`.
 ///
 /// # Safety
 ///
@@ -381,10 +405,83 @@ pub unsafe extern "C" fn exanest_send_ack(
     op: *mut ExanestSendOp,
     off: u64,
     sack: u32,
+    echo: u32,
     now: u64,
 ) -> ExanestSendEvent {
     // SAFETY: forwarded from the caller.
-    unsafe { event(op, |s| s.on_ack(off, sack, now)) }
+    unsafe { event(op, |s| s.on_ack(off, sack, echo, now)) }
+}
+
+/// `ExanestRttTable`: the round trips to the peers ([`RttTable`]), opaque to C.
+pub struct ExanestRttTable(RttTable);
+
+/// A table that has measured nothing; free it with [`exanest_rtt_free`].
+#[no_mangle]
+pub extern "C" fn exanest_rtt_new() -> *mut ExanestRttTable {
+    Box::into_raw(Box::new(ExanestRttTable(RttTable::new())))
+}
+
+/// Free what [`exanest_rtt_new`] returned (null is ignored).
+///
+/// # Safety
+///
+/// `t` is null or came from [`exanest_rtt_new`] and is not used again.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_free(t: *mut ExanestRttTable) {
+    if !t.is_null() {
+        // SAFETY: `t` came from `Box::into_raw` in `exanest_rtt_new` and is freed once.
+        drop(unsafe { Box::from_raw(t) });
+    }
+}
+
+/// A round trip of `ns` to `node`, measured.
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rtt_new`], is not freed, and nothing else uses it meanwhile.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_sample(t: *mut ExanestRttTable, node: u16, ns: u64) {
+    // SAFETY: the caller's contract above.
+    unsafe { &mut (*t).0 }.sample(node, ns)
+}
+
+/// The timeouts of an op to `node`: `*rto` (at least `floor`, at most `cap`) and `*pto` (0:
+/// no tail-loss probe), as [`RttTable::timeouts`]; the smoothed round trip, or 0 if none was
+/// measured.
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rtt_new`] and is not freed; `rto` and `pto` point to writable
+/// values.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_timeouts(
+    t: *const ExanestRttTable,
+    node: u16,
+    floor: u64,
+    cap: u64,
+    rto: *mut u64,
+    pto: *mut u64,
+) -> u64 {
+    // SAFETY: the caller's contract above.
+    let t = unsafe { &(*t).0 };
+    let (r, p) = t.timeouts(node, floor, cap);
+    // SAFETY: the caller passes writable `rto` and `pto`.
+    unsafe {
+        rto.write(r);
+        pto.write(p);
+    }
+    t.get(node).and_then(|r| r.srtt()).unwrap_or(0)
+}
+
+/// Forget every peer (the engine's reset).
+///
+/// # Safety
+///
+/// As [`exanest_rtt_sample`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_clear(t: *mut ExanestRttTable) {
+    // SAFETY: the caller's contract above.
+    unsafe { &mut (*t).0 }.clear()
 }
 
 /// A NACK at `off` with `status`, answering the packet of sequence number `echo` (a status no

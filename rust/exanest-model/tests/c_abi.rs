@@ -4,6 +4,7 @@
 //! program built with the host's C compiler from the header alone, linked against the static
 //! library, prints the layouts, constants and packets it sees, and they must be Rust's.
 
+use exanest_core::netop::rtt::RttTable;
 use exanest_core::netop::{Kind, SendEvent, SendOp, SendParams};
 use exanest_core::netrx::{ep, RecvTable, Rkey, Step};
 use exanest_core::packet::{Header, Nack, Op, HEADER};
@@ -71,8 +72,9 @@ fn layouts() -> Vec<Layout> {
         layout!(ExanestPkt: op, src, dst, ep, op_id, seq, status, rkey, addr, len, offset, plen,
                 span, payload),
         layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries,
-                reorder_ns),
-        layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes),
+                reorder_ns, pto_ns),
+        layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes,
+                tail_probes, rtt_ns),
         layout!(ExanestRkey: ctrl, ep, key, base, len),
         layout!(ExanestRxStep: what, slot, from, to, counts, reply, counted, answer),
         layout!(ExanestRxSlot: state, kind, op_id, ep, holder, err, src, rkey, addr, len, placed,
@@ -85,8 +87,9 @@ fn layouts() -> Vec<Layout> {
 const SEND_SCENARIO: &str = r#"
 static void ev(const char *name, ExanestSendEvent e)
 {
-	printf("%s %u %d %llu %u %u %u %u\n", name, e.what, e.status,
-	       (unsigned long long)e.offset, e.nacks, e.resumes, e.timeouts, e.probes);
+	printf("%s %u %d %llu %u %u %u %u %u %llu\n", name, e.what, e.status,
+	       (unsigned long long)e.offset, e.nacks, e.resumes, e.timeouts, e.probes,
+	       e.tail_probes, (unsigned long long)e.rtt_ns);
 }
 
 static void peek(const char *name, ExanestSendOp *op)
@@ -113,7 +116,7 @@ static void send_scenario(void)
 	printf("put.sent2 %llu", (unsigned long long)exanest_send_sent(op, 4096, 4096, 1));
 	printf(" %u\n", exanest_send_seq(op));
 	peek("put.peek2", op);
-	ev("put.ack", exanest_send_ack(op, 4096, 0, 2));
+	ev("put.ack", exanest_send_ack(op, 4096, 0, 0, 2));
 	ev("put.nack", exanest_send_nack(op, 4096, EXANEST_NACK_FAULT, 1, 3));
 	exanest_send_withdrawn(op, 6000);
 	printf("put.paused %d\n", exanest_send_paused(op));
@@ -145,6 +148,40 @@ static void send_scenario(void)
 	ev("get.data", exanest_send_data(op, 0, 100, 4096, 2));
 	printf("get.acked %llu %lld\n", (unsigned long long)exanest_send_acked(op),
 	       (long long)exanest_send_deadline(op));
+
+	/* Three blocks timed, measured, retimed; the tail lost, probed. */
+	ExanestRttTable *t = exanest_rtt_new();
+	uint64_t rto = 0, pto = 0, srtt;
+
+	p.kind = EXANEST_SEND_PUT;
+	p.window = 3 * 4096;
+	exanest_send_start(op, 3 * 4096, &p);
+	for (int i = 0; i < 3; i++) {
+		printf("tlp.seq%d %u", i, exanest_send_seq(op));
+		printf(" %llu\n", (unsigned long long)exanest_send_sent(op, i * 4096ull, 4096, 10 + i));
+	}
+	ev("tlp.ack", exanest_send_ack(op, 4096, 0, 0, 30));
+	ev("tlp.ack-stale", exanest_send_ack(op, 4096, 0, 0, 31));
+	exanest_rtt_sample(t, 3, 20000);
+	exanest_rtt_sample(t, 3, 24000);
+	srtt = exanest_rtt_timeouts(t, 3, 10, 1000000, &rto, &pto);
+	printf("rtt.3 %llu %llu %llu\n", (unsigned long long)srtt, (unsigned long long)rto,
+	       (unsigned long long)pto);
+	srtt = exanest_rtt_timeouts(t, 4, 10, 1000000, &rto, &pto);
+	printf("rtt.4 %llu %llu %llu\n", (unsigned long long)srtt, (unsigned long long)rto,
+	       (unsigned long long)pto);
+	exanest_send_retime(op, 200, 40);
+	ev("tlp.ack2", exanest_send_ack(op, 8192, 0, 1, 32));
+	d = exanest_send_deadline(op);
+	printf("tlp.deadline %lld\n", (long long)d);
+	ev("tlp.probe", exanest_send_timeout(op, d));
+	peek("tlp.peek", op);
+	exanest_rtt_clear(t);
+	srtt = exanest_rtt_timeouts(t, 3, 10, 1000000, &rto, &pto);
+	printf("rtt.clear %llu %llu %llu\n", (unsigned long long)srtt, (unsigned long long)rto,
+	       (unsigned long long)pto);
+	exanest_rtt_free(t);
+	exanest_rtt_free(NULL);
 	exanest_send_free(op);
 	exanest_send_free(NULL);
 }
@@ -538,7 +575,7 @@ fn get<'a>(out: &'a [(String, String)], key: &str) -> &'a str {
         .1
 }
 
-fn ev(e: SendEvent, s: &SendOp, before: (u32, u32, u32, u32)) -> String {
+fn ev(e: SendEvent, s: &mut SendOp, before: (u32, u32, u32, u32, u32)) -> String {
     let (what, status, offset) = match e {
         SendEvent::None => (0, 0, 0),
         SendEvent::Completed(st) => (1, st, 0),
@@ -546,16 +583,18 @@ fn ev(e: SendEvent, s: &SendOp, before: (u32, u32, u32, u32)) -> String {
         SendEvent::LocalFault => (3, 0, 0),
     };
     format!(
-        "{what} {status} {offset} {} {} {} {}",
+        "{what} {status} {offset} {} {} {} {} {} {}",
         s.nacks - before.0,
         s.resumes - before.1,
         s.timeouts - before.2,
-        s.probes - before.3
+        s.probes - before.3,
+        s.tail_probes - before.4,
+        s.take_rtt_sample().map_or(0, |r| r.max(1))
     )
 }
 
-fn counters(s: &SendOp) -> (u32, u32, u32, u32) {
-    (s.nacks, s.resumes, s.timeouts, s.probes)
+fn counters(s: &SendOp) -> (u32, u32, u32, u32, u32) {
+    (s.nacks, s.resumes, s.timeouts, s.probes, s.tail_probes)
 }
 
 fn peek(s: &SendOp) -> String {
@@ -576,13 +615,14 @@ fn send_expected() -> Vec<(&'static str, String)> {
         max_rto_ns: 400,
         max_retries: 2,
         reorder_ns: 50,
+        pto_ns: 0,
     };
     let mut s = SendOp::new(10000, p);
     macro_rules! event {
         ($name:expr, $call:expr) => {{
             let b = counters(&s);
             let e = $call;
-            out.push(($name, ev(e, &s, b)));
+            out.push(($name, ev(e, &mut s, b)));
         }};
     }
     out.push(("put.peek1", peek(&s)));
@@ -591,7 +631,7 @@ fn send_expected() -> Vec<(&'static str, String)> {
     let a = s.on_sent(4096, 4096, 1);
     out.push(("put.sent2", format!("{a} {}", s.take_seq())));
     out.push(("put.peek2", peek(&s)));
-    event!("put.ack", s.on_ack(4096, 0, 2));
+    event!("put.ack", s.on_ack(4096, 0, 0, 2));
     event!("put.nack", s.on_nack(4096, Nack::Fault, 1, 3));
     s.on_withdrawn(6000);
     out.push(("put.paused", "1".into()));
@@ -600,7 +640,7 @@ fn send_expected() -> Vec<(&'static str, String)> {
     event!("put.timeout1", s.on_timeout(d));
     out.push(("put.probe", s.take_seq().to_string()));
     event!("put.answer", s.on_nack(4096, Nack::Fault, 2, d + 1));
-    out.push(("put.bogus", "0 0 0 0 0 0 0".into()));
+    out.push(("put.bogus", "0 0 0 0 0 0 0 0 0".into()));
     event!("put.resume", s.on_resume(4096, 1, d + 2));
     event!("put.dup-resume", s.on_resume(4096, 1, d + 2));
     out.push(("put.peek3", peek(&s)));
@@ -626,6 +666,36 @@ fn send_expected() -> Vec<(&'static str, String)> {
         "get.acked",
         format!("{} {}", s.acked(), s.deadline().map_or(-1, |d| d as i64)),
     ));
+    let mut t = RttTable::new();
+    p.kind = Kind::Put;
+    p.window = 3 * 4096;
+    s = SendOp::new(3 * 4096, p);
+    for i in 0..3u64 {
+        let q = s.take_seq();
+        let a = s.on_sent(i * 4096, 4096, 10 + i);
+        out.push((
+            ["tlp.seq0", "tlp.seq1", "tlp.seq2"][i as usize],
+            format!("{q} {a}"),
+        ));
+    }
+    event!("tlp.ack", s.on_ack(4096, 0, 0, 30));
+    event!("tlp.ack-stale", s.on_ack(4096, 0, 0, 31));
+    t.sample(3, 20_000);
+    t.sample(3, 24_000);
+    let srtt = |t: &RttTable, n| t.get(n).and_then(|r| r.srtt()).unwrap_or(0);
+    let (rto, pto) = t.timeouts(3, 10, 1_000_000);
+    out.push(("rtt.3", format!("{} {rto} {pto}", srtt(&t, 3))));
+    let (rto, pto) = t.timeouts(4, 10, 1_000_000);
+    out.push(("rtt.4", format!("{} {rto} {pto}", srtt(&t, 4))));
+    s.retime(200, 40);
+    event!("tlp.ack2", s.on_ack(8192, 0, 1, 32));
+    let d = s.deadline().unwrap();
+    out.push(("tlp.deadline", d.to_string()));
+    event!("tlp.probe", s.on_timeout(d));
+    out.push(("tlp.peek", peek(&s)));
+    t.clear();
+    let (rto, pto) = t.timeouts(3, 10, 1_000_000);
+    out.push(("rtt.clear", format!("{} {rto} {pto}", srtt(&t, 3))));
     out
 }
 
@@ -762,12 +832,23 @@ fn header_matches_the_library() {
     }
     // The scenario goes where it means to: paused, probed, resumed, given up on; a GET's gap
     // asked again and its local fault reported.
-    assert_eq!(get(&out, "put.timeout1"), "2 0 4096 0 0 0 1");
+    assert_eq!(get(&out, "put.timeout1"), "2 0 4096 0 0 0 1 0 0");
     assert_eq!(get(&out, "put.probe"), "2");
-    assert_eq!(get(&out, "put.resume"), "0 0 0 0 1 0 0");
-    assert_eq!(get(&out, "put.dup-resume"), "0 0 0 0 0 0 0", "stale");
-    assert_eq!(get(&out, "put.timeout4"), "1 110 0 0 0 1 0");
+    assert_eq!(get(&out, "put.resume"), "0 0 0 0 1 0 0 0 0");
+    assert_eq!(get(&out, "put.dup-resume"), "0 0 0 0 0 0 0 0 0", "stale");
+    assert_eq!(get(&out, "put.timeout4"), "1 110 0 0 0 1 0 0 0");
     assert_eq!(get(&out, "get.peek1"), "1 0 4096");
-    assert_eq!(get(&out, "get.data"), "3 0 0 0 0 0 0");
+    assert_eq!(get(&out, "get.data"), "3 0 0 0 0 0 0 0 0");
+    // Timed, measured (the ACK echoing packet 0, 20 ns after it left), retimed, probed: the
+    // tail goes again, its probe 40 ns and the reordering tolerance (50) after the last news.
+    assert_eq!(get(&out, "tlp.ack"), "0 0 0 0 0 0 0 0 20");
+    assert_eq!(get(&out, "tlp.ack-stale"), "0 0 0 0 0 0 0 0 0");
+    // SRTT 20000 - 2500 + 3000; RTTVAR 10000 - 2500 + 1000; RTO SRTT + 4 RTTVAR; PTO 2 SRTT.
+    assert_eq!(get(&out, "rtt.3"), "20500 54500 41000");
+    assert_eq!(get(&out, "rtt.4"), "0 10 0");
+    assert_eq!(get(&out, "tlp.deadline"), "122");
+    assert_eq!(get(&out, "tlp.probe"), "0 0 0 0 0 0 0 1 0");
+    assert_eq!(get(&out, "tlp.peek"), "1 8192 4096");
+    assert_eq!(get(&out, "rtt.clear"), "0 10 0");
     assert!(Nack::from_status(-14).is_some());
 }

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! The round trip to each peer, measured (RFC 6298), and the timeouts that follow from it: the
+//! retransmission timeout, `SRTT + 4 * RTTVAR` within the floor and cap the caller sets, and the
+//! tail-loss probe's, `2 * SRTT` (RFC 8985). Ops to one peer share what their ACKs measured, so
+//! that a new op starts with the link's timeouts, not the first-timeout register's.
+//!
+//! Times are nanoseconds on whatever monotonic clock the caller uses.
+
+/// The clock granularity of RFC 6298's `max(G, 4 * RTTVAR)`: the least margin over `SRTT`.
+pub const GRANULARITY_NS: u64 = 1_000;
+
+/// Peers [`RttTable`] keeps; the least recently used one makes room for a new one.
+pub const PEERS: usize = 64;
+
+/// One peer's round-trip estimate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rtt {
+    /// Smoothed round trip; 0 before the first sample.
+    srtt: u64,
+    /// Its mean deviation.
+    rttvar: u64,
+    /// Samples taken.
+    samples: u64,
+}
+
+impl Rtt {
+    /// A sample of `ns` (one packet's send to the ACK that echoes it): RFC 6298, 2.2 and 2.3.
+    pub fn sample(&mut self, ns: u64) {
+        let ns = ns.max(1);
+        if self.samples == 0 {
+            self.srtt = ns;
+            self.rttvar = ns / 2;
+        } else {
+            let dev = self.srtt.abs_diff(ns);
+            self.rttvar = (self.rttvar - self.rttvar / 4).saturating_add(dev / 4);
+            self.srtt = (self.srtt - self.srtt / 8).saturating_add(ns / 8);
+        }
+        self.samples += 1;
+    }
+
+    /// The smoothed round trip, if anything was measured.
+    pub fn srtt(&self) -> Option<u64> {
+        (self.samples > 0).then_some(self.srtt)
+    }
+
+    /// Samples taken.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// The retransmission timeout: `SRTT + max(G, 4 * RTTVAR)`, at least `floor` (before any
+    /// sample: `floor`, the first timeout) and at most `cap`.
+    pub fn rto(&self, floor: u64, cap: u64) -> u64 {
+        let est = match self.srtt() {
+            Some(s) => s.saturating_add(self.rttvar.saturating_mul(4).max(GRANULARITY_NS)),
+            None => 0,
+        };
+        est.max(floor).min(cap.max(floor))
+    }
+
+    /// The tail-loss probe's timeout: `2 * SRTT`, below the retransmission timeout `rto`; 0
+    /// (no probe) before any sample, or when it would not come before the timeout.
+    pub fn pto(&self, rto: u64) -> u64 {
+        match self.srtt().map(|s| s.saturating_mul(2).max(GRANULARITY_NS)) {
+            Some(p) if p < rto => p,
+            _ => 0,
+        }
+    }
+}
+
+/// The round trips to up to [`PEERS`] peers, by node.
+#[derive(Clone, Debug)]
+pub struct RttTable {
+    /// (node, last use, estimate); a last use of 0 is a free entry.
+    peers: [(u16, u64, Rtt); PEERS],
+    /// The use count, for the least recently used entry.
+    clock: u64,
+}
+
+impl Default for RttTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RttTable {
+    /// A table that has measured nothing.
+    pub const fn new() -> Self {
+        RttTable {
+            peers: [(
+                0,
+                0,
+                Rtt {
+                    srtt: 0,
+                    rttvar: 0,
+                    samples: 0,
+                },
+            ); PEERS],
+            clock: 0,
+        }
+    }
+
+    /// What is known of `node`, if anything.
+    pub fn get(&self, node: u16) -> Option<&Rtt> {
+        self.peers
+            .iter()
+            .find(|(n, used, _)| *used != 0 && *n == node)
+            .map(|(_, _, r)| r)
+    }
+
+    /// A sample of the round trip to `node`. A peer not in the table takes the entry of the one
+    /// used least recently.
+    pub fn sample(&mut self, node: u16, ns: u64) {
+        self.clock += 1;
+        let clock = self.clock;
+        let i = match self
+            .peers
+            .iter()
+            .position(|(n, used, _)| *used != 0 && *n == node)
+        {
+            Some(i) => i,
+            None => {
+                let i = (0..PEERS).min_by_key(|&i| self.peers[i].1).unwrap_or(0);
+                self.peers[i] = (node, 0, Rtt::default());
+                i
+            }
+        };
+        let e = &mut self.peers[i];
+        e.1 = clock;
+        e.2.sample(ns);
+    }
+
+    /// The retransmission and tail-loss probe timeouts of an op to `node`: (rto, pto), as
+    /// [`Rtt::rto`] and [`Rtt::pto`].
+    pub fn timeouts(&self, node: u16, floor: u64, cap: u64) -> (u64, u64) {
+        let r = self.get(node).copied().unwrap_or_default();
+        let rto = r.rto(floor, cap);
+        (rto, r.pto(rto))
+    }
+
+    /// Forget every peer (the engine's reset).
+    pub fn clear(&mut self) {
+        *self = Self::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 6298's arithmetic: the first sample sets SRTT and RTTVAR = R/2; later ones move
+    /// them by 1/8 and 1/4; the timeout is SRTT + 4 RTTVAR within its floor and cap.
+    #[test]
+    fn rfc6298_estimate() {
+        let mut r = Rtt::default();
+        assert_eq!(
+            (r.srtt(), r.rto(10_000, 1 << 40), r.pto(10_000)),
+            (None, 10_000, 0)
+        );
+        r.sample(100_000);
+        assert_eq!(r.srtt(), Some(100_000));
+        assert_eq!(r.rto(1, u64::MAX), 100_000 + 4 * 50_000);
+        r.sample(200_000);
+        // RTTVAR = 3/4 * 50000 + 1/4 * |100000 - 200000|; SRTT = 7/8 * 100000 + 1/8 * 200000.
+        assert_eq!(r.srtt(), Some(112_500));
+        assert_eq!(r.rto(1, u64::MAX), 112_500 + 4 * 62_500);
+        assert_eq!(r.rto(1_000_000, u64::MAX), 1_000_000, "the floor");
+        assert_eq!(r.rto(1, 300_000), 300_000, "the cap");
+        assert_eq!(r.pto(r.rto(1, u64::MAX)), 225_000);
+        assert_eq!(r.pto(200_000), 0, "no probe after the timeout");
+        // A steady round trip: RTTVAR decays, the timeout comes down to SRTT + G.
+        for _ in 0..200 {
+            r.sample(10_000);
+        }
+        assert!(
+            r.srtt().is_some_and(|s| (10_000..10_008).contains(&s)),
+            "{r:?}"
+        );
+        assert!(r.rto(1, u64::MAX) <= 10_008 + 4 * GRANULARITY_NS);
+        assert!(r.rto(1, u64::MAX) >= 10_000 + GRANULARITY_NS);
+        // Huge samples saturate, never wrap.
+        r.sample(u64::MAX);
+        r.sample(u64::MAX);
+        assert!(r.rto(1, u64::MAX) >= r.srtt().unwrap());
+    }
+
+    /// Peers are kept apart; a new peer past [`PEERS`] takes the least recently used entry.
+    #[test]
+    fn table_per_peer_least_recently_used() {
+        let mut t = RttTable::new();
+        assert_eq!(t.timeouts(3, 10_000, 1 << 30), (10_000, 0));
+        t.sample(3, 4_000);
+        t.sample(9, 400_000);
+        assert_eq!(t.get(3).and_then(Rtt::srtt), Some(4_000));
+        assert_eq!(t.get(9).and_then(Rtt::srtt), Some(400_000));
+        assert_eq!(t.timeouts(3, 10_000, 1 << 30), (12_000, 8_000));
+        assert_eq!(t.timeouts(9, 10_000, 1 << 30), (1_200_000, 800_000));
+        // Fill the table: node 3, used again, stays; node 9, the oldest, goes.
+        for n in 100..100 + PEERS as u16 - 2 {
+            t.sample(n, 1_000);
+        }
+        t.sample(3, 4_000);
+        t.sample(500, 1_000);
+        assert!(t.get(9).is_none());
+        assert_eq!(t.get(3).map(Rtt::samples), Some(2));
+        assert_eq!(t.get(500).map(Rtt::samples), Some(1));
+        t.clear();
+        assert!(t.get(3).is_none());
+    }
+}
