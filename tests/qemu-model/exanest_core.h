@@ -138,8 +138,9 @@ void exanest_send_postpone(ExanestSendOp *op, uint64_t now);
  */
 ExanestSendEvent exanest_send_ack(ExanestSendOp *op, uint64_t off,
                                   uint32_t sack, uint32_t echo, uint64_t now);
-/* The peer's timeouts changed: rto_ns from the next one armed, pto_ns */
-void exanest_send_retime(ExanestSendOp *op, uint64_t rto_ns, uint64_t pto_ns);
+/* The peer's timeouts changed at now: rto_ns from the next one armed, pto_ns */
+void exanest_send_retime(ExanestSendOp *op, uint64_t rto_ns, uint64_t pto_ns,
+                         uint64_t now);
 /*
  * A NACK or RESUME echoes the sequence number of the packet it answers (a
  * RESUME: the packet NACKed, or a probe): a stale one changes nothing.

@@ -664,7 +664,7 @@ static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
         exanest_rtt_sample(s->net.rtt, c->a_peer, e->rtt_ns);
         srtt = exanest_rtt_timeouts(s->net.rtt, c->a_peer, net_rto_ns(s),
                                     net_rto_cap_ns(s), &rto, &pto);
-        exanest_send_retime(c->snd, rto, pto);
+        exanest_send_retime(c->snd, rto, pto, net_now());
         trace_exanest_pldma_net_rtt(c->a_peer, e->rtt_ns, srtt, rto, pto);
     }
     net_timer(c);

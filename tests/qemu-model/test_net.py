@@ -1233,6 +1233,10 @@ class GetLoss(unittest.TestCase):
             self.assertEqual(a.mem_read(SRC, (2 << 20) + 4096), data + bytes(4096))
             self.assertEqual(cnt(a, "PLACED_BYTES"), 2 << 20, "every byte placed once")
             self.assertGreater(cnt(a, "INJECTED_DROPS") + cnt(b, "INJECTED_DROPS"), 0)
+            print(f"\n  GET of 2 MiB, 1% drop: {cnt(a, 'RETRANS_BYTES')} bytes asked again, "
+                  f"{cnt(a, 'TIMEOUTS')} timeouts", file=sys.stderr)
+            # A lost tail is asked again by the tail-loss probe (this seed: 1 timeout before).
+            self.assertEqual(cnt(a, "TIMEOUTS"), 0)
         finally:
             a.close()
 

@@ -124,6 +124,9 @@ pub struct SendOp {
     /// The packet being timed, as (sequence number, when sent): the ACK that echoes it is a
     /// sample of the round trip.
     timed: Option<(u32, u64)>,
+    /// GET: the read request being timed, as (its end, when sent): the data that reaches its
+    /// end, with nothing asked again meanwhile, is a sample of the round trip.
+    timed_get: Option<(u64, u64)>,
     /// The last round trip measured, until the caller takes it.
     sample: Option<u64>,
     /// Tail-loss probes since the receiver last had news: each waits twice the last.
@@ -194,6 +197,7 @@ impl SendOp {
             reorder_at: None,
             probe_at: None,
             timed: None,
+            timed_get: None,
             sample: None,
             probe_backoff: 0,
             tail_probes: 0,
@@ -230,10 +234,11 @@ impl SendOp {
         self.sample.take()
     }
 
-    /// The peer's timeouts changed (a new estimate of its round trip): the first
-    /// retransmission timeout is `rto_ns` from the next one armed (a backed-off one stays
-    /// until the op moves), the tail-loss probe's `pto_ns`.
-    pub fn retime(&mut self, rto_ns: u64, pto_ns: u64) {
+    /// The peer's timeouts changed at `now` (a new estimate of its round trip, from news of
+    /// the receiver): the first retransmission timeout is `rto_ns` from the next one armed (a
+    /// backed-off one stays until the op moves), the tail-loss probe's `pto_ns`, armed now if
+    /// it was not (the op's first sample).
+    pub fn retime(&mut self, rto_ns: u64, pto_ns: u64, now: u64) {
         let rto_ns = rto_ns.max(1);
         if self.retries == 0 {
             self.rto = rto_ns;
@@ -241,12 +246,15 @@ impl SendOp {
         self.p.rto_ns = rto_ns;
         self.p.max_rto_ns = self.p.max_rto_ns.max(rto_ns);
         self.p.pto_ns = pto_ns;
+        if self.probe_at.is_none() {
+            self.arm_probe(now);
+        }
     }
 
     /// Whether tail-loss probes apply: a PUT whose packets are blocks, which the receiver
-    /// places past a gap and its ACKs map.
+    /// places past a gap and its ACKs map; a GET, whose data comes in order.
     fn probes_tail(&self) -> bool {
-        self.p.pto_ns != 0 && self.p.kind == Kind::Put && u64::from(self.p.mtu) == BLOCK
+        self.p.pto_ns != 0 && (self.p.kind == Kind::Get || u64::from(self.p.mtu) == BLOCK)
     }
 
     /// Arm the tail-loss probe from `now`, if data is in flight: news from the receiver (or
@@ -284,6 +292,15 @@ impl SendOp {
         self.tail_probes += 1;
         self.probe_backoff += 1;
         self.probe_again(now);
+        if self.p.kind == Kind::Get {
+            // The responder sends in order: what has not come after two round trips of
+            // silence is lost. Ask again from the first byte not placed.
+            self.next = self.acked;
+            self.since = self.seq;
+            self.gap_asked = false;
+            self.timed_get = None;
+            return;
+        }
         if self.sacked != 0 {
             let top = 63 - self.sacked.leading_zeros();
             self.lost |= ((1u64 << top) - 1) & !self.sacked;
@@ -374,7 +391,11 @@ impl SendOp {
             if self.deadline.is_none() {
                 self.deadline = Some(now.saturating_add(self.rto));
             }
-            if self.timed.is_none() && self.p.kind == Kind::Put {
+            if self.p.kind == Kind::Get {
+                if self.timed_get.is_none() && again == 0 {
+                    self.timed_get = Some((off + n, now));
+                }
+            } else if self.timed.is_none() {
                 // The packet's sequence number was taken before it was reported sent.
                 self.timed = Some((self.seq.wrapping_sub(1), now));
             }
@@ -475,6 +496,8 @@ impl SendOp {
         self.lost = 0;
         self.resent = 0;
         self.reorder_at = None;
+        // A GET's data asked twice could answer either request.
+        self.timed_get = None;
     }
 
     /// The receiver placed every byte below `off`, and the blocks past it that `sack` says (bit
@@ -651,6 +674,7 @@ impl SendOp {
                 self.gap_asked = true;
                 self.next = self.acked;
                 self.since = self.seq;
+                self.timed_get = None;
             }
             return SendEvent::None;
         }
@@ -658,8 +682,16 @@ impl SendOp {
         self.acked += placed;
         self.next = self.next.max(self.acked);
         self.gap_asked = false;
+        if let Some((end, t)) = self.timed_get {
+            if self.acked >= end {
+                self.sample = Some(now.saturating_sub(t));
+                self.timed_get = None;
+            }
+        }
         if placed < n {
             self.deadline = None;
+            self.probe_at = None;
+            self.timed_get = None;
             self.next = self.acked;
             return SendEvent::LocalFault;
         }
@@ -668,6 +700,7 @@ impl SendOp {
         }
         self.reset_rto();
         self.deadline = Some(now.saturating_add(self.rto));
+        self.arm_probe(now);
         SendEvent::None
     }
 
@@ -968,6 +1001,30 @@ mod tests {
         assert_eq!(s.next_packet(15), Some((16_484, 3516)));
         assert_eq!(s.on_data(16_484, 3516, 3516, 16), SendEvent::Completed(0));
         assert_eq!(s.on_data(16_484, 3516, 3516, 17), SendEvent::None);
+    }
+
+    /// A GET's lost tail (a READ_RESP, or the request): the data comes in order, so what has
+    /// not come after the probe timeout and the reordering tolerance of silence is asked
+    /// again, not left to the timeout. Its round trip is timed from a request to the data
+    /// that reaches the request's end.
+    #[test]
+    fn a_get_whose_tail_is_lost_asks_again() {
+        let mut p = params(8192, 4096, 1000, 3);
+        p.kind = Kind::Get;
+        let mut s = SendOp::new(8192, p);
+        assert_eq!(s.next_packet(0), Some((0, 4096)));
+        assert_eq!(s.next_packet(0), Some((4096, 4096)));
+        assert_eq!(s.on_data(0, 4096, 4096, 30), SendEvent::None);
+        assert_eq!(s.take_rtt_sample(), Some(30));
+        s.retime(1000, 60, 30);
+        // 4096..8192 lost. Nothing comes: at 30 + 60 + 250 the probe asks again.
+        assert_eq!(s.on_data(0, 0, 4096, 31), SendEvent::None, "a duplicate");
+        assert_eq!(s.deadline(), Some(340));
+        assert_eq!(s.on_timeout(340), SendEvent::None);
+        assert_eq!(s.next_packet(340), Some((4096, 4096)));
+        assert_eq!(s.on_data(4096, 4096, 4096, 370), SendEvent::Completed(0));
+        assert_eq!((s.timeouts, s.tail_probes, s.retransmitted), (0, 1, 4096));
+        assert_eq!(s.take_rtt_sample(), None, "asked twice: not a sample");
     }
 
     /// Answers echo the sequence number of the packet they answer (defect 9 of Transport v2):
@@ -1316,7 +1373,7 @@ mod tests {
                     // The peer's round trip, as the model keeps it: the op's timeouts follow.
                     est.sample(r);
                     let rto = est.rto(p.rto_ns, p.max_rto_ns);
-                    s.retime(rto, if tlp { est.pto(rto) } else { 0 });
+                    s.retime(rto, if tlp { est.pto(rto) } else { 0 }, now);
                 }
                 if let SendEvent::Completed(st) = ev {
                     completions += 1;
@@ -1400,7 +1457,7 @@ mod tests {
     fn a_lost_tail_is_probed_not_timed_out() {
         const B: u64 = BLOCK;
         let mut s = eight_blocks();
-        s.retime(1000, 100);
+        s.retime(1000, 100, 0);
         for i in 0..8 {
             let q = s.take_seq();
             assert_eq!(s.peek(), Some((i * B, B as u32)));
@@ -1442,7 +1499,7 @@ mod tests {
     fn a_block_lost_twice_is_probed() {
         const B: u64 = BLOCK;
         let mut s = eight_blocks();
-        s.retime(1000, 400);
+        s.retime(1000, 400, 0);
         while s.next_packet(0).is_some() {}
         // Block 1 lost; 2..7 placed past it.
         assert_eq!(s.on_ack(B, 0x3f, 0, 10), SendEvent::None);
@@ -1464,7 +1521,7 @@ mod tests {
     #[test]
     fn probes_back_off_until_the_timeout() {
         let mut s = eight_blocks();
-        s.retime(10_000, 100);
+        s.retime(10_000, 100, 0);
         while s.next_packet(0).is_some() {}
         // 100 + 250, then twice, four times, eight times that after each probe.
         for (at, next) in [(350, 1050), (1050, 2450), (2450, 5250), (5250, 10_000)] {
@@ -1486,23 +1543,13 @@ mod tests {
         }
         assert_eq!(end, SendEvent::Completed(ETIMEDOUT));
         assert_eq!(s.tail_probes, 4);
-        // A paused op, a GET, and packets that are not blocks never probe.
-        let mut g = SendOp::new(
-            8 * BLOCK,
-            SendParams {
-                kind: Kind::Get,
-                ..params(8 * BLOCK, BLOCK as u32, 1000, 8)
-            },
-        );
-        g.retime(1000, 100);
-        while g.next_packet(0).is_some() {}
-        assert_eq!(g.deadline(), Some(1000));
+        // A paused op, and packets that are not blocks, never probe.
         let mut m = SendOp::new(8000, params(8000, 1000, 1000, 8));
-        m.retime(1000, 100);
+        m.retime(1000, 100, 0);
         while m.next_packet(0).is_some() {}
         assert_eq!(m.deadline(), Some(1000));
         let mut p = eight_blocks();
-        p.retime(1000, 100);
+        p.retime(1000, 100, 0);
         p.next_packet(0);
         assert_eq!(p.on_nack(0, Nack::Fault, 0, 5), SendEvent::None);
         assert_eq!(p.deadline(), Some(1005));
@@ -1536,7 +1583,7 @@ mod tests {
         assert_eq!(s.take_rtt_sample(), Some(45));
         assert_eq!(s.take_rtt_sample(), None, "taken once");
         // The timeout follows the estimate from the next one armed.
-        s.retime(500, 0);
+        s.retime(500, 0, 0);
         assert_eq!(s.deadline(), Some(345 + 1000), "armed before");
         s.on_ack(5 * BLOCK, 0, 9, 350);
         assert_eq!(s.deadline(), Some(850));

@@ -274,16 +274,21 @@ pub unsafe extern "C" fn exanest_send_start(
     );
 }
 
-/// The peer's timeouts changed: the op's first retransmission timeout is `rto_ns` from the
-/// next one armed, its tail-loss probe's `pto_ns` ([`SendOp::retime`]).
+/// The peer's timeouts changed at `now`: the op's first retransmission timeout is `rto_ns`
+/// from the next one armed, its tail-loss probe's `pto_ns` ([`SendOp::retime`]).
 ///
 /// # Safety
 ///
 /// As [`op_mut`].
 #[no_mangle]
-pub unsafe extern "C" fn exanest_send_retime(op: *mut ExanestSendOp, rto_ns: u64, pto_ns: u64) {
+pub unsafe extern "C" fn exanest_send_retime(
+    op: *mut ExanestSendOp,
+    rto_ns: u64,
+    pto_ns: u64,
+    now: u64,
+) {
     // SAFETY: forwarded from the caller.
-    unsafe { op_mut(op) }.retime(rto_ns, pto_ns)
+    unsafe { op_mut(op) }.retime(rto_ns, pto_ns, now)
 }
 
 /// Borrow the op behind a C pointer.

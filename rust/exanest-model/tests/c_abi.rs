@@ -170,7 +170,7 @@ static void send_scenario(void)
 	srtt = exanest_rtt_timeouts(t, 4, 10, 1000000, &rto, &pto);
 	printf("rtt.4 %llu %llu %llu\n", (unsigned long long)srtt, (unsigned long long)rto,
 	       (unsigned long long)pto);
-	exanest_send_retime(op, 200, 40);
+	exanest_send_retime(op, 200, 40, 31);
 	ev("tlp.ack2", exanest_send_ack(op, 8192, 0, 1, 32));
 	d = exanest_send_deadline(op);
 	printf("tlp.deadline %lld\n", (long long)d);
@@ -687,7 +687,7 @@ fn send_expected() -> Vec<(&'static str, String)> {
     out.push(("rtt.3", format!("{} {rto} {pto}", srtt(&t, 3))));
     let (rto, pto) = t.timeouts(4, 10, 1_000_000);
     out.push(("rtt.4", format!("{} {rto} {pto}", srtt(&t, 4))));
-    s.retime(200, 40);
+    s.retime(200, 40, 31);
     event!("tlp.ack2", s.on_ack(8192, 0, 1, 32));
     let d = s.deadline().unwrap();
     out.push(("tlp.deadline", d.to_string()));
