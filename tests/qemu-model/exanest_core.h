@@ -150,6 +150,14 @@ ExanestSendEvent exanest_send_nack(ExanestSendOp *op, uint64_t off,
                                    uint64_t now);
 ExanestSendEvent exanest_send_resume(ExanestSendOp *op, uint64_t off,
                                      uint32_t echo, uint64_t now);
+/* exanest_send_data_act() */
+#define EXANEST_DATA_DROP       0   /* not wanted: report it placed 0 */
+#define EXANEST_DATA_PLACE      1   /* in order: place what translates */
+#define EXANEST_DATA_PLACE_AHEAD 2  /* a whole block past a gap: all or none */
+
+/* GET: what to do with READ_RESP data at off, n bytes, before placing it */
+uint32_t exanest_send_data_act(const ExanestSendOp *op, uint64_t off,
+                               uint64_t n);
 /* GET: READ_RESP data at off, placed of its n bytes placed here */
 ExanestSendEvent exanest_send_data(ExanestSendOp *op, uint64_t off,
                                    uint64_t placed, uint64_t n, uint64_t now);

@@ -1280,16 +1280,25 @@ static void net_rx(PldmaState *s, const ExanestPkt *k)
     }
 }
 
-/* READ_RESP data for GET channel c: placed in order as the context's VF. */
+/*
+ * READ_RESP data for GET channel c, placed as the context's VF: in order, or
+ * a whole block past a gap where it goes, all of it or none (the core says
+ * which, and asks again for the gaps).
+ */
 static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
 {
     PldmaState *s = c->ctx->dev;
     PCIDevice *fn = pldma_ctx_master(c->ctx);
+    ExanestPkt d = {
+        .addr = c->a_dst, .offset = k->offset, .plen = k->plen,
+        .payload = k->payload,
+    };
+    uint32_t act = exanest_send_data_act(c->snd, k->offset, k->plen);
     ExanestSendEvent e;
-    uint64_t fault;
-    uint64_t got;
+    uint64_t fault = 0;
+    uint64_t got = 0;
 
-    if (c->state != PLDMA_STATE_BUSY || k->offset != c->done) {
+    if (c->state != PLDMA_STATE_BUSY || act == EXANEST_DATA_DROP) {
         net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
         if (c->state == PLDMA_STATE_BUSY) {
             /* Past a gap, the core asks again from it (once per gap). */
@@ -1302,10 +1311,11 @@ static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
         net_end(c, PLDMA_ERR_NO_MASTER, 0);
         return;
     }
-    got = net_place(fn, &(ExanestPkt) {
-        .addr = c->a_dst, .offset = c->done, .plen = k->plen,
-        .payload = k->payload,
-    }, &fault);
+    if (act == EXANEST_DATA_PLACE ||
+        net_valid_prefix(pci_get_address_space(fn), c->a_dst + k->offset,
+                         k->plen, DMA_DIRECTION_FROM_DEVICE) == k->plen) {
+        got = net_place(fn, &d, &fault);
+    }
     net_count(s, PLDMA_NET_CNT_PLACED_BYTES, got);
     trace_exanest_pldma_net_place(c->ctx->index, k->src, k->op_id, k->offset,
                                   got);

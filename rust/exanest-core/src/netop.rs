@@ -161,6 +161,19 @@ pub enum SendEvent {
     LocalFault,
 }
 
+/// GET: what to do with READ_RESP data ([`SendOp::data_act`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataAct {
+    /// Not wanted (a duplicate, a block placed already, data nobody asked for, or past a gap
+    /// but not a whole block): place nothing, and report it with 0 placed.
+    Drop,
+    /// The next bytes in order: place what translates.
+    Place,
+    /// A whole 4 KiB block past a gap, asked for: place all of it if all of it translates,
+    /// else none (the fault is met in order).
+    PlaceAhead,
+}
+
 impl SendOp {
     /// An op of `len` bytes (0 is an op that completes at once).
     pub fn new(len: u64, p: SendParams) -> Self {
@@ -293,12 +306,20 @@ impl SendOp {
         self.probe_backoff += 1;
         self.probe_again(now);
         if self.p.kind == Kind::Get {
-            // The responder sends in order: what has not come after two round trips of
-            // silence is lost. Ask again from the first byte not placed.
-            self.next = self.acked;
+            // What has not come after two round trips of silence is lost: ask again for the
+            // blocks asked for and not placed (or, past the maps, from the first byte not
+            // placed).
+            self.timed_get = None;
             self.since = self.seq;
             self.gap_asked = false;
-            self.timed_get = None;
+            let blocks = self.high.div_ceil(BLOCK) - self.base();
+            if blocks > 64 {
+                self.go_back();
+            } else {
+                let asked = u64::MAX >> (64 - blocks);
+                self.lost |= asked & !self.sacked;
+                self.resent &= !self.lost;
+            }
             return;
         }
         if self.sacked != 0 {
@@ -362,6 +383,18 @@ impl SendOp {
         let mut n = room.min(u64::from(self.p.mtu));
         if self.p.kind == Kind::Put && u64::from(self.p.mtu) == BLOCK {
             n = n.min(BLOCK - next % BLOCK);
+        }
+        if self.p.kind == Kind::Get {
+            // A request stops before the first block placed ahead past `next`.
+            let k = next / BLOCK - self.base();
+            let above = match 1u64.checked_shl((k + 1) as u32) {
+                Some(b) => self.sacked & !(b - 1),
+                None => 0,
+            };
+            if above != 0 {
+                let first = (self.base() + u64::from(above.trailing_zeros())) * BLOCK;
+                n = n.min(first - next);
+            }
         }
         Some((next, n as u32))
     }
@@ -482,6 +515,15 @@ impl SendOp {
         self.acked = off;
         for m in [&mut self.sacked, &mut self.lost, &mut self.resent] {
             *m = m.checked_shr(shift as u32).unwrap_or(0);
+        }
+        if self.p.kind == Kind::Get {
+            // Blocks placed ahead that now follow the bytes in order count in.
+            while self.acked % BLOCK == 0 && self.acked < self.len && self.sacked & 1 != 0 {
+                self.acked = (self.acked + BLOCK).min(self.len);
+                for m in [&mut self.sacked, &mut self.lost, &mut self.resent] {
+                    *m >>= 1;
+                }
+            }
         }
         self.sacked &= !1;
         if self.sacked == 0 {
@@ -660,17 +702,53 @@ impl SendOp {
         SendEvent::None
     }
 
-    /// GET: READ_RESP data for `off`, of which this side placed `placed` bytes out of
-    /// `n`. Data out of order is not placed (`placed` must then be 0): the first time past a
-    /// gap asks again from the gap. Returns [`SendEvent::LocalFault`] when not all of
-    /// in-order data could be placed.
+    /// GET: what to do with `n` bytes of READ_RESP data at `off`, before placing them
+    /// ([`SendOp::on_data`] then says what was placed). Whole blocks that come past a gap are
+    /// placed where they go, as a PUT's receiver does ([`crate::netrx`]), and only the gaps
+    /// are asked again.
+    pub fn data_act(&self, off: u64, n: u64) -> DataAct {
+        if self.p.kind != Kind::Get || matches!(self.state, SendState::Done(_)) {
+            return DataAct::Drop;
+        }
+        if off == self.acked {
+            return DataAct::Place;
+        }
+        let whole = n == BLOCK || off.checked_add(n) == Some(self.len);
+        if off < self.acked || off % BLOCK != 0 || !whole || off + n > self.high {
+            return DataAct::Drop;
+        }
+        match (off / BLOCK).checked_sub(self.base()) {
+            Some(k) if (1..64).contains(&k) && self.sacked & (1 << k) == 0 => DataAct::PlaceAhead,
+            _ => DataAct::Drop,
+        }
+    }
+
+    /// GET: READ_RESP data for `off`, of which this side placed `placed` bytes out of `n`, as
+    /// [`SendOp::data_act`] said. A block placed ahead waits for the gap below it, which is
+    /// asked again once it outlasts the reordering tolerance; other data past a gap (not
+    /// placed: `placed` 0) asks again from the gap, the first time. Returns
+    /// [`SendEvent::LocalFault`] when not all of in-order data could be placed.
     pub fn on_data(&mut self, off: u64, placed: u64, n: u64, now: u64) -> SendEvent {
         if self.p.kind != Kind::Get || matches!(self.state, SendState::Done(_)) {
             return SendEvent::None;
         }
+        if off != self.acked && placed == n && self.data_act(off, n) == DataAct::PlaceAhead {
+            let k = off / BLOCK - self.base();
+            self.sacked |= 1 << k;
+            self.lost &= !(1 << k);
+            if self.reorder_at.is_none() {
+                self.reorder_at = Some(now.saturating_add(self.p.reorder_ns));
+            }
+            self.arm_probe(now);
+            return SendEvent::None;
+        }
         if off != self.acked {
-            if off > self.acked && !self.gap_asked && self.state == SendState::Sending {
-                // A lost packet: ask again from the gap, once per gap.
+            // Data past a gap that is no whole block (the responder sent from mid-block:
+            // asked from there after a local fault) can never be placed ahead: ask again from
+            // the gap, once per gap. A block (a duplicate, or one that did not translate) is
+            // left to the reordering tolerance and the probe, as a lost one.
+            let block = off % BLOCK == 0 && (n == BLOCK || off.checked_add(n) == Some(self.len));
+            if !block && off > self.acked && !self.gap_asked && self.state == SendState::Sending {
                 self.gap_asked = true;
                 self.next = self.acked;
                 self.since = self.seq;
@@ -679,7 +757,8 @@ impl SendOp {
             return SendEvent::None;
         }
         let placed = placed.min(n).min(self.len - self.acked);
-        self.acked += placed;
+        let whole = placed == n;
+        self.set_acked(self.acked + placed);
         self.next = self.next.max(self.acked);
         self.gap_asked = false;
         if let Some((end, t)) = self.timed_get {
@@ -688,7 +767,7 @@ impl SendOp {
                 self.timed_get = None;
             }
         }
-        if placed < n {
+        if !whole {
             self.deadline = None;
             self.probe_at = None;
             self.timed_get = None;
@@ -963,44 +1042,103 @@ mod tests {
         assert_eq!(s.peek(), None);
         assert_eq!(s.on_ack(4096, 0, 0, 1), SendEvent::None);
         assert_eq!(s.acked(), 0);
+        assert_eq!(s.data_act(0, 4096), DataAct::Place);
         assert_eq!(s.on_data(0, 4096, 4096, 2), SendEvent::None);
         assert_eq!(s.peek(), Some((8192, 4096)));
-        // 4096..8192 lost: the next in-window data is past the gap.
+        // 4096..8192 lost: the next block comes past the gap, and is placed there.
         assert_eq!(s.on_sent(8192, 4096, 3), 0);
-        assert_eq!(s.on_data(8192, 0, 4096, 4), SendEvent::None);
-        assert_eq!(s.peek(), Some((4096, 8192)), "asked again from the gap");
-        assert_eq!(s.on_sent(4096, 8192, 5), 8192);
-        assert_eq!(s.on_data(12_288, 0, 4096, 6), SendEvent::None);
-        assert_eq!(s.peek(), None, "once per gap");
-        assert_eq!(s.on_data(4096, 4096, 4096, 7), SendEvent::None);
-        // The responder faults reading at 8192: NACK FAULT pauses.
-        assert_eq!(s.on_nack(8192, Nack::Fault, 0, 8), SendEvent::None);
+        assert_eq!(s.data_act(8192, 4096), DataAct::PlaceAhead);
+        assert_eq!(s.data_act(8192, 100), DataAct::Drop, "not a whole block");
+        assert_eq!(s.data_act(16_384, 3616), DataAct::Drop, "not asked for");
+        assert_eq!(s.on_data(8192, 4096, 4096, 4), SendEvent::None);
+        assert_eq!(s.data_act(8192, 4096), DataAct::Drop, "placed already");
+        assert_eq!(s.peek(), None, "within the tolerance");
+        // The reordering tolerance (25) passes: only the gap is asked again.
+        assert_eq!(s.on_timeout(29), SendEvent::None);
+        assert_eq!(s.peek(), Some((4096, 4096)), "the gap, only");
+        assert_eq!(s.on_sent(4096, 4096, 29), 4096);
+        assert_eq!(s.on_data(4096, 4096, 4096, 30), SendEvent::None);
+        assert_eq!(s.acked(), 12_288, "the block placed ahead counts in");
+        assert_eq!(s.retransmitted, 4096);
+        // The responder faults reading at 12288: NACK FAULT pauses.
+        assert_eq!(s.next_packet(31), Some((12_288, 7712)));
+        assert_eq!(s.on_nack(12_288, Nack::Fault, 0, 32), SendEvent::None);
         assert_eq!(s.state(), SendState::Paused);
         assert_eq!(
-            s.on_nack(9000, Nack::Fault, 0, 9),
+            s.on_nack(12_288, Nack::Fault, 0, 33),
             SendEvent::None,
             "probe answer"
         );
         assert_eq!(s.nacks, 1);
-        assert_eq!(s.on_resume(8192, 0, 10), SendEvent::None);
+        assert_eq!(s.on_resume(12_288, 0, 34), SendEvent::None);
         assert_eq!(
-            s.on_resume(8192, 0, 10),
+            s.on_resume(12_288, 0, 34),
             SendEvent::None,
             "not paused: a duplicate"
         );
         assert_eq!(s.resumes, 1);
-        assert_eq!(s.peek(), Some((8192, 8192)));
-        s.on_sent(8192, 8192, 11);
+        assert_eq!(s.peek(), Some((12_288, 7712)));
+        s.on_sent(12_288, 7712, 35);
         // This side's memory faults after 100 bytes: no timer until it is resolved.
-        assert_eq!(s.on_data(8192, 100, 4096, 12), SendEvent::LocalFault);
+        assert_eq!(s.on_data(12_288, 100, 4096, 36), SendEvent::LocalFault);
         assert_eq!(s.deadline(), None);
-        assert_eq!(s.acked(), 8292);
-        assert_eq!(s.peek(), Some((8292, 8192)));
-        s.on_sent(8292, 8192, 13);
-        assert_eq!(s.on_data(8292, 8192, 8192, 14), SendEvent::None);
-        assert_eq!(s.next_packet(15), Some((16_484, 3516)));
-        assert_eq!(s.on_data(16_484, 3516, 3516, 16), SendEvent::Completed(0));
-        assert_eq!(s.on_data(16_484, 3516, 3516, 17), SendEvent::None);
+        assert_eq!(s.acked(), 12_388);
+        assert_eq!(s.peek(), Some((12_388, 7612)));
+        s.on_sent(12_388, 7612, 37);
+        // Asked from mid-block, data past a gap is no block: asked again from the gap, once.
+        assert_eq!(s.data_act(16_484, 3516), DataAct::Drop);
+        assert_eq!(s.on_data(16_484, 0, 3516, 38), SendEvent::None);
+        assert_eq!(s.peek(), Some((12_388, 7612)), "asked again from the gap");
+        s.on_sent(12_388, 7612, 39);
+        assert_eq!(s.on_data(16_484, 0, 3516, 40), SendEvent::None);
+        assert_eq!(s.peek(), None, "once per gap");
+        assert_eq!(s.on_data(12_388, 4096, 4096, 41), SendEvent::None);
+        assert_eq!(s.on_data(16_484, 3516, 3516, 42), SendEvent::Completed(0));
+        assert_eq!(s.on_data(16_484, 3516, 3516, 43), SendEvent::None);
+    }
+
+    /// GET over a lossy link: blocks past a lost one are placed where they go, and only the
+    /// lost ones are asked again (IRN, as a PUT), in requests that stop before a block placed
+    /// ahead.
+    #[test]
+    fn get_asks_again_only_for_the_gaps() {
+        const B: u64 = BLOCK;
+        let mut p = params(16 * B, 8 * B as u32, 1000, 3);
+        p.kind = Kind::Get;
+        let mut s = SendOp::new(16 * B, p);
+        assert_eq!(s.next_packet(0), Some((0, 8 * B as u32)));
+        assert_eq!(s.next_packet(0), Some((8 * B, 8 * B as u32)));
+        // Blocks 2 and 9 lost; the rest come, in order.
+        for k in (0..16).filter(|k| ![2, 9].contains(k)) {
+            let act = s.data_act(k * B, B);
+            assert_eq!(
+                act,
+                if k < 2 {
+                    DataAct::Place
+                } else {
+                    DataAct::PlaceAhead
+                },
+                "{k}"
+            );
+            assert_eq!(s.on_data(k * B, B, B, 10 + k), SendEvent::None);
+        }
+        assert_eq!(s.acked(), 2 * B);
+        let t = s.deadline().unwrap();
+        assert_eq!(s.on_timeout(t), SendEvent::None);
+        let again: Vec<_> = core::iter::from_fn(|| s.next_packet(t)).collect();
+        assert_eq!(again, vec![(2 * B, B as u32), (9 * B, B as u32)]);
+        assert_eq!(s.on_data(9 * B, B, B, t + 5), SendEvent::None);
+        assert_eq!(s.on_data(2 * B, B, B, t + 6), SendEvent::Completed(0));
+        assert_eq!((s.retransmitted, s.timeouts), (2 * B, 0));
+
+        // After a timeout, requests stop before blocks placed ahead.
+        let mut s = SendOp::new(16 * B, p);
+        s.next_packet(0);
+        assert_eq!(s.on_data(0, B, B, 1), SendEvent::None);
+        assert_eq!(s.on_data(4 * B, B, B, 2), SendEvent::None);
+        assert_eq!(s.on_timeout(1001), SendEvent::None);
+        assert_eq!(s.next_packet(1001), Some((B, 3 * B as u32)));
+        assert_eq!(s.next_packet(1001), Some((5 * B, 8 * B as u32)));
     }
 
     /// A GET's lost tail (a READ_RESP, or the request): the data comes in order, so what has

@@ -15,7 +15,7 @@ mod recv;
 pub use recv::*;
 
 use exanest_core::netop::rtt::RttTable;
-use exanest_core::netop::{Kind, SendEvent, SendOp, SendParams, SendState};
+use exanest_core::netop::{DataAct, Kind, SendEvent, SendOp, SendParams, SendState};
 use exanest_core::netrx::{self, RxState};
 use exanest_core::packet::{BadPacket, Header, Nack, Op, HEADER, MTU};
 
@@ -210,6 +210,12 @@ pub const SEND_COMPLETED: u32 = 1;
 pub const SEND_PROBE: u32 = 2;
 /// GET: this side's memory faulted.
 pub const SEND_LOCAL_FAULT: u32 = 3;
+/// [`exanest_send_data_act`]: drop the data ([`DataAct::Drop`]).
+pub const DATA_DROP: u32 = 0;
+/// Place what translates ([`DataAct::Place`]).
+pub const DATA_PLACE: u32 = 1;
+/// A whole block past a gap: all of it or none ([`DataAct::PlaceAhead`]).
+pub const DATA_PLACE_AHEAD: u32 = 2;
 /// `ExanestSendParams.kind` values.
 pub const SEND_PUT: u32 = 0;
 /// A GET.
@@ -415,6 +421,23 @@ pub unsafe extern "C" fn exanest_send_ack(
 ) -> ExanestSendEvent {
     // SAFETY: forwarded from the caller.
     unsafe { event(op, |s| s.on_ack(off, sack, echo, now)) }
+}
+
+/// GET: what to do with `n` bytes of READ_RESP data at `off` ([`SendOp::data_act`]):
+/// `EXANEST_DATA_DROP`, `_PLACE` or `_PLACE_AHEAD`; then [`exanest_send_data`] says what was
+/// placed.
+///
+/// # Safety
+///
+/// `op` came from [`exanest_send_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_data_act(op: *const ExanestSendOp, off: u64, n: u64) -> u32 {
+    // SAFETY: the caller passes a live op from `exanest_send_new`.
+    match unsafe { &(*op).0 }.data_act(off, n) {
+        DataAct::Drop => DATA_DROP,
+        DataAct::Place => DATA_PLACE,
+        DataAct::PlaceAhead => DATA_PLACE_AHEAD,
+    }
 }
 
 /// `ExanestRttTable`: the round trips to the peers ([`RttTable`]), opaque to C.
@@ -634,6 +657,9 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_SEND_COMPLETED", SEND_COMPLETED as i64),
     ("EXANEST_SEND_PROBE", SEND_PROBE as i64),
     ("EXANEST_SEND_LOCAL_FAULT", SEND_LOCAL_FAULT as i64),
+    ("EXANEST_DATA_DROP", DATA_DROP as i64),
+    ("EXANEST_DATA_PLACE", DATA_PLACE as i64),
+    ("EXANEST_DATA_PLACE_AHEAD", DATA_PLACE_AHEAD as i64),
     ("EXANEST_RX_EP_READY", netrx::ep::READY as i64),
     ("EXANEST_RX_MBOX_ON", netrx::ep::MBOX_ON as i64),
     ("EXANEST_RX_MBOX_ROOM", netrx::ep::MBOX_ROOM as i64),

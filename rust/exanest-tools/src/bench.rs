@@ -970,8 +970,16 @@ fn run(args: &[String]) -> Res<()> {
             return netbench::net_cold(arg(args, "--size", if quick0 { 1 << 20 } else { 8 << 20 }))
         }
         Some("net-loss") => {
-            let (reps, size) = if quick0 { (2, 2 << 20) } else { (3, 16 << 20) };
-            return netbench::net_loss(arg(args, "--reps", reps), arg(args, "--size", size));
+            let (reps, size, small) = if quick0 {
+                (2, 2 << 20, 200)
+            } else {
+                (3, 16 << 20, 2000)
+            };
+            return netbench::net_loss(
+                arg(args, "--reps", reps),
+                arg(args, "--size", size),
+                arg(args, "--small", small),
+            );
         }
         Some("net-mailbox") => {
             return netbench::net_mailbox(arg(args, "--count", if quick0 { 100 } else { 1000 }));

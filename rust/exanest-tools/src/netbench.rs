@@ -19,7 +19,10 @@
 //!   touched (the scenario of Fukuoka, Sato and Taura's "Pitfalls of InfiniBand with On-Demand
 //!   Paging"): p50, p99 and the worst latency, and the timeouts (there should be none);
 //! - `net-loss`: put throughput, warm, with 0, 0.1 % and 1 % of the packets both engines send
-//!   dropped (debugfs `link`): the bytes sent again and the timeouts that recovered them;
+//!   dropped (debugfs `link`): the bytes sent again and the timeouts that recovered them; then,
+//!   at each loss rate, 64-byte puts one at a time (`net-loss-small`): p50, p99 and the worst
+//!   latency, where a lost packet (or its ACK) costs its recovery, a tail-loss probe or a
+//!   timeout;
 //! - `net-mailbox`: 64-byte mailbox messages, one at a time (send to completion, and send to
 //!   the receiver reading it) and kept 8 deep (messages per second);
 //! - `net-pingpong`: 8-byte mailbox messages back and forth between two threads, each with its
@@ -228,8 +231,10 @@ impl Drop for Loss {
 }
 
 /// Warm put throughput of `size` bytes with 0, 0.1 % and 1 % of the packets dropped on both
-/// engines (medians of `reps`), the payload sent again and the timeouts, per loss rate.
-pub(crate) fn net_loss(reps: usize, size: usize) -> Res<()> {
+/// engines (medians of `reps`), the payload sent again and the timeouts, per loss rate; then
+/// `small` 64-byte puts one at a time at that loss rate: their p50, p99 and worst latency and
+/// the timeouts among them.
+pub(crate) fn net_loss(reps: usize, size: usize, small: usize) -> Res<()> {
     let (n0, n1) = (Device::open(0)?, Device::open(1)?);
     let mut q = n0.create_queue(4, 4)?;
     let (src, hs) = pinned(&n0, size, exanest_dma::Access::Read, 11)?;
@@ -253,6 +258,21 @@ pub(crate) fn net_loss(reps: usize, size: usize) -> Res<()> {
             "{{\"bench\":\"net-loss\",\"drop_ppm\":{ppm},\"size\":{size},\"reps\":{reps},\"p50_us\":{p50:.1},\"mb_per_s\":{:.1},\"retransmitted_share\":{:.4},\"timeouts\":{tmo},\"sender_drops\":{dr}}}",
             size as f64 / p50,
             re as f64 / (size * reps) as f64
+        );
+        let p0 = n0.net_counters()?;
+        let mut t = Vec::with_capacity(small);
+        for _ in 0..small {
+            t.push(one(&mut q, true, src.addr(), 64, &to)?);
+        }
+        let p1 = n0.net_counters()?;
+        let (tmo, dr) = (
+            grew(p0.timeouts, p1.timeouts),
+            grew(p0.injected_drops, p1.injected_drops),
+        );
+        let worst = t.iter().copied().fold(0.0, f64::max);
+        let (p50, p99) = p50_p99(&mut t);
+        println!(
+            "{{\"bench\":\"net-loss-small\",\"drop_ppm\":{ppm},\"size\":64,\"count\":{small},\"p50_us\":{p50:.1},\"p99_us\":{p99:.1},\"worst_us\":{worst:.1},\"timeouts\":{tmo},\"sender_drops\":{dr}}}"
         );
     }
     let ok = r.into_inner()? == src.slice();
