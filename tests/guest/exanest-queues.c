@@ -251,12 +251,12 @@ TEST_F_TIMEOUT(queue, wait_sleeps_until_the_completion, 60)
 	 * poll(): armed, the CQ event makes the file readable until QUEUE_WAIT looks (as a
 	 * completion channel's event until it is read). Events of the arms above are consumed
 	 * first: one may still be on its way from the interrupt thread, later than any fixed
-	 * sleep when the host deschedules the guest (make check saw one past 20 ms), so look
-	 * until none came for 20 ms, for 2 s at most.
+	 * sleep when the host deschedules the guest (make check saw one past 20 ms, twice), so
+	 * look until none came for 200 ms, for 10 s at most.
 	 */
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 50; i++) {
 		EXPECT_EQ(-ETIMEDOUT, q_wait(&self->q, 0, NULL));
-		usleep(20000);
+		usleep(200000);
 		if (poll(&pfd, 1, 0) == 0)
 			break;
 	}
