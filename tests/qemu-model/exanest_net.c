@@ -41,6 +41,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qemu/guest-random.h"
 #include "qemu/log.h"
 #include "qemu/units.h"
 #include "qapi/error.h"
@@ -180,16 +181,21 @@ static void net_tx_queue(PldmaNet *n, PldmaTxPacket *p)
  * claims less). 0, which claims nothing, when @op_id is no op in flight or
  * is 65,535 ids or more past the oldest.
  */
-static uint16_t net_span(PldmaState *s, uint32_t op_id)
+static uint16_t net_span(PldmaState *s, uint16_t peer, uint32_t op_id)
 {
-    uint32_t next = s->net.next_op_id, far = 0, d;
+    uint32_t next, far = 0, d;
     bool any = false;
 
+    if (peer >= PLDMA_NET_MAX_NODES) {
+        return 0;
+    }
+    next = s->net.next_op_id[peer];
     for (unsigned i = 0; i < s->nctx; i++) {
         for (unsigned j = 0; j < s->nchan; j++) {
             PldmaChannel *c = &s->ctx[i].ch[j];
 
             if (c->a_op == PLDMA_OP_COPY || (c->origin & PLDMA_ORIGIN_NET_RX) ||
+                c->a_peer != peer || !c->op_id ||
                 (c->state != PLDMA_STATE_BUSY &&
                  c->state != PLDMA_STATE_FAULT)) {
                 continue;
@@ -219,7 +225,7 @@ static void net_tx(PldmaState *s, const ExanestPkt *req, int64_t ready)
     if (k->src == n->node &&
         (k->op == EXANEST_PKT_WRITE || k->op == EXANEST_PKT_WRITE_IMM ||
          k->op == EXANEST_PKT_MAILBOX || k->op == EXANEST_PKT_READ_REQ)) {
-        k->span = net_span(s, k->op_id);
+        k->span = net_span(s, k->dst, k->op_id);
     }
     /* The core's encoding: header and checksum (rust/exanest-model). */
     enc = exanest_pkt_encode(k, b);
@@ -492,7 +498,7 @@ uint32_t pldma_net_launch(PldmaChannel *c)
     exanest_rtt_timeouts(s->net.rtt, c->a_peer, net_rto_ns(s),
                          net_rto_cap_ns(s), &p.rto_ns, &p.pto_ns);
 
-    c->op_id = ++s->net.next_op_id;
+    c->op_id = 0;
     c->rx = -1;
     c->rx_src = 0;
     c->net_status = 0;
@@ -524,6 +530,10 @@ uint32_t pldma_net_launch(PldmaChannel *c)
     if (c->a_peer >= PLDMA_NET_MAX_NODES) {
         return PLDMA_ERR_BAD_ADDR;
     }
+    /* The peer's sequence (0 names no op: skipped). */
+    do {
+        c->op_id = ++s->net.next_op_id[c->a_peer];
+    } while (!c->op_id);
     return PLDMA_ERR_NONE;
 }
 
@@ -1744,6 +1754,22 @@ void pldma_net_realize(PldmaState *s)
     QSIMPLEQ_INIT(&n->txq);
     n->rxt = exanest_rx_new(n->node);
     n->rtt = exanest_rtt_new();
+    /*
+     * Op ids count per peer, from a random first id at power-up (InfiniBand's
+     * random start PSN): a receiver never takes a new op of this engine for
+     * one of its previous power-up (Transport v2, defect 2). RESET keeps
+     * counting. With net-seed, from the seed, so that runs repeat.
+     */
+    if (n->seed) {
+        uint64_t x = n->seed ^ (n->node + 1) * 0x9E3779B97F4A7C15ULL;
+
+        for (unsigned i = 0; i < PLDMA_NET_MAX_NODES; i++) {
+            x += 0x9E3779B97F4A7C15ULL;
+            n->next_op_id[i] = ((x ^ (x >> 31)) * 0xBF58476D1CE4E5B9ULL) >> 32;
+        }
+    } else {
+        qemu_guest_getrandom_nofail(n->next_op_id, sizeof(n->next_op_id));
+    }
     /*
      * What one requester may have waiting in the port, served: two of its
      * requests in flight on each of two channels (a GET asks in half windows).

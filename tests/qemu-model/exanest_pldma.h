@@ -160,7 +160,7 @@ typedef struct PldmaNet {
     uint32_t irq;           /* NET_IRQ (2.4) */
     uint32_t ep_wanted[PLDMA_NET_EP_WANTED_WORDS];
     /* Sending. */
-    uint32_t next_op_id;
+    uint32_t next_op_id[PLDMA_NET_MAX_NODES];  /* per peer, from a random id */
     uint64_t rng;
     uint64_t cookie_rng;    /* MAILBOX cookies: a generator of their own */
     int64_t tx_free_ns;     /* the link is busy sending until then */

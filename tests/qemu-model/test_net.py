@@ -155,6 +155,29 @@ class TwoNodes(unittest.TestCase):
 
 
 class Identity(TwoNodes):
+    def test_op_ids_start_at_random(self):
+        """Op ids count per peer from a random first id at power-up (defect 2: they counted
+        from 0, so that a sender powered up again started ops its receiver had finished: one
+        with the same key, address and length was ACKed with nothing written)."""
+        firsts = []
+        for run in range(2):
+            a, b = (self.a, self.b) if run == 0 else two_nodes("")
+            try:
+                set_ep(b, 7, 2)
+                rkey = set_rkey(b, 5, 0x1234, 7, DST, REGION)
+                for n in (0, 1):
+                    put(a, n, 1, SRC, DST, 64, 1, 7, rkey)
+                    a.run_until_settled(n, 1)
+                    self.assertEqual(a.status(n, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+                ids = [a.reg(ch_net(a, n, "PLDMA_CH_NET_OPID", 1)) for n in (0, 1)]
+                self.assertEqual(ids[1], (ids[0] + 1) % 2**32, "one sequence per peer")
+                firsts.append(ids[0])
+            finally:
+                if run:
+                    a.close()
+        self.assertNotEqual(firsts[0], firsts[1], "each power-up its own first id")
+        self.assertNotIn(1, firsts)
+
     def test_version_node_and_link(self):
         a, b = self.a, self.b
         self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 6)
@@ -1448,6 +1471,28 @@ class Hostile(unittest.TestCase):
         self.assertEqual(said_to_2([op(101, 102, 1)]), [(4, 101, 64, 0)])
         self.assertEqual(said_to_2([op(2, 0xEE, 1)]), [(5, 2, 0, -116)], "finished: ESTALE")
         self.assertEqual(b.mem_read(DST + 128, 64), bytes([3]) * 64)
+
+    def test_a_forged_far_op_id_locks_nobody_out(self):
+        """Defect 3: one forged MAILBOX in node 0's name, its op id 2^31 - 1 past node 0's
+        and with a span, put every later op of node 0 below node 1's floor for it: ESTALE, for
+        2^31 ops. A request of no sequence node 1 knows of an active source is dropped now,
+        and teaches nothing."""
+        a, b, sock, path = hostile_nodes(self)
+        set_ep(b, 7, 2)
+        rkey = set_rkey(b, 5, 0xFEED, 7, DST, 1 << 20)
+        data = bytes(range(256)) * 16
+        a.mem_write(SRC, data)
+        put(a, 0, 1, SRC, DST, 4096, 1, 7, rkey)
+        a.run_until_settled(0, 1)
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        far = (a.reg(ch_net(a, 0, "PLDMA_CH_NET_OPID", 1)) + 2**31 - 1) % 2**32
+        inject(a, b, sock, path, [packet(7, 0, 1, 7, far, 0, 0, 5, 0, 10, 0, b"x" * 10,
+                                         span=1)])
+        b.mem_write(DST, bytes(4096))
+        put(a, 0, 1, SRC, DST, 4096, 1, 7, rkey)
+        a.run_until_settled(0, 1)
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0), "not ESTALE")
+        self.assertEqual(b.mem_read(DST, 4096), data)
 
     def test_a_read_flood_is_capped(self):
         """200 READ_REQs of 1 MiB each from a node that holds a read key (a key holder gone

@@ -29,7 +29,7 @@
 //! the [`Reply`] and counts what the step reports. Times are ns on the caller's clock.
 
 mod history;
-pub use history::{History, Past, WINDOW};
+pub use history::{Admit, History, Past, QUIET_NS, REACH, WINDOW};
 
 use crate::abi::MBOX_MAX;
 use crate::packet::{Header, Nack, Op, MTU};
@@ -647,6 +647,30 @@ impl RecvTable {
             .map(|(i, _)| i)
     }
 
+    /// Whether request `h` is of its source's sequence ([`History::admit`]). A source that
+    /// restarted (quiet, no op of it live here, a request of no sequence known) loses what its
+    /// old ops held here: their slots are freed, so that a new op with a reused id, key,
+    /// address and length is not taken for an old one.
+    fn admit_source(&mut self, h: &Header, now: u64, idle_ns: u64) -> bool {
+        let live = self
+            .slots
+            .iter()
+            .any(|r| r.src == h.src && !r.reusable(now, idle_ns));
+        let Some(p) = self.past.get_mut(usize::from(h.src)) else {
+            return true;
+        };
+        match p.admit(h.op_id, now, live) {
+            Admit::Known => true,
+            Admit::Stray => false,
+            Admit::Restarted => {
+                for r in self.slots.iter_mut().filter(|r| r.src == h.src) {
+                    *r = Slot::default();
+                }
+                true
+            }
+        }
+    }
+
     /// What op `h`, which no slot holds, is: new, or one of the past ([`History`]).
     fn past(&self, h: &Header) -> Past {
         self.past
@@ -855,6 +879,11 @@ impl RecvTable {
                 quarantined: true,
                 ..Step::dropped()
             };
+        }
+        if matches!(h.op, Op::Write | Op::WriteImm | Op::Mailbox | Op::ReadReq)
+            && !self.admit_source(h, now, idle_ns)
+        {
+            return Step::dropped();
         }
         match h.op {
             Op::Write | Op::WriteImm => self.write(h, plen, keys, ep_flags, now, idle_ns),
@@ -2177,6 +2206,69 @@ mod tests {
     /// The failure seen in make check (Transport v2): a sender's ops run side by side, so
     /// op 0's first packet can come after ops 1..300 finished and were forgotten (its source
     /// page was faulting at its sender). Op 0 is new, not ESTALE: its sender said so.
+    #[test]
+    fn a_restarted_sender_s_reused_op_is_placed_not_acked() {
+        // Transport v2's defect 2: a sender powers up again and its op ids start again; a new
+        // op with the same key, address, length and endpoint as a finished one used to be ACKed
+        // in full with nothing written. Ids now start at a random first id per peer, and a
+        // source quiet for QUIET_NS with no op live that comes back with ids of no sequence
+        // known has restarted.
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        for id in 1..=3u32 {
+            let h = Header {
+                span: 1,
+                ..pkt(Op::Write, 1, id, 0, 4096)
+            };
+            let s = t.on_packet(&h, 4096, &k, ALL, u64::from(id), IDLE);
+            t.placed(slot_of(&s), &h, 4096, None);
+        }
+        // The same op id again (its first id drew the same: 2^-32), at once: a duplicate.
+        let again = Header {
+            span: 1,
+            ..pkt(Op::Write, 1, 2, 0, 4096)
+        };
+        let s = t.on_packet(&again, 4096, &k, ALL, 10, IDLE);
+        assert_eq!(s.reply.map(|r| r.header.op), Some(Op::Ack));
+        assert!(!matches!(s.act, Act::Place(_)));
+        // Restarted a second later from another first id, same key, address and length.
+        let new = Header {
+            span: 1,
+            ..pkt(Op::Write, 1, 0x8000_0002, 0, 4096)
+        };
+        let s = t.on_packet(&new, 4096, &k, ALL, 10 + QUIET_NS, IDLE);
+        assert!(matches!(s.act, Act::Place(_)), "{s:?}");
+        // An op of the old sequence is dropped now, unanswered.
+        let s = t.on_packet(&again, 4096, &k, ALL, 11 + QUIET_NS, IDLE);
+        assert!(s.dropped && s.reply.is_none(), "{s:?}");
+    }
+
+    #[test]
+    fn a_forged_far_op_id_locks_nobody_out() {
+        // Defect 3: one forged MAILBOX whose id is 2^31 - 1 past the floor, with a span, used
+        // to put every honest op of its source below the floor (ESTALE) for 2^31 ops.
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        let h = Header {
+            span: 1,
+            ..pkt(Op::Write, 1, 100, 0, 4096)
+        };
+        let s = t.on_packet(&h, 4096, &k, ALL, 1, IDLE);
+        t.placed(slot_of(&s), &h, 4096, None);
+        let forged = Header {
+            span: 1,
+            ..mbox(1, 100 + i32::MAX as u32, 10)
+        };
+        let s = t.on_packet(&forged, 10, &[], ALL, 2, IDLE);
+        assert!(s.dropped && s.reply.is_none(), "{s:?}");
+        let next = Header {
+            span: 1,
+            ..pkt(Op::Write, 1, 101, 0, 4096)
+        };
+        let s = t.on_packet(&next, 4096, &k, ALL, 3, IDLE);
+        assert!(matches!(s.act, Act::Place(_)), "{s:?}");
+    }
+
     #[test]
     fn a_late_op_is_new_whatever_finished_after_it() {
         let k = keys(RKEY_WRITE);

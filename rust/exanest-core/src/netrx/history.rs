@@ -17,10 +17,24 @@
 //! ops finish and are forgotten more than [`WINDOW`] ids past the floor does the window move
 //! up without it, and an op below is then too old to tell ([`Past::TooOld`]).
 //!
+//! Op ids count per peer, from a random first id at the sender's power-up (as InfiniBand's
+//! random start PSN): the ops one source sends to this node are consecutive, so one whose id is
+//! more than [`REACH`] ids from the highest this node saw of it is of no sequence it knows
+//! ([`History::admit`]). From a source that was quiet for [`QUIET_NS`] with no op live here,
+//! that is the source restarted, with a new first id: what was known of it goes, and its new
+//! ops are new (a reused key, address and length no longer match a finished op's record:
+//! Transport v2's defect 2). Otherwise it is dropped, and not learned from: one forged request
+//! far ahead can no longer push the floor past every honest op (defect 3).
+//!
 //! [`Header::span`]: crate::packet::Header::span
 
 /// Op ids whose end a [`History`] records above its floor.
 pub const WINDOW: u32 = 4096;
+/// How far from the highest op id seen of a source (either way) one of its requests may be.
+pub const REACH: u32 = 1 << 20;
+/// How long a source must have sent nothing before a request of no sequence this node knows
+/// is taken as the source restarted.
+pub const QUIET_NS: u64 = 1_000_000_000;
 const WORDS: usize = WINDOW as usize / 64;
 
 /// What a packet's op is to a [`History`].
@@ -36,6 +50,18 @@ pub enum Past {
     Failed,
     /// Never seen (or not forgotten: the table may hold it).
     New,
+}
+
+/// What [`History::admit`] makes of a request's op id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// Of the source's sequence (or the first one seen of it).
+    Known,
+    /// Of no sequence known, after the source was quiet: it restarted. What was known of it is
+    /// gone; the caller ends what it holds of the source's old ops.
+    Restarted,
+    /// Of no sequence known, while the source is active: drop it.
+    Stray,
 }
 
 /// Whether op id `a` comes before `b` (ids wrap: within 2^31 of each other).
@@ -54,6 +80,8 @@ pub struct History {
     done: [u64; WORDS],
     /// Bit `id % WINDOW`: op `id` (in the window) failed, and was forgotten.
     failed: [u64; WORDS],
+    /// The highest op id seen in a request, and when the last request came.
+    high: Option<(u32, u64)>,
 }
 
 impl Default for History {
@@ -63,6 +91,7 @@ impl Default for History {
             base: None,
             done: [0; WORDS],
             failed: [0; WORDS],
+            high: None,
         }
     }
 }
@@ -97,6 +126,29 @@ impl History {
             }
         }
         self.base = Some(to);
+    }
+
+    /// A request of op `op_id` came at `now`: of the source's sequence, or the source restarted
+    /// (after [`QUIET_NS`] with nothing sent, and `live` false: no op of it live here), or a
+    /// stray. Known and restarted requests count as the source's latest.
+    pub fn admit(&mut self, op_id: u32, now: u64, live: bool) -> Admit {
+        let verdict = match self.high {
+            None => Admit::Known,
+            Some((high, _)) if op_id.wrapping_sub(high).wrapping_add(REACH) <= 2 * REACH => {
+                Admit::Known
+            }
+            Some((_, last)) if !live && now.saturating_sub(last) >= QUIET_NS => {
+                *self = History::default();
+                Admit::Restarted
+            }
+            Some(_) => return Admit::Stray,
+        };
+        let high = match self.high {
+            Some((h, _)) if before(op_id, h) => h,
+            _ => op_id,
+        };
+        self.high = Some((high, now));
+        verdict
     }
 
     /// A request of op `op_id` said `span` ([`crate::packet::Header::span`]; 0 says nothing).
@@ -224,6 +276,49 @@ mod tests {
         assert_eq!(h.past(1011), Past::New);
         // A record reused by the window is not an old op's.
         assert_eq!(h.past(1001 + WINDOW), Past::New);
+    }
+
+    /// A source's requests within [`REACH`] of the highest id seen are its sequence; one far
+    /// from it is a stray while the source is active (and teaches nothing: the floor stays),
+    /// and the source restarted once it was quiet with no op live.
+    #[test]
+    fn a_far_id_is_a_stray_or_a_restart() {
+        let mut h = History::default();
+        assert_eq!(h.admit(1000, 0, false), Admit::Known, "the first one seen");
+        h.learn(1000, 1);
+        h.forget(999 + 50, true);
+        assert_eq!(h.admit(1000 + REACH, 10, false), Admit::Known);
+        assert_eq!(
+            h.admit(1000, 20, false),
+            Admit::Known,
+            "behind the highest, within reach"
+        );
+        // Defect 3: a forged request 2^31 - 1 ahead used to push the floor past every op.
+        let far = 1000u32.wrapping_add(i32::MAX as u32);
+        assert_eq!(h.admit(far, 30, false), Admit::Stray);
+        assert_eq!(h.past(1049), Past::Done);
+        assert_eq!(
+            h.admit(far, 30 + QUIET_NS, true),
+            Admit::Stray,
+            "an op is live here"
+        );
+        // Quiet for a second, nothing live: the source restarted from a new first id.
+        assert_eq!(h.admit(far, 30 + QUIET_NS, false), Admit::Restarted);
+        assert_eq!(h.past(1049), Past::New, "the old records are gone");
+        assert_eq!(
+            h.admit(far.wrapping_add(1), 31 + QUIET_NS, false),
+            Admit::Known
+        );
+        assert_eq!(
+            h.admit(1000, 40 + QUIET_NS, false),
+            Admit::Stray,
+            "the old sequence"
+        );
+        // Ids wrap within reach.
+        let mut w = History::default();
+        w.admit(u32::MAX - 2, 0, false);
+        assert_eq!(w.admit(5, 1, false), Admit::Known);
+        assert_eq!(w.admit(u32::MAX - 10, 2, false), Admit::Known);
     }
 
     #[test]
