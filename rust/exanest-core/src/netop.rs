@@ -137,6 +137,17 @@ pub struct SendOp {
     pub retransmitted: u64,
     /// Timeouts that fired.
     pub timeouts: u32,
+    /// Timeouts known to have been needed: an answer to a packet sent after it came, or the op
+    /// ended first. One found spurious is not (below); the port counts these.
+    pub needed: u32,
+    /// Timeouts found spurious: an ACK that moved the op answered a packet sent before the
+    /// timeout (it was late, not lost: the Eifel test, RFC 3522, on the echoed sequence
+    /// number). The backoff is undone.
+    pub spurious: u32,
+    /// Timeouts since the last one found needed or spurious.
+    unsure: u32,
+    /// The sequence number of the first packet sent after the first of them.
+    unsure_from: u32,
     /// NACKs received.
     pub nacks: u32,
     /// RESUMEs received.
@@ -214,6 +225,10 @@ impl SendOp {
             sample: None,
             probe_backoff: 0,
             tail_probes: 0,
+            needed: 0,
+            spurious: 0,
+            unsure: 0,
+            unsure_from: 0,
             p,
             retransmitted: 0,
             timeouts: 0,
@@ -492,7 +507,25 @@ impl SendOp {
         }
     }
 
+    /// The timeouts not yet judged were needed, all of them (`echo` None: an answer other than
+    /// an ACK, or the op's end); or an ACK that moved the op answered the packet `echo`: the
+    /// timeouts after that packet was sent were spurious, those before it needed.
+    fn judge(&mut self, echo: Option<u32>) {
+        if self.unsure == 0 {
+            return;
+        }
+        let spurious = match echo {
+            Some(e) if Self::before(e, self.unsure_from) => self.unsure,
+            Some(e) if Self::before(e, self.since) => 1,
+            _ => 0,
+        };
+        self.spurious += spurious;
+        self.needed += self.unsure - spurious;
+        self.unsure = 0;
+    }
+
     fn end(&mut self, status: i32) -> SendEvent {
+        self.judge(None);
         self.state = SendState::Done(status);
         self.deadline = None;
         self.reorder_at = None;
@@ -563,6 +596,11 @@ impl SendOp {
         }
         if off < self.acked || off > self.high || (off == self.acked && sack == 0) {
             return SendEvent::None;
+        }
+        if self.unsure != 0 && off > self.acked {
+            // An answer to a packet sent before the timeout moved the op: that packet was
+            // late, not lost, and the timeout spurious; its backoff goes (reset below).
+            self.judge(Some(echo));
         }
         if off > self.acked {
             self.set_acked(off);
@@ -639,6 +677,7 @@ impl SendOp {
             return SendEvent::None;
         }
         self.nacks += 1;
+        self.judge(None);
         if let Nack::Error(e) = why {
             // The receiver refused the op, whatever it had placed.
             return self.end(e);
@@ -690,6 +729,7 @@ impl SendOp {
             }
         }
         self.resumes += 1;
+        self.judge(None);
         self.go_back();
         self.since = self.seq;
         self.reset_rto();
@@ -758,6 +798,7 @@ impl SendOp {
         }
         let placed = placed.min(n).min(self.len - self.acked);
         let whole = placed == n;
+        self.judge(None);
         self.set_acked(self.acked + placed);
         self.next = self.next.max(self.acked);
         self.gap_asked = false;
@@ -811,6 +852,10 @@ impl SendOp {
             return SendEvent::Probe(self.acked);
         }
         self.timeouts += 1;
+        if self.unsure == 0 {
+            self.unsure_from = self.seq;
+        }
+        self.unsure += 1;
         if self.retries > self.p.max_retries {
             return self.end(ETIMEDOUT);
         }
@@ -1691,6 +1736,64 @@ mod tests {
         p.next_packet(0);
         assert_eq!(p.on_nack(0, Nack::Fault, 0, 5), SendEvent::None);
         assert_eq!(p.deadline(), Some(1005));
+    }
+
+    /// A timeout whose packet was only late (the host descheduled a guest; the ACK of a
+    /// packet sent before the timeout then moves the op) is spurious: not counted as needed,
+    /// and its backoff is undone. One followed by an answer to a packet sent after it was
+    /// needed, and so are those still unjudged when the op ends.
+    #[test]
+    fn a_late_ack_makes_the_timeout_spurious() {
+        let mut s = eight_blocks();
+        for i in 0..8 {
+            s.take_seq();
+            s.on_sent(i * BLOCK, BLOCK as u32, 0);
+        }
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        while s.next_packet(1000).is_some() {}
+        assert_eq!(
+            (s.timeouts, s.needed, s.spurious),
+            (1, 0, 0),
+            "not judged yet"
+        );
+        // The ACK of packet 3, sent before the timeout.
+        assert_eq!(s.on_ack(4 * BLOCK, 0, 3, 1100), SendEvent::None);
+        assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 1));
+        assert_eq!(
+            s.deadline(),
+            Some(2100),
+            "the first timeout again, not doubled"
+        );
+        // Two timeouts in a row, then the ACK of a packet sent before both: both spurious.
+        let mut s = eight_blocks();
+        for i in 0..8 {
+            s.take_seq();
+            s.on_sent(i * BLOCK, BLOCK as u32, 0);
+        }
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        while s.next_packet(1000).is_some() {}
+        assert_eq!(s.on_timeout(3000), SendEvent::None);
+        while s.next_packet(3000).is_some() {}
+        assert_eq!(s.on_ack(4 * BLOCK, 0, 2, 3100), SendEvent::None);
+        assert_eq!((s.timeouts, s.needed, s.spurious), (2, 0, 2));
+        // Lost for real: the answer is to a packet sent after the timeout.
+        let mut s = eight_blocks();
+        while s.next_packet(0).is_some() {}
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        let q = s.take_seq();
+        s.on_sent(0, BLOCK as u32, 1000);
+        assert_eq!(s.on_ack(BLOCK, 0, q, 1010), SendEvent::None);
+        assert_eq!((s.needed, s.spurious), (1, 0));
+        // A peer gone: every timeout was needed.
+        let mut s = eight_blocks();
+        s.next_packet(0);
+        let mut end = SendEvent::None;
+        while let Some(d) = s.deadline() {
+            end = s.on_timeout(d);
+            while s.next_packet(d).is_some() {}
+        }
+        assert_eq!(end, SendEvent::Completed(ETIMEDOUT));
+        assert_eq!((s.timeouts, s.needed, s.spurious), (9, 9, 0));
     }
 
     /// The round trip is measured on the packet the ACK echoes, one at a time; an answer to a

@@ -191,7 +191,8 @@ pub struct ExanestSendEvent {
     pub nacks: u32,
     /// RESUMEs acted on.
     pub resumes: u32,
-    /// Timeouts (of data, not of probes).
+    /// Timeouts (of data, not of probes) found needed; one found spurious is not counted
+    /// ([`SendOp::needed`]).
     pub timeouts: u32,
     /// Probes asked for.
     pub probes: u32,
@@ -318,12 +319,12 @@ unsafe fn event(
 ) -> ExanestSendEvent {
     // SAFETY: forwarded from the caller.
     let s = unsafe { op_mut(op) };
-    let before = (s.nacks, s.resumes, s.timeouts, s.probes, s.tail_probes);
+    let before = (s.nacks, s.resumes, s.needed, s.probes, s.tail_probes);
     let ev = f(s);
     let mut out = ExanestSendEvent {
         nacks: s.nacks - before.0,
         resumes: s.resumes - before.1,
-        timeouts: s.timeouts - before.2,
+        timeouts: s.needed - before.2,
         probes: s.probes - before.3,
         tail_probes: s.tail_probes - before.4,
         rtt_ns: s.take_rtt_sample().map_or(0, |r| r.max(1)),

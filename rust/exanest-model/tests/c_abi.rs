@@ -588,7 +588,7 @@ fn ev(e: SendEvent, s: &mut SendOp, before: (u32, u32, u32, u32, u32)) -> String
         "{what} {status} {offset} {} {} {} {} {} {}",
         s.nacks - before.0,
         s.resumes - before.1,
-        s.timeouts - before.2,
+        s.needed - before.2,
         s.probes - before.3,
         s.tail_probes - before.4,
         s.take_rtt_sample().map_or(0, |r| r.max(1))
@@ -596,7 +596,7 @@ fn ev(e: SendEvent, s: &mut SendOp, before: (u32, u32, u32, u32, u32)) -> String
 }
 
 fn counters(s: &SendOp) -> (u32, u32, u32, u32, u32) {
-    (s.nacks, s.resumes, s.timeouts, s.probes, s.tail_probes)
+    (s.nacks, s.resumes, s.needed, s.probes, s.tail_probes)
 }
 
 fn peek(s: &SendOp) -> String {
@@ -852,7 +852,8 @@ fn header_matches_the_library() {
     assert_eq!(get(&out, "put.probe"), "2");
     assert_eq!(get(&out, "put.resume"), "0 0 0 0 1 0 0 0 0");
     assert_eq!(get(&out, "put.dup-resume"), "0 0 0 0 0 0 0 0 0", "stale");
-    assert_eq!(get(&out, "put.timeout4"), "1 110 0 0 0 1 0 0 0");
+    // Given up on: the three timeouts, unjudged until then, were needed.
+    assert_eq!(get(&out, "put.timeout4"), "1 110 0 0 0 3 0 0 0");
     assert_eq!(get(&out, "get.act"), "1 2 0");
     // A whole block past the gap, not placed here: left to the reordering tolerance.
     assert_eq!(get(&out, "get.peek1"), "0 0 0");
