@@ -1738,6 +1738,15 @@ mod tests {
         assert_eq!(p.deadline(), Some(1005));
     }
 
+    /// Send all the window allows at `now`, each packet with its sequence number taken first
+    /// (as the model does, so that ACKs can echo it).
+    fn send_timed(s: &mut SendOp, now: u64) {
+        while let Some((off, n)) = s.peek() {
+            s.take_seq();
+            s.on_sent(off, n, now);
+        }
+    }
+
     /// A timeout whose packet was only late (the host descheduled a guest; the ACK of a
     /// packet sent before the timeout then moves the op) is spurious: not counted as needed,
     /// and its backoff is undone. One followed by an answer to a packet sent after it was
@@ -1745,10 +1754,7 @@ mod tests {
     #[test]
     fn a_late_ack_makes_the_timeout_spurious() {
         let mut s = eight_blocks();
-        for i in 0..8 {
-            s.take_seq();
-            s.on_sent(i * BLOCK, BLOCK as u32, 0);
-        }
+        send_timed(&mut s, 0);
         assert_eq!(s.on_timeout(1000), SendEvent::None);
         while s.next_packet(1000).is_some() {}
         assert_eq!(
@@ -1766,10 +1772,7 @@ mod tests {
         );
         // Two timeouts in a row, then the ACK of a packet sent before both: both spurious.
         let mut s = eight_blocks();
-        for i in 0..8 {
-            s.take_seq();
-            s.on_sent(i * BLOCK, BLOCK as u32, 0);
-        }
+        send_timed(&mut s, 0);
         assert_eq!(s.on_timeout(1000), SendEvent::None);
         while s.next_packet(1000).is_some() {}
         assert_eq!(s.on_timeout(3000), SendEvent::None);

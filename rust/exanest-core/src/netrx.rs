@@ -652,10 +652,14 @@ impl RecvTable {
     /// old ops held here: their slots are freed, so that a new op with a reused id, key,
     /// address and length is not taken for an old one.
     fn admit_source(&mut self, h: &Header, now: u64, idle_ns: u64) -> bool {
-        let live = self
-            .slots
-            .iter()
-            .any(|r| r.src == h.src && !r.reusable(now, idle_ns));
+        // Whether an op of the source is live here: asked only of a request far from its
+        // sequence, not of every packet.
+        let slots = &self.slots;
+        let live = || {
+            slots
+                .iter()
+                .any(|r| r.src == h.src && !r.reusable(now, idle_ns))
+        };
         let Some(p) = self.past.get_mut(usize::from(h.src)) else {
             return true;
         };

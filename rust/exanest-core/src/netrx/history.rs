@@ -129,15 +129,15 @@ impl History {
     }
 
     /// A request of op `op_id` came at `now`: of the source's sequence, or the source restarted
-    /// (after [`QUIET_NS`] with nothing sent, and `live` false: no op of it live here), or a
-    /// stray. Known and restarted requests count as the source's latest.
-    pub fn admit(&mut self, op_id: u32, now: u64, live: bool) -> Admit {
+    /// (after [`QUIET_NS`] with nothing sent, and `live()` false: no op of it live here, asked
+    /// only then), or a stray. Known and restarted requests count as the source's latest.
+    pub fn admit(&mut self, op_id: u32, now: u64, live: impl FnOnce() -> bool) -> Admit {
         let verdict = match self.high {
             None => Admit::Known,
             Some((high, _)) if op_id.wrapping_sub(high).wrapping_add(REACH) <= 2 * REACH => {
                 Admit::Known
             }
-            Some((_, last)) if !live && now.saturating_sub(last) >= QUIET_NS => {
+            Some((_, last)) if now.saturating_sub(last) >= QUIET_NS && !live() => {
                 *self = History::default();
                 Admit::Restarted
             }
@@ -284,41 +284,45 @@ mod tests {
     #[test]
     fn a_far_id_is_a_stray_or_a_restart() {
         let mut h = History::default();
-        assert_eq!(h.admit(1000, 0, false), Admit::Known, "the first one seen");
+        assert_eq!(
+            h.admit(1000, 0, || false),
+            Admit::Known,
+            "the first one seen"
+        );
         h.learn(1000, 1);
         h.forget(999 + 50, true);
-        assert_eq!(h.admit(1000 + REACH, 10, false), Admit::Known);
+        assert_eq!(h.admit(1000 + REACH, 10, || false), Admit::Known);
         assert_eq!(
-            h.admit(1000, 20, false),
+            h.admit(1000, 20, || false),
             Admit::Known,
             "behind the highest, within reach"
         );
         // Defect 3: a forged request 2^31 - 1 ahead used to push the floor past every op.
         let far = 1000u32.wrapping_add(i32::MAX as u32);
-        assert_eq!(h.admit(far, 30, false), Admit::Stray);
+        assert_eq!(h.admit(far, 30, || false), Admit::Stray);
         assert_eq!(h.past(1049), Past::Done);
         assert_eq!(
-            h.admit(far, 30 + QUIET_NS, true),
+            h.admit(far, 30 + QUIET_NS, || true),
             Admit::Stray,
             "an op is live here"
         );
         // Quiet for a second, nothing live: the source restarted from a new first id.
-        assert_eq!(h.admit(far, 30 + QUIET_NS, false), Admit::Restarted);
+        assert_eq!(h.admit(far, 30 + QUIET_NS, || false), Admit::Restarted);
         assert_eq!(h.past(1049), Past::New, "the old records are gone");
         assert_eq!(
-            h.admit(far.wrapping_add(1), 31 + QUIET_NS, false),
+            h.admit(far.wrapping_add(1), 31 + QUIET_NS, || false),
             Admit::Known
         );
         assert_eq!(
-            h.admit(1000, 40 + QUIET_NS, false),
+            h.admit(1000, 40 + QUIET_NS, || false),
             Admit::Stray,
             "the old sequence"
         );
         // Ids wrap within reach.
         let mut w = History::default();
-        w.admit(u32::MAX - 2, 0, false);
-        assert_eq!(w.admit(5, 1, false), Admit::Known);
-        assert_eq!(w.admit(u32::MAX - 10, 2, false), Admit::Known);
+        w.admit(u32::MAX - 2, 0, || false);
+        assert_eq!(w.admit(5, 1, || false), Admit::Known);
+        assert_eq!(w.admit(u32::MAX - 10, 2, || false), Admit::Known);
     }
 
     #[test]
