@@ -29,6 +29,8 @@
 #define EXANEST_PKT_MAILBOX     7
 #define EXANEST_PKT_WRITE_IMM   8   /* WRITE, with the immediate in status */
 #define EXANEST_PKT_ABORT       9   /* the sender ended the op unfinished */
+/* An ACK's span: the packet it answers came marked congestion experienced */
+#define EXANEST_PKT_ECE         1
 
 /* NACK status: these, or a negative errno that ends the op */
 #define EXANEST_NACK_FAULT      1
@@ -56,6 +58,12 @@ typedef struct ExanestPkt {
      * oldest unfinished op to this one, both counted (0 says nothing).
      */
     uint16_t span;
+    /*
+     * Congestion experienced (1): the fabric met the packet in a queue past its
+     * marking threshold (bit 7 of the op byte); an ACK's span echoes it as
+     * EXANEST_PKT_ECE.
+     */
+    uint8_t ce;
     const uint8_t *payload;
 } ExanestPkt;
 
@@ -163,6 +171,8 @@ ExanestSendEvent exanest_send_data(ExanestSendOp *op, uint64_t off,
                                    uint64_t placed, uint64_t n, uint64_t now);
 ExanestSendEvent exanest_send_timeout(ExanestSendOp *op, uint64_t now);
 uint64_t exanest_send_acked(const ExanestSendOp *op);
+/* A PUT's bytes sent and not yet placed (0 paused, done, or a GET) */
+uint64_t exanest_send_in_flight(const ExanestSendOp *op);
 bool exanest_send_paused(const ExanestSendOp *op);
 /* When the timer must fire, or -1 for never */
 int64_t exanest_send_deadline(const ExanestSendOp *op);
@@ -183,6 +193,18 @@ uint64_t exanest_rtt_timeouts(const ExanestRttTable *t, uint16_t node,
                               uint64_t floor, uint64_t cap, uint64_t *rto,
                               uint64_t *pto);
 void exanest_rtt_clear(ExanestRttTable *t);
+/*
+ * Each peer's window over all the ops to it (netop/cc.rs, DCTCP): at most
+ * cap bytes in flight, cut by the ACKs that echo congestion, never below a
+ * packet; nothing in flight always admits a packet.
+ */
+bool exanest_rtt_admits(const ExanestRttTable *t, uint16_t node, uint64_t cap,
+                        uint64_t in_flight, uint64_t n);
+uint64_t exanest_rtt_window(const ExanestRttTable *t, uint16_t node,
+                            uint64_t cap);
+/* An ACK that placed bytes more, marked or not: true if it cut the window */
+bool exanest_rtt_ack(ExanestRttTable *t, uint16_t node, uint64_t cap,
+                     uint64_t bytes, bool marked);
 
 /*
  * The receiving side (exanest-core's netrx.rs, RecvTable): the table of the

@@ -14,6 +14,7 @@
 //!
 //! Times are nanoseconds on whatever monotonic clock the caller uses.
 
+pub mod cc;
 pub mod rtt;
 
 use super::netrx::BLOCK;
@@ -375,6 +376,18 @@ impl SendOp {
             }
         }
         at
+    }
+
+    /// A PUT's bytes in flight: sent, not yet placed (as the ACKs say), not counted lost, and
+    /// the op not paused (the receiver dropped what came after its NACK). What the peer's
+    /// window ([`cc::Window`]) counts; a GET's data flows the other way: 0.
+    pub fn in_flight(&self) -> u64 {
+        if self.p.kind != Kind::Put || self.state != SendState::Sending {
+            return 0;
+        }
+        let out = self.next.saturating_sub(self.acked);
+        let held = u64::from((self.sacked | self.lost).count_ones()) * BLOCK;
+        out.saturating_sub(held)
     }
 
     /// The next packet (GET: read request) the window allows now, as (offset, bytes), without
@@ -1075,6 +1088,32 @@ mod tests {
         assert_eq!(s.high, 2000, "never below what was placed");
     }
 
+    /// What is in flight, for the peer's window: sent and not placed, the blocks placed past
+    /// a gap not counted; nothing while paused (the receiver dropped what followed its NACK)
+    /// or once done; nothing for a GET.
+    #[test]
+    fn in_flight_is_sent_and_not_placed() {
+        let mut s = SendOp::new(40_000, params(65_536, 4096, 100, 3));
+        assert_eq!(s.in_flight(), 0);
+        for i in 0..4 {
+            assert_eq!(s.next_packet(i), Some((i * 4096, 4096)));
+        }
+        assert_eq!(s.in_flight(), 16_384);
+        assert_eq!(s.on_ack(4096, 0, 0, 10), SendEvent::None);
+        assert_eq!(s.in_flight(), 12_288);
+        // Block 2 placed past a gap at block 1 (bit 0 of the map: the block after the ACK's).
+        assert_eq!(s.on_ack(4096, 0b10, 0, 11), SendEvent::None);
+        assert_eq!(s.in_flight(), 8192);
+        assert_eq!(s.on_nack(8192, Nack::Fault, 1, 12), SendEvent::None);
+        assert_eq!(s.state(), SendState::Paused);
+        assert_eq!(s.in_flight(), 0);
+        let mut p = params(8192, 8192, 100, 3);
+        p.kind = Kind::Get;
+        let mut g = SendOp::new(20_000, p);
+        assert!(g.next_packet(0).is_some());
+        assert_eq!(g.in_flight(), 0, "a GET's data flows the other way");
+    }
+
     /// A GET places the data in order on this side; a packet past a gap asks again from the
     /// gap, once; the responder's fault pauses the requests until its RESUME; a fault in this
     /// side's memory stops the timer; ACKs are not a GET's.
@@ -1338,6 +1377,7 @@ mod tests {
             len,
             offset: off,
             span: 1,
+            ce: false,
         }
     }
 

@@ -32,7 +32,7 @@ mod history;
 pub use history::{Admit, History, Past, QUIET_NS, REACH, WINDOW};
 
 use crate::abi::MBOX_MAX;
-use crate::packet::{Header, Nack, Op, MTU};
+use crate::packet::{Header, Nack, Op, ECE, MTU};
 use crate::regs::cqe_status;
 use crate::regs::net::{MAX_NODES, RKEY_READ, RKEY_VALID, RKEY_WRITE, RX_OPS};
 
@@ -587,7 +587,10 @@ impl RecvTable {
                 addr: h.addr,
                 len: h.len,
                 offset,
-                span: 0,
+                // An ACK echoes congestion the packet it answers met (DCTCP's per-packet
+                // echo: every placed packet is ACKed).
+                span: if op == Op::Ack && h.ce { ECE } else { 0 },
+                ce: false,
             },
             counted: op != Op::Ack,
         }
@@ -611,6 +614,7 @@ impl RecvTable {
                 len: r.len,
                 offset: r.placed,
                 span: 0,
+                ce: false,
             },
             op,
             r.placed,
@@ -1374,6 +1378,7 @@ mod tests {
             len,
             offset,
             span: 0,
+            ce: false,
         }
     }
 
@@ -1585,6 +1590,7 @@ mod tests {
         assert_eq!(said(&s), Some((Op::Ack, 4096, 0)));
         let a = s.reply.unwrap();
         assert_eq!((a.header.src, a.header.dst, a.counted), (9, 1, false));
+        assert_eq!(a.header.span, 0, "not marked: no echo");
         // Past a gap: NACK SEQUENCE once a round: then silence for what follows, until a
         // packet at or below the one NACKed (the sender went back: the next round); before
         // it: a duplicate, ACKed.
@@ -1599,12 +1605,20 @@ mod tests {
         assert_eq!(said(&s), Some((Op::Nack, 4096, Nack::Sequence.status())));
         let s = t.on_packet(&h, 4096, &k, ALL, 3, IDLE);
         assert_eq!((said(&s), s.duplicate), (Some((Op::Ack, 4096, 0)), true));
-        let h2 = pkt(Op::Write, 1, 10, 4096, 8192);
+        // A packet the fabric marked (congestion experienced): its ACK echoes it.
+        let h2 = Header {
+            ce: true,
+            ..pkt(Op::Write, 1, 10, 4096, 8192)
+        };
         let s = t.on_packet(&h2, 4096, &k, ALL, 4, IDLE);
         assert_eq!(s.act, Act::Place(i));
+        let s = t.placed(i, &h2, 4096, None);
+        assert_eq!(said(&s), Some((Op::Ack, 8192, 0)));
+        let a = s.reply.unwrap().header;
         assert_eq!(
-            said(&t.placed(i, &h2, 4096, None)),
-            Some((Op::Ack, 8192, 0))
+            (a.span, a.ce),
+            (ECE, false),
+            "echoed, and the ACK itself unmarked"
         );
         assert_eq!(t.slot(i).unwrap().state(), RxState::Done);
         // Finished: data and probes are ACKed in full.

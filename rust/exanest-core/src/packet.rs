@@ -152,9 +152,22 @@ pub struct Header {
     /// op of the sender before `op_id - (span - 1)` is finished there (it has its last answer,
     /// or gave up) and no packet of one can be of use. 0 says nothing (an answer, or more than
     /// 65,535 ids behind). Receivers keep what finished ops they forgot from it
-    /// ([`crate::netrx`]).
+    /// ([`crate::netrx`]). An ACK's: [`ECE`] when the packet it answers came marked
+    /// [`Header::ce`] (the rest 0).
     pub span: u16,
+    /// Congestion experienced: the fabric met this packet in a queue past its marking
+    /// threshold and set the bit (bit 7 of the op byte, covered by the checksum, which the
+    /// marker computes again, as an IP router does for the ECN field). The receiver echoes it
+    /// in the ACK ([`ECE`]); the sender's window to the peer follows the echoes
+    /// ([`crate::netop::cc`]). Senders send it clear.
+    pub ce: bool,
 }
+
+/// An ACK's [`Header::span`] bit: the packet it answers came marked [`Header::ce`].
+pub const ECE: u16 = 1;
+
+/// The op byte's bit that carries [`Header::ce`].
+const CE_BIT: u8 = 0x80;
 
 /// Why a packet was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,7 +238,7 @@ impl Header {
         let mut b = [0u8; HEADER];
         put(&mut b, 0, &MAGIC.to_le_bytes());
         b[2] = VERSION;
-        b[3] = self.op.code();
+        b[3] = self.op.code() | if self.ce { CE_BIT } else { 0 };
         put(&mut b, 4, &self.src.to_le_bytes());
         put(&mut b, 6, &self.dst.to_le_bytes());
         put(&mut b, 8, &self.endpoint.to_le_bytes());
@@ -251,7 +264,7 @@ impl Header {
         if u16::from_le_bytes(get(pkt, 0)) != MAGIC || pkt[2] != VERSION {
             return Err(BadPacket::Magic);
         }
-        let op = Op::from_code(pkt[3]).ok_or(BadPacket::Op)?;
+        let op = Op::from_code(pkt[3] & !CE_BIT).ok_or(BadPacket::Op)?;
         let plen = u16::from_le_bytes(get(pkt, 56)) as usize;
         let payload = &pkt[HEADER..];
         if plen != payload.len() || (!op.has_payload() && plen != 0) {
@@ -277,6 +290,7 @@ impl Header {
             len: u64::from_le_bytes(get(pkt, 40)),
             offset: u64::from_le_bytes(get(pkt, 48)),
             span: u16::from_le_bytes(get(pkt, 58)),
+            ce: pkt[3] & CE_BIT != 0,
         };
         // Payload outside the operation (or an offset past it) is malformed, not an error
         // the receiver should answer.
@@ -311,6 +325,7 @@ mod tests {
             len: 3 * MTU as u64,
             offset: MTU as u64,
             span: 0xbeef,
+            ce: false,
         }
     }
 
@@ -441,5 +456,28 @@ mod tests {
         let p = packet(&hdr(Op::Write), &[7u8; 10]);
         assert_eq!(&p[58..60], &0xbeef_u16.to_le_bytes());
         assert_eq!(p[2], VERSION);
+    }
+
+    /// Congestion experienced is bit 7 of the op byte: it round-trips on every op, leaves the
+    /// op alone, and the checksum covers it (a marker that does not compute it again has its
+    /// packet refused).
+    #[test]
+    fn congestion_experienced_is_bit_7_of_the_op_byte() {
+        for op in [Op::Write, Op::Mailbox, Op::ReadResp, Op::Ack] {
+            let payload: &[u8] = if op.has_payload() { &[3u8; 10] } else { &[] };
+            let h = Header {
+                ce: true,
+                ..hdr(op)
+            };
+            let p = packet(&h, payload);
+            assert_eq!(p[3], op.code() | 0x80);
+            assert_eq!(Header::decode(&p).map(|(d, _)| d), Ok(h));
+            let clear = packet(&hdr(op), payload);
+            assert_eq!(clear[3], op.code());
+            assert_eq!(Header::decode(&clear).map(|(d, _)| d.ce), Ok(false));
+            let mut unmarked = p.clone();
+            unmarked[3] &= 0x7f;
+            assert_eq!(Header::decode(&unmarked), Err(BadPacket::Checksum));
+        }
     }
 }

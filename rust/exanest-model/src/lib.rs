@@ -17,7 +17,7 @@ pub use recv::*;
 use exanest_core::netop::rtt::RttTable;
 use exanest_core::netop::{DataAct, Kind, SendEvent, SendOp, SendParams, SendState};
 use exanest_core::netrx::{self, RxState};
-use exanest_core::packet::{BadPacket, Header, Nack, Op, HEADER, MTU};
+use exanest_core::packet::{BadPacket, Header, Nack, Op, ECE, HEADER, MTU};
 
 /// A packet's header fields as the model holds them (`ExanestPkt` in the C header); `payload`
 /// points at `plen` bytes that the packet carries.
@@ -50,6 +50,9 @@ pub struct ExanestPkt {
     pub plen: u16,
     /// A request's word on its sender's finished ops ([`Header::span`]; 0 says nothing).
     pub span: u16,
+    /// Congestion experienced ([`Header::ce`]): 1 if marked, else 0 (any other value reads as
+    /// marked).
+    pub ce: u8,
     /// The payload (may be null when `plen` is 0).
     pub payload: *const u8,
 }
@@ -79,6 +82,7 @@ pub(crate) fn header_of(k: &ExanestPkt) -> Option<Header> {
         len: k.len,
         offset: k.offset,
         span: k.span,
+        ce: k.ce != 0,
     })
 }
 
@@ -142,6 +146,7 @@ pub unsafe extern "C" fn exanest_pkt_decode(
         // A decoded payload is at most MTU bytes.
         plen: payload.len() as u16,
         span: h.span,
+        ce: u8::from(h.ce),
         payload: payload.as_ptr(),
     };
     // SAFETY: the caller guarantees that `k` points to a writable, aligned `ExanestPkt`.
@@ -502,6 +507,54 @@ pub unsafe extern "C" fn exanest_rtt_timeouts(
     t.get(node).and_then(|r| r.srtt()).unwrap_or(0)
 }
 
+/// Whether `n` more bytes may be sent to `node` with `in_flight` bytes (every op to it, as
+/// [`exanest_send_in_flight`] says) in flight, by its window within `cap`
+/// ([`exanest_core::netop::cc::Window::admits`]).
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rtt_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_admits(
+    t: *const ExanestRttTable,
+    node: u16,
+    cap: u64,
+    in_flight: u64,
+    n: u64,
+) -> bool {
+    // SAFETY: the caller's contract above.
+    unsafe { &(*t).0 }.window(node).admits(cap, in_flight, n)
+}
+
+/// `node`'s window now, bytes, within `cap`.
+///
+/// # Safety
+///
+/// As [`exanest_rtt_admits`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_window(t: *const ExanestRttTable, node: u16, cap: u64) -> u64 {
+    // SAFETY: the caller's contract above.
+    unsafe { &(*t).0 }.window(node).size(cap)
+}
+
+/// An ACK from `node` that placed `bytes` more, echoing congestion (`marked`) or not: the
+/// window follows ([`exanest_core::netop::cc::Window::on_ack`]). Returns whether it was cut.
+///
+/// # Safety
+///
+/// As [`exanest_rtt_sample`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_ack(
+    t: *mut ExanestRttTable,
+    node: u16,
+    cap: u64,
+    bytes: u64,
+    marked: bool,
+) -> bool {
+    // SAFETY: the caller's contract above.
+    unsafe { &mut (*t).0 }.on_ack(node, cap, bytes, marked)
+}
+
 /// Forget every peer (the engine's reset).
 ///
 /// # Safety
@@ -511,6 +564,17 @@ pub unsafe extern "C" fn exanest_rtt_timeouts(
 pub unsafe extern "C" fn exanest_rtt_clear(t: *mut ExanestRttTable) {
     // SAFETY: the caller's contract above.
     unsafe { &mut (*t).0 }.clear()
+}
+
+/// A PUT's bytes in flight, sent and not yet placed ([`SendOp::in_flight`]).
+///
+/// # Safety
+///
+/// `op` came from [`exanest_send_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_in_flight(op: *const ExanestSendOp) -> u64 {
+    // SAFETY: the caller's contract above.
+    unsafe { &(*op).0 }.in_flight()
 }
 
 /// A NACK at `off` with `status`, answering the packet of sequence number `echo` (a status no
@@ -643,6 +707,7 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_PKT_MAILBOX", Op::Mailbox.code() as i64),
     ("EXANEST_PKT_WRITE_IMM", Op::WriteImm.code() as i64),
     ("EXANEST_PKT_ABORT", Op::Abort.code() as i64),
+    ("EXANEST_PKT_ECE", ECE as i64),
     ("EXANEST_NACK_FAULT", Nack::Fault.status() as i64),
     ("EXANEST_NACK_NOT_READY", Nack::NotReady.status() as i64),
     ("EXANEST_NACK_SEQUENCE", Nack::Sequence.status() as i64),

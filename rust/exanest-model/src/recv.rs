@@ -118,6 +118,7 @@ fn pkt_of(h: &Header) -> ExanestPkt {
         offset: h.offset,
         plen: 0,
         span: h.span,
+        ce: u8::from(h.ce),
         payload: core::ptr::null(),
     }
 }
@@ -157,6 +158,7 @@ pub fn step_of(s: &Step) -> ExanestRxStep {
         offset: 0,
         plen: 0,
         span: 0,
+        ce: 0,
         payload: core::ptr::null(),
     };
     ExanestRxStep {

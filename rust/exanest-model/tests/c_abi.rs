@@ -70,7 +70,7 @@ macro_rules! layout {
 fn layouts() -> Vec<Layout> {
     vec![
         layout!(ExanestPkt: op, src, dst, ep, op_id, seq, status, rkey, addr, len, offset, plen,
-                span, payload),
+                span, ce, payload),
         layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries,
                 reorder_ns, pto_ns),
         layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes,
@@ -116,10 +116,13 @@ static void send_scenario(void)
 	printf("put.sent2 %llu", (unsigned long long)exanest_send_sent(op, 4096, 4096, 1));
 	printf(" %u\n", exanest_send_seq(op));
 	peek("put.peek2", op);
+	printf("put.flight1 %llu\n", (unsigned long long)exanest_send_in_flight(op));
 	ev("put.ack", exanest_send_ack(op, 4096, 0, 0, 2));
+	printf("put.flight2 %llu\n", (unsigned long long)exanest_send_in_flight(op));
 	ev("put.nack", exanest_send_nack(op, 4096, EXANEST_NACK_FAULT, 1, 3));
 	exanest_send_withdrawn(op, 6000);
-	printf("put.paused %d\n", exanest_send_paused(op));
+	printf("put.paused %d %llu\n", exanest_send_paused(op),
+	       (unsigned long long)exanest_send_in_flight(op));
 	d = exanest_send_deadline(op);
 	printf("put.deadline %lld\n", (long long)d);
 	ev("put.timeout1", exanest_send_timeout(op, d));
@@ -378,6 +381,7 @@ fn recv_expected() -> Vec<(&'static str, String)> {
         len: 8192,
         offset: 0,
         span: 0,
+        ce: false,
     };
     let m = Header {
         op: Op::Mailbox,
@@ -516,7 +520,7 @@ fn program() -> String {
           \tk.op = EXANEST_PKT_WRITE; k.src = 1; k.dst = 2; k.ep = 0x01020304; k.op_id = 77;\n\
           \tk.seq = 5; k.status = 0; k.rkey = 0xdeadbeef00000003ull; k.addr = 0x7f0012345000ull;\n\
           \tk.len = 3 * EXANEST_PKT_MTU; k.offset = EXANEST_PKT_MTU; k.plen = 100; k.payload = pay;\n\
-          \tk.span = 0xbeef;\n\
+          \tk.span = 0xbeef; k.ce = 1;\n\
           \tr = exanest_pkt_encode(&k, pkt);\n\
           \tprintf(\"encode %d\\n\", r);\n\
           \tmemcpy(pkt + EXANEST_PKT_HDR, pay, 100);\n\
@@ -524,10 +528,10 @@ fn program() -> String {
           \tfor (int i = 0; i < EXANEST_PKT_HDR + 100; i++)\n\t\tprintf(\" %02x\", pkt[i]);\n\
           \tprintf(\"\\n\");\n\
           \tr = exanest_pkt_decode(pkt, EXANEST_PKT_HDR + 100, &d);\n\
-          \tprintf(\"decode %d %u %u %u %u %u %u %d %llu %llu %llu %llu %u %u %d\\n\", r, d.op,\n\
+          \tprintf(\"decode %d %u %u %u %u %u %u %d %llu %llu %llu %llu %u %u %u %d\\n\", r, d.op,\n\
           \t       d.src, d.dst, d.ep, d.op_id, d.seq, d.status, (unsigned long long)d.rkey,\n\
           \t       (unsigned long long)d.addr, (unsigned long long)d.len,\n\
-          \t       (unsigned long long)d.offset, d.plen, d.span,\n\
+          \t       (unsigned long long)d.offset, d.plen, d.span, d.ce,\n\
           \t       d.payload == pkt + EXANEST_PKT_HDR);\n\
           \tpkt[EXANEST_PKT_HDR + 50] ^= 4;\n\
           \tprintf(\"damaged %d\\n\", exanest_pkt_decode(pkt, EXANEST_PKT_HDR + 100, &d));\n\
@@ -535,6 +539,14 @@ fn program() -> String {
           \tprintf(\"ack-with-payload %d\\n\", exanest_pkt_encode(&k, pkt));\n\
           \tprintf(\"nack-valid %d %d %d\\n\", exanest_nack_valid(EXANEST_NACK_RNR),\n\
           \t       exanest_nack_valid(-14), exanest_nack_valid(9));\n\
+          \tExanestRttTable *t = exanest_rtt_new();\n\
+          \tuint64_t w0 = exanest_rtt_window(t, 3, 65536);\n\
+          \tbool full = exanest_rtt_admits(t, 3, 65536, 65536 - 4096, 4096);\n\
+          \tbool cut = exanest_rtt_ack(t, 3, 65536, 4096, true);\n\
+          \tprintf(\"cc %llu %d %d %llu %d %d\\n\", (unsigned long long)w0, full, cut,\n\
+          \t       (unsigned long long)exanest_rtt_window(t, 3, 65536),\n\
+          \t       exanest_rtt_admits(t, 3, 65536, 32768, 4096), exanest_rtt_admits(t, 3, 65536, 0, 4096));\n\
+          \texanest_rtt_free(t);\n\
           \treturn 0;\n}\n";
     c
 }
@@ -633,10 +645,12 @@ fn send_expected() -> Vec<(&'static str, String)> {
     let a = s.on_sent(4096, 4096, 1);
     out.push(("put.sent2", format!("{a} {}", s.take_seq())));
     out.push(("put.peek2", peek(&s)));
+    out.push(("put.flight1", s.in_flight().to_string()));
     event!("put.ack", s.on_ack(4096, 0, 0, 2));
+    out.push(("put.flight2", s.in_flight().to_string()));
     event!("put.nack", s.on_nack(4096, Nack::Fault, 1, 3));
     s.on_withdrawn(6000);
-    out.push(("put.paused", "1".into()));
+    out.push(("put.paused", format!("1 {}", s.in_flight())));
     let d = s.deadline().unwrap();
     out.push(("put.deadline", d.to_string()));
     event!("put.timeout1", s.on_timeout(d));
@@ -760,6 +774,7 @@ fn header_matches_the_library() {
         len: 3 * 4096,
         offset: 4096,
         span: 0xbeef,
+        ce: true,
     };
     let mut want = h.encode(&payload).unwrap().to_vec();
     want.extend_from_slice(&payload);
@@ -770,7 +785,7 @@ fn header_matches_the_library() {
     assert_eq!(
         get(&out, "decode"),
         format!(
-            "0 {} {} {} {} {} {} {} {} {} {} {} 100 {} 1",
+            "0 {} {} {} {} {} {} {} {} {} {} {} 100 {} 1 1",
             Op::Write.code(),
             h.src,
             h.dst,
@@ -786,6 +801,9 @@ fn header_matches_the_library() {
         )
     );
     assert_eq!(get(&out, "damaged"), "-6");
+    // The peer's window through the header: at the cap, a mark halves it, nothing in flight
+    // always admits a packet.
+    assert_eq!(get(&out, "cc"), "65536 1 1 32768 0 1");
     assert_eq!(get(&out, "ack-with-payload"), "-1");
     assert_eq!(get(&out, "nack-valid"), "1 1 0");
 

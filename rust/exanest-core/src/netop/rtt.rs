@@ -3,9 +3,12 @@
 //! The round trip to each peer, measured (RFC 6298), and the timeouts that follow from it: the
 //! retransmission timeout, `SRTT + 4 * RTTVAR` within the floor and cap the caller sets, and the
 //! tail-loss probe's, `2 * SRTT` (RFC 8985). Ops to one peer share what their ACKs measured, so
-//! that a new op starts with the link's timeouts, not the first-timeout register's.
+//! that a new op starts with the link's timeouts, not the first-timeout register's. The table
+//! keeps each peer's congestion window too ([`super::cc::Window`]): the ops to a peer share it.
 //!
 //! Times are nanoseconds on whatever monotonic clock the caller uses.
+
+use super::cc::Window;
 
 /// The clock granularity of RFC 6298's `max(G, 4 * RTTVAR)`: the least margin over `SRTT`.
 pub const GRANULARITY_NS: u64 = 1_000;
@@ -69,11 +72,11 @@ impl Rtt {
     }
 }
 
-/// The round trips to up to [`PEERS`] peers, by node.
+/// The round trips to up to [`PEERS`] peers, by node, and their windows.
 #[derive(Clone, Debug)]
 pub struct RttTable {
-    /// (node, last use, estimate); a last use of 0 is a free entry.
-    peers: [(u16, u64, Rtt); PEERS],
+    /// (node, last use, estimate, window); a last use of 0 is a free entry.
+    peers: [(u16, u64, Rtt, Window); PEERS],
     /// The use count, for the least recently used entry.
     clock: u64,
 }
@@ -96,6 +99,7 @@ impl RttTable {
                     rttvar: 0,
                     samples: 0,
                 },
+                Window::new(),
             ); PEERS],
             clock: 0,
         }
@@ -105,30 +109,49 @@ impl RttTable {
     pub fn get(&self, node: u16) -> Option<&Rtt> {
         self.peers
             .iter()
-            .find(|(n, used, _)| *used != 0 && *n == node)
-            .map(|(_, _, r)| r)
+            .find(|(n, used, _, _)| *used != 0 && *n == node)
+            .map(|(_, _, r, _)| r)
     }
 
-    /// A sample of the round trip to `node`. A peer not in the table takes the entry of the one
-    /// used least recently.
-    pub fn sample(&mut self, node: u16, ns: u64) {
+    /// `node`'s entry, used now: a peer not in the table takes the entry of the one used least
+    /// recently.
+    fn entry(&mut self, node: u16) -> &mut (u16, u64, Rtt, Window) {
         self.clock += 1;
         let clock = self.clock;
         let i = match self
             .peers
             .iter()
-            .position(|(n, used, _)| *used != 0 && *n == node)
+            .position(|(n, used, _, _)| *used != 0 && *n == node)
         {
             Some(i) => i,
             None => {
                 let i = (0..PEERS).min_by_key(|&i| self.peers[i].1).unwrap_or(0);
-                self.peers[i] = (node, 0, Rtt::default());
+                self.peers[i] = (node, 0, Rtt::default(), Window::new());
                 i
             }
         };
         let e = &mut self.peers[i];
         e.1 = clock;
-        e.2.sample(ns);
+        e
+    }
+
+    /// A sample of the round trip to `node`.
+    pub fn sample(&mut self, node: u16, ns: u64) {
+        self.entry(node).2.sample(ns);
+    }
+
+    /// `node`'s window (a peer not in the table: at its cap).
+    pub fn window(&self, node: u16) -> Window {
+        self.peers
+            .iter()
+            .find(|(n, used, _, _)| *used != 0 && *n == node)
+            .map_or_else(Window::new, |e| e.3)
+    }
+
+    /// An ACK from `node` that placed `bytes` more, echoing a mark or not
+    /// ([`Window::on_ack`]): whether it cut the window.
+    pub fn on_ack(&mut self, node: u16, cap: u64, bytes: u64, marked: bool) -> bool {
+        self.entry(node).3.on_ack(cap, bytes, marked)
     }
 
     /// The retransmission and tail-loss probe timeouts of an op to `node`: (rto, pto), as
@@ -205,7 +228,14 @@ mod tests {
         assert!(t.get(9).is_none());
         assert_eq!(t.get(3).map(Rtt::samples), Some(2));
         assert_eq!(t.get(500).map(Rtt::samples), Some(1));
+        // Windows are per peer and go with their entry.
+        assert_eq!(t.window(3).size(64 << 10), 64 << 10);
+        assert!(t.on_ack(3, 64 << 10, 4096, true));
+        assert_eq!(t.window(3).size(64 << 10), 32 << 10);
+        assert_eq!(t.window(500).size(64 << 10), 64 << 10);
+        assert_eq!(t.get(3).map(Rtt::samples), Some(2), "the estimate stays");
         t.clear();
         assert!(t.get(3).is_none());
+        assert_eq!(t.window(3).size(64 << 10), 64 << 10);
     }
 }
