@@ -23,6 +23,13 @@ cmd=("$QEMU" -machine virt,iommu=smmuv3,gic-version=3 -cpu max -smp "${QEMU_SMP:
 	-kernel "$KERNEL" -initrd "$INITRD"
 	-append "console=ttyAMA0 log_buf_len=1M panic=-1 oops=panic exanest.run=$RUN ${QEMU_APPEND:-}")
 if [ -n "${NODE:-}" ]; then
+	# Another QEMU, behind a socket (and the switch): the round trip is the host's, hundreds of
+	# microseconds, not the modelled link's; the peer window's cap follows it
+	# (Documentation/network.rst, "Congestion"), unless PLDMA_OPTS says otherwise.
+	case "$opts" in
+	*net-rtt-ns=*) ;;
+	*) opts="$opts,net-rtt-ns=500000" ;;
+	esac
 	cmd+=(-netdev "${NETDEV:?NETDEV for node $NODE},id=link"
 		-device pcie-root-port,id=rp0,chassis=1,slot=0,addr=0x4
 		-device "exanest-pldma,bus=rp0,netdev=link,node-id=$NODE$opts")

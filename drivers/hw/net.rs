@@ -48,6 +48,16 @@ const COUNTER_NAMES: [&str; net::COUNTERS] = [
     "quarantined",
 ];
 
+/// The port's congestion counters by index (2.7, `net::CC_*`), as debugfs names them.
+const CC_NAMES: [&str; net::CC_COUNTERS] = [
+    "ingress_drops",
+    "ce_marked",
+    "ece_received",
+    "window_cuts",
+    "tail_probes",
+    "queue_peak_bytes",
+];
+
 impl Engine {
     /// A free entry of the remote key table, or `None` when every one is held.
     pub(crate) fn rkey_alloc(&self) -> Option<u32> {
@@ -73,6 +83,15 @@ impl Engine {
         )?;
         for (i, name) in COUNTER_NAMES.iter().enumerate() {
             let v = self.net_counter(i).unwrap_or(0);
+            let sep = if i == 0 { "" } else { ", " };
+            write!(f, "{sep}\"{name}\": {v}")?;
+        }
+        // 2.7's congestion counters (an older engine reads 0 at their offsets).
+        write!(f, "}}, \"cc\": {{")?;
+        for (i, name) in CC_NAMES.iter().enumerate() {
+            let v = nr::NET_CC::try_at(i)
+                .and_then(|at| self.regs.read(at).ok())
+                .map_or(0, |r| r.value().get());
             let sep = if i == 0 { "" } else { ", " };
             write!(f, "{sep}\"{name}\": {v}")?;
         }

@@ -163,10 +163,17 @@ register! {
     pub(crate) NET_CNT(u32)[COUNTERS, stride = 4] @ 0x180 {
         31:0 value;
     }
+
+    /// 2.7: the port's congestion counters (`net::CC_*`).
+    pub(crate) NET_CC(u32)[CC_COUNTERS, stride = 4] @ 0x160 {
+        31:0 value;
+    }
 }
 
 /// Counters the port has.
 const COUNTERS: usize = crate::exanest_core::regs::net::COUNTERS;
+/// Congestion counters the port has (2.7).
+const CC_COUNTERS: usize = crate::exanest_core::regs::net::CC_COUNTERS;
 /// Words of the wanted-endpoint bitmap.
 const EP_WORDS: usize = crate::exanest_core::regs::net::EP_WANTED_WORDS;
 /// Contexts the map has room for, and the distance between their blocks.
@@ -224,6 +231,12 @@ mod tests {
             net::CNT_BASE + 4 * net::CNT_PROBES
         );
         assert!(NET_CNT::try_at(net::COUNTERS).is_none());
+        assert_eq!(off(NET_CC::at(0)), net::CC_BASE);
+        assert_eq!(
+            off(NET_CC::at(net::CC_QUEUE_PEAK)),
+            net::CC_BASE + 4 * net::CC_QUEUE_PEAK
+        );
+        assert!(NET_CC::try_at(net::CC_COUNTERS).is_none());
         assert_eq!(off(NET_IRQ), net::IRQ);
         assert_eq!(off(NET_EP_WANTED::at(7)), net::EP_WANTED + 28);
         let ctx = |c: usize, off: usize| regs::CTX_BASE + c * regs::CTX_STRIDE + off;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /*
- * ExaNeSt PLDMA register map, version 2.6.
+ * ExaNeSt PLDMA register map, version 2.7.
  *
  * The contract between the driver, the QEMU engine model and a future FPGA
  * implementation on the QFDB. Documentation/pldma-registers.rst explains
@@ -47,7 +47,10 @@
  * taken (MBOX_TAIL != MBOX_HEAD), so a reader can sleep; and PUT_IMM, a put
  * whose receiver gets a completion with 32 bits of immediate data in that
  * ring (the second entry's IMM, 2.5's reserved bytes); nothing of 2.5
- * changes meaning.
+ * changes meaning. 2.7 shares NET_WINDOW among a peer's ops (the bytes in
+ * flight to one node, over all of them), which congestion the fabric marks
+ * shrinks (packet bit CE, echoed by ACKs: DCTCP), and counts the port's
+ * congestion (NET_CC); nothing of 2.6 changes meaning.
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
  */
@@ -91,7 +94,7 @@
  * an entry after the write that changed it.
  */
 #define PLDMA_NET_NODE          0x100   /* RO: PLDMA_NET_NODE_* */
-#define PLDMA_NET_WINDOW        0x104   /* RO: bytes in flight per op */
+#define PLDMA_NET_WINDOW        0x104   /* RO: bytes in flight per peer */
 #define PLDMA_NET_LINK_LATENCY  0x108   /* RO: ns, one way */
 #define PLDMA_NET_LINK_BW       0x10c   /* RO: MB/s (0: not modelled) */
 /* first retransmission timeout, us (doubles at each timeout); 0 reads 1 */
@@ -122,6 +125,21 @@
 /* 2.5: bit n = node n quarantined (its ops dropped); write 1 to release */
 #define PLDMA_NET_QUARANTINE_LO 0x158
 #define PLDMA_NET_QUARANTINE_HI 0x15c   /* nodes 32-63 */
+/* 2.7, RO: congestion counter n at PLDMA_NET_CC_BASE + 4 n, free-running u32 */
+#define PLDMA_NET_CC_BASE       0x160
+/* data packets the ingress queue had no room for (dropped) */
+#define PLDMA_NET_CC_INGRESS_DROPS      0
+/* data packets the ingress queue marked congestion experienced */
+#define PLDMA_NET_CC_CE_MARKED          1
+/* ACKs received that echo a mark */
+#define PLDMA_NET_CC_ECE_RECEIVED       2
+/* times a peer's window was cut */
+#define PLDMA_NET_CC_WINDOW_CUTS        3
+/* tail-loss probes sent */
+#define PLDMA_NET_CC_TAIL_PROBES        4
+/* not a counter: the ingress queue's longest, bytes (a write clears it) */
+#define PLDMA_NET_CC_QUEUE_PEAK         5
+#define PLDMA_NET_CC_COUNTERS   6
 /* RO: counter n at PLDMA_NET_CNT_BASE + 4 n, free-running u32 */
 #define PLDMA_NET_CNT_BASE      0x180
 #define PLDMA_NET_CNT_TX_PACKETS        0
@@ -197,7 +215,7 @@
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     6
+#define PLDMA_VERSION_MINOR     7
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */

@@ -65,8 +65,8 @@ def load_engine(path):
             found.append(obj)
     if not found:
         return None, ['no engine line ({"engine": ...}, from /sys/kernel/debug/exanest-dma0/engine)']
-    # The network counters ("net", register map 2.3) move with traffic: not part of the identity.
-    found = [{k: v for k, v in o.items() if k != "net"} for o in found]
+    # The network counters ("net", 2.3; "cc", 2.7) move with traffic: not part of the identity.
+    found = [{k: v for k, v in o.items() if k not in ("net", "cc")} for o in found]
     eng = found[0]
     for o in found[1:]:
         if o != eng:

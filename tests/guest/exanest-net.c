@@ -253,7 +253,7 @@ static int32_t put_to(int fd, uint64_t len, unsigned int seed, const struct targ
 /* A counter of the engine's port, from debugfs engine's JSON: -1 when not found. */
 static long long engine_counter(int dev, const char *name)
 {
-	char path[64], buf[2048], key[64], *at;
+	char path[64], buf[4096], key[64], *at;
 	ssize_t n;
 	int fd;
 

@@ -101,6 +101,8 @@ NOT_FIELDS = re.compile(r"_SHIFT$|^PLDMA_CTRL_STROBES$|^PLDMA_CTX_IRQ_STATUS$")
 GLOBAL = (r"PLDMA_(ID|VERSION|CAPS|MAX_LEN|IRQ_SUMMARY_LO|IRQ_SUMMARY_HI|BANDWIDTH|LATENCY"
           r"|SCRATCH|RESET|QUANTUM)")
 # What is not a register offset among the other blocks' macros.
+# Arrays of counters: registers by their first element's macro.
+COUNTER_BLOCKS = ("PLDMA_NET_CNT_BASE", "PLDMA_NET_CC_BASE")
 SKIP_SUFFIX = re.compile(r"_(MASK|SHIFT|MAGIC|SIZE|STRIDE|BASE|OFFSET|WORDS|COUNTERS)$|_MAX_")
 
 
@@ -113,7 +115,7 @@ def header_registers(h):
         if re.fullmatch(GLOBAL, name):
             regs[name] = v
             continue
-        if SKIP_SUFFIX.search(name) and name != "PLDMA_NET_CNT_BASE":
+        if SKIP_SUFFIX.search(name) and name not in COUNTER_BLOCKS:
             continue
         if name.startswith("PLDMA_VF_"):
             if v % 4 == 0 and v < h["PLDMA_VF_MMIO_SIZE"] and name not in ("PLDMA_VF_CQ_ARM_ONCE",):
@@ -220,8 +222,8 @@ def driver_macro(name, regs):
         cands.insert(0, "PLDMA_CH_NET_" + name[len("CH_NET_"):])
     elif name.startswith("CH_"):
         cands.insert(0, "PLDMA_CH_" + name[3:])
-    if name == "NET_CNT":
-        cands.insert(0, "PLDMA_NET_CNT_BASE")
+    if f"PLDMA_{name}_BASE" in COUNTER_BLOCKS:
+        cands.insert(0, f"PLDMA_{name}_BASE")
     return next((c for c in cands if c in regs), None)
 
 

@@ -198,6 +198,11 @@ void exanest_rtt_clear(ExanestRttTable *t);
  * cap bytes in flight, cut by the ACKs that echo congestion, never below a
  * packet; nothing in flight always admits a packet.
  */
+/*
+ * The cap: window at most, near twice the bandwidth-delay product of a link
+ * of bw_mbs MB/s whose round trip with no queue is rtt_ns.
+ */
+uint64_t exanest_cc_cap(uint64_t window, uint64_t bw_mbs, uint64_t rtt_ns);
 bool exanest_rtt_admits(const ExanestRttTable *t, uint16_t node, uint64_t cap,
                         uint64_t in_flight, uint64_t n);
 uint64_t exanest_rtt_window(const ExanestRttTable *t, uint16_t node,

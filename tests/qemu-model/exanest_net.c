@@ -37,12 +37,20 @@
  *    a full ring NACKs RNR and RESUMEs once the reader frees a slot (HEAD),
  *    a ring page that does not translate NACKs FAULT and is reported like a
  *    receiver fault. The receive op table keeps every message placed once.
+ *  - Congestion (2.7): the bytes in flight to one peer, over all its ops,
+ *    stay within its window (netop/cc.rs: NET_WINDOW at most, cut by the
+ *    ACKs that echo congestion, DCTCP). With rx-queue set, the port models
+ *    the fabric's last hop to it: data packets go through a queue at the
+ *    link's rate (one sender at line rate never waits in it; several do),
+ *    marked CE past ecn-threshold bytes queued and dropped when full;
+ *    answers (no payload) pass ahead of it.
  */
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/guest-random.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
 #include "qemu/units.h"
 #include "qapi/error.h"
 #include "net/net.h"
@@ -54,6 +62,11 @@
 static void net_count(PldmaState *s, unsigned n, uint32_t by)
 {
     s->net.cnt[n] += by;
+}
+
+static void net_count_cc(PldmaState *s, unsigned n, uint32_t by)
+{
+    s->net.cc[n] += by;
 }
 
 /* xorshift64*: the injection's generator */
@@ -345,10 +358,70 @@ static bool net_mbox_behind(PldmaChannel *c)
     return false;
 }
 
-/* What channel c may send now, by its op's window: true and *off, *n. */
+/* A channel of ours that sends (or waits for) an op to a peer. */
+static bool net_sending(PldmaChannel *c)
+{
+    return c->a_op != PLDMA_OP_COPY && c->op_id &&
+           !(c->origin & PLDMA_ORIGIN_NET_RX) &&
+           (c->state == PLDMA_STATE_BUSY || c->state == PLDMA_STATE_FAULT);
+}
+
+/*
+ * The most in flight to a peer: NET_WINDOW at most, near twice the link's
+ * bandwidth-delay product (netop/cc.rs). The round trip with no queue is
+ * net-rtt-ns, or by default this link's: a full packet read by the data
+ * path and sent, its ACK back.
+ */
+static uint64_t net_cap(PldmaState *s)
+{
+    PldmaNet *n = &s->net;
+    uint32_t bw = n->link_bw_mbs ? n->link_bw_mbs : s->bandwidth_mbs;
+    uint64_t rtt = n->rtt_ns;
+
+    if (!rtt) {
+        rtt = pldma_xfer_ns(s, EXANEST_PKT_MTU) +
+              net_link_ns(s, EXANEST_PKT_HDR + EXANEST_PKT_MTU) +
+              net_link_ns(s, EXANEST_PKT_HDR) +
+              2 * (uint64_t)n->link_latency_ns;
+    }
+    return exanest_cc_cap(n->window, bw, rtt);
+}
+
+/* The bytes in flight to node @peer, over all the ops to it. */
+static uint64_t net_peer_flight(PldmaState *s, uint32_t peer)
+{
+    uint64_t sum = 0;
+
+    for (unsigned i = 0; i < s->nctx; i++) {
+        for (unsigned j = 0; j < s->nchan; j++) {
+            PldmaChannel *c = &s->ctx[i].ch[j];
+
+            if (c->a_peer == peer && net_sending(c)) {
+                sum += exanest_send_in_flight(c->snd);
+            }
+        }
+    }
+    return sum;
+}
+
+/*
+ * What channel c may send now, by its op's window and its peer's (a GET's
+ * data comes the other way: its own window only): true and *off, *n.
+ */
 static bool net_next(PldmaChannel *c, uint64_t *off, uint32_t *n)
 {
-    return exanest_send_peek(c->snd, off, n) && !net_mbox_behind(c);
+    PldmaState *s = c->ctx->dev;
+
+    if (!exanest_send_peek(c->snd, off, n) || net_mbox_behind(c)) {
+        return false;
+    }
+    if (c->a_op == PLDMA_OP_GET || c->a_peer >= PLDMA_NET_MAX_NODES ||
+        exanest_rtt_admits(s->net.rtt, c->a_peer, net_cap(s),
+                           net_peer_flight(s, c->a_peer), *n)) {
+        return true;
+    }
+    s->net.peer_blocked |= 1ULL << c->a_peer;
+    return false;
 }
 
 static bool net_can_send(PldmaState *s, PldmaChannel *c)
@@ -360,6 +433,35 @@ static bool net_can_send(PldmaState *s, PldmaChannel *c)
 }
 
 static void net_wake(PldmaChannel *c);
+
+/*
+ * Channels that wait for node @peer's window look again, once this event is
+ * through.
+ */
+static void net_peer_kick(PldmaState *s, uint32_t peer)
+{
+    if (peer < PLDMA_NET_MAX_NODES && (s->net.peer_blocked >> peer & 1)) {
+        qemu_bh_schedule(s->net.cc_bh);
+    }
+}
+
+static void net_cc_bh(void *opaque)
+{
+    PldmaState *s = opaque;
+    uint64_t m = s->net.peer_blocked;
+
+    s->net.peer_blocked = 0;
+    for (unsigned i = 0; i < s->nctx; i++) {
+        for (unsigned j = 0; j < s->nchan; j++) {
+            PldmaChannel *c = &s->ctx[i].ch[j];
+
+            if (c->a_peer < PLDMA_NET_MAX_NODES && (m >> c->a_peer & 1) &&
+                net_sending(c)) {
+                net_wake(c);
+            }
+        }
+    }
+}
 
 /* A MAILBOX of @x ended: the next one may go. */
 void pldma_net_mbox_next(PldmaContext *x)
@@ -457,6 +559,7 @@ static void net_count_event(PldmaState *s, const ExanestSendEvent *e)
     net_count(s, PLDMA_NET_CNT_NACKS_RECEIVED, e->nacks);
     net_count(s, PLDMA_NET_CNT_RESUMES_RECEIVED, e->resumes);
     net_count(s, PLDMA_NET_CNT_TIMEOUTS, e->timeouts);
+    net_count_cc(s, PLDMA_NET_CC_TAIL_PROBES, e->tail_probes);
 }
 
 /* The op ended: DONE, or ERROR with @err (and @status for REMOTE). */
@@ -678,6 +781,7 @@ static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
         trace_exanest_pldma_net_rtt(c->a_peer, e->rtt_ns, srtt, rto, pto);
     }
     net_timer(c);
+    net_peer_kick(s, c->a_peer);
     if (e->what == EXANEST_SEND_COMPLETED) {
         if (!e->status) {
             net_end(c, PLDMA_ERR_NONE, 0);
@@ -693,10 +797,22 @@ static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
 }
 
 static void net_on_ack(PldmaChannel *c, uint64_t off, uint32_t sack,
-                       uint32_t echo)
+                       uint32_t echo, bool ece)
 {
+    PldmaState *s = c->ctx->dev;
+    uint64_t before = exanest_send_acked(c->snd);
     ExanestSendEvent e = exanest_send_ack(c->snd, off, sack, echo, net_now());
+    uint64_t cap = net_cap(s);
 
+    /* The peer's window follows the echoes (a GET has no ACKs). */
+    net_count_cc(s, PLDMA_NET_CC_ECE_RECEIVED, ece);
+    if (exanest_rtt_ack(s->net.rtt, c->a_peer, cap,
+                        exanest_send_acked(c->snd) - before, ece)) {
+        net_count_cc(s, PLDMA_NET_CC_WINDOW_CUTS, 1);
+        trace_exanest_pldma_net_window(c->a_peer,
+                                       exanest_rtt_window(s->net.rtt,
+                                                          c->a_peer, cap));
+    }
     net_after(c, &e, PLDMA_ERR_NONE);
 }
 
@@ -824,6 +940,7 @@ void pldma_net_stop(PldmaChannel *c)
     PldmaState *s = c->ctx->dev;
 
     timer_del(c->rto);
+    net_peer_kick(s, c->a_peer);    /* what it had in flight is not */
     if ((c->origin & PLDMA_ORIGIN_NET_RX) && c->rx >= 0) {
         exanest_rx_release(s->net.rxt, c->rx, net_token(c));
     }
@@ -1362,11 +1479,132 @@ static bool net_decode(PldmaState *s, const uint8_t *buf, size_t size,
            k->ep < PLDMA_NET_MAX_EPS;
 }
 
+/* A packet for this node, decoded: to the side it is for. */
+static void net_dispatch(PldmaState *s, const ExanestPkt *k)
+{
+    PldmaChannel *c;
+
+    trace_exanest_pldma_net_rx(k->op, k->src, k->op_id, k->offset, k->plen,
+                               k->status);
+    switch (k->op) {
+    case EXANEST_PKT_WRITE:
+    case EXANEST_PKT_WRITE_IMM:
+    case EXANEST_PKT_READ_REQ:
+    case EXANEST_PKT_MAILBOX:
+    case EXANEST_PKT_ABORT:
+        net_rx(s, k);
+        break;
+    case EXANEST_PKT_READ_RESP:
+        c = net_sender(s, k->src, k->op_id);
+        if (!c || c->a_op != PLDMA_OP_GET || c->a_ep != k->ep ||
+            c->a_rkey != k->rkey || c->a_src != k->addr ||
+            c->a_len != k->len) {
+            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+            break;
+        }
+        net_get_data(c, k);
+        break;
+    case EXANEST_PKT_ACK:
+    case EXANEST_PKT_NACK:
+    case EXANEST_PKT_RESUME:
+        c = net_sender(s, k->src, k->op_id);
+        if (!c || c->a_ep != k->ep || c->a_rkey != k->rkey ||
+            net_raddr(c) != k->addr || c->a_len != k->len) {
+            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+            break;
+        }
+        if (k->op == EXANEST_PKT_ACK) {
+            if (c->a_op != PLDMA_OP_GET) {
+                net_on_ack(c, k->offset, (uint32_t)k->status, k->seq,
+                           k->span & EXANEST_PKT_ECE);
+            }
+        } else if (k->op == EXANEST_PKT_RESUME) {
+            net_on_resume(c, k->offset, k->seq);
+        } else if (exanest_nack_valid(k->status)) {
+            net_on_nack(c, k->offset, k->status, k->seq);
+        } else {
+            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
+        }
+        break;
+    }
+}
+
+/* The ingress queue delivers what is due. */
+static void net_rx_timer(void *opaque)
+{
+    PldmaState *s = opaque;
+    PldmaNet *n = &s->net;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    PldmaTxPacket *p;
+    ExanestPkt k;
+
+    while ((p = QSIMPLEQ_FIRST(&n->rxq)) && p->at <= now) {
+        QSIMPLEQ_REMOVE_HEAD(&n->rxq, next);
+        if (net_decode(s, p->data, p->len, &k)) {
+            k.ce = p->ce;
+            net_dispatch(s, &k);
+        }
+        g_free(p);
+    }
+    if (p) {
+        timer_mod(n->rx_timer, p->at);
+    }
+}
+
+/*
+ * The fabric's last hop to this port (rx-queue, 2.7): a data packet waits
+ * behind those queued before it, drained at the link's rate, so one sender
+ * at line rate never waits and several do. Past ecn-threshold bytes queued
+ * it is marked congestion experienced; with no room it is dropped. Returns
+ * whether it is for now (false: queued, or dropped).
+ */
+static bool net_ingress(PldmaState *s, const uint8_t *buf, size_t size,
+                        ExanestPkt *k)
+{
+    PldmaNet *n = &s->net;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint32_t bw = n->link_bw_mbs ? n->link_bw_mbs : s->bandwidth_mbs;
+    uint64_t queued = 0;
+    PldmaTxPacket *p;
+
+    if (!k->plen || !n->rx_queue || !bw) {
+        return true;
+    }
+    if (n->rx_free_ns > now) {
+        queued = (uint64_t)(n->rx_free_ns - now) * bw / 1000;
+    }
+    if (queued + size > n->rx_queue) {
+        net_count_cc(s, PLDMA_NET_CC_INGRESS_DROPS, 1);
+        trace_exanest_pldma_net_ingress_drop(k->src, k->op_id, k->offset,
+                                             queued);
+        return false;
+    }
+    if (n->ecn_threshold && queued > n->ecn_threshold) {
+        k->ce = 1;
+    }
+    net_count_cc(s, PLDMA_NET_CC_CE_MARKED, k->ce);
+    n->cc[PLDMA_NET_CC_QUEUE_PEAK] = MAX(n->cc[PLDMA_NET_CC_QUEUE_PEAK],
+                                         queued + size);
+    n->rx_free_ns = MAX(now, n->rx_free_ns + net_link_ns(s, size));
+    if (n->rx_free_ns <= now) {
+        return true;
+    }
+    p = g_malloc0(sizeof(*p) + size);
+    memcpy(p->data, buf, size);
+    p->len = size;
+    p->at = n->rx_free_ns;
+    p->ce = k->ce;
+    QSIMPLEQ_INSERT_TAIL(&n->rxq, p, next);
+    if (!timer_pending(n->rx_timer)) {
+        timer_mod(n->rx_timer, p->at);
+    }
+    return false;
+}
+
 static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
                                  size_t size)
 {
     PldmaState *s = qemu_get_nic_opaque(nc);
-    PldmaChannel *c;
     ExanestPkt k;
 
     net_count(s, PLDMA_NET_CNT_RX_PACKETS, 1);
@@ -1375,46 +1613,8 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
         trace_exanest_pldma_net_drop(size);
         return size;
     }
-    trace_exanest_pldma_net_rx(k.op, k.src, k.op_id, k.offset, k.plen,
-                               k.status);
-    switch (k.op) {
-    case EXANEST_PKT_WRITE:
-    case EXANEST_PKT_WRITE_IMM:
-    case EXANEST_PKT_READ_REQ:
-    case EXANEST_PKT_MAILBOX:
-    case EXANEST_PKT_ABORT:
-        net_rx(s, &k);
-        break;
-    case EXANEST_PKT_READ_RESP:
-        c = net_sender(s, k.src, k.op_id);
-        if (!c || c->a_op != PLDMA_OP_GET || c->a_ep != k.ep ||
-            c->a_rkey != k.rkey || c->a_src != k.addr || c->a_len != k.len) {
-            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-            break;
-        }
-        net_get_data(c, &k);
-        break;
-    case EXANEST_PKT_ACK:
-    case EXANEST_PKT_NACK:
-    case EXANEST_PKT_RESUME:
-        c = net_sender(s, k.src, k.op_id);
-        if (!c || c->a_ep != k.ep || c->a_rkey != k.rkey ||
-            net_raddr(c) != k.addr || c->a_len != k.len) {
-            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-            break;
-        }
-        if (k.op == EXANEST_PKT_ACK) {
-            if (c->a_op != PLDMA_OP_GET) {
-                net_on_ack(c, k.offset, (uint32_t)k.status, k.seq);
-            }
-        } else if (k.op == EXANEST_PKT_RESUME) {
-            net_on_resume(c, k.offset, k.seq);
-        } else if (exanest_nack_valid(k.status)) {
-            net_on_nack(c, k.offset, k.status, k.seq);
-        } else {
-            net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
-        }
-        break;
+    if (net_ingress(s, buf, size, &k)) {
+        net_dispatch(s, &k);
     }
     return size;
 }
@@ -1472,6 +1672,11 @@ bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val)
     if (addr >= PLDMA_NET_CNT_BASE &&
         addr < PLDMA_NET_CNT_BASE + 4 * PLDMA_NET_COUNTERS) {
         *val = n->cnt[(addr - PLDMA_NET_CNT_BASE) / 4];
+        return true;
+    }
+    if (addr >= PLDMA_NET_CC_BASE &&
+        addr < PLDMA_NET_CC_BASE + 4 * PLDMA_NET_CC_COUNTERS) {
+        *val = n->cc[(addr - PLDMA_NET_CC_BASE) / 4];
         return true;
     }
     if (addr >= PLDMA_NET_EP_WANTED &&
@@ -1579,6 +1784,9 @@ bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val)
     case PLDMA_NET_IRQ:
         n->irq &= ~val;
         pldma_update_irq(s);
+        break;
+    case PLDMA_NET_CC_BASE + 4 * PLDMA_NET_CC_QUEUE_PEAK:
+        n->cc[PLDMA_NET_CC_QUEUE_PEAK] = 0;     /* measure from now */
         break;
     case PLDMA_NET_RTO_US:
         n->rto_us = val;
@@ -1776,10 +1984,26 @@ void pldma_net_realize(PldmaState *s)
      */
     exanest_rx_set_read_cap(n->rxt, 4 * (uint64_t)n->window);
     n->tx_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_tx_timer, s);
+    QSIMPLEQ_INIT(&n->rxq);
+    n->rx_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_rx_timer, s);
+    n->cc_bh = qemu_bh_new_guarded(net_cc_bh, s, &d->mem_reentrancy_guard);
     qemu_macaddr_default_if_unset(&n->conf.macaddr);
     n->nic = qemu_new_nic(&pldma_net_info, &n->conf,
                           object_get_typename(OBJECT(s)), d->id,
                           &d->mem_reentrancy_guard, s);
+}
+
+/* The ingress queue's packets go (they arrived before a RESET: lost). */
+static void net_rx_flush(PldmaState *s)
+{
+    PldmaTxPacket *p;
+
+    while ((p = QSIMPLEQ_FIRST(&s->net.rxq))) {
+        QSIMPLEQ_REMOVE_HEAD(&s->net.rxq, next);
+        g_free(p);
+    }
+    timer_del(s->net.rx_timer);
+    s->net.rx_free_ns = 0;
 }
 
 void pldma_net_exit(PldmaState *s)
@@ -1791,6 +2015,9 @@ void pldma_net_exit(PldmaState *s)
         g_free(p);
     }
     timer_free(s->net.tx_timer);
+    net_rx_flush(s);
+    timer_free(s->net.rx_timer);
+    qemu_bh_delete(s->net.cc_bh);
     qemu_del_nic(s->net.nic);
     exanest_rx_free(s->net.rxt);
     s->net.rxt = NULL;
@@ -1811,6 +2038,9 @@ void pldma_net_reset(PldmaState *s)
     memset(n->rkeys, 0, sizeof(n->rkeys));
     memset(&n->rkey_win, 0, sizeof(n->rkey_win));
     memset(n->cnt, 0, sizeof(n->cnt));
+    memset(n->cc, 0, sizeof(n->cc));
+    n->peer_blocked = 0;
+    net_rx_flush(s);
     memset(n->ep_wanted, 0, sizeof(n->ep_wanted));
     n->irq = 0;
     exanest_rx_reset(n->rxt);

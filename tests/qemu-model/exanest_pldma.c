@@ -2208,6 +2208,11 @@ static const Property pldma_properties[] = {
                        1000),
     DEFINE_PROP_UINT32("link-bandwidth", PldmaState, net.link_bw_mbs, 0),
     DEFINE_PROP_UINT64("net-seed", PldmaState, net.seed, 0),
+    /* 2.7: the fabric's last hop to this port (0: not modelled) */
+    DEFINE_PROP_UINT32("rx-queue", PldmaState, net.rx_queue, 0),
+    DEFINE_PROP_UINT32("ecn-threshold", PldmaState, net.ecn_threshold, 0),
+    /* 2.7: the fabric's round trip with no queue, ns (0: the link's) */
+    DEFINE_PROP_UINT32("net-rtt-ns", PldmaState, net.rtt_ns, 0),
 };
 
 /*

@@ -133,6 +133,7 @@ typedef struct PldmaTxPacket {
     uint16_t dst;
     uint32_t op_id;
     uint64_t offset;
+    bool ce;                /* the ingress queue marked it (2.7) */
     size_t len;
     uint8_t data[];
 } PldmaTxPacket;
@@ -150,6 +151,9 @@ typedef struct PldmaNet {
     uint32_t link_latency_ns;
     uint32_t link_bw_mbs;   /* 0: the data path's bandwidth property */
     uint64_t seed;
+    uint32_t rx_queue;      /* 2.7: the ingress queue, bytes (0: none) */
+    uint32_t ecn_threshold; /* 2.7: it marks past this many (0: never) */
+    uint32_t rtt_ns;        /* 2.7: the fabric's round trip (0: the link's) */
     /* Registers. */
     uint32_t rto_us, retries, drop_ppm, corrupt_ppm;
     uint32_t ep_sel, rkey_sel, src_sel;
@@ -157,6 +161,7 @@ typedef struct PldmaNet {
     uint32_t ep[PLDMA_NET_MAX_EPS];
     PldmaRkey rkeys[PLDMA_NET_MAX_RKEYS];
     uint32_t cnt[PLDMA_NET_COUNTERS];
+    uint32_t cc[PLDMA_NET_CC_COUNTERS];
     uint32_t irq;           /* NET_IRQ (2.4) */
     uint32_t ep_wanted[PLDMA_NET_EP_WANTED_WORDS];
     /* Sending. */
@@ -166,9 +171,16 @@ typedef struct PldmaNet {
     int64_t tx_free_ns;     /* the link is busy sending until then */
     QSIMPLEQ_HEAD(, PldmaTxPacket) txq;
     QEMUTimer *tx_timer;
+    /* Bit n: a channel waits for node n's window; the BH wakes them. */
+    uint64_t peer_blocked;
+    QEMUBH *cc_bh;
+    /* The ingress queue (2.7): it delivers until rx_free_ns. */
+    int64_t rx_free_ns;
+    QSIMPLEQ_HEAD(, PldmaTxPacket) rxq;
+    QEMUTimer *rx_timer;
     /* Receiving: the core's table of remote ops (RecvTable). */
     ExanestRecvTable *rxt;
-    /* The round trip to each peer, measured (RttTable). */
+    /* The round trip and the window of each peer (RttTable). */
     ExanestRttTable *rtt;
 } PldmaNet;
 

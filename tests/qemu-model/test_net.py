@@ -180,7 +180,7 @@ class Identity(TwoNodes):
 
     def test_version_node_and_link(self):
         a, b = self.a, self.b
-        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 6)
+        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 7)
         self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_NET"])
         self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_MAILBOX"])
         self.assertEqual(a.reg(R["PLDMA_NET_NODE"]), 0 | R["PLDMA_NET_NODE_LINK"])
@@ -1236,6 +1236,99 @@ class GetFaults(DimmNodes):
         (c,) = r.reap()
         self.assertEqual((c.wr_id, c.status, c.bytes), (0x51, 0, 300_000))
         self.assertEqual(a.mem_read(dst, 300_000), data)
+
+
+def cc(q, name):
+    """Congestion counter `name` of q's port (register map 2.7)."""
+    return q.reg(R["PLDMA_NET_CC_BASE"] + 4 * R[f"PLDMA_NET_CC_{name}"])
+
+
+class Incast(unittest.TestCase):
+    """Eight nodes put 1 MiB each into a ninth at once, two ops each (two channels of one
+    context, 512 KiB apiece), through the receiver's ingress queue (rx-queue, register map
+    2.7: the fabric's last hop, one link's rate, 256 KiB of buffer): the queue, not the
+    senders' eight links, sets the pace. Each sender keeps what it has in flight to the
+    receiver, over both its ops, within its peer window: near twice the link's
+    bandwidth-delay product, cut when ACKs echo the marks the queue sets past its threshold
+    (DCTCP)."""
+    SENDERS, LEN = 8, 1 << 20
+    PROPS = "bandwidth=2000,latency-ns=1000,rx-queue=262144,net-seed=3"
+
+    def run_incast(self, ecn, settle_ns=400_000):
+        n = self.SENDERS
+        qs = two_nodes(f"{self.PROPS},ecn-threshold={ecn}", ports=n + 1)
+        try:
+            r = qs[n]
+            set_ep(r, 7, 2)
+            keys = [set_rkey(r, i, 0x1C0 + i, 7, DST + i * self.LEN, self.LEN) for i in range(n)]
+            datas = [random.Random(i).randbytes(self.LEN) for i in range(n)]
+            for i, d in enumerate(datas):
+                r.mem_write(SRC + i * self.LEN, d)      # one guest RAM: every node's sources
+            r.mem_write(DST, bytes(n * self.LEN))
+            half = self.LEN // 2
+            for i, q in enumerate(qs[:n]):
+                for ch in (0, 1):
+                    off = i * self.LEN + ch * half
+                    put(q, ch, 1, SRC + off, DST + off, half, n, 7, keys[i])
+            start, done, steady = r.now(), {}, None
+            while len(done) < n:
+                if steady is None and r.now() - start >= settle_ns:
+                    # The first round trips' burst (the senders' caps) is past: from here, the
+                    # queue the windows keep.
+                    r.set_reg(R["PLDMA_NET_CC_BASE"] + 4 * R["PLDMA_NET_CC_QUEUE_PEAK"], 0)
+                    steady = r.now()
+                now = r.step(10_000)
+                for i, q in enumerate(qs[:n]):
+                    if i not in done and not q.busy(0, 1) and not q.busy(1, 1):
+                        done[i] = now - start
+                self.assertLess(now - start, 10**9, f"still busy: {set(range(n)) - set(done)}")
+            for i, q in enumerate(qs[:n]):
+                for ch in (0, 1):
+                    self.assertEqual(q.status(ch, 1)[:2], (R["PLDMA_STATE_DONE"], 0), f"node {i}")
+                self.assertEqual(r.mem_read(DST + i * self.LEN, self.LEN), datas[i], f"node {i}")
+            rates = [self.LEN * 1000 / done[i] for i in range(n)]       # MB/s
+            return {
+                "aggregate": n * self.LEN * 1000 / max(done.values()),
+                "jain": sum(rates) ** 2 / (n * sum(x * x for x in rates)),
+                "timeouts": sum(cnt(q, "TIMEOUTS") for q in qs[:n]),
+                "resent": sum(cnt(q, "RETRANS_BYTES") for q in qs[:n]),
+                "cuts": sum(cc(q, "WINDOW_CUTS") for q in qs[:n]),
+                "echoes": sum(cc(q, "ECE_RECEIVED") for q in qs[:n]),
+                "drops": cc(r, "INGRESS_DROPS"), "marked": cc(r, "CE_MARKED"),
+                "steady": cc(r, "QUEUE_PEAK"), "placed": cnt(r, "PLACED_BYTES"),
+            }
+        finally:
+            qs[0].close()
+
+    def test_eight_senders_share_one_port(self):
+        """Aggregate at least 0.9 of the link's payload rate and no more than the link (before
+        2.7 the receiver took eight links' worth), Jain's fairness index at least 0.95, no
+        timeout, nothing dropped, the queue held near its marking threshold (32 KiB): with no
+        marking it holds the senders' caps."""
+        line = 2000 * 4096 / (4096 + 64)
+        m = self.run_incast(32 << 10)
+        print(f"\n  incast 8 -> 1, 8 x 1 MiB: {m['aggregate']:.0f} MB/s (link payload "
+              f"{line:.0f}), Jain {m['jain']:.4f}, {m['timeouts']} timeouts, queue after "
+              f"400 us at most {m['steady']} bytes, {m['marked']} marked, {m['cuts']} window "
+              f"cuts, {m['drops']} dropped, {m['resent']} bytes resent", file=sys.stderr)
+        self.assertEqual(m["placed"], self.SENDERS * self.LEN, "every byte placed once")
+        self.assertGreaterEqual(m["aggregate"], 0.9 * line)
+        self.assertLessEqual(m["aggregate"], 2000 * 1.001, "one link's rate into one port")
+        self.assertGreaterEqual(m["jain"], 0.95)
+        self.assertEqual((m["timeouts"], m["drops"]), (0, 0))
+        self.assertGreater(m["marked"], 0)
+        self.assertGreater(m["cuts"], 0)
+        self.assertGreaterEqual(m["echoes"], m["marked"] - 2 * self.SENDERS,
+                                "every mark echoed (but ACKs still on their way)")
+        plain = self.run_incast(0)
+        print(f"  no marking: {plain['aggregate']:.0f} MB/s, Jain {plain['jain']:.4f}, queue "
+              f"after 400 us at most {plain['steady']} bytes, {plain['timeouts']} timeouts, "
+              f"{plain['drops']} dropped", file=sys.stderr)
+        self.assertEqual((plain["marked"], plain["cuts"], plain["drops"]), (0, 0, 0),
+                         "the caps alone fit the buffer")
+        self.assertLess(m["steady"], 0.7 * plain["steady"], "marking keeps the queue shorter")
+        self.assertLess(m["steady"], (32 << 10) + 8 * 2 * 4160 + 4160,
+                        "near the threshold: two packets a sender past it")
 
 
 class GetLoss(unittest.TestCase):

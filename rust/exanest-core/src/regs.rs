@@ -104,6 +104,22 @@ pub mod net {
     pub const QUARANTINE_LO: usize = 0x158;
     /// [`QUARANTINE_LO`] for nodes 32-63.
     pub const QUARANTINE_HI: usize = 0x15c;
+    /// 2.7, read-only congestion counters: counter n at `CC_BASE + 4 * n`, free-running u32.
+    pub const CC_BASE: usize = 0x160;
+    /// Congestion counter: data packets the ingress queue had no room for.
+    pub const CC_INGRESS_DROPS: usize = 0;
+    /// Congestion counter: data packets the ingress queue marked congestion experienced.
+    pub const CC_CE_MARKED: usize = 1;
+    /// Congestion counter: ACKs received that echo a mark.
+    pub const CC_ECE_RECEIVED: usize = 2;
+    /// Congestion counter: times a peer's window was cut.
+    pub const CC_WINDOW_CUTS: usize = 3;
+    /// Congestion counter: tail-loss probes sent.
+    pub const CC_TAIL_PROBES: usize = 4;
+    /// Not a counter: the ingress queue's longest since RESET or a write to it, bytes.
+    pub const CC_QUEUE_PEAK: usize = 5;
+    /// Number of congestion counters.
+    pub const CC_COUNTERS: usize = 6;
     /// Read-only counters: counter n at `CNT_BASE + 4 * n`, free-running u32.
     pub const CNT_BASE: usize = 0x180;
     /// Counter: packets sent.
@@ -310,7 +326,7 @@ pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 6;
+pub const VERSION_MINOR: u32 = 7;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 

@@ -526,6 +526,14 @@ pub unsafe extern "C" fn exanest_rtt_admits(
     unsafe { &(*t).0 }.window(node).admits(cap, in_flight, n)
 }
 
+/// The most in flight to one peer ([`exanest_core::netop::cc::cap`]): `window` at most, near
+/// twice the bandwidth-delay product of a link of `bw_mbs` MB/s whose round trip with no queue
+/// is `rtt_ns`. What the window calls take as `cap`.
+#[no_mangle]
+pub extern "C" fn exanest_cc_cap(window: u64, bw_mbs: u64, rtt_ns: u64) -> u64 {
+    exanest_core::netop::cc::cap(window, bw_mbs, rtt_ns)
+}
+
 /// `node`'s window now, bytes, within `cap`.
 ///
 /// # Safety

@@ -543,6 +543,7 @@ fn program() -> String {
           \tuint64_t w0 = exanest_rtt_window(t, 3, 65536);\n\
           \tbool full = exanest_rtt_admits(t, 3, 65536, 65536 - 4096, 4096);\n\
           \tbool cut = exanest_rtt_ack(t, 3, 65536, 4096, true);\n\
+          \tprintf(\"cap %llu\\n\", (unsigned long long)exanest_cc_cap(65536, 2000, 5000));\n\
           \tprintf(\"cc %llu %d %d %llu %d %d\\n\", (unsigned long long)w0, full, cut,\n\
           \t       (unsigned long long)exanest_rtt_window(t, 3, 65536),\n\
           \t       exanest_rtt_admits(t, 3, 65536, 32768, 4096), exanest_rtt_admits(t, 3, 65536, 0, 4096));\n\
@@ -804,6 +805,7 @@ fn header_matches_the_library() {
     // The peer's window through the header: at the cap, a mark halves it, nothing in flight
     // always admits a packet.
     assert_eq!(get(&out, "cc"), "65536 1 1 32768 0 1");
+    assert_eq!(get(&out, "cap"), "20000");
     assert_eq!(get(&out, "ack-with-payload"), "-1");
     assert_eq!(get(&out, "nack-valid"), "1 1 0");
 

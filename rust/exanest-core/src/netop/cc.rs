@@ -26,6 +26,24 @@ use crate::packet::MTU;
 /// The least the window shrinks to: one packet.
 pub const MIN_WINDOW: u64 = MTU as u64;
 
+/// The least cap: four packets.
+pub const MIN_CAP: u64 = 4 * MTU as u64;
+
+/// The most in flight to one peer: twice the bandwidth-delay product of a link of `bw_mbs`
+/// (MB/s, bytes per microsecond) and round trip `rtt_ns`, at least [`MIN_CAP`], at most
+/// `window` (the engine's register; also when the bandwidth is not known, 0). Twice, so that
+/// the link stays busy while an ACK is late by a round trip; near it, so that eight senders
+/// into one port start with a few caps queued, not eight windows (IRN's BDP cap). The round
+/// trip is the fabric's with no queue, known from its make (IRN's is too), not measured: one
+/// measured while the queue that the cap keeps short is long would raise the cap.
+pub fn cap(window: u64, bw_mbs: u64, rtt_ns: u64) -> u64 {
+    if bw_mbs == 0 {
+        return window;
+    }
+    let bdp = bw_mbs.saturating_mul(rtt_ns) / 1000;
+    bdp.saturating_mul(2).max(MIN_CAP).min(window)
+}
+
 /// `alpha`'s unit: 1 is `ALPHA_ONE`.
 const ALPHA_ONE: u32 = 1 << 10;
 
@@ -202,6 +220,16 @@ mod tests {
             after < before && before - after <= before / 16,
             "{before} -> {after}"
         );
+    }
+
+    /// The cap: twice the bandwidth-delay product, within four packets and the register.
+    #[test]
+    fn the_cap_is_near_the_bandwidth_delay_product() {
+        assert_eq!(cap(CAP, 2000, 5_000), 20_000);
+        assert_eq!(cap(CAP, 2000, 2_000), MIN_CAP, "four packets at least");
+        assert_eq!(cap(CAP, 2000, 400_000), CAP, "the register at most");
+        assert_eq!(cap(CAP, 0, 5_000), CAP, "no bandwidth: the register");
+        assert_eq!(cap(CAP, u64::MAX, u64::MAX), CAP, "saturates");
     }
 
     /// The peer with nothing in flight is always sent a packet; otherwise the window holds.
