@@ -5,8 +5,10 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 
-/// Device names: the misc API wants `'static` names.
-const NAMES: [&CStr; 8] = [
+/// Device names: the misc API wants `'static` names. Sixteen engines per host (a QFDB has four
+/// FPGAs; `make evaluate`'s incast boots nine on one hub); a seventeenth fails its probe with
+/// ENOSPC.
+const NAMES: [&CStr; 16] = [
     c"exanest-dma0",
     c"exanest-dma1",
     c"exanest-dma2",
@@ -15,6 +17,14 @@ const NAMES: [&CStr; 8] = [
     c"exanest-dma5",
     c"exanest-dma6",
     c"exanest-dma7",
+    c"exanest-dma8",
+    c"exanest-dma9",
+    c"exanest-dma10",
+    c"exanest-dma11",
+    c"exanest-dma12",
+    c"exanest-dma13",
+    c"exanest-dma14",
+    c"exanest-dma15",
 ];
 
 /// Instance numbers in use (bit n = /dev/exanest-dmaN).

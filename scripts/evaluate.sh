@@ -29,7 +29,17 @@ QEMU="$QEMU" KERNEL="$KB/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs-eva
 	QEMU_MEM=4G QEMU_APPEND="exanest.runs=$runs exanest.quick=$quick" \
 	"$TOP/scripts/run-qemu.sh" /usr/share/exanest/eval.sh -icount shift=0,sleep=off >"$OUT/console.log" 2>&1 ||
 	{ tail -30 "$OUT/console.log" >&2; die "the evaluation run failed (log: $OUT/console.log)"; }
-grep -a -E '^\{"(run|bench|engine)"' "$OUT/console.log" >"$OUT/raw.jsonl"
+# Incast: a second boot with nine engines on the hub, each port with the fabric's last hop to it
+# modelled (Documentation/network.rst, "Congestion"), four contexts each.
+QEMU="$QEMU" KERNEL="$KB/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs-eval.cpio" TIMEOUT=1800 \
+	QEMU_MEM=4G QEMU_APPEND="exanest.runs=$runs exanest.quick=$quick exanest.incast=1" ENGINES=9 \
+	PLDMA_OPTS="contexts=4,rx-queue=262144,ecn-threshold=32768" \
+	"$TOP/scripts/run-qemu.sh" /usr/share/exanest/eval.sh -icount shift=0,sleep=off >"$OUT/incast.log" 2>&1 ||
+	{ tail -30 "$OUT/incast.log" >&2; die "the incast run failed (log: $OUT/incast.log)"; }
+{
+	grep -a -E '^\{"(run|bench|engine)"' "$OUT/console.log"
+	grep -a -E '^\{"bench"' "$OUT/incast.log"
+} >"$OUT/raw.jsonl"
 # The engine's bandwidth and latency come from the device (debugfs, printed by eval.sh).
 grep -q '^{"engine"' "$OUT/raw.jsonl" ||
 	die "no engine line in the guest's output: /sys/kernel/debug/exanest-dma0/engine missing? (log: $OUT/console.log)"

@@ -6,7 +6,7 @@
 # Usage: run-qemu.sh RUN [extra QEMU args...]   RUN is demo, check or shell (see tests/guest/init).
 # Environment: QEMU, KERNEL, INITRD (set by the Makefile), TIMEOUT seconds (0 = none),
 # QEMU_APPEND (more kernel arguments), PLDMA_OPTS (engine properties, e.g. bandwidth=1000 or
-# contexts=4),
+# contexts=4), ENGINES (how many engines on the hub, default 2),
 # QEMU_MEM (guest memory, default 2G), QEMU_SMP (CPUs, default 2).
 # One node of several (scripts/run-nodes.py): NODE is this guest's node id, NETDEV the -netdev
 # option of its link (e.g. stream,server=off,addr.type=unix,addr.path=S); the guest then has one
@@ -35,11 +35,13 @@ if [ -n "${NODE:-}" ]; then
 		-device "exanest-pldma,bus=rp0,netdev=link,node-id=$NODE$opts")
 	[ -z "${PCAP:-}" ] || cmd+=(-object "filter-dump,id=dump,netdev=link,file=$PCAP")
 else
-	cmd+=(-netdev hubport,id=link0,hubid=0 -netdev hubport,id=link1,hubid=0
-		-device pcie-root-port,id=rp0,chassis=1,slot=0,addr=0x4
-		-device "exanest-pldma,bus=rp0,netdev=link0,node-id=0$opts"
-		-device pcie-root-port,id=rp1,chassis=2,slot=1,addr=0x5
-		-device "exanest-pldma,bus=rp1,netdev=link1,node-id=1$opts")
+	# ENGINES (default 2) engines on one hub, node i behind root port i (make evaluate's
+	# incast has nine).
+	for ((i = 0; i < ${ENGINES:-2}; i++)); do
+		cmd+=(-netdev "hubport,id=link$i,hubid=0"
+			-device "pcie-root-port,id=rp$i,chassis=$((i + 1)),slot=$i,addr=$(printf 0x%x $((i + 4)))"
+			-device "exanest-pldma,bus=rp$i,netdev=link$i,node-id=$i$opts")
+	done
 fi
 cmd+=("$@")
 if [ "$TIMEOUT" != 0 ]; then

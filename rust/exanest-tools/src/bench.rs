@@ -987,6 +987,12 @@ fn run(args: &[String]) -> Res<()> {
         Some("net-pingpong") => {
             return netbench::net_pingpong(arg(args, "--count", if quick0 { 50 } else { 1000 }));
         }
+        Some("net-incast") => {
+            return netbench::net_incast(
+                arg(args, "--senders", 8),
+                arg(args, "--size", if quick0 { 1 << 20 } else { 4 << 20 }),
+            )
+        }
         Some("net-small-cold") => {
             return netbench::net_small_cold(arg(args, "--puts", if quick0 { 64 } else { 512 }))
         }

@@ -27,7 +27,9 @@
 //!   the receiver reading it) and kept 8 deep (messages per second);
 //! - `net-pingpong`: 8-byte mailbox messages back and forth between two threads, each with its
 //!   own file (so its own context) on its own node: the round trip with both busy polling
-//!   their rings, and with both asleep in `Queue::recv_wait` (ABI 7) until a message comes.
+//!   their rings, and with both asleep in `Queue::recv_wait` (ABI 7) until a message comes;
+//! - `net-incast`: eight engines put into never-touched memory of one (`make evaluate` boots
+//!   nine on the hub): the aggregate, Jain's index, the timeouts ([`net_incast`]).
 
 use super::{p50_p99, poll_one, Buf, Res};
 use exanest_dma::{Device, Message, Mode, Queue, QueueCompletion, Remote};
@@ -171,6 +173,150 @@ pub(crate) fn net_cold(size: usize) -> Res<()> {
         re as f64 / size as f64
     );
     Ok(())
+}
+
+/// A count in debugfs `engine`'s JSON of device `dev` (`"name": N`), or 0.
+fn engine_field(dev: u32, name: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/sys/kernel/debug/exanest-dma{dev}/engine"))
+        .unwrap_or_default();
+    let key = format!("\"{name}\": ");
+    text.find(&key)
+        .and_then(|i| {
+            let rest = &text[i + key.len()..];
+            let end = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            rest[..end].parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Incast: the guest's engines 0 and 2..=`senders` (one node each, on one hub: `make
+/// evaluate` boots nine) each put `size` bytes at once into one region of node 1 that its
+/// process never touched (on demand: every page faults at the receiver). One thread per
+/// sender, each asleep in [`Queue::wait`] until its put completes; they start together. The
+/// aggregate (all bytes over the slowest), Jain's fairness index over the senders'
+/// throughputs, the receiver's faults, and what the senders resent and timed out; the time the
+/// receiver's CPU takes to populate as many fresh pages; then the same puts again into the
+/// region now warm (the link's share alone); the receiving port's congestion counters over
+/// both (debugfs `cc`: marks, drops at its ingress queue).
+pub(crate) fn net_incast(senders: usize, size: usize) -> Res<()> {
+    let idx: Vec<u32> = std::iter::once(0).chain(2..=senders as u32).collect();
+    let devs = idx
+        .iter()
+        .map(|&i| Device::open(i))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("incast needs engines 0-{senders} (ENGINES=9): {e}"))?;
+    let n1 = Device::open(1)?;
+    let mut srcs = Vec::new();
+    let mut queues = Vec::new();
+    for (k, d) in devs.iter().enumerate() {
+        srcs.push(pinned(d, size, exanest_dma::Access::Read, 11 + k as u8)?);
+        queues.push(d.create_queue(4, 4)?);
+    }
+    let c0: Vec<_> = devs
+        .iter()
+        .map(|d| d.net_counters())
+        .collect::<Result<_, _>>()?;
+    let (marks0, drops0) = (
+        engine_field(1, "ce_marked"),
+        engine_field(1, "ingress_drops"),
+    );
+    let faults0 = n1.counters()?.faults_resolved;
+    let pop = populate(senders * size)?;
+    let inbox = cold_inbox(&n1, senders * size)?;
+    let to = inbox.target();
+    let cold = incast_round(&mut queues, &srcs, &to, size)?;
+    let faults = n1.counters()?.faults_resolved - faults0;
+    let (mut resent, mut timeouts, mut nacks) = (0, 0, 0);
+    for (d, a) in devs.iter().zip(&c0) {
+        let b = d.net_counters()?;
+        resent += grew(a.retransmitted_bytes, b.retransmitted_bytes);
+        timeouts += grew(a.timeouts, b.timeouts);
+        nacks += grew(a.nacks_received, b.nacks_received);
+    }
+    // The same puts again, into the region now faulted in: the link's share alone.
+    let t0: Vec<_> = devs
+        .iter()
+        .map(|d| d.net_counters())
+        .collect::<Result<_, _>>()?;
+    let warm = incast_round(&mut queues, &srcs, &to, size)?;
+    let mut warm_timeouts = 0;
+    for (d, a) in devs.iter().zip(&t0) {
+        warm_timeouts += grew(a.timeouts, d.net_counters()?.timeouts);
+    }
+    // Marks and drops at node 1's ingress queue, both rounds.
+    let marks = engine_field(1, "ce_marked").wrapping_sub(marks0) & u64::from(u32::MAX);
+    let drops = engine_field(1, "ingress_drops").wrapping_sub(drops0) & u64::from(u32::MAX);
+    let got = inbox.into_inner()?;
+    let ok = srcs
+        .iter()
+        .enumerate()
+        .all(|(k, (src, _))| got.slice()[k * size..(k + 1) * size] == *src.slice());
+    for (d, (_, h)) in devs.iter().zip(&srcs) {
+        d.deregister(*h)?;
+    }
+    let (cold_agg, cold_jain, cold_slowest) = shares(&cold, size);
+    let (warm_agg, warm_jain, _) = shares(&warm, size);
+    println!(
+        "{{\"bench\":\"net-incast\",\"senders\":{senders},\"size\":{size},\"aggregate_mb_per_s\":{cold_agg:.1},\"jain\":{cold_jain:.4},\"slowest_us\":{cold_slowest:.1},\"populate_us\":{pop:.1},\"warm_aggregate_mb_per_s\":{warm_agg:.1},\"warm_jain\":{warm_jain:.4},\"warm_timeouts\":{warm_timeouts},\"receiver_faults\":{faults},\"nacks\":{nacks},\"retransmitted_bytes\":{resent},\"retransmitted_share\":{:.4},\"timeouts\":{timeouts},\"ce_marked\":{marks},\"ingress_drops\":{drops},\"verified\":{ok}}}",
+        resent as f64 / (senders * size) as f64
+    );
+    Ok(())
+}
+
+/// From each sender's time (µs) for `size` bytes: the aggregate (MB/s: all the bytes over the
+/// slowest), Jain's index over their throughputs, the slowest.
+fn shares(us: &[f64], size: usize) -> (f64, f64, f64) {
+    let slowest = us.iter().copied().fold(0.0, f64::max);
+    let rates: Vec<f64> = us.iter().map(|t| size as f64 / t).collect();
+    let sum: f64 = rates.iter().sum();
+    let jain = sum * sum / (rates.len() as f64 * rates.iter().map(|r| r * r).sum::<f64>());
+    ((us.len() * size) as f64 / slowest, jain, slowest)
+}
+
+/// One put of `size` bytes from each queue at once, to `to` at `k * size` for sender `k`: one
+/// thread each, started together, asleep until its completion. Each one's time, µs.
+fn incast_round(
+    queues: &mut [Queue],
+    srcs: &[(Buf, u32)],
+    to: &Remote,
+    size: usize,
+) -> Res<Vec<f64>> {
+    let start = std::sync::Barrier::new(queues.len());
+    let to = *to;
+    let times: Vec<Result<f64, String>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = queues
+            .iter_mut()
+            .zip(srcs)
+            .enumerate()
+            .map(|(k, (q, (src, _)))| {
+                let (addr, start) = (src.addr(), &start);
+                sc.spawn(move || -> Result<f64, String> {
+                    let mut c = [QueueCompletion::default(); 1];
+                    start.wait();
+                    let t = Instant::now();
+                    q.put(addr, size as u32, &to, (k * size) as u64, k as u64)
+                        .map_err(|e| e.to_string())?;
+                    while q.poll(&mut c) == 0 {
+                        q.wait(Some(Duration::from_secs(30)))
+                            .map_err(|e| e.to_string())?;
+                    }
+                    if c[0].status != 0 || c[0].bytes as usize != size {
+                        return Err(format!(
+                            "sender {k}: status {} bytes {}",
+                            c[0].status, c[0].bytes
+                        ));
+                    }
+                    Ok(t.elapsed().as_secs_f64() * 1e6)
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a sender panicked".into())))
+            .collect()
+    });
+    Ok(times.into_iter().collect::<Result<Vec<f64>, _>>()?)
 }
 
 /// `puts` puts of 64 B back to back, each into a page the receiver never touched.
