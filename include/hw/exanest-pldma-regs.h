@@ -131,7 +131,7 @@
 #define PLDMA_NET_CC_INGRESS_DROPS      0
 /* data packets the ingress queue marked congestion experienced */
 #define PLDMA_NET_CC_CE_MARKED          1
-/* ACKs received that echo a mark */
+/* ACKs received that echo a mark, and GET data received marked */
 #define PLDMA_NET_CC_ECE_RECEIVED       2
 /* times a peer's window was cut */
 #define PLDMA_NET_CC_WINDOW_CUTS        3

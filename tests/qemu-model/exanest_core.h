@@ -171,7 +171,7 @@ ExanestSendEvent exanest_send_data(ExanestSendOp *op, uint64_t off,
                                    uint64_t placed, uint64_t n, uint64_t now);
 ExanestSendEvent exanest_send_timeout(ExanestSendOp *op, uint64_t now);
 uint64_t exanest_send_acked(const ExanestSendOp *op);
-/* A PUT's bytes sent and not yet placed (0 paused, done, or a GET) */
+/* Bytes sent (a GET's: asked) and not yet placed (0 paused or done) */
 uint64_t exanest_send_in_flight(const ExanestSendOp *op);
 bool exanest_send_paused(const ExanestSendOp *op);
 /* When the timer must fire, or -1 for never */
@@ -194,22 +194,25 @@ uint64_t exanest_rtt_timeouts(const ExanestRttTable *t, uint16_t node,
                               uint64_t *pto);
 void exanest_rtt_clear(ExanestRttTable *t);
 /*
- * Each peer's window over all the ops to it (netop/cc.rs, DCTCP): at most
- * cap bytes in flight, cut by the ACKs that echo congestion, never below a
- * packet; nothing in flight always admits a packet.
+ * Each peer's windows over all the ops to it (netop/cc.rs, DCTCP), one for
+ * writes and one for reads (a GET's data, asked): at most cap bytes in
+ * flight, cut by the ACKs that echo congestion (reads: by the marked data),
+ * never below a packet; nothing in flight always grants a unit.
  */
 /*
  * The cap: window at most, near twice the bandwidth-delay product of a link
  * of bw_mbs MB/s whose round trip with no queue is rtt_ns.
  */
 uint64_t exanest_cc_cap(uint64_t window, uint64_t bw_mbs, uint64_t rtt_ns);
-bool exanest_rtt_admits(const ExanestRttTable *t, uint16_t node, uint64_t cap,
-                        uint64_t in_flight, uint64_t n);
+/* How many of want bytes may go: whole units, one when idle, 0 for none */
+uint64_t exanest_rtt_grant(const ExanestRttTable *t, uint16_t node,
+                           bool reads, uint64_t cap, uint64_t in_flight,
+                           uint64_t want, uint64_t unit);
 uint64_t exanest_rtt_window(const ExanestRttTable *t, uint16_t node,
-                            uint64_t cap);
-/* An ACK that placed bytes more, marked or not: true if it cut the window */
-bool exanest_rtt_ack(ExanestRttTable *t, uint16_t node, uint64_t cap,
-                     uint64_t bytes, bool marked);
+                            bool reads, uint64_t cap);
+/* bytes more placed, marked or not: true if it cut the window */
+bool exanest_rtt_ack(ExanestRttTable *t, uint16_t node, bool reads,
+                     uint64_t cap, uint64_t bytes, bool marked);
 
 /*
  * The receiving side (exanest-core's netrx.rs, RecvTable): the table of the

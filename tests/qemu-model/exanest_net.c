@@ -387,8 +387,11 @@ static uint64_t net_cap(PldmaState *s)
     return exanest_cc_cap(n->window, bw, rtt);
 }
 
-/* The bytes in flight to node @peer, over all the ops to it. */
-static uint64_t net_peer_flight(PldmaState *s, uint32_t peer)
+/*
+ * The bytes in flight with node @peer over all the ops to it: sent (@get:
+ * asked by a GET) and not yet placed.
+ */
+static uint64_t net_peer_flight(PldmaState *s, uint32_t peer, bool get)
 {
     uint64_t sum = 0;
 
@@ -396,7 +399,8 @@ static uint64_t net_peer_flight(PldmaState *s, uint32_t peer)
         for (unsigned j = 0; j < s->nchan; j++) {
             PldmaChannel *c = &s->ctx[i].ch[j];
 
-            if (c->a_peer == peer && net_sending(c)) {
+            if (c->a_peer == peer && net_sending(c) &&
+                (c->a_op == PLDMA_OP_GET) == get) {
                 sum += exanest_send_in_flight(c->snd);
             }
         }
@@ -405,19 +409,27 @@ static uint64_t net_peer_flight(PldmaState *s, uint32_t peer)
 }
 
 /*
- * What channel c may send now, by its op's window and its peer's (a GET's
- * data comes the other way: its own window only): true and *off, *n.
+ * What channel c may send now, by its op's window and its peer's (writes,
+ * or a GET's reads, whose requests are cut to the whole blocks the window
+ * has room for): true and *off, *n.
  */
 static bool net_next(PldmaChannel *c, uint64_t *off, uint32_t *n)
 {
     PldmaState *s = c->ctx->dev;
+    bool get = c->a_op == PLDMA_OP_GET;
+    uint64_t g;
 
     if (!exanest_send_peek(c->snd, off, n) || net_mbox_behind(c)) {
         return false;
     }
-    if (c->a_op == PLDMA_OP_GET || c->a_peer >= PLDMA_NET_MAX_NODES ||
-        exanest_rtt_admits(s->net.rtt, c->a_peer, net_cap(s),
-                           net_peer_flight(s, c->a_peer), *n)) {
+    if (c->a_peer >= PLDMA_NET_MAX_NODES) {
+        return true;
+    }
+    g = exanest_rtt_grant(s->net.rtt, c->a_peer, get, net_cap(s),
+                          net_peer_flight(s, c->a_peer, get), *n,
+                          get ? EXANEST_PKT_MTU : *n);
+    if (g) {
+        *n = g;
         return true;
     }
     s->net.peer_blocked |= 1ULL << c->a_peer;
@@ -806,12 +818,13 @@ static void net_on_ack(PldmaChannel *c, uint64_t off, uint32_t sack,
 
     /* The peer's window follows the echoes (a GET has no ACKs). */
     net_count_cc(s, PLDMA_NET_CC_ECE_RECEIVED, ece);
-    if (exanest_rtt_ack(s->net.rtt, c->a_peer, cap,
+    if (exanest_rtt_ack(s->net.rtt, c->a_peer, false, cap,
                         exanest_send_acked(c->snd) - before, ece)) {
         net_count_cc(s, PLDMA_NET_CC_WINDOW_CUTS, 1);
-        trace_exanest_pldma_net_window(c->a_peer,
+        trace_exanest_pldma_net_window(c->a_peer, false,
                                        exanest_rtt_window(s->net.rtt,
-                                                          c->a_peer, cap));
+                                                          c->a_peer, false,
+                                                          cap));
     }
     net_after(c, &e, PLDMA_ERR_NONE);
 }
@@ -1424,6 +1437,7 @@ static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
     ExanestSendEvent e;
     uint64_t fault = 0;
     uint64_t got = 0;
+    uint64_t before;
 
     if (c->state != PLDMA_STATE_BUSY || act == EXANEST_DATA_DROP) {
         net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
@@ -1446,7 +1460,18 @@ static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
     net_count(s, PLDMA_NET_CNT_PLACED_BYTES, got);
     trace_exanest_pldma_net_place(c->ctx->index, k->src, k->op_id, k->offset,
                                   got);
+    before = exanest_send_acked(c->snd);
     e = exanest_send_data(c->snd, k->offset, got, k->plen, net_now());
+    /* The reads' window follows the data's marks (no echo: seen here). */
+    net_count_cc(s, PLDMA_NET_CC_ECE_RECEIVED, k->ce);
+    if (exanest_rtt_ack(s->net.rtt, c->a_peer, true, net_cap(s),
+                        exanest_send_acked(c->snd) - before, k->ce)) {
+        net_count_cc(s, PLDMA_NET_CC_WINDOW_CUTS, 1);
+        trace_exanest_pldma_net_window(c->a_peer, true,
+                                       exanest_rtt_window(s->net.rtt,
+                                                          c->a_peer, true,
+                                                          net_cap(s)));
+    }
     if (e.what == EXANEST_SEND_LOCAL_FAULT) {
         /* This engine's own fault: the driver resolves it, RESUME asks on. */
         net_timer(c);

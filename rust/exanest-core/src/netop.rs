@@ -378,11 +378,12 @@ impl SendOp {
         at
     }
 
-    /// A PUT's bytes in flight: sent, not yet placed (as the ACKs say), not counted lost, and
-    /// the op not paused (the receiver dropped what came after its NACK). What the peer's
-    /// window ([`cc::Window`]) counts; a GET's data flows the other way: 0.
+    /// The bytes in flight: a PUT's sent and not yet placed (as the ACKs say), a GET's asked
+    /// and not yet placed; not counted lost, and the op not paused (the receiver dropped what
+    /// came after its NACK; the responder sends nothing). What the peer's window counts
+    /// ([`cc::Window`], [`cc::Flow`]).
     pub fn in_flight(&self) -> u64 {
-        if self.p.kind != Kind::Put || self.state != SendState::Sending {
+        if self.state != SendState::Sending {
             return 0;
         }
         let out = self.next.saturating_sub(self.acked);
@@ -1090,7 +1091,7 @@ mod tests {
 
     /// What is in flight, for the peer's window: sent and not placed, the blocks placed past
     /// a gap not counted; nothing while paused (the receiver dropped what followed its NACK)
-    /// or once done; nothing for a GET.
+    /// or once done; a GET's: asked and not placed.
     #[test]
     fn in_flight_is_sent_and_not_placed() {
         let mut s = SendOp::new(40_000, params(65_536, 4096, 100, 3));
@@ -1110,8 +1111,10 @@ mod tests {
         let mut p = params(8192, 8192, 100, 3);
         p.kind = Kind::Get;
         let mut g = SendOp::new(20_000, p);
-        assert!(g.next_packet(0).is_some());
-        assert_eq!(g.in_flight(), 0, "a GET's data flows the other way");
+        assert_eq!(g.next_packet(0), Some((0, 8192)));
+        assert_eq!(g.in_flight(), 8192, "asked");
+        assert_eq!(g.on_data(0, 4096, 4096, 1), SendEvent::None);
+        assert_eq!(g.in_flight(), 4096);
     }
 
     /// A GET places the data in order on this side; a packet past a gap asks again from the

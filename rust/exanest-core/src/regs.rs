@@ -110,7 +110,7 @@ pub mod net {
     pub const CC_INGRESS_DROPS: usize = 0;
     /// Congestion counter: data packets the ingress queue marked congestion experienced.
     pub const CC_CE_MARKED: usize = 1;
-    /// Congestion counter: ACKs received that echo a mark.
+    /// Congestion counter: ACKs received that echo a mark, and GET data received marked.
     pub const CC_ECE_RECEIVED: usize = 2;
     /// Congestion counter: times a peer's window was cut.
     pub const CC_WINDOW_CUTS: usize = 3;

@@ -14,6 +14,7 @@
 mod recv;
 pub use recv::*;
 
+use exanest_core::netop::cc::Flow;
 use exanest_core::netop::rtt::RttTable;
 use exanest_core::netop::{DataAct, Kind, SendEvent, SendOp, SendParams, SendState};
 use exanest_core::netrx::{self, RxState};
@@ -507,23 +508,37 @@ pub unsafe extern "C" fn exanest_rtt_timeouts(
     t.get(node).and_then(|r| r.srtt()).unwrap_or(0)
 }
 
-/// Whether `n` more bytes may be sent to `node` with `in_flight` bytes (every op to it, as
-/// [`exanest_send_in_flight`] says) in flight, by its window within `cap`
-/// ([`exanest_core::netop::cc::Window::admits`]).
+/// The flow of a window: `reads` (a GET's data, asked from the peer) or writes.
+fn flow(reads: bool) -> Flow {
+    if reads {
+        Flow::Reads
+    } else {
+        Flow::Writes
+    }
+}
+
+/// How many of `want` bytes may go to (`reads`: be asked from) `node` with `in_flight` bytes
+/// (every op of that flow to it, as [`exanest_send_in_flight`] says) in flight: whole `unit`s
+/// within its window under `cap`, one `unit` when nothing is in flight, 0 for none
+/// ([`exanest_core::netop::cc::Window::grant`]).
 ///
 /// # Safety
 ///
 /// `t` came from [`exanest_rtt_new`] and is not freed.
 #[no_mangle]
-pub unsafe extern "C" fn exanest_rtt_admits(
+pub unsafe extern "C" fn exanest_rtt_grant(
     t: *const ExanestRttTable,
     node: u16,
+    reads: bool,
     cap: u64,
     in_flight: u64,
-    n: u64,
-) -> bool {
+    want: u64,
+    unit: u64,
+) -> u64 {
     // SAFETY: the caller's contract above.
-    unsafe { &(*t).0 }.window(node).admits(cap, in_flight, n)
+    unsafe { &(*t).0 }
+        .window(node, flow(reads))
+        .grant(cap, in_flight, want, unit)
 }
 
 /// The most in flight to one peer ([`exanest_core::netop::cc::cap`]): `window` at most, near
@@ -538,15 +553,21 @@ pub extern "C" fn exanest_cc_cap(window: u64, bw_mbs: u64, rtt_ns: u64) -> u64 {
 ///
 /// # Safety
 ///
-/// As [`exanest_rtt_admits`].
+/// As [`exanest_rtt_grant`].
 #[no_mangle]
-pub unsafe extern "C" fn exanest_rtt_window(t: *const ExanestRttTable, node: u16, cap: u64) -> u64 {
+pub unsafe extern "C" fn exanest_rtt_window(
+    t: *const ExanestRttTable,
+    node: u16,
+    reads: bool,
+    cap: u64,
+) -> u64 {
     // SAFETY: the caller's contract above.
-    unsafe { &(*t).0 }.window(node).size(cap)
+    unsafe { &(*t).0 }.window(node, flow(reads)).size(cap)
 }
 
-/// An ACK from `node` that placed `bytes` more, echoing congestion (`marked`) or not: the
-/// window follows ([`exanest_core::netop::cc::Window::on_ack`]). Returns whether it was cut.
+/// `bytes` more placed of a flow with `node` (writes: its ACK, echoing congestion or not;
+/// `reads`: its READ_RESP data, marked or not): the window follows
+/// ([`exanest_core::netop::cc::Window::on_ack`]). Returns whether it was cut.
 ///
 /// # Safety
 ///
@@ -555,12 +576,13 @@ pub unsafe extern "C" fn exanest_rtt_window(t: *const ExanestRttTable, node: u16
 pub unsafe extern "C" fn exanest_rtt_ack(
     t: *mut ExanestRttTable,
     node: u16,
+    reads: bool,
     cap: u64,
     bytes: u64,
     marked: bool,
 ) -> bool {
     // SAFETY: the caller's contract above.
-    unsafe { &mut (*t).0 }.on_ack(node, cap, bytes, marked)
+    unsafe { &mut (*t).0 }.on_ack(node, flow(reads), cap, bytes, marked)
 }
 
 /// Forget every peer (the engine's reset).

@@ -540,13 +540,16 @@ fn program() -> String {
           \tprintf(\"nack-valid %d %d %d\\n\", exanest_nack_valid(EXANEST_NACK_RNR),\n\
           \t       exanest_nack_valid(-14), exanest_nack_valid(9));\n\
           \tExanestRttTable *t = exanest_rtt_new();\n\
-          \tuint64_t w0 = exanest_rtt_window(t, 3, 65536);\n\
-          \tbool full = exanest_rtt_admits(t, 3, 65536, 65536 - 4096, 4096);\n\
-          \tbool cut = exanest_rtt_ack(t, 3, 65536, 4096, true);\n\
+          \tuint64_t w0 = exanest_rtt_window(t, 3, false, 65536);\n\
+          \tuint64_t full = exanest_rtt_grant(t, 3, false, 65536, 65536 - 4096, 4096, 4096);\n\
+          \tbool cut = exanest_rtt_ack(t, 3, false, 65536, 4096, true);\n\
           \tprintf(\"cap %llu\\n\", (unsigned long long)exanest_cc_cap(65536, 2000, 5000));\n\
-          \tprintf(\"cc %llu %d %d %llu %d %d\\n\", (unsigned long long)w0, full, cut,\n\
-          \t       (unsigned long long)exanest_rtt_window(t, 3, 65536),\n\
-          \t       exanest_rtt_admits(t, 3, 65536, 32768, 4096), exanest_rtt_admits(t, 3, 65536, 0, 4096));\n\
+          \tprintf(\"cc %llu %llu %d %llu %llu %llu %llu\\n\", (unsigned long long)w0,\n\
+          \t       (unsigned long long)full, cut,\n\
+          \t       (unsigned long long)exanest_rtt_window(t, 3, false, 65536),\n\
+          \t       (unsigned long long)exanest_rtt_grant(t, 3, false, 65536, 32768, 4096, 4096),\n\
+          \t       (unsigned long long)exanest_rtt_grant(t, 3, false, 65536, 0, 4096, 4096),\n\
+          \t       (unsigned long long)exanest_rtt_grant(t, 3, true, 65536, 4096, 32768, 4096));\n\
           \texanest_rtt_free(t);\n\
           \treturn 0;\n}\n";
     c
@@ -804,7 +807,7 @@ fn header_matches_the_library() {
     assert_eq!(get(&out, "damaged"), "-6");
     // The peer's window through the header: at the cap, a mark halves it, nothing in flight
     // always admits a packet.
-    assert_eq!(get(&out, "cc"), "65536 1 1 32768 0 1");
+    assert_eq!(get(&out, "cc"), "65536 4096 1 32768 0 4096 32768");
     assert_eq!(get(&out, "cap"), "20000");
     assert_eq!(get(&out, "ack-with-payload"), "-1");
     assert_eq!(get(&out, "nack-valid"), "1 1 0");

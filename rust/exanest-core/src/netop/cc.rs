@@ -16,12 +16,25 @@
 //!   by the same fraction.
 //! - **Never stuck.** A peer with nothing in flight may always be sent a packet, whatever the
 //!   window (it never drops below a packet).
+//! - **Reads too.** Data a GET asks a peer for comes back through this node's own ingress: a
+//!   second window per peer ([`Flow::Reads`]) bounds the bytes asked and not yet placed, and
+//!   follows the marks the READ_RESP data arrives with (no echo needed: the requester sees
+//!   them). Eight responders answering one requester so share its port as eight writers do.
 //!
 //! Loss is not congestion here: a packet lost on the link is recovered by the op
 //! ([`super::SendOp`]) and leaves the window alone (a fabric that drops on congestion marks
 //! first).
 
 use crate::packet::MTU;
+
+/// Which way the data of a window's ops flows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// PUT, PUT_IMM, MAILBOX: this node sends the data to the peer.
+    Writes,
+    /// GET: the peer sends the data this node asked for.
+    Reads,
+}
 
 /// The least the window shrinks to: one packet.
 pub const MIN_WINDOW: u64 = MTU as u64;
@@ -98,10 +111,20 @@ impl Window {
         w.max(MIN_WINDOW)
     }
 
-    /// Whether `n` more bytes may be sent to the peer with `in_flight` bytes sent and not
-    /// yet placed: within the window, or the first packet when nothing is in flight.
+    /// How many of `want` more bytes may go to (or be asked from) the peer with `in_flight`
+    /// bytes sent (asked) and not yet placed: whole `unit`s within the window, or one `unit`
+    /// when nothing is in flight; at most `want`, 0 for none. A PUT's packet is its own unit
+    /// (all or nothing); a GET's request may be cut to whole blocks.
+    pub fn grant(&self, cap: u64, in_flight: u64, want: u64, unit: u64) -> u64 {
+        let unit = unit.max(1);
+        let room = self.size(cap).saturating_sub(in_flight) / unit * unit;
+        let g = if in_flight == 0 { room.max(unit) } else { room };
+        g.min(want)
+    }
+
+    /// Whether all `n` bytes may go now ([`Window::grant`] with `n` its own unit).
     pub fn admits(&self, cap: u64, in_flight: u64, n: u64) -> bool {
-        in_flight == 0 || in_flight.saturating_add(n) <= self.size(cap)
+        n == 0 || self.grant(cap, in_flight, n, n) == n
     }
 
     /// An ACK that placed `bytes` more (0 for one that only maps blocks placed past a gap),
@@ -230,6 +253,28 @@ mod tests {
         assert_eq!(cap(CAP, 2000, 400_000), CAP, "the register at most");
         assert_eq!(cap(CAP, 0, 5_000), CAP, "no bandwidth: the register");
         assert_eq!(cap(CAP, u64::MAX, u64::MAX), CAP, "saturates");
+    }
+
+    /// A GET's request is cut to the whole blocks the window has room for; one block when
+    /// nothing is in flight; all of it when it fits.
+    #[test]
+    fn a_request_is_granted_whole_blocks() {
+        let mut w = Window::new();
+        let b = MTU as u64;
+        assert_eq!(w.grant(CAP, 0, 32 << 10, b), 32 << 10);
+        assert_eq!(w.grant(CAP, CAP - 3 * b - 100, 32 << 10, b), 3 * b);
+        assert_eq!(w.grant(CAP, CAP - 100, 32 << 10, b), 0);
+        assert_eq!(w.grant(CAP, 0, 100, b), 100, "at most what is wanted");
+        for _ in 0..20 {
+            w.on_ack(CAP, 0, true);
+            round(&mut w, 1, 1);
+        }
+        assert_eq!(
+            w.grant(CAP, 0, 32 << 10, b),
+            b,
+            "a block when idle, however small"
+        );
+        assert_eq!(w.grant(CAP, 1, 32 << 10, b), 0);
     }
 
     /// The peer with nothing in flight is always sent a packet; otherwise the window holds.

@@ -8,7 +8,7 @@
 //!
 //! Times are nanoseconds on whatever monotonic clock the caller uses.
 
-use super::cc::Window;
+use super::cc::{Flow, Window};
 
 /// The clock granularity of RFC 6298's `max(G, 4 * RTTVAR)`: the least margin over `SRTT`.
 pub const GRANULARITY_NS: u64 = 1_000;
@@ -75,8 +75,8 @@ impl Rtt {
 /// The round trips to up to [`PEERS`] peers, by node, and their windows.
 #[derive(Clone, Debug)]
 pub struct RttTable {
-    /// (node, last use, estimate, window); a last use of 0 is a free entry.
-    peers: [(u16, u64, Rtt, Window); PEERS],
+    /// (node, last use, estimate, windows: writes, reads); a last use of 0 is a free entry.
+    peers: [(u16, u64, Rtt, [Window; 2]); PEERS],
     /// The use count, for the least recently used entry.
     clock: u64,
 }
@@ -99,7 +99,7 @@ impl RttTable {
                     rttvar: 0,
                     samples: 0,
                 },
-                Window::new(),
+                [Window::new(); 2],
             ); PEERS],
             clock: 0,
         }
@@ -115,7 +115,7 @@ impl RttTable {
 
     /// `node`'s entry, used now: a peer not in the table takes the entry of the one used least
     /// recently.
-    fn entry(&mut self, node: u16) -> &mut (u16, u64, Rtt, Window) {
+    fn entry(&mut self, node: u16) -> &mut (u16, u64, Rtt, [Window; 2]) {
         self.clock += 1;
         let clock = self.clock;
         let i = match self
@@ -126,7 +126,7 @@ impl RttTable {
             Some(i) => i,
             None => {
                 let i = (0..PEERS).min_by_key(|&i| self.peers[i].1).unwrap_or(0);
-                self.peers[i] = (node, 0, Rtt::default(), Window::new());
+                self.peers[i] = (node, 0, Rtt::default(), [Window::new(); 2]);
                 i
             }
         };
@@ -140,18 +140,18 @@ impl RttTable {
         self.entry(node).2.sample(ns);
     }
 
-    /// `node`'s window (a peer not in the table: at its cap).
-    pub fn window(&self, node: u16) -> Window {
+    /// `node`'s window for `flow` (a peer not in the table: at its cap).
+    pub fn window(&self, node: u16, flow: Flow) -> Window {
         self.peers
             .iter()
             .find(|(n, used, _, _)| *used != 0 && *n == node)
-            .map_or_else(Window::new, |e| e.3)
+            .map_or_else(Window::new, |e| e.3[flow as usize])
     }
 
-    /// An ACK from `node` that placed `bytes` more, echoing a mark or not
-    /// ([`Window::on_ack`]): whether it cut the window.
-    pub fn on_ack(&mut self, node: u16, cap: u64, bytes: u64, marked: bool) -> bool {
-        self.entry(node).3.on_ack(cap, bytes, marked)
+    /// Bytes of `flow` placed (a PUT's ACK from `node`; a GET's data from it), `marked`
+    /// congestion experienced or not ([`Window::on_ack`]): whether it cut the window.
+    pub fn on_ack(&mut self, node: u16, flow: Flow, cap: u64, bytes: u64, marked: bool) -> bool {
+        self.entry(node).3[flow as usize].on_ack(cap, bytes, marked)
     }
 
     /// The retransmission and tail-loss probe timeouts of an op to `node`: (rto, pto), as
@@ -229,13 +229,20 @@ mod tests {
         assert_eq!(t.get(3).map(Rtt::samples), Some(2));
         assert_eq!(t.get(500).map(Rtt::samples), Some(1));
         // Windows are per peer and go with their entry.
-        assert_eq!(t.window(3).size(64 << 10), 64 << 10);
-        assert!(t.on_ack(3, 64 << 10, 4096, true));
-        assert_eq!(t.window(3).size(64 << 10), 32 << 10);
-        assert_eq!(t.window(500).size(64 << 10), 64 << 10);
+        assert_eq!(t.window(3, Flow::Writes).size(64 << 10), 64 << 10);
+        assert!(t.on_ack(3, Flow::Writes, 64 << 10, 4096, true));
+        assert_eq!(t.window(3, Flow::Writes).size(64 << 10), 32 << 10);
+        assert_eq!(
+            t.window(3, Flow::Reads).size(64 << 10),
+            64 << 10,
+            "reads: their own"
+        );
+        assert!(t.on_ack(3, Flow::Reads, 64 << 10, 4096, true));
+        assert_eq!(t.window(3, Flow::Reads).size(64 << 10), 32 << 10);
+        assert_eq!(t.window(500, Flow::Writes).size(64 << 10), 64 << 10);
         assert_eq!(t.get(3).map(Rtt::samples), Some(2), "the estimate stays");
         t.clear();
         assert!(t.get(3).is_none());
-        assert_eq!(t.window(3).size(64 << 10), 64 << 10);
+        assert_eq!(t.window(3, Flow::Writes).size(64 << 10), 64 << 10);
     }
 }
