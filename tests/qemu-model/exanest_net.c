@@ -99,9 +99,15 @@ bool pldma_net_link(PldmaState *s)
     return nc && nc->peer && !nc->link_down;
 }
 
+/* The link's bandwidth, MB/s: link-bandwidth, or the data path's (0: none). */
+static uint32_t net_bw(PldmaState *s)
+{
+    return s->net.link_bw_mbs ? s->net.link_bw_mbs : s->bandwidth_mbs;
+}
+
 static int64_t net_link_ns(PldmaState *s, uint64_t bytes)
 {
-    uint32_t bw = s->net.link_bw_mbs ? s->net.link_bw_mbs : s->bandwidth_mbs;
+    uint32_t bw = net_bw(s);
 
     return bw ? (int64_t)(bytes * 1000 / bw) : 0;
 }
@@ -375,7 +381,6 @@ static bool net_sending(PldmaChannel *c)
 static uint64_t net_cap(PldmaState *s)
 {
     PldmaNet *n = &s->net;
-    uint32_t bw = n->link_bw_mbs ? n->link_bw_mbs : s->bandwidth_mbs;
     uint64_t rtt = n->rtt_ns;
 
     if (!rtt) {
@@ -384,7 +389,7 @@ static uint64_t net_cap(PldmaState *s)
               net_link_ns(s, EXANEST_PKT_HDR) +
               2 * (uint64_t)n->link_latency_ns;
     }
-    return exanest_cc_cap(n->window, bw, rtt);
+    return exanest_cc_cap(n->window, net_bw(s), rtt);
 }
 
 /*
@@ -808,24 +813,34 @@ static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
     net_wake(c);
 }
 
+/*
+ * @bytes more placed with node @peer (writes: its ACK; @reads: its READ_RESP
+ * data), marked congestion experienced or not: the window follows.
+ */
+static void net_cc_placed(PldmaState *s, uint32_t peer, bool reads,
+                          uint64_t bytes, bool marked)
+{
+    uint64_t cap = net_cap(s);
+
+    net_count_cc(s, PLDMA_NET_CC_ECE_RECEIVED, marked);
+    if (exanest_rtt_ack(s->net.rtt, peer, reads, cap, bytes, marked)) {
+        net_count_cc(s, PLDMA_NET_CC_WINDOW_CUTS, 1);
+        trace_exanest_pldma_net_window(peer, reads,
+                                       exanest_rtt_window(s->net.rtt, peer,
+                                                          reads, cap));
+    }
+}
+
 static void net_on_ack(PldmaChannel *c, uint64_t off, uint32_t sack,
                        uint32_t echo, bool ece)
 {
     PldmaState *s = c->ctx->dev;
     uint64_t before = exanest_send_acked(c->snd);
     ExanestSendEvent e = exanest_send_ack(c->snd, off, sack, echo, net_now());
-    uint64_t cap = net_cap(s);
 
     /* The peer's window follows the echoes (a GET has no ACKs). */
-    net_count_cc(s, PLDMA_NET_CC_ECE_RECEIVED, ece);
-    if (exanest_rtt_ack(s->net.rtt, c->a_peer, false, cap,
-                        exanest_send_acked(c->snd) - before, ece)) {
-        net_count_cc(s, PLDMA_NET_CC_WINDOW_CUTS, 1);
-        trace_exanest_pldma_net_window(c->a_peer, false,
-                                       exanest_rtt_window(s->net.rtt,
-                                                          c->a_peer, false,
-                                                          cap));
-    }
+    net_cc_placed(s, c->a_peer, false, exanest_send_acked(c->snd) - before,
+                  ece);
     net_after(c, &e, PLDMA_ERR_NONE);
 }
 
@@ -1463,15 +1478,8 @@ static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
     before = exanest_send_acked(c->snd);
     e = exanest_send_data(c->snd, k->offset, got, k->plen, net_now());
     /* The reads' window follows the data's marks (no echo: seen here). */
-    net_count_cc(s, PLDMA_NET_CC_ECE_RECEIVED, k->ce);
-    if (exanest_rtt_ack(s->net.rtt, c->a_peer, true, net_cap(s),
-                        exanest_send_acked(c->snd) - before, k->ce)) {
-        net_count_cc(s, PLDMA_NET_CC_WINDOW_CUTS, 1);
-        trace_exanest_pldma_net_window(c->a_peer, true,
-                                       exanest_rtt_window(s->net.rtt,
-                                                          c->a_peer, true,
-                                                          net_cap(s)));
-    }
+    net_cc_placed(s, c->a_peer, true, exanest_send_acked(c->snd) - before,
+                  k->ce);
     if (e.what == EXANEST_SEND_LOCAL_FAULT) {
         /* This engine's own fault: the driver resolves it, RESUME asks on. */
         net_timer(c);
@@ -1560,15 +1568,11 @@ static void net_rx_timer(void *opaque)
     PldmaState *s = opaque;
     PldmaNet *n = &s->net;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    PldmaTxPacket *p;
-    ExanestPkt k;
+    PldmaRxPacket *p;
 
     while ((p = QSIMPLEQ_FIRST(&n->rxq)) && p->at <= now) {
         QSIMPLEQ_REMOVE_HEAD(&n->rxq, next);
-        if (net_decode(s, p->data, p->len, &k)) {
-            k.ce = p->ce;
-            net_dispatch(s, &k);
-        }
+        net_dispatch(s, &p->k);
         g_free(p);
     }
     if (p) {
@@ -1583,14 +1587,13 @@ static void net_rx_timer(void *opaque)
  * it is marked congestion experienced; with no room it is dropped. Returns
  * whether it is for now (false: queued, or dropped).
  */
-static bool net_ingress(PldmaState *s, const uint8_t *buf, size_t size,
-                        ExanestPkt *k)
+static bool net_ingress(PldmaState *s, size_t size, ExanestPkt *k)
 {
     PldmaNet *n = &s->net;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    uint32_t bw = n->link_bw_mbs ? n->link_bw_mbs : s->bandwidth_mbs;
+    uint32_t bw = net_bw(s);
     uint64_t queued = 0;
-    PldmaTxPacket *p;
+    PldmaRxPacket *p;
 
     if (!k->plen || !n->rx_queue || !bw) {
         return true;
@@ -1614,11 +1617,11 @@ static bool net_ingress(PldmaState *s, const uint8_t *buf, size_t size,
     if (n->rx_free_ns <= now) {
         return true;
     }
-    p = g_malloc0(sizeof(*p) + size);
-    memcpy(p->data, buf, size);
-    p->len = size;
+    p = g_malloc0(sizeof(*p) + k->plen);
+    memcpy(p->data, k->payload, k->plen);
+    p->k = *k;
+    p->k.payload = p->data;
     p->at = n->rx_free_ns;
-    p->ce = k->ce;
     QSIMPLEQ_INSERT_TAIL(&n->rxq, p, next);
     if (!timer_pending(n->rx_timer)) {
         timer_mod(n->rx_timer, p->at);
@@ -1638,7 +1641,7 @@ static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
         trace_exanest_pldma_net_drop(size);
         return size;
     }
-    if (net_ingress(s, buf, size, &k)) {
+    if (net_ingress(s, size, &k)) {
         net_dispatch(s, &k);
     }
     return size;
@@ -1723,7 +1726,7 @@ bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val)
         *val = n->link_latency_ns;
         break;
     case PLDMA_NET_LINK_BW:
-        *val = n->link_bw_mbs ? n->link_bw_mbs : s->bandwidth_mbs;
+        *val = net_bw(s);
         break;
     case PLDMA_NET_RTO_US:
         *val = MAX(n->rto_us, 1);
@@ -2021,7 +2024,7 @@ void pldma_net_realize(PldmaState *s)
 /* The ingress queue's packets go (they arrived before a RESET: lost). */
 static void net_rx_flush(PldmaState *s)
 {
-    PldmaTxPacket *p;
+    PldmaRxPacket *p;
 
     while ((p = QSIMPLEQ_FIRST(&s->net.rxq))) {
         QSIMPLEQ_REMOVE_HEAD(&s->net.rxq, next);

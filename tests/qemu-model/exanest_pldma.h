@@ -133,10 +133,17 @@ typedef struct PldmaTxPacket {
     uint16_t dst;
     uint32_t op_id;
     uint64_t offset;
-    bool ce;                /* the ingress queue marked it (2.7) */
     size_t len;
     uint8_t data[];
 } PldmaTxPacket;
+
+/* A data packet the ingress queue holds (2.7), decoded: delivered at @at */
+typedef struct PldmaRxPacket {
+    QSIMPLEQ_ENTRY(PldmaRxPacket) next;
+    int64_t at;
+    ExanestPkt k;           /* k.payload points at data */
+    uint8_t data[];
+} PldmaRxPacket;
 
 /* An rkey table entry: the core reads the table as it is (exanest_core.h) */
 typedef ExanestRkey PldmaRkey;
@@ -176,7 +183,7 @@ typedef struct PldmaNet {
     QEMUBH *cc_bh;
     /* The ingress queue (2.7): it delivers until rx_free_ns. */
     int64_t rx_free_ns;
-    QSIMPLEQ_HEAD(, PldmaTxPacket) rxq;
+    QSIMPLEQ_HEAD(, PldmaRxPacket) rxq;
     QEMUTimer *rx_timer;
     /* Receiving: the core's table of remote ops (RecvTable). */
     ExanestRecvTable *rxt;

@@ -246,8 +246,8 @@ pub(crate) fn net_incast(senders: usize, size: usize) -> Res<()> {
         warm_timeouts += grew(a.timeouts, d.net_counters()?.timeouts);
     }
     // Marks and drops at node 1's ingress queue, both rounds.
-    let marks = engine_field(1, "ce_marked").wrapping_sub(marks0) & u64::from(u32::MAX);
-    let drops = engine_field(1, "ingress_drops").wrapping_sub(drops0) & u64::from(u32::MAX);
+    let marks = grew(marks0, engine_field(1, "ce_marked"));
+    let drops = grew(drops0, engine_field(1, "ingress_drops"));
     let got = inbox.into_inner()?;
     let ok = srcs
         .iter()
