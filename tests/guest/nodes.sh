@@ -19,15 +19,12 @@ engine=/sys/kernel/debug/exanest-dma0/engine
 node=$(sed -n 's/.*"node": \([0-9]*\).*/\1/p' $engine)
 grep -q '"link": true' $engine; t $? "node$node-link-up" "$(cat $engine)"
 nodes=$(sed -n 's/.*exanest.nodes=\([0-9]*\).*/\1/p' /proc/cmdline)
-# Guests are QEMU processes on a loaded host: one can go unscheduled for longer than the default
-# first retransmission timeout (10 ms of host time, since no -icount). That was seen with two
-# guests on two cores (once in ten runs), and 100 ms was exceeded once with four. So wait 1 s at
-# least: an unscheduled peer costs no timeout, and a lost packet is recovered by the tail-loss
-# probe, in round trips. The engine does not count a timeout it finds spurious (the ACK of a
-# packet sent before it came after it), but that alone was not enough: with the default floor,
-# four guests on two cores counted 9 and 7 timeouts judged needed on the lossless link (make
-# check at afd2336). (The one-guest runs, under -icount or not, keep 10 ms.)
-echo rto_us 1000000 >/sys/kernel/debug/exanest-dma0/link
+# Guests are QEMU processes on a loaded host: one can go unscheduled for longer than the first
+# retransmission timeout (10 ms of host time, since no -icount), and its peer's timer then fires
+# on packets that were late, not lost. The engine does not count such a timeout: the first
+# answer after it (an ACK, or a NACK or RESUME it no longer acts on) echoes a packet sent
+# before it (the Eifel test). A lost packet is recovered by the tail-loss probe, in round
+# trips. So the default timeouts stay, and the lossless link must count none.
 peer=$((node + 1))
 # exanest.linkloss=switch: the host's switch loses, damages, duplicates and reorders packets
 # (scripts/check.sh sets it so): only the lossy tests, the link's loss instead of the engines'.

@@ -337,5 +337,15 @@ void exanest_rx_release_nodes(ExanestRecvTable *t, uint64_t mask);
 void exanest_rx_set_read_cap(ExanestRecvTable *t, uint64_t bytes);
 void exanest_rx_read_sent(ExanestRecvTable *t, uint32_t dst, uint64_t n);
 uint64_t exanest_rx_reading(const ExanestRecvTable *t, uint32_t dst);
+/*
+ * Coalesced ACKs: one in every packets placed in order is ACKed, and an owed
+ * ACK goes delay_ns after its first packet came: the caller arms a timer for
+ * exanest_rx_ack_due() and sends what exanest_rx_flush_ack() gives then.
+ */
+void exanest_rx_set_acks(ExanestRecvTable *t, uint32_t every,
+                         uint64_t delay_ns);
+bool exanest_rx_ack_due(const ExanestRecvTable *t, uint64_t *at);
+bool exanest_rx_flush_ack(ExanestRecvTable *t, uint64_t now,
+                          ExanestPkt *answer);
 
 #endif

@@ -1080,6 +1080,30 @@ static void net_rx_do(PldmaState *s, const ExanestRxStep *e, uint32_t ep)
     net_tx(s, &e->answer, 0);
 }
 
+/* The first owed ACK's time, on the ACK timer (if one is owed). */
+static void net_ack_arm(PldmaState *s)
+{
+    uint64_t at;
+
+    if (exanest_rx_ack_due(s->net.rxt, &at) &&
+        (!timer_pending(s->net.ack_timer) ||
+         (int64_t)at < timer_expire_time_ns(s->net.ack_timer))) {
+        timer_mod(s->net.ack_timer, at);
+    }
+}
+
+/* Owed ACKs that waited their delay go (coalesced ACKs). */
+static void net_ack_timer(void *opaque)
+{
+    PldmaState *s = opaque;
+    ExanestPkt a;
+
+    while (exanest_rx_flush_ack(s->net.rxt, net_now(), &a)) {
+        net_tx(s, &a, 0);
+    }
+    net_ack_arm(s);
+}
+
 /* Report slot @i's fault on an idle channel of @x, if one is. */
 static void net_rx_report(PldmaContext *x, uint32_t i)
 {
@@ -1233,6 +1257,9 @@ static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i,
     }
     e = exanest_rx_placed(s->net.rxt, i, k, got, got < k->plen, fault);
     net_rx_after(x, &e, k->ep);
+    if (!e.reply) {
+        net_ack_arm(s);
+    }
 }
 
 /* The address of the next slot of @x's ring. */
@@ -2011,6 +2038,14 @@ void pldma_net_realize(PldmaState *s)
      * requests in flight on each of two channels (a GET asks in half windows).
      */
     exanest_rx_set_read_cap(n->rxt, 4 * (uint64_t)n->window);
+    /*
+     * Coalesced ACKs: an owed ACK waits for the next packet for two packets'
+     * time on the link (the next one of a burst comes within one), 1 us at
+     * least.
+     */
+    exanest_rx_set_acks(n->rxt, n->ack_every,
+                        MAX(2 * net_link_ns(s, EXANEST_PKT_HDR + 4096), 1000));
+    n->ack_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_ack_timer, s);
     n->tx_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_tx_timer, s);
     QSIMPLEQ_INIT(&n->rxq);
     n->rx_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_rx_timer, s);
@@ -2045,6 +2080,7 @@ void pldma_net_exit(PldmaState *s)
     timer_free(s->net.tx_timer);
     net_rx_flush(s);
     timer_free(s->net.rx_timer);
+    timer_free(s->net.ack_timer);
     qemu_bh_delete(s->net.cc_bh);
     qemu_del_nic(s->net.nic);
     exanest_rx_free(s->net.rxt);
@@ -2072,6 +2108,7 @@ void pldma_net_reset(PldmaState *s)
     memset(n->ep_wanted, 0, sizeof(n->ep_wanted));
     n->irq = 0;
     exanest_rx_reset(n->rxt);
+    timer_del(n->ack_timer);
     exanest_rtt_clear(n->rtt);
     n->ep_sel = n->rkey_sel = n->src_sel = 0;
     n->drop_ppm = n->corrupt_ppm = 0;

@@ -2213,6 +2213,8 @@ static const Property pldma_properties[] = {
     DEFINE_PROP_UINT32("ecn-threshold", PldmaState, net.ecn_threshold, 0),
     /* 2.7: the fabric's round trip with no queue, ns (0: the link's) */
     DEFINE_PROP_UINT32("net-rtt-ns", PldmaState, net.rtt_ns, 0),
+    /* ACK one in this many packets placed in order (1: every one) */
+    DEFINE_PROP_UINT32("ack-every", PldmaState, net.ack_every, 2),
 };
 
 /*

@@ -161,6 +161,7 @@ typedef struct PldmaNet {
     uint32_t rx_queue;      /* 2.7: the ingress queue, bytes (0: none) */
     uint32_t ecn_threshold; /* 2.7: it marks past this many (0: never) */
     uint32_t rtt_ns;        /* 2.7: the fabric's round trip (0: the link's) */
+    uint32_t ack_every;     /* ACK one in this many packets placed in order */
     /* Registers. */
     uint32_t rto_us, retries, drop_ppm, corrupt_ppm;
     uint32_t ep_sel, rkey_sel, src_sel;
@@ -185,6 +186,8 @@ typedef struct PldmaNet {
     int64_t rx_free_ns;
     QSIMPLEQ_HEAD(, PldmaRxPacket) rxq;
     QEMUTimer *rx_timer;
+    /* Coalesced ACKs: the owed ones go when this fires. */
+    QEMUTimer *ack_timer;
     /* Receiving: the core's table of remote ops (RecvTable). */
     ExanestRecvTable *rxt;
     /* The round trip and the window of each peer (RttTable). */

@@ -122,9 +122,12 @@ pub struct SendOp {
     /// When the tail-loss probe goes, if armed: by new data sent, and by news from the
     /// receiver (an ACK that moves, a NACK, a RESUME).
     probe_at: Option<u64>,
-    /// The packet being timed, as (sequence number, when sent): the ACK that echoes it is a
-    /// sample of the round trip.
-    timed: Option<(u32, u64)>,
+    /// The packet being timed, as (sequence number, its end, when sent, the first packet
+    /// that sent bytes up to its end again): the ACK that echoes it is a sample of the round
+    /// trip; so is one that echoes a later packet and covers its end (receivers coalesce
+    /// ACKs), if that packet left before any such copy (else the ACK might answer the copy,
+    /// after a loss, and time its recovery too).
+    timed: Option<(u32, u64, u64, Option<u32>)>,
     /// GET: the read request being timed, as (its end, when sent): the data that reaches its
     /// end, with nothing asked again meanwhile, is a sample of the round trip.
     timed_get: Option<(u64, u64)>,
@@ -149,6 +152,10 @@ pub struct SendOp {
     unsure: u32,
     /// The sequence number of the first packet sent after the first of them.
     unsure_from: u32,
+    /// The first sequence number of the round that the first of them ended (the op's last
+    /// go-back before it): an answer to a packet from here to `unsure_from` is a late answer
+    /// of that round; one to an older packet tells nothing of the timeout.
+    unsure_since: u32,
     /// NACKs received.
     pub nacks: u32,
     /// RESUMEs received.
@@ -230,6 +237,7 @@ impl SendOp {
             spurious: 0,
             unsure: 0,
             unsure_from: 0,
+            unsure_since: 0,
             p,
             retransmitted: 0,
             timeouts: 0,
@@ -457,9 +465,15 @@ impl SendOp {
                 if self.timed_get.is_none() && again == 0 {
                     self.timed_get = Some((off + n, now));
                 }
-            } else if self.timed.is_none() {
+            } else if let Some((_, end, _, copy)) = &mut self.timed {
+                // Bytes of the timed packet or before it sent again: an ACK that covers its
+                // end and echoes this packet or a later one may answer the copy.
+                if again > 0 && off < *end && copy.is_none() {
+                    *copy = Some(self.seq.wrapping_sub(1));
+                }
+            } else {
                 // The packet's sequence number was taken before it was reported sent.
-                self.timed = Some((self.seq.wrapping_sub(1), now));
+                self.timed = Some((self.seq.wrapping_sub(1), off + n, now, None));
             }
             if again < n {
                 // New data: the probe waits a probe timeout from its sending.
@@ -538,6 +552,20 @@ impl SendOp {
         self.unsure = 0;
     }
 
+    /// An answer the op does not act on (a NACK or RESUME stale since the timeout went back)
+    /// still says that the packet `echo` arrived: if that packet was sent in the round the
+    /// first unjudged timeout ended, the timeout fired on a packet that was late, not lost,
+    /// and it is judged as an ACK of it would be. An echo of an older round (a duplicated or
+    /// long-delayed answer) judges nothing.
+    fn judge_late(&mut self, echo: u32) {
+        if self.unsure != 0
+            && !Self::before(echo, self.unsure_since)
+            && Self::before(echo, self.unsure_from)
+        {
+            self.judge(Some(echo));
+        }
+    }
+
     fn end(&mut self, status: i32) -> SendEvent {
         self.judge(None);
         self.state = SendState::Done(status);
@@ -599,8 +627,10 @@ impl SendOp {
         if matches!(self.state, SendState::Done(_)) || self.p.kind == Kind::Get {
             return SendEvent::None;
         }
-        if let Some((q, t)) = self.timed {
-            if echo == q {
+        if let Some((q, end, t, copy)) = self.timed {
+            let covers =
+                Self::before(q, echo) && off >= end && copy.is_none_or(|c| Self::before(echo, c));
+            if echo == q || covers {
                 self.sample = Some(now.saturating_sub(t));
                 self.timed = None;
             } else if Self::before(q, echo) {
@@ -688,6 +718,7 @@ impl SendOp {
             return SendEvent::None;
         }
         if !matches!(why, Nack::Error(_)) && Self::before(echo, self.since) {
+            self.judge_late(echo);
             return SendEvent::None;
         }
         self.nacks += 1;
@@ -727,6 +758,7 @@ impl SendOp {
             self.since
         };
         if Self::before(echo, mark) {
+            self.judge_late(echo);
             return SendEvent::None;
         }
         if self.p.kind == Kind::Get {
@@ -868,6 +900,7 @@ impl SendOp {
         self.timeouts += 1;
         if self.unsure == 0 {
             self.unsure_from = self.seq;
+            self.unsure_since = self.since;
         }
         self.unsure += 1;
         if self.retries > self.p.max_retries {
@@ -1448,6 +1481,9 @@ mod tests {
         let tlp = p.pto_ns != 0;
         let mut s = SendOp::new(len, SendParams { pto_ns: 0, ..p });
         let mut rx = RecvTable::new(2);
+        // ACKs coalesced as the model's receiver does (every second packet, or after a
+        // while: here half the link's latency).
+        rx.set_acks(2, 500);
         let keys = sim_keys(len);
         let mut faulted: Option<usize> = None; // the slot whose fault is being resolved
         let pages = len.div_ceil(PAGE);
@@ -1490,10 +1526,16 @@ mod tests {
             }
             // The next event: a packet, the receiver's resolution, or the sender's timeout.
             let t_link = link.front().map(|(t, _)| *t);
-            let t = [t_link, resolve_at, s.deadline(), free_at.map(|(t, _)| t)]
-                .into_iter()
-                .flatten()
-                .min();
+            let t = [
+                t_link,
+                resolve_at,
+                s.deadline(),
+                free_at.map(|(t, _)| t),
+                rx.ack_due(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             let Some(t) = t else {
                 panic!("seed {seed}: nothing left to happen")
             };
@@ -1513,6 +1555,13 @@ mod tests {
                 if let Some(pk) = sim_reply(&rx.wake(i)) {
                     send(&mut link, &mut rng, now, pk);
                 }
+            }
+            while let Some(r) = rx.flush_ack(now) {
+                let st = Step {
+                    reply: Some(r),
+                    ..Step::default()
+                };
+                send(&mut link, &mut rng, now, sim_reply(&st).unwrap());
             }
             if s.deadline().is_some_and(|d| d <= now) {
                 match s.on_timeout(now) {
@@ -1842,8 +1891,52 @@ mod tests {
         assert_eq!((s.timeouts, s.needed, s.spurious), (9, 9, 0));
     }
 
-    /// The round trip is measured on the packet the ACK echoes, one at a time; an answer to a
-    /// later packet drops the timing (its own ACK was lost), and the next packet is timed.
+    /// A receiver that was only slow (its guest descheduled) answers the packets sent before
+    /// the timeout with a NACK FAULT or a RESUME, which come after it: stale for the op (it
+    /// went back), they still show the timeout spurious. An answer of an older round (a
+    /// duplicate) judges nothing, and a real loss is still needed.
+    #[test]
+    fn a_late_nack_or_resume_makes_the_timeout_spurious() {
+        // The NACK of packet 2 (sent before the timeout) comes after it, then the NACK of a
+        // packet resent after it: before, the first was dropped unseen and the second judged
+        // the timeout needed.
+        let mut s = eight_blocks();
+        send_timed(&mut s, 0);
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        let q = s.take_seq();
+        s.on_sent(0, BLOCK as u32, 1000);
+        assert_eq!(s.on_nack(2 * BLOCK, Nack::Fault, 2, 1100), SendEvent::None);
+        assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 1));
+        assert_eq!(s.on_nack(2 * BLOCK, Nack::Fault, q, 1110), SendEvent::None);
+        assert_eq!(s.state(), SendState::Paused);
+        assert_eq!((s.needed, s.spurious), (0, 1));
+        // A RESUME of a pause before the timeout (its NACK was late too) likewise.
+        let mut s = eight_blocks();
+        send_timed(&mut s, 0);
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        send_timed(&mut s, 1000);
+        assert_eq!(s.on_resume(2 * BLOCK, 2, 1200), SendEvent::None);
+        assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 1));
+        // A NACK of an older round (the op went back before, then timed out): nothing judged;
+        // the answer to the resent packet then judges the timeout needed.
+        let mut s = eight_blocks();
+        send_timed(&mut s, 0);
+        assert_eq!(s.on_nack(BLOCK, Nack::Sequence, 1, 10), SendEvent::None);
+        send_timed(&mut s, 10);
+        assert_eq!(s.on_timeout(1010), SendEvent::None);
+        let q = s.take_seq();
+        s.on_sent(BLOCK, BLOCK as u32, 1010);
+        assert_eq!(s.on_nack(BLOCK, Nack::Fault, 1, 1020), SendEvent::None);
+        assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 0), "not judged");
+        assert_eq!(s.on_nack(BLOCK, Nack::Fault, q, 1030), SendEvent::None);
+        assert_eq!((s.needed, s.spurious), (1, 0));
+    }
+
+    /// The round trip is measured on one packet at a time: by the ACK that echoes it, or that
+    /// echoes a later packet and covers it (receivers coalesce ACKs); an answer to a later
+    /// packet that does not cover it drops the timing (it was lost), and the next new packet
+    /// is timed. Once bytes up to the timed packet's end are sent again, only its own echo
+    /// times it (an ACK that covers it could answer the copy).
     #[test]
     fn round_trips_are_timed_by_the_echo() {
         let mut s = eight_blocks();
@@ -1855,8 +1948,8 @@ mod tests {
         assert_eq!(s.on_ack(2 * BLOCK, 0, 1, 250), SendEvent::None);
         assert_eq!(
             s.take_rtt_sample(),
-            None,
-            "packet 0 was timed; 1 is answered"
+            Some(250),
+            "packet 0 was timed; the ACK of 1 covers it"
         );
         let q = s.take_seq();
         s.on_sent(3 * BLOCK, BLOCK as u32, 300);
@@ -1864,16 +1957,68 @@ mod tests {
             s.take_seq();
             s.on_sent(i * BLOCK, BLOCK as u32, 301);
         }
-        assert_eq!(s.on_ack(3 * BLOCK, 0, 2, 310), SendEvent::None);
-        assert_eq!(s.take_rtt_sample(), None, "packet 3 is timed");
-        assert_eq!(s.on_ack(4 * BLOCK, 0, q, 345), SendEvent::None);
-        assert_eq!(s.take_rtt_sample(), Some(45));
-        assert_eq!(s.take_rtt_sample(), None, "taken once");
+        assert_eq!(s.on_ack(2 * BLOCK, 0b100, 5, 310), SendEvent::None);
+        assert_eq!(
+            s.take_rtt_sample(),
+            None,
+            "packet 3 was timed, 5's ACK came and does not cover it"
+        );
+        assert_eq!(q, 3);
+        let q = s.take_seq();
+        s.on_sent(6 * BLOCK, BLOCK as u32, 320);
         // The timeout follows the estimate from the next one armed.
         s.retime(500, 0, 0);
-        assert_eq!(s.deadline(), Some(345 + 1000), "armed before");
-        s.on_ack(5 * BLOCK, 0, 9, 350);
-        assert_eq!(s.deadline(), Some(850));
+        assert_eq!(s.on_ack(6 * BLOCK, 0, q, 365), SendEvent::None);
+        assert_eq!(s.take_rtt_sample(), Some(45));
+        assert_eq!(s.take_rtt_sample(), None, "taken once");
+        assert_eq!(s.deadline(), Some(865));
+        // The timed packet sent again: only its own echo times it (the copy's ACK, covering
+        // it, would time the loss's recovery too); then a copy can be timed by its echo.
+        let mut s = eight_blocks();
+        s.take_seq();
+        s.on_sent(0, BLOCK as u32, 0);
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        s.take_seq();
+        s.on_sent(0, BLOCK as u32, 1000);
+        assert_eq!(s.on_ack(BLOCK, 0, 1, 1050), SendEvent::None);
+        assert_eq!(s.take_rtt_sample(), None, "the packet timed was sent again");
+        let mut s = eight_blocks();
+        s.take_seq();
+        s.on_sent(0, BLOCK as u32, 0);
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        s.take_seq();
+        s.on_sent(0, BLOCK as u32, 1000);
+        assert_eq!(s.on_ack(BLOCK, 0, 0, 1010), SendEvent::None);
+        assert_eq!(s.take_rtt_sample(), Some(1010), "its own echo");
+        let mut s = eight_blocks();
+        for i in 0..2 {
+            s.take_seq();
+            s.on_sent(i * BLOCK, BLOCK as u32, 0);
+        }
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        s.take_seq();
+        s.on_sent(0, BLOCK as u32, 1000);
+        assert_eq!(s.on_ack(BLOCK, 0, 2, 1010), SendEvent::None);
+        assert_eq!(s.take_rtt_sample(), None, "the copy's ACK: ambiguous");
+        let q = s.take_seq();
+        s.on_sent(BLOCK, BLOCK as u32, 1020);
+        assert_eq!(s.on_ack(2 * BLOCK, 0, q, 1050), SendEvent::None);
+        assert_eq!(s.take_rtt_sample(), Some(30), "a copy is timed by its echo");
+        // The ACK of a packet sent before the copies, covering the timed one: a sample.
+        let mut s = eight_blocks();
+        for i in 0..2 {
+            s.take_seq();
+            s.on_sent(i * BLOCK, BLOCK as u32, 0);
+        }
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        s.take_seq();
+        s.on_sent(0, BLOCK as u32, 1000);
+        assert_eq!(s.on_ack(2 * BLOCK, 0, 1, 1200), SendEvent::None);
+        assert_eq!(
+            s.take_rtt_sample(),
+            Some(1200),
+            "late, not lost: the original's"
+        );
     }
 
     /// The timer comes while this side stalls on its own source fault (the model's channel in

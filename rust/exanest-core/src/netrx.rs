@@ -262,6 +262,13 @@ pub struct Slot {
     /// [`RxKind::Write`]: the whole blocks placed out of order past `placed`: bit i is block
     /// `placed.div_ceil(BLOCK) + i` ([`Slot::advance`]).
     sack: u64,
+    /// Packets placed in order and not ACKed yet (ACKs are coalesced:
+    /// [`RecvTable::set_acks`]).
+    owed: u32,
+    /// When the first of them came.
+    owed_at: u64,
+    /// The sequence number of the last of them, which their ACK echoes.
+    owed_seq: u32,
 }
 
 impl Slot {
@@ -484,6 +491,13 @@ pub struct RecvTable {
     reading: [u64; MAX_NODES],
     /// The most `reading` may reach for one node.
     read_cap: u64,
+    /// ACK one in this many packets placed in order (1: every one).
+    ack_every: u32,
+    /// How long an owed ACK may wait for the packets that would make it due.
+    ack_delay_ns: u64,
+    /// The time of the packet [`RecvTable::on_packet`] last saw: a PLACE's
+    /// [`RecvTable::placed`] follows it at once.
+    clock: u64,
 }
 
 impl RecvTable {
@@ -496,6 +510,65 @@ impl RecvTable {
             guard: KeyGuard::new(),
             reading: [0; MAX_NODES],
             read_cap: READ_CAP,
+            ack_every: 1,
+            ack_delay_ns: 0,
+            clock: 0,
+        }
+    }
+
+    /// Coalesce ACKs (Transport v2): of the packets of an op placed in order, ACK one in
+    /// `every` (at least 1: all), and any that waits `delay_ns` for the next. An ACK is
+    /// cumulative, so one answers them all, and echoes the last; it goes at once for an op's
+    /// last packet, a packet marked CE (DCTCP's echo, which then covers the unmarked packets
+    /// owed before it too: at most `every - 1` counted marked that were not), a block placed
+    /// out of order or a duplicate (the sender's selective retransmission reads those ACKs'
+    /// maps), and a probe. The caller sends what [`RecvTable::flush_ack`] returns once
+    /// [`RecvTable::ack_due`] has passed.
+    pub fn set_acks(&mut self, every: u32, delay_ns: u64) {
+        self.ack_every = every.max(1);
+        self.ack_delay_ns = delay_ns;
+    }
+
+    /// When the first owed ACK is due, if one is owed.
+    pub fn ack_due(&self) -> Option<u64> {
+        self.slots
+            .iter()
+            .filter(|r| r.owed != 0)
+            .map(|r| r.owed_at.saturating_add(self.ack_delay_ns))
+            .min()
+    }
+
+    /// An owed ACK due at `now`, to send (call again until `None`).
+    pub fn flush_ack(&mut self, now: u64) -> Option<Reply> {
+        let delay = self.ack_delay_ns;
+        loop {
+            let i = self
+                .slots
+                .iter()
+                .position(|r| r.owed != 0 && r.owed_at.saturating_add(delay) <= now)?;
+            let r = &mut self.slots[i];
+            r.owed = 0;
+            if !matches!(r.state, RxState::Receiving | RxState::Done) {
+                // Faulted, refused or aborted since: its answer said where the op stands.
+                continue;
+            }
+            let r = self.slots[i];
+            let h = Header {
+                op: Op::Write,
+                src: r.src,
+                dst: self.node,
+                endpoint: r.ep,
+                op_id: r.op_id,
+                seq: r.owed_seq,
+                status: 0,
+                rkey: r.rkey,
+                addr: r.addr,
+                len: r.len,
+                offset: r.placed,
+                span: 0,
+                ce: false,
+            };
+            return Some(self.answer(&h, Op::Ack, r.placed, r.sack_field()));
         }
     }
 
@@ -880,6 +953,7 @@ impl RecvTable {
         now: u64,
         idle_ns: u64,
     ) -> Step {
+        self.clock = now;
         if matches!(h.op, Op::Write | Op::WriteImm | Op::Mailbox | Op::ReadReq)
             && self.guard.is_quarantined(h.src)
         {
@@ -1137,6 +1211,8 @@ impl RecvTable {
             return self.gap(i, h);
         }
         let to = r.placed + got;
+        // Blocks held past a gap: the ACK that says how far they now take the op goes at once.
+        let held = r.sack != 0;
         r.advance(to);
         r.gap_nacked = false;
         if let Some(addr) = fault {
@@ -1144,6 +1220,7 @@ impl RecvTable {
             r.nack_seq = h.seq;
             r.fault_addr = addr;
             r.holder = 0;
+            r.owed = 0;
             let placed = r.placed;
             return Step {
                 act: Act::Report(i),
@@ -1152,6 +1229,14 @@ impl RecvTable {
         }
         if r.placed == r.len {
             r.state = RxState::Done;
+        } else if got > 0 && !h.ce && !held && r.owed + 1 < self.ack_every {
+            // Owed: the next packet's ACK, or the delay, answers it.
+            if r.owed == 0 {
+                r.owed_at = self.clock;
+            }
+            r.owed += 1;
+            r.owed_seq = h.seq;
+            return Step::default();
         }
         Step::reply(self.ack(i, h))
     }
@@ -1167,6 +1252,7 @@ impl RecvTable {
         }
         r.gap_nacked = true;
         r.gap_off = h.offset;
+        r.owed = 0;
         let placed = r.placed;
         Step::duplicate(Some(self.answer(
             h,
@@ -1178,7 +1264,9 @@ impl RecvTable {
 
     /// The ACK of op `i` to packet `h`: where its bytes are placed up to, and which blocks
     /// past that are placed too.
-    fn ack(&self, i: usize, h: &Header) -> Reply {
+    fn ack(&mut self, i: usize, h: &Header) -> Reply {
+        let r = &mut self.slots[i];
+        r.owed = 0;
         let r = &self.slots[i];
         self.answer(h, Op::Ack, r.placed, r.sack_field())
     }
@@ -1503,6 +1591,99 @@ mod tests {
         );
         t.on_packet(&abort, 0, &[], HELD, 2, IDLE);
         assert_eq!(t.slot(i).unwrap().state(), RxState::Error);
+    }
+
+    /// Coalesced ACKs: one in two packets placed in order is ACKed, echoing the later one,
+    /// and an owed ACK goes after the delay; at once for a marked packet (ECE), the op's last
+    /// packet, a block placed past a gap and a duplicate. A fault NACKs where the op stands,
+    /// which answers what was owed. A table that coalesces nothing ACKs every packet.
+    #[test]
+    fn acks_are_coalesced() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        t.set_acks(2, 1000);
+        let b = BLOCK;
+        let p = |off: u64, seq: u32| Header {
+            seq,
+            ..pkt(Op::Write, 1, 10, off, 8 * b)
+        };
+        let place = |t: &mut RecvTable, h: &Header, now: u64, got: u64| {
+            let s = t.on_packet(h, b as usize, &k, ALL, now, IDLE);
+            match s.act {
+                Act::Place(i) | Act::PlaceAhead(i) => {
+                    let fault = (got < b).then_some(0x10000 + h.offset + got);
+                    t.placed(i, h, got, fault)
+                }
+                _ => s,
+            }
+        };
+        assert_eq!(said(&place(&mut t, &p(0, 0), 100, b)), None, "owed");
+        assert_eq!(t.ack_due(), Some(1100));
+        let s = place(&mut t, &p(b, 1), 150, b);
+        assert_eq!(said(&s), Some((Op::Ack, 2 * b, 0)));
+        assert_eq!(s.reply.unwrap().header.seq, 1, "echoes the later packet");
+        assert_eq!(t.ack_due(), None);
+        // Owed, then the delay.
+        assert_eq!(said(&place(&mut t, &p(2 * b, 2), 200, b)), None);
+        assert_eq!(t.flush_ack(1199), None, "not due yet");
+        let r = t.flush_ack(1200).expect("due");
+        assert_eq!(
+            (r.header.op, r.header.offset, r.header.seq),
+            (Op::Ack, 3 * b, 2)
+        );
+        assert_eq!((r.header.dst, r.header.op_id, r.header.src), (1, 10, 9));
+        assert_eq!(t.flush_ack(1200), None, "sent once");
+        // A marked packet at once, with ECE.
+        let s = place(
+            &mut t,
+            &Header {
+                ce: true,
+                ..p(3 * b, 3)
+            },
+            1300,
+            b,
+        );
+        assert_eq!(said(&s), Some((Op::Ack, 4 * b, 0)));
+        assert_eq!(s.reply.unwrap().header.span, ECE);
+        // A block past a gap at once (the sender reads its map), a duplicate at once.
+        let s = place(&mut t, &p(6 * b, 4), 1400, b);
+        assert_eq!(said(&s), Some((Op::Ack, 4 * b, 0b10)));
+        let s = place(&mut t, &p(0, 5), 1410, b);
+        assert_eq!(said(&s), Some((Op::Ack, 4 * b, 0b10)));
+        // In order again with blocks held past the gap: at once.
+        let s = place(&mut t, &p(4 * b, 6), 1420, b);
+        assert_eq!(said(&s), Some((Op::Ack, 5 * b, 0b1)));
+        // Owed, then a fault: the NACK says where the op stands; nothing more is owed.
+        let s = place(&mut t, &p(5 * b, 7), 1430, b);
+        assert_eq!(
+            said(&s),
+            Some((Op::Ack, 7 * b, 0)),
+            "block 6 was held: 5 and 6 go in"
+        );
+        let s = place(&mut t, &p(7 * b, 8), 1440, 0);
+        assert_eq!(said(&s), Some((Op::Nack, 7 * b, Nack::Fault.status())));
+        assert_eq!(t.ack_due(), None);
+        // The op's last packet: at once.
+        let i = t.find(1, 10).unwrap();
+        assert!(t.hold(i, 3));
+        t.resolved(i, 3);
+        let s = place(&mut t, &p(7 * b, 9), 1500, b);
+        assert_eq!(said(&s), Some((Op::Ack, 8 * b, 0)));
+        // Owed, then a fault of the next packet, so nothing is owed.
+        let mut t = RecvTable::new(9);
+        t.set_acks(4, 1000);
+        assert_eq!(said(&place(&mut t, &p(0, 0), 0, b)), None);
+        assert_eq!(said(&place(&mut t, &p(b, 1), 0, b)), None);
+        let s = place(&mut t, &p(2 * b, 2), 0, 0);
+        assert_eq!(said(&s), Some((Op::Nack, 2 * b, Nack::Fault.status())));
+        assert_eq!((t.ack_due(), t.flush_ack(5000)), (None, None));
+        // Not coalescing: every packet.
+        let mut t = RecvTable::new(9);
+        assert_eq!(said(&place(&mut t, &p(0, 0), 0, b)), Some((Op::Ack, b, 0)));
+        assert_eq!(
+            said(&place(&mut t, &p(b, 1), 0, b)),
+            Some((Op::Ack, 2 * b, 0))
+        );
     }
 
     /// A put with immediate data (WRITE_IMM): placed as a put, its last packet only when the

@@ -536,3 +536,57 @@ pub unsafe extern "C" fn exanest_rx_reading(t: *const ExanestRecvTable, dst: u32
     let t = unsafe { &(*t).0 };
     u16::try_from(dst).map_or(0, |d| t.reading(d))
 }
+
+/// Coalesce ACKs: one in `every` packets placed in order, or after `delay_ns`
+/// ([`RecvTable::set_acks`]).
+///
+/// # Safety
+///
+/// As [`table`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_set_acks(t: *mut ExanestRecvTable, every: u32, delay_ns: u64) {
+    // SAFETY: forwarded from the caller.
+    unsafe { table(t) }.set_acks(every, delay_ns)
+}
+
+/// When the first owed ACK is due, in `*at`: false when none is owed ([`RecvTable::ack_due`]).
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rx_new`] and is not freed; `at` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_ack_due(t: *const ExanestRecvTable, at: *mut u64) -> bool {
+    // SAFETY: the caller passes a live table.
+    let t = unsafe { &(*t).0 };
+    match t.ack_due() {
+        Some(d) => {
+            // SAFETY: the caller passes a writable `at`.
+            unsafe { *at = d };
+            true
+        }
+        None => false,
+    }
+}
+
+/// An owed ACK due at `now`, in `*answer`: false when none is (call until false;
+/// [`RecvTable::flush_ack`]).
+///
+/// # Safety
+///
+/// As [`table`]; `answer` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_flush_ack(
+    t: *mut ExanestRecvTable,
+    now: u64,
+    answer: *mut ExanestPkt,
+) -> bool {
+    // SAFETY: forwarded from the caller.
+    match unsafe { table(t) }.flush_ack(now) {
+        Some(r) => {
+            // SAFETY: the caller passes a writable `answer`.
+            unsafe { *answer = pkt_of(&r.header) };
+            true
+        }
+        None => false,
+    }
+}

@@ -302,6 +302,24 @@ static void recv_scenario(void)
 	exanest_rx_reset(t);
 	slot("rx.reset", t, 0);
 	printf("rx.reset-limit %u\n", exanest_rx_keyfail_limit(t));
+	exanest_rx_set_acks(t, 2, 1000);
+	k = (ExanestPkt) { .op = EXANEST_PKT_WRITE, .src = 1, .dst = 9, .ep = 7,
+			   .op_id = 50, .seq = 1, .rkey = 0xabcd00000003ull,
+			   .addr = 0x10000, .len = 8192, .plen = 4096 };
+	e = exanest_rx_packet(t, &k, keys, 4, rdy, 200, 1000);
+	st("rx.coalesced", exanest_rx_placed(t, e.slot, &k, 4096, false, 0));
+	{
+		uint64_t due = 0;
+		ExanestPkt a = { 0 };
+		bool owed = exanest_rx_ack_due(t, &due);
+
+		printf("rx.ack-due %d %llu\n", owed, (unsigned long long)due);
+		printf("rx.flush-early %d\n", exanest_rx_flush_ack(t, 1199, &a));
+		owed = exanest_rx_flush_ack(t, 1200, &a);
+		printf("rx.flush %d %u %u %u %llu %d %u\n", owed, a.op, a.dst,
+		       a.op_id, (unsigned long long)a.offset, a.status, a.seq);
+		printf("rx.flush-again %d\n", exanest_rx_flush_ack(t, 1200, &a));
+	}
 	exanest_rx_free(t);
 	exanest_rx_free(NULL);
 }
@@ -490,6 +508,53 @@ fn recv_expected() -> Vec<(&'static str, String)> {
     t.reset();
     lines.push(("rx.reset", slot(&t, 0)));
     lines.push(("rx.reset-limit", t.keyfail_limit().to_string()));
+    t.set_acks(2, 1000);
+    let w = Header {
+        op: Op::Write,
+        src: 1,
+        dst: 9,
+        endpoint: 7,
+        op_id: 50,
+        seq: 1,
+        status: 0,
+        rkey: 0xabcd_0000_0003,
+        addr: 0x10000,
+        len: 8192,
+        offset: 0,
+        span: 0,
+        ce: false,
+    };
+    let e = step_of(&t.on_packet(&w, 4096, &keys, rdy, 200, 1000));
+    let c = step_of(&t.placed(e.slot as usize, &w, 4096, None));
+    lines.push(("rx.coalesced", st(c)));
+    let due = t.ack_due();
+    lines.push((
+        "rx.ack-due",
+        format!("{} {}", u8::from(due.is_some()), due.unwrap_or(0)),
+    ));
+    lines.push((
+        "rx.flush-early",
+        u8::from(t.flush_ack(1199).is_some()).to_string(),
+    ));
+    let a = t.flush_ack(1200).map(|r| r.header);
+    lines.push((
+        "rx.flush",
+        a.map_or("0".into(), |a| {
+            format!(
+                "1 {} {} {} {} {} {}",
+                a.op.code(),
+                a.dst,
+                a.op_id,
+                a.offset,
+                a.status,
+                a.seq
+            )
+        }),
+    ));
+    lines.push((
+        "rx.flush-again",
+        u8::from(t.flush_ack(1200).is_some()).to_string(),
+    ));
     out.extend(lines);
     out
 }
@@ -863,6 +928,12 @@ fn header_matches_the_library() {
     assert_eq!(get(&out, "rx.guard"), "1 2 16");
     assert_eq!(get(&out, "rx.released"), "0 0 0");
     assert_eq!(get(&out, "rx.reset-limit"), "256");
+    // Coalesced ACKs: the first packet's is owed, due 1000 ns after it came, sent once.
+    assert_eq!(field("rx.coalesced", 5), "0", "no answer yet");
+    assert_eq!(get(&out, "rx.ack-due"), "1 1200");
+    assert_eq!(get(&out, "rx.flush-early"), "0");
+    assert_eq!(get(&out, "rx.flush"), "1 4 1 50 4096 0 1");
+    assert_eq!(get(&out, "rx.flush-again"), "0");
 
     // The sending side, through the header, is the core's SendOp.
     let expected = send_expected();
