@@ -13,6 +13,7 @@
 
 mod recv;
 pub use recv::*;
+pub mod replay;
 
 use exanest_core::netop::cc::Flow;
 use exanest_core::netop::rtt::RttTable;
