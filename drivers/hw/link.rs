@@ -8,6 +8,10 @@
 //! (`net::parse_tunables`); nothing is written unless the whole input parses (EINVAL), and an
 //! engine without a port has nothing to set (EOPNOTSUPP).
 //!
+//! Register map 2.8: `reorder_ppm` and `reorder_us` hold back that share of the sent packets,
+//! each for up to that long, so that later ones overtake them (an engine of an older map does
+//! not list them, and a write of them is EOPNOTSUPP).
+//!
 //! Register map 2.5: `key_fail_limit` is the key failures one source node may have within a
 //! second before the engine quarantines it (0: never), and debugfs `exanest-dmaN/quarantine`
 //! lists the nodes with key failures, `node N key_failures F`, with ` quarantined` for those
@@ -45,7 +49,11 @@ pub(crate) fn link_fmt(e: &Arc<Engine>, f: &mut fmt::Formatter<'_>) -> fmt::Resu
     if e.node == abi::NO_NODE {
         return writeln!(f, "no network port");
     }
+    let minor = u32::from(e.version.minor().get());
     for (name, reg, _) in net::TUNABLES {
+        if net::tunable_since(reg) > minor {
+            continue; // the engine's map has no such register
+        }
         match e.regs.read::<u32, usize>(reg) {
             Ok(v) => writeln!(f, "{name} {v}")?,
             Err(_) => writeln!(f, "{name} ?")?,
@@ -60,6 +68,10 @@ pub(crate) fn link_write(e: &Arc<Engine>, r: &mut UserSliceReader) -> Result {
     let input = read_input(e, r, &mut buf)?;
     let mut set = [(0, 0); net::TUNABLES.len()];
     let k = net::parse_tunables(input, &mut set).ok_or(EINVAL)?;
+    let minor = u32::from(e.version.minor().get());
+    if set[..k].iter().any(|&(reg, _)| net::tunable_since(reg) > minor) {
+        return Err(EOPNOTSUPP);
+    }
     for &(reg, v) in &set[..k] {
         e.regs.write::<u32, usize>(reg, v)?;
     }

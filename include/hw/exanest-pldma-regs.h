@@ -179,6 +179,12 @@
 #define PLDMA_NET_IRQ           0x1d0
 #define PLDMA_NET_IRQ_EP_WANTED (1u << 0)
 /*
+ * 2.8: injection on sent packets, per million: held back (each for a time at
+ * random up to NET_REORDER_US, 0 reads 1), so that later ones overtake them
+ */
+#define PLDMA_NET_REORDER_PPM   0x1d4
+#define PLDMA_NET_REORDER_US    0x1d8
+/*
  * 2.4, RO: bit (ep % 32) of word ep / 32: endpoint ep has ops waiting for a
  * context; cleared when NET_EP_CTX makes it RESIDENT.
  */
@@ -215,7 +221,7 @@
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     7
+#define PLDMA_VERSION_MINOR     8
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */

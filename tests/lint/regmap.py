@@ -32,6 +32,8 @@ UNUSED = {
     "PLDMA_NET_RETRIES": "as PLDMA_NET_RTO_US",
     "PLDMA_NET_DROP_PPM": "as PLDMA_NET_RTO_US",
     "PLDMA_NET_CORRUPT_PPM": "as PLDMA_NET_RTO_US",
+    "PLDMA_NET_REORDER_PPM": "as PLDMA_NET_RTO_US",
+    "PLDMA_NET_REORDER_US": "as PLDMA_NET_RTO_US",
     "PLDMA_CTX_KQ_ERR_LO": "a kernel queue error ends its copies; the address is not reported",
     "PLDMA_CTX_KQ_ERR_HI": "as PLDMA_CTX_KQ_ERR_LO",
     "PLDMA_CTX_KQ_SQ_HEAD": "the driver follows completions, not fetches",

@@ -282,6 +282,10 @@ static void net_tx(PldmaState *s, const ExanestPkt *req, int64_t ready)
         b[bit / 8] ^= 1u << (bit % 8);
         net_count(s, PLDMA_NET_CNT_INJECTED_CORRUPT, 1);
     }
+    if (n->reorder_ppm && net_rand(n) % 1000000 < n->reorder_ppm) {
+        /* 2.8: held back on the way; the packets after it overtake it. */
+        p->at += 1 + net_rand(n) % ((uint64_t)MAX(n->reorder_us, 1) * 1000);
+    }
     net_tx_queue(n, p);
     if (!timer_pending(n->tx_timer) ||
         timer_expire_time_ns(n->tx_timer) > p->at) {
@@ -1767,6 +1771,12 @@ bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val)
     case PLDMA_NET_CORRUPT_PPM:
         *val = n->corrupt_ppm;
         break;
+    case PLDMA_NET_REORDER_PPM:
+        *val = n->reorder_ppm;
+        break;
+    case PLDMA_NET_REORDER_US:
+        *val = MAX(n->reorder_us, 1);
+        break;
     case PLDMA_NET_EP_SEL:
         *val = n->ep_sel;
         break;
@@ -1854,6 +1864,12 @@ bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val)
         break;
     case PLDMA_NET_CORRUPT_PPM:
         n->corrupt_ppm = MIN(val, 1000000);
+        break;
+    case PLDMA_NET_REORDER_PPM:
+        n->reorder_ppm = MIN(val, 1000000);
+        break;
+    case PLDMA_NET_REORDER_US:
+        n->reorder_us = MIN(val, 1000000);
         break;
     case PLDMA_NET_EP_SEL:
         n->ep_sel = val % PLDMA_NET_MAX_EPS;
@@ -2112,6 +2128,7 @@ void pldma_net_reset(PldmaState *s)
     exanest_rtt_clear(n->rtt);
     n->ep_sel = n->rkey_sel = n->src_sel = 0;
     n->drop_ppm = n->corrupt_ppm = 0;
+    n->reorder_ppm = n->reorder_us = 0;
     n->rto_us = 10000;
     n->retries = 8;
     /* Each node its own sequence, from the same seed. */

@@ -164,6 +164,7 @@ typedef struct PldmaNet {
     uint32_t ack_every;     /* ACK one in this many packets placed in order */
     /* Registers. */
     uint32_t rto_us, retries, drop_ppm, corrupt_ppm;
+    uint32_t reorder_ppm, reorder_us;   /* 2.8 */
     uint32_t ep_sel, rkey_sel, src_sel;
     PldmaRkey rkey_win;     /* the entry being written */
     uint32_t ep[PLDMA_NET_MAX_EPS];

@@ -168,6 +168,10 @@ pub mod net {
     pub const IRQ: usize = 0x1d0;
     /// [`IRQ`]: an endpoint without a context received an op; the engine interrupts.
     pub const IRQ_EP_WANTED: u32 = 1 << 0;
+    /// 2.8, injection: sent packets held back per million (later ones overtake them).
+    pub const REORDER_PPM: usize = 0x1d4;
+    /// 2.8, injection: the longest a held packet waits, us (at random; 0 reads 1).
+    pub const REORDER_US: usize = 0x1d8;
     /// 2.4, read-only: bitmap of the endpoints with ops waiting for a context, 32 a word.
     pub const EP_WANTED: usize = 0x1e0;
     /// Words of [`EP_WANTED`].
@@ -203,13 +207,25 @@ pub mod net {
 
     /// The link's settings a privileged user may change (the driver's debugfs `link` file):
     /// their names, registers and largest values, in the order the file lists them.
-    pub const TUNABLES: [(&str, usize, u32); 5] = [
+    pub const TUNABLES: [(&str, usize, u32); 7] = [
         ("rto_us", RTO_US, 10_000_000),
         ("retries", RETRIES, 1000),
         ("drop_ppm", DROP_PPM, 1_000_000),
         ("corrupt_ppm", CORRUPT_PPM, 1_000_000),
         ("key_fail_limit", KEYFAIL_LIMIT, 1_000_000),
+        ("reorder_ppm", REORDER_PPM, 1_000_000),
+        ("reorder_us", REORDER_US, 1_000_000),
     ];
+
+    /// The register map minor version that brought tunable register `reg` (the port came with
+    /// 2.3): an engine of an older map has no such register.
+    pub const fn tunable_since(reg: usize) -> u32 {
+        match reg {
+            KEYFAIL_LIMIT => 5,
+            REORDER_PPM | REORDER_US => 8,
+            _ => 3,
+        }
+    }
 
     /// Parse what is written to the `link` file: `NAME VALUE` pairs (space, `=` or newline
     /// separated), each a [`TUNABLES`] name and a decimal value in range. The register and
@@ -326,7 +342,7 @@ pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 7;
+pub const VERSION_MINOR: u32 = 8;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 
@@ -1604,6 +1620,17 @@ mod tests {
         assert_eq!(Some(1), net::parse_tunables(b"rto_us 10000000", &mut out));
         assert_eq!(Some(1), net::parse_tunables(b"key_fail_limit 0", &mut out));
         assert_eq!((net::KEYFAIL_LIMIT, 0), out[0]);
+        assert_eq!(
+            Some(2),
+            net::parse_tunables(b"reorder_ppm 10000 reorder_us 4", &mut out)
+        );
+        assert_eq!([(net::REORDER_PPM, 10000), (net::REORDER_US, 4)], out[..2]);
+        // Each tunable is of a map this core knows; the 2.8 ones are not an older engine's.
+        for (_, reg, _) in net::TUNABLES {
+            assert!(net::tunable_since(reg) <= VERSION_MINOR);
+        }
+        assert_eq!(net::tunable_since(net::REORDER_US), 8);
+        assert_eq!(net::tunable_since(net::DROP_PPM), 3);
         for bad in [
             &b""[..],
             b"\n",
@@ -1615,7 +1642,7 @@ mod tests {
             b"retries 1001",
             b"node 3",
             b"drop_ppm 1 corrupt_ppm",
-            b"rto_us 1 rto_us 2 rto_us 3 rto_us 4 rto_us 5 rto_us 6",
+            b"rto_us 1 rto_us 2 rto_us 3 rto_us 4 rto_us 5 rto_us 6 rto_us 7 rto_us 8",
         ] {
             assert_eq!(None, net::parse_tunables(bad, &mut out), "{bad:?}");
         }

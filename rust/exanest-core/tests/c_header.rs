@@ -130,6 +130,8 @@ fn rust_register_map_matches_c_header() {
         ("PLDMA_NET_RETRIES", regs::net::RETRIES as u64),
         ("PLDMA_NET_DROP_PPM", regs::net::DROP_PPM as u64),
         ("PLDMA_NET_CORRUPT_PPM", regs::net::CORRUPT_PPM as u64),
+        ("PLDMA_NET_REORDER_PPM", regs::net::REORDER_PPM as u64),
+        ("PLDMA_NET_REORDER_US", regs::net::REORDER_US as u64),
         ("PLDMA_NET_EP_SEL", regs::net::EP_SEL as u64),
         ("PLDMA_NET_EP_CTX", regs::net::EP_CTX as u64),
         ("PLDMA_NET_RKEY_SEL", regs::net::RKEY_SEL as u64),
