@@ -2029,14 +2029,7 @@ mod tests {
         s.on_sent(0, BLOCK as u32, 1000);
         assert_eq!(s.on_ack(BLOCK, 0, 0, 1010), SendEvent::None);
         assert_eq!(s.take_rtt_sample(), Some(1010), "its own echo");
-        let mut s = eight_blocks();
-        for i in 0..2 {
-            s.take_seq();
-            s.on_sent(i * BLOCK, BLOCK as u32, 0);
-        }
-        assert_eq!(s.on_timeout(1000), SendEvent::None);
-        s.take_seq();
-        s.on_sent(0, BLOCK as u32, 1000);
+        let mut s = two_sent_and_the_first_again();
         assert_eq!(s.on_ack(BLOCK, 0, 2, 1010), SendEvent::None);
         assert_eq!(s.take_rtt_sample(), None, "the copy's ACK: ambiguous");
         let q = s.take_seq();
@@ -2044,6 +2037,18 @@ mod tests {
         assert_eq!(s.on_ack(2 * BLOCK, 0, q, 1050), SendEvent::None);
         assert_eq!(s.take_rtt_sample(), Some(30), "a copy is timed by its echo");
         // The ACK of a packet sent before the copies, covering the timed one: a sample.
+        let mut s = two_sent_and_the_first_again();
+        assert_eq!(s.on_ack(2 * BLOCK, 0, 1, 1200), SendEvent::None);
+        assert_eq!(
+            s.take_rtt_sample(),
+            Some(1200),
+            "late, not lost: the original's"
+        );
+    }
+
+    /// Eight blocks: two sent at 0 (sequence numbers 0, 1), a timeout at 1000, the first sent
+    /// again (sequence number 2).
+    fn two_sent_and_the_first_again() -> SendOp {
         let mut s = eight_blocks();
         for i in 0..2 {
             s.take_seq();
@@ -2052,12 +2057,7 @@ mod tests {
         assert_eq!(s.on_timeout(1000), SendEvent::None);
         s.take_seq();
         s.on_sent(0, BLOCK as u32, 1000);
-        assert_eq!(s.on_ack(2 * BLOCK, 0, 1, 1200), SendEvent::None);
-        assert_eq!(
-            s.take_rtt_sample(),
-            Some(1200),
-            "late, not lost: the original's"
-        );
+        s
     }
 
     /// The timer comes while this side stalls on its own source fault (the model's channel in

@@ -552,22 +552,8 @@ impl RecvTable {
                 // Faulted, refused or aborted since: its answer said where the op stands.
                 continue;
             }
-            let r = self.slots[i];
-            let h = Header {
-                op: Op::Write,
-                src: r.src,
-                dst: self.node,
-                endpoint: r.ep,
-                op_id: r.op_id,
-                seq: r.owed_seq,
-                status: 0,
-                rkey: r.rkey,
-                addr: r.addr,
-                len: r.len,
-                offset: r.placed,
-                span: 0,
-                ce: false,
-            };
+            let seq = r.owed_seq;
+            let (h, r) = (self.request_of(i, seq), &self.slots[i]);
             return Some(self.answer(&h, Op::Ack, r.placed, r.sack_field()));
         }
     }
@@ -673,26 +659,28 @@ impl RecvTable {
     /// packet NACKed.
     fn reply_to(&self, i: usize, op: Op, status: i32) -> Reply {
         let r = &self.slots[i];
-        self.answer(
-            &Header {
-                op,
-                src: r.src,
-                dst: self.node,
-                endpoint: r.ep,
-                op_id: r.op_id,
-                seq: r.nack_seq,
-                status,
-                rkey: r.rkey,
-                addr: r.addr,
-                len: r.len,
-                offset: r.placed,
-                span: 0,
-                ce: false,
-            },
-            op,
-            r.placed,
-            status,
-        )
+        self.answer(&self.request_of(i, r.nack_seq), op, r.placed, status)
+    }
+
+    /// A request of op `i` as its sender sent it, with sequence number `seq`: what an answer
+    /// that no packet just asked for (a RESUME, an owed ACK) answers.
+    fn request_of(&self, i: usize, seq: u32) -> Header {
+        let r = &self.slots[i];
+        Header {
+            op: Op::Write,
+            src: r.src,
+            dst: self.node,
+            endpoint: r.ep,
+            op_id: r.op_id,
+            seq,
+            status: 0,
+            rkey: r.rkey,
+            addr: r.addr,
+            len: r.len,
+            offset: r.placed,
+            span: 0,
+            ce: false,
+        }
     }
 
     /// Keyless ops that hold a slot and are not finished.
