@@ -166,9 +166,13 @@ ExanestSendEvent exanest_send_resume(ExanestSendOp *op, uint64_t off,
 /* GET: what to do with READ_RESP data at off, n bytes, before placing it */
 uint32_t exanest_send_data_act(const ExanestSendOp *op, uint64_t off,
                                uint64_t n);
-/* GET: READ_RESP data at off, placed of its n bytes placed here */
+/*
+ * GET: READ_RESP data at off, placed of its n bytes placed here, echoing the
+ * sequence number echo of the request it answers
+ */
 ExanestSendEvent exanest_send_data(ExanestSendOp *op, uint64_t off,
-                                   uint64_t placed, uint64_t n, uint64_t now);
+                                   uint64_t placed, uint64_t n, uint32_t echo,
+                                   uint64_t now);
 ExanestSendEvent exanest_send_timeout(ExanestSendOp *op, uint64_t now);
 uint64_t exanest_send_acked(const ExanestSendOp *op);
 /* Bytes sent (a GET's: asked) and not yet placed (0 paused or done) */

@@ -787,6 +787,11 @@ static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
     PldmaState *s = c->ctx->dev;
 
     net_count_event(s, e);
+    if (e->timeouts) {
+        trace_exanest_pldma_net_needed(c->ctx->index, c->index, c->op_id,
+                                       c->a_op, c->done, e->timeouts, e->what,
+                                       err);
+    }
     if (e->tail_probes) {
         trace_exanest_pldma_net_tail_probe(c->ctx->index, c->index, c->op_id,
                                            c->done);
@@ -1489,7 +1494,8 @@ static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
         net_count(s, PLDMA_NET_CNT_DUPLICATES, 1);
         if (c->state == PLDMA_STATE_BUSY) {
             /* Past a gap, the core asks again from it (once per gap). */
-            e = exanest_send_data(c->snd, k->offset, 0, k->plen, net_now());
+            e = exanest_send_data(c->snd, k->offset, 0, k->plen, k->seq,
+                                  net_now());
             net_after(c, &e, PLDMA_ERR_NONE);
         }
         return;
@@ -1507,7 +1513,7 @@ static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
     trace_exanest_pldma_net_place(c->ctx->index, k->src, k->op_id, k->offset,
                                   got);
     before = exanest_send_acked(c->snd);
-    e = exanest_send_data(c->snd, k->offset, got, k->plen, net_now());
+    e = exanest_send_data(c->snd, k->offset, got, k->plen, k->seq, net_now());
     /* The reads' window follows the data's marks (no echo: seen here). */
     net_cc_placed(s, c->a_peer, true, exanest_send_acked(c->snd) - before,
                   k->ce);

@@ -107,6 +107,12 @@ pub struct SendOp {
     /// The first sequence number sent since the op last went back or resumed: a NACK or
     /// RESUME that echoes an older one answers a packet from before, and is stale.
     since: u32,
+    /// The first sequence number sent since the receiver last had the op go back, pause or
+    /// resume (a NACK or RESUME acted on): a pausing NACK (FAULT, NOT_READY, RNR) that
+    /// echoes an older one is stale. A timeout's going back does not make one stale: the
+    /// receiver may have stopped at a fault before it, its NACK late, and it drops what
+    /// comes until it RESUMEs.
+    answered: u32,
     /// The sequence number the NACK that paused the op echoed: its RESUME echoes it (or a
     /// later probe's).
     pause_echo: u32,
@@ -150,6 +156,8 @@ pub struct SendOp {
     pub spurious: u32,
     /// Timeouts since the last one found needed or spurious.
     unsure: u32,
+    /// GET: the request the data being reported answers ([`SendOp::data_echo`]).
+    data_echo: Option<u32>,
     /// The sequence number of the first packet sent after the first of them.
     unsure_from: u32,
     /// The first sequence number of the round that the first of them ended (the op's last
@@ -222,6 +230,7 @@ impl SendOp {
             gap_asked: false,
             seq: 0,
             since: 0,
+            answered: 0,
             pause_echo: 0,
             sacked: 0,
             lost: 0,
@@ -238,6 +247,7 @@ impl SendOp {
             unsure: 0,
             unsure_from: 0,
             unsure_since: 0,
+            data_echo: None,
             p,
             retransmitted: 0,
             timeouts: 0,
@@ -717,11 +727,18 @@ impl SendOp {
             }
             return SendEvent::None;
         }
-        if !matches!(why, Nack::Error(_)) && Self::before(echo, self.since) {
+        let mark = match why {
+            Nack::Fault | Nack::NotReady | Nack::Rnr => self.answered,
+            _ => self.since,
+        };
+        if !matches!(why, Nack::Error(_)) && Self::before(echo, mark) {
             self.judge_late(echo);
             return SendEvent::None;
         }
         self.nacks += 1;
+        // One that answers a packet of the round a timeout ended came late: that timeout was
+        // spurious. Any other answer judges the timeouts still unjudged needed.
+        self.judge_late(echo);
         self.judge(None);
         if let Nack::Error(e) = why {
             // The receiver refused the op, whatever it had placed.
@@ -738,6 +755,7 @@ impl SendOp {
             self.pause_echo = echo;
         }
         self.since = self.seq;
+        self.answered = self.seq;
         // A lost RESUME (or the resent data) is recovered by the timeout; the data resent
         // after a NACK SEQUENCE, by the probe first.
         self.deadline = Some(now.saturating_add(self.rto));
@@ -775,9 +793,11 @@ impl SendOp {
             }
         }
         self.resumes += 1;
+        self.judge_late(echo);
         self.judge(None);
         self.go_back();
         self.since = self.seq;
+        self.answered = self.seq;
         self.reset_rto();
         if self.acked == self.len {
             return self.end(0);
@@ -786,6 +806,16 @@ impl SendOp {
         self.deadline = Some(now.saturating_add(self.rto));
         self.arm_probe(now);
         SendEvent::None
+    }
+
+    /// GET: READ_RESP data came that echoes request `echo` (its sequence number); call it
+    /// before [`SendOp::on_data`]. Data placed in order that answers a request sent before
+    /// a timeout shows that timeout spurious, as an ACK that moves a PUT does (the Eifel
+    /// test); other data judges it needed.
+    pub fn data_echo(&mut self, echo: u32) {
+        if self.p.kind == Kind::Get {
+            self.data_echo = Some(echo);
+        }
     }
 
     /// GET: what to do with `n` bytes of READ_RESP data at `off`, before placing them
@@ -815,6 +845,7 @@ impl SendOp {
     /// placed: `placed` 0) asks again from the gap, the first time. Returns
     /// [`SendEvent::LocalFault`] when not all of in-order data could be placed.
     pub fn on_data(&mut self, off: u64, placed: u64, n: u64, now: u64) -> SendEvent {
+        let echo = self.data_echo.take();
         if self.p.kind != Kind::Get || matches!(self.state, SendState::Done(_)) {
             return SendEvent::None;
         }
@@ -844,7 +875,9 @@ impl SendOp {
         }
         let placed = placed.min(n).min(self.len - self.acked);
         let whole = placed == n;
-        self.judge(None);
+        // In order: as an ACK that moves a PUT, the request it answers judges the timeouts
+        // (data of a request sent before them: they were spurious).
+        self.judge(echo.filter(|_| placed > 0));
         self.set_acked(self.acked + placed);
         self.next = self.next.max(self.acked);
         self.gap_asked = false;
@@ -1931,8 +1964,9 @@ mod tests {
     }
 
     /// A receiver that was only slow (its guest descheduled) answers the packets sent before
-    /// the timeout with a NACK FAULT or a RESUME, which come after it: stale for the op (it
-    /// went back), they still show the timeout spurious. An answer of an older round (a
+    /// the timeout with a NACK FAULT or a RESUME, which come after it: they show the timeout
+    /// spurious, and the NACK still pauses the op (its receiver drops what comes until it
+    /// RESUMEs). An answer of an older round (a
     /// duplicate) judges nothing, and a real loss is still needed.
     #[test]
     fn a_late_nack_or_resume_makes_the_timeout_spurious() {
@@ -1946,6 +1980,10 @@ mod tests {
         s.on_sent(0, BLOCK as u32, 1000);
         assert_eq!(s.on_nack(2 * BLOCK, Nack::Fault, 2, 1100), SendEvent::None);
         assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 1));
+        // And the op pauses (it used to take the NACK for stale and send on into a receiver
+        // that drops all until it RESUMEs: each timeout then judged needed).
+        assert_eq!(s.state(), SendState::Paused);
+        assert_eq!(s.next_packet(1100), None);
         assert_eq!(s.on_nack(2 * BLOCK, Nack::Fault, q, 1110), SendEvent::None);
         assert_eq!(s.state(), SendState::Paused);
         assert_eq!((s.needed, s.spurious), (0, 1));
@@ -1969,6 +2007,26 @@ mod tests {
         assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 0), "not judged");
         assert_eq!(s.on_nack(BLOCK, Nack::Fault, q, 1030), SendEvent::None);
         assert_eq!((s.needed, s.spurious), (1, 0));
+    }
+
+    /// A GET's data echoes the request it answers: data of a request sent before a timeout
+    /// that comes after it shows the timeout spurious (the responder was slow); data of a
+    /// request sent after it, needed.
+    #[test]
+    fn get_data_judges_a_timeout_by_its_request() {
+        for (echo, judged) in [(0, (0, 1)), (1, (1, 0))] {
+            let mut p = params(8192, 4096, 1000, 3);
+            p.kind = Kind::Get;
+            let mut s = SendOp::new(8192, p);
+            s.take_seq(); // request 0
+            assert_eq!(s.next_packet(0), Some((0, 4096)));
+            assert_eq!(s.on_timeout(1000), SendEvent::None);
+            s.take_seq(); // request 1, asked again
+            assert_eq!(s.next_packet(1000), Some((0, 4096)));
+            s.data_echo(echo);
+            assert_eq!(s.on_data(0, 4096, 4096, 1100), SendEvent::None);
+            assert_eq!((s.timeouts, s.needed, s.spurious), (1, judged.0, judged.1));
+        }
     }
 
     /// The round trip is measured on one packet at a time: by the ACK that echoes it, or that

@@ -267,7 +267,7 @@ pub struct Slot {
     owed: u32,
     /// When the first of them came.
     owed_at: u64,
-    /// The sequence number of the last of them, which their ACK echoes.
+    /// The sequence number of the first of them, which their ACK echoes.
     owed_seq: u32,
 }
 
@@ -518,7 +518,7 @@ impl RecvTable {
 
     /// Coalesce ACKs (Transport v2): of the packets of an op placed in order, ACK one in
     /// `every` (at least 1: all), and any that waits `delay_ns` for the next. An ACK is
-    /// cumulative, so one answers them all, and echoes the last; it goes at once for an op's
+    /// cumulative, so one answers them all, and echoes the first; it goes at once for an op's
     /// last packet, a packet marked CE (DCTCP's echo, which then covers the unmarked packets
     /// owed before it too: at most `every - 1` counted marked that were not), a block placed
     /// out of order or a duplicate (the sender's selective retransmission reads those ACKs'
@@ -1221,9 +1221,9 @@ impl RecvTable {
             // Owed: the next packet's ACK, or the delay, answers it.
             if r.owed == 0 {
                 r.owed_at = self.clock;
+                r.owed_seq = h.seq;
             }
             r.owed += 1;
-            r.owed_seq = h.seq;
             return Step::default();
         }
         Step::reply(self.ack(i, h))
@@ -1254,9 +1254,15 @@ impl RecvTable {
     /// past that are placed too.
     fn ack(&mut self, i: usize, h: &Header) -> Reply {
         let r = &mut self.slots[i];
+        // With packets owed an ACK, it echoes the first of them (as TCP's timestamps do
+        // with delayed ACKs, RFC 7323 4.3): the sender's round trip is then never short, and
+        // an ACK that comes after a timeout shows the packet sent before it that arrived
+        // (the Eifel test), not a copy sent after it.
+        let seq = if r.owed != 0 { r.owed_seq } else { h.seq };
         r.owed = 0;
         let r = &self.slots[i];
-        self.answer(h, Op::Ack, r.placed, r.sack_field())
+        let h = Header { seq, ..*h };
+        self.answer(&h, Op::Ack, r.placed, r.sack_field())
     }
 
     /// Slot `i` of a [`Act::Serve`] for READ_REQ `h`: the bytes up to `upto` were sent, and
@@ -1581,7 +1587,7 @@ mod tests {
         assert_eq!(t.slot(i).unwrap().state(), RxState::Error);
     }
 
-    /// Coalesced ACKs: one in two packets placed in order is ACKed, echoing the later one,
+    /// Coalesced ACKs: one in two packets placed in order is ACKed, echoing the first one,
     /// and an owed ACK goes after the delay; at once for a marked packet (ECE), the op's last
     /// packet, a block placed past a gap and a duplicate. A fault NACKs where the op stands,
     /// which answers what was owed. A table that coalesces nothing ACKs every packet.
@@ -1609,7 +1615,11 @@ mod tests {
         assert_eq!(t.ack_due(), Some(1100));
         let s = place(&mut t, &p(b, 1), 150, b);
         assert_eq!(said(&s), Some((Op::Ack, 2 * b, 0)));
-        assert_eq!(s.reply.unwrap().header.seq, 1, "echoes the later packet");
+        assert_eq!(
+            s.reply.unwrap().header.seq,
+            0,
+            "echoes the first packet owed"
+        );
         assert_eq!(t.ack_due(), None);
         // Owed, then the delay.
         assert_eq!(said(&place(&mut t, &p(2 * b, 2), 200, b)), None);

@@ -658,7 +658,8 @@ pub unsafe extern "C" fn exanest_send_seq(op: *mut ExanestSendOp) -> u32 {
     unsafe { op_mut(op) }.take_seq()
 }
 
-/// GET: READ_RESP data at `off`, `placed` of its `n` bytes placed here.
+/// GET: READ_RESP data at `off`, `placed` of its `n` bytes placed here, answering the
+/// request whose sequence number it echoes (`echo`; [`SendOp::data_echo`]).
 ///
 /// # Safety
 ///
@@ -669,10 +670,16 @@ pub unsafe extern "C" fn exanest_send_data(
     off: u64,
     placed: u64,
     n: u64,
+    echo: u32,
     now: u64,
 ) -> ExanestSendEvent {
     // SAFETY: forwarded from the caller.
-    unsafe { event(op, |s| s.on_data(off, placed, n, now)) }
+    unsafe {
+        event(op, |s| {
+            s.data_echo(echo);
+            s.on_data(off, placed, n, now)
+        })
+    }
 }
 
 /// The timer fired at `now`.

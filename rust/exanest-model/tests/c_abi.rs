@@ -148,9 +148,9 @@ static void send_scenario(void)
 	printf("get.sent2 %llu\n", (unsigned long long)exanest_send_sent(op, 4096, 4096, 0));
 	printf("get.act %u %u %u\n", exanest_send_data_act(op, 0, 4096),
 	       exanest_send_data_act(op, 4096, 4096), exanest_send_data_act(op, 100, 50));
-	ev("get.gap", exanest_send_data(op, 4096, 0, 4096, 1));
+	ev("get.gap", exanest_send_data(op, 4096, 0, 4096, 0, 1));
 	peek("get.peek1", op);
-	ev("get.data", exanest_send_data(op, 0, 100, 4096, 2));
+	ev("get.data", exanest_send_data(op, 0, 100, 4096, 0, 2));
 	printf("get.acked %llu %lld\n", (unsigned long long)exanest_send_acked(op),
 	       (long long)exanest_send_deadline(op));
 
