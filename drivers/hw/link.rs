@@ -49,7 +49,7 @@ pub(crate) fn link_fmt(e: &Arc<Engine>, f: &mut fmt::Formatter<'_>) -> fmt::Resu
     if e.node == abi::NO_NODE {
         return writeln!(f, "no network port");
     }
-    let minor = u32::from(e.version.minor().get());
+    let minor = e.version.minor().get();
     for (name, reg, _) in net::TUNABLES {
         if net::tunable_since(reg) > minor {
             continue; // the engine's map has no such register
@@ -68,8 +68,11 @@ pub(crate) fn link_write(e: &Arc<Engine>, r: &mut UserSliceReader) -> Result {
     let input = read_input(e, r, &mut buf)?;
     let mut set = [(0, 0); net::TUNABLES.len()];
     let k = net::parse_tunables(input, &mut set).ok_or(EINVAL)?;
-    let minor = u32::from(e.version.minor().get());
-    if set[..k].iter().any(|&(reg, _)| net::tunable_since(reg) > minor) {
+    let minor = e.version.minor().get();
+    if set[..k]
+        .iter()
+        .any(|&(reg, _)| net::tunable_since(reg) > minor)
+    {
         return Err(EOPNOTSUPP);
     }
     for &(reg, v) in &set[..k] {
