@@ -108,10 +108,10 @@ pub struct SendOp {
     /// RESUME that echoes an older one answers a packet from before, and is stale.
     since: u32,
     /// The first sequence number sent since the receiver last had the op go back, pause or
-    /// resume (a NACK or RESUME acted on): a pausing NACK (FAULT, NOT_READY, RNR) that
-    /// echoes an older one is stale. A timeout's going back does not make one stale: the
-    /// receiver may have stopped at a fault before it, its NACK late, and it drops what
-    /// comes until it RESUMEs.
+    /// resume (a NACK or RESUME acted on): a FAULT or NOT_READY NACK that echoes an older one
+    /// is stale. A timeout's going back does not make one stale: the receiver may have
+    /// stopped at a fault before it, its NACK late, and it drops what comes until it
+    /// RESUMEs, which it owes.
     answered: u32,
     /// The sequence number the NACK that paused the op echoed: its RESUME echoes it (or a
     /// later probe's).
@@ -728,7 +728,10 @@ impl SendOp {
             return SendEvent::None;
         }
         let mark = match why {
-            Nack::Fault | Nack::NotReady | Nack::Rnr => self.answered,
+            // The receiver keeps the op and owes it a RESUME: late, it still holds.
+            Nack::Fault | Nack::NotReady => self.answered,
+            // RNR may keep nothing (a read past the responder's cap: no RESUME comes, and
+            // a late one would pause the op on probes alone); SEQUENCE: the op went back.
             _ => self.since,
         };
         if !matches!(why, Nack::Error(_)) && Self::before(echo, mark) {
@@ -2007,6 +2010,15 @@ mod tests {
         assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 0), "not judged");
         assert_eq!(s.on_nack(BLOCK, Nack::Fault, q, 1030), SendEvent::None);
         assert_eq!((s.needed, s.spurious), (1, 0));
+        // A late RNR does not pause the op: it may keep nothing (a read past the responder's
+        // cap), and no RESUME would come (make check's lossy run: a GET paused so, probing
+        // at the 1 s floor, outlived its caller's wait).
+        let mut s = eight_blocks();
+        send_timed(&mut s, 0);
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        send_timed(&mut s, 1000);
+        assert_eq!(s.on_nack(2 * BLOCK, Nack::Rnr, 2, 1100), SendEvent::None);
+        assert_eq!(s.state(), SendState::Sending);
     }
 
     /// A GET's data echoes the request it answers: data of a request sent before a timeout
