@@ -1266,8 +1266,12 @@ static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i,
     }
     e = exanest_rx_placed(s->net.rxt, i, k, got, got < k->plen, fault);
     net_rx_after(x, &e, k->ep);
-    if (!e.reply) {
-        net_ack_arm(s);
+    if (!e.reply && !timer_pending(s->net.ack_timer)) {
+        /*
+         * An ACK owed from now: due after the delay. A pending timer is due
+         * no later (for an older one); when it fires it arms for the rest.
+         */
+        timer_mod(s->net.ack_timer, net_now() + s->net.ack_delay_ns);
     }
 }
 
@@ -2065,8 +2069,8 @@ void pldma_net_realize(PldmaState *s)
      * time on the link (the next one of a burst comes within one), 1 us at
      * least.
      */
-    exanest_rx_set_acks(n->rxt, n->ack_every,
-                        MAX(2 * net_link_ns(s, EXANEST_PKT_HDR + 4096), 1000));
+    n->ack_delay_ns = MAX(2 * net_link_ns(s, EXANEST_PKT_HDR + 4096), 1000);
+    exanest_rx_set_acks(n->rxt, n->ack_every, n->ack_delay_ns);
     n->ack_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_ack_timer, s);
     n->tx_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, net_tx_timer, s);
     QSIMPLEQ_INIT(&n->rxq);

@@ -189,6 +189,7 @@ typedef struct PldmaNet {
     QEMUTimer *rx_timer;
     /* Coalesced ACKs: the owed ones go when this fires. */
     QEMUTimer *ack_timer;
+    uint64_t ack_delay_ns;  /* how long an owed ACK waits */
     /* Receiving: the core's table of remote ops (RecvTable). */
     ExanestRecvTable *rxt;
     /* The round trip and the window of each peer (RttTable). */

@@ -2083,20 +2083,10 @@ mod tests {
         assert_eq!(s.deadline(), Some(865));
         // The timed packet sent again: only its own echo times it (the copy's ACK, covering
         // it, would time the loss's recovery too); then a copy can be timed by its echo.
-        let mut s = eight_blocks();
-        s.take_seq();
-        s.on_sent(0, BLOCK as u32, 0);
-        assert_eq!(s.on_timeout(1000), SendEvent::None);
-        s.take_seq();
-        s.on_sent(0, BLOCK as u32, 1000);
+        let mut s = one_sent_and_again();
         assert_eq!(s.on_ack(BLOCK, 0, 1, 1050), SendEvent::None);
         assert_eq!(s.take_rtt_sample(), None, "the packet timed was sent again");
-        let mut s = eight_blocks();
-        s.take_seq();
-        s.on_sent(0, BLOCK as u32, 0);
-        assert_eq!(s.on_timeout(1000), SendEvent::None);
-        s.take_seq();
-        s.on_sent(0, BLOCK as u32, 1000);
+        let mut s = one_sent_and_again();
         assert_eq!(s.on_ack(BLOCK, 0, 0, 1010), SendEvent::None);
         assert_eq!(s.take_rtt_sample(), Some(1010), "its own echo");
         let mut s = two_sent_and_the_first_again();
@@ -2114,6 +2104,18 @@ mod tests {
             Some(1200),
             "late, not lost: the original's"
         );
+    }
+
+    /// Eight blocks: the first sent at 0 (sequence number 0), a timeout at 1000, and sent
+    /// again (sequence number 1).
+    fn one_sent_and_again() -> SendOp {
+        let mut s = eight_blocks();
+        s.take_seq();
+        s.on_sent(0, BLOCK as u32, 0);
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        s.take_seq();
+        s.on_sent(0, BLOCK as u32, 1000);
+        s
     }
 
     /// Eight blocks: two sent at 0 (sequence numbers 0, 1), a timeout at 1000, the first sent
