@@ -23,12 +23,11 @@ nodes=$(sed -n 's/.*exanest.nodes=\([0-9]*\).*/\1/p' /proc/cmdline)
 # first retransmission timeout (10 ms of host time, since no -icount), and its peer's timer then
 # fires on packets that were late, not lost. The engine does not count such a timeout: the first
 # answer after it (an ACK, a NACK or RESUME, GET data) echoes a packet sent before it (the Eifel
-# test), and a pausing NACK that comes after a timeout still pauses the op. With that, two guests
-# count none at the default floor, but four on two cores still counted a few judged needed (1 to 5
-# a node in the last runs; 9 and 7 before): a trace showed a packet that left one QEMU's port and
-# never reached the other (the host's switch forwarded every frame it got), a loss on a link that
-# should lose nothing, not yet found. So the multi-guest runs wait 1 s at least (a lost packet is still
-# recovered by the tail-loss probe, in round trips); the one-guest runs keep 10 ms.
+# test). Two guests then count none at the default floor, but four on two cores still counted a
+# few judged needed (1 to 5 a node; 9 and 7 before): a trace showed a packet that left one QEMU's
+# port and never reached the other (the host's switch forwarded every frame it got), a loss on a
+# link that should lose nothing, not yet found. So the multi-guest runs wait 1 s at least (a lost
+# packet is still recovered by the tail-loss probe, in round trips); one guest keeps 10 ms.
 echo rto_us 1000000 >/sys/kernel/debug/exanest-dma0/link
 peer=$((node + 1))
 # exanest.linkloss=switch: the host's switch loses, damages, duplicates and reorders packets

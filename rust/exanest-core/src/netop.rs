@@ -107,12 +107,6 @@ pub struct SendOp {
     /// The first sequence number sent since the op last went back or resumed: a NACK or
     /// RESUME that echoes an older one answers a packet from before, and is stale.
     since: u32,
-    /// The first sequence number sent since the receiver last had the op go back, pause or
-    /// resume (a NACK or RESUME acted on): a FAULT or NOT_READY NACK that echoes an older one
-    /// is stale. A timeout's going back does not make one stale: the receiver may have
-    /// stopped at a fault before it, its NACK late, and it drops what comes until it
-    /// RESUMEs, which it owes.
-    answered: u32,
     /// The sequence number the NACK that paused the op echoed: its RESUME echoes it (or a
     /// later probe's).
     pause_echo: u32,
@@ -230,7 +224,6 @@ impl SendOp {
             gap_asked: false,
             seq: 0,
             since: 0,
-            answered: 0,
             pause_echo: 0,
             sacked: 0,
             lost: 0,
@@ -727,14 +720,7 @@ impl SendOp {
             }
             return SendEvent::None;
         }
-        let mark = match why {
-            // The receiver keeps the op and owes it a RESUME: late, it still holds.
-            Nack::Fault | Nack::NotReady => self.answered,
-            // RNR may keep nothing (a read past the responder's cap: no RESUME comes, and
-            // a late one would pause the op on probes alone); SEQUENCE: the op went back.
-            _ => self.since,
-        };
-        if !matches!(why, Nack::Error(_)) && Self::before(echo, mark) {
+        if !matches!(why, Nack::Error(_)) && Self::before(echo, self.since) {
             self.judge_late(echo);
             return SendEvent::None;
         }
@@ -758,7 +744,6 @@ impl SendOp {
             self.pause_echo = echo;
         }
         self.since = self.seq;
-        self.answered = self.seq;
         // A lost RESUME (or the resent data) is recovered by the timeout; the data resent
         // after a NACK SEQUENCE, by the probe first.
         self.deadline = Some(now.saturating_add(self.rto));
@@ -800,7 +785,6 @@ impl SendOp {
         self.judge(None);
         self.go_back();
         self.since = self.seq;
-        self.answered = self.seq;
         self.reset_rto();
         if self.acked == self.len {
             return self.end(0);
@@ -1967,9 +1951,8 @@ mod tests {
     }
 
     /// A receiver that was only slow (its guest descheduled) answers the packets sent before
-    /// the timeout with a NACK FAULT or a RESUME, which come after it: they show the timeout
-    /// spurious, and the NACK still pauses the op (its receiver drops what comes until it
-    /// RESUMEs). An answer of an older round (a
+    /// the timeout with a NACK FAULT or a RESUME, which come after it: stale for the op (it
+    /// went back), they still show the timeout spurious. An answer of an older round (a
     /// duplicate) judges nothing, and a real loss is still needed.
     #[test]
     fn a_late_nack_or_resume_makes_the_timeout_spurious() {
@@ -1983,10 +1966,8 @@ mod tests {
         s.on_sent(0, BLOCK as u32, 1000);
         assert_eq!(s.on_nack(2 * BLOCK, Nack::Fault, 2, 1100), SendEvent::None);
         assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 1));
-        // And the op pauses (it used to take the NACK for stale and send on into a receiver
-        // that drops all until it RESUMEs: each timeout then judged needed).
-        assert_eq!(s.state(), SendState::Paused);
-        assert_eq!(s.next_packet(1100), None);
+        // Stale for the op, which went back: the NACK of the copy pauses it.
+        assert_eq!(s.state(), SendState::Sending);
         assert_eq!(s.on_nack(2 * BLOCK, Nack::Fault, q, 1110), SendEvent::None);
         assert_eq!(s.state(), SendState::Paused);
         assert_eq!((s.needed, s.spurious), (0, 1));
@@ -2010,9 +1991,9 @@ mod tests {
         assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 0), "not judged");
         assert_eq!(s.on_nack(BLOCK, Nack::Fault, q, 1030), SendEvent::None);
         assert_eq!((s.needed, s.spurious), (1, 0));
-        // A late RNR does not pause the op: it may keep nothing (a read past the responder's
-        // cap), and no RESUME would come (make check's lossy run: a GET paused so, probing
-        // at the 1 s floor, outlived its caller's wait).
+        // A late RNR does not pause the op either (make check's lossy run, when late pausing
+        // NACKs paused: a GET paused so, probing at the 1 s floor, outlived its caller's
+        // wait).
         let mut s = eight_blocks();
         send_timed(&mut s, 0);
         assert_eq!(s.on_timeout(1000), SendEvent::None);
