@@ -154,7 +154,11 @@ static void net_tx_timer(void *opaque)
         QSIMPLEQ_REMOVE_HEAD(&s->net.txq, next);
         net_tx_gone(s, p);
         if (s->net.nic) {
-            qemu_send_packet(qemu_get_queue(s->net.nic), p->data, p->len);
+            ssize_t r = qemu_send_packet(qemu_get_queue(s->net.nic), p->data,
+                                         p->len);
+
+            trace_exanest_pldma_net_sent(p->op, p->dst, p->op_id, p->offset,
+                                         r);
         }
         g_free(p);
     }
@@ -311,6 +315,7 @@ static uint64_t net_tx_withdraw(PldmaState *s, uint16_t dst, uint32_t op_id)
             p->dst == dst && p->op_id == op_id &&
             p->depart > now) {
             low = MIN(low, p->offset);
+            trace_exanest_pldma_net_withdrawn(dst, op_id, p->offset);
             QSIMPLEQ_REMOVE(&n->txq, p, PldmaTxPacket, next);
             g_free(p);
         } else {
@@ -426,7 +431,7 @@ static bool net_next(PldmaChannel *c, uint64_t *off, uint32_t *n)
 {
     PldmaState *s = c->ctx->dev;
     bool get = c->a_op == PLDMA_OP_GET;
-    uint64_t g;
+    uint64_t g, flight;
 
     if (!exanest_send_peek(c->snd, off, n) || net_mbox_behind(c)) {
         return false;
@@ -434,13 +439,14 @@ static bool net_next(PldmaChannel *c, uint64_t *off, uint32_t *n)
     if (c->a_peer >= PLDMA_NET_MAX_NODES) {
         return true;
     }
-    g = exanest_rtt_grant(s->net.rtt, c->a_peer, get, net_cap(s),
-                          net_peer_flight(s, c->a_peer, get), *n,
+    flight = net_peer_flight(s, c->a_peer, get);
+    g = exanest_rtt_grant(s->net.rtt, c->a_peer, get, net_cap(s), flight, *n,
                           get ? EXANEST_PKT_MTU : *n);
     if (g) {
         *n = g;
         return true;
     }
+    trace_exanest_pldma_net_blocked(c->a_peer, c->op_id, get, flight, *n);
     s->net.peer_blocked |= 1ULL << c->a_peer;
     return false;
 }

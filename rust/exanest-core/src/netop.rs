@@ -110,6 +110,15 @@ pub struct SendOp {
     /// The sequence number the NACK that paused the op echoed: its RESUME echoes it (or a
     /// later probe's).
     pause_echo: u32,
+    /// `seq` when the last RESUME came, stale or not (None: none came): a NACK that answers a
+    /// packet sent before then reports a fault that RESUME (or an older one) resolved.
+    resumed_at: Option<u32>,
+    /// Nothing sent since the op last went back or resumed (its timer armed then).
+    quiet: bool,
+    /// `since` as the receiver's answers last set it (a go-back on a NACK or gap, a RESUME),
+    /// not this side's tail probes and timeouts: a late answer to a packet from here on,
+    /// sent before a timeout, shows that timeout spurious.
+    answered: u32,
     /// Blocks ([`BLOCK`]) the receiver placed past `acked`, as its ACKs say: bit i is block
     /// `acked / BLOCK + i` (bit 0, the block at `acked`, is never set).
     sacked: u64,
@@ -154,9 +163,10 @@ pub struct SendOp {
     data_echo: Option<u32>,
     /// The sequence number of the first packet sent after the first of them.
     unsure_from: u32,
-    /// The first sequence number of the round that the first of them ended (the op's last
-    /// go-back before it): an answer to a packet from here to `unsure_from` is a late answer
-    /// of that round; one to an older packet tells nothing of the timeout.
+    /// The first sequence number of the round that the first of them ended (`answered` then:
+    /// this side's tail probes asked again within the round): an answer to a packet from
+    /// here to `unsure_from` is a late answer of that round; one to an older packet (an
+    /// answer already acted on, duplicated or delayed) tells nothing of the timeout.
     unsure_since: u32,
     /// NACKs received.
     pub nacks: u32,
@@ -225,6 +235,9 @@ impl SendOp {
             seq: 0,
             since: 0,
             pause_echo: 0,
+            resumed_at: None,
+            quiet: false,
+            answered: 0,
             sacked: 0,
             lost: 0,
             resent: 0,
@@ -461,6 +474,7 @@ impl SendOp {
         self.retransmitted += again;
         self.high = self.high.max(self.next);
         if n > 0 {
+            self.quiet = false;
             if self.deadline.is_none() {
                 self.deadline = Some(now.saturating_add(self.rto));
             }
@@ -718,17 +732,36 @@ impl SendOp {
             if why == Nack::Fault {
                 self.retries = 0;
             }
-            return SendEvent::None;
-        }
-        if !matches!(why, Nack::Error(_)) && Self::before(echo, self.since) {
+            // It may answer a packet of the round a timeout ended (a GET's requests, asked
+            // again by the tail probe, NACKed after the first NACK paused the op).
             self.judge_late(echo);
             return SendEvent::None;
         }
+        let late = !matches!(why, Nack::Error(_)) && Self::before(echo, self.since);
+        if late {
+            self.judge_late(echo);
+            // A FAULT or NOT_READY that answers a packet from before the op went back still
+            // says that the receiver drops the op's data until it RESUMEs, unless a RESUME
+            // came after that packet left: the op pauses for it rather than send into the
+            // drop at every timeout (four guests on two cores: a descheduled receiver's NACK
+            // came after two timeouts; the op went on for three more, 560 ms, and took the
+            // RESUME for stale). A late RNR does not: it gets no RESUME (the read cap frees
+            // by itself).
+            let pauses = self.state == SendState::Sending
+                && matches!(why, Nack::Fault | Nack::NotReady)
+                && !self.resumed_at.is_some_and(|r| Self::before(echo, r));
+            if !pauses {
+                return SendEvent::None;
+            }
+        }
         self.nacks += 1;
         // One that answers a packet of the round a timeout ended came late: that timeout was
-        // spurious. Any other answer judges the timeouts still unjudged needed.
+        // spurious. Any other answer judges the timeouts still unjudged needed (a late one
+        // of an older round judges nothing).
         self.judge_late(echo);
-        self.judge(None);
+        if !late {
+            self.judge(None);
+        }
         if let Nack::Error(e) = why {
             // The receiver refused the op, whatever it had placed.
             return self.end(e);
@@ -744,9 +777,11 @@ impl SendOp {
             self.pause_echo = echo;
         }
         self.since = self.seq;
+        self.answered = self.seq;
         // A lost RESUME (or the resent data) is recovered by the timeout; the data resent
         // after a NACK SEQUENCE, by the probe first.
         self.deadline = Some(now.saturating_add(self.rto));
+        self.quiet = true;
         self.arm_probe(now);
         SendEvent::None
     }
@@ -763,6 +798,7 @@ impl SendOp {
         } else {
             self.since
         };
+        self.resumed_at = Some(self.seq);
         if Self::before(echo, mark) {
             self.judge_late(echo);
             return SendEvent::None;
@@ -785,12 +821,14 @@ impl SendOp {
         self.judge(None);
         self.go_back();
         self.since = self.seq;
+        self.answered = self.seq;
         self.reset_rto();
         if self.acked == self.len {
             return self.end(0);
         }
         self.state = SendState::Sending;
         self.deadline = Some(now.saturating_add(self.rto));
+        self.quiet = true;
         self.arm_probe(now);
         SendEvent::None
     }
@@ -856,6 +894,7 @@ impl SendOp {
                 self.gap_asked = true;
                 self.next = self.acked;
                 self.since = self.seq;
+                self.answered = self.seq;
                 self.timed_get = None;
             }
             return SendEvent::None;
@@ -884,6 +923,15 @@ impl SendOp {
         if self.acked == self.len {
             return self.end(0);
         }
+        if self.state == SendState::Paused {
+            // The responder served the probe: it serves again (its read cap freed after an
+            // RNR, which no RESUME follows; or a fault resolved whose RESUME is late), so the
+            // op goes on. It asked one probe an RTO before (make check, four guests: a GET
+            // paused on RNR got 32 KiB per 11 ms for seconds, and its caller timed out).
+            self.state = SendState::Sending;
+            self.since = self.seq;
+            self.answered = self.seq;
+        }
         self.reset_rto();
         self.deadline = Some(now.saturating_add(self.rto));
         self.arm_probe(now);
@@ -907,6 +955,15 @@ impl SendOp {
             Some(d) if now >= d && !matches!(self.state, SendState::Done(_)) => {}
             _ => return SendEvent::None,
         }
+        if self.state == SendState::Sending && self.quiet {
+            // Nothing left since the op last went back or resumed (its window was shut, or
+            // the host did not run this side: four guests on two cores, a RESUME and then
+            // 37 ms of nothing): no packet of it can be late or lost. It waits a whole
+            // timeout again, counting nothing and backing nothing off (the caller looks
+            // whether the op can send now, as after any event).
+            self.deadline = Some(now.saturating_add(self.rto));
+            return SendEvent::None;
+        }
         self.retries += 1;
         if self.state == SendState::Paused {
             if self.retries > self.p.max_retries {
@@ -920,7 +977,7 @@ impl SendOp {
         self.timeouts += 1;
         if self.unsure == 0 {
             self.unsure_from = self.seq;
-            self.unsure_since = self.since;
+            self.unsure_since = self.answered;
         }
         self.unsure += 1;
         if self.retries > self.p.max_retries {
@@ -932,8 +989,10 @@ impl SendOp {
         self.since = self.seq;
         self.gap_asked = false;
         self.state = SendState::Sending;
-        // Armed again by the next packet sent; a window that sends nothing keeps it armed.
+        // Armed again; a window that sends nothing before it fires disarms it, and the next
+        // packet sent arms it.
         self.deadline = Some(now.saturating_add(self.rto));
+        self.quiet = true;
         SendEvent::None
     }
 }
@@ -1966,8 +2025,11 @@ mod tests {
         s.on_sent(0, BLOCK as u32, 1000);
         assert_eq!(s.on_nack(2 * BLOCK, Nack::Fault, 2, 1100), SendEvent::None);
         assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 1));
-        // Stale for the op, which went back: the NACK of the copy pauses it.
-        assert_eq!(s.state(), SendState::Sending);
+        // Stale for the op, which went back, but no RESUME came since: the receiver drops
+        // until it sends one, so the op pauses (it sent on at every timeout before); the
+        // NACK of the copy changes nothing more.
+        assert_eq!(s.state(), SendState::Paused);
+        assert_eq!(s.peek(), None, "nothing more sent into the drop");
         assert_eq!(s.on_nack(2 * BLOCK, Nack::Fault, q, 1110), SendEvent::None);
         assert_eq!(s.state(), SendState::Paused);
         assert_eq!((s.needed, s.spurious), (0, 1));
@@ -1987,7 +2049,7 @@ mod tests {
         assert_eq!(s.on_timeout(1010), SendEvent::None);
         let q = s.take_seq();
         s.on_sent(BLOCK, BLOCK as u32, 1010);
-        assert_eq!(s.on_nack(BLOCK, Nack::Fault, 1, 1020), SendEvent::None);
+        assert_eq!(s.on_nack(BLOCK, Nack::Rnr, 1, 1020), SendEvent::None);
         assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 0), "not judged");
         assert_eq!(s.on_nack(BLOCK, Nack::Fault, q, 1030), SendEvent::None);
         assert_eq!((s.needed, s.spurious), (1, 0));
@@ -2000,6 +2062,189 @@ mod tests {
         send_timed(&mut s, 1000);
         assert_eq!(s.on_nack(2 * BLOCK, Nack::Rnr, 2, 1100), SendEvent::None);
         assert_eq!(s.state(), SendState::Sending);
+    }
+
+    /// A receiver descheduled on the host NACKs FAULT the op's first packet after the
+    /// sender's timeouts went back twice (four guests on two cores): the op pauses for the
+    /// RESUME instead of sending into the drop at every timeout, the timeouts are spurious,
+    /// and the RESUME of that NACK resumes it. A late FAULT of a packet sent before a RESUME
+    /// came (a probe's answer, or a copy's) pauses nothing: that RESUME resolved it.
+    #[test]
+    fn a_late_fault_pauses_until_its_resume() {
+        let mut s = eight_blocks();
+        send_timed(&mut s, 0); // 0..=7
+        for t in [1000, 3000] {
+            assert_eq!(s.on_timeout(t), SendEvent::None);
+            send_timed(&mut s, t); // 8..=15, 16..=23
+        }
+        let sent = s.retransmitted;
+        assert_eq!(s.on_nack(0, Nack::Fault, 0, 3100), SendEvent::None);
+        assert_eq!(s.state(), SendState::Paused);
+        assert_eq!((s.timeouts, s.needed, s.spurious), (2, 0, 2));
+        assert_eq!(s.peek(), None);
+        let d = s.deadline().unwrap();
+        assert_eq!(s.on_timeout(d), SendEvent::Probe(0), "a probe, no timeout");
+        assert_eq!(s.take_seq(), 24);
+        assert_eq!(s.on_resume(0, 0, d + 1), SendEvent::None);
+        assert_eq!(s.state(), SendState::Sending);
+        assert_eq!(s.resumes, 1);
+        send_timed(&mut s, d + 2); // 25..=32
+        assert_eq!(s.retransmitted, sent + 8 * BLOCK);
+        // The FAULT NACKs of the copies (8, 16) and of the probe (24), late: nothing.
+        for e in [8, 16, 24] {
+            assert_eq!(s.on_nack(0, Nack::Fault, e, d + 3), SendEvent::None);
+            assert_eq!(s.state(), SendState::Sending);
+        }
+        assert_eq!(s.peek(), None, "nothing sent again");
+        assert_eq!(s.retransmitted, sent + 8 * BLOCK);
+        // A fault after that RESUME, NACKed late (the op went back since), pauses again.
+        assert_eq!(s.on_timeout(s.deadline().unwrap()), SendEvent::None);
+        send_timed(&mut s, d + 5000); // 33..=40
+        assert_eq!(s.on_nack(0, Nack::Fault, 25, d + 5100), SendEvent::None);
+        assert_eq!(s.state(), SendState::Paused);
+        assert_eq!(s.on_timeout(s.deadline().unwrap()), SendEvent::Probe(0));
+
+        // A GET asks again after two round trips of silence (the tail probe), then times
+        // out; the responder, descheduled, NACKs FAULT every request at once: the first
+        // pauses the op and judges the timeout spurious (its request, sent before the probe,
+        // is of the round the timeout ended: the probe asked within it), the others change
+        // nothing.
+        let mut p = params(4096, 4096, 600, 3);
+        p.kind = Kind::Get;
+        (p.pto_ns, p.reorder_ns) = (200, 50); // probes at 250, then 750
+        let mut g = SendOp::new(4096, p);
+        g.take_seq(); // request 0
+        assert_eq!(g.next_packet(0), Some((0, 4096)));
+        assert_eq!(g.on_timeout(250), SendEvent::None);
+        assert_eq!(g.tail_probes, 1);
+        let asked = g.take_seq(); // request 1, from the probe
+        assert_eq!(g.next_packet(250), Some((0, 4096)));
+        assert_eq!(g.on_timeout(g.deadline().unwrap()), SendEvent::None);
+        assert_eq!(g.timeouts, 1);
+        g.take_seq(); // request 2, after the timeout
+        assert!(g.next_packet(2000).is_some());
+        assert_eq!(g.on_nack(0, Nack::Fault, 0, 2100), SendEvent::None);
+        assert_eq!(g.state(), SendState::Paused);
+        assert_eq!((g.needed, g.spurious), (0, 1));
+        assert_eq!(g.on_nack(0, Nack::Fault, asked, 2101), SendEvent::None);
+        assert_eq!((g.needed, g.spurious), (0, 1));
+
+        // A paused op's NACKs judge too: after a go-back on a NACK SEQUENCE and a timeout, a
+        // late FAULT of a packet from before that go-back pauses the op and judges nothing
+        // (an older round); the FAULT of a packet the timeout's round sent judges it
+        // spurious (before: left unjudged, then judged needed by the RESUME).
+        let mut s = eight_blocks();
+        send_timed(&mut s, 0); // 0..=7
+        assert_eq!(s.on_nack(BLOCK, Nack::Sequence, 1, 10), SendEvent::None);
+        send_timed(&mut s, 10); // 8..=14
+        assert_eq!(s.on_timeout(s.deadline().unwrap()), SendEvent::None);
+        send_timed(&mut s, 1020); // 15..=21
+        assert_eq!(s.on_nack(BLOCK, Nack::Fault, 1, 1030), SendEvent::None);
+        assert_eq!(s.state(), SendState::Paused);
+        assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 0));
+        assert_eq!(s.on_nack(BLOCK, Nack::Fault, 9, 1040), SendEvent::None);
+        assert_eq!((s.timeouts, s.needed, s.spurious), (1, 0, 1));
+
+        // The same silence, then the responder refuses the request (an error NACK): the
+        // error of the first request, asked before the tail probes, judges both timeouts
+        // spurious (before: judged needed, the probes having started a new round).
+        let mut p = params(4096, 4096, 600, 3);
+        p.kind = Kind::Get;
+        (p.pto_ns, p.reorder_ns) = (200, 50);
+        let mut g = SendOp::new(4096, p);
+        g.take_seq(); // request 0
+        assert_eq!(g.next_packet(0), Some((0, 4096)));
+        assert_eq!(g.on_timeout(250), SendEvent::None);
+        g.take_seq();
+        assert_eq!(g.next_packet(250), Some((0, 4096)));
+        for _ in 0..2 {
+            assert_eq!(g.on_timeout(g.deadline().unwrap()), SendEvent::None);
+            g.take_seq();
+            assert!(g.next_packet(g.deadline().unwrap_or(0)).is_some());
+        }
+        assert_eq!(g.timeouts, 2);
+        assert_eq!(
+            g.on_nack(0, Nack::Error(-126), 0, 9000),
+            SendEvent::Completed(-126)
+        );
+        assert_eq!((g.needed, g.spurious), (0, 2));
+
+        // A GET whose responder's RESUME came while the op had gone back (stale), then the
+        // late NACK of the same fault: not paused (make check, 16f1200: paused so, the GET
+        // probed at the 1 s floor for a RESUME that had come).
+        let mut p = params(8192, 4096, 1000, 3);
+        p.kind = Kind::Get;
+        let mut g = SendOp::new(8192, p);
+        g.take_seq(); // request 0
+        assert_eq!(g.next_packet(0), Some((0, 4096)));
+        assert_eq!(g.on_timeout(1000), SendEvent::None);
+        g.take_seq(); // request 1, asked again
+        assert_eq!(g.next_packet(1000), Some((0, 4096)));
+        assert_eq!(g.on_resume(0, 0, 1100), SendEvent::None);
+        assert_eq!(g.on_nack(0, Nack::Fault, 0, 1200), SendEvent::None);
+        assert_eq!(g.state(), SendState::Sending);
+    }
+
+    /// The timer armed at a RESUME or a go-back, when nothing was sent since (the window was
+    /// shut, or the host did not run this side), fires on no packet: it counts no timeout,
+    /// backs nothing off and waits a whole timeout again (four guests on two cores: a
+    /// RESUME, 37 ms of nothing, then a timeout judged needed by the ACK of the data sent
+    /// after it).
+    #[test]
+    fn a_timeout_with_nothing_sent_counts_nothing() {
+        let mut s = eight_blocks();
+        send_timed(&mut s, 0);
+        assert_eq!(s.on_nack(0, Nack::Fault, 0, 10), SendEvent::None);
+        assert_eq!(s.on_resume(0, 0, 20), SendEvent::None);
+        let d = s.deadline().unwrap();
+        assert_eq!(s.on_timeout(d), SendEvent::None);
+        assert_eq!((s.timeouts, s.retries), (0, 0));
+        assert_eq!(
+            s.deadline(),
+            Some(d + 1000),
+            "a whole timeout again, not backed off"
+        );
+        send_timed(&mut s, d + 37);
+        assert_eq!(s.on_timeout(d + 1000), SendEvent::None);
+        assert_eq!(s.timeouts, 1, "a packet was sent since");
+        // After a timeout that went back, likewise.
+        let d = s.deadline().unwrap();
+        assert_eq!(s.on_timeout(d), SendEvent::None);
+        assert_eq!((s.timeouts, s.retries), (1, 1));
+        assert_eq!(
+            s.deadline(),
+            Some(d + 2000),
+            "the timeout as backed off once"
+        );
+    }
+
+    /// A GET paused on RNR (the responder's read cap; no RESUME follows one) goes on when
+    /// its probe is served: data in order un-pauses it (before: it stayed paused, asking one
+    /// probe's worth an RTO apart).
+    #[test]
+    fn a_paused_get_goes_on_when_its_probe_is_served() {
+        let mut p = params(64 * 1024, 32 * 1024, 1000, 3);
+        p.kind = Kind::Get;
+        let mut g = SendOp::new(1 << 20, p);
+        g.take_seq();
+        assert_eq!(g.next_packet(0), Some((0, 32 * 1024)));
+        g.take_seq();
+        assert_eq!(g.next_packet(0), Some((32 * 1024, 32 * 1024)));
+        assert_eq!(g.on_nack(0, Nack::Rnr, 0, 10), SendEvent::None);
+        assert_eq!(g.state(), SendState::Paused);
+        assert_eq!(g.peek(), None);
+        assert_eq!(g.on_timeout(g.deadline().unwrap()), SendEvent::Probe(0));
+        g.take_seq(); // the probe: a request at 0, which the responder serves
+        for k in 0..8 {
+            g.data_echo(2);
+            assert_eq!(g.on_data(k * 4096, 4096, 4096, 1100 + k), SendEvent::None);
+        }
+        assert_eq!(g.acked(), 32 * 1024);
+        assert_eq!(g.state(), SendState::Sending);
+        assert_eq!(g.peek(), Some((32 * 1024, 32 * 1024)), "asks on at once");
+        // A RESUME of that pause, late, changes nothing.
+        assert_eq!(g.on_resume(0, 0, 1200), SendEvent::None);
+        assert_eq!(g.resumes, 0);
     }
 
     /// A GET's data echoes the request it answers: data of a request sent before a timeout
