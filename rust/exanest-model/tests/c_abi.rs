@@ -136,8 +136,13 @@ static void send_scenario(void)
 	exanest_send_postpone(op, d + 50);
 	d = exanest_send_deadline(op);
 	printf("put.deadline2 %lld\n", (long long)d);
+	/* Each timeout goes back and the packet goes again: a timeout with
+	 * nothing sent since the last would count nothing. */
 	ev("put.timeout2", exanest_send_timeout(op, d));
-	ev("put.timeout3", exanest_send_timeout(op, exanest_send_deadline(op)));
+	exanest_send_sent(op, 4096, 4096, d);
+	d = exanest_send_deadline(op);
+	ev("put.timeout3", exanest_send_timeout(op, d));
+	exanest_send_sent(op, 4096, 4096, d);
 	ev("put.timeout4", exanest_send_timeout(op, exanest_send_deadline(op)));
 	printf("put.acked %llu %lld\n", (unsigned long long)exanest_send_acked(op),
 	       (long long)exanest_send_deadline(op));
@@ -734,7 +739,10 @@ fn send_expected() -> Vec<(&'static str, String)> {
     let d = s.deadline().unwrap();
     out.push(("put.deadline2", d.to_string()));
     event!("put.timeout2", s.on_timeout(d));
-    event!("put.timeout3", s.on_timeout(s.deadline().unwrap()));
+    s.on_sent(4096, 4096, d);
+    let d = s.deadline().unwrap();
+    event!("put.timeout3", s.on_timeout(d));
+    s.on_sent(4096, 4096, d);
     event!("put.timeout4", s.on_timeout(s.deadline().unwrap()));
     out.push((
         "put.acked",
