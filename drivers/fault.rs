@@ -168,6 +168,7 @@ mod tests {
             access: abi::ACCESS_READ,
             mode: abi::MODE_ON_DEMAND,
             window: abi::WINDOW_ADAPTIVE,
+            initiator: None,
         };
         let h = t.insert(&v).unwrap();
         let mut addr = region.start;

@@ -180,10 +180,18 @@ struct exanest_dma_remote {
  * (EXANEST_DMA_ACCESS_REMOTE_WRITE: puts, EXANEST_DMA_ACCESS_REMOTE_READ: gets; -EINVAL without
  * either; each brings the local right it needs), in a mode (EXANEST_DMA_MODE_*); *target gets
  * what a writer needs. A put under a key without the write right, or a get under one without
- * the read right, completes with -EPERM. -EOPNOTSUPP: no network port; -ENOSPC: the key table
- * is full. The rkey is revoked when the region is deregistered, before its pages go. */
+ * the read right, completes with -ENOKEY, as one under a wrong key. -EOPNOTSUPP: no network
+ * port; -ENOSPC: the key table is full. The rkey is revoked when the region is deregistered,
+ * before its pages go. */
 int exanest_dma_reg_remote(const struct exanest_dma *dev, void *addr, size_t len, uint32_t access,
 			   uint32_t mode, uint32_t *handle, struct exanest_dma_remote *target);
+/* exanest_dma_reg_remote, the key bound to node initiator (ABI 8): it works only in that node's
+ * ops; from any other node, even one that learnt it, an op under it completes with -ENOKEY and
+ * counts toward that node's quarantine. -EOPNOTSUPP: an engine older than register map 2.9;
+ * -EINVAL: a node id of 64 or more. */
+int exanest_dma_reg_remote_for(const struct exanest_dma *dev, void *addr, size_t len,
+			       uint32_t access, uint32_t mode, uint32_t initiator, uint32_t *handle,
+			       struct exanest_dma_remote *target);
 /* Put len bytes from src (a readable region of this file) to byte offset of *to, with no system
  * call; the completion comes on the queue with wr_id, its status 0 or the receiver's refusal
  * (-ENOKEY, -ERANGE, -EPERM, -EFAULT, -EACCES) or PLDMA's TIMEOUT (-265). -EINVAL: the range is

@@ -197,13 +197,16 @@ impl Engine {
         )
     }
 
-    /// Commit entry `idx` of the key table (`ctrl` not VALID revokes it).
+    /// Commit entry `idx` of the key table (`ctrl` not VALID revokes it). `node`, for a key
+    /// `bound` to it in `ctrl`, is written only then (2.9: an older engine has no such
+    /// register; the caller refused it one).
     pub(crate) fn rkey_write(
         &self,
         idx: u32,
         key: u64,
         ep: u32,
         (base, len): (u64, u64),
+        node: u32,
         ctrl: nr::NET_RKEY_CTRL,
     ) -> Result {
         let _win = self.net_win.lock();
@@ -225,6 +228,9 @@ impl Engine {
             nr::NET_RKEY_LEN_HI::zeroed().with_value((len >> 32) as u32),
         )?;
         r.write((), nr::NET_RKEY_EP::zeroed().with_value(ep))?;
+        if ctrl.bound() {
+            r.write((), nr::NET_RKEY_NODE::zeroed().with_value(node))?;
+        }
         // The commit: the engine takes the whole entry from here on.
         r.write((), ctrl)
     }

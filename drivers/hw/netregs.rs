@@ -73,6 +73,12 @@ register! {
         0:0 valid => bool;
         1:1 read => bool;
         2:2 write => bool;
+        3:3 bound => bool;
+    }
+
+    /// 2.9: the node the entry's key is bound to, with `bound` in [`NET_RKEY_CTRL`].
+    pub(crate) NET_RKEY_NODE(u32) @ 0x1dc {
+        31:0 value;
     }
 
     /// 2.5: the entry's key, high half.
@@ -225,6 +231,7 @@ mod tests {
         assert_eq!(off(NET_RKEY_LEN_HI), net::RKEY_LEN_HI);
         assert_eq!(off(NET_RKEY_EP), net::RKEY_EP);
         assert_eq!(off(NET_RKEY_CTRL), net::RKEY_CTRL);
+        assert_eq!(off(NET_RKEY_NODE), net::RKEY_NODE);
         assert_eq!(off(NET_CNT::at(0)), net::CNT_BASE);
         assert_eq!(
             off(NET_CNT::at(net::CNT_PROBES)),

@@ -301,6 +301,7 @@ mod tests {
             access,
             mode,
             window: 0,
+            initiator: None,
         }
     }
 

@@ -8,7 +8,8 @@
 //!   which context it holds now: set when contexts.rs gives it one, cleared before it is taken.
 //! - **Remote keys.** A region registered with a remote right gets an rkey: 64 random bits
 //!   (register map 2.5), in a free entry of the engine's key table, which looks keys up with
-//!   their endpoint; bound to the process's endpoint, the region's range and rights. The
+//!   their endpoint; bound to the process's endpoint, the region's range and rights, and
+//!   (ABI 8, `EXANEST_DMA_REG_INITIATOR`; register map 2.9) to the one node it is for. The
 //!   engine answers every key failure ENOKEY and quarantines a node that fails too often
 //!   (link.rs: `key_fail_limit`, debugfs `quarantine`). The entry is
 //!   committed before the caller learns the key, and revoked (the engine's VALID bit cleared)
@@ -37,6 +38,10 @@ impl Process {
         if self.engine.node() == abi::NO_NODE {
             return Err(EOPNOTSUPP.into());
         }
+        if v.initiator.is_some() && self.engine.version().minor().get() < 9 {
+            // Register map 2.9 binds keys to a node: an older engine cannot.
+            return Err(EOPNOTSUPP.into());
+        }
         if self.endpoint == NO_ENDPOINT {
             return Err(ENOSPC.into());
         }
@@ -51,7 +56,8 @@ impl Process {
         let ctrl = nr::NET_RKEY_CTRL::zeroed()
             .with_valid(true)
             .with_read(v.access & abi::ACCESS_REMOTE_READ != 0)
-            .with_write(v.access & abi::ACCESS_REMOTE_WRITE != 0);
+            .with_write(v.access & abi::ACCESS_REMOTE_WRITE != 0)
+            .with_bound(v.initiator.is_some());
         let mut g = self.inner.lock();
         let res = if g.dead {
             Err(ENODEV.into())
@@ -65,8 +71,9 @@ impl Process {
                 .map_err(Error::from)
                 .and_then(|()| {
                     let (start, len) = (v.range.start, v.range.len());
+                    let node = v.initiator.unwrap_or(0);
                     self.engine
-                        .rkey_write(idx, key, self.endpoint, (start, len), ctrl)
+                        .rkey_write(idx, key, self.endpoint, (start, len), node, ctrl)
                 })
                 .map_err(CtxError::from)
         };
@@ -78,7 +85,7 @@ impl Process {
             // An MMIO write fails only for an offset past the BAR, which probe checked.
             let _ = self
                 .engine
-                .rkey_write(idx, 0, 0, (0, 0), nr::NET_RKEY_CTRL::zeroed());
+                .rkey_write(idx, 0, 0, (0, 0), 0, nr::NET_RKEY_CTRL::zeroed());
             self.engine.rkey_free(idx);
             return Err(e);
         }
@@ -93,7 +100,7 @@ impl Process {
                 // An MMIO write fails only for an offset past the BAR, which probe checked.
                 let _ = self
                     .engine
-                    .rkey_write(idx, 0, 0, (0, 0), nr::NET_RKEY_CTRL::zeroed());
+                    .rkey_write(idx, 0, 0, (0, 0), 0, nr::NET_RKEY_CTRL::zeroed());
                 self.engine.rkey_free(idx);
             }
         }

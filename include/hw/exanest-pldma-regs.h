@@ -185,6 +185,11 @@
 #define PLDMA_NET_REORDER_PPM   0x1d4
 #define PLDMA_NET_REORDER_US    0x1d8
 /*
+ * 2.9: the node the NET_RKEY_SEL entry's key is bound to (with
+ * PLDMA_NET_RKEY_BOUND; committed by NET_RKEY_CTRL)
+ */
+#define PLDMA_NET_RKEY_NODE     0x1dc
+/*
  * 2.4, RO: bit (ep % 32) of word ep / 32: endpoint ep has ops waiting for a
  * context; cleared when NET_EP_CTX makes it RESIDENT.
  */
@@ -218,10 +223,12 @@
 #define PLDMA_NET_RKEY_VALID    (1u << 0)
 #define PLDMA_NET_RKEY_READ     (1u << 1)       /* remote read (get) */
 #define PLDMA_NET_RKEY_WRITE    (1u << 2)       /* remote write (put) */
+/* 2.9: only packets from node NET_RKEY_NODE may use the key; others fail it */
+#define PLDMA_NET_RKEY_BOUND    (1u << 3)
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     8
+#define PLDMA_VERSION_MINOR     9
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */

@@ -101,8 +101,8 @@ TEST_F(errors, reg_bad_arguments)
 			       NULL));
 	EXPECT_EQ(-EINVAL, reg(fd, buf, 4096, 16, m, NO_WINDOW, NULL));
 	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = RD,
-				      .mode = m, .reserved0 = 1 };
-	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("reserved0");
+				      .mode = m, .initiator = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("initiator");
 	r = (struct exanest_dma_reg){ .addr = (uintptr_t)buf, .length = 4096, .access = RD,
 				      .mode = 7 };
 	EXPECT_EQ(-EINVAL, xioctl(fd, EXANEST_DMA_IOC_REG, &r)) TH_LOG("unknown mode");

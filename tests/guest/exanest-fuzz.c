@@ -525,11 +525,15 @@ static uint32_t pick_handle(struct worker *w, int dev)
 static bool reg_doomed(const struct exanest_dma_reg *r)
 {
 	bool window = r->flags & EXANEST_DMA_REG_WINDOW;
+	bool bound = r->flags & EXANEST_DMA_REG_INITIATOR;
 
-	const uint32_t all = EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE |
-			     EXANEST_DMA_ACCESS_REMOTE_READ | EXANEST_DMA_ACCESS_REMOTE_WRITE;
+	const uint32_t remote = EXANEST_DMA_ACCESS_REMOTE_READ | EXANEST_DMA_ACCESS_REMOTE_WRITE;
+	const uint32_t all = EXANEST_DMA_ACCESS_READ | EXANEST_DMA_ACCESS_WRITE | remote;
 
-	return (r->flags & ~EXANEST_DMA_REG_WINDOW) || r->handle || r->reserved0 || r->rkey ||
+	return (r->flags & ~(EXANEST_DMA_REG_WINDOW | EXANEST_DMA_REG_INITIATOR)) || r->handle ||
+	       r->rkey ||
+	       /* ABI 8: a key bound to a node needs a key and a node id */
+	       (!bound && r->initiator) || (bound && (!(r->access & remote) || r->initiator >= 64)) ||
 	       (!window && r->touch_ahead) ||
 	       (window && r->touch_ahead > EXANEST_DMA_MAX_WINDOW &&
 		r->touch_ahead != EXANEST_DMA_WINDOW_ADAPTIVE) ||
@@ -576,7 +580,11 @@ static void gen_reg(struct worker *w, struct exanest_dma_reg *r)
 	if (chance(w, 2))
 		r->handle = 1 + below(w, 100);
 	if (chance(w, 2))
-		r->reserved0 = 1 + (uint32_t)below(w, UINT32_MAX);
+		r->initiator = 1 + (uint32_t)below(w, UINT32_MAX);
+	if (chance(w, 4)) {
+		r->flags |= EXANEST_DMA_REG_INITIATOR;
+		r->initiator = below(w, 70);
+	}
 	if (chance(w, 2))
 		r->rkey = rnd(w) | 1;
 
@@ -945,10 +953,10 @@ static void describe(const struct req *c, char *buf, size_t n)
 	switch (c->call) {
 	case C_REG:
 		snprintf(buf, n, " {addr %#llx length %#llx access %#x mode %u flags %#x handle %u "
-			 "touch_ahead %#x reserved0 %#x rkey %#llx}",
+			 "touch_ahead %#x initiator %#x rkey %#llx}",
 			 (unsigned long long)a->reg.addr, (unsigned long long)a->reg.length,
 			 a->reg.access, a->reg.mode, a->reg.flags, a->reg.handle,
-			 a->reg.touch_ahead, a->reg.reserved0, (unsigned long long)a->reg.rkey);
+			 a->reg.touch_ahead, a->reg.initiator, (unsigned long long)a->reg.rkey);
 		break;
 	case C_DEREG:
 		snprintf(buf, n, " {handle %u flags %#x}", a->dereg.handle, a->dereg.flags);

@@ -145,6 +145,7 @@ enum kind {
 	THP,			/* 2 MiB aligned, MADV_HUGEPAGE, untouched */
 	READ_KEY,		/* PLAIN, its key with the remote read right only */
 	WRITE_KEY,		/* PLAIN, its key with the remote write right only */
+	BOUND_KEY,		/* PLAIN, its key bound to node kind - BOUND_KEY (ABI 8) */
 };
 
 /* A command to the receiver: its byte, and four arguments. */
@@ -436,6 +437,10 @@ static void receiver(int dev, int rd, int wr, size_t len, int prot, bool unmap, 
 						(kind == READ_KEY ? 0 : EXANEST_DMA_ACCESS_REMOTE_WRITE) |
 						(kind == WRITE_KEY ? 0 : EXANEST_DMA_ACCESS_REMOTE_READ),
 				      .mode = EXANEST_DMA_MODE_ON_DEMAND };
+	if (kind >= BOUND_KEY) {
+		r.flags = EXANEST_DMA_REG_INITIATOR;
+		r.initiator = kind - BOUND_KEY;
+	}
 	if (xioctl(fd, EXANEST_DMA_IOC_REG, &r))
 		_exit(3);
 	if (unmap)
@@ -1018,6 +1023,57 @@ TEST_F(net, forged_and_revoked_keys)
 	EXPECT_EQ(-ENOKEY, c.status);
 	ASSERT_EQ(0, ask(self, 's', &after, sizeof(after)));
 	EXPECT_EQ(before, after);
+}
+
+/*
+ * ABI 8: a key bound to the node it is handed to works in that node's ops only. Bound to this
+ * node, puts and gets go; bound to another, the same key is refused ENOKEY both ways, as a
+ * wrong key is, and nothing is placed or served.
+ */
+TEST_F(net, keys_bound_to_an_initiator)
+{
+	struct exanest_dma_info info = { 0 };
+	uint32_t before, after, h;
+	uint8_t *back = big_alloc(4096);
+	struct peer other;
+	struct target ot;
+	struct cqe c;
+
+	ASSERT_NE(NULL, back);
+	ASSERT_EQ(0, xioctl(self->fd, EXANEST_DMA_IOC_INFO, &info));
+	ASSERT_EQ(0, reg(self->fd, back, 4096, WR, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW, &h));
+	other = self->peer;
+	other.idx = 1;
+	other.child = 0;
+	/* Bound to this node. */
+	ASSERT_EQ(0, peer_start(&other, MIB, PROT_READ | PROT_WRITE, false,
+				BOUND_KEY + (int)info.node, &ot));
+	ASSERT_EQ(0, peer_ask(&other, 's', &before, sizeof(before)));
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &ot, 4096, 65536, &c));
+	EXPECT_EQ(0, c.status) TH_LOG("a put under a key bound to its sender");
+	EXPECT_EQ(65536, c.bytes);
+	ASSERT_EQ(0, get_wait(&self->q, back, &ot, 4096, 4096, &c));
+	EXPECT_EQ(0, c.status) TH_LOG("a get under a key bound to its initiator");
+	EXPECT_EQ(0, memcmp(back, self->src, 4096)) TH_LOG("the get brought the put's bytes back");
+	ASSERT_EQ(0, peer_ask(&other, 's', &after, sizeof(after)));
+	EXPECT_NE(before, after);
+	peer_stop(&other);
+	/* Bound to another node: this one holds the key and is refused. */
+	ASSERT_EQ(0, peer_start(&other, MIB, PROT_READ | PROT_WRITE, false,
+				BOUND_KEY + (int)((info.node + 1) % 64), &ot));
+	ASSERT_EQ(0, peer_ask(&other, 's', &before, sizeof(before)));
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &ot, 0, 65536, &c));
+	EXPECT_EQ(-ENOKEY, c.status) TH_LOG("a put under a key bound to another node");
+	EXPECT_EQ(0, c.bytes);
+	memset(back, 0x5a, 4096);
+	ASSERT_EQ(0, get_wait(&self->q, back, &ot, 0, 4096, &c));
+	EXPECT_EQ(-ENOKEY, c.status) TH_LOG("a get under a key bound to another node");
+	for (int i = 0; i < 4096; i++)
+		ASSERT_EQ(0x5a, back[i]) TH_LOG("the refused get wrote its destination");
+	ASSERT_EQ(0, peer_ask(&other, 's', &after, sizeof(after)));
+	EXPECT_EQ(before, after) TH_LOG("placed under a key bound to another node");
+	peer_stop(&other);
+	EXPECT_EQ(0, dereg(self->fd, h));
 }
 
 /* Engine dev's debugfs quarantine file: read into buf (0), or written with val (0 or -errno). */

@@ -85,7 +85,7 @@ FIELDS = {
     "NET_EP_CTX": {"ctx": "PLDMA_NET_EP_CTX_MASK", "resident": "PLDMA_NET_EP_RESIDENT",
                    "open": "PLDMA_NET_EP_OPEN", "mbox": "PLDMA_NET_EP_MBOX"},
     "NET_RKEY_CTRL": {"valid": "PLDMA_NET_RKEY_VALID", "read": "PLDMA_NET_RKEY_READ",
-                      "write": "PLDMA_NET_RKEY_WRITE"},
+                      "write": "PLDMA_NET_RKEY_WRITE", "bound": "PLDMA_NET_RKEY_BOUND"},
     "NET_IRQ": {"ep_wanted": "PLDMA_NET_IRQ_EP_WANTED"},
     "MBOX_CFG": {"log2": "PLDMA_MBOX_CFG_LOG2_MASK", "enable": "PLDMA_MBOX_CFG_ENABLE"},
     "MBOX_ARM": {"once": "PLDMA_MBOX_ARM_ONCE"},

@@ -1838,6 +1838,9 @@ bool pldma_net_read(PldmaState *s, hwaddr addr, uint64_t *val)
     case PLDMA_NET_RKEY_EP:
         *val = n->rkey_win.ep;
         break;
+    case PLDMA_NET_RKEY_NODE:
+        *val = n->rkey_win.node;
+        break;
     case PLDMA_NET_RKEY_CTRL:
         *val = n->rkeys[n->rkey_sel].ctrl;
         break;
@@ -1942,13 +1945,17 @@ bool pldma_net_write(PldmaState *s, hwaddr addr, uint32_t val)
     case PLDMA_NET_RKEY_EP:
         n->rkey_win.ep = val;
         break;
+    case PLDMA_NET_RKEY_NODE:
+        n->rkey_win.node = val % PLDMA_NET_MAX_NODES;
+        break;
     case PLDMA_NET_RKEY_CTRL:
         n->rkey_win.ctrl = val & (PLDMA_NET_RKEY_VALID | PLDMA_NET_RKEY_READ |
-                                  PLDMA_NET_RKEY_WRITE);
+                                  PLDMA_NET_RKEY_WRITE | PLDMA_NET_RKEY_BOUND);
         n->rkeys[n->rkey_sel] = n->rkey_win;
         trace_exanest_pldma_net_rkey(n->rkey_sel, n->rkey_win.key,
                                      n->rkey_win.ep, n->rkey_win.base,
-                                     n->rkey_win.len, n->rkey_win.ctrl);
+                                     n->rkey_win.len, n->rkey_win.ctrl,
+                                     n->rkey_win.node);
         break;
     default:
         return false;

@@ -181,7 +181,7 @@ class Identity(TwoNodes):
 
     def test_version_node_and_link(self):
         a, b = self.a, self.b
-        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 8)
+        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 9)
         self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_NET"])
         self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_MAILBOX"])
         self.assertEqual(a.reg(R["PLDMA_NET_NODE"]), 0 | R["PLDMA_NET_NODE_LINK"])
@@ -435,6 +435,29 @@ class Keys(TwoNodes):
     def test_revoked(self):
         set_rkey(self.b, 5, 0xC0FFEE11, 7, DST, REGION, ctrl=0)
         self.refused(self.rkey)
+
+    def bind(self, node):
+        """2.9: entry 5's key bound to node (NET_RKEY_NODE, committed BOUND)."""
+        self.b.set_reg(R["PLDMA_NET_RKEY_SEL"], 5)
+        self.b.set_reg(R["PLDMA_NET_RKEY_NODE"], node)
+        set_rkey(self.b, 5, 0xC0FFEE11, 7, DST, REGION, ctrl=RKEY_W | R["PLDMA_NET_RKEY_BOUND"])
+        self.assertEqual(self.b.reg(R["PLDMA_NET_RKEY_NODE"]), node)
+
+    def test_bound_to_another_node(self):
+        """A key bound to node 2 is no use to node 0, which holds it: ENOKEY, as a wrong one."""
+        self.bind(2)
+        self.refused(self.rkey)
+        self.assertEqual(self.b.reg(R["PLDMA_NET_RKEY_CTRL"]), RKEY_W | R["PLDMA_NET_RKEY_BOUND"])
+
+    def test_bound_to_the_sender(self):
+        a, b = self.a, self.b
+        self.bind(0)
+        data = random.Random(9).randbytes(8192)
+        a.mem_write(SRC, data)
+        put(a, 0, 1, SRC, DST, 8192, 1, 7, self.rkey)
+        self.settle()
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(b.mem_read(DST, 8192), data)
 
     def test_no_write_right(self):
         """Every key failure is ENOKEY (2.5): no answer tells which part was right."""

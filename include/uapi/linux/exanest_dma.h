@@ -3,7 +3,8 @@
  * ExaNeSt DMA user ABI, version 7 (3 adds the user-level queue: QUEUE_CREATE, QUEUE_WAIT, mmap;
  * 4 adds remote access: the REMOTE access bits, a region's rkey, the node and endpoint in INFO;
  * 5 adds the mailbox: MBOX_CREATE, and MAILBOX entries in the send queue; 6 adds NET_COUNTERS;
- * 7 adds MBOX_WAIT, and poll() readable on a message in the mailbox).
+ * 7 adds MBOX_WAIT, and poll() readable on a message in the mailbox; 8 adds REG_INITIATOR, a
+ * remote key bound to the one node it is handed to).
  *
  * One character device per engine instance: /dev/exanest-dma<N>. Each open file uses one of the
  * engine's contexts while it needs one: open is never refused for want of a context, and a file
@@ -26,7 +27,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define EXANEST_DMA_ABI_VERSION		7
+#define EXANEST_DMA_ABI_VERSION		8
 
 /* exanest_dma_info.context of a file that holds no engine context at the moment. */
 #define EXANEST_DMA_NO_CONTEXT		0xffffffffu
@@ -65,6 +66,12 @@ struct exanest_dma_info {
 
 /* Flags of struct exanest_dma_reg. */
 #define EXANEST_DMA_REG_WINDOW		(1u << 0)	/* touch_ahead is set */
+/*
+ * ABI 8: the region's remote key works only in ops from node `initiator` (a REMOTE access bit
+ * is needed; EOPNOTSUPP on an engine older than register map 2.9); from any other node it
+ * fails as a wrong key does (ENOKEY), and counts toward that node's quarantine.
+ */
+#define EXANEST_DMA_REG_INITIATOR	(1u << 1)
 #define EXANEST_DMA_MAX_WINDOW		511		/* largest touch_ahead, in pages */
 #define EXANEST_DMA_WINDOW_ADAPTIVE	0xffffffffu	/* touch_ahead that grows on streams */
 
@@ -79,7 +86,8 @@ struct exanest_dma_reg {
 	__u32 touch_ahead;	/* in, with EXANEST_DMA_REG_WINDOW: pages resolved past a
 				 * faulting one (on-demand), 0..EXANEST_DMA_MAX_WINDOW, or
 				 * EXANEST_DMA_WINDOW_ADAPTIVE */
-	__u32 reserved0;	/* in: 0 */
+	__u32 initiator;	/* in, with EXANEST_DMA_REG_INITIATOR: the node, below 64 (ABI 8);
+				 * 0 without */
 	__u64 rkey;		/* in: 0; out: the remote key, with a REMOTE access bit (ABI 4) */
 };
 

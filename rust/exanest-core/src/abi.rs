@@ -7,7 +7,7 @@
 //! the kernel's error, so user space sees exactly the errno documented in Documentation/abi.rst.
 
 /// ABI version reported by `EXANEST_DMA_IOC_INFO`.
-pub const ABI_VERSION: u32 = 7;
+pub const ABI_VERSION: u32 = 8;
 
 /// `Info::context` of a file that holds no engine context at the moment (it gets one when it
 /// next submits a copy).
@@ -60,6 +60,9 @@ pub const IOC_COUNTERS: u32 = ioc(IOC_R, 5, core::mem::size_of::<Counters>());
 
 /// `EXANEST_DMA_REG_WINDOW`: the touch-ahead field is set.
 pub const REG_WINDOW: u32 = 1 << 0;
+/// `EXANEST_DMA_REG_INITIATOR` (ABI 8): the region's remote key works only in ops from node
+/// `initiator` (register map 2.9; EOPNOTSUPP on an older engine).
+pub const REG_INITIATOR: u32 = 1 << 1;
 /// Largest touch-ahead window, in pages.
 pub const MAX_WINDOW: u32 = 511;
 /// `EXANEST_DMA_WINDOW_ADAPTIVE`: a touch-ahead window that grows on sequential faults.
@@ -569,8 +572,9 @@ pub struct Reg {
     pub handle: u32,
     /// Touch-ahead pages, with [`REG_WINDOW`].
     pub touch_ahead: u32,
-    /// Zero.
-    pub reserved0: u32,
+    /// ABI 8, with [`REG_INITIATOR`]: the only node whose ops the remote key works in;
+    /// zero without.
+    pub initiator: u32,
     /// In: zero. Out, ABI 4: the remote key, with a remote access bit (0 without).
     pub rkey: u64,
 }
@@ -853,13 +857,28 @@ pub struct ValidReg {
     pub mode: u32,
     /// Touch-ahead window in pages.
     pub window: u32,
+    /// The node the remote key is bound to ([`REG_INITIATOR`]), if any.
+    pub initiator: Option<u32>,
 }
 
 /// Check an `EXANEST_DMA_IOC_REG` request.
 pub fn check_reg(r: &Reg, lim: &Limits) -> Result<ValidReg, Errno> {
-    if r.flags & !REG_WINDOW != 0 || r.handle != 0 || r.reserved0 != 0 || r.rkey != 0 {
+    if r.flags & !(REG_WINDOW | REG_INITIATOR) != 0 || r.handle != 0 || r.rkey != 0 {
         return Err(Errno::Inval);
     }
+    // A key bound to a node: there must be a key (a remote right), and a node id.
+    let initiator = if r.flags & REG_INITIATOR != 0 {
+        if r.access & (ACCESS_REMOTE_READ | ACCESS_REMOTE_WRITE) == 0
+            || r.initiator as usize >= super::regs::net::MAX_NODES
+        {
+            return Err(Errno::Inval);
+        }
+        Some(r.initiator)
+    } else if r.initiator != 0 {
+        return Err(Errno::Inval);
+    } else {
+        None
+    };
     let window = if r.flags & REG_WINDOW != 0 {
         if r.touch_ahead > MAX_WINDOW && r.touch_ahead != WINDOW_ADAPTIVE {
             return Err(Errno::Inval);
@@ -893,6 +912,7 @@ pub fn check_reg(r: &Reg, lim: &Limits) -> Result<ValidReg, Errno> {
         access: r.access,
         mode: r.mode,
         window,
+        initiator,
     })
 }
 
@@ -1225,8 +1245,26 @@ mod tests {
         r.access = 4;
         assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
         r = reg(0x1000, 1);
-        r.flags = 2;
+        r.flags = 4;
         assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));
+        // ABI 8: a key bound to a node needs a key (a remote right) and a node id; without
+        // the flag, the field is zero.
+        r = reg(0x1000, 1);
+        r.initiator = 3;
+        assert_eq!(
+            check_reg(&r, &LIM),
+            Err(Errno::Inval),
+            "initiator without the flag"
+        );
+        r.flags = REG_INITIATOR;
+        assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval), "no remote right");
+        r.access = ACCESS_WRITE | ACCESS_REMOTE_WRITE;
+        assert_eq!(check_reg(&r, &LIM).map(|v| v.initiator), Ok(Some(3)));
+        r.initiator = crate::regs::net::MAX_NODES as u32;
+        assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval), "no such node");
+        r.flags = 0;
+        r.initiator = 0;
+        assert_eq!(check_reg(&r, &LIM).map(|v| v.initiator), Ok(None));
         r = reg(0x1000, 1);
         r.rkey = 1;
         assert_eq!(check_reg(&r, &LIM), Err(Errno::Inval));

@@ -1474,6 +1474,7 @@ mod tests {
             key: SIM_KEY,
             base: BASE,
             len,
+            node: 0,
         }]
     }
 

@@ -34,7 +34,7 @@ pub use history::{Admit, History, Past, QUIET_NS, REACH, WINDOW};
 use crate::abi::MBOX_MAX;
 use crate::packet::{Header, Nack, Op, ECE, MTU};
 use crate::regs::cqe_status;
-use crate::regs::net::{MAX_NODES, RKEY_READ, RKEY_VALID, RKEY_WRITE, RX_OPS};
+use crate::regs::net::{MAX_NODES, RKEY_BOUND, RKEY_READ, RKEY_VALID, RKEY_WRITE, RX_OPS};
 
 /// Bad address: the driver could not resolve a receiver fault and wrote no errno (positive
 /// errno, as NACKs carry it negated).
@@ -92,20 +92,23 @@ pub struct Rkey {
     pub base: u64,
     /// Bytes of the region.
     pub len: u64,
+    /// 2.9, with [`RKEY_BOUND`]: the only node whose packets may use the key.
+    pub node: u32,
 }
 
 /// Whether op `h` may use its whole range with its key and `right` ([`RKEY_READ`] or
 /// [`RKEY_WRITE`]). The key is looked up with the packet's endpoint among the valid entries of
 /// `keys`; checked at every packet, so a key revoked mid-op stops it at the next one. Every
 /// failure is the same [`ENOKEY`]: no answer tells a guesser that the key, the endpoint, the
-/// right or the range was right.
+/// right, the range or (a key [`RKEY_BOUND`] to one initiator, 2.9) the source was right.
 pub fn rkey_check(keys: &[Rkey], h: &Header, right: u32) -> Result<(), i32> {
     let e = keys
         .iter()
         .find(|e| e.ctrl & RKEY_VALID != 0 && e.key == h.rkey && e.ep == h.endpoint)
         .ok_or(ENOKEY)?;
     let inside = h.addr >= e.base && h.len <= e.len && h.addr - e.base <= e.len - h.len;
-    if e.ctrl & right == 0 || !inside {
+    let from = e.ctrl & RKEY_BOUND == 0 || e.node == u32::from(h.src);
+    if e.ctrl & right == 0 || !inside || !from {
         return Err(ENOKEY);
     }
     Ok(())
@@ -1440,6 +1443,7 @@ mod tests {
             key: KEY,
             base: 0x10000,
             len: 1 << 20,
+            node: 0,
         };
         k
     }
@@ -2697,6 +2701,7 @@ mod tests {
             key: KEY,
             base: 0x10000,
             len: 1 << 20,
+            node: 0,
         };
         k[17] = Rkey { ep: 7, ..k[200] };
         let h = pkt(Op::Write, 1, 1, 0, 4096);
@@ -2713,6 +2718,33 @@ mod tests {
         k[17].ctrl = 0;
         assert_eq!(rkey_check(&k, &h, RKEY_WRITE), Err(ENOKEY), "revoked");
         assert_eq!(rkey_check(&[], &h, RKEY_WRITE), Err(ENOKEY));
+    }
+
+    /// 2.9: a key bound to one initiator works in its packets only; from any other source it
+    /// fails as a wrong key does (the same ENOKEY, and counted against that source), so a key
+    /// seen on the link or leaked is no use to another node.
+    #[test]
+    fn a_bound_key_works_for_its_initiator_only() {
+        let mut k = keys(RKEY_WRITE);
+        k[3].ctrl |= RKEY_BOUND;
+        k[3].node = 5;
+        let from = |src: u16| Header {
+            src,
+            ..pkt(Op::Write, 1, 1, 0, 4096)
+        };
+        assert_eq!(rkey_check(&k, &from(5), RKEY_WRITE), Ok(()));
+        assert_eq!(rkey_check(&k, &from(4), RKEY_WRITE), Err(ENOKEY));
+        assert_eq!(rkey_check(&k, &from(6), RKEY_WRITE), Err(ENOKEY));
+        let mut t = RecvTable::new(9);
+        let s = t.on_packet(&from(4), 4096, &k, ALL, 0, IDLE);
+        assert!(s.key_failed, "counted against the source");
+        assert_eq!(t.keyfails(4), 1);
+        let s = t.on_packet(&from(5), 4096, &k, ALL, 1, IDLE);
+        assert!(!s.key_failed);
+        assert!(matches!(s.act, Act::Place(_)), "{:?}", s.act);
+        // Unbound again: any source.
+        k[3].ctrl &= !RKEY_BOUND;
+        assert_eq!(rkey_check(&k, &from(4), RKEY_WRITE), Ok(()));
     }
 
     #[test]

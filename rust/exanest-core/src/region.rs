@@ -295,6 +295,7 @@ mod tests {
             access,
             mode: MODE_PIN,
             window: 0,
+            initiator: None,
         }
     }
 
@@ -395,6 +396,7 @@ mod tests {
             access,
             mode: MODE_PIN,
             window: 0,
+            initiator: None,
         };
         // Starts in the middle of page 0x10000, ends in the middle of page 0x11000.
         let h = t.insert(&reg(0x10800, 0x1000, ACCESS_READ)).unwrap();
@@ -432,6 +434,7 @@ mod tests {
             access: ACCESS_READ,
             mode: MODE_PIN,
             window: 0,
+            initiator: None,
         };
         assert_eq!(t.bytes(), 0);
         let a = t.insert(&reg(0x10000, 0x3000)).unwrap();

@@ -172,6 +172,9 @@ pub mod net {
     pub const REORDER_PPM: usize = 0x1d4;
     /// 2.8, injection: the longest a held packet waits, us (at random; 0 reads 1).
     pub const REORDER_US: usize = 0x1d8;
+    /// 2.9: the node the entry's key is bound to, with [`RKEY_BOUND`] (committed with
+    /// [`RKEY_CTRL`]).
+    pub const RKEY_NODE: usize = 0x1dc;
     /// 2.4, read-only: bitmap of the endpoints with ops waiting for a context, 32 a word.
     pub const EP_WANTED: usize = 0x1e0;
     /// Words of [`EP_WANTED`].
@@ -204,6 +207,9 @@ pub mod net {
     pub const RKEY_READ: u32 = 1 << 1;
     /// [`RKEY_CTRL`]: remote write.
     pub const RKEY_WRITE: u32 = 1 << 2;
+    /// 2.9, [`RKEY_CTRL`]: the key works only in packets from node [`RKEY_NODE`] (the
+    /// initiator it was handed to); from any other, it fails as a wrong key does.
+    pub const RKEY_BOUND: u32 = 1 << 3;
 
     /// The link's settings a privileged user may change (the driver's debugfs `link` file):
     /// their names, registers and largest values, in the order the file lists them.
@@ -342,7 +348,7 @@ pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 8;
+pub const VERSION_MINOR: u32 = 9;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 

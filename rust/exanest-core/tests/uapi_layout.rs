@@ -50,7 +50,7 @@ fn expectations() -> Vec<(String, u64)> {
             flags,
             handle,
             touch_ahead,
-            reserved0,
+            initiator,
             rkey
         ]
     );

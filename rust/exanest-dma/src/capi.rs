@@ -680,6 +680,65 @@ pub unsafe extern "C" fn exanest_dma_reg_remote(
     handle: *mut u32,
     target: *mut Remote,
 ) -> c_int {
+    // SAFETY: The caller's contract is this one's.
+    unsafe {
+        reg_remote(
+            dev,
+            (addr, len),
+            access_bits,
+            mode_raw,
+            None,
+            handle,
+            target,
+        )
+    }
+}
+
+/// [`exanest_dma_reg_remote`], the key bound to node `initiator` (ABI 8): it works only in
+/// that node's ops.
+///
+/// # Safety
+///
+/// As for [`exanest_dma_reg_remote`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_dma_reg_remote_for(
+    dev: *const ExanestDma,
+    addr: *mut c_void,
+    len: usize,
+    access_bits: u32,
+    mode_raw: u32,
+    initiator: u32,
+    handle: *mut u32,
+    target: *mut Remote,
+) -> c_int {
+    // SAFETY: The caller's contract is this one's.
+    unsafe {
+        reg_remote(
+            dev,
+            (addr, len),
+            access_bits,
+            mode_raw,
+            Some(initiator),
+            handle,
+            target,
+        )
+    }
+}
+
+/// Both registrations of remote memory.
+///
+/// # Safety
+///
+/// As for [`exanest_dma_reg_remote`].
+unsafe fn reg_remote(
+    dev: *const ExanestDma,
+    (addr, len): (*mut c_void, usize),
+    access_bits: u32,
+    mode_raw: u32,
+    initiator: Option<u32>,
+    handle: *mut u32,
+    target: *mut Remote,
+) -> c_int {
     // SAFETY: `handle` and `target` are NULL or writable per the contract.
     unsafe {
         put(handle, 0);
@@ -701,7 +760,7 @@ pub unsafe extern "C" fn exanest_dma_reg_remote(
     };
     // SAFETY: The caller keeps the memory valid until deregistration and accepts that other
     // nodes write it meanwhile: `register_raw_access`'s contract.
-    let r = unsafe { d.register_raw_access(addr as u64, len as u64, access, m) };
+    let r = unsafe { d.register_raw_access_for(addr as u64, len as u64, access, m, initiator) };
     if let Ok((h, rkey)) = r {
         let t = Remote {
             addr: addr as u64,

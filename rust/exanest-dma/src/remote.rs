@@ -186,6 +186,25 @@ impl Device {
         access: u32,
         mode: Mode,
     ) -> Result<(u32, u64)> {
+        // SAFETY: The caller gives this function's guarantees, which are that one's.
+        unsafe { self.register_raw_access_for(addr, len, access, mode, None) }
+    }
+
+    /// [`Device::register_raw_access`], the rkey bound to node `initiator` if given (ABI 8:
+    /// it works only in ops from that node; `EOPNOTSUPP` on an engine older than register map
+    /// 2.9, `EINVAL` without a remote bit or for a node id of 64 or more).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Device::register_raw_access`].
+    pub unsafe fn register_raw_access_for(
+        &self,
+        addr: u64,
+        len: u64,
+        access: u32,
+        mode: Mode,
+        initiator: Option<u32>,
+    ) -> Result<(u32, u64)> {
         if addr == 0 {
             return Err(Error::Invalid("a NULL address"));
         }
@@ -194,6 +213,12 @@ impl Device {
             length: len,
             access,
             mode: mode.raw(),
+            flags: if initiator.is_some() {
+                abi::REG_INITIATOR
+            } else {
+                0
+            },
+            initiator: initiator.unwrap_or(0),
             ..Default::default()
         };
         crate::ioctl(&self.fd, abi::IOC_REG, &mut r)?;
@@ -215,13 +240,38 @@ impl Device {
         mode: Mode,
         access: RemoteAccess,
     ) -> Result<RemoteRegion<'_, B>> {
+        self.register_remote_inner(buf, mode, access, None)
+    }
+
+    /// [`Device::register_remote_with`], for node `initiator` only (ABI 8, register map 2.9):
+    /// the key works only in that node's ops. From any other node, even one that learnt the
+    /// key, an op under it ends `-ENOKEY`, as under a wrong key, and counts toward that node's
+    /// quarantine. `EOPNOTSUPP` on an older engine; `EINVAL` for a node id of 64 or more.
+    pub fn register_remote_for<B: BufferMut>(
+        &self,
+        buf: B,
+        mode: Mode,
+        access: RemoteAccess,
+        initiator: u32,
+    ) -> Result<RemoteRegion<'_, B>> {
+        self.register_remote_inner(buf, mode, access, Some(initiator))
+    }
+
+    fn register_remote_inner<B: BufferMut>(
+        &self,
+        buf: B,
+        mode: Mode,
+        access: RemoteAccess,
+        initiator: Option<u32>,
+    ) -> Result<RemoteRegion<'_, B>> {
         let info = self.info()?;
         let (addr, len) = (buf.as_ptr() as u64, buf.len());
         let access = access.bits();
         // SAFETY: The region owns `buf` (`Buffer`: its bytes stay put and valid until it is
         // dropped) and is deregistered, its rkey revoked first, before it hands `buf` back;
         // Rust reads it meanwhile only volatile, through `snapshot`.
-        let (handle, rkey) = unsafe { self.register_raw_access(addr, len as u64, access, mode)? };
+        let (handle, rkey) =
+            unsafe { self.register_raw_access_for(addr, len as u64, access, mode, initiator)? };
         Ok(RemoteRegion {
             reg: RegionMut::new(self, handle, buf, mode),
             target: Remote {

@@ -271,6 +271,7 @@ mod tests {
                 key: KEY,
                 base: 0x10000,
                 len: 1 << 20,
+                node: 0,
             }],
             eps: std::vec![(7, ep::READY | ep::OPEN)],
         }

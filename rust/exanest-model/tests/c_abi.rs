@@ -389,6 +389,7 @@ fn recv_expected() -> Vec<(&'static str, String)> {
         key: 0xabcd_0000_0003,
         base: 0x10000,
         len: 1 << 20,
+        node: 0,
     };
     let mut t = RecvTable::new(9);
     let mut k = Header {

@@ -59,6 +59,7 @@ fn main() {
                     len: v[2],
                     ep: v[3] as u32,
                     ctrl: v[4] as u32,
+                    node: 0,
                 });
             }
             "--ep" => {
