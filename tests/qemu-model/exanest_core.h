@@ -234,7 +234,7 @@ typedef struct ExanestRkey {
     uint32_t ctrl, ep;          /* valid and rights (PLDMA_NET_RKEY_*), owner */
     uint64_t key;               /* 64 random bits (register map 2.5) */
     uint64_t base, len;         /* the region */
-    uint32_t node;              /* 2.9: with PLDMA_NET_RKEY_BOUND, the initiator */
+    uint32_t node;              /* 2.9: with NET_RKEY_BOUND, the initiator */
 } ExanestRkey;
 
 /* What the packet's endpoint can take (exanest_rx_packet's ep) */
