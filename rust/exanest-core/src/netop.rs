@@ -2173,14 +2173,7 @@ mod tests {
         // A GET whose responder's RESUME came while the op had gone back (stale), then the
         // late NACK of the same fault: not paused (make check, 16f1200: paused so, the GET
         // probed at the 1 s floor for a RESUME that had come).
-        let mut p = params(8192, 4096, 1000, 3);
-        p.kind = Kind::Get;
-        let mut g = SendOp::new(8192, p);
-        g.take_seq(); // request 0
-        assert_eq!(g.next_packet(0), Some((0, 4096)));
-        assert_eq!(g.on_timeout(1000), SendEvent::None);
-        g.take_seq(); // request 1, asked again
-        assert_eq!(g.next_packet(1000), Some((0, 4096)));
+        let mut g = get_asked_again();
         assert_eq!(g.on_resume(0, 0, 1100), SendEvent::None);
         assert_eq!(g.on_nack(0, Nack::Fault, 0, 1200), SendEvent::None);
         assert_eq!(g.state(), SendState::Sending);
@@ -2248,20 +2241,27 @@ mod tests {
         assert_eq!(g.resumes, 0);
     }
 
+    /// A GET of two blocks whose first request (sequence 0) timed out at 1000 and was asked
+    /// again (sequence 1).
+    fn get_asked_again() -> SendOp {
+        let mut p = params(8192, 4096, 1000, 3);
+        p.kind = Kind::Get;
+        let mut s = SendOp::new(8192, p);
+        s.take_seq(); // request 0
+        assert_eq!(s.next_packet(0), Some((0, 4096)));
+        assert_eq!(s.on_timeout(1000), SendEvent::None);
+        s.take_seq(); // request 1, asked again
+        assert_eq!(s.next_packet(1000), Some((0, 4096)));
+        s
+    }
+
     /// A GET's data echoes the request it answers: data of a request sent before a timeout
     /// that comes after it shows the timeout spurious (the responder was slow); data of a
     /// request sent after it, needed.
     #[test]
     fn get_data_judges_a_timeout_by_its_request() {
         for (echo, judged) in [(0, (0, 1)), (1, (1, 0))] {
-            let mut p = params(8192, 4096, 1000, 3);
-            p.kind = Kind::Get;
-            let mut s = SendOp::new(8192, p);
-            s.take_seq(); // request 0
-            assert_eq!(s.next_packet(0), Some((0, 4096)));
-            assert_eq!(s.on_timeout(1000), SendEvent::None);
-            s.take_seq(); // request 1, asked again
-            assert_eq!(s.next_packet(1000), Some((0, 4096)));
+            let mut s = get_asked_again();
             s.data_echo(echo);
             assert_eq!(s.on_data(0, 4096, 4096, 1100), SendEvent::None);
             assert_eq!((s.timeouts, s.needed, s.spurious), (1, judged.0, judged.1));
