@@ -270,8 +270,8 @@ impl Device {
         // SAFETY: The region owns `buf` (`Buffer`: its bytes stay put and valid until it is
         // dropped) and is deregistered, its rkey revoked first, before it hands `buf` back;
         // Rust reads it meanwhile only volatile, through `snapshot`.
-        let (handle, rkey) =
-            unsafe { self.register_raw_access_for(addr, len as u64, access, mode, initiator)? };
+        let r = unsafe { self.register_raw_access_for(addr, len as u64, access, mode, initiator) };
+        let (handle, rkey) = r?;
         Ok(RemoteRegion {
             reg: RegionMut::new(self, handle, buf, mode),
             target: Remote {
