@@ -2,13 +2,15 @@
 
 //! The `no_std` core crate rust/exanest-core, compiled into the module: the decision logic that
 //! `cargo test` runs on the host (validation of requests, region table, copy scheduler, fault
-//! queue, touch-ahead planner and fault state machine, register encoding, the context pool's policy). Its items are `pub` for the host crate's
-//! API; here some are unused.
+//! queue, touch-ahead and map-ahead planners and fault state machine, register encoding, the
+//! context pool's policy). Its items are `pub` for the host crate's API; here some are unused.
 
 #![allow(dead_code, unreachable_pub)]
 
 #[path = "../rust/exanest-core/src/abi.rs"]
 pub(crate) mod abi;
+#[path = "../rust/exanest-core/src/ahead.rs"]
+pub(crate) mod ahead;
 #[path = "../rust/exanest-core/src/budget.rs"]
 pub(crate) mod budget;
 #[path = "../rust/exanest-core/src/ctxpool.rs"]

@@ -58,6 +58,10 @@ pub(crate) struct EngineFault {
     pub(crate) report: ChannelReport,
     /// Where the transfer came from.
     pub(crate) source: Source,
+    /// A receiver fault's op end here (register map 2.10): the address past its last byte in
+    /// the faulting direction, which the driver maps ahead to; `u64::MAX` when not known (a
+    /// copy's end is the driver's own, a queue transfer's is not reported).
+    pub(crate) end: u64,
 }
 
 /// What ends a fault on the engine.

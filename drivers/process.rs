@@ -47,6 +47,7 @@ pub(crate) mod userq;
 
 use crate::exanest_core::{
     abi,
+    ahead::Ahead,
     fault::{ClaimTable, FaultQueue},
     region::RegionTable,
     sched::Entry,
@@ -75,6 +76,9 @@ pub(crate) use crate::fault::{FAULT_QUEUE, MAX_REGIONS};
 /// as few faults as a large window on streams, as little memory as a small one on sparse access.
 pub(crate) const DEFAULT_WINDOW: u64 = abi::WINDOW_ADAPTIVE as u64;
 
+/// Transfers a process maps ahead of at once: as many as an incast of 8 senders brings.
+const AHEAD_JOBS: usize = 8;
+
 /// What [`Process::inner`] protects.
 pub(crate) struct Inner {
     /// Torn down (release or unbind): every call fails with ENODEV.
@@ -98,6 +102,8 @@ pub(crate) struct Inner {
     engine_faults: Faults,
     /// The mailbox (mailbox.rs).
     mbox: Option<MboxState>,
+    /// What the fault thread maps ahead of resumed transfers (the core's `ahead`, resolve.rs).
+    ahead: Ahead<AHEAD_JOBS>,
 }
 
 impl Inner {
@@ -276,6 +282,7 @@ impl Process {
                     rkeys: KVec::new(),
                     engine_faults: Faults::new(),
                     mbox: None,
+                    ahead: Ahead::new(),
                 }, "Process::inner"),
                 map <- new_mutex!(map_state, "Process::map"),
                 done,
@@ -390,6 +397,7 @@ impl Process {
         }
         inner.chans.abort_all(status.to_errno());
         inner.engine_faults.clear();
+        inner.ahead.clear();
         // The claims stay: faults the engine raised before the reset are still the process's
         // until the domain is detached below (no handler call comes after that).
         inner.regions.drain(|_| {});

@@ -41,6 +41,9 @@ pub(crate) struct Context {
 }
 
 impl Context {
+    /// The register map minor version from which a receiver fault reports its op's end.
+    const RX_END_MINOR: u32 = 10;
+
     /// Context `index` of `engine`, issuing its DMA as `dev`, with its doorbell page at
     /// `doorbell` and its kernel queue `kq`, if it has them.
     pub(crate) fn new(
@@ -221,7 +224,14 @@ impl Hw for Context {
         let c = self.ch(n)?;
         let r = &self.engine.regs;
         let o = r.read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
+        let mut end = u64::MAX;
         let source = if o.net_rx() {
+            if self.engine.version.minor().get() >= Self::RX_END_MINOR {
+                let lo = r.read(hw::CH_WRID_LO::try_at(c).ok_or(EINVAL)?)?;
+                let hi = r.read(hw::CH_WRID_HI::try_at(c).ok_or(EINVAL)?)?;
+                // 0 for a MAILBOX, whose ring slot is all it accesses: nothing past it.
+                end = u64::from(hi.value().get()) << 32 | u64::from(lo.value().get());
+            }
             let i = netregs::net_ch(self.ctx(), n as usize).ok_or(EINVAL)?;
             let src = r.read(netregs::CH_NET_SRC::try_at(i).ok_or(EINVAL)?)?;
             let opid = r.read(netregs::CH_NET_OPID::try_at(i).ok_or(EINVAL)?)?;
@@ -241,7 +251,11 @@ impl Hw for Context {
         } else {
             Source::Start
         };
-        Ok(Some(EngineFault { report, source }))
+        Ok(Some(EngineFault {
+            report,
+            source,
+            end,
+        }))
     }
 
     fn answer(&self, n: u32, cmd: Command) -> Result {

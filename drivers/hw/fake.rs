@@ -200,7 +200,11 @@ impl Hw for FakeHw {
     fn fault(&self, n: u32) -> Result<Option<EngineFault>> {
         let c = self.report(n)?;
         let source = self.st.lock().ch[n as usize].source;
-        Ok((c.state == State::Fault).then_some(EngineFault { report: c, source }))
+        Ok((c.state == State::Fault).then_some(EngineFault {
+            report: c,
+            source,
+            end: u64::MAX,
+        }))
     }
 
     // A receive's RESUME or NACK answers its sender and frees the channel; a transfer's

@@ -194,6 +194,7 @@ impl Process {
                 return Err(ENODEV);
             }
             let r = inner.regions.remove(handle)?;
+            inner.ahead.forget(handle);
             // Other nodes first: nothing is placed with the region's rkey from here on.
             self.revoke_rkey(inner, handle);
             inner.publish_claims(&self.claims);

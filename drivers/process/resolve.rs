@@ -3,11 +3,14 @@
 //! The fault thread's work for one process (fault.rs describes the path top to bottom): the
 //! IOMMU's reports, then every engine channel in fault-wait through the one fault state
 //! machine (fault/machine.rs), and the resolver that makes a faulting page reachable: region,
-//! VMA, touch-ahead window, fault-in (odp.rs), map (mirror.rs).
+//! VMA, touch-ahead window, fault-in (odp.rs), map (mirror.rs). With no fault waiting, the
+//! thread maps ahead of the transfers it RESUMEd (the core's `ahead`): resume first, map the
+//! rest after, while the engine runs.
 
 use crate::exanest_core::{
     abi::{self, Range},
-    faultsm::{Origin, Source},
+    ahead::{self, Chunk},
+    faultsm::{Answer, Origin, Source},
     regs::FaultCause,
 };
 use crate::fault::{access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES};
@@ -71,10 +74,103 @@ impl Process {
                     busy = true;
                 }
             }
-            if !busy {
+            // No fault waits: a step of map-ahead, then look for faults again.
+            if !busy && !self.map_ahead() {
                 return;
             }
         }
+    }
+
+    /// One step of map-ahead: map the next chunk that a RESUMEd transfer will access, from its
+    /// first page not mapped yet. Returns whether there was a step to take.
+    fn map_ahead(&self) -> bool {
+        let (c, addr, target) = {
+            let mut g = self.inner.lock();
+            let inner = &mut *g;
+            if inner.dead {
+                return false;
+            }
+            let Some(c) = inner.ahead.next(ahead::CHUNK) else {
+                return false;
+            };
+            let end = c.first + c.pages;
+            let first = {
+                let m = self.map.lock();
+                (c.first..end)
+                    .find(|&v| !(inner.pages.covers(v, c.write) || m.mirror.covers(v, c.write)))
+            };
+            let Some(first) = first else {
+                return true;
+            };
+            let target = match self.ahead_target(inner, &c, first, end) {
+                Some(t) => t,
+                None => {
+                    inner.ahead.failed(&c);
+                    return true;
+                }
+            };
+            (c, first << PAGE_SHIFT, target)
+        };
+        match self.fault_and_map(addr, c.write, &target) {
+            Ok((_, mapped)) => {
+                let mut g = self.inner.lock();
+                g.chans.counters.touch_ahead_pages += mapped;
+                if let Some(r) = g.regions.get_mut(c.handle) {
+                    r.pages_resolved += mapped;
+                }
+            }
+            // The engine meets the error itself, and the fault path reports it.
+            Err(_) => self.inner.lock().ahead.failed(&c),
+        }
+        true
+    }
+
+    /// The fault-in of pages `[first, end)` of step `c`: `None` if its region no longer covers
+    /// them with the access, or is pinned.
+    fn ahead_target(
+        &self,
+        inner: &mut super::Inner,
+        c: &Chunk,
+        first: u64,
+        end: u64,
+    ) -> Option<FaultTarget> {
+        let r = inner.regions.get(c.handle)?;
+        let want = Range::new(first << PAGE_SHIFT, (end - first) << PAGE_SHIFT, u64::MAX).ok()?;
+        if r.mode == abi::MODE_PIN
+            || !r.range.contains(&Range::new(want.start, 1, u64::MAX).ok()?)
+            || r.access & access(c.write) != access(c.write)
+        {
+            return None;
+        }
+        Some(FaultTarget {
+            handle: c.handle,
+            region: r.range,
+            notifier: inner.notifier(c.handle)?,
+            window: end - first - 1,
+            limit: want.end,
+        })
+    }
+
+    /// After channel `n`'s fault at `addr` (`write`) was RESUMEd, resolved up to `done`
+    /// (exclusive), plan the rest of its transfer up to `limit` ahead: at most a quarter of the
+    /// context's translation budget, so that what is mapped ahead does not evict what the
+    /// engine is using.
+    fn plan_ahead(&self, inner: &mut super::Inner, addr: u64, write: bool, done: u64, limit: u64) {
+        if limit == u64::MAX || limit <= done {
+            return;
+        }
+        let Ok(one) = Range::new(addr, 1, u64::MAX) else {
+            return;
+        };
+        let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
+        let Ok(h) = inner.regions.find_with(&one, access(write), not_pinned) else {
+            return;
+        };
+        let cap = self.map.lock().budget.limit() / 4;
+        let page_end = ((limit - 1) >> PAGE_SHIFT) + 1;
+        inner
+            .ahead
+            .plan(h, write, done >> PAGE_SHIFT, page_end, cap);
     }
 
     /// Serve engine channel `n`'s fault, whatever its origin: resolve it, then RESUME it, or
@@ -104,9 +200,10 @@ impl Process {
                     }),
                     _ => None,
                 },
+                // The op's end here, as the engine reports it (u64::MAX before 2.10).
                 Source::NetRx { src, opid } => Some(Transfer {
                     origin: Origin::NetRx { src, opid },
-                    limit: u64::MAX,
+                    limit: f.end,
                     within: Within::Any,
                 }),
             };
@@ -119,10 +216,11 @@ impl Process {
             (ctx, f, c.origin, c.limit, c.within)
         };
         let rep = f.report;
-        let res = match rep.fault_cause {
+        let resolved = match rep.fault_cause {
             FaultCause::Translation => self.resolve(rep.fault_addr, rep.fault_write, limit, within),
             _ => Err(EIO),
         };
+        let res = resolved.map(|_| ());
         let mut g = self.inner.lock();
         let inner = &mut *g;
         if inner.dead {
@@ -137,6 +235,9 @@ impl Process {
         }
         let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
         let ended = inner.engine_faults.end(&*ctx, n, &f, origin, res, k, lat);
+        if let (Answer::Resume, Ok(()), Ok(done)) = (ended.answer, ended.written, resolved) {
+            self.plan_ahead(inner, rep.fault_addr, rep.fault_write, done, limit);
+        }
         match origin {
             Origin::Copy { slot, .. } => {
                 let (chans, mut release) = inner.chans_releasing();
@@ -152,12 +253,19 @@ impl Process {
     }
 
     /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
-    /// up to `limit`, in the region `within` says.
-    pub(crate) fn resolve(&self, addr: u64, write: bool, limit: u64, within: Within) -> Result {
+    /// up to `limit`, in the region `within` says. Returns the end (exclusive) of what was
+    /// resolved: the window's, or the page's if it was reachable already.
+    pub(crate) fn resolve(
+        &self,
+        addr: u64,
+        write: bool,
+        limit: u64,
+        within: Within,
+    ) -> Result<u64> {
         retry_lost_region(|| self.resolve_once(addr, write, limit, within))
     }
 
-    fn resolve_once(&self, addr: u64, write: bool, limit: u64, within: Within) -> Result {
+    fn resolve_once(&self, addr: u64, write: bool, limit: u64, within: Within) -> Result<u64> {
         let (h, addr, target) = {
             let mut g = self.inner.lock();
             if g.dead {
@@ -166,7 +274,7 @@ impl Process {
             let vpn = addr >> PAGE_SHIFT;
             if g.pages.covers(vpn, write) || self.map.lock().mirror.covers(vpn, write) {
                 // Already resolved: both fault sources reported it.
-                return Ok(());
+                return Ok((vpn + 1) << PAGE_SHIFT);
             }
             if g.pages.has(vpn) {
                 // Pinned read-only by a pin region, which owns the page's mapping: a device
@@ -218,7 +326,7 @@ impl Process {
             r.pages_resolved += mapped;
             r.adapt.resolved(end >> PAGE_SHIFT);
         }
-        Ok(())
+        Ok(end)
     }
 
     /// Fault in the window at `addr` and map it, retrying while invalidations race with it (at

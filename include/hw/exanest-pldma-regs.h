@@ -228,7 +228,7 @@
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     9
+#define PLDMA_VERSION_MINOR     10
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */
@@ -445,7 +445,11 @@
 #define PLDMA_CH_FAULTS         0x2c    /* RO: faults taken by this transfer */
 /* 2.1, RO: where the channel's current or last transfer came from */
 #define PLDMA_CH_ORIGIN         0x30
-/* 2.1, RO: its descriptor's wr_id (0 for a START) */
+/*
+ * 2.1, RO: its descriptor's wr_id (0 for a START); 2.10, ORIGIN NET_RX: the
+ * end of the op here (the address past its last byte: a WRITE's destination,
+ * a READ_REQ's source; 0 for a MAILBOX)
+ */
 #define PLDMA_CH_WRID_LO        0x34
 #define PLDMA_CH_WRID_HI        0x38
 /* 2.1, WO: the CQE status the next NACK of a queue transfer reports */

@@ -955,6 +955,42 @@ TEST_F(net, put_into_untouched_memory)
 }
 
 /*
+ * Map-ahead (register map 2.10: the engine reports a receiver fault with its op's end): the
+ * receiver RESUMEs its first fault and its fault thread maps the rest of the op while the data
+ * comes. Here the sender's op stops half-way (its source runs past its region: EFAULT at the
+ * sender), yet the receiver maps the whole op; without map-ahead it maps only what the data
+ * reached, a touch-ahead window (or a huge page) at a time.
+ */
+TEST_F(net, receiver_maps_the_op_ahead)
+{
+	struct exanest_dma_counters k = { 0 };
+	struct cqe c;
+
+	ASSERT_EQ(0, start_receiver(self, PUT_LEN, PROT_READ | PROT_WRITE, false));
+	/* 8 MiB from the second half of the 8 MiB source region: 4 MiB go, then EFAULT. */
+	ASSERT_EQ(0, put_wait(&self->q, self->src + PUT_LEN / 2, &self->t, 0, PUT_LEN, &c));
+	EXPECT_NE(0, c.status);
+	EXPECT_GE(PUT_LEN / 2, c.bytes);
+	/* The receiver's fault thread maps on after the op ended: give it 5 s. */
+	for (int i = 0; i < 500; i++) {
+		ASSERT_EQ(0, ask(self, 'c', &k, sizeof(k)));
+		if (k.pages_resolved >= PAGES(PUT_LEN))
+			break;
+		usleep(10000);
+	}
+	TH_LOG("receiver: %llu faults, %llu pages resolved, %llu huge mappings",
+	       (unsigned long long)k.faults, (unsigned long long)k.pages_resolved,
+	       (unsigned long long)k.huge_mappings);
+	EXPECT_LT(0, k.faults);
+	/* (A 2 MiB block counts its 512 pages.) */
+	EXPECT_LE(PAGES(PUT_LEN), k.pages_resolved)
+		TH_LOG("the receiver mapped only what the data reached");
+	/* And the receiver takes a whole put after it. */
+	ASSERT_EQ(0, put_wait(&self->q, self->src, &self->t, 0, PUT_LEN, &c));
+	EXPECT_EQ(0, c.status);
+}
+
+/*
  * Keys that do not allow the op: forged, for another endpoint, another process's, past the
  * region, without the right (a put with a read-only key, a get with a write-only one),
  * revoked: every one ENOKEY (register map 2.5: no answer tells a guesser which part was

@@ -1145,7 +1145,8 @@ static void net_rx_report(PldmaContext *x, uint32_t i)
         c->a_src = 0;
         c->a_dst = r.addr;
         c->a_len = r.len;
-        c->wr_id = 0;
+        /* 2.10: the op's end here, so that the driver maps ahead */
+        c->wr_id = r.kind == EXANEST_RX_MAILBOX ? 0 : r.addr + r.len;
         c->done = r.placed;
         c->nack_status = PLDMA_CQE_ABORTED;
         c->fault_addr = r.fault_addr;

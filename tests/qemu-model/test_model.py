@@ -449,7 +449,7 @@ class Identity(ModelTest):
     def test_id_version_caps(self):
         q = self.q
         self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 9)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 10)
         self.assertEqual(q.reg(R["PLDMA_VERSION"]), R["PLDMA_VERSION_MAJOR"] << 16 | R["PLDMA_VERSION_MINOR"])
         caps = q.reg(R["PLDMA_CAPS"])
         self.assertEqual(caps & R["PLDMA_CAPS_NCHAN_MASK"], 4, "default channels per context")
@@ -1052,8 +1052,8 @@ class Queues(ModelTest):
 
     def test_version_2_2(self):
         q = self.q
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 9, "2.9 keeps 2.2's registers")
-        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 9)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 10, "2.10 keeps 2.2's registers")
+        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 10)
         for ctx in (0, 15):
             self.assertEqual([q.ctxreg(ctx, R[r]) for r in (
                 "PLDMA_CTX_SQ_BASE_LO", "PLDMA_CTX_CQ_BASE_LO", "PLDMA_CTX_Q_CFG", "PLDMA_CTX_Q_CTRL",

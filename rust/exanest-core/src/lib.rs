@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod abi;
+pub mod ahead;
 pub mod budget;
 pub mod ctxpool;
 pub mod fault;

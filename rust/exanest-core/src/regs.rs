@@ -348,7 +348,7 @@ pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 9;
+pub const VERSION_MINOR: u32 = 10;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 
@@ -696,7 +696,10 @@ pub mod ch {
     pub const FAULTS: usize = 0x2c;
     /// 2.1, read-only: where the current or last transfer came from, see [`super::origin`].
     pub const ORIGIN: usize = 0x30;
-    /// 2.1, read-only: its descriptor's wr_id, low half (0 for a START).
+    /// 2.1, read-only: its descriptor's wr_id, low half (0 for a START). 2.10, with
+    /// [`super::origin::NET_RX`]: the end of the op here, the address past its last byte (a
+    /// WRITE's destination, a READ_REQ's source; 0 for a MAILBOX), so that the driver maps the
+    /// rest of the op ahead.
     pub const WRID_LO: usize = 0x34;
     /// 2.1, read-only: its descriptor's wr_id, high half.
     pub const WRID_HI: usize = 0x38;

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+
+//! Map-ahead: resume first, map the rest of the transfer after (Documentation/design.rst,
+//! "Map-ahead").
+//!
+//! A fault is resolved with its touch-ahead window ([`crate::fault::touch_ahead`]) and
+//! RESUMEd at once. What the faulting transfer still has to access past that window (up to its
+//! limit: a copy's end, a remote op's end at the receiver) is then planned here as a *job*, and
+//! the process's fault thread maps it in chunks of [`CHUNK`] pages while the engine runs: the
+//! engine's data overlaps the resolution instead of waiting for it fault after fault, and a
+//! remote sender resends one window per op instead of one per fault.
+//!
+//! The thread takes a chunk only when no fault waits, so a fault (the engine overtook the
+//! mapper, or another transfer faulted) waits at most one chunk's mapping. A later fault of
+//! the same region and direction that meets a job's range joins it: the job then never maps
+//! behind that fault (the engine is past it). At most `N` jobs are kept; a new one past that
+//! replaces the one planned longest ago. A chunk that fails ends its job: the engine meets the
+//! error itself and the fault path reports it.
+//!
+//! Pages are page frame numbers of the process's address space (the IOVA is the VA).
+
+/// Pages a job maps past the faulting window at most: the transfer faults again there and a
+/// new job goes on.
+pub const MAX_PAGES: u64 = 4096;
+
+/// Pages one step of the fault thread maps at most, a step ending at a multiple of it: 2 MiB
+/// of 4 KiB pages, so that a transparent huge page is faulted in whole and mapped as one
+/// IOMMU block. A fault that comes meanwhile waits for the step.
+pub const CHUNK: u64 = 512;
+
+/// A step of a job: map pages `[first, first + pages)` of region `handle`, for reading, or
+/// writing too when `write`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// The region's handle.
+    pub handle: u32,
+    /// Whether the engine writes the pages.
+    pub write: bool,
+    /// The first page.
+    pub first: u64,
+    /// Pages, at least 1.
+    pub pages: u64,
+    /// The job's slot, for [`Ahead::failed`].
+    slot: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Job {
+    handle: u32,
+    write: bool,
+    /// The next page to map.
+    next: u64,
+    /// Past the last page to map.
+    end: u64,
+    /// When it was planned or last joined, on the planner's own count.
+    stamp: u64,
+}
+
+/// The map-ahead jobs of one process.
+#[derive(Clone, Copy, Debug)]
+pub struct Ahead<const N: usize> {
+    jobs: [Option<Job>; N],
+    /// The slot the next chunk is looked for from (round robin).
+    turn: usize,
+    /// Plans made, as the jobs' stamps.
+    clock: u64,
+}
+
+impl<const N: usize> Default for Ahead<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> Ahead<N> {
+    /// No job.
+    pub const fn new() -> Self {
+        Ahead {
+            jobs: [None; N],
+            turn: 0,
+            clock: 0,
+        }
+    }
+
+    /// A fault of region `handle` (`write`: the engine writes) was resolved up to page `done`
+    /// (exclusive), and its transfer accesses pages up to `end` (exclusive): plan pages
+    /// `[done, end)`, at most `cap` of them. A job of the same region and direction whose
+    /// range the new one meets takes it (never going back behind `done`); else a free slot,
+    /// else the slot planned longest ago. Returns whether anything is planned.
+    pub fn plan(&mut self, handle: u32, write: bool, done: u64, end: u64, cap: u64) -> bool {
+        let end = end.min(done.saturating_add(cap.min(MAX_PAGES)));
+        if end <= done {
+            return false;
+        }
+        self.clock += 1;
+        let stamp = self.clock;
+        let meets =
+            |j: &Job| j.handle == handle && j.write == write && done <= j.end && end >= j.next;
+        if let Some(j) = self.jobs.iter_mut().flatten().find(|j| meets(j)) {
+            j.next = j.next.max(done);
+            j.end = j.end.max(end);
+            j.stamp = stamp;
+            return true;
+        }
+        let slot = match self.jobs.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => (0..N)
+                .min_by_key(|&i| self.jobs[i].map_or(0, |j| j.stamp))
+                .unwrap_or(0),
+        };
+        if let Some(s) = self.jobs.get_mut(slot) {
+            *s = Some(Job {
+                handle,
+                write,
+                next: done,
+                end,
+                stamp,
+            });
+            return true;
+        }
+        false
+    }
+
+    /// The next step, up to the next multiple of `chunk` pages (at least 1 page), taken from
+    /// the jobs in turn, so that transfers that fault at once are mapped ahead alike. A job
+    /// whose last step this is ends.
+    pub fn next(&mut self, chunk: u64) -> Option<Chunk> {
+        for k in 0..N {
+            let slot = (self.turn + k) % N;
+            let Some(j) = self.jobs[slot].as_mut() else {
+                continue;
+            };
+            let chunk = chunk.max(1);
+            let pages = (j.end - j.next).min(chunk - j.next % chunk);
+            let c = Chunk {
+                handle: j.handle,
+                write: j.write,
+                first: j.next,
+                pages,
+                slot,
+            };
+            j.next += pages;
+            if j.next >= j.end {
+                self.jobs[slot] = None;
+            }
+            self.turn = (slot + 1) % N;
+            return Some(c);
+        }
+        None
+    }
+
+    /// Step `c` failed: its job ends (if it still maps that region that way).
+    pub fn failed(&mut self, c: &Chunk) {
+        if let Some(s) = self.jobs.get_mut(c.slot) {
+            if s.is_some_and(|j| j.handle == c.handle && j.write == c.write) {
+                *s = None;
+            }
+        }
+    }
+
+    /// Region `handle` is gone: its jobs end.
+    pub fn forget(&mut self, handle: u32) {
+        for s in self.jobs.iter_mut() {
+            if s.is_some_and(|j| j.handle == handle) {
+                *s = None;
+            }
+        }
+    }
+
+    /// Every job ends.
+    pub fn clear(&mut self) {
+        self.jobs = [None; N];
+    }
+
+    /// Whether no job is planned.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.iter().all(Option::is_none)
+    }
+
+    /// Pages planned and not yet handed out as steps.
+    pub fn pages(&self) -> u64 {
+        self.jobs.iter().flatten().map(|j| j.end - j.next).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+
+    /// Every step until none is left, as (handle, first, pages).
+    fn drain<const N: usize>(a: &mut Ahead<N>, chunk: u64) -> std::vec::Vec<(u32, u64, u64)> {
+        core::iter::from_fn(|| a.next(chunk))
+            .map(|c| (c.handle, c.first, c.pages))
+            .collect()
+    }
+
+    #[test]
+    fn a_job_maps_the_rest_in_chunks_up_to_its_cap() {
+        let mut a = Ahead::<4>::new();
+        assert!(a.plan(1, true, 100, 300, 1000));
+        assert_eq!(a.pages(), 200);
+        assert_eq!(
+            drain(&mut a, 64),
+            [(1, 100, 28), (1, 128, 64), (1, 192, 64), (1, 256, 44)]
+        );
+        assert!(a.is_empty());
+        // Capped: 50 pages past the window, however long the transfer.
+        assert!(a.plan(1, true, 100, 1 << 40, 50));
+        assert_eq!(a.pages(), 50);
+        // And never past MAX_PAGES.
+        a.clear();
+        assert!(a.plan(1, true, 0, 1 << 40, u64::MAX));
+        assert_eq!(a.pages(), MAX_PAGES);
+    }
+
+    #[test]
+    fn nothing_is_planned_past_the_transfer() {
+        let mut a = Ahead::<4>::new();
+        assert!(!a.plan(1, true, 300, 300, 1000));
+        assert!(!a.plan(1, true, 300, 200, 1000));
+        assert!(!a.plan(1, true, 100, 300, 0));
+        assert!(a.is_empty());
+        assert_eq!(a.next(64), None);
+    }
+
+    #[test]
+    fn a_fault_past_the_mapper_moves_its_job_on() {
+        let mut a = Ahead::<4>::new();
+        assert!(a.plan(1, true, 100, 1000, 4096));
+        assert_eq!(a.next(64).map(|c| c.first), Some(100));
+        // The engine overtook the mapper at 500; its window ended at 520.
+        assert!(a.plan(1, true, 520, 1000, 4096));
+        assert_eq!(a.pages(), 480);
+        assert_eq!(a.next(64).map(|c| c.first), Some(520));
+        // A fault behind the mapper (the engine went back) maps nothing twice, and a longer
+        // transfer extends the job.
+        assert!(a.plan(1, true, 200, 1200, 4096));
+        assert_eq!(a.next(64).map(|c| c.first), Some(576));
+        assert_eq!(a.pages(), 1200 - 640);
+    }
+
+    #[test]
+    fn regions_and_directions_are_jobs_of_their_own() {
+        let mut a = Ahead::<4>::new();
+        assert!(a.plan(1, true, 0, 128, 4096));
+        assert!(a.plan(2, true, 0, 128, 4096));
+        assert!(a.plan(1, false, 0, 64, 4096));
+        // Turn by turn, one chunk each.
+        assert_eq!(
+            drain(&mut a, 64),
+            [(1, 0, 64), (2, 0, 64), (1, 0, 64), (1, 64, 64), (2, 64, 64)]
+        );
+    }
+
+    #[test]
+    fn a_full_table_gives_the_oldest_slot_away() {
+        let mut a = Ahead::<2>::new();
+        assert!(a.plan(1, true, 0, 10, 4096));
+        assert!(a.plan(2, true, 0, 10, 4096));
+        // Region 1 joined again: region 2's job is now the oldest.
+        assert!(a.plan(1, true, 5, 20, 4096));
+        assert!(a.plan(3, true, 0, 10, 4096));
+        let mut got = drain(&mut a, 64);
+        got.sort();
+        assert_eq!(got, [(1, 5, 15), (3, 0, 10)]);
+    }
+
+    #[test]
+    fn a_failed_step_or_a_gone_region_ends_its_job() {
+        let mut a = Ahead::<4>::new();
+        assert!(a.plan(1, true, 0, 1000, 4096));
+        assert!(a.plan(2, true, 0, 1000, 4096));
+        let c = a.next(64).unwrap();
+        assert_eq!(c.handle, 1);
+        a.failed(&c);
+        assert_eq!(a.pages(), 1000);
+        a.forget(2);
+        assert!(a.is_empty());
+        // A step of a job that ended and whose slot was taken again ends nothing.
+        assert!(a.plan(3, true, 0, 1000, 4096));
+        a.failed(&c);
+        assert_eq!(a.pages(), 1000);
+    }
+}
