@@ -58,9 +58,9 @@ pub(crate) struct EngineFault {
     pub(crate) report: ChannelReport,
     /// Where the transfer came from.
     pub(crate) source: Source,
-    /// A receiver fault's op end here (register map 2.10): the address past its last byte in
-    /// the faulting direction, which the driver maps ahead to; `u64::MAX` when not known (a
-    /// copy's end is the driver's own, a queue transfer's is not reported).
+    /// The end of the faulting transfer's bytes in the faulting direction (register map 2.10:
+    /// SRC or DST, and LEN, read in FAULT), which the driver maps ahead to; `u64::MAX` when
+    /// the engine does not say (before 2.10), 0 for none (a MAILBOX's ring slot).
     pub(crate) end: u64,
 }
 

@@ -41,8 +41,26 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    /// The register map minor version from which a receiver fault reports its op's end.
-    const RX_END_MINOR: u32 = 10;
+    /// The register map minor version from which a channel in FAULT reads its transfer's range.
+    const FAULT_RANGE_MINOR: u32 = 10;
+
+    /// The end of the bytes that channel `c` (in FAULT) moves in the faulting direction (a
+    /// write: its destination's; a read: its source's), as its SRC or DST and LEN read then.
+    fn fault_end(&self, c: usize, write: bool) -> Result<u64> {
+        let r = &self.engine.regs;
+        let (lo, hi) = if write {
+            let lo = r.read(hw::CH_DST_LO::try_at(c).ok_or(EINVAL)?)?;
+            let hi = r.read(hw::CH_DST_HI::try_at(c).ok_or(EINVAL)?)?;
+            (lo.value().get(), hi.value().get())
+        } else {
+            let lo = r.read(hw::CH_SRC_LO::try_at(c).ok_or(EINVAL)?)?;
+            let hi = r.read(hw::CH_SRC_HI::try_at(c).ok_or(EINVAL)?)?;
+            (lo.value().get(), hi.value().get())
+        };
+        let len = r.read(hw::CH_LEN::try_at(c).ok_or(EINVAL)?)?;
+        let base = u64::from(hi) << 32 | u64::from(lo);
+        Ok(base.saturating_add(u64::from(len.value().get())))
+    }
 
     /// Context `index` of `engine`, issuing its DMA as `dev`, with its doorbell page at
     /// `doorbell` and its kernel queue `kq`, if it has them.
@@ -224,14 +242,12 @@ impl Hw for Context {
         let c = self.ch(n)?;
         let r = &self.engine.regs;
         let o = r.read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
-        let mut end = u64::MAX;
+        let end = if self.engine.version.minor().get() >= Self::FAULT_RANGE_MINOR {
+            self.fault_end(c, report.fault_write)?
+        } else {
+            u64::MAX
+        };
         let source = if o.net_rx() {
-            if self.engine.version.minor().get() >= Self::RX_END_MINOR {
-                let lo = r.read(hw::CH_WRID_LO::try_at(c).ok_or(EINVAL)?)?;
-                let hi = r.read(hw::CH_WRID_HI::try_at(c).ok_or(EINVAL)?)?;
-                // 0 for a MAILBOX, whose ring slot is all it accesses: nothing past it.
-                end = u64::from(hi.value().get()) << 32 | u64::from(lo.value().get());
-            }
             let i = netregs::net_ch(self.ctx(), n as usize).ok_or(EINVAL)?;
             let src = r.read(netregs::CH_NET_SRC::try_at(i).ok_or(EINVAL)?)?;
             let opid = r.read(netregs::CH_NET_OPID::try_at(i).ok_or(EINVAL)?)?;

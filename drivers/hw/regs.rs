@@ -318,13 +318,8 @@ register! {
         31:31 queue => bool;
     }
 
-    /// 2.1: the `wr_id` of the channel's queue transfer, low half; 2.10, a receiver fault
-    /// (`net_rx`): the op's end here, low half.
+    /// 2.1: the `wr_id` of the channel's queue transfer, low half.
     pub(crate) CH_WRID_LO(u32)[NCH, stride = STRIDE] @ 0x1134 { 31:0 value; }
-
-    /// 2.10: a receiver fault's op end here, high half (the kernel queue's `wr_id` is its slot,
-    /// below 2^32).
-    pub(crate) CH_WRID_HI(u32)[NCH, stride = STRIDE] @ 0x1138 { 31:0 value; }
 
     /// 2.1: the status the next NACK of the channel's queue transfer reports in its CQE.
     pub(crate) CH_NACK_STATUS(u32)[NCH, stride = STRIDE] @ 0x113c {
@@ -395,7 +390,6 @@ mod tests {
             assert_eq!(off(CH_DONE_BYTES::at(n)), at(ch::DONE_BYTES));
             assert_eq!(off(CH_ORIGIN::at(n)), at(ch::ORIGIN));
             assert_eq!(off(CH_WRID_LO::at(n)), at(ch::WRID_LO));
-            assert_eq!(off(CH_WRID_HI::at(n)), at(ch::WRID_HI));
             assert_eq!(off(CH_NACK_STATUS::at(n)), at(ch::NACK_STATUS));
         }
         assert!(CH_STATUS::try_at(NCH).is_none());

@@ -192,15 +192,16 @@ impl Process {
             let known = match f.source {
                 Source::Start => inner.chans.fault_of(n, rep.fault_write),
                 Source::Kernel { slot } => inner.chans.fault_of(slot, rep.fault_write),
+                // The transfer's end, as the engine reports it (u64::MAX before 2.10).
                 Source::Queue { index } => match &inner.queue {
                     QueueState::Ready(q) if q.mask & (1 << n) != 0 => Some(Transfer {
                         origin: Origin::Queue { index },
-                        limit: u64::MAX,
+                        limit: f.end,
                         within: Within::Any,
                     }),
                     _ => None,
                 },
-                // The op's end here, as the engine reports it (u64::MAX before 2.10).
+                // The op's end here, as the engine reports it (0 for a MAILBOX).
                 Source::NetRx { src, opid } => Some(Transfer {
                     origin: Origin::NetRx { src, opid },
                     limit: f.end,

@@ -427,6 +427,12 @@
 #define PLDMA_CH_STRIDE         0x40
 #define PLDMA_MAX_CHANNELS      8
 
+/*
+ * SRC, DST and LEN read back what was written, except (2.10) in FAULT: the
+ * faulting transfer's own source, destination and length (a descriptor's, or
+ * a receiver fault's op here: DST a WRITE's destination, SRC a READ_REQ's
+ * source, LEN 0 for a MAILBOX), for the driver to map the rest ahead.
+ */
 #define PLDMA_CH_SRC_LO         0x00    /* RW: source IOVA */
 #define PLDMA_CH_SRC_HI         0x04
 #define PLDMA_CH_DST_LO         0x08    /* RW: destination IOVA */
@@ -445,11 +451,7 @@
 #define PLDMA_CH_FAULTS         0x2c    /* RO: faults taken by this transfer */
 /* 2.1, RO: where the channel's current or last transfer came from */
 #define PLDMA_CH_ORIGIN         0x30
-/*
- * 2.1, RO: its descriptor's wr_id (0 for a START); 2.10, ORIGIN NET_RX: the
- * end of the op here (the address past its last byte: a WRITE's destination,
- * a READ_REQ's source; 0 for a MAILBOX)
- */
+/* 2.1, RO: its descriptor's wr_id (0 for a START) */
 #define PLDMA_CH_WRID_LO        0x34
 #define PLDMA_CH_WRID_HI        0x38
 /* 2.1, WO: the CQE status the next NACK of a queue transfer reports */

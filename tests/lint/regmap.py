@@ -38,6 +38,7 @@ UNUSED = {
     "PLDMA_CTX_KQ_ERR_HI": "as PLDMA_CTX_KQ_ERR_LO",
     "PLDMA_CTX_KQ_SQ_HEAD": "the driver follows completions, not fetches",
     "PLDMA_CH_FAULTS": "a statistic the driver counts itself",
+    "PLDMA_CH_WRID_HI": "the kernel queue's wr_id is its slot, below 2^32",
     "PLDMA_CH_NET_OP": "ops start from descriptors, not from these registers",
     "PLDMA_CH_NET_PEER": "ops start from descriptors, not from these registers",
     "PLDMA_CH_NET_EP": "ops start from descriptors, not from these registers",

@@ -114,12 +114,17 @@ typedef struct ExanestSendParams {
 #define EXANEST_SEND_PROBE      2   /* send a probe at offset */
 #define EXANEST_SEND_LOCAL_FAULT 3  /* GET: this side's memory faulted */
 
+/* ExanestSendEvent.probe_verdict: the probed packet was late, or lost */
+#define EXANEST_PROBE_SPURIOUS  1
+#define EXANEST_PROBE_NEEDED    2
+
 typedef struct ExanestSendEvent {
     uint32_t what;
     int32_t status;
     uint64_t offset;
     uint32_t nacks, resumes, timeouts, probes;  /* what the event counted */
     uint32_t tail_probes;   /* the last block sent again before a timeout */
+    uint32_t probe_verdict; /* a tail probe judged: EXANEST_PROBE_*, 0 none */
     uint64_t rtt_ns;        /* a round trip measured (0: none), to the table */
 } ExanestSendEvent;
 
@@ -184,7 +189,8 @@ int64_t exanest_send_deadline(const ExanestSendOp *op);
 /*
  * The round trip to each peer (exanest-core's netop/rtt.rs, RFC 6298), from
  * the ops' rtt_ns, and the timeouts of an op to it: rto = SRTT + 4 RTTVAR
- * within [floor, cap] (floor before any sample), pto = 2 SRTT (0: none).
+ * within [floor, cap] (floor before any sample), pto = 2 SRTT doubled for
+ * each spurious tail probe in a row (0: none).
  * 64 peers, the least recently used one replaced.
  */
 typedef struct ExanestRttTable ExanestRttTable;
@@ -192,6 +198,12 @@ typedef struct ExanestRttTable ExanestRttTable;
 ExanestRttTable *exanest_rtt_new(void);
 void exanest_rtt_free(ExanestRttTable *t);
 void exanest_rtt_sample(ExanestRttTable *t, uint16_t node, uint64_t ns);
+/*
+ * A tail probe to node was judged (an event's probe_verdict): spurious ones
+ * in a row double its probe timeout, a needed one takes it back to 2 SRTT.
+ */
+void exanest_rtt_probe_judged(ExanestRttTable *t, uint16_t node,
+                              bool spurious);
 /* *rto and *pto of an op to node; returns SRTT, or 0 before any sample */
 uint64_t exanest_rtt_timeouts(const ExanestRttTable *t, uint16_t node,
                               uint64_t floor, uint64_t cap, uint64_t *rto,

@@ -802,11 +802,17 @@ static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
         trace_exanest_pldma_net_tail_probe(c->ctx->index, c->index, c->op_id,
                                            c->done);
     }
-    if (e->rtt_ns) {
-        /* A round trip measured: the peer's timeouts, for this op too. */
+    if (e->probe_verdict) {
+        exanest_rtt_probe_judged(s->net.rtt, c->a_peer,
+                                 e->probe_verdict == EXANEST_PROBE_SPURIOUS);
+    }
+    if (e->rtt_ns || e->probe_verdict) {
+        /* A round trip measured, a probe judged: the peer's timeouts */
         uint64_t rto, pto, srtt;
 
-        exanest_rtt_sample(s->net.rtt, c->a_peer, e->rtt_ns);
+        if (e->rtt_ns) {
+            exanest_rtt_sample(s->net.rtt, c->a_peer, e->rtt_ns);
+        }
         srtt = exanest_rtt_timeouts(s->net.rtt, c->a_peer, net_rto_ns(s),
                                     net_rto_cap_ns(s), &rto, &pto);
         exanest_send_retime(c->snd, rto, pto, net_now());
@@ -1142,11 +1148,17 @@ static void net_rx_report(PldmaContext *x, uint32_t i)
         c->rx_src = r.src;
         c->op_id = r.op_id;
         c->a_op = PLDMA_OP_COPY;
-        c->a_src = 0;
-        c->a_dst = r.addr;
-        c->a_len = r.len;
-        /* 2.10: the op's end here, so that the driver maps ahead */
-        c->wr_id = r.kind == EXANEST_RX_MAILBOX ? 0 : r.addr + r.len;
+        /*
+         * 2.10: the op's range here (a READ_REQ's source, a WRITE's
+         * destination; none for a MAILBOX, whose ring slot is all it
+         * writes), which SRC, DST and LEN read in FAULT: the driver maps
+         * the rest of it ahead
+         */
+        c->a_src = r.kind == EXANEST_RX_READ ? r.addr : 0;
+        c->a_dst = r.kind == EXANEST_RX_WRITE ||
+                   r.kind == EXANEST_RX_WRITE_IMM ? r.addr : 0;
+        c->a_len = r.kind == EXANEST_RX_MAILBOX ? 0 : r.len;
+        c->wr_id = 0;
         c->done = r.placed;
         c->nack_status = PLDMA_CQE_ABORTED;
         c->fault_addr = r.fault_addr;

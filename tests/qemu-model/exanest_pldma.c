@@ -1541,21 +1541,24 @@ static uint32_t pldma_irq_summary(PldmaState *s, unsigned first)
 
 static bool pldma_ch_read(PldmaChannel *c, hwaddr off, uint64_t *val)
 {
+    bool fault = c->state == PLDMA_STATE_FAULT;
+
     switch (off) {
+    /* 2.10: in FAULT, the faulting transfer's own (latched) range */
     case A_CH_SRC_LO:
-        *val = extract64(c->src, 0, 32);
+        *val = extract64(fault ? c->a_src : c->src, 0, 32);
         return true;
     case A_CH_SRC_HI:
-        *val = extract64(c->src, 32, 32);
+        *val = extract64(fault ? c->a_src : c->src, 32, 32);
         return true;
     case A_CH_DST_LO:
-        *val = extract64(c->dst, 0, 32);
+        *val = extract64(fault ? c->a_dst : c->dst, 0, 32);
         return true;
     case A_CH_DST_HI:
-        *val = extract64(c->dst, 32, 32);
+        *val = extract64(fault ? c->a_dst : c->dst, 32, 32);
         return true;
     case A_CH_LEN:
-        *val = c->len;
+        *val = fault ? c->a_len : c->len;
         return true;
     case A_CH_CTRL:
         *val = FIELD_DP32(0, CH_CTRL, IRQ_EN, c->irq_en);

@@ -80,6 +80,14 @@ def machine(args):
         "-m", f"{RAM_SIZE >> 20}M", *args])
 
 
+def ch_range(q, n, ctx):
+    """Channel @n of context @ctx's SRC, DST and LEN, as read."""
+    def reg64(lo, hi):
+        return q.chreg(n, R[hi], ctx) << 32 | q.chreg(n, R[lo], ctx)
+    return (reg64("PLDMA_CH_SRC_LO", "PLDMA_CH_SRC_HI"),
+            reg64("PLDMA_CH_DST_LO", "PLDMA_CH_DST_HI"),
+            q.chreg(n, R["PLDMA_CH_LEN"], ctx))
+
 class Qtest:
     """One QEMU with one engine behind a pcie-root-port, set up as a guest's PCI code would."""
 
@@ -1241,6 +1249,9 @@ class Queues(ModelTest):
         self.assertEqual(self.origin(0, 3), (R["PLDMA_ORIGIN_QUEUE"] | 0, 0x300))
         self.assertEqual(q.chreg(0, R["PLDMA_CH_FAULT_LO"], 3), UNMAPPED & 0xFFFFFFFF)
         self.assertEqual(q.chreg(0, R["PLDMA_CH_DONE_BYTES"], 3), 4096)
+        # 2.10: in FAULT, SRC, DST and LEN read the faulting descriptor's range (the driver
+        # maps the rest ahead), not what was written (nothing here).
+        self.assertEqual(ch_range(q, 0, 3), (UNMAPPED - 4096, bufs[0][1], 3 * 4096))
         # A fault is the driver's: the channel's interrupt, though IRQ_EN was never set.
         self.assertEqual(q.chreg(0, R["PLDMA_CH_CTRL"], 3), 0)
         self.assertEqual(self.ctx_irq(3), 1 << 0)
@@ -1255,6 +1266,7 @@ class Queues(ModelTest):
         (c,) = r.reap()
         self.assertEqual((c.wr_id, c.status, c.bytes, c.fault, c.phase), (0x300, -14, 4096, UNMAPPED, 1))
         self.assertEqual(q.status(0, 3), (R["PLDMA_STATE_IDLE"], 0, False))
+        self.assertEqual(ch_range(q, 0, 3), (0, 0, 0), "out of FAULT: what was written")
         self.assertEqual(self.ctx_irq(3), 0)
         self.assertFalse(q.intx())
         self.assertEqual(q.mem_read(bufs[0][1], 4096), q.mem_read(UNMAPPED - 4096, 4096))

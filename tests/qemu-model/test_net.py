@@ -97,10 +97,14 @@ def ch_net(q, n, off, ctx):
     return q.ctx_off(ctx, R["PLDMA_CH_NET_BASE"] + n * R["PLDMA_CH_NET_STRIDE"] + R[off])
 
 
-def rx_end(node, n, ctx):
-    """2.10: the end of the op whose receiver fault channel @n of context @ctx reports."""
-    return (node.chreg(n, R["PLDMA_CH_WRID_HI"], ctx) << 32 |
-            node.chreg(n, R["PLDMA_CH_WRID_LO"], ctx))
+def fault_range(node, n, ctx):
+    """2.10: what channel @n of context @ctx reads in FAULT: (SRC, DST, LEN), the faulting
+    transfer's own."""
+    def reg64(lo, hi):
+        return node.chreg(n, R[hi], ctx) << 32 | node.chreg(n, R[lo], ctx)
+    return (reg64("PLDMA_CH_SRC_LO", "PLDMA_CH_SRC_HI"),
+            reg64("PLDMA_CH_DST_LO", "PLDMA_CH_DST_HI"),
+            node.chreg(n, R["PLDMA_CH_LEN"], ctx))
 
 
 def put(q, n, ctx, src, dst, length, peer, ep, rkey, start=True, op=PUT):
@@ -619,7 +623,8 @@ class ReceiverFaults(DimmNodes):
         self.assertEqual(b.chreg(0, R["PLDMA_CH_FAULT_LO"], 2), dst)
         self.assertEqual(b.chreg(0, R["PLDMA_CH_FAULT_INFO"], 2) & R["PLDMA_FAULT_WRITE"], 1)
         self.assertEqual(b.chreg(0, R["PLDMA_CH_DONE_BYTES"], 2), 0)
-        self.assertEqual(rx_end(b, 0, 2), dst + length, "2.10: the op's end, to map ahead to")
+        self.assertEqual(fault_range(b, 0, 2), (0, dst, length),
+                         "2.10: the op's range, to map ahead")
         self.assertEqual(b.reg(ch_net(b, 0, "PLDMA_CH_NET_SRC", 2)), 0)
         self.assertEqual(b.ctxreg(2, R["PLDMA_CTX_IRQ_STATUS"]), 1 << 0)
         self.assertTrue(b.intx())
@@ -1285,7 +1290,7 @@ class MailboxFaults(DimmNodes):
         self.assertEqual(b.status(0, 2)[0], R["PLDMA_STATE_FAULT"])
         self.assertEqual(b.chreg(0, R["PLDMA_CH_ORIGIN"], 2), R["PLDMA_ORIGIN_NET_RX"])
         self.assertEqual(b.chreg(0, R["PLDMA_CH_FAULT_LO"], 2), ring)
-        self.assertEqual(rx_end(b, 0, 2), 0, "a message: nothing past its ring slot")
+        self.assertEqual(fault_range(b, 0, 2), (0, 0, 0), "a message: nothing past its slot")
         b.vm.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hot")
         b.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"], 2)
         r.run_until_cq(1)
@@ -1368,7 +1373,7 @@ class GetFaults(DimmNodes):
         self.assertEqual(b.chreg(0, R["PLDMA_CH_FAULT_LO"], 2), dimm + 100)
         self.assertEqual(b.chreg(0, R["PLDMA_CH_FAULT_INFO"], 2) & R["PLDMA_FAULT_WRITE"], 0,
                          "a read")
-        self.assertEqual(rx_end(b, 0, 2), dimm + 100 + 200_000, "the source's end")
+        self.assertEqual(fault_range(b, 0, 2), (dimm + 100, 0, 200_000), "the source's range")
         self.assertEqual(a.status(1, 0)[0], R["PLDMA_STATE_BUSY"])
         b.vm.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hot")
         data = random.Random(4).randbytes(200_000)

@@ -144,6 +144,13 @@ pub struct SendOp {
     sample: Option<u64>,
     /// Tail-loss probes since the receiver last had news: each waits twice the last.
     probe_backoff: u32,
+    /// The sequence number of the first tail-loss probe's packet, until an ACK that moves the
+    /// op judges it: one that answers a packet sent before it shows the probe spurious (the
+    /// packet it sent again was late, not lost), any other needed.
+    probed: Option<u32>,
+    /// The last tail-loss probe judged, until the caller takes it: `true` spurious
+    /// ([`SendOp::take_probe_verdict`]).
+    verdict: Option<bool>,
     /// Tail-loss probes sent.
     pub tail_probes: u32,
     /// Bytes sent again.
@@ -247,6 +254,8 @@ impl SendOp {
             timed_get: None,
             sample: None,
             probe_backoff: 0,
+            probed: None,
+            verdict: None,
             tail_probes: 0,
             needed: 0,
             spurious: 0,
@@ -279,6 +288,14 @@ impl SendOp {
             .into_iter()
             .flatten()
             .min()
+    }
+
+    /// The last tail-loss probe an ACK judged, once: `true` if it was spurious. The caller
+    /// keeps it per peer ([`rtt::RttTable::probe_judged`]): a link whose answers are late
+    /// more often than lost (a receiver that is not scheduled for a while) gets a longer probe
+    /// timeout, so that an op of one packet is not sent twice each time.
+    pub fn take_probe_verdict(&mut self) -> Option<bool> {
+        self.verdict.take()
     }
 
     /// The round trip the last ACK measured, once: the caller keeps it per peer
@@ -344,6 +361,8 @@ impl SendOp {
         }
         self.tail_probes += 1;
         self.probe_backoff += 1;
+        // What it sends from here on has this sequence number or a later one.
+        self.probed.get_or_insert(self.seq);
         self.probe_again(now);
         if self.p.kind == Kind::Get {
             // What has not come after two round trips of silence is lost: ask again for the
@@ -664,6 +683,9 @@ impl SendOp {
             self.judge(Some(echo));
         }
         if off > self.acked {
+            if let Some(p) = self.probed.take() {
+                self.verdict = Some(Self::before(echo, p));
+            }
             self.set_acked(off);
             self.next = self.next.max(off);
             self.reset_rto();
@@ -1763,9 +1785,17 @@ mod tests {
                     Pkt::Nack(o, why, e) => s.on_nack(o, why, e, now),
                     Pkt::Resume(o, e) => s.on_resume(o, e, now),
                 };
-                if let Some(r) = s.take_rtt_sample() {
-                    // The peer's round trip, as the model keeps it: the op's timeouts follow.
+                let judged = s.take_probe_verdict();
+                if let Some(v) = judged {
+                    est.probe_judged(v);
+                }
+                let sample = s.take_rtt_sample();
+                if let Some(r) = sample {
                     est.sample(r);
+                }
+                if sample.is_some() || judged.is_some() {
+                    // The peer's round trip and probes, as the model keeps them: the op's
+                    // timeouts follow.
                     let rto = est.rto(p.rto_ns, p.max_rto_ns);
                     s.retime(rto, if tlp { est.pto(rto) } else { 0 }, now);
                 }
@@ -1876,14 +1906,55 @@ mod tests {
             Some(1030),
             "a second probe would wait twice as long"
         );
+        assert_eq!(
+            s.take_probe_verdict(),
+            None,
+            "not judged before an ACK moves the op"
+        );
         assert_eq!(s.on_ack(8 * B, 0, 8, 390), SendEvent::Completed(0));
         assert_eq!((s.timeouts, s.tail_probes, s.retransmitted), (0, 1, B));
+        assert_eq!(
+            s.take_probe_verdict(),
+            Some(false),
+            "the ACK answers the probe's packet: the tail was lost, the probe needed"
+        );
+        assert_eq!(s.take_probe_verdict(), None, "once");
 
         // Without a probe timeout, the tail waits for the retransmission timeout.
         let mut s = eight_blocks();
         while s.next_packet(0).is_some() {}
         s.on_ack(7 * B, 0, 0, 30);
         assert_eq!(s.deadline(), Some(1030));
+    }
+
+    /// A tail that was only late (its receiver was not run for two round trips): the probe
+    /// sends it again, and the ACK that ends the op answers the first copy. The probe is
+    /// judged spurious, for the peer's probe timeout to grow ([`rtt::Rtt::probe_judged`]).
+    #[test]
+    fn a_late_tail_makes_its_probe_spurious() {
+        const B: u64 = BLOCK;
+        let send_all = |s: &mut SendOp| {
+            for i in 0..8 {
+                s.take_seq();
+                s.on_sent(i * B, B as u32, i);
+            }
+        };
+        let mut s = eight_blocks();
+        s.retime(1000, 100, 0);
+        send_all(&mut s);
+        assert_eq!(s.on_ack(7 * B, 0, 6, 30), SendEvent::None);
+        assert_eq!(s.on_timeout(380), SendEvent::None);
+        assert_eq!(s.next_packet(380), Some((7 * B, B as u32)));
+        assert_eq!(s.tail_probes, 1);
+        // The ACK of block 7's first copy (sequence number 7; the probe's is 8).
+        assert_eq!(s.on_ack(8 * B, 0, 7, 400), SendEvent::Completed(0));
+        assert_eq!(s.take_probe_verdict(), Some(true));
+        // An op with no probe judges none.
+        let mut s = eight_blocks();
+        s.retime(1000, 100, 0);
+        send_all(&mut s);
+        assert_eq!(s.on_ack(8 * B, 0, 7, 30), SendEvent::Completed(0));
+        assert_eq!(s.take_probe_verdict(), None);
     }
 
     /// A block lost twice (the gap, then its resending): the ACKs cannot show the second loss,

@@ -669,6 +669,11 @@ pub const VF_ID_MAGIC: u32 = 0x4558_4e56;
 pub const VF_CQ_ARM_ONCE: u32 = 1 << 0;
 
 /// Channel register offsets, relative to the channel's block.
+///
+/// `SRC`, `DST` and `LEN` read back what was written, except (2.10) in fault-wait: then the
+/// faulting transfer's own range (a descriptor's, or a receiver fault's op here: `DST` a
+/// WRITE's destination, `SRC` a READ_REQ's source, `LEN` 0 for a MAILBOX), up to whose end
+/// the driver maps ahead.
 pub mod ch {
     /// Source IOVA, low half.
     pub const SRC_LO: usize = 0x00;
@@ -696,10 +701,7 @@ pub mod ch {
     pub const FAULTS: usize = 0x2c;
     /// 2.1, read-only: where the current or last transfer came from, see [`super::origin`].
     pub const ORIGIN: usize = 0x30;
-    /// 2.1, read-only: its descriptor's wr_id, low half (0 for a START). 2.10, with
-    /// [`super::origin::NET_RX`]: the end of the op here, the address past its last byte (a
-    /// WRITE's destination, a READ_REQ's source; 0 for a MAILBOX), so that the driver maps the
-    /// rest of the op ahead.
+    /// 2.1, read-only: its descriptor's wr_id, low half (0 for a START).
     pub const WRID_LO: usize = 0x34;
     /// 2.1, read-only: its descriptor's wr_id, high half.
     pub const WRID_HI: usize = 0x38;

@@ -205,10 +205,19 @@ pub struct ExanestSendEvent {
     pub probes: u32,
     /// Tail-loss probes (the last block sent again, before a timeout).
     pub tail_probes: u32,
+    /// A tail-loss probe the event judged: [`PROBE_SPURIOUS`], [`PROBE_NEEDED`], or 0 (none):
+    /// the caller gives it to the peer's [`ExanestRttTable`] ([`exanest_rtt_probe_judged`])
+    /// and [`exanest_send_retime`]s its ops.
+    pub probe_verdict: u32,
     /// A round trip the event measured (an ACK of the packet being timed), or 0: the caller
     /// gives it to the peer's [`ExanestRttTable`] and [`exanest_send_retime`]s its ops.
     pub rtt_ns: u64,
 }
+
+/// `ExanestSendEvent.probe_verdict`: the packet the probe sent again was late, not lost.
+pub const PROBE_SPURIOUS: u32 = 1;
+/// `ExanestSendEvent.probe_verdict`: it was lost.
+pub const PROBE_NEEDED: u32 = 2;
 
 /// `ExanestSendEvent.what` values.
 pub const SEND_NOTHING: u32 = 0;
@@ -334,6 +343,11 @@ unsafe fn event(
         timeouts: s.needed - before.2,
         probes: s.probes - before.3,
         tail_probes: s.tail_probes - before.4,
+        probe_verdict: match s.take_probe_verdict() {
+            Some(true) => PROBE_SPURIOUS,
+            Some(false) => PROBE_NEEDED,
+            None => 0,
+        },
         rtt_ns: s.take_rtt_sample().map_or(0, |r| r.max(1)),
         ..Default::default()
     };
@@ -479,6 +493,21 @@ pub unsafe extern "C" fn exanest_rtt_free(t: *mut ExanestRttTable) {
 pub unsafe extern "C" fn exanest_rtt_sample(t: *mut ExanestRttTable, node: u16, ns: u64) {
     // SAFETY: the caller's contract above.
     unsafe { &mut (*t).0 }.sample(node, ns)
+}
+
+/// A tail-loss probe to `node` was judged, `spurious` or needed ([`RttTable::probe_judged`]).
+///
+/// # Safety
+///
+/// As [`exanest_rtt_sample`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_probe_judged(
+    t: *mut ExanestRttTable,
+    node: u16,
+    spurious: bool,
+) {
+    // SAFETY: the caller's contract above.
+    unsafe { &mut (*t).0 }.probe_judged(node, spurious)
 }
 
 /// The timeouts of an op to `node`: `*rto` (at least `floor`, at most `cap`) and `*pto` (0:
@@ -761,6 +790,8 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_SEND_COMPLETED", SEND_COMPLETED as i64),
     ("EXANEST_SEND_PROBE", SEND_PROBE as i64),
     ("EXANEST_SEND_LOCAL_FAULT", SEND_LOCAL_FAULT as i64),
+    ("EXANEST_PROBE_SPURIOUS", PROBE_SPURIOUS as i64),
+    ("EXANEST_PROBE_NEEDED", PROBE_NEEDED as i64),
     ("EXANEST_DATA_DROP", DATA_DROP as i64),
     ("EXANEST_DATA_PLACE", DATA_PLACE as i64),
     ("EXANEST_DATA_PLACE_AHEAD", DATA_PLACE_AHEAD as i64),

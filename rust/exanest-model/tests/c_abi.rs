@@ -74,7 +74,7 @@ fn layouts() -> Vec<Layout> {
         layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries,
                 reorder_ns, pto_ns),
         layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes,
-                tail_probes, rtt_ns),
+                tail_probes, probe_verdict, rtt_ns),
         layout!(ExanestRkey: ctrl, ep, key, base, len),
         layout!(ExanestRxStep: what, slot, from, to, counts, reply, counted, answer),
         layout!(ExanestRxSlot: state, kind, op_id, ep, holder, err, src, rkey, addr, len, placed,
@@ -107,6 +107,7 @@ static void send_scenario(void)
 	ExanestSendParams p = { .kind = EXANEST_SEND_PUT, .mtu = 4096, .window = 8192,
 				.rto_ns = 100, .max_rto_ns = 400, .max_retries = 2,
 				.reorder_ns = 50 };
+	ExanestSendEvent e;
 	int64_t d;
 
 	exanest_send_start(op, 10000, &p);
@@ -186,6 +187,15 @@ static void send_scenario(void)
 	printf("tlp.deadline %lld\n", (long long)d);
 	ev("tlp.probe", exanest_send_timeout(op, d));
 	peek("tlp.peek", op);
+	printf("tlp.seq3 %u", exanest_send_seq(op));
+	printf(" %llu\n", (unsigned long long)exanest_send_sent(op, 8192, 4096, d));
+	e = exanest_send_ack(op, 12288, 0, 2, d + 5);
+	ev("tlp.late", e);
+	printf("tlp.verdict %u\n", e.probe_verdict);
+	exanest_rtt_probe_judged(t, 3, true);
+	srtt = exanest_rtt_timeouts(t, 3, 10, 1000000, &rto, &pto);
+	printf("rtt.spurious %llu %llu %llu\n", (unsigned long long)srtt,
+	       (unsigned long long)rto, (unsigned long long)pto);
 	exanest_rtt_clear(t);
 	srtt = exanest_rtt_timeouts(t, 3, 10, 1000000, &rto, &pto);
 	printf("rtt.clear %llu %llu %llu\n", (unsigned long long)srtt, (unsigned long long)rto,
@@ -801,6 +811,20 @@ fn send_expected() -> Vec<(&'static str, String)> {
     out.push(("tlp.deadline", d.to_string()));
     event!("tlp.probe", s.on_timeout(d));
     out.push(("tlp.peek", peek(&s)));
+    let q = s.take_seq();
+    let a = s.on_sent(8192, 4096, d);
+    out.push(("tlp.seq3", format!("{q} {a}")));
+    let before = counters(&s);
+    let e = s.on_ack(12288, 0, 2, d + 5);
+    let v = s.take_probe_verdict();
+    out.push(("tlp.late", ev(e, &mut s, before)));
+    out.push((
+        "tlp.verdict",
+        v.map_or(0, |v| if v { 1 } else { 2 }).to_string(),
+    ));
+    t.probe_judged(3, true);
+    let (rto, pto) = t.timeouts(3, 10, 1_000_000);
+    out.push(("rtt.spurious", format!("{} {rto} {pto}", srtt(&t, 3))));
     t.clear();
     let (rto, pto) = t.timeouts(3, 10, 1_000_000);
     out.push(("rtt.clear", format!("{} {rto} {pto}", srtt(&t, 3))));
@@ -971,6 +995,11 @@ fn header_matches_the_library() {
     assert_eq!(get(&out, "tlp.deadline"), "122");
     assert_eq!(get(&out, "tlp.probe"), "0 0 0 0 0 0 0 1 0");
     assert_eq!(get(&out, "tlp.peek"), "1 8192 4096");
+    // The ACK that ends the op answers the tail's first copy (2), not the probe's (3): the
+    // probe was spurious, and the peer's probe timeout doubles.
+    assert_eq!(get(&out, "tlp.late"), "1 0 0 0 0 0 0 0 0");
+    assert_eq!(get(&out, "tlp.verdict"), "1");
+    assert_eq!(get(&out, "rtt.spurious"), "20500 54500 0");
     assert_eq!(get(&out, "rtt.clear"), "0 10 0");
     assert!(Nack::from_status(-14).is_some());
 }

@@ -2,7 +2,9 @@
 
 //! The round trip to each peer, measured (RFC 6298), and the timeouts that follow from it: the
 //! retransmission timeout, `SRTT + 4 * RTTVAR` within the floor and cap the caller sets, and the
-//! tail-loss probe's, `2 * SRTT` (RFC 8985). Ops to one peer share what their ACKs measured, so
+//! tail-loss probe's, `2 * SRTT` (RFC 8985), doubled for each probe in a row found spurious
+//! (its packet was late, not lost: the peer is not run for a while, as a guest whose vCPUs the
+//! host does not schedule), back to `2 * SRTT` at the first one needed. Ops to one peer share what their ACKs measured, so
 //! that a new op starts with the link's timeouts, not the first-timeout register's. The table
 //! keeps each peer's congestion window too ([`super::cc::Window`]): the ops to a peer share it.
 //!
@@ -16,6 +18,10 @@ pub const GRANULARITY_NS: u64 = 1_000;
 /// Peers [`RttTable`] keeps; the least recently used one makes room for a new one.
 pub const PEERS: usize = 64;
 
+/// Doublings of the tail-loss probe's timeout at most (spurious probes in a row): 2 SRTT
+/// times 1024, past any retransmission timeout but the longest, where the timeout takes over.
+pub const PTO_SHIFT_MAX: u32 = 10;
+
 /// One peer's round-trip estimate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rtt {
@@ -25,6 +31,9 @@ pub struct Rtt {
     rttvar: u64,
     /// Samples taken.
     samples: u64,
+    /// Tail-loss probes found spurious in a row (at most [`PTO_SHIFT_MAX`]): the probe's
+    /// timeout doubles with each.
+    pto_shift: u32,
 }
 
 impl Rtt {
@@ -62,13 +71,30 @@ impl Rtt {
         est.max(floor).min(cap.max(floor))
     }
 
-    /// The tail-loss probe's timeout: `2 * SRTT`, below the retransmission timeout `rto`; 0
-    /// (no probe) before any sample, or when it would not come before the timeout.
+    /// The tail-loss probe's timeout: `2 * SRTT`, doubled for each spurious probe in a row
+    /// ([`Rtt::probe_judged`]), below the retransmission timeout `rto`; 0 (no probe) before
+    /// any sample, or when it would not come before the timeout.
     pub fn pto(&self, rto: u64) -> u64 {
-        match self.srtt().map(|s| s.saturating_mul(2).max(GRANULARITY_NS)) {
+        let p = self.srtt().map(|s| {
+            s.saturating_mul(2)
+                .max(GRANULARITY_NS)
+                .saturating_mul(1 << self.pto_shift)
+        });
+        match p {
             Some(p) if p < rto => p,
             _ => 0,
         }
+    }
+
+    /// A tail-loss probe was judged ([`super::SendOp::take_probe_verdict`]): `spurious` (the
+    /// packet it sent again was answered first) doubles the probe's timeout, up to
+    /// [`PTO_SHIFT_MAX`] times; a needed one (a loss) takes it back to `2 * SRTT`.
+    pub fn probe_judged(&mut self, spurious: bool) {
+        self.pto_shift = if spurious {
+            (self.pto_shift + 1).min(PTO_SHIFT_MAX)
+        } else {
+            0
+        };
     }
 }
 
@@ -98,6 +124,7 @@ impl RttTable {
                     srtt: 0,
                     rttvar: 0,
                     samples: 0,
+                    pto_shift: 0,
                 },
                 [Window::new(); 2],
             ); PEERS],
@@ -140,6 +167,11 @@ impl RttTable {
         self.entry(node).2.sample(ns);
     }
 
+    /// A tail-loss probe to `node` was judged, `spurious` or needed ([`Rtt::probe_judged`]).
+    pub fn probe_judged(&mut self, node: u16, spurious: bool) {
+        self.entry(node).2.probe_judged(spurious);
+    }
+
     /// `node`'s window for `flow` (a peer not in the table: at its cap).
     pub fn window(&self, node: u16, flow: Flow) -> Window {
         self.peers
@@ -171,6 +203,45 @@ impl RttTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Spurious tail-loss probes in a row double the probe's timeout, up to where the
+    /// retransmission timeout takes over; a needed one takes it back to two round trips.
+    #[test]
+    fn spurious_probes_lengthen_the_probe_timeout() {
+        let mut t = RttTable::new();
+        t.sample(3, 100_000);
+        let rto = 10_000_000;
+        assert_eq!(t.timeouts(3, rto, u64::MAX), (rto, 200_000));
+        t.probe_judged(3, true);
+        assert_eq!(t.timeouts(3, rto, u64::MAX).1, 400_000);
+        for _ in 0..4 {
+            t.probe_judged(3, true);
+        }
+        assert_eq!(t.timeouts(3, rto, u64::MAX).1, 6_400_000);
+        t.probe_judged(3, true);
+        assert_eq!(
+            t.timeouts(3, rto, u64::MAX).1,
+            0,
+            "past the timeout: no probe"
+        );
+        // Another peer's probes are its own.
+        t.sample(4, 100_000);
+        assert_eq!(t.timeouts(4, rto, u64::MAX).1, 200_000);
+        t.probe_judged(3, false);
+        assert_eq!(
+            t.timeouts(3, rto, u64::MAX).1,
+            200_000,
+            "a loss: quick again"
+        );
+        // The doubling stops at PTO_SHIFT_MAX, never overflows.
+        for _ in 0..100 {
+            t.probe_judged(3, true);
+        }
+        assert_eq!(
+            t.get(3).map(|r| r.pto(u64::MAX)),
+            Some(200_000 << PTO_SHIFT_MAX)
+        );
+    }
 
     /// RFC 6298's arithmetic: the first sample sets SRTT and RTTVAR = R/2; later ones move
     /// them by 1/8 and 1/4; the timeout is SRTT + 4 RTTVAR within its floor and cap.
