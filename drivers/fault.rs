@@ -169,6 +169,7 @@ mod tests {
             mode: abi::MODE_ON_DEMAND,
             window: abi::WINDOW_ADAPTIVE,
             initiator: None,
+            map_ahead: true,
         };
         let h = t.insert(&v).unwrap();
         let mut addr = region.start;

@@ -303,6 +303,7 @@ mod tests {
             mode,
             window: 0,
             initiator: None,
+            map_ahead: true,
         }
     }
 

@@ -154,7 +154,8 @@ impl Process {
     /// After channel `n`'s fault at `addr` (`write`) was RESUMEd, resolved up to `done`
     /// (exclusive), plan the rest of its transfer up to `limit` ahead: at most a quarter of the
     /// context's translation budget, so that what is mapped ahead does not evict what the
-    /// engine is using.
+    /// engine is using. Only in a region with the driver's default window: a window its owner
+    /// chose (0 included) is what a fault maps, no more.
     fn plan_ahead(&self, inner: &mut super::Inner, addr: u64, write: bool, done: u64, limit: u64) {
         if limit == u64::MAX || limit <= done {
             return;
@@ -166,6 +167,9 @@ impl Process {
         let Ok(h) = inner.regions.find_with(&one, access(write), not_pinned) else {
             return;
         };
+        if inner.regions.get(h).is_none_or(|r| !r.map_ahead) {
+            return;
+        }
         let cap = self.map.lock().budget.limit() / 4;
         let page_end = ((limit - 1) >> PAGE_SHIFT) + 1;
         inner

@@ -859,6 +859,10 @@ pub struct ValidReg {
     pub window: u32,
     /// The node the remote key is bound to ([`REG_INITIATOR`]), if any.
     pub initiator: Option<u32>,
+    /// The window is the driver's default (no [`REG_WINDOW`]): the driver also maps the rest
+    /// of a faulting transfer ahead ([`super::ahead`]). A window the caller chose is exactly
+    /// what a fault maps.
+    pub map_ahead: bool,
 }
 
 /// Check an `EXANEST_DMA_IOC_REG` request.
@@ -913,6 +917,7 @@ pub fn check_reg(r: &Reg, lim: &Limits) -> Result<ValidReg, Errno> {
         mode: r.mode,
         window,
         initiator,
+        map_ahead: r.flags & REG_WINDOW == 0,
     })
 }
 
@@ -1284,6 +1289,10 @@ mod tests {
         }
         r = reg(0x1000, 1);
         assert_eq!(check_reg(&r, &LIM).unwrap().window, 16);
+        assert!(
+            check_reg(&r, &LIM).unwrap().map_ahead,
+            "the default window maps ahead"
+        );
         r.touch_ahead = 4;
         assert_eq!(
             check_reg(&r, &LIM),
@@ -1292,6 +1301,10 @@ mod tests {
         );
         r.flags = REG_WINDOW;
         assert_eq!(check_reg(&r, &LIM).unwrap().window, 4);
+        assert!(
+            !check_reg(&r, &LIM).unwrap().map_ahead,
+            "a chosen window is all"
+        );
         r.touch_ahead = 0;
         assert_eq!(check_reg(&r, &LIM).unwrap().window, 0);
         r.touch_ahead = MAX_WINDOW + 1;

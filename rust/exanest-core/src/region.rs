@@ -19,6 +19,8 @@ pub struct Region {
     pub mode: u32,
     /// Touch-ahead window in pages.
     pub window: u32,
+    /// Whether the driver maps faulting transfers ahead in it ([`ValidReg::map_ahead`]).
+    pub map_ahead: bool,
     /// Copies in flight that use the region.
     pub users: u32,
     /// Engine faults resolved or NACKed in the region.
@@ -89,6 +91,7 @@ impl<const N: usize> RegionTable<N> {
             access: reg.access,
             mode: reg.mode,
             window: reg.window,
+            map_ahead: reg.map_ahead,
             users: 0,
             faults: 0,
             pages_resolved: 0,
@@ -296,6 +299,7 @@ mod tests {
             mode: MODE_PIN,
             window: 0,
             initiator: None,
+            map_ahead: true,
         }
     }
 
@@ -397,6 +401,7 @@ mod tests {
             mode: MODE_PIN,
             window: 0,
             initiator: None,
+            map_ahead: true,
         };
         // Starts in the middle of page 0x10000, ends in the middle of page 0x11000.
         let h = t.insert(&reg(0x10800, 0x1000, ACCESS_READ)).unwrap();
@@ -435,6 +440,7 @@ mod tests {
             mode: MODE_PIN,
             window: 0,
             initiator: None,
+            map_ahead: true,
         };
         assert_eq!(t.bytes(), 0);
         let a = t.insert(&reg(0x10000, 0x3000)).unwrap();
