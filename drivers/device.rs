@@ -15,7 +15,7 @@ use crate::fault::handler::exanest_iommu_fault;
 use crate::ffi;
 use crate::hw::kqueue::KernelQueue;
 use crate::hw::link;
-use crate::hw::{Context, Engine, Hw};
+use crate::hw::{Context, Engine, Feature, Hw};
 use crate::instno::InstanceNo;
 use crate::ioctl::{Reply, Request};
 use crate::process::stats;
@@ -419,7 +419,7 @@ impl EngineDevices {
         let name = no.name();
         let mut slots = KVec::with_capacity(ctx_devs.len(), GFP_KERNEL)?;
         // The kernel queue (2.2) takes COPY's transfers on PCI (the PF reaches its rings).
-        let kq = engine.version().minor().get() >= 2;
+        let kq = engine.has(Feature::MovableQueue);
         for (i, d) in ctx_devs.iter().enumerate() {
             let q = KernelQueue::for_context(kq && i < doorbells.len(), dev)?;
             let ctx = Context::new(&engine, i as u32, d.clone(), doorbells.get(i).copied(), q);

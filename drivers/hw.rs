@@ -26,7 +26,7 @@ pub(crate) mod regs;
 pub(crate) mod sriov;
 
 pub(crate) use context::Context;
-pub(crate) use engine::Engine;
+pub(crate) use engine::{Engine, Feature};
 
 use crate::exanest_core::{
     faultsm::Source,

@@ -16,7 +16,7 @@ use crate::exanest_core::{
 use crate::hw::kqueue::KernelQueue;
 use crate::hw::netregs;
 use crate::hw::regs as hw;
-use crate::hw::{ChannelReport, Command, Engine, EngineFault, Hw};
+use crate::hw::{ChannelReport, Command, Engine, EngineFault, Feature, Hw};
 use kernel::{
     device,
     io::register::Array,
@@ -41,9 +41,6 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    /// The register map minor version from which a channel in FAULT reads its transfer's range.
-    const FAULT_RANGE_MINOR: u32 = 10;
-
     /// The end of the bytes that channel `c` (in FAULT) moves in the faulting direction (a
     /// write: its destination's; a read: its source's), as its SRC or DST and LEN read then.
     fn fault_end(&self, c: usize, write: bool) -> Result<u64> {
@@ -242,7 +239,7 @@ impl Hw for Context {
         let c = self.ch(n)?;
         let r = &self.engine.regs;
         let o = r.read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
-        let end = if self.engine.version.minor().get() >= Self::FAULT_RANGE_MINOR {
+        let end = if self.engine.has(Feature::FaultRange) {
             self.fault_end(c, report.fault_write)?
         } else {
             u64::MAX

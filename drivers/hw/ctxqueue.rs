@@ -9,13 +9,13 @@
 use crate::exanest_core::regs as map;
 use crate::hw::kqueue::KqRegs;
 use crate::hw::regs as hw;
-use crate::hw::Context;
+use crate::hw::{Context, Feature};
 use kernel::{io::register::Array, prelude::*};
 
 impl Context {
     /// Whether the engine has the user-level queue (register map 2.1 or later).
     pub(crate) fn has_queue(&self) -> bool {
-        self.engine.version.minor().get() >= 1 && self.doorbell.is_some()
+        self.engine.has(Feature::Queue) && self.doorbell.is_some()
     }
 
     /// Configure and enable the context's user-level queue: rings at IOVAs `sq` and `cq`,
@@ -60,7 +60,7 @@ impl Context {
     /// Whether the engine can move a user-level queue between contexts (register map 2.2):
     /// a queue holder's context may then be taken while its queue is idle.
     pub(crate) fn can_move_queue(&self) -> bool {
-        self.has_queue() && self.engine.version.minor().get() >= 2
+        self.has_queue() && self.engine.has(Feature::MovableQueue)
     }
 
     /// The queue's indices and whether its CQ event is armed.

@@ -57,6 +57,49 @@ impl Regs {
     }
 }
 
+/// What the driver uses of each register map minor version (Documentation/pldma-registers.rst,
+/// "Changes from ..."): every version gate of the driver names one of these
+/// ([`Engine::has`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Feature {
+    /// 2.1: the user-level queue.
+    Queue,
+    /// 2.2: a user-level queue that moves between contexts, and the kernel queue.
+    MovableQueue,
+    /// 2.5: the network port this driver speaks (64-bit keys; 2.3 and 2.4 are not used).
+    Net,
+    /// 2.6: the mailbox's event (poll, MBOX_WAIT).
+    MboxEvent,
+    /// 2.9: keys bound to an initiator.
+    BoundKeys,
+    /// 2.10: a channel in FAULT reads its transfer's range (map-ahead).
+    FaultRange,
+}
+
+impl Feature {
+    /// Every feature, oldest first.
+    pub(crate) const ALL: [Feature; 6] = [
+        Feature::Queue,
+        Feature::MovableQueue,
+        Feature::Net,
+        Feature::MboxEvent,
+        Feature::BoundKeys,
+        Feature::FaultRange,
+    ];
+
+    /// The minor version that brought it.
+    pub(crate) const fn since(self) -> u32 {
+        match self {
+            Feature::Queue => 1,
+            Feature::MovableQueue => 2,
+            Feature::Net => 5,
+            Feature::MboxEvent => 6,
+            Feature::BoundKeys => 9,
+            Feature::FaultRange => 10,
+        }
+    }
+}
+
 /// One engine's registers and what its identification registers said at probe.
 pub(crate) struct Engine {
     pub(super) regs: Regs,
@@ -123,8 +166,10 @@ impl Engine {
         self.node
     }
 
-    /// The register map minor version whose network port this driver speaks: 64-bit keys.
-    const NET_MINOR: u32 = 5;
+    /// Whether the engine's register map has `f`.
+    pub(crate) fn has(&self, f: Feature) -> bool {
+        self.version.minor().get() >= f.since()
+    }
 
     /// Identify the engine behind `regs`: ENODEV unless it is a PLDMA of this major version
     /// with channels and a wired interrupt.
@@ -163,7 +208,7 @@ impl Engine {
         };
         // The port's keys are 64-bit from register map 2.5 on (remote.rs); an older engine's
         // port is not used.
-        let node = if caps.net() && version.minor().get() >= Self::NET_MINOR {
+        let node = if caps.net() && version.minor().get() >= Feature::Net.since() {
             regs.read(netregs::NET_NODE)?.id().get()
         } else {
             if caps.net() {
@@ -171,7 +216,7 @@ impl Engine {
                     dev,
                     "network port of register map 2.{} not used: it needs 2.{}\n",
                     version.minor().get(),
-                    Self::NET_MINOR
+                    Feature::Net.since()
                 );
             }
             abi::NO_NODE

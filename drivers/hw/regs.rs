@@ -489,4 +489,15 @@ mod tests {
             assert_eq!(CH_STATUS::zeroed().with_error(e).error(), e);
         }
     }
+
+    /// The driver's version gates name minor versions of the map it speaks, oldest first.
+    #[test]
+    fn features_are_in_the_map() {
+        let mut last = 0;
+        for f in crate::hw::Feature::ALL {
+            assert!(f.since() > last);
+            assert!(f.since() <= regs::VERSION_MINOR);
+            last = f.since();
+        }
+    }
 }

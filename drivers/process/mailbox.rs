@@ -23,6 +23,7 @@
 use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::abi;
 use crate::hw::net::MboxState;
+use crate::hw::Feature;
 use crate::process::{Inner, Process};
 use kernel::prelude::*;
 
@@ -33,7 +34,8 @@ impl Process {
     pub(crate) fn mbox_create(&self, req: &abi::Mbox) -> CtxResult {
         self.check_caller()?;
         let ring = abi::check_mbox(req, &self.limits())?;
-        if self.engine.node() == abi::NO_NODE || self.engine.version().minor().get() < 4 {
+        // The mailbox came with 2.4, before the port this driver speaks (2.5).
+        if self.engine.node() == abi::NO_NODE {
             return Err(EOPNOTSUPP.into());
         }
         {
@@ -94,7 +96,7 @@ impl Process {
     pub(crate) fn mbox_wait(&self, req: &abi::MboxWait) -> Result<abi::MboxWait> {
         self.check_caller()?;
         abi::check_mbox_wait(req)?;
-        if self.engine.version().minor().get() < 6 {
+        if !self.engine.has(Feature::MboxEvent) {
             return Err(EOPNOTSUPP);
         }
         let mut jiffies = Process::timeout_jiffies(req.timeout_ns);
@@ -117,7 +119,7 @@ impl Process {
     pub(crate) fn mbox_pending(&self, g: &Inner) -> Option<u32> {
         let m = g.mbox.as_ref()?;
         Some(match g.hw() {
-            Some(ctx) if self.engine.version().minor().get() >= 6 => {
+            Some(ctx) if self.engine.has(Feature::MboxEvent) => {
                 // An MMIO access fails only for an offset past the BAR, which probe checked.
                 ctx.mbox_pending_or_arm().unwrap_or(0)
             }

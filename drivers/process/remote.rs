@@ -26,6 +26,7 @@ use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::abi::{self, ValidReg};
 use crate::hw::net::NO_ENDPOINT;
 use crate::hw::netregs as nr;
+use crate::hw::Feature;
 use crate::process::{Inner, Process};
 use kernel::{bindings, prelude::*};
 
@@ -38,7 +39,7 @@ impl Process {
         if self.engine.node() == abi::NO_NODE {
             return Err(EOPNOTSUPP.into());
         }
-        if v.initiator.is_some() && self.engine.version().minor().get() < 9 {
+        if v.initiator.is_some() && !self.engine.has(Feature::BoundKeys) {
             // Register map 2.9 binds keys to a node: an older engine cannot.
             return Err(EOPNOTSUPP.into());
         }
