@@ -94,14 +94,22 @@ impl Process {
                 return false;
             };
             let end = c.first + c.pages;
-            let first = {
+            let (first, room) = {
                 let m = self.map.lock();
-                (c.first..end)
-                    .find(|&v| !(inner.pages.covers(v, c.write) || m.mirror.covers(v, c.write)))
+                let first = (c.first..end)
+                    .find(|&v| !(inner.pages.covers(v, c.write) || m.mirror.covers(v, c.write)));
+                (first, m.budget.limit().saturating_sub(m.mirror.len()))
             };
             let Some(first) = first else {
                 return true;
             };
+            // Map-ahead never evicts: what the engine uses now outranks what it may use next.
+            // Past the budget's room (it was lowered, or the process maps much), the job ends.
+            let end = end.min(first.saturating_add(room));
+            if end <= first {
+                inner.ahead.failed(&c);
+                return true;
+            }
             let target = match self.ahead_target(inner, &c, first, end) {
                 Some(t) => t,
                 None => {

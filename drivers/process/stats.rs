@@ -43,6 +43,10 @@ impl Process {
         let ms = &mut *g;
         let before = ms.budget.evicted().0;
         if let Some(p) = new {
+            if p < ms.budget.limit() {
+                // What was planned ahead for the larger budget is not mapped into the smaller.
+                inner.ahead.clear();
+            }
             ms.budget.set_limit(p);
             if let Some(dom) = ms.domain.as_ref() {
                 ms.budget.enforce(&mut ms.mirror, &**dom);
