@@ -159,7 +159,7 @@ impl Process {
         })
     }
 
-    /// After channel `n`'s fault at `addr` (`write`) was RESUMEd, resolved up to `done`
+    /// After a fault at `addr` (`write`: the engine writes) was RESUMEd, resolved up to `done`
     /// (exclusive), plan the rest of its transfer up to `limit` ahead: at most a quarter of the
     /// context's translation budget, so that what is mapped ahead does not evict what the
     /// engine is using. Only in a region with the driver's default window: a window its owner
