@@ -111,8 +111,9 @@ impl Mirror {
     }
 
     /// Map the faulted pages `f` (odp.rs `map_faulted` checks their sequence first). Returns
-    /// the pages newly mapped. `pinned(vpn)` is true for pages that `PageMap` maps: they are
-    /// left to it, and no block covers them. Where the CPU maps a transparent huge page and
+    /// the pages newly mapped. `skip(vpn)` is true for pages left out: those that `PageMap`
+    /// maps (left to it), and those an invalidation touched since the fault-in (they fault
+    /// again); no block covers them. Where the CPU maps a transparent huge page and
     /// the whole of it was faulted in, one 2 MiB block is mapped.
     ///
     /// Runs under `Process::map`, which the notifier takes: it allocates nothing that could
@@ -122,15 +123,16 @@ impl Mirror {
     ///
     /// # Safety
     ///
-    /// The pages of `f` are still the ones the mm maps, and stay so for the call: the caller
-    /// holds the lock the invalidation callback takes, and found `f`'s sequence unchanged
-    /// under it (or `dom` never touches memory, as KUnit's fake).
+    /// The pages of `f` that `skip` does not leave out are still the ones the mm maps, and stay
+    /// so for the call: the caller holds the lock the invalidation callback takes, and found
+    /// under it that no invalidation touched them since the fault-in (or `dom` never touches
+    /// memory, as KUnit's fake).
     pub(crate) unsafe fn map_current(
         &mut self,
         dom: &impl IoPageTable,
         f: &Faulted,
         nodes: &mut KVec<RBTreeNodeReservation<u64, u8>>,
-        pinned: impl Fn(u64) -> bool,
+        skip: impl Fn(u64) -> bool,
     ) -> Result<u64> {
         let n = f.pfns.len();
         let bp = BLOCK_PAGES as usize;
@@ -141,15 +143,22 @@ impl Mirror {
         let mut i = 0;
         while i < n {
             let vpn = f.first + i as u64;
+            if skip(vpn) {
+                // Not this mirror's (pinned), or not current (invalidated): nothing read of it.
+                mapped += self.map_run(dom, &mut run, nodes)?;
+                i += 1;
+                continue;
+            }
             let hpfn = f.pfns[i];
             // Writable only for a write fault on a writable PTE: the mm then knows the page
             // may be dirtied (HMM made it so).
             let writable = f.write && hpfn.writable();
             let flags = if writable { M_WRITE } else { 0 };
-            // The invalidation callback records a new sequence under `Process::map` before the mm
-            // changes a page of the range; the caller holds that lock (contract).
-            // SAFETY: Per the contract the sequence of these pfns is unchanged and cannot change
-            // while the lock is held: they are still the pages the mm maps.
+            // The invalidation callback records the range under `Process::map` before the mm
+            // changes a page of it; the caller holds that lock (contract).
+            // SAFETY: Per the contract no invalidation touched this page since the fault-in
+            // (`skip` left out those that one did), and none can while the lock is held: it
+            // is still the page the mm maps.
             let phys = unsafe { hpfn.phys() };
             let order = hpfn.order();
             let block = vpn % BLOCK_PAGES == 0
@@ -157,7 +166,7 @@ impl Mirror {
                 && order >= 9
                 && phys % (BLOCK_PAGES << PAGE_SHIFT) == 0
                 && (fresh || !self.any_in(vpn, vpn + BLOCK_PAGES))
-                && !(vpn..vpn + BLOCK_PAGES).any(&pinned);
+                && !(vpn..vpn + BLOCK_PAGES).any(&skip);
             if block {
                 mapped += self.map_run(dom, &mut run, nodes)?;
                 let Some(node) = nodes.pop() else {
@@ -172,7 +181,7 @@ impl Mirror {
                 continue;
             }
             i += 1;
-            if pinned(vpn) || (!fresh && self.covers(vpn, writable)) {
+            if !fresh && self.covers(vpn, writable) {
                 continue;
             }
             if !fresh {

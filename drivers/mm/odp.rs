@@ -9,7 +9,10 @@
 //! are atomic or reserved beforehand ([`reserve_nodes`]). Lock order: process.rs.
 
 use crate::error::hmm_errno;
-use crate::exanest_core::{abi::Range, fault::touch_ahead};
+use crate::exanest_core::{
+    abi::Range,
+    fault::{touch_ahead, InvalLog},
+};
 use crate::ffi::{self, HmmPfn, MniPtr};
 use crate::mm::budget::Budget;
 use crate::mm::iommu::Domain;
@@ -32,7 +35,13 @@ pub(crate) struct MapState {
     pub(crate) invalidations: u64,
     /// The translation budget of the mirror.
     pub(crate) budget: Budget,
+    /// The last invalidations, for a resolver to tell which of its pages one touched.
+    pub(crate) inval: InvalLog<INVAL_LOG>,
 }
+
+/// Invalidations [`MapState::inval`] remembers: past that many during one fault-in, the
+/// resolver faults in again.
+const INVAL_LOG: usize = 16;
 
 impl MapState {
     /// No domain yet, nothing mapped, a budget of `budget` pages.
@@ -42,6 +51,7 @@ impl MapState {
             mirror: Mirror::new(),
             invalidations: 0,
             budget: Budget::new(budget)?,
+            inval: InvalLog::new(),
         })
     }
 }
@@ -81,6 +91,9 @@ pub(crate) unsafe extern "C" fn exanest_rust_invalidate(
     // the lock its `read_retry` users (`map_faulted`) hold, `Process::map`, held here.
     unsafe { ffi::set_seq(mni, cur_seq) };
     let ms = &mut *g;
+    // Before the mm changes a page of the range: a resolver that faulted pages in meanwhile
+    // maps none that it touches (`map_faulted`).
+    ms.inval.record(start as u64, end as u64);
     if let Some(dom) = ms.domain.as_ref() {
         if ms.mirror.unmap_range(&**dom, start as u64, end as u64) > 0 {
             ms.invalidations += 1;
@@ -124,30 +137,46 @@ impl Notifier {
     }
 }
 
-/// Map the faulted pages `f` into `ms`'s domain (see [`Mirror::map_current`]), unless an
-/// invalidation ran since they were faulted in (`None`: the caller faults again). The caller
-/// holds `Process::map`, the lock behind `ms`.
+/// Map the faulted pages `f` into `ms`'s domain (see [`Mirror::map_current`]), but for those
+/// that an invalidation recorded since `mark` (taken before the fault-in) touched; `None` (the
+/// caller faults again) if one touched the faulting page `f.first`, or the log lost track.
+/// Those pages fault again when the engine reaches them, so an invalidation elsewhere in the
+/// region does not make the resolution start over. The caller holds `Process::map`, the lock
+/// behind `ms`.
 pub(crate) fn map_faulted(
     ms: &mut MapState,
     mni: &Notifier,
     f: &Faulted,
     nodes: &mut KVec<RBTreeNodeReservation<u64, u8>>,
     pinned: impl Fn(u64) -> bool,
+    mark: u64,
 ) -> Result<Option<u64>> {
-    if mni.mni.read_retry(f.seq) {
-        return Ok(None);
-    }
     let MapState {
         domain,
         mirror,
         budget,
+        inval,
         ..
     } = ms;
+    let page = |vpn: u64| (vpn << PAGE_SHIFT, (vpn + 1) << PAGE_SHIFT);
+    let moved = mni.mni.read_retry(f.seq);
+    if moved {
+        let (s, e) = page(f.first);
+        if inval.hits(mark, s, e) {
+            return Ok(None);
+        }
+    }
+    let touched = |vpn: u64| {
+        let (s, e) = page(vpn);
+        moved && inval.hits(mark, s, e)
+    };
     let dom = domain.as_ref().ok_or(ENODEV)?;
     // SAFETY: The caller holds `Process::map` (the lock behind `ms`), which the invalidation
-    // callback takes before it records a new sequence, and `read_retry` just found the
-    // sequence of these pfns unchanged.
-    let n = unsafe { mirror.map_current(&**dom, f, nodes, pinned) }?;
+    // callback takes before the mm changes a page, and records there. The pages mapped are
+    // those no invalidation since `mark` touched; `mark` was taken before the fault-in began
+    // (and its `mmu_interval_read_begin` waited for any invalidation in progress to end), so
+    // their pfns are what the mm maps now, and stay so while the lock is held.
+    let n = unsafe { mirror.map_current(&**dom, f, nodes, |vpn| pinned(vpn) || touched(vpn)) }?;
     budget.mapped(mirror, &**dom, f.first << PAGE_SHIFT, f.end());
     Ok(Some(n))
 }

@@ -342,8 +342,11 @@ impl Process {
         Ok(end)
     }
 
-    /// Fault in the window at `addr` and map it, retrying while invalidations race with it (at
-    /// most [`MAX_RETRIES`] times, then EAGAIN) and while page tables cannot be allocated
+    /// Fault in the window at `addr` and map it, but for the pages an invalidation touched
+    /// meanwhile (they fault again when the engine gets there); start over only when one
+    /// touched the faulting page itself (at most [`MAX_RETRIES`] times in a row, then EAGAIN:
+    /// an invalidation elsewhere in the region is progress, not a retry), and while page
+    /// tables cannot be allocated
     /// under `map` (reclaiming in between, at most [`MAX_RETRIES`] times, then ENOMEM).
     /// Returns the end of what was faulted in and the pages newly mapped. The region is looked
     /// up again under `inner` before anything is mapped: if it was deregistered meanwhile
@@ -358,6 +361,9 @@ impl Process {
         let mut raced = 0;
         let mut nomem = 0;
         loop {
+            // Before the fault-in: the invalidations from here on are the ones that may have
+            // changed what it finds.
+            let mark = self.map.lock().inval.mark();
             let t0 = Instant::<Monotonic>::now();
             let f = odp::fault_in(&self.mm, addr, write, target)?;
             let fault_in_us = micros(t0);
@@ -375,9 +381,14 @@ impl Process {
             let mut m = self.map.lock();
             let pages = &g.pages;
             let evicted = m.budget.evicted().0;
-            let res = odp::map_faulted(&mut m, &target.notifier, &f, &mut nodes, |vpn| {
-                pages.has(vpn)
-            });
+            let res = odp::map_faulted(
+                &mut m,
+                &target.notifier,
+                &f,
+                &mut nodes,
+                |vpn| pages.has(vpn),
+                mark,
+            );
             let (evicted, victim) = (m.budget.evicted().0 - evicted, m.budget.last_victim());
             drop(m);
             self.queue_evicted(&mut g, evicted, victim);

@@ -279,9 +279,98 @@ impl<const N: usize> ClaimTable<N> {
     }
 }
 
+/// The last `N` invalidations of a process's memory, as the MMU notifier callback reports them
+/// (byte ranges), so that a resolver whose pages' sequence moved while it faulted them in can
+/// tell which of its pages an invalidation touched (Transport v2's companion, issue 23: an
+/// invalidation anywhere in a region no longer makes every resolution in it start over). The
+/// resolver notes [`InvalLog::mark`] before its fault-in; at map time, pages that no
+/// invalidation since the mark touched are still the ones the mm maps.
+#[derive(Clone, Copy, Debug)]
+pub struct InvalLog<const N: usize> {
+    ranges: [(u64, u64); N],
+    /// Invalidations recorded, ever.
+    count: u64,
+}
+
+impl<const N: usize> Default for InvalLog<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> InvalLog<N> {
+    /// Nothing recorded.
+    pub const fn new() -> Self {
+        InvalLog {
+            ranges: [(0, 0); N],
+            count: 0,
+        }
+    }
+
+    /// The mm invalidates `[start, end)`.
+    pub fn record(&mut self, start: u64, end: u64) {
+        if N > 0 {
+            self.ranges[(self.count % N as u64) as usize] = (start, end);
+        }
+        self.count += 1;
+    }
+
+    /// Where the log is now, for [`InvalLog::hits`] later.
+    pub fn mark(&self) -> u64 {
+        self.count
+    }
+
+    /// Whether an invalidation recorded since `mark` may have touched `[start, end)`: one
+    /// overlaps it, or more than `N` came since (the log lost track: any may have).
+    pub fn hits(&self, mark: u64, start: u64, end: u64) -> bool {
+        let since = self.count.saturating_sub(mark);
+        if since > N as u64 {
+            return true;
+        }
+        (mark..self.count).any(|k| {
+            let (s, e) = self.ranges[(k % N as u64) as usize];
+            s < end && start < e
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the invalidation log tells a resolver: ranges since its mark that overlap its
+    /// pages, and "maybe" once more than it holds came since.
+    #[test]
+    fn inval_log_tells_which_pages_were_touched() {
+        let mut l = InvalLog::<4>::new();
+        l.record(0x1000, 0x3000);
+        let mark = l.mark();
+        assert!(!l.hits(mark, 0, u64::MAX), "nothing since the mark");
+        l.record(0x8000, 0x9000);
+        assert!(l.hits(mark, 0x8000, 0x9000));
+        assert!(l.hits(mark, 0x7000, 0x8001));
+        assert!(!l.hits(mark, 0x7000, 0x8000), "end exclusive");
+        assert!(!l.hits(mark, 0x9000, 0xa000));
+        assert!(!l.hits(mark, 0x1000, 0x3000), "before the mark");
+        assert!(l.hits(0, 0x1000, 0x2000));
+        for k in 0..3 {
+            l.record(0x100000 + k * 0x1000, 0x101000 + k * 0x1000);
+        }
+        assert!(
+            !l.hits(mark, 0x9000, 0x10000),
+            "four since the mark: all known"
+        );
+        l.record(0x200000, 0x201000);
+        assert!(
+            l.hits(mark, 0x9000, 0x10000),
+            "five since: the log lost track"
+        );
+        let mut none = InvalLog::<0>::new();
+        let mark = none.mark();
+        assert!(!none.hits(mark, 0, 1));
+        none.record(0x5000, 0x6000);
+        assert!(none.hits(mark, 0, 1), "a log of none knows nothing");
+    }
     use crate::testrng::Rng;
 
     /// Claims: a page meets a range when any byte of it does; an empty table claims nothing;
