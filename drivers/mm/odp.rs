@@ -171,12 +171,13 @@ pub(crate) fn map_faulted(
         moved && inval.hits(mark, s, e)
     };
     let dom = domain.as_ref().ok_or(ENODEV)?;
-    // SAFETY: The caller holds `Process::map` (the lock behind `ms`), which the invalidation
-    // callback takes before the mm changes a page, and records there. The pages mapped are
-    // those no invalidation since `mark` touched; `mark` was taken before the fault-in began
-    // (and its `mmu_interval_read_begin` waited for any invalidation in progress to end), so
-    // their pfns are what the mm maps now, and stay so while the lock is held.
-    let n = unsafe { mirror.map_current(&**dom, f, nodes, |vpn| pinned(vpn) || touched(vpn)) }?;
+    // The invalidation callback records its range under `Process::map` (the lock behind `ms`,
+    // which the caller holds) before the mm changes a page; `mark` was taken before the
+    // fault-in's `mmu_interval_read_begin`, which waited for any invalidation in progress.
+    let skip = |vpn| pinned(vpn) || touched(vpn);
+    // SAFETY: The pages `skip` does not leave out were touched by no invalidation since `mark`
+    // (above): they are what the mm maps now, and stay so while the caller holds the lock.
+    let n = unsafe { mirror.map_current(&**dom, f, nodes, skip) }?;
     budget.mapped(mirror, &**dom, f.first << PAGE_SHIFT, f.end());
     Ok(Some(n))
 }
