@@ -59,8 +59,9 @@ pub(crate) struct EngineFault {
     /// Where the transfer came from.
     pub(crate) source: Source,
     /// The end of the faulting transfer's bytes in the faulting direction (register map 2.10:
-    /// SRC or DST, and LEN, read in FAULT), which the driver maps ahead to; `u64::MAX` when
-    /// the engine does not say (before 2.10), 0 for none (a MAILBOX's ring slot).
+    /// SRC or DST, and LEN, read in FAULT) for a queue transfer or a receiver fault, which the
+    /// driver maps ahead to; 0 for none (a MAILBOX's ring slot); `u64::MAX` when the engine
+    /// does not say (before 2.10), or for a copy (the driver knows its end).
     pub(crate) end: u64,
 }
 

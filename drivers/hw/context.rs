@@ -239,11 +239,6 @@ impl Hw for Context {
         let c = self.ch(n)?;
         let r = &self.engine.regs;
         let o = r.read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
-        let end = if self.engine.has(Feature::FaultRange) {
-            self.fault_end(c, report.fault_write)?
-        } else {
-            u64::MAX
-        };
         let source = if o.net_rx() {
             let i = netregs::net_ch(self.ctx(), n as usize).ok_or(EINVAL)?;
             let src = r.read(netregs::CH_NET_SRC::try_at(i).ok_or(EINVAL)?)?;
@@ -263,6 +258,14 @@ impl Hw for Context {
             }
         } else {
             Source::Start
+        };
+        // A copy's end is the driver's own (channel.rs): the engine's is read only for the
+        // transfers the driver did not start.
+        let end = match source {
+            Source::Queue { .. } | Source::NetRx { .. } if self.engine.has(Feature::FaultRange) => {
+                self.fault_end(c, report.fault_write)?
+            }
+            _ => u64::MAX,
         };
         Ok(Some(EngineFault {
             report,
