@@ -290,6 +290,14 @@ impl SendOp {
             .min()
     }
 
+    /// An answer of the receiver starts a new round: what is sent from here on is what its
+    /// next answers judge ([`SendOp::since`]), and the round a timeout ends starts here
+    /// ([`SendOp::answered`]).
+    fn new_round(&mut self) {
+        self.since = self.seq;
+        self.answered = self.seq;
+    }
+
     /// The last tail-loss probe an ACK judged, once: `true` if it was spurious. The caller
     /// keeps it per peer ([`rtt::RttTable::probe_judged`]): a link whose answers are late
     /// more often than lost (a receiver that is not scheduled for a while) gets a longer probe
@@ -798,8 +806,7 @@ impl SendOp {
             self.state = SendState::Paused;
             self.pause_echo = echo;
         }
-        self.since = self.seq;
-        self.answered = self.seq;
+        self.new_round();
         // A lost RESUME (or the resent data) is recovered by the timeout; the data resent
         // after a NACK SEQUENCE, by the probe first.
         self.deadline = Some(now.saturating_add(self.rto));
@@ -842,8 +849,7 @@ impl SendOp {
         self.judge_late(echo);
         self.judge(None);
         self.go_back();
-        self.since = self.seq;
-        self.answered = self.seq;
+        self.new_round();
         self.reset_rto();
         if self.acked == self.len {
             return self.end(0);
@@ -915,8 +921,7 @@ impl SendOp {
             if !block && off > self.acked && !self.gap_asked && self.state == SendState::Sending {
                 self.gap_asked = true;
                 self.next = self.acked;
-                self.since = self.seq;
-                self.answered = self.seq;
+                self.new_round();
                 self.timed_get = None;
             }
             return SendEvent::None;
@@ -951,8 +956,7 @@ impl SendOp {
             // op goes on. It asked one probe an RTO before (make check, four guests: a GET
             // paused on RNR got 32 KiB per 11 ms for seconds, and its caller timed out).
             self.state = SendState::Sending;
-            self.since = self.seq;
-            self.answered = self.seq;
+            self.new_round();
         }
         self.reset_rto();
         self.deadline = Some(now.saturating_add(self.rto));
