@@ -10,9 +10,16 @@
 //! `Process::inner` and `Process::map`, all or nothing: an error gives back exactly what the run
 //! took.
 //!
+//! A page's mapping carries the union of the rights of every region over it, in any mode
+//! ([`PageMap::sync_rights`]): a page pinned read-only for a pin region is made writable when a
+//! writable region of any mode covers it (re-pinned for writing by [`PinRun::pin_for_write`],
+//! which breaks copy-on-write as a CPU write would), and mapped read-only again when the last
+//! such region goes. A pin taken for writing is kept until the page's last pin region goes.
+//!
 //! Nothing here locks: the [`PageMap`] lives under `Process::inner`, the domain under
 //! `Process::map` (lock order: process.rs).
 
+use crate::exanest_core::region::Cover;
 use crate::ffi;
 use crate::mm::iommu::Domain;
 use core::ptr::NonNull;
@@ -30,14 +37,16 @@ use kernel::{
 ///
 /// # Invariants
 ///
-/// `page` holds exactly one pin of ours (`FOLL_LONGTERM`, writable when `write`), charged once
-/// to the owner's `locked_vm`, and the page is mapped at its virtual address in the domain with
-/// that access while the entry exists. `refs` > 0.
+/// `page` holds exactly one pin of ours (`FOLL_LONGTERM`, with `FOLL_WRITE` when `pin_write`),
+/// charged once to the owner's `locked_vm`, and the page is mapped at its virtual address in the
+/// domain while the entry exists, writable when `write` (which implies `pin_write`). `refs` > 0.
 pub(crate) struct PageEntry {
     /// The pinned page (one pin, ours).
     page: NonNull<bindings::page>,
     /// Mapped writable for the device.
     write: bool,
+    /// Pinned for writing (the device may have written the page: it is unpinned dirty).
+    pin_write: bool,
     /// Regions using the page.
     refs: u32,
 }
@@ -67,7 +76,7 @@ enum Adopted {
     Shared,
     /// A new entry took the run's page.
     New,
-    /// A read-only entry was made writable with the run's page; the old page is kept here.
+    /// A read-only pin was replaced by the run's writable one; the old page is kept here.
     Upgraded(NonNull<bindings::page>),
 }
 
@@ -97,25 +106,14 @@ impl PinRun {
     /// and writes when `write`, after charging them to its `RLIMIT_MEMLOCK` (ENOMEM over it).
     /// EFAULT (or the errno of `pin_user_pages_fast`) if a page cannot be pinned.
     pub(crate) fn pin(mm: &ARef<Mm>, first: u64, last: u64, write: bool) -> Result<Self> {
-        let n = (last - first) as usize;
-        let mut run = PinRun {
-            mm: mm.clone(),
-            first,
-            write,
-            pages: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
-            charged: 0,
-            done: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
-            released: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
-        };
-        account(mm, n as u64, true)?;
-        run.charged = n as u64;
+        let mut run = Self::empty(mm, first, last, write)?;
+        account(mm, run.pages.len() as u64, true)?;
+        run.charged = run.pages.len() as u64;
+        let n = run.pages.len();
         let mut flags = bindings::FOLL_LONGTERM;
         if write {
             flags |= bindings::FOLL_WRITE;
         }
-        // Pinned in place: every entry is null until a pin lands in it.
-        run.pages
-            .resize(n, core::ptr::null_mut(), GFP_KERNEL_ACCOUNT)?;
         let mut at = 0;
         while at < n {
             let batch = (n - at).min(PIN_BATCH);
@@ -131,21 +129,78 @@ impl PinRun {
                     run.pages.as_mut_ptr().add(at),
                 )
             };
-            let got = usize::try_from(ret).unwrap_or(0);
-            // INVARIANT: Only the first `got` entries of the batch hold pins: the call may have
-            // left pointers to pages it did not keep in the others.
-            for p in &mut run.pages[at + got..at + batch] {
-                *p = core::ptr::null_mut();
-            }
-            if ret < 0 {
-                return Err(Error::from_errno(ret));
-            }
-            at += got;
-            if got < batch {
-                return Err(EFAULT);
-            }
+            at += run.landed(at, batch, ret as isize)?;
         }
         Ok(run)
+    }
+
+    /// Pin the pages `first..last` of `mm` (any thread's, the fault thread's too) for device
+    /// writes, charging nothing: each replaces a read-only pin of [`PageMap`], whose charge it
+    /// takes over ([`PageMap::upgrade`]). Breaks copy-on-write as a CPU write would; EFAULT (or
+    /// `pin_user_pages_remote`'s errno) if a page cannot be written, EFAULT if the process is
+    /// gone.
+    pub(crate) fn pin_for_write(mm: &ARef<Mm>, first: u64, last: u64) -> Result<Self> {
+        let mut run = Self::empty(mm, first, last, true)?;
+        let user = mm.mmget_not_zero().ok_or(EFAULT)?;
+        let n = run.pages.len();
+        let flags = bindings::FOLL_LONGTERM | bindings::FOLL_WRITE;
+        let _guard = user.mmap_read_lock();
+        let mut at = 0;
+        while at < n {
+            let batch = (n - at).min(PIN_BATCH);
+            let addr = (first + at as u64) << PAGE_SHIFT;
+            // SAFETY: `run.pages` has `n` entries, so the `batch` from `at` are in bounds; `user`
+            // keeps the mm's users (and so its address space) alive, and its mmap lock is held
+            // (`_guard`), as a null `locked` asks: GUP does not drop it.
+            let ret = unsafe {
+                bindings::pin_user_pages_remote(
+                    user.as_raw(),
+                    addr as usize,
+                    batch,
+                    flags,
+                    run.pages.as_mut_ptr().add(at),
+                    core::ptr::null_mut(),
+                )
+            };
+            at += run.landed(at, batch, ret as isize)?;
+        }
+        Ok(run)
+    }
+
+    /// A run of `last - first` null pages, nothing charged.
+    fn empty(mm: &ARef<Mm>, first: u64, last: u64, write: bool) -> Result<Self> {
+        let n = (last - first) as usize;
+        let mut run = PinRun {
+            mm: mm.clone(),
+            first,
+            write,
+            pages: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
+            charged: 0,
+            done: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
+            released: KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?,
+        };
+        // Pinned in place: every entry is null until a pin lands in it.
+        run.pages
+            .resize(n, core::ptr::null_mut(), GFP_KERNEL_ACCOUNT)?;
+        Ok(run)
+    }
+
+    /// A pin call for the `batch` pages from `at` returned `ret`: keep what landed, and return
+    /// how many did (all of them), or the error.
+    fn landed(&mut self, at: usize, batch: usize, ret: isize) -> Result<usize> {
+        let got = usize::try_from(ret).unwrap_or(0).min(batch);
+        // INVARIANT: Only the first `got` entries of the batch hold pins: the call may have
+        // left pointers to pages it did not keep in the others.
+        for p in &mut self.pages[at + got..at + batch] {
+            *p = core::ptr::null_mut();
+        }
+        if ret < 0 {
+            return Err(Error::from_errno(ret as i32));
+        }
+        if got < batch {
+            return Err(EFAULT);
+        }
+        Ok(got)
     }
 }
 
@@ -163,6 +218,17 @@ impl Drop for PinRun {
         // Giving locked memory back cannot fail (`account_locked_vm` checks only increases).
         let _ = account(&self.mm, self.charged, false);
     }
+}
+
+/// Map `e`'s page at `vpn` anew with `e`'s rights, in place of what the domain maps there.
+fn remap(dom: &Domain, vpn: u64, e: &PageEntry) {
+    let iova = vpn << PAGE_SHIFT;
+    // SAFETY: `e.page` holds our pin (`PageEntry` invariant).
+    let phys = unsafe { ffi::page_to_phys(e.page) };
+    let prot = bindings::IOMMU_READ | if e.write { bindings::IOMMU_WRITE } else { 0 };
+    dom.unmap(iova, PAGE_SIZE);
+    // The table that held the entry is still there: this cannot need memory.
+    let _ = dom.map(iova, phys, prot, true);
 }
 
 /// Tree nodes for the entries a run may add: `v` is filled up to `n`, with no driver lock held.
@@ -265,7 +331,8 @@ impl PageMap {
         let write = run.write;
         let prot = bindings::IOMMU_READ | if write { bindings::IOMMU_WRITE } else { 0 };
         if let Some(e) = self.tree.get_mut(&vpn) {
-            if e.write || !write {
+            // Its mapping's rights follow the regions over it ([`Self::sync_rights`]).
+            if e.pin_write || !write {
                 e.refs += 1;
                 return Ok(Adopted::Shared);
             }
@@ -281,6 +348,7 @@ impl PageMap {
             }
             let old = core::mem::replace(&mut e.page, page);
             e.write = true;
+            e.pin_write = true;
             e.refs += 1;
             run.pages[i] = core::ptr::null_mut();
             return Ok(Adopted::Upgraded(old));
@@ -294,6 +362,7 @@ impl PageMap {
             PageEntry {
                 page,
                 write,
+                pin_write: write,
                 refs: 1,
             },
         ));
@@ -332,11 +401,85 @@ impl PageMap {
                         let _ = dom.map(iova, phys, bindings::IOMMU_READ, true);
                         run.pages[i] = core::mem::replace(&mut e.page, old).as_ptr();
                         e.write = false;
+                        e.pin_write = false;
                         e.refs -= 1;
                     }
                 }
             }
         }
+    }
+
+    /// Give the pinned pages `first..last` the rights of the regions over them: writable
+    /// exactly where `writable` (the writable regions of every mode) covers them. A page whose
+    /// pin allows it is mapped anew with the rights at once; returns the first run of pages
+    /// that must be pinned for writing first ([`PinRun::pin_for_write`], then
+    /// [`Self::upgrade`]), whose end the caller continues from. Under `Process::inner` and
+    /// `Process::map`; needs no memory (a leaf replaced in a table that holds it).
+    pub(crate) fn sync_rights<const N: usize>(
+        &mut self,
+        dom: &Domain,
+        first: u64,
+        last: u64,
+        writable: &Cover<N>,
+    ) -> Option<(u64, u64)> {
+        let mut need: Option<(u64, u64)> = None;
+        let mut cur = self.tree.cursor_lower_bound_mut(&first)?;
+        loop {
+            let (&vpn, e) = cur.current_mut();
+            if vpn >= last {
+                break;
+            }
+            let want = writable.covers(vpn);
+            if want && !e.pin_write {
+                match need {
+                    None => need = Some((vpn, vpn + 1)),
+                    Some((a, b)) if b == vpn => need = Some((a, vpn + 1)),
+                    // The caller comes back for the rest.
+                    Some(_) => break,
+                }
+            } else if want != e.write {
+                e.write = want;
+                remap(dom, vpn, e);
+            }
+            match cur.move_next() {
+                Some(next) => cur = next,
+                None => break,
+            }
+        }
+        need
+    }
+
+    /// Replace the read-only pins of the pages of `run` (pinned for writing) that `writable`
+    /// still covers by the run's, and map them writable; the old pins go back with the run,
+    /// outside the locks. Pages gone or changed meanwhile keep their entry. Under
+    /// `Process::inner` and `Process::map`.
+    pub(crate) fn upgrade<const N: usize>(
+        &mut self,
+        dom: &Domain,
+        run: &mut PinRun,
+        writable: &Cover<N>,
+    ) -> Result {
+        for i in 0..run.pages.len() {
+            let vpn = run.first + i as u64;
+            let Some(page) = NonNull::new(run.pages[i]) else {
+                continue;
+            };
+            match self.tree.get_mut(&vpn) {
+                Some(e) if !e.pin_write && writable.covers(vpn) => {
+                    let old = core::mem::replace(&mut e.page, page);
+                    // Capacity is the run's length: no allocation.
+                    run.released.push(old.as_ptr(), GFP_ATOMIC)?;
+                    run.pages[i] = core::ptr::null_mut();
+                    // INVARIANT: The entry takes over the run's pin (the run charged nothing)
+                    // and keeps its charge; mapped anew with the new page just below.
+                    e.pin_write = true;
+                    e.write = true;
+                    remap(dom, vpn, e);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// Drop one use of each page `first..last`; unmap, unpin and uncharge those nobody uses
@@ -386,7 +529,7 @@ impl PageMap {
             // SAFETY: By the `PageEntry` invariant this is our one pin of the page; the device
             // can no longer reach it (the run is unmapped and the IOTLB flushed), and a page
             // it could write is marked dirty.
-            unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.write) };
+            unsafe { bindings::unpin_user_pages_dirty_lock(&mut page, 1, e.pin_write) };
             self.pinned -= 1;
         }
         n

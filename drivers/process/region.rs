@@ -12,12 +12,12 @@
 use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{
     abi::{self, Range},
-    region::uncovered,
+    region::{uncovered, Cover},
 };
 use crate::fault::{reclaim_for_tables, retry_lost_region, MAX_RETRIES};
 use crate::mm::odp::{FaultTarget, MapState, Notifier};
 use crate::mm::pinned::{reserve_entries, PinRun};
-use crate::process::{Process, MAX_REGIONS};
+use crate::process::{Inner, Process, MAX_REGIONS};
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
 impl Process {
@@ -67,6 +67,10 @@ impl Process {
         };
         // Our reference goes here, outside `inner`: on an error above it was the last one.
         drop(notifier);
+        if v.access & abi::ACCESS_WRITE != 0 {
+            let (first, last) = v.range.pages(PAGE_SHIFT as u32);
+            self.sync_pin_rights_or_keep(first, last);
+        }
         if v.mode == abi::MODE_PREFAULT {
             // Held while it is faulted in, as a copy holds its regions: a DEREG of a guessed
             // handle meanwhile is EBUSY, not a registration that ends with ENOENT.
@@ -124,7 +128,11 @@ impl Process {
                     .adopt(dom, |vpn| mirror.evict(&**dom, vpn), &mut run, &mut nodes)
             };
             match res {
-                Ok(()) => return Ok(h),
+                Ok(()) => {
+                    drop(g);
+                    self.sync_pin_rights_or_keep(first, last);
+                    return Ok(h);
+                }
                 Err(e) => {
                     // Inserted just above, under the same lock: removing it cannot fail.
                     let _ = inner.regions.remove(h);
@@ -187,7 +195,7 @@ impl Process {
     pub(crate) fn deregister(&self, req: &abi::Dereg) -> Result {
         self.check_caller()?;
         let handle = abi::check_dereg(req)?;
-        let notifier: Option<Arc<Notifier>> = {
+        let (notifier, r): (Option<Arc<Notifier>>, _) = {
             let mut g = self.inner.lock();
             let inner = &mut *g;
             if inner.dead {
@@ -235,11 +243,73 @@ impl Process {
                     });
                 }
             }
-            notifier
+            (notifier, r)
         };
         // Removed here (if no resolver still holds it), without `inner` or `map`.
         drop(notifier);
+        if r.access & abi::ACCESS_WRITE != 0 {
+            // Pinned pages that no writable region covers any more are mapped read-only again.
+            let (first, last) = r.range.pages(PAGE_SHIFT as u32);
+            self.sync_pin_rights_or_keep(first, last);
+        }
         Ok(())
+    }
+
+    /// Give the pinned pages `first..last` the rights of the regions over them (pinned.rs):
+    /// writable where a writable region of any mode covers them, read-only elsewhere. A page
+    /// pinned read-only that must become writable is pinned again for writing (with no driver
+    /// lock held), which fails where the process could not write it either (EFAULT: a
+    /// read-only mapping), or EFAULT/ENODEV once the process or the device is gone; the
+    /// page then stays read-only. Mapping read-only never fails.
+    pub(crate) fn sync_pin_rights(&self, first: u64, last: u64) -> Result {
+        let mut at = first;
+        loop {
+            let need = self.with_pins(|inner, dom, writable| {
+                inner.pages.sync_rights(dom, at, last, writable)
+            })?;
+            let Some((a, b)) = need else {
+                return Ok(());
+            };
+            // Faults the pages in for writing and may sleep: no driver lock is held.
+            let mut run = crate::mm::pinned::PinRun::pin_for_write(&self.mm, a, b)?;
+            self.with_pins(|inner, dom, writable| inner.pages.upgrade(dom, &mut run, writable))??;
+            // The old pins go back here, outside the locks.
+            drop(run);
+            at = b;
+        }
+    }
+
+    /// [`Self::sync_pin_rights`] where the caller's own call succeeds anyway: a page that
+    /// cannot be made writable stays read-only, and a device write to it ends with EACCES
+    /// (the fault path tries again, resolve.rs).
+    fn sync_pin_rights_or_keep(&self, first: u64, last: u64) {
+        if let Err(e) = self.sync_pin_rights(first, last) {
+            pr_debug!("exanest: pinned pages keep their rights ({e:?})\n");
+        }
+    }
+
+    /// Run `f` on the process's state, its domain and the cover of its writable regions, under
+    /// `inner` and `map`. ENODEV once the process or its domain is gone.
+    fn with_pins<T>(
+        &self,
+        f: impl FnOnce(&mut Inner, &crate::mm::iommu::Domain, &Cover<MAX_REGIONS>) -> T,
+    ) -> Result<T> {
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        if inner.dead {
+            return Err(ENODEV);
+        }
+        let writable = Cover::<MAX_REGIONS>::new(
+            inner
+                .regions
+                .iter()
+                .filter(|r| r.access & abi::ACCESS_WRITE != 0)
+                .map(|r| (r.range.start, r.range.end)),
+            PAGE_SHIFT as u32,
+        );
+        let m = self.map.lock();
+        let dom = m.domain.as_ref().ok_or(ENODEV)?;
+        Ok(f(inner, dom, &writable))
     }
 
     /// EXANEST_DMA_IOC_ADVISE: map a sub-range of a prefault or on-demand region now.

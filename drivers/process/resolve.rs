@@ -290,9 +290,21 @@ impl Process {
                 return Ok((vpn + 1) << PAGE_SHIFT);
             }
             if g.pages.has(vpn) {
-                // Pinned read-only by a pin region, which owns the page's mapping: a device
-                // write through an overlapping region is refused (Documentation/abi.rst).
-                return Err(EACCES);
+                // Pinned read-only by a pin region, which owns the page's mapping: writable
+                // once a writable region covers it (Documentation/abi.rst, "Modes"); a page the
+                // process cannot write either (EFAULT from the pin) or that no writable region
+                // covers is EACCES.
+                drop(g);
+                match self.sync_pin_rights(vpn, vpn + 1) {
+                    Ok(()) | Err(EFAULT) => {}
+                    Err(e) => return Err(e),
+                }
+                let g = self.inner.lock();
+                if g.pages.covers(vpn, write) {
+                    return Ok((vpn + 1) << PAGE_SHIFT);
+                }
+                // Unpinned meanwhile: look again (`retry_lost_region`).
+                return Err(if g.pages.has(vpn) { EACCES } else { ENOENT });
             }
             let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
             let one = Range::new(addr, 1, u64::MAX)?;

@@ -15,7 +15,9 @@
  *  - more processes with queues than contexts (four more, at least 16) all make
  *    progress with their data verified: an idle queue's context goes to another process, and
  *    its doorbell faults it back (register map 2.2);
- *  - a process killed with copies posted writes nothing after its death.
+ *  - a process killed with copies posted writes nothing after its death;
+ *  - small buffers in one page, one pinned read-only and one writable in any mode: copies into
+ *    the writable one complete, and the page is read-only for the device again once it goes.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -306,6 +308,86 @@ TEST_F_TIMEOUT(queue, copies_take_the_kernel_queue, 60)
 	EXPECT_EQ(0, memcmp(self->src, self->dst, 3 * 4096));
 	snprintf(want, sizeof(want), "kernel queue posted 3 completed 3");
 	EXPECT_TRUE(stats_has(want)) TH_LOG("debugfs stats has no \"%s\"", want);
+}
+
+/*
+ * Two small buffers in one page, as malloc places them (issue 23): the first registered read-only
+ * in pin mode, the second writable in the variant's mode, in both orders. Copies into the
+ * second, by COPY and through the queue, complete: the page's pin is made writable while a
+ * writable region covers it (abi.rst, "Modes"). Once that region goes, the page is read-only for
+ * the device again: a queue copy into it, which only the IOMMU checks, ends with -EACCES and
+ * writes nothing. Before, the first copy ended with -EACCES (prefault, on-demand), and a pin made
+ * writable by a writable pin region stayed writable after it (pin).
+ */
+TEST_F_TIMEOUT(queue, read_only_pin_shares_a_page_with_a_writable_region, 60)
+{
+	uint8_t *page = big_alloc(4096), *a, *b;
+	uint32_t ha, hb;
+	struct cqe c;
+
+	ASSERT_NE(NULL, page);
+	a = page + 64;
+	b = page + 2048;
+	for (int pin_first = 1; pin_first >= 0; pin_first--) {
+		memset(page, 0, 4096);
+		fill(a, 100, 3 + pin_first);
+		if (pin_first)
+			ASSERT_EQ(0, reg(self->fd, a, 100, RD, EXANEST_DMA_MODE_PIN, NO_WINDOW, &ha));
+		ASSERT_EQ(0, reg(self->fd, b, 100, RD | WR, variant->mode, NO_WINDOW, &hb));
+		if (!pin_first)
+			ASSERT_EQ(0, reg(self->fd, a, 100, RD, EXANEST_DMA_MODE_PIN, NO_WINDOW, &ha));
+		EXPECT_EQ(0, copy_wait(self->fd, a, b, 100))
+			TH_LOG("COPY into a %s region beside a read-only pin (%s first)", variant->name,
+			       pin_first ? "pin" : variant->name);
+		EXPECT_EQ(0, memcmp(a, b, 100));
+		memset(b, 0, 100);
+		ASSERT_TRUE(q_post(&self->q, a, b, 100, 10 + pin_first));
+		ASSERT_TRUE(q_next(&self->q, &c));
+		EXPECT_EQ(10 + pin_first, c.wr_id);
+		EXPECT_EQ(0, c.status) TH_LOG("queue copy into the writable region");
+		EXPECT_EQ(0, memcmp(a, b, 100));
+		/* The writable region goes: the page is read-only for the device again. */
+		EXPECT_EQ(0, dereg(self->fd, hb));
+		memset(b, 0x5a, 100);
+		ASSERT_TRUE(q_post(&self->q, self->src, b, 100, 20 + pin_first));
+		ASSERT_TRUE(q_next(&self->q, &c));
+		EXPECT_EQ(20 + pin_first, c.wr_id);
+		EXPECT_EQ(-EACCES, c.status) TH_LOG("a write into the read-only pin's page");
+		EXPECT_TRUE(all_bytes(b, 100, 0x5a));
+		EXPECT_EQ(0, dereg(self->fd, ha));
+	}
+	munmap(page, 4096);
+}
+
+/*
+ * The same page mapped read-only when the regions come (only an on-demand region may be
+ * registered writable over it): a device write into it ends with -EACCES, as a CPU write
+ * would fault. Once the process makes it writable, the next write's fault pins it for writing
+ * and the copy completes.
+ */
+TEST_F_TIMEOUT(queue, read_only_pin_made_writable_by_mprotect, 60)
+{
+	uint8_t *page = big_alloc(4096), *a, *b;
+	uint32_t ha, hb;
+
+	if (variant->mode != EXANEST_DMA_MODE_ON_DEMAND)
+		SKIP(return, "only an on-demand region registers writable over a read-only mapping");
+	ASSERT_NE(NULL, page);
+	a = page + 64;
+	b = page + 2048;
+	memset(page, 0, 4096);
+	fill(a, 100, 9);
+	ASSERT_EQ(0, mprotect(page, 4096, PROT_READ));
+	ASSERT_EQ(0, reg(self->fd, a, 100, RD, EXANEST_DMA_MODE_PIN, NO_WINDOW, &ha));
+	ASSERT_EQ(0, reg(self->fd, b, 100, RD | WR, variant->mode, NO_WINDOW, &hb));
+	EXPECT_EQ(-EACCES, copy_wait(self->fd, a, b, 100));
+	EXPECT_TRUE(all_bytes(b, 100, 0));
+	ASSERT_EQ(0, mprotect(page, 4096, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(0, copy_wait(self->fd, a, b, 100)) TH_LOG("the fault pins the page for writing");
+	EXPECT_EQ(0, memcmp(a, b, 100));
+	EXPECT_EQ(0, dereg(self->fd, hb));
+	EXPECT_EQ(0, dereg(self->fd, ha));
+	munmap(page, 4096);
 }
 
 /* The tests below open what they need. */

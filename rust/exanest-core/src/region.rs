@@ -254,6 +254,49 @@ pub fn uncovered<const N: usize>(
     }
 }
 
+/// The pages (of `1 << shift` bytes) that a set of byte ranges touches, even in part, as at most
+/// `N` sorted, merged page ranges (a region table's size). The rights of a pinned page are the
+/// union of the regions over it: it is mapped writable exactly where the writable regions'
+/// cover says so (Documentation/abi.rst, "Modes").
+pub struct Cover<const N: usize> {
+    k: [(u64, u64); N],
+    n: usize,
+}
+
+impl<const N: usize> Cover<N> {
+    /// The cover of `ranges` (`[start, end)` in bytes); empty ones touch nothing, and past the
+    /// `N`th range nothing is looked at.
+    pub fn new(ranges: impl IntoIterator<Item = (u64, u64)>, shift: u32) -> Self {
+        let mut k = [(0u64, 0u64); N];
+        let mut n = 0;
+        for (s, e) in ranges {
+            if s < e && n < N {
+                k[n] = (s >> shift, e.div_ceil(1 << shift));
+                n += 1;
+            }
+        }
+        k[..n].sort_unstable();
+        // Merge overlapping and adjacent page ranges in place.
+        let mut m = 0;
+        for i in 0..n {
+            if m > 0 && k[i].0 <= k[m - 1].1 {
+                k[m - 1].1 = k[m - 1].1.max(k[i].1);
+            } else {
+                k[m] = k[i];
+                m += 1;
+            }
+        }
+        Cover { k, n: m }
+    }
+
+    /// Whether page `page` is touched by one of the ranges.
+    pub fn covers(&self, page: u64) -> bool {
+        // The first range that ends after the page: the page is in it or in none.
+        let i = self.k[..self.n].partition_point(|&(_, e)| e <= page);
+        i < self.n && self.k[i].0 <= page
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -448,5 +491,38 @@ mod tests {
         assert_eq!(t.bytes(), 0x3800);
         t.remove(a).unwrap();
         assert_eq!(t.bytes(), 0x800);
+    }
+
+    /// A pinned page is writable where a writable region touches it, even in part.
+    #[test]
+    fn cover_of_ranges() {
+        let c = Cover::<4>::new(
+            [(0x5000, 0x7001), (0x1800, 0x2000), (0x2000, 0x3000), (9, 9)],
+            12,
+        );
+        let covered: [u64; 5] = [1, 2, 5, 6, 7];
+        for page in 0..10 {
+            assert_eq!(c.covers(page), covered.contains(&page), "page {page}");
+        }
+        // Nothing past the N-th range is looked at; nothing covers nothing.
+        let c = Cover::<1>::new([(0x1000, 0x2000), (0x3000, 0x4000)], 12);
+        assert!(c.covers(1) && !c.covers(3));
+        assert!(!Cover::<4>::new([], 12).covers(0));
+        // Random ranges against a page-by-page answer.
+        let mut rng = Rng::new(7);
+        for _ in 0..200 {
+            let mut r = [(0u64, 0u64); 6];
+            for x in &mut r {
+                let s = rng.below(0x20000);
+                *x = (s, s + rng.below(0x6000));
+            }
+            let c = Cover::<6>::new(r, 12);
+            for page in 0..0x30 {
+                let want = r
+                    .iter()
+                    .any(|&(s, e)| s < e && s >> 12 <= page && page < e.div_ceil(0x1000));
+                assert_eq!(c.covers(page), want);
+            }
+        }
     }
 }
