@@ -639,8 +639,7 @@ def check(raw):
         if "error" in o:
             fails.append(f"bench error: {o}")
         for k, v in o.items():
-            # The touch-ahead sweep's window -1 is the default (no window asked).
-            if isinstance(v, (int, float)) and v < 0 and (k, v) != ("window", -1):
+            if isinstance(v, (int, float)) and v < 0:
                 fails.append(f"negative {k}: {o}")
         if o.get("ok") is False:
             fails.append(f"data differs: {o}")

@@ -242,8 +242,7 @@ pub const STRIDE_MAX_SPAN: u64 = 4096;
 ///   (a stride, forward) starts a strided stream: the plan maps the next [`STRIDE_FIRST`]
 ///   stride points (the transfer's pages at each, `run`), and each fault where the last plan
 ///   ended doubles that, up to `max + 1` pages and [`STRIDE_MAX_SPAN`]; a planned stride point
-///   that faults again (the mm changed its page) gets the minimum window and the stream goes
-///   on;
+///   that faults again (the mm changed its page) gets its run again and the stream goes on;
 /// - any other fault starts over from `min`.
 ///
 /// Sparse access then maps little more than it touches, and sequential and strided streams
@@ -264,6 +263,8 @@ pub struct Adaptive {
     count: u64,
     /// The stride point just past the last strided plan (`u64::MAX`: none).
     snext: u64,
+    /// The pages the last strided plan mapped at each point.
+    srun: u64,
 }
 
 impl Adaptive {
@@ -278,6 +279,7 @@ impl Adaptive {
             stride: 0,
             count: STRIDE_FIRST,
             snext: u64::MAX,
+            srun: 1,
         }
     }
 
@@ -302,9 +304,9 @@ impl Adaptive {
             && vpn >= self.snext.saturating_sub(self.count * self.stride)
             && (self.snext - vpn) % self.stride == 0
         {
-            // A stride point the last plan mapped, faulting again (the mm changed the page, or
-            // a budget evicted it): the minimum window there, and the stream goes on.
-            return Plan::contiguous(vpn, self.min + 1);
+            // A stride point the last plan mapped, faulting again (the mm changed the page):
+            // that run again, and the stream goes on.
+            return Plan::contiguous(vpn, self.srun);
         }
         let prev = core::mem::replace(&mut self.last, vpn);
         let continues = vpn == self.snext;
@@ -318,6 +320,7 @@ impl Adaptive {
             let by_span = (STRIDE_MAX_SPAN / stride).max(1);
             self.count = self.count.min(by_pages).min(by_span);
             self.snext = vpn.saturating_add(self.count * stride);
+            self.srun = run;
             self.window = self.min;
             return Plan {
                 first: vpn,
@@ -798,7 +801,7 @@ mod tests {
         }
         let p = a.plan_for(32, 1);
         assert_eq!((p.is_strided(), p.end), (true, 32 + 7 * 16 + 1));
-        assert_eq!(a.plan_for(80, 1), Plan::contiguous(80, 2));
+        assert_eq!(a.plan_for(80, 1), Plan::contiguous(80, 1));
         let p = a.plan_for(32 + 8 * 16, 1);
         assert!(p.is_strided() && p.pages() == 16);
         // A stride broken by a jump starts over: no page past the jump is planned from it.
