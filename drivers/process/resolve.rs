@@ -10,7 +10,6 @@
 use crate::exanest_core::{
     abi::{self, Range},
     ahead::{self, Chunk},
-    fault::Plan,
     faultsm::{Answer, Origin, Source},
     regs::FaultCause,
 };
@@ -157,7 +156,6 @@ impl Process {
             notifier: inner.notifier(c.handle)?,
             window: end - first - 1,
             limit: want.end,
-            strided: None,
         })
     }
 
@@ -331,23 +329,11 @@ impl Process {
                 }
             };
             let notifier = g.notifier(h).ok_or(EFAULT)?;
-            // The end of the transfer in this direction; for an IOMMU report, the one of the
-            // copy that holds the page, if one does.
-            let end = match limit {
-                u64::MAX => g.chans.copy_end(vpn << PAGE_SHIFT, write),
-                end => end,
-            };
             let r = g.regions.get_mut(h).ok_or(EFAULT)?;
-            let (window, strided) = if r.window == abi::WINDOW_ADAPTIVE {
-                // The pages the transfer touches from the fault on.
-                let run = match end {
-                    u64::MAX => u64::MAX,
-                    end => end.div_ceil(PAGE_SIZE as u64).saturating_sub(vpn).max(1),
-                };
-                let plan = r.adapt.plan_for(vpn, run);
-                (plan.run - 1, Some(plan).filter(Plan::is_strided))
+            let window = if r.window == abi::WINDOW_ADAPTIVE {
+                r.adapt.window_for(vpn)
             } else {
-                (u64::from(r.window), None)
+                u64::from(r.window)
             };
             let target = FaultTarget {
                 handle: h,
@@ -355,7 +341,6 @@ impl Process {
                 notifier,
                 window,
                 limit,
-                strided,
             };
             (h, addr, target)
         };
