@@ -109,28 +109,17 @@ impl PinRun {
         let mut run = Self::empty(mm, first, last, write)?;
         account(mm, run.pages.len() as u64, true)?;
         run.charged = run.pages.len() as u64;
-        let n = run.pages.len();
         let mut flags = bindings::FOLL_LONGTERM;
         if write {
             flags |= bindings::FOLL_WRITE;
         }
-        let mut at = 0;
-        while at < n {
-            let batch = (n - at).min(PIN_BATCH);
-            let addr = (first + at as u64) << PAGE_SHIFT;
-            // SAFETY: `run.pages` has `n` entries, so the `batch` from `at` are in bounds; the
-            // range is user memory of the current process (the caller checked that it opened
-            // the engine).
-            let ret = unsafe {
-                bindings::pin_user_pages_fast(
-                    addr as usize,
-                    batch as i32,
-                    flags,
-                    run.pages.as_mut_ptr().add(at),
-                )
-            };
-            at += run.landed(at, batch, ret as isize)?;
-        }
+        run.pin_batches(|addr, batch, pages| {
+            // SAFETY: `pages` has room for `batch` entries (`pin_batches`); the range is user
+            // memory of the current process (the caller checked that it opened the engine).
+            let ret =
+                unsafe { bindings::pin_user_pages_fast(addr as usize, batch as i32, flags, pages) };
+            ret as isize
+        })?;
         Ok(run)
     }
 
@@ -142,29 +131,44 @@ impl PinRun {
     pub(crate) fn pin_for_write(mm: &ARef<Mm>, first: u64, last: u64) -> Result<Self> {
         let mut run = Self::empty(mm, first, last, true)?;
         let user = mm.mmget_not_zero().ok_or(EFAULT)?;
-        let n = run.pages.len();
         let flags = bindings::FOLL_LONGTERM | bindings::FOLL_WRITE;
         let _guard = user.mmap_read_lock();
-        let mut at = 0;
-        while at < n {
-            let batch = (n - at).min(PIN_BATCH);
-            let addr = (first + at as u64) << PAGE_SHIFT;
-            // SAFETY: `run.pages` has `n` entries, so the `batch` from `at` are in bounds; `user`
-            // keeps the mm's users (and so its address space) alive, and its mmap lock is held
+        run.pin_batches(|addr, batch, pages| {
+            // SAFETY: `pages` has room for `batch` entries (`pin_batches`); `user` keeps the
+            // mm's users (and so its address space) alive, and its mmap lock is held
             // (`_guard`), as a null `locked` asks: GUP does not drop it.
-            let ret = unsafe {
+            unsafe {
                 bindings::pin_user_pages_remote(
                     user.as_raw(),
                     addr as usize,
                     batch,
                     flags,
-                    run.pages.as_mut_ptr().add(at),
+                    pages,
                     core::ptr::null_mut(),
                 )
-            };
-            at += run.landed(at, batch, ret as isize)?;
-        }
+            }
+        })?;
         Ok(run)
+    }
+
+    /// Pin every page of the run, [`PIN_BATCH`] at a time: `pin(addr, batch, pages)` pins
+    /// `batch` pages from `addr` into `pages` and returns how many it pinned, or an errno.
+    fn pin_batches(
+        &mut self,
+        pin: impl Fn(u64, usize, *mut *mut bindings::page) -> isize,
+    ) -> Result {
+        let n = self.pages.len();
+        let mut at = 0;
+        while at < n {
+            let batch = (n - at).min(PIN_BATCH);
+            let addr = (self.first + at as u64) << PAGE_SHIFT;
+            // SAFETY: `at < n`, the length of `pages`.
+            let pages = unsafe { self.pages.as_mut_ptr().add(at) };
+            // `at + batch <= n`: `pages` has room for `batch` entries.
+            let ret = pin(addr, batch, pages);
+            at += self.landed(at, batch, ret)?;
+        }
+        Ok(())
     }
 
     /// A run of `last - first` null pages, nothing charged.

@@ -264,15 +264,16 @@ impl Process {
     pub(crate) fn sync_pin_rights(&self, first: u64, last: u64) -> Result {
         let mut at = first;
         loop {
-            let need = self.with_pins(|inner, dom, writable| {
-                inner.pages.sync_rights(dom, at, last, writable)
-            })?;
+            let need = self
+                .with_pins(|inner, dom, writable| inner.pages.sync_rights(dom, at, last, writable))?
+                .flatten();
             let Some((a, b)) = need else {
                 return Ok(());
             };
             // Faults the pages in for writing and may sleep: no driver lock is held.
             let mut run = crate::mm::pinned::PinRun::pin_for_write(&self.mm, a, b)?;
-            self.with_pins(|inner, dom, writable| inner.pages.upgrade(dom, &mut run, writable))??;
+            self.with_pins(|inner, dom, writable| inner.pages.upgrade(dom, &mut run, writable))?
+                .transpose()?;
             // The old pins go back here, outside the locks.
             drop(run);
             at = b;
@@ -289,15 +290,20 @@ impl Process {
     }
 
     /// Run `f` on the process's state, its domain and the cover of its writable regions, under
-    /// `inner` and `map`. ENODEV once the process or its domain is gone.
+    /// `inner` and `map`, unless no page is pinned (`None`). ENODEV once the process or its
+    /// domain is gone.
     fn with_pins<T>(
         &self,
         f: impl FnOnce(&mut Inner, &crate::mm::iommu::Domain, &Cover<MAX_REGIONS>) -> T,
-    ) -> Result<T> {
+    ) -> Result<Option<T>> {
         let mut g = self.inner.lock();
         let inner = &mut *g;
         if inner.dead {
             return Err(ENODEV);
+        }
+        if inner.pages.pinned() == 0 {
+            // Nothing to give rights to (most registrations): no cover to build.
+            return Ok(None);
         }
         let writable = Cover::<MAX_REGIONS>::new(
             inner
@@ -309,7 +315,7 @@ impl Process {
         );
         let m = self.map.lock();
         let dom = m.domain.as_ref().ok_or(ENODEV)?;
-        Ok(f(inner, dom, &writable))
+        Ok(Some(f(inner, dom, &writable)))
     }
 
     /// EXANEST_DMA_IOC_ADVISE: map a sub-range of a prefault or on-demand region now.
