@@ -41,20 +41,32 @@ struct iommu_domain *exanest_shim_domain_alloc(struct device *dev)
 /*
  * Fault in [start, end) of the notifier's mm for device access (read, or write too) and return
  * one HMM pfn per page in pfns and the notifier sequence to check with
- * exanest_shim_read_retry() under the driver lock. Takes the mmap lock itself.
+ * exanest_shim_read_retry() under the driver lock. Takes the mmap lock itself. With a stride
+ * (in pages, > 0), only the first run pages of every stride are faulted in; the others are
+ * reported as they are (HMM_PFN_VALID only if present), and must not be used.
  */
 int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long start,
-			   unsigned long end, bool write, unsigned long *pfns,
-			   unsigned long *seq)
+			   unsigned long end, bool write, unsigned long run,
+			   unsigned long stride, unsigned long *pfns, unsigned long *seq)
 {
+	unsigned long req = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
 	struct hmm_range range = {
 		.notifier = mni,
 		.start = start,
 		.end = end,
 		.hmm_pfns = pfns,
-		.default_flags = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0),
+		.default_flags = req,
 	};
+	unsigned long i;
 	int ret;
+
+	if (stride) {
+		/* Per-page requests: the input pfns say which pages to fault in. */
+		range.default_flags = 0;
+		range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
+		for (i = 0; i < (end - start) >> PAGE_SHIFT; i++)
+			pfns[i] = i % stride < run ? req : 0;
+	}
 
 	ret = hmm_range_fault_unlocked_timeout(&range,
 					       msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT));

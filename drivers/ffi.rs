@@ -87,8 +87,9 @@ pub(crate) unsafe fn page_to_phys(page: NonNull<bindings::page>) -> u64 {
 ///
 /// # Invariants
 ///
-/// Every value that [`HmmPfn::phys`] is called on came from a successful `hmm_range_fault`,
-/// which leaves every requested page present, or from [`HmmPfn::for_test`] (KUnit), whose
+/// Every value that [`HmmPfn::phys`] is called on came from a successful `hmm_range_fault`
+/// that requested its page, which leaves it present (a sparse request's other entries are never
+/// used: `Faulted::requested`), or from [`HmmPfn::for_test`] (KUnit), whose
 /// address is only computed, never used to reach memory.
 #[derive(Clone, Copy, Default)]
 #[repr(transparent)]
@@ -177,15 +178,21 @@ impl MniPtr {
 
     /// Fault `[start, end)` in for device access (read, or write too): one pfn per page into
     /// `pfns`, and the notifier sequence to check with [`MniPtr::read_retry`] before using them.
-    /// Takes the mmap lock itself.
+    /// With `sparse` = (run, stride) in pages, only the first `run` pages of every `stride` are
+    /// faulted in, and only their pfns may be used. Takes the mmap lock itself.
     pub(crate) fn hmm_fault(
         &self,
         start: u64,
         end: u64,
         write: bool,
+        sparse: Option<(u64, u64)>,
         pfns: &mut [HmmPfn],
     ) -> Result<usize> {
         if start >= end || pfns.len() != ((end - start) >> kernel::page::PAGE_SHIFT) as usize {
+            return Err(EINVAL);
+        }
+        let (run, stride) = sparse.unwrap_or((0, 0));
+        if sparse.is_some() && (run == 0 || stride < run) {
             return Err(EINVAL);
         }
         let mut seq = 0usize;
@@ -197,6 +204,8 @@ impl MniPtr {
                 start as usize,
                 end as usize,
                 write,
+                run as usize,
+                stride as usize,
                 pfns.as_mut_ptr().cast(),
                 &mut seq,
             )
@@ -204,7 +213,7 @@ impl MniPtr {
         if ret != 0 {
             return Err(Error::from_errno(ret));
         }
-        // INVARIANT: `hmm_range_fault` succeeded: every entry names a present page.
+        // INVARIANT: `hmm_range_fault` succeeded: every requested entry names a present page.
         Ok(seq)
     }
 

@@ -14,18 +14,38 @@ use kernel::{
     rbtree::{RBTree, RBTreeNodeReservation},
 };
 
-/// Pages faulted in by HMM, not yet mapped: their HMM pfns and the notifier sequence.
+/// Pages faulted in by HMM, not yet mapped: their HMM pfns and the notifier sequence. A
+/// strided fault-in (`sparse` = (run, stride) pages) requested only the first `run` pages of
+/// every `stride` from `first`: only those are mapped ([`Faulted::requested`]).
 pub(crate) struct Faulted {
     pub(super) first: u64,
     pub(super) pfns: KVec<HmmPfn>,
     pub(super) seq: usize,
     pub(super) write: bool,
+    pub(super) sparse: Option<(u64, u64)>,
 }
 
 impl Faulted {
     /// One past the last byte faulted in.
     pub(crate) fn end(&self) -> u64 {
         (self.first + self.pfns.len() as u64) << PAGE_SHIFT
+    }
+
+    /// Whether page `vpn` (in the range) was requested, so that its pfn names a present page.
+    fn requested(&self, vpn: u64) -> bool {
+        match self.sparse {
+            Some((run, stride)) => (vpn - self.first) % stride < run,
+            None => true,
+        }
+    }
+
+    /// Pages requested.
+    fn requested_pages(&self) -> usize {
+        let n = self.pfns.len() as u64;
+        match self.sparse {
+            Some((run, stride)) => ((n / stride) * run + (n % stride).min(run)) as usize,
+            None => n as usize,
+        }
     }
 }
 
@@ -136,6 +156,9 @@ impl Mirror {
     ) -> Result<u64> {
         let n = f.pfns.len();
         let bp = BLOCK_PAGES as usize;
+        // Pages a strided fault-in did not request are not looked at (their pfns may name
+        // nothing).
+        let skip = |vpn| skip(vpn) || !f.requested(vpn);
         // Nothing of the range mirrored yet (the usual first fault): no page needs looking up.
         let fresh = !self.any_in(f.first, f.first + n as u64);
         let mut run = Run::default();
@@ -362,8 +385,9 @@ fn entry_pages(f: u8) -> u64 {
 
 /// Tree nodes for the pages of `f`, reserved without any lock held.
 pub(crate) fn reserve_nodes(f: &Faulted) -> Result<KVec<RBTreeNodeReservation<u64, u8>>> {
-    let mut v = KVec::with_capacity(f.pfns.len(), GFP_KERNEL_ACCOUNT)?;
-    for _ in 0..f.pfns.len() {
+    let n = f.requested_pages();
+    let mut v = KVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?;
+    for _ in 0..n {
         v.push(
             RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?,
             GFP_KERNEL_ACCOUNT,
@@ -401,6 +425,7 @@ mod tests {
             pfns,
             seq: 0,
             write,
+            sparse: None,
         }
     }
 
@@ -408,6 +433,25 @@ mod tests {
         let mut nodes = reserve_nodes(f).unwrap();
         // SAFETY: The fake table never touches the pages.
         unsafe { m.map_current(t, f, &mut nodes, pinned) }.unwrap()
+    }
+
+    /// A strided fault-in maps only the pages it requested (their pfns alone name pages): two
+    /// of every eight here, and never a block, even over a THP.
+    #[test]
+    fn strided_fault_in_maps_only_its_runs() {
+        let (mut m, t) = (Mirror::new(), FakeTable::new());
+        let mut f = faulted(0x200, 30, true, 0);
+        f.sparse = Some((2, 8));
+        assert_eq!(reserve_nodes(&f).unwrap().len(), 8);
+        assert_eq!(map(&mut m, &t, &f, |_| false), 8);
+        for vpn in 0x200..0x21e {
+            assert_eq!(m.covers(vpn, true), (vpn - 0x200) % 8 < 2);
+        }
+        assert_eq!(t.pages(), 8);
+        let mut f = faulted(0x400, 512, true, 9);
+        f.sparse = Some((1, 2));
+        assert_eq!(map(&mut m, &t, &f, |_| false), 256);
+        assert_eq!(m.blocks(), 0);
     }
 
     /// The page count kept as entries come and go equals a walk of the entries and what the

@@ -11,7 +11,7 @@
 use crate::error::hmm_errno;
 use crate::exanest_core::{
     abi::Range,
-    fault::{touch_ahead, InvalLog},
+    fault::{touch_ahead, InvalLog, Plan},
 };
 use crate::ffi::{self, HmmPfn, MniPtr};
 use crate::mm::budget::Budget;
@@ -19,7 +19,7 @@ use crate::mm::iommu::Domain;
 pub(crate) use crate::mm::mirror::{reserve_nodes, Faulted, Mirror};
 use kernel::{
     bindings,
-    page::PAGE_SHIFT,
+    page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
     rbtree::RBTreeNodeReservation,
     sync::{Arc, Mutex},
@@ -192,6 +192,10 @@ pub(crate) struct FaultTarget {
     pub(crate) window: u64,
     /// End (exclusive) of the bytes the engine still has to access, or `u64::MAX`.
     pub(crate) limit: u64,
+    /// A strided plan (the adaptive policy recognised a constant stride), which replaces the
+    /// window: its pages, within the VMA and the region (not `limit`: it plans the transfers
+    /// to come).
+    pub(crate) strided: Option<Plan>,
 }
 
 /// Check the VMA and fault the touch-ahead window at `addr` in. Runs with no driver lock held:
@@ -222,7 +226,34 @@ pub(crate) fn fault_in(
             end: vma.end() as u64,
         }
     };
+    let page_end = |end: u64| end.div_ceil(PAGE_SIZE as u64);
+    let strided = t
+        .strided
+        .filter(|p| p.first == addr >> PAGE_SHIFT)
+        .map(|p| p.clamp(page_end(vma.end)).clamp(page_end(t.region.end)))
+        .filter(Plan::is_strided);
+    if let Some(p) = strided {
+        match hmm(t, p.first, p.end, write, Some((p.run, p.stride))) {
+            // A predicted page that cannot be faulted in (past the end of a file, say) must
+            // not fail the fault: the window's pages are faulted in instead.
+            Err(e) if e != EINTR => {}
+            res => return res,
+        }
+    }
     let (first, last) = touch_ahead(addr, t.window, PAGE_SHIFT as u32, &vma, &t.region, t.limit);
+    let f = hmm(t, first, last, write, None);
+    drop(user);
+    f
+}
+
+/// Fault the pages `first..last` in with HMM (a strided plan's only, with `sparse`).
+fn hmm(
+    t: &FaultTarget,
+    first: u64,
+    last: u64,
+    write: bool,
+    sparse: Option<(u64, u64)>,
+) -> Result<Faulted> {
     let mut pfns = KVec::from_elem(
         HmmPfn::default(),
         (last - first) as usize,
@@ -231,13 +262,19 @@ pub(crate) fn fault_in(
     let seq = t
         .notifier
         .mni
-        .hmm_fault(first << PAGE_SHIFT, last << PAGE_SHIFT, write, &mut pfns)
+        .hmm_fault(
+            first << PAGE_SHIFT,
+            last << PAGE_SHIFT,
+            write,
+            sparse,
+            &mut pfns,
+        )
         .map_err(hmm_errno)?;
-    drop(user);
     Ok(Faulted {
         first,
         pfns,
         seq,
         write,
+        sparse,
     })
 }

@@ -21,6 +21,7 @@ use crate::exanest_core::{
 use crate::fault::{Ended, Transfer, Within};
 use crate::hw::Hw;
 use kernel::{
+    page::PAGE_SIZE,
     prelude::*,
     time::{Instant, Monotonic},
 };
@@ -128,6 +129,25 @@ impl Channels {
                 _ => {}
             }
         }
+    }
+
+    /// The end of the range of the running copy that reads (or, for a `write`, writes) the
+    /// page at `page`: how much of the transfer a fault there has still to come, when the
+    /// IOMMU reports it before the engine says whose it is. `u64::MAX` when no copy holds the
+    /// page (a queue transfer's, or another node's).
+    pub(crate) fn copy_end(&self, page: u64, write: bool) -> u64 {
+        let mut mask = self.sched.running_mask();
+        while mask != 0 {
+            let n = mask.trailing_zeros();
+            mask &= mask - 1;
+            if let Some(e) = self.sched.running(n) {
+                let r = if write { &e.copy.dst } else { &e.copy.src };
+                if r.start < page.saturating_add(PAGE_SIZE as u64) && page < r.end {
+                    return r.end;
+                }
+            }
+        }
+        u64::MAX
     }
 
     /// The copy on channel `slot`, whose transfer faulted in the direction `write`: `None`

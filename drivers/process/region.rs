@@ -357,6 +357,7 @@ impl Process {
             notifier,
             window: u64::from(abi::MAX_WINDOW),
             limit: range.end,
+            strided: None,
         };
         let mut addr = range.start;
         while addr < range.end {

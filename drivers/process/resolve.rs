@@ -10,6 +10,7 @@
 use crate::exanest_core::{
     abi::{self, Range},
     ahead::{self, Chunk},
+    fault::Plan,
     faultsm::{Answer, Origin, Source},
     regs::FaultCause,
 };
@@ -156,6 +157,7 @@ impl Process {
             notifier: inner.notifier(c.handle)?,
             window: end - first - 1,
             limit: want.end,
+            strided: None,
         })
     }
 
@@ -329,11 +331,43 @@ impl Process {
                 }
             };
             let notifier = g.notifier(h).ok_or(EFAULT)?;
+            // The end of the transfer in this direction; for an IOMMU report, the one of the
+            // copy that holds the page, if one does.
+            let end = match limit {
+                u64::MAX => g.chans.copy_end(vpn << PAGE_SHIFT, write),
+                end => end,
+            };
             let r = g.regions.get_mut(h).ok_or(EFAULT)?;
-            let window = if r.window == abi::WINDOW_ADAPTIVE {
-                r.adapt.window_for(vpn)
+            let (window, strided) = if r.window == abi::WINDOW_ADAPTIVE {
+                // The pages the transfer touches from the fault on.
+                let run = match end {
+                    u64::MAX => u64::MAX,
+                    end => end.div_ceil(PAGE_SIZE as u64).saturating_sub(vpn).max(1),
+                };
+                let plan = r.adapt.plan_for(vpn, run);
+                // A prediction never evicts (as map-ahead): the stride points that fit in the
+                // budget's room, or none (a stream of faults on a budget smaller than their
+                // pages evicted what the engine was using: a queue of 8 copies 16 pages apart
+                // under a 256-page budget never finished).
+                let strided = Some(plan).filter(Plan::is_strided).and_then(|p| {
+                    let m = self.map.lock();
+                    let points = m.budget.limit().saturating_sub(m.mirror.len()) / p.run;
+                    let end = p
+                        .first
+                        .saturating_add((points.max(1) - 1) * p.stride + p.run);
+                    Some(Plan {
+                        end: p.end.min(end),
+                        ..p
+                    })
+                    .filter(Plan::is_strided)
+                });
+                // Nor does a window evict the pages the engine uses meanwhile: at most a quarter
+                // of the budget (a source's and a destination's windows each the size of the
+                // budget evicted each other's page at every fault, and a copy never ended).
+                let cap = self.map.lock().budget.limit() / 4;
+                ((plan.run - 1).min(cap.saturating_sub(1)), strided)
             } else {
-                u64::from(r.window)
+                (u64::from(r.window), None)
             };
             let target = FaultTarget {
                 handle: h,
@@ -341,6 +375,7 @@ impl Process {
                 notifier,
                 window,
                 limit,
+                strided,
             };
             (h, addr, target)
         };

@@ -2,8 +2,8 @@
 /*
  * exanest-coherence: the device's view of memory follows the process's mm, in every memory
  * mode: CPU writes (COW), MADV_DONTNEED, mprotect, file mappings, transparent huge pages (split,
- * collapse, 2 MiB IOMMU blocks), compaction, swap; engine faults, touch-ahead, advise, and the
- * statistics that count them.
+ * collapse, 2 MiB IOMMU blocks), compaction, swap; engine faults, touch-ahead, strided streams,
+ * advise, and the statistics that count them.
  *
  * Pinned pages do not follow the mm: where the mm replaces a pinned page (MADV_DONTNEED), the
  * device keeps the old one, and the variant says so.
@@ -560,6 +560,61 @@ TEST_F(coherence, touch_ahead_window)
 	EXPECT_LE((variant->faults ? 2 : 1) * PAGES(WLEN), f[0]);
 	EXPECT_LT(f[1] * 8, f[0]);
 	EXPECT_LT(f[2], f[1]);
+}
+
+/*
+ * Strided copies (4 KiB every 64 KiB, the default window): the adaptive policy recognises the
+ * stride and maps the pages the next copies will touch, not those between. The copies fault a
+ * few times per region instead of once each, map at most 1.5 pages per page they touch, and a
+ * predicted page that the mm drops and the CPU rewrites before its copy is read anew (the
+ * notifier unmapped it). Before stride prediction every copy faulted on each region.
+ */
+TEST_F(coherence, strided_copies_are_predicted)
+{
+	enum { STRIDE = 64 << 10, N = LEN / STRIDE };
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_counters c0, c1;
+	uint64_t faults, mapped, regions = variant->faults ? 2 : 1;
+	uint32_t hs, hd;
+
+	if (variant->pins)
+		SKIP(return, "pin mode: pinned pages are mapped, the engine never faults");
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	/* Small pages: dropping one page of a THP would split it, and drop its mappings whole. */
+	ASSERT_EQ(0, madvise(src, LEN, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, madvise(dst, LEN, MADV_NOHUGEPAGE));
+	fill(src, LEN, 5);
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	FAULT_ON_DST_OR_SKIP(dst, LEN);
+	c0 = counters(self->fd);
+	for (int i = 0; i < N; i++) {
+		if (i == N / 2) {
+			/* Predicted by now (the stream is established): dropped and rewritten. */
+			ASSERT_EQ(0, madvise(src + (size_t)(i + 1) * STRIDE, 4096, MADV_DONTNEED));
+			memset(src + (size_t)(i + 1) * STRIDE, 0xc3, 4096);
+		}
+		ASSERT_EQ(0, copy_wait(self->fd, src + (size_t)i * STRIDE, dst + (size_t)i * STRIDE,
+				       4096)) TH_LOG("copy %d", i);
+	}
+	c1 = counters(self->fd);
+	for (int i = 0; i < N; i++) {
+		EXPECT_EQ(0, memcmp(src + (size_t)i * STRIDE, dst + (size_t)i * STRIDE, 4096))
+			TH_LOG("copy %d", i);
+	}
+	EXPECT_TRUE(all_bytes(dst + (size_t)(N / 2 + 1) * STRIDE, 4096, 0xc3));
+	faults = c1.faults - c0.faults;
+	mapped = c1.pages_resolved - c0.pages_resolved;
+	TH_LOG("%d strided copies: %llu faults, %llu pages mapped for %llu touched", N,
+	       (unsigned long long)faults, (unsigned long long)mapped,
+	       (unsigned long long)(regions * N));
+	/* Without prediction: N faults per region. The dropped page faults once more. */
+	EXPECT_GE(regions * N / 4, faults);
+	EXPECT_GE(regions * N * 3 / 2, mapped);
+	EXPECT_EQ(0, dereg(self->fd, hs));
+	EXPECT_EQ(0, dereg(self->fd, hd));
+	munmap(src, LEN);
+	munmap(dst, LEN);
 }
 
 /* Advise: map ahead, then the copy takes no fault (a pinned region: nothing to do). */

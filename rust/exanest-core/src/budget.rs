@@ -47,16 +47,20 @@ impl<const N: usize> RunLru<N> {
         self.len == 0
     }
 
-    /// A run was faulted in. Older runs that overlap it are forgotten: they were unmapped
-    /// (the pages faulted again), and evicting them later would unmap what the new run just
-    /// mapped. Returns the oldest run when there was no room for the new one: it is forgotten,
-    /// and the caller leaves its pages mapped (evicting them would make the ring an implicit
-    /// budget of `N` runs).
-    pub fn push(&mut self, run: Run) -> Option<Run> {
+    /// A run was faulted in. Older runs that overlap it are taken into it (the new run is
+    /// widened to cover them): evicting them apart later would unmap what the new run just
+    /// mapped, and forgetting them would leave their pages outside it mapped and out of the
+    /// budget's reach (a strided plan's span overlaps older runs that are still mapped; a
+    /// budget that such pages keep over evicts the only other run at every fault, and a copy
+    /// whose source and destination evict each other never ends). Returns the oldest run when
+    /// there was no room for the new one: it is forgotten, and the caller leaves its pages
+    /// mapped (evicting them would make the ring an implicit budget of `N` runs).
+    pub fn push(&mut self, mut run: Run) -> Option<Run> {
         let mut kept = 0;
         for i in 0..self.len {
             let r = self.runs[(self.head + i) % N];
             if r.0 < run.1 && run.0 < r.1 {
+                run = (run.0.min(r.0), run.1.max(r.1));
                 continue;
             }
             self.runs[(self.head + kept) % N] = r;
@@ -128,11 +132,12 @@ mod tests {
         l.push((0, 10));
         l.push((10, 20));
         l.push((5, 12));
-        // (0, 10) and (10, 20) overlap the new run: only it is left, and it is the newest.
+        // (0, 10) and (10, 20) overlap the new run: they are taken into it, which is the only
+        // run left and the newest; evicting it unmaps them whole.
         assert_eq!(l.len(), 1);
         assert_eq!(l.evict(), None);
         l.push((20, 30));
-        assert_eq!(l.evict(), Some((5, 12)));
+        assert_eq!(l.evict(), Some((0, 20)));
         // A stream of faults on the same pages never fills the ring with stale copies.
         for _ in 0..100 {
             assert_eq!(l.push((40, 41)), None);

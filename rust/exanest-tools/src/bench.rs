@@ -277,16 +277,19 @@ fn register_cost(dev: &Device, max: usize) -> Res<()> {
     Ok(())
 }
 
-/// Touch-ahead sweep: faults per MiB and time, sequential and strided, THP on and off.
+/// Touch-ahead sweep: faults per MiB and time, sequential and strided, THP on and off, for
+/// fixed windows, the adaptive one, and the default (no window asked: adaptive, with map-ahead;
+/// printed as window -1).
 fn touch_ahead(dev: &Device, size: usize) -> Res<()> {
     for thp in [false, true] {
         for pattern in ["sequential", "strided"] {
-            for window in [0u32, 1, 4, 16, 64, 256, 511, u32::MAX] {
+            let windows = [0u32, 1, 4, 16, 64, 256, 511, u32::MAX].map(Some);
+            for window in windows.into_iter().chain([None]) {
                 let mut src = Buf::new(size, thp)?;
                 let dst = Buf::new(size, thp)?;
                 src.fill(3);
-                let hs = register(dev, &src, Access::Read, Mode::OnDemand, Some(window))?;
-                let hd = register(dev, &dst, Access::Write, Mode::OnDemand, Some(window))?;
+                let hs = register(dev, &src, Access::Read, Mode::OnDemand, window)?;
+                let hd = register(dev, &dst, Access::Write, Mode::OnDemand, window)?;
                 let c0 = dev.counters()?;
                 let t0 = Instant::now();
                 if pattern == "sequential" {
@@ -304,6 +307,7 @@ fn touch_ahead(dev: &Device, size: usize) -> Res<()> {
                 dev.deregister(hs)?;
                 dev.deregister(hd)?;
                 let mib = size as f64 / (1 << 20) as f64;
+                let window = window.map_or(-1, i64::from);
                 println!(
                     "{{\"bench\":\"touch-ahead\",\"thp\":{thp},\"pattern\":\"{pattern}\",\"window\":{window},\"us\":{t:.1},\"faults_per_mib\":{:.2},\"pages_mapped\":{}}}",
                     (c1.faults - c0.faults) as f64 / mib,
