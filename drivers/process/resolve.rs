@@ -345,27 +345,25 @@ impl Process {
                     end => end.div_ceil(PAGE_SIZE as u64).saturating_sub(vpn).max(1),
                 };
                 let plan = r.adapt.plan_for(vpn, run);
-                // A prediction never evicts (as map-ahead): the stride points that fit in the
-                // budget's room, or none (a stream of faults on a budget smaller than their
-                // pages evicted what the engine was using: a queue of 8 copies 16 pages apart
-                // under a 256-page budget never finished).
-                let strided = Some(plan).filter(Plan::is_strided).and_then(|p| {
+                let (budget, room) = {
                     let m = self.map.lock();
-                    let points = m.budget.limit().saturating_sub(m.mirror.len()) / p.run;
-                    let end = p
-                        .first
-                        .saturating_add((points.max(1) - 1) * p.stride + p.run);
-                    Some(Plan {
-                        end: p.end.min(end),
-                        ..p
-                    })
-                    .filter(Plan::is_strided)
-                });
-                // Nor does a window evict the pages the engine uses meanwhile: at most a quarter
-                // of the budget (a source's and a destination's windows each the size of the
-                // budget evicted each other's page at every fault, and a copy never ended).
-                let cap = self.map.lock().budget.limit() / 4;
-                ((plan.run - 1).min(cap.saturating_sub(1)), strided)
+                    let limit = m.budget.limit();
+                    (limit, limit.saturating_sub(m.mirror.len()))
+                };
+                // A prediction never evicts (as map-ahead): the stride points that fit in the
+                // budget's room, or none.
+                let points = room / plan.run;
+                let strided = Some(Plan {
+                    end: plan.end.min(
+                        plan.first
+                            .saturating_add((points.max(1) - 1) * plan.stride + plan.run),
+                    ),
+                    ..plan
+                })
+                .filter(Plan::is_strided);
+                // A window takes at most a quarter of the budget: the engine needs the pages
+                // of the transfer's other side mapped too.
+                ((plan.run - 1).min((budget / 4).saturating_sub(1)), strided)
             } else {
                 (u64::from(r.window), None)
             };
