@@ -58,6 +58,16 @@ impl Budget {
         self.limit
     }
 
+    /// The most pages the mirror may keep mapped, `u64::MAX` with no budget (a limit of 0:
+    /// the module parameter `budget_pages=0`).
+    pub(crate) fn bound(&self) -> u64 {
+        if self.limit == 0 {
+            u64::MAX
+        } else {
+            self.limit
+        }
+    }
+
     /// Set the limit (`BUDGET`); [`Budget::enforce`] applies it.
     pub(crate) fn set_limit(&mut self, pages: u64) {
         self.limit = pages;

@@ -99,7 +99,7 @@ impl Process {
                 let m = self.map.lock();
                 let first = (c.first..end)
                     .find(|&v| !(inner.pages.covers(v, c.write) || m.mirror.covers(v, c.write)));
-                (first, m.budget.limit().saturating_sub(m.mirror.len()))
+                (first, m.budget.bound().saturating_sub(m.mirror.len()))
             };
             let Some(first) = first else {
                 return true;
@@ -180,7 +180,7 @@ impl Process {
         if inner.regions.get(h).is_none_or(|r| !r.map_ahead) {
             return;
         }
-        let cap = self.map.lock().budget.limit() / 4;
+        let cap = self.map.lock().budget.bound() / 4;
         let page_end = ((limit - 1) >> PAGE_SHIFT) + 1;
         inner
             .ahead
@@ -347,7 +347,7 @@ impl Process {
                 let plan = r.adapt.plan_for(vpn, run);
                 let (budget, room) = {
                     let m = self.map.lock();
-                    let limit = m.budget.limit();
+                    let limit = m.budget.bound();
                     (limit, limit.saturating_sub(m.mirror.len()))
                 };
                 // A prediction never evicts (as map-ahead): the stride points that fit in the
