@@ -11,7 +11,7 @@ pub(crate) mod resident;
 use crate::contexts::Contexts;
 use crate::error::CtxError;
 use crate::exanest_core::regs::net;
-use crate::fault::handler::exanest_iommu_fault;
+use crate::fault::{handler::exanest_iommu_fault, log::FaultLog};
 use crate::ffi;
 use crate::hw::kqueue::KernelQueue;
 use crate::hw::link;
@@ -50,6 +50,8 @@ struct InstanceState {
 #[pin_data]
 pub(crate) struct Instance {
     engine: Arc<Engine>,
+    /// The fault log of the engine's processes (fault/log.rs).
+    log: Arc<FaultLog>,
     /// Contexts, processes and liveness ([`InstanceState`]); first in the lock order
     /// (process.rs).
     #[pin]
@@ -84,6 +86,7 @@ impl Instance {
         let any = st.ctxs.any().ok_or(ENODEV)?.dev().clone();
         let p = Process::new(
             self.engine.clone(),
+            self.log.clone(),
             &any,
             Some(exanest_iommu_fault::<Process>),
             late,
@@ -377,6 +380,8 @@ pub(crate) struct EngineDevices {
     link: debugfs::File<Arc<Engine>>,
     #[pin]
     quarantine: debugfs::File<Arc<Engine>>,
+    #[pin]
+    faults: debugfs::File<Arc<FaultLog>>,
     _debugfs: debugfs::Dir,
     /// The instance, for unbind.
     inst: Arc<Instance>,
@@ -435,9 +440,12 @@ impl EngineDevices {
             name.to_str().unwrap_or("?")
         );
         let (inst_engine, ctxs) = (engine.clone(), Contexts::new(slots)?);
+        let log = FaultLog::new(crate::module_parameters::fault_stamps.value())?;
+        let inst_log = log.clone();
         let inst = Arc::pin_init(
             pin_init!(Instance {
                 engine: inst_engine,
+                log: inst_log,
                 state <- new_mutex!(
                     InstanceState { ctxs, dead: false },
                     "Instance::state"
@@ -461,6 +469,7 @@ impl EngineDevices {
                 &link::quarantine_fmt,
                 &link::quarantine_write
             ),
+            faults <- dir.read_write_callback_file(c"faults", log, &FaultLog::fmt, &FaultLog::write),
             _debugfs: dir,
             inst,
             _no: no,

@@ -29,3 +29,5 @@ pub(crate) mod region;
 pub(crate) mod regs;
 #[path = "../rust/exanest-core/src/sched.rs"]
 pub(crate) mod sched;
+#[path = "../rust/exanest-core/src/stamps.rs"]
+pub(crate) mod stamps;

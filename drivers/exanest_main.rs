@@ -259,6 +259,10 @@ module! {
             default: 4194304,
             description: "Largest translation budget a process may set with EXANEST_DMA_IOC_BUDGET, in pages (above it: E2BIG)",
         },
+        fault_stamps: bool {
+            default: true,
+            description: "Keep the exact timings of every fault each engine answers, for debugfs exanest-dmaN/faults (which also turns them on and off)",
+        },
         fault_handler_late: bool {
             default: false,
             description: "Install the IOMMU fault handler after attaching each process's domain (tests that the SMMU driver looks it up at fault time)",

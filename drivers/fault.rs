@@ -29,6 +29,7 @@
 //! reclaim with ENOMEM.
 
 pub(crate) mod handler;
+pub(crate) mod log;
 mod machine;
 
 pub(crate) use machine::{Ended, Faults};

@@ -51,8 +51,9 @@ use crate::exanest_core::{
     fault::{ClaimTable, FaultQueue},
     region::RegionTable,
     sched::Entry,
+    stamps::Resolutions,
 };
-use crate::fault::{handler::FaultSink, Faults};
+use crate::fault::{handler::FaultSink, log::FaultLog, Faults};
 use crate::ffi::FaultThread;
 use crate::hw::net::MboxState;
 use crate::hw::{Context, Engine, Hw};
@@ -78,6 +79,9 @@ pub(crate) const DEFAULT_WINDOW: u64 = abi::WINDOW_ADAPTIVE as u64;
 
 /// Transfers a process maps ahead of at once: as many as an incast of 8 senders brings.
 const AHEAD_JOBS: usize = 8;
+/// Resolutions of the SMMU's reports a process keeps for the engine's reports of the same
+/// faults: as many as the channels that can fault at once.
+const RESOLUTIONS: usize = 8;
 
 /// What [`Process::inner`] protects.
 pub(crate) struct Inner {
@@ -104,6 +108,9 @@ pub(crate) struct Inner {
     mbox: Option<MboxState>,
     /// What the fault thread maps ahead of resumed transfers (the core's `ahead`, resolve.rs).
     ahead: Ahead<AHEAD_JOBS>,
+    /// The fault thread's resolutions of the SMMU's reports, until the engine's report of the
+    /// same fault takes them into its record (fault/log.rs).
+    resolutions: Resolutions<RESOLUTIONS>,
 }
 
 impl Inner {
@@ -161,6 +168,8 @@ impl Inner {
 pub(crate) struct Process {
     /// The engine (the context the process holds, if any, is [`Inner::bound`]).
     engine: Arc<Engine>,
+    /// The engine's fault log, which the fault thread records each fault it answers in.
+    log: Arc<FaultLog>,
     /// The address space of the process that opened the engine (mmgrab'd for identity checks).
     mm: ARef<Mm>,
     /// The endpoint other nodes address the process by, `hw::net::NO_ENDPOINT` if none
@@ -214,6 +223,7 @@ impl Process {
     /// and a translation budget of `budget` pages. It holds no context yet: contexts.rs attaches the domain to one.
     pub(crate) fn new(
         engine: Arc<Engine>,
+        log: Arc<FaultLog>,
         dev: &kernel::device::Device,
         handler: bindings::iommu_fault_handler_t,
         late_handler: bool,
@@ -228,7 +238,7 @@ impl Process {
         let pid = task.pid();
         let endpoint = engine.endpoint_alloc();
         let eng = engine.clone();
-        let process = Self::alloc(engine, mm, va_end, max_bytes, budget, pid, endpoint)
+        let process = Self::alloc((engine, log), mm, va_end, max_bytes, budget, pid, endpoint)
             .inspect_err(|_| eng.endpoint_free(endpoint))?;
         let token = core::ptr::from_ref::<Process>(&process).cast_mut().cast();
         // SAFETY: The process outlives its domain, hence the handler's use of `token`: teardown
@@ -252,7 +262,7 @@ impl Process {
     /// goes deep into the IOMMU to allocate the domain (tests/lint/stack_frames.py).
     #[inline(never)]
     fn alloc(
-        engine: Arc<Engine>,
+        (engine, log): (Arc<Engine>, Arc<FaultLog>),
         mm: ARef<Mm>,
         va_end: u64,
         max_bytes: u64,
@@ -267,6 +277,7 @@ impl Process {
         Arc::pin_init(
             try_pin_init!(&this in Process {
                 engine,
+                log,
                 mm,
                 endpoint,
                 va_end,
@@ -283,6 +294,7 @@ impl Process {
                     engine_faults: Faults::new(),
                     mbox: None,
                     ahead: Ahead::new(),
+                    resolutions: Resolutions::new(),
                 }, "Process::inner"),
                 map <- new_mutex!(map_state, "Process::map"),
                 done,

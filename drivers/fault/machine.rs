@@ -14,14 +14,15 @@ use crate::exanest_core::{
     abi,
     faultsm::{Answer, FaultTable, Origin},
     regs as map,
+    stamps::{Kind, Record, Step},
 };
 use crate::ffi;
 use crate::hw::{Command, EngineFault, Hw};
 use kernel::prelude::*;
 
-/// Microseconds of the monotonic clock, the state machine's time.
-fn now_us() -> u64 {
-    ffi::ktime_ns() / 1000
+/// Nanoseconds of the monotonic clock, the state machine's time (and the fault log's).
+fn now_ns() -> u64 {
+    ffi::ktime_ns()
 }
 
 /// The channels of a context with `channels` channels, as a mask.
@@ -60,7 +61,7 @@ impl Faults {
         let pending = pending & all(hw.channels()) & map::ctx_irq::CHANNELS;
         let mut new = false;
         for n in (0..MAX_CH as u32).filter(|n| pending & (1 << n) != 0) {
-            if matches!(hw.fault(n), Ok(Some(_))) && self.table.detected(n, now_us(), k) {
+            if matches!(hw.fault(n), Ok(Some(_))) && self.table.detected(n, now_ns(), k) {
                 new = true;
             }
         }
@@ -75,17 +76,24 @@ impl Faults {
     }
 
     /// The fault thread takes channel `n`'s fault: its report and origin, read once. `None`
-    /// (and nothing in service) when the channel is not in fault-wait.
+    /// (and nothing in service) when the channel is not in fault-wait. The fault's record
+    /// `rec` gets the interrupt's time and the thread's.
     pub(crate) fn take(
         &mut self,
         hw: &dyn Hw,
         n: u32,
         k: &mut abi::Counters,
         lat: &mut abi::Latency,
+        rec: &mut Record,
     ) -> Option<EngineFault> {
         match hw.fault(n) {
             Ok(Some(f)) => {
-                self.table.begin(n, now_us(), k, lat);
+                let now = now_ns();
+                self.table.begin(n, now, k, lat);
+                if let Some(t) = self.table.seen(n) {
+                    rec.stamp(Step::Irq, t);
+                }
+                rec.stamp(Step::Thread, now);
                 Some(f)
             }
             _ => {
@@ -104,7 +112,7 @@ impl Faults {
     /// End channel `n`'s fault `f` of `origin`, resolved with `res`: decide, write RESUME or
     /// NACK, and check that it was written. A copy's NACK carries `ABORTED` (the copy ends
     /// with the errno the channel state machine keeps); a queue transfer's or a receive's
-    /// carries the errno.
+    /// carries the errno. The fault's record `rec` gets the answer and its time.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn end(
         &mut self,
@@ -115,6 +123,7 @@ impl Faults {
         res: Result,
         k: &mut abi::Counters,
         lat: &mut abi::Latency,
+        rec: &mut Record,
     ) -> Ended {
         let rep = &f.report;
         let res = res.map_err(|e| -e.to_errno());
@@ -122,7 +131,7 @@ impl Faults {
             n,
             (origin, rep.fault_addr, rep.fault_cause),
             res,
-            now_us(),
+            now_ns(),
             k,
             lat,
         );
@@ -134,6 +143,17 @@ impl Faults {
             (Answer::Nack(e), _) => Command::Nack { status: -e },
         };
         let written = hw.answer(n, cmd);
+        rec.stamp(Step::Answered, now_ns());
+        rec.kind = match origin {
+            Origin::Copy { .. } => Kind::Copy,
+            Origin::Queue { .. } => Kind::Queue,
+            Origin::NetRx { .. } => Kind::NetRx,
+        };
+        rec.write = rep.fault_write;
+        rec.errno = match answer {
+            Answer::Resume => 0,
+            Answer::Nack(e) => u16::try_from(e).unwrap_or(u16::MAX),
+        };
         self.table.end(n);
         Ended { answer, written }
     }
@@ -183,8 +203,9 @@ mod tests {
         k: &mut abi::Counters,
         lat: &mut abi::Latency,
     ) -> Option<Ended> {
-        let t = f.take(hw, n, k, lat)?;
-        Some(f.end(hw, n, &t, origin, res, k, lat))
+        let mut rec = Record::default();
+        let t = f.take(hw, n, k, lat, &mut rec)?;
+        Some(f.end(hw, n, &t, origin, res, k, lat, &mut rec))
     }
 
     /// A copy (START) faults: noted once, taken with its origin, RESUMEd, out of service.
@@ -199,14 +220,15 @@ mod tests {
         assert_eq!(k.faults, 1);
         assert!(f.in_service());
         assert_eq!(f.pending(&*hw, false), 1 << 1);
-        let t = f.take(&*hw, 1, &mut k, &mut lat).unwrap();
+        let mut rec = Record::default();
+        let t = f.take(&*hw, 1, &mut k, &mut lat, &mut rec).unwrap();
         assert_eq!(t.source, Source::Start);
         assert_eq!(
             (t.report.fault_addr, t.report.fault_write),
             (0x80_1000, true)
         );
         let o = Origin::Copy { slot: 1, cookie: 3 };
-        let e = f.end(&*hw, 1, &t, o, Ok(()), &mut k, &mut lat);
+        let e = f.end(&*hw, 1, &t, o, Ok(()), &mut k, &mut lat, &mut rec);
         assert_eq!(
             e,
             Ended {
@@ -219,6 +241,15 @@ mod tests {
         assert_eq!((k.faults_resolved, k.retransmissions, k.nacks), (1, 1, 0));
         assert_eq!(lat.queue.buckets.iter().sum::<u64>(), 1);
         assert_eq!(lat.total.buckets.iter().sum::<u64>(), 1);
+        // Its record: the interrupt, the thread taking it, the answer, in that order.
+        let (irq, thread, answered) = (
+            rec.at(Step::Irq).unwrap(),
+            rec.at(Step::Thread).unwrap(),
+            rec.at(Step::Answered).unwrap(),
+        );
+        assert!(irq <= thread && thread <= answered);
+        assert_eq!(rec.at(Step::FaultIn), None);
+        assert_eq!((rec.kind, rec.write, rec.errno), (Kind::Copy, true, 0));
     }
 
     /// A copy's NACK says ABORTED to the engine (the copy keeps the errno), a bus fault is
@@ -245,11 +276,15 @@ mod tests {
         hw.set_source(2, Source::Queue { index: 17 });
         hw.page_fault(2, 0x4000, false, 0, FaultCause::Translation);
         assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
-        let t = f.take(&*hw, 2, &mut k, &mut lat).unwrap();
+        let t = f
+            .take(&*hw, 2, &mut k, &mut lat, &mut Record::default())
+            .unwrap();
         assert_eq!(t.source, Source::Queue { index: 17 });
         let o = Origin::Queue { index: 17 };
-        let e = f.end(&*hw, 2, &t, o, Err(EACCES), &mut k, &mut lat);
+        let mut rec = Record::default();
+        let e = f.end(&*hw, 2, &t, o, Err(EACCES), &mut k, &mut lat, &mut rec);
         assert_eq!(e.answer, Answer::Nack(EACCES.to_errno().abs()));
+        assert_eq!((rec.kind, rec.errno), (Kind::Queue, 13));
         assert_eq!(hw.with(|s| s.nack_status[2]), EACCES.to_errno());
     }
 
@@ -260,11 +295,22 @@ mod tests {
         let (mut f, hw, mut k, mut lat) = setup();
         hw.net_rx_fault(0, 0x9000, 2, 41);
         assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
-        let t = f.take(&*hw, 0, &mut k, &mut lat).unwrap();
+        let t = f
+            .take(&*hw, 0, &mut k, &mut lat, &mut Record::default())
+            .unwrap();
         assert_eq!(t.source, Source::NetRx { src: 2, opid: 41 });
         assert!(t.report.fault_write);
         let o = Origin::NetRx { src: 2, opid: 41 };
-        let e = f.end(&*hw, 0, &t, o, Ok(()), &mut k, &mut lat);
+        let e = f.end(
+            &*hw,
+            0,
+            &t,
+            o,
+            Ok(()),
+            &mut k,
+            &mut lat,
+            &mut Record::default(),
+        );
         assert_eq!(e.answer, Answer::Resume);
         // RESUME answers the sender; the channel is idle again.
         assert_eq!(hw.state(0), State::Idle);
@@ -318,10 +364,21 @@ mod tests {
         let (mut f, hw, mut k, mut lat) = setup();
         hw.start_busy(0);
         hw.page_fault(0, 0x7000, false, 0, FaultCause::Translation);
-        let t = f.take(&*hw, 0, &mut k, &mut lat).unwrap();
+        let t = f
+            .take(&*hw, 0, &mut k, &mut lat, &mut Record::default())
+            .unwrap();
         hw.with(|s| s.gone = true);
         let o = Origin::Copy { slot: 0, cookie: 1 };
-        let e = f.end(&*hw, 0, &t, o, Ok(()), &mut k, &mut lat);
+        let e = f.end(
+            &*hw,
+            0,
+            &t,
+            o,
+            Ok(()),
+            &mut k,
+            &mut lat,
+            &mut Record::default(),
+        );
         assert_eq!(e.written, Err(ENODEV));
         assert!(!f.in_service());
     }
@@ -336,11 +393,22 @@ mod tests {
         // Noted.
         assert!(f.in_service());
         assert_eq!(f.pending(&*hw, false), 1 << 2);
-        let t = f.take(&*hw, 2, &mut k, &mut lat).unwrap();
+        let t = f
+            .take(&*hw, 2, &mut k, &mut lat, &mut Record::default())
+            .unwrap();
         // Taken, being resolved.
         assert!(f.in_service());
         let o = Origin::NetRx { src: 4, opid: 1 };
-        f.end(&*hw, 2, &t, o, Ok(()), &mut k, &mut lat);
+        f.end(
+            &*hw,
+            2,
+            &t,
+            o,
+            Ok(()),
+            &mut k,
+            &mut lat,
+            &mut Record::default(),
+        );
         assert!(!f.in_service());
         hw.net_rx_fault(2, 0x3000, 4, 2);
         f.interrupt(&*hw, hw.take_irq_status(), &mut k);

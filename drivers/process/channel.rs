@@ -20,21 +20,12 @@ use crate::exanest_core::{
 };
 use crate::fault::{Ended, Transfer, Within};
 use crate::hw::Hw;
-use kernel::{
-    page::PAGE_SIZE,
-    prelude::*,
-    time::{Instant, Monotonic},
-};
+use kernel::{page::PAGE_SIZE, prelude::*};
 
 /// Most channels the scheduler handles.
 pub(crate) const MAX_CH: usize = map::MAX_CHANNELS;
 /// Copies one process may have queued, running or finished but not yet waited for.
 pub(crate) const MAX_INFLIGHT: usize = 64;
-
-/// Microseconds since `t`.
-pub(crate) fn micros(t: Instant<Monotonic>) -> u64 {
-    u64::try_from(t.elapsed().as_micros_ceil()).unwrap_or(0)
-}
 
 /// The copies of one process and the engine channels they run on.
 pub(crate) struct Channels {
@@ -260,9 +251,19 @@ mod tests {
     /// copy, end it with the resolver's `res`.
     fn serve(ch: &mut Channels, f: &mut Faults, hw: &FakeHw, n: u32, res: Result) -> Ended {
         let mut lat = ch.latency;
-        let t = f.take(hw, n, &mut ch.counters, &mut lat).unwrap();
+        let mut rec = Default::default();
+        let t = f.take(hw, n, &mut ch.counters, &mut lat, &mut rec).unwrap();
         let c = ch.fault_of(n, t.report.fault_write).unwrap();
-        let e = f.end(hw, n, &t, c.origin, res, &mut ch.counters, &mut lat);
+        let e = f.end(
+            hw,
+            n,
+            &t,
+            c.origin,
+            res,
+            &mut ch.counters,
+            &mut lat,
+            &mut rec,
+        );
         ch.fault_ended(hw, n, &e, t.report.done_bytes, &mut |_| ());
         ch.latency = lat;
         e
@@ -327,10 +328,13 @@ mod tests {
         let c = submit(&mut ch, &hw, 0, &mut rel);
         hw.page_fault(0, 0x10_2000, false, 0x1000, FaultCause::Translation);
         let mut lat = ch.latency;
-        let t = f.take(&*hw, 0, &mut ch.counters, &mut lat).unwrap();
+        let mut rec = Default::default();
+        let t = f
+            .take(&*hw, 0, &mut ch.counters, &mut lat, &mut rec)
+            .unwrap();
         hw.with(|s| s.gone = true);
         let o = ch.fault_of(0, false).unwrap().origin;
-        let e = f.end(&*hw, 0, &t, o, Ok(()), &mut ch.counters, &mut lat);
+        let e = f.end(&*hw, 0, &t, o, Ok(()), &mut ch.counters, &mut lat, &mut rec);
         ch.fault_ended(&*hw, 0, &e, t.report.done_bytes, &mut |_| rel += 2);
         assert_eq!(ch.reap(c), Ok(Some((ENODEV.to_errno(), 0x1000))));
         assert_eq!(rel, 2);

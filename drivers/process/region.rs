@@ -13,6 +13,7 @@ use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{
     abi::{self, Range},
     region::{uncovered, Cover},
+    stamps::Record,
 };
 use crate::fault::{reclaim_for_tables, retry_lost_region, MAX_RETRIES};
 use crate::mm::odp::{FaultTarget, MapState, Notifier};
@@ -361,7 +362,7 @@ impl Process {
         };
         let mut addr = range.start;
         while addr < range.end {
-            let (next, _) = self.fault_and_map(addr, write, &target)?;
+            let (next, _) = self.fault_and_map(addr, write, &target, &mut Record::default())?;
             addr = next.max(addr + 1);
         }
         Ok(())

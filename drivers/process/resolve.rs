@@ -13,18 +13,17 @@ use crate::exanest_core::{
     fault::Plan,
     faultsm::{Answer, Origin, Source},
     regs::FaultCause,
+    stamps::{Record, Step},
 };
 use crate::fault::{access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES};
 use crate::ffi;
 use crate::mm::odp::{self, FaultTarget};
-use crate::process::channel::micros;
 use crate::process::queue::QueueState;
 use crate::process::Process;
 use kernel::{
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
     sync::Arc,
-    time::{Instant, Monotonic},
 };
 
 /// The fault thread's work (ffi.rs `FaultThread`), run after each kick.
@@ -50,13 +49,21 @@ impl Process {
             let mut busy = false;
             while let Some((f, stamp)) = self.faults.pop_stamped() {
                 busy = true;
+                let mut rec = Record::default();
+                rec.stamp(Step::Smmu, stamp);
+                rec.stamp(Step::Thread, ffi::ktime_ns());
                 // Errors are the channel's business: it reports the same fault.
                 if self
-                    .resolve(f.page, f.write, u64::MAX, Within::Page)
+                    .resolve(f.page, f.write, u64::MAX, Within::Page, &mut rec)
                     .is_ok()
                 {
                     let us = ffi::ktime_ns().saturating_sub(stamp) / 1000;
-                    self.inner.lock().chans.latency.handler.record(us);
+                    let mut g = self.inner.lock();
+                    g.chans.latency.handler.record(us);
+                    // The engine's report of the fault takes it into its record.
+                    if self.log.on() {
+                        g.resolutions.put(f.page >> PAGE_SHIFT, f.write, rec);
+                    }
                 }
             }
             let lost = self.faults.take_overflow() || busy;
@@ -120,7 +127,7 @@ impl Process {
             };
             (c, first << PAGE_SHIFT, target)
         };
-        match self.fault_and_map(addr, c.write, &target) {
+        match self.fault_and_map(addr, c.write, &target, &mut Record::default()) {
             Ok((_, mapped)) => {
                 let mut g = self.inner.lock();
                 g.chans.counters.touch_ahead_pages += mapped;
@@ -192,6 +199,7 @@ impl Process {
     /// fault-wait for a transfer of the process.
     fn service_fault(&self, n: u32) -> bool {
         // A fault in service keeps the process's context (`Inner::idle`) until it is answered.
+        let mut rec = Record::default();
         let (ctx, f, origin, limit, within) = {
             let mut g = self.inner.lock();
             let inner = &mut *g;
@@ -199,7 +207,7 @@ impl Process {
                 return false;
             };
             let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
-            let Some(f) = inner.engine_faults.take(&*ctx, n, k, lat) else {
+            let Some(f) = inner.engine_faults.take(&*ctx, n, k, lat, &mut rec) else {
                 return false;
             };
             let rep = &f.report;
@@ -232,7 +240,9 @@ impl Process {
         };
         let rep = f.report;
         let resolved = match rep.fault_cause {
-            FaultCause::Translation => self.resolve(rep.fault_addr, rep.fault_write, limit, within),
+            FaultCause::Translation => {
+                self.resolve(rep.fault_addr, rep.fault_write, limit, within, &mut rec)
+            }
             _ => Err(EIO),
         };
         let res = resolved.map(|_| ());
@@ -248,8 +258,19 @@ impl Process {
                 }
             }
         }
+        if self.log.on() {
+            // The SMMU's report of the page, resolved first: its steps are this fault's.
+            let vpn = rep.fault_addr >> PAGE_SHIFT;
+            if let Some(r) = inner.resolutions.take(vpn, rep.fault_write) {
+                if rec.at(Step::FaultIn).is_none() {
+                    rec.merge_resolution(&r);
+                }
+            }
+        }
         let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
-        let ended = inner.engine_faults.end(&*ctx, n, &f, origin, res, k, lat);
+        let ended = inner
+            .engine_faults
+            .end(&*ctx, n, &f, origin, res, k, lat, &mut rec);
         if let (Answer::Resume, Ok(()), Ok(done)) = (ended.answer, ended.written, resolved) {
             self.plan_ahead(inner, rep.fault_addr, rep.fault_write, done, limit);
         }
@@ -263,24 +284,34 @@ impl Process {
             Origin::Queue { .. } | Origin::NetRx { .. } => {}
         }
         drop(g);
+        self.log.push(&rec);
         self.done.notify_all();
         true
     }
 
     /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
-    /// up to `limit`, in the region `within` says. Returns the end (exclusive) of what was
-    /// resolved: the window's, or the page's if it was reachable already.
+    /// up to `limit`, in the region `within` says; `rec` gets the steps' times. Returns the
+    /// end (exclusive) of what was resolved: the window's, or the page's if it was reachable
+    /// already.
     pub(crate) fn resolve(
         &self,
         addr: u64,
         write: bool,
         limit: u64,
         within: Within,
+        rec: &mut Record,
     ) -> Result<u64> {
-        retry_lost_region(|| self.resolve_once(addr, write, limit, within))
+        retry_lost_region(|| self.resolve_once(addr, write, limit, within, rec))
     }
 
-    fn resolve_once(&self, addr: u64, write: bool, limit: u64, within: Within) -> Result<u64> {
+    fn resolve_once(
+        &self,
+        addr: u64,
+        write: bool,
+        limit: u64,
+        within: Within,
+        rec: &mut Record,
+    ) -> Result<u64> {
         let (h, addr, target) = {
             let mut g = self.inner.lock();
             if g.dead {
@@ -377,7 +408,7 @@ impl Process {
             };
             (h, addr, target)
         };
-        let (end, mapped) = self.fault_and_map(addr, write, &target)?;
+        let (end, mapped) = self.fault_and_map(addr, write, &target, rec)?;
         let mut g = self.inner.lock();
         g.chans.counters.touch_ahead_pages += mapped.saturating_sub(1);
         if let Some(r) = g.regions.get_mut(h) {
@@ -393,7 +424,8 @@ impl Process {
     /// an invalidation elsewhere in the region is progress, not a retry), and while page
     /// tables cannot be allocated
     /// under `map` (reclaiming in between, at most [`MAX_RETRIES`] times, then ENOMEM).
-    /// Returns the end of what was faulted in and the pages newly mapped. The region is looked
+    /// Returns the end of what was faulted in and the pages newly mapped; `rec` gets the
+    /// times of the first fault-in's start, the last one's end and the map. The region is looked
     /// up again under `inner` before anything is mapped: if it was deregistered meanwhile
     /// (deregistration unmaps under `inner` too), nothing is mapped and the result is ENOENT.
     /// Called with no driver lock held (resolver, prefault, advise).
@@ -402,6 +434,7 @@ impl Process {
         addr: u64,
         write: bool,
         target: &FaultTarget,
+        rec: &mut Record,
     ) -> Result<(u64, u64)> {
         let mut raced = 0;
         let mut nomem = 0;
@@ -409,10 +442,11 @@ impl Process {
             // Before the fault-in: the invalidations from here on are the ones that may have
             // changed what it finds.
             let mark = self.map.lock().inval.mark();
-            let t0 = Instant::<Monotonic>::now();
+            let t0 = ffi::ktime_ns();
+            rec.stamp(Step::FaultIn, t0);
             let f = odp::fault_in(&self.mm, addr, write, target)?;
-            let fault_in_us = micros(t0);
-            let t1 = Instant::<Monotonic>::now();
+            let t1 = ffi::ktime_ns();
+            rec.set(Step::FaultedIn, t1);
             let mut nodes = odp::reserve_nodes(&f)?;
             let mut g = self.inner.lock();
             if g.dead {
@@ -437,10 +471,19 @@ impl Process {
             let (evicted, victim) = (m.budget.evicted().0 - evicted, m.budget.last_victim());
             drop(m);
             self.queue_evicted(&mut g, evicted, victim);
-            g.chans.latency.fault_in.record(fault_in_us);
+            g.chans
+                .latency
+                .fault_in
+                .record(t1.saturating_sub(t0).div_ceil(1000));
             match res {
                 Ok(Some(n)) => {
-                    g.chans.latency.map.record(micros(t1));
+                    let t2 = ffi::ktime_ns();
+                    rec.set(Step::Mapped, t2);
+                    rec.pages = rec.pages.saturating_add(n.try_into().unwrap_or(u32::MAX));
+                    g.chans
+                        .latency
+                        .map
+                        .record(t2.saturating_sub(t1).div_ceil(1000));
                     g.chans.counters.pages_resolved += n;
                     return Ok((f.end(), n));
                 }

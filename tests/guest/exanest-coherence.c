@@ -168,6 +168,109 @@ TEST_F(coherence, latency_histogram_counts_every_fault)
 	EXPECT_EQ(c.faults_resolved + c.nacks, total);
 }
 
+#define FAULT_LOG "/sys/kernel/debug/exanest-dma0/faults"
+
+/* Write `cmd` to the engine's fault log: 0, or -errno. */
+static int fault_log_cmd(const char *cmd)
+{
+	int fd = open(FAULT_LOG, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+struct pcts {
+	unsigned long n, p50, p90, p99, max;
+};
+
+/* The fault log's summary: faults pushed, kept, and stage `stage`'s percentiles (n 0: none). */
+static int fault_log_read(unsigned long *faults, unsigned long *kept, const char *stage,
+			  struct pcts *p)
+{
+	char text[4096], key[32];
+	int fd = open(FAULT_LOG, O_RDONLY);
+	const char *s;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	text[n] = 0;
+	if (sscanf(text, "{\"stamps\": %*[a-z], \"faults\": %lu, \"kept\": %lu", faults, kept) != 2)
+		return -EPROTO;
+	*p = (struct pcts){ 0 };
+	snprintf(key, sizeof(key), "\"%s\": {", stage);
+	s = strstr(text, key);
+	if (s && sscanf(s + strlen(key), "\"n\": %lu, \"p50\": %lu, \"p90\": %lu, \"p99\": %lu, \"max\": %lu",
+			&p->n, &p->p50, &p->p90, &p->p99, &p->max) != 5)
+		return -EPROTO;
+	return 0;
+}
+
+/*
+ * The engine's fault log (debugfs faults) keeps one record per fault answered, with exact
+ * (not bucketed) percentiles per stage; `off` stops it, `clear` empties it, anything else is
+ * EINVAL.
+ */
+TEST_F(coherence, fault_log_times_every_fault)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	unsigned long faults, kept, answered;
+	struct exanest_dma_counters c0, c1;
+	struct pcts total, fault_in;
+	uint32_t hs, hd;
+
+	if (variant->pins)
+		SKIP(return, "pin mode: pinned pages are mapped, the engine never faults");
+	ASSERT_EQ(-EINVAL, fault_log_cmd("clear all"));
+	ASSERT_EQ(0, fault_log_cmd("on\n"));
+	ASSERT_EQ(0, fault_log_cmd("clear\n"));
+	ASSERT_EQ(0, fault_log_read(&faults, &kept, "total", &total));
+	EXPECT_EQ(0, faults);
+	EXPECT_EQ(0, total.n);
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	FAULT_ON_DST_OR_SKIP(dst, LEN);
+	c0 = counters(self->fd);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	c1 = counters(self->fd);
+	answered = c1.faults_resolved + c1.nacks - c0.faults_resolved - c0.nacks;
+	ASSERT_EQ(0, fault_log_read(&faults, &kept, "total", &total));
+	ASSERT_EQ(0, fault_log_read(&faults, &kept, "fault_in", &fault_in));
+	EXPECT_LT(0, answered);
+	EXPECT_EQ(answered, faults);
+	EXPECT_EQ(faults, kept);
+	EXPECT_EQ(kept, total.n);
+	EXPECT_LT(0, fault_in.n) TH_LOG("no fault-in timed");
+	EXPECT_LT(0, total.p50);
+	EXPECT_LE(total.p50, total.p90);
+	EXPECT_LE(total.p90, total.p99);
+	EXPECT_LE(total.p99, total.max);
+	/* Every fault-in lies inside its fault's service. */
+	EXPECT_LE(fault_in.max, total.max);
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+
+	/* Off: the next faults are not kept. */
+	ASSERT_EQ(0, fault_log_cmd("off"));
+	ASSERT_EQ(0, madvise(dst, LEN, MADV_DONTNEED));
+	c0 = counters(self->fd);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	c1 = counters(self->fd);
+	EXPECT_LT(c0.faults_resolved, c1.faults_resolved);
+	ASSERT_EQ(0, fault_log_cmd("on"));
+	ASSERT_EQ(0, fault_log_read(&faults, &kept, "total", &total));
+	EXPECT_EQ(answered, faults);
+	ASSERT_EQ(0, fault_log_cmd("clear"));
+	ASSERT_EQ(0, fault_log_read(&faults, &kept, "total", &total));
+	EXPECT_EQ(0, kept);
+}
+
 /* Per-region statistics and the debugfs view name the mode and count the region's faults. */
 TEST_F(coherence, region_stats_and_debugfs)
 {

@@ -23,7 +23,8 @@
 //! Between 1 and 4 the channel is *in service* ([`FaultTable::in_service`]): the process
 //! keeps its context, so the answer reaches the channel that holds the fault.
 //!
-//! Times are microseconds of one monotonic clock, passed in by the caller.
+//! Times are nanoseconds of one monotonic clock, passed in by the caller; the histograms are
+//! in microseconds.
 
 use super::abi::{Counters, Latency};
 use super::regs::FaultCause;
@@ -162,7 +163,7 @@ impl<const N: usize> FaultTable<N> {
             return;
         };
         match c.seen {
-            Some(t) => lat.queue.record(now.saturating_sub(t)),
+            Some(t) => lat.queue.record(now.saturating_sub(t) / 1000),
             None => {
                 k.faults += 1;
                 c.seen = Some(now);
@@ -188,7 +189,7 @@ impl<const N: usize> FaultTable<N> {
             return Answer::Nack(EIO);
         };
         if let Some(t) = c.seen {
-            lat.total.record(now.saturating_sub(t));
+            lat.total.record(now.saturating_sub(t) / 1000);
         }
         let count = match c.last {
             Some((o, a, count)) if o == origin && a == addr => count.saturating_add(1),
@@ -209,6 +210,12 @@ impl<const N: usize> FaultTable<N> {
             Answer::Nack(_) => k.nacks += 1,
         }
         answer
+    }
+
+    /// When channel `n`'s fault in service was first seen (detected, or taken without its
+    /// interrupt).
+    pub fn seen(&self, n: u32) -> Option<u64> {
+        self.ch.get(n as usize)?.seen
     }
 
     /// Step 4: channel `n`'s fault ended (answered, or the channel no longer holds it). A new
@@ -261,9 +268,10 @@ mod tests {
     fn detect_take_decide_end() {
         let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
         assert!(!t.in_service());
-        assert!(t.detected(2, 100, &mut k));
+        assert!(t.detected(2, 100_000, &mut k));
+        assert_eq!(t.seen(2), Some(100_000));
         assert!(
-            !t.detected(2, 150, &mut k),
+            !t.detected(2, 150_000, &mut k),
             "a second report of the same fault"
         );
         assert_eq!(k.faults, 1);
@@ -271,13 +279,13 @@ mod tests {
         assert_eq!(t.take_pending(0), 1 << 2);
         assert_eq!(t.take_pending(0), 0);
         assert!(t.in_service(), "taken, not answered");
-        t.begin(2, 164, &mut k, &mut lat);
+        t.begin(2, 164_000, &mut k, &mut lat);
         assert_eq!(lat.queue.buckets[Histogram::bucket(64)], 1);
         let a = t.decide(
             2,
             (COPY, 0x1000, FaultCause::Translation),
             Ok(()),
-            300,
+            300_000,
             &mut k,
             &mut lat,
         );
@@ -287,7 +295,8 @@ mod tests {
         assert!(t.in_service(), "decided, not yet written");
         t.end(2);
         assert!(!t.in_service());
-        assert!(t.detected(2, 400, &mut k), "the next fault is new");
+        assert_eq!(t.seen(2), None);
+        assert!(t.detected(2, 400_000, &mut k), "the next fault is new");
     }
 
     /// A fault found without its interrupt is counted when taken.

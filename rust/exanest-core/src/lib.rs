@@ -23,6 +23,7 @@ pub mod packet;
 pub mod region;
 pub mod regs;
 pub mod sched;
+pub mod stamps;
 
 #[cfg(test)]
 mod testrng;

@@ -12,7 +12,7 @@
 //! exanest-bench touch-ahead  [--size BYTES]
 //! exanest-bench memory       [--size BYTES]
 //! exanest-bench cpu-fault    [--pages N]
-//! exanest-bench fault-service [--size BYTES]
+//! exanest-bench fault-service [--size BYTES] [--reps N]
 //! exanest-bench memcg        [--limit BYTES]
 //! exanest-bench processes    [--size BYTES] [--ms MS]
 //! exanest-bench fairness     [--reps N]
@@ -413,49 +413,65 @@ fn cpu_fault(pages: usize) -> Res<()> {
     Ok(())
 }
 
-/// Device fault service time: the driver's histogram (engine fault interrupt to RESUME).
-fn fault_service(dev: &Device, size: usize) -> Res<()> {
+/// The engine's fault log (debugfs, Documentation/design.rst "Fault timings").
+const FAULT_LOG: &str = "/sys/kernel/debug/exanest-dma0/faults";
+
+/// Send `on`, `off` or `clear` to the engine's fault log.
+fn fault_log(cmd: &str) -> Res<()> {
+    std::fs::write(FAULT_LOG, cmd).map_err(|e| format!("{FAULT_LOG}: {cmd}: {e}"))?;
+    Ok(())
+}
+
+/// One copy of `size` bytes between fresh on-demand regions with no touch-ahead (window 0):
+/// every page faults. Returns the copy's time (us) and the faults answered.
+fn faulting_copy(dev: &Device, size: usize) -> Res<(f64, u64)> {
     let mut src = Buf::new(size, false)?;
     let dst = Buf::new(size, false)?;
     src.fill(4);
     let hs = register(dev, &src, Access::Read, Mode::OnDemand, Some(0))?;
     let hd = register(dev, &dst, Access::Write, Mode::OnDemand, Some(0))?;
-    let l0 = dev.latency()?;
+    let c0 = dev.counters()?;
     let t0 = Instant::now();
     copy(dev, src.addr(), dst.addr(), size)?;
     let t = us(t0);
-    let l1 = dev.latency()?;
-    let diff = |a: &exanest_dma::Histogram, b: &exanest_dma::Histogram| {
-        let mut d = exanest_dma::Histogram::default();
-        for i in 0..d.buckets.len() {
-            d.buckets[i] = b.buckets[i] - a.buckets[i];
-        }
-        d
-    };
-    let d = diff(&l0.total, &l1.total);
-    let n: u64 = d.buckets.iter().sum();
-    let mut stages = String::new();
-    for (name, a, b) in [
-        ("queue", &l0.queue, &l1.queue),
-        ("fault_in", &l0.fault_in, &l1.fault_in),
-        ("map", &l0.map, &l1.map),
-        ("handler", &l0.handler, &l1.handler),
-    ] {
-        let h = diff(a, b);
-        stages += &format!(
-            ",\"{name}_p50_us_below\":{},\"{name}_p99_us_below\":{}",
-            h.percentile(50).unwrap_or(0),
-            h.percentile(99).unwrap_or(0)
-        );
-    }
-    println!(
-        "{{\"bench\":\"fault-service\",\"faults\":{n},\"us_per_fault\":{:.2},\"p50_us_below\":{},\"p99_us_below\":{}{stages}}}",
-        t / n.max(1) as f64,
-        d.percentile(50).unwrap_or(0),
-        d.percentile(99).unwrap_or(0)
-    );
+    let c1 = dev.counters()?;
     dev.deregister(hs)?;
     dev.deregister(hd)?;
+    Ok((t, c1.faults_resolved - c0.faults_resolved))
+}
+
+/// Device fault service time: exact per-stage percentiles from the engine's fault log over a
+/// copy where every page faults (window 0), the copy's time per fault, and what keeping the
+/// log costs: the same copy with the log off and on, alternately, `reps` times each.
+fn fault_service(dev: &Device, size: usize, reps: usize) -> Res<()> {
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        for stamps in [false, true] {
+            fault_log(if stamps { "on" } else { "off" })?;
+            let (t, n) = faulting_copy(dev, size)?;
+            let per = t / n.max(1) as f64;
+            if stamps {
+                on.push(per)
+            } else {
+                off.push(per)
+            };
+        }
+    }
+    fault_log("on")?;
+    fault_log("clear")?;
+    let (t, n) = faulting_copy(dev, size)?;
+    let log = std::fs::read_to_string(FAULT_LOG)?;
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let (p_off, p_on) = (median(&mut off), median(&mut on));
+    println!(
+        "{{\"bench\":\"fault-service\",\"faults\":{n},\"us_per_fault\":{:.2},\"us_per_fault_stamps_off\":{p_off:.3},\"us_per_fault_stamps_on\":{p_on:.3},\"stamps_cost_pct\":{:.2},\"reps\":{reps},\"log\":{}}}",
+        t / n.max(1) as f64,
+        (p_on / p_off - 1.0) * 100.0,
+        log.trim()
+    );
     Ok(())
 }
 
@@ -1022,7 +1038,7 @@ fn run(args: &[String]) -> Res<()> {
         Some("touch-ahead") => touch_ahead(&dev, arg(args, "--size", if quick { 1 << 20 } else { 8 << 20 })),
         Some("memory") => memory(&dev, arg(args, "--size", if quick { 16 << 20 } else { 256 << 20 })),
         Some("cpu-fault") => cpu_fault(arg(args, "--pages", 4096)),
-        Some("fault-service") => fault_service(&dev, arg(args, "--size", 4 << 20)),
+        Some("fault-service") => fault_service(&dev, arg(args, "--size", 4 << 20), arg(args, "--reps", 5)),
         Some("all") => {
             latency(&dev, &MODES, reps, max)?;
             first_touch(&dev, if quick { 1 << 20 } else { 16 << 20 })?;
@@ -1030,7 +1046,7 @@ fn run(args: &[String]) -> Res<()> {
             touch_ahead(&dev, if quick { 1 << 20 } else { 8 << 20 })?;
             memory(&dev, if quick { 16 << 20 } else { 256 << 20 })?;
             cpu_fault(if quick { 512 } else { 4096 })?;
-            fault_service(&dev, if quick { 1 << 20 } else { 4 << 20 })?;
+            fault_service(&dev, if quick { 1 << 20 } else { 4 << 20 }, if quick { 1 } else { 5 })?;
             drop(dev);
             open_close(if quick { 20 } else { 200 })?;
             memcg(if quick { 16 << 20 } else { 64 << 20 })?;
