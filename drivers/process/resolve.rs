@@ -283,9 +283,14 @@ impl Process {
             // end the transfer (a channel that no longer held the fault ignores the command).
             Origin::Queue { .. } | Origin::NetRx { .. } => {}
         }
+        // A RESUME written ends nothing a waiter looks at (the copy goes on): only a NACK, or
+        // an answer that could not be written, may have ended a copy.
+        let resumed = matches!((ended.answer, ended.written), (Answer::Resume, Ok(())));
         drop(g);
         self.log.push(&rec);
-        self.done.notify_all();
+        if !resumed {
+            self.done.notify_all();
+        }
         true
     }
 
