@@ -13,12 +13,26 @@
 /// One run: pages `[start, end)` (byte addresses).
 pub type Run = (u64, u64);
 
+/// A ring slot whose run was taken into a newer one.
+const DEAD: Run = (0, 0);
+
 /// The runs faulted in, oldest first.
+///
+/// The runs remembered never overlap (a new run takes in those it overlaps), so sorted by
+/// start they are sorted by end too, and the runs a new one overlaps are neighbours in that
+/// order: `order` keeps the ring slots of the live runs sorted by start, and a fault finds
+/// what it overlaps by binary search instead of looking at every run (1024 of them cost the
+/// fault path 21 us per fault under -icount: the fault log's *map* stage).
 #[derive(Debug)]
 pub struct RunLru<const N: usize> {
+    /// The ring, oldest first from `head`; [`DEAD`] for a run taken into a newer one.
     runs: [Run; N],
     head: usize,
-    len: usize,
+    /// Slots used, dead ones included.
+    used: usize,
+    /// The slots of the live runs, by start; `live` of them.
+    order: [u16; N],
+    live: usize,
 }
 
 impl<const N: usize> Default for RunLru<N> {
@@ -28,23 +42,33 @@ impl<const N: usize> Default for RunLru<N> {
 }
 
 impl<const N: usize> RunLru<N> {
+    const FITS: () = assert!(N > 0 && N <= 1 << 16, "slots are u16");
+
     /// No run.
     pub const fn new() -> Self {
+        let () = Self::FITS;
         RunLru {
-            runs: [(0, 0); N],
+            runs: [DEAD; N],
             head: 0,
-            len: 0,
+            used: 0,
+            order: [0; N],
+            live: 0,
         }
     }
 
     /// Runs remembered.
     pub fn len(&self) -> usize {
-        self.len
+        self.live
     }
 
     /// Whether no run is remembered.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.live == 0
+    }
+
+    /// The run in slot `order[i]`.
+    fn at(&self, i: usize) -> Run {
+        self.runs[usize::from(self.order[i])]
     }
 
     /// A run was faulted in. Older runs that overlap it are taken into it (the new run is
@@ -56,40 +80,88 @@ impl<const N: usize> RunLru<N> {
     /// there was no room for the new one: it is forgotten, and the caller leaves its pages
     /// mapped (evicting them would make the ring an implicit budget of `N` runs).
     pub fn push(&mut self, mut run: Run) -> Option<Run> {
-        let mut kept = 0;
-        for i in 0..self.len {
-            let r = self.runs[(self.head + i) % N];
-            if r.0 < run.1 && run.0 < r.1 {
-                run = (run.0.min(r.0), run.1.max(r.1));
-                continue;
+        // The live runs that end after the new one starts, from the first, while they start
+        // before it ends: those it overlaps.
+        let first =
+            self.order[..self.live].partition_point(|&s| self.runs[usize::from(s)].1 <= run.0);
+        let mut past = first;
+        while past < self.live {
+            let r = self.at(past);
+            if r.0 >= run.1 {
+                break;
             }
-            self.runs[(self.head + kept) % N] = r;
-            kept += 1;
+            run = (run.0.min(r.0), run.1.max(r.1));
+            self.runs[usize::from(self.order[past])] = DEAD;
+            past += 1;
         }
-        self.len = kept;
+        self.order.copy_within(past..self.live, first);
+        self.live -= past - first;
         let mut out = None;
-        if self.len == N {
-            out = self.pop();
+        if self.used == N {
+            self.compact();
+            if self.used == N {
+                out = self.pop();
+            }
         }
-        self.runs[(self.head + self.len) % N] = run;
-        self.len += 1;
+        // Still in order: what came before `first` ends before the new run starts, what came
+        // after it starts after the new run ends (the pop above removed one of either).
+        let at = self.order[..self.live].partition_point(|&s| self.runs[usize::from(s)].0 < run.0);
+        let slot = (self.head + self.used) % N;
+        self.runs[slot] = run;
+        self.used += 1;
+        self.order.copy_within(at..self.live, at + 1);
+        self.order[at] = slot as u16;
+        self.live += 1;
         out
     }
 
+    /// Free the dead slots: the live runs move to the front of the ring, in their order.
+    fn compact(&mut self) {
+        if self.live == self.used {
+            return;
+        }
+        let mut moved = [0u16; N];
+        let mut kept = 0;
+        for i in 0..self.used {
+            let from = (self.head + i) % N;
+            let r = self.runs[from];
+            if r == DEAD {
+                continue;
+            }
+            let to = (self.head + kept) % N;
+            self.runs[from] = DEAD;
+            self.runs[to] = r;
+            moved[from] = to as u16;
+            kept += 1;
+        }
+        for s in self.order[..self.live].iter_mut() {
+            *s = moved[usize::from(*s)];
+        }
+        self.used = kept;
+    }
+
     fn pop(&mut self) -> Option<Run> {
-        if self.len == 0 {
+        while self.used > 0 && self.runs[self.head] == DEAD {
+            self.head = (self.head + 1) % N;
+            self.used -= 1;
+        }
+        if self.used == 0 {
             return None;
         }
         let r = self.runs[self.head];
+        let i = self.order[..self.live].partition_point(|&s| self.runs[usize::from(s)].0 < r.0);
+        self.order.copy_within(i + 1..self.live, i);
+        self.live -= 1;
+        self.runs[self.head] = DEAD;
         self.head = (self.head + 1) % N;
-        self.len -= 1;
+        self.used -= 1;
         Some(r)
     }
 
     /// The least recently faulted run, to evict: never the newest, which the engine is about
     /// to use (evicting it would make the engine fault on it again at once, for ever).
     pub fn evict(&mut self) -> Option<Run> {
-        if self.len < 2 {
+        if self.live < 2 {
             return None;
         }
         self.pop()
@@ -97,8 +169,10 @@ impl<const N: usize> RunLru<N> {
 
     /// Forget every run (the mirror was emptied).
     pub fn clear(&mut self) {
+        self.runs = [DEAD; N];
         self.head = 0;
-        self.len = 0;
+        self.used = 0;
+        self.live = 0;
     }
 }
 
@@ -155,6 +229,78 @@ mod tests {
         assert_eq!(l.evict(), Some((2, 3)));
         l.clear();
         assert!(l.is_empty());
+    }
+
+    /// The ring as it was before the sorted index: every push looks at every run. The index
+    /// must not change what is remembered, forgotten or evicted.
+    struct Naive {
+        runs: std::vec::Vec<Run>,
+        cap: usize,
+    }
+
+    impl Naive {
+        fn push(&mut self, mut run: Run) -> Option<Run> {
+            self.runs.retain(|r| {
+                let o = r.0 < run.1 && run.0 < r.1;
+                if o {
+                    run = (run.0.min(r.0), run.1.max(r.1));
+                }
+                !o
+            });
+            let out = (self.runs.len() == self.cap).then(|| self.runs.remove(0));
+            self.runs.push(run);
+            out
+        }
+
+        fn evict(&mut self) -> Option<Run> {
+            (self.runs.len() >= 2).then(|| self.runs.remove(0))
+        }
+    }
+
+    /// Random pushes (short runs and long spans, overlapping or not), evictions and clears
+    /// give what the plain ring gives, over many wraps of a small ring.
+    #[test]
+    fn sorted_index_matches_the_plain_ring() {
+        for seed in 1..=4 {
+            let mut rng = crate::testrng::Rng::new(seed);
+            let mut l: RunLru<64> = RunLru::new();
+            let mut small: RunLru<8> = RunLru::new();
+            let mut n = Naive {
+                runs: std::vec::Vec::new(),
+                cap: 64,
+            };
+            let mut ns = Naive {
+                runs: std::vec::Vec::new(),
+                cap: 8,
+            };
+            for step in 0..20_000 {
+                match rng.below(100) {
+                    0 => {
+                        l.clear();
+                        small.clear();
+                        n.runs.clear();
+                        ns.runs.clear();
+                    }
+                    1..=15 => {
+                        assert_eq!(l.evict(), n.evict(), "step {step}");
+                        assert_eq!(small.evict(), ns.evict(), "step {step}");
+                    }
+                    k => {
+                        let start = rng.below(512);
+                        let len = if k < 90 {
+                            1 + rng.below(4)
+                        } else {
+                            1 + rng.below(64)
+                        };
+                        let r = (start, start + len);
+                        assert_eq!(l.push(r), n.push(r), "step {step} push {r:?}");
+                        assert_eq!(small.push(r), ns.push(r), "step {step} push {r:?}");
+                    }
+                }
+                assert_eq!(l.len(), n.runs.len());
+                assert_eq!(small.len(), ns.runs.len());
+            }
+        }
     }
 
     #[test]
