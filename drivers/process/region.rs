@@ -391,10 +391,18 @@ mod tests {
 
     const RW: u32 = abi::ACCESS_READ | abi::ACCESS_WRITE;
 
+    /// An empty table, on the heap: one on the test's stack (7.5 KiB, built then moved) left
+    /// too little of the 16 KiB stack for an interrupt's entry (the evaluation kernel
+    /// overflowed it in `overlapping_regions`).
+    #[inline(never)]
+    fn table() -> KBox<RegionTable<MAX_REGIONS>> {
+        KBox::new(RegionTable::new(), GFP_KERNEL).unwrap()
+    }
+
     /// A range is found in the region that contains all of it, with the access asked.
     #[test]
     fn lookup_by_containment_and_access() {
-        let mut t = RegionTable::<MAX_REGIONS>::new();
+        let mut t = table();
         let src = t
             .insert(&vreg(0x10000, 0x4000, abi::ACCESS_READ, 0))
             .unwrap();
@@ -414,7 +422,7 @@ mod tests {
     /// other's lookups intact.
     #[test]
     fn overlapping_regions() {
-        let mut t = RegionTable::<MAX_REGIONS>::new();
+        let mut t = table();
         let a = t.insert(&vreg(0x10000, 0x8000, RW, abi::MODE_PIN)).unwrap();
         let b = t
             .insert(&vreg(0x14000, 0x8000, RW, abi::MODE_ON_DEMAND))
@@ -431,7 +439,7 @@ mod tests {
     /// The fault resolver only considers regions that are not pinned.
     #[test]
     fn resolver_skips_pinned() {
-        let mut t = RegionTable::<MAX_REGIONS>::new();
+        let mut t = table();
         t.insert(&vreg(0x10000, 0x8000, RW, abi::MODE_PIN)).unwrap();
         let one = r(0x11000, 1);
         let not_pin = |x: &crate::exanest_core::region::Region| x.mode != abi::MODE_PIN;
@@ -445,7 +453,7 @@ mod tests {
     /// A region in use by a copy cannot go (EBUSY); an unknown handle is ENOENT.
     #[test]
     fn busy_and_unknown_handles() {
-        let mut t = RegionTable::<MAX_REGIONS>::new();
+        let mut t = table();
         let h = t.insert(&vreg(0x10000, 0x1000, RW, 0)).unwrap();
         t.hold(h).unwrap();
         assert_eq!(Error::from(t.remove(h).unwrap_err()), EBUSY);
@@ -459,7 +467,7 @@ mod tests {
     /// The table holds MAX_REGIONS regions with distinct non-zero handles; one more is ENOSPC.
     #[test]
     fn limit_and_unique_handles() {
-        let mut t = RegionTable::<MAX_REGIONS>::new();
+        let mut t = table();
         let mut seen = KVec::new();
         for i in 0..MAX_REGIONS as u64 {
             let h = t.insert(&vreg(0x10000 * (i + 1), 0x1000, RW, 0)).unwrap();
