@@ -13,6 +13,7 @@
 //! exanest-bench memory       [--size BYTES]
 //! exanest-bench cpu-fault    [--pages N]
 //! exanest-bench fault-service [--size BYTES] [--reps N]
+//! exanest-bench churn        [--total BYTES]
 //! exanest-bench memcg        [--limit BYTES]
 //! exanest-bench processes    [--size BYTES] [--ms MS]
 //! exanest-bench fairness     [--reps N]
@@ -231,6 +232,59 @@ fn first_touch(dev: &Device, size: usize) -> Res<()> {
             c1.faults - c0.faults,
             u1 - u0,
             s1 - s0
+        );
+    }
+    Ok(())
+}
+
+/// Buffer churn, the thesis's workload: every message of `size` bytes goes from a buffer the
+/// application has just written and never registered (a fresh mapping each time, as messages
+/// from malloc'd memory are), registered, copied to a long-lived destination, deregistered.
+/// `total` bytes per mode. Prints, per mode: the time per message from registration to
+/// deregistration, the throughput, and the CPU it took (this process's user and system time,
+/// and the rest of the machine's kernel time, which holds the fault thread: /proc/stat, 10 ms
+/// steps) as a share of the wall time, with the faults and pages pinned per message.
+fn churn(dev: &Device, size: usize, total: usize) -> Res<()> {
+    let n = (total / size).max(1);
+    for mode in MODES {
+        let dst = Buf::new(size, false)?;
+        let hd = register(dev, &dst, Access::Write, mode, None)?;
+        // Warm: the destination is long-lived and mapped.
+        let mut first = Buf::new(size, false)?;
+        first.fill(1);
+        let h = register(dev, &first, Access::Read, mode, None)?;
+        copy(dev, first.addr(), dst.addr(), size)?;
+        dev.deregister(h)?;
+        // The messages, written by the application before the clock starts.
+        let mut bufs = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut b = Buf::new(size, false)?;
+            b.fill(i as u8);
+            bufs.push(b);
+        }
+        let c0 = dev.counters()?;
+        let (u0, s0, k0) = cpu_times();
+        let t0 = Instant::now();
+        for b in &bufs {
+            let h = register(dev, b, Access::Read, mode, None)?;
+            copy(dev, b.addr(), dst.addr(), size)?;
+            dev.deregister(h)?;
+        }
+        let wall = us(t0);
+        let (u1, s1, k1) = cpu_times();
+        let c1 = dev.counters()?;
+        let ok = bufs.last().is_none_or(|b| b.slice() == dst.slice());
+        dev.deregister(hd)?;
+        let other = ((k1 - k0) - (s1 - s0)).max(0.0);
+        let cpu = (u1 - u0) + (s1 - s0) + other;
+        println!(
+            "{{\"bench\":\"churn\",\"mode\":\"{mode}\",\"size\":{size},\"messages\":{n},\"us_per_message\":{:.2},\"mb_per_s\":{:.1},\"cpu_pct\":{:.1},\"user_us\":{:.0},\"sys_us\":{:.0},\"other_kernel_us\":{other:.0},\"faults_per_message\":{:.1},\"ok\":{ok}}}",
+            wall / n as f64,
+            (size * n) as f64 / wall,
+            100.0 * cpu / wall,
+            u1 - u0,
+            s1 - s0,
+            (c1.faults - c0.faults) as f64 / n as f64,
         );
     }
     Ok(())
@@ -1044,6 +1098,12 @@ fn run(args: &[String]) -> Res<()> {
         Some("touch-ahead") => touch_ahead(&dev, arg(args, "--size", if quick { 1 << 20 } else { 8 << 20 })),
         Some("memory") => memory(&dev, arg(args, "--size", if quick { 16 << 20 } else { 256 << 20 })),
         Some("cpu-fault") => cpu_fault(arg(args, "--pages", 4096)),
+        Some("churn") => {
+            for size in [64 << 10, 1 << 20] {
+                churn(&dev, size, arg(args, "--total", 128 << 20))?;
+            }
+            Ok(())
+        }
         Some("fault-service") => fault_service(&dev, arg(args, "--size", 4 << 20), arg(args, "--reps", 5)),
         Some("all") => {
             latency(&dev, &MODES, reps, max)?;
@@ -1053,6 +1113,9 @@ fn run(args: &[String]) -> Res<()> {
             memory(&dev, if quick { 16 << 20 } else { 256 << 20 })?;
             cpu_fault(if quick { 512 } else { 4096 })?;
             fault_service(&dev, if quick { 1 << 20 } else { 4 << 20 }, if quick { 1 } else { 5 })?;
+            for size in [64 << 10, 1 << 20] {
+                churn(&dev, size, if quick { 4 << 20 } else { 128 << 20 })?;
+            }
             drop(dev);
             open_close(if quick { 20 } else { 200 })?;
             memcg(if quick { 16 << 20 } else { 64 << 20 })?;
@@ -1061,7 +1124,7 @@ fn run(args: &[String]) -> Res<()> {
             eviction(if quick { 1 << 20 } else { 4 << 20 }, if quick { 2 } else { 5 })?;
             queue(if quick { 200 } else { 2000 }, if quick { 20 } else { 200 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|memcg|processes|fairness|eviction|queue|queue-move|open|net|net-cold|net-small-cold|net-loss|net-mailbox|net-pingpong|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|churn|memcg|processes|fairness|eviction|queue|queue-move|open|net|net-cold|net-small-cold|net-loss|net-mailbox|net-pingpong|all [--quick]".into()),
     }
 }
 
