@@ -311,11 +311,12 @@ def report(raw, out, figdir, meta):
           "holds the fault thread, over the wall time (``/proc/stat``: 10 ms steps). The\n"
           "ExaNeSt thesis reports on the QFDB, for pinned / prefault / fault-aware: 3.8 / 4.2 /\n"
           "2.9 us, 12.5 / 11.9 / 13.3 GB/s and 8 / 9 / 6 % CPU, fault handling winning on all\n"
-          "three. Here warm buffers take the same path in every mode (above); with churn,\n"
-          "on-demand paging wins on time and CPU where registration dominates (1 MiB\n"
-          "messages: pinning pins and unpins every page of every message) and loses where\n"
-          "the faults do (64 KiB messages: several faults per message, each a fault\n"
-          "service of its own).\n")
+          "three. Here warm buffers take the same path in every mode (above). With churn,\n"
+          "pinning pays to pin and unpin every page of every message, prefaulting to fault and\n"
+          "map them at registration, on-demand paging a fault service per fault: it is the\n"
+          "fastest where a message is large enough for its faults to be few against its pages\n"
+          "(1 MiB) and the slowest where they are not (64 KiB: two faults for 16 pages). The\n"
+          "CPU shares are within the 10 ms steps of their clock.\n")
     w(heading("Registration cost against region size"))
     w(".. image:: eval/register.svg\n")
     w(table(["size", "mode", "register us", "+ use 1 MiB us", "pinned pages", "register / pin"],
