@@ -272,16 +272,14 @@ mod tests {
     #[test]
     fn queue_fault_nack_errno() {
         let (mut f, hw, mut k, mut lat) = setup();
+        let mut rec = Record::default();
         hw.start_busy(2);
         hw.set_source(2, Source::Queue { index: 17 });
         hw.page_fault(2, 0x4000, false, 0, FaultCause::Translation);
         assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
-        let t = f
-            .take(&*hw, 2, &mut k, &mut lat, &mut Record::default())
-            .unwrap();
+        let t = f.take(&*hw, 2, &mut k, &mut lat, &mut rec).unwrap();
         assert_eq!(t.source, Source::Queue { index: 17 });
         let o = Origin::Queue { index: 17 };
-        let mut rec = Record::default();
         let e = f.end(&*hw, 2, &t, o, Err(EACCES), &mut k, &mut lat, &mut rec);
         assert_eq!(e.answer, Answer::Nack(EACCES.to_errno().abs()));
         assert_eq!((rec.kind, rec.errno), (Kind::Queue, 13));
@@ -293,24 +291,14 @@ mod tests {
     #[test]
     fn receive_fault_by_origin() {
         let (mut f, hw, mut k, mut lat) = setup();
+        let mut rec = Record::default();
         hw.net_rx_fault(0, 0x9000, 2, 41);
         assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
-        let t = f
-            .take(&*hw, 0, &mut k, &mut lat, &mut Record::default())
-            .unwrap();
+        let t = f.take(&*hw, 0, &mut k, &mut lat, &mut rec).unwrap();
         assert_eq!(t.source, Source::NetRx { src: 2, opid: 41 });
         assert!(t.report.fault_write);
         let o = Origin::NetRx { src: 2, opid: 41 };
-        let e = f.end(
-            &*hw,
-            0,
-            &t,
-            o,
-            Ok(()),
-            &mut k,
-            &mut lat,
-            &mut Record::default(),
-        );
+        let e = f.end(&*hw, 0, &t, o, Ok(()), &mut k, &mut lat, &mut rec);
         assert_eq!(e.answer, Answer::Resume);
         // RESUME answers the sender; the channel is idle again.
         assert_eq!(hw.state(0), State::Idle);
@@ -362,23 +350,13 @@ mod tests {
     #[test]
     fn answer_on_gone_device() {
         let (mut f, hw, mut k, mut lat) = setup();
+        let mut rec = Record::default();
         hw.start_busy(0);
         hw.page_fault(0, 0x7000, false, 0, FaultCause::Translation);
-        let t = f
-            .take(&*hw, 0, &mut k, &mut lat, &mut Record::default())
-            .unwrap();
+        let t = f.take(&*hw, 0, &mut k, &mut lat, &mut rec).unwrap();
         hw.with(|s| s.gone = true);
         let o = Origin::Copy { slot: 0, cookie: 1 };
-        let e = f.end(
-            &*hw,
-            0,
-            &t,
-            o,
-            Ok(()),
-            &mut k,
-            &mut lat,
-            &mut Record::default(),
-        );
+        let e = f.end(&*hw, 0, &t, o, Ok(()), &mut k, &mut lat, &mut rec);
         assert_eq!(e.written, Err(ENODEV));
         assert!(!f.in_service());
     }
@@ -388,27 +366,17 @@ mod tests {
     #[test]
     fn in_service_until_answered() {
         let (mut f, hw, mut k, mut lat) = setup();
+        let mut rec = Record::default();
         hw.net_rx_fault(2, 0x3000, 4, 1);
         assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
         // Noted.
         assert!(f.in_service());
         assert_eq!(f.pending(&*hw, false), 1 << 2);
-        let t = f
-            .take(&*hw, 2, &mut k, &mut lat, &mut Record::default())
-            .unwrap();
+        let t = f.take(&*hw, 2, &mut k, &mut lat, &mut rec).unwrap();
         // Taken, being resolved.
         assert!(f.in_service());
         let o = Origin::NetRx { src: 4, opid: 1 };
-        f.end(
-            &*hw,
-            2,
-            &t,
-            o,
-            Ok(()),
-            &mut k,
-            &mut lat,
-            &mut Record::default(),
-        );
+        f.end(&*hw, 2, &t, o, Ok(()), &mut k, &mut lat, &mut rec);
         assert!(!f.in_service());
         hw.net_rx_fault(2, 0x3000, 4, 2);
         f.interrupt(&*hw, hw.take_irq_status(), &mut k);
