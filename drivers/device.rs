@@ -197,7 +197,7 @@ impl Instance {
             rest &= rest - 1;
             // The status is taken under `state`, so it goes to the process that held the context
             // when it was raised, and not to one that takes it after.
-            let (owner, pending) = {
+            let (owner, ctx, pending) = {
                 let st = self.state.lock();
                 let Some((ctx, holder)) = st.ctxs.slot(c) else {
                     continue;
@@ -206,11 +206,11 @@ impl Instance {
                 if holder.is_none() {
                     st.ctxs.quiesce(c);
                 }
-                (holder.cloned(), pending)
+                (holder.cloned(), ctx.clone(), pending)
             };
             if let Some(p) = owner {
                 if pending != 0 {
-                    p.on_interrupt(pending);
+                    p.on_interrupt(&ctx, pending);
                 }
             }
         }

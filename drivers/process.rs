@@ -60,9 +60,9 @@ use crate::hw::{Context, Engine, Hw};
 use crate::mm::iommu::Domain;
 use crate::mm::odp::{MapState, Notifier};
 use crate::mm::pinned::PageMap;
-use crate::process::channel::{Channels, MAX_INFLIGHT};
+use crate::process::channel::{Channels, MAX_CH, MAX_INFLIGHT};
 use crate::process::queue::{Doorbell, DoorbellState, QueueState};
-use core::sync::atomic::{AtomicPtr, AtomicU64};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64};
 use kernel::{
     bindings,
     mm::Mm,
@@ -192,6 +192,11 @@ pub(crate) struct Process {
     done: PollCondVarBox,
     /// Filled by the IOMMU fault handler, drained by the fault worker.
     faults: FaultQueue<FAULT_QUEUE>,
+    /// Channels an interrupt saw in fault-wait and nothing else (transfer.rs
+    /// `on_interrupt`), handed to the fault thread without `inner`, which notes them in
+    /// [`Inner::engine_faults`]; and when each was seen (ns, 0: none).
+    irq_faults: AtomicU32,
+    irq_at: [AtomicU64; MAX_CH],
     /// Faults the IOMMU fault handler was called for.
     iommu_faults: AtomicU64,
     /// Where the doorbell of the process's user-level queue leads: read by mmap, which runs
@@ -299,6 +304,8 @@ impl Process {
                 map <- new_mutex!(map_state, "Process::map"),
                 done,
                 faults: FaultQueue::new(),
+                irq_faults: AtomicU32::new(0),
+                irq_at: [const { AtomicU64::new(0) }; MAX_CH],
                 iommu_faults: AtomicU64::new(0),
                 doorbell: Doorbell::new(),
                 doorbell_off: AtomicU64::new(0),

@@ -68,6 +68,12 @@ impl Faults {
         new
     }
 
+    /// Note channel `n`, which the interrupt saw in fault-wait at `at` (ns) without taking the
+    /// process's lock (`Process::on_interrupt`), if it still is. Returns whether it is new.
+    pub(crate) fn noted(&mut self, hw: &dyn Hw, n: u32, at: u64, k: &mut abi::Counters) -> bool {
+        matches!(hw.fault(n), Ok(Some(_))) && self.table.detected(n, at, k)
+    }
+
     /// The channels the fault thread must look at: those noted, and every one when `lost`
     /// (reports may have been lost).
     pub(crate) fn pending(&mut self, hw: &dyn Hw, lost: bool) -> u32 {

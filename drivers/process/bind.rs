@@ -8,7 +8,8 @@
 
 use crate::ffi;
 use crate::hw::{Context, Hw};
-use crate::process::Process;
+use crate::process::{Inner, Process};
+use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
 
 impl Process {
@@ -38,6 +39,7 @@ impl Process {
         let _ = self.engine.ep_set(self.endpoint, Some(ctx.index()), mbox);
         // The reset above cleared every channel: no fault of the context is left.
         g.engine_faults.clear();
+        self.irq_faults.store(0, Ordering::SeqCst);
         g.bound = Some((ctx, now));
         // A mailbox waiter arms its event on this context now (mailbox.rs).
         self.done.notify_all();
@@ -51,7 +53,7 @@ impl Process {
         // if the engine has nothing of the queue in flight now.
         let queue = {
             let g = self.inner.lock();
-            if !g.idle() {
+            if !self.idle(&g) {
                 return false;
             }
             match g.hw() {
@@ -71,7 +73,7 @@ impl Process {
         if let Some(ctx) = g.hw() {
             // Rechecked with the doorbell stopped: the queue stops where it is, or the
             // process keeps its context and its doorbell.
-            if !g.idle() || !self.queue_leave(&mut g, &ctx) {
+            if !self.idle(&g) || !self.queue_leave(&mut g, &ctx) {
                 self.doorbell_open(&ctx);
                 return false;
             }
@@ -89,6 +91,7 @@ impl Process {
             ctx.reset();
             // Idle: no fault was in service; none of the reset context is left.
             g.engine_faults.clear();
+            self.irq_faults.store(0, Ordering::SeqCst);
             if let Some(d) = self.domain() {
                 d.detach();
             }
@@ -110,7 +113,13 @@ impl Process {
         let fixed = g.hw().is_some_and(|c| !c.can_move_queue());
         // A queue's idleness is the engine's to say (the doorbell may still ring).
         let quiet = !has || g.hw().is_none_or(|c| c.queue_quiet());
-        (g.idle() && quiet, has && fixed)
+        (self.idle(&g) && quiet, has && fixed)
+    }
+
+    /// [`Inner::idle`], and no fault handed over by an interrupt waits to be noted: a fault
+    /// keeps the context until it is answered.
+    fn idle(&self, g: &Inner) -> bool {
+        g.idle() && self.irq_faults.load(Ordering::SeqCst) == 0
     }
 
     /// The engine the process opened.

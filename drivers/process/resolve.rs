@@ -18,8 +18,10 @@ use crate::exanest_core::{
 use crate::fault::{access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES};
 use crate::ffi;
 use crate::mm::odp::{self, FaultTarget};
+use crate::process::channel::MAX_CH;
 use crate::process::queue::QueueState;
 use crate::process::Process;
+use core::sync::atomic::Ordering;
 use kernel::{
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
@@ -75,7 +77,15 @@ impl Process {
                 let Some(ctx) = g.hw() else {
                     return;
                 };
-                g.engine_faults.pending(&*ctx, lost)
+                let inner = &mut *g;
+                let noted = self.irq_faults.swap(0, Ordering::SeqCst);
+                for n in (0..MAX_CH as u32).filter(|n| noted & (1 << n) != 0) {
+                    let at = self.irq_at[n as usize].swap(0, Ordering::Relaxed);
+                    let at = if at == 0 { ffi::ktime_ns() } else { at };
+                    let k = &mut inner.chans.counters;
+                    inner.engine_faults.noted(&*ctx, n, at, k);
+                }
+                inner.engine_faults.pending(&*ctx, lost)
             };
             for n in (0..32).filter(|n| pending & (1 << n) != 0) {
                 if self.service_fault(n) {
