@@ -50,7 +50,9 @@ impl Faulted {
 }
 
 /// Pages in a 2 MiB IOMMU block (4 KiB pages).
-const BLOCK_PAGES: u64 = 512;
+pub(crate) const BLOCK_PAGES: u64 = 512;
+/// The CPU mapping order of a page that a 2 MiB block can map (a PMD-mapped huge page).
+pub(crate) const BLOCK_ORDER: u32 = 9;
 /// Mirror entry flag: mapped writable.
 const M_WRITE: u8 = 1;
 /// Mirror entry flag: the first page of a 2 MiB block.
@@ -186,7 +188,7 @@ impl Mirror {
             let order = hpfn.order();
             let block = vpn % BLOCK_PAGES == 0
                 && i + bp <= n
-                && order >= 9
+                && order >= BLOCK_ORDER
                 && phys % (BLOCK_PAGES << PAGE_SHIFT) == 0
                 && (fresh || !self.any_in(vpn, vpn + BLOCK_PAGES))
                 && !(vpn..vpn + BLOCK_PAGES).any(&skip);

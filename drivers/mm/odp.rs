@@ -11,12 +11,13 @@
 use crate::error::hmm_errno;
 use crate::exanest_core::{
     abi::Range,
-    fault::{touch_ahead, InvalLog, Plan},
+    fault::{touch_ahead, widen_to_block, InvalLog, Plan},
 };
 use crate::ffi::{self, HmmPfn, MniPtr};
 use crate::mm::budget::Budget;
 use crate::mm::iommu::Domain;
 pub(crate) use crate::mm::mirror::{reserve_nodes, Faulted, Mirror};
+use crate::mm::mirror::{BLOCK_ORDER, BLOCK_PAGES};
 use kernel::{
     bindings,
     page::{PAGE_SHIFT, PAGE_SIZE},
@@ -196,6 +197,10 @@ pub(crate) struct FaultTarget {
     /// window: its pages, within the VMA and the region (not `limit`: it plans the transfers
     /// to come).
     pub(crate) strided: Option<Plan>,
+    /// Whether a fault on a transparent huge page resolves all of it, to be mapped as one
+    /// block ([`widen_to_block`]): an engine fault with a window that may be more than its
+    /// page and a budget that has room for it.
+    pub(crate) blocks: bool,
 }
 
 /// Check the VMA and fault the touch-ahead window at `addr` in. Runs with no driver lock held:
@@ -240,10 +245,28 @@ pub(crate) fn fault_in(
             res => return res,
         }
     }
-    let (first, last) = touch_ahead(addr, t.window, PAGE_SHIFT as u32, &vma, &t.region, t.limit);
-    let f = hmm(t, first, last, write, None);
+    let window = touch_ahead(addr, t.window, PAGE_SHIFT as u32, &vma, &t.region, t.limit);
+    let f = hmm(t, window.0, window.1, write, None)?;
+    let vpn = addr >> PAGE_SHIFT;
+    let huge = f
+        .pfns
+        .get((vpn - window.0) as usize)
+        .is_some_and(|p| p.order() >= BLOCK_ORDER);
+    if t.blocks && huge {
+        let (first, last) =
+            widen_to_block(window, vpn, BLOCK_PAGES, PAGE_SHIFT as u32, &vma, &t.region);
+        if (first, last) != window {
+            // The rest of a resident huge page: a walk of its PMD. Should it fail (the huge
+            // page was split meanwhile and part of it is gone), the window alone will do.
+            match hmm(t, first, last, write, None) {
+                Err(e) if e == EINTR => return Err(e),
+                Err(_) => {}
+                wide => return wide,
+            }
+        }
+    }
     drop(user);
-    f
+    Ok(f)
 }
 
 /// Fault the pages `first..last` in with HMM (a strided plan's only, with `sparse`).

@@ -359,6 +359,8 @@ impl Process {
             window: u64::from(abi::MAX_WINDOW),
             limit: range.end,
             strided: None,
+            // The range asked for, no more.
+            blocks: false,
         };
         let mut addr = range.start;
         while addr < range.end {

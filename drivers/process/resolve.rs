@@ -17,6 +17,7 @@ use crate::exanest_core::{
 };
 use crate::fault::{access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES};
 use crate::ffi;
+use crate::mm::mirror::BLOCK_PAGES;
 use crate::mm::odp::{self, FaultTarget};
 use crate::process::channel::MAX_CH;
 use crate::process::queue::QueueState;
@@ -175,6 +176,8 @@ impl Process {
             window: end - first - 1,
             limit: want.end,
             strided: None,
+            // Steps end at block boundaries already (`ahead::CHUNK`).
+            blocks: false,
         })
     }
 
@@ -413,6 +416,11 @@ impl Process {
             } else {
                 (u64::from(r.window), None)
             };
+            // A huge page resolved whole takes a block of the budget: not when a window
+            // could not (a quarter of it), nor when the window asked is the page alone.
+            let blocks = strided.is_none()
+                && r.window != 0
+                && self.map.lock().budget.bound() / 4 >= BLOCK_PAGES;
             let target = FaultTarget {
                 handle: h,
                 region: r.range,
@@ -420,6 +428,7 @@ impl Process {
                 window,
                 limit,
                 strided,
+                blocks,
             };
             (h, addr, target)
         };

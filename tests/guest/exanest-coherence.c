@@ -485,6 +485,37 @@ TEST_F(coherence, thp_destination_split_then_dma)
 	check_after_drop(_metadata, variant->dontneed_sees_dma, thp, src + LEN, LEN, 4096, 4096);
 }
 
+/* A fault on a transparent huge page resolves all of it and maps it as one 2 MiB block, even
+ * with a window smaller than the huge page: a copy out of two huge pages maps both as blocks.
+ * (It used to map the window page by page and, map-ahead stepping to the next block boundary,
+ * the rest of that huge page too: one block of two.)
+ */
+TEST_F(coherence, thp_fault_maps_whole_block)
+{
+	uint8_t *thp = thp_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_counters c0, c1;
+	uint32_t hs, hd;
+
+	if (variant->pins)
+		SKIP(return, "pin mode maps pinned pages one by one, never as 2 MiB blocks");
+	ASSERT_NE(NULL, thp);
+	ASSERT_NE(NULL, dst);
+	ASSERT_EQ(0, madvise(thp, LEN, MADV_HUGEPAGE));
+	ASSERT_EQ(0, madvise(dst, LEN, MADV_NOHUGEPAGE)); /* only the source's blocks count */
+	fill(thp, LEN, 33); /* two huge pages */
+	c0 = counters(self->fd);
+	ASSERT_EQ(0, reg(self->fd, thp, LEN, RD, variant->mode, 16, &hs));
+	ASSERT_EQ(0, reg(self->fd, dst, LEN, WR, variant->mode, NO_WINDOW, &hd));
+	EXPECT_EQ(0, copy_wait(self->fd, thp, dst, LEN));
+	c1 = counters(self->fd);
+	EXPECT_EQ(0, memcmp(thp, dst, LEN));
+	EXPECT_EQ(c0.huge_mappings + 2, c1.huge_mappings)
+		TH_LOG("%llu of the source's two huge pages mapped as blocks",
+		       (unsigned long long)(c1.huge_mappings - c0.huge_mappings));
+	EXPECT_EQ(0, dereg(self->fd, hs));
+	EXPECT_EQ(0, dereg(self->fd, hd));
+}
+
 /* THP mapped as 2 MiB IOMMU blocks (by advise, or by prefault's registration); a split unmaps
  * them and the next DMA lands right.
  */

@@ -160,6 +160,36 @@ pub fn touch_ahead(
     (first, last.max(first + 1))
 }
 
+/// `[first, last)` (pages, a window from [`touch_ahead`]) joined to the naturally aligned block
+/// of `block` pages that holds page `vpn`, when the whole block lies inside the VMA and the
+/// region; `[first, last)` unchanged otherwise.
+///
+/// For a fault on a transparent huge page: the page is resident whole, so resolving all of it
+/// costs no memory, and the IOMMU maps it as one block (one map call, one IOTLB entry). A
+/// window alone would map the huge page's first pages one by one, and the map-ahead after it
+/// (whose steps end at block boundaries, [`crate::ahead::CHUNK`]) the rest of it one by one too:
+/// a sequential transfer over huge pages got a block for every other one.
+pub fn widen_to_block(
+    (first, last): (u64, u64),
+    vpn: u64,
+    block: u64,
+    page_shift: u32,
+    vma: &Range,
+    region: &Range,
+) -> (u64, u64) {
+    let start = vpn - vpn % block.max(1);
+    let Some(end) = start.checked_add(block) else {
+        return (first, last);
+    };
+    // In bytes, without wrapping at the top of the address space.
+    let byte = |page: u64| u128::from(page) << page_shift;
+    let inside = |r: &Range| byte(start) >= u128::from(r.start) && byte(end) <= u128::from(r.end);
+    if block <= 1 || !inside(vma) || !inside(region) {
+        return (first, last);
+    }
+    (first.min(start), last.max(end))
+}
+
 /// Window value asking for the adaptive policy ([`Adaptive`]) instead of a fixed window.
 pub const ADAPTIVE_WINDOW: u32 = u32::MAX;
 
@@ -879,6 +909,53 @@ mod tests {
         assert_eq!(
             touch_ahead(0x20010, u64::MAX, 12, &vma, &region, u64::MAX).0,
             0x20
+        );
+    }
+
+    #[test]
+    fn widen_to_block_only_whole_blocks_inside() {
+        let r = |s: u64, l: u64| Range::new(s, l, u64::MAX).unwrap();
+        let (vma, region) = (r(0x4000_0000, 0x80_0000), r(0x4000_0000, 0x80_0000));
+        // A 17-page window at the start of a huge page: the whole huge page.
+        let w = touch_ahead(0x4020_0000, 16, 12, &vma, &region, u64::MAX);
+        assert_eq!(w, (0x40200, 0x40211));
+        assert_eq!(
+            widen_to_block(w, 0x40200, 512, 12, &vma, &region),
+            (0x40200, 0x40400)
+        );
+        // A fault in its middle: both sides; a window past the block keeps its end.
+        assert_eq!(
+            widen_to_block((0x40300, 0x40301), 0x40300, 512, 12, &vma, &region),
+            (0x40200, 0x40400)
+        );
+        assert_eq!(
+            widen_to_block((0x40300, 0x40500), 0x40300, 512, 12, &vma, &region),
+            (0x40200, 0x40500)
+        );
+        // The block reaches past the region's end, or starts before it: unchanged.
+        let short = r(0x4000_0000, 0x3f_f000);
+        assert_eq!(
+            widen_to_block((0x40200, 0x40201), 0x40200, 512, 12, &vma, &short),
+            (0x40200, 0x40201)
+        );
+        let late = r(0x4000_1000, 0x7f_f000);
+        assert_eq!(
+            widen_to_block((0x40001, 0x40002), 0x40001, 512, 12, &vma, &late),
+            (0x40001, 0x40002)
+        );
+        // The VMA ends inside the block: unchanged.
+        let vshort = r(0x4000_0000, 0x2f_f000);
+        assert_eq!(
+            widen_to_block((0x40200, 0x40201), 0x40200, 512, 12, &vshort, &region),
+            (0x40200, 0x40201)
+        );
+        // No block size (or 1): unchanged; the top of the address space does not wrap.
+        assert_eq!(widen_to_block((5, 6), 5, 0, 12, &vma, &region), (5, 6));
+        assert_eq!(widen_to_block((5, 6), 5, 1, 12, &vma, &region), (5, 6));
+        let top = u64::MAX >> 12;
+        assert_eq!(
+            widen_to_block((top, top), top, 512, 12, &vma, &region),
+            (top, top)
         );
     }
 
