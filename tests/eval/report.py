@@ -124,7 +124,9 @@ def fmt_size(n):
 def svg_plot(path, title, xlabel, ylabel, series, logx=True, logy=True, xticks=None):
     """series: {name: [(x, y), ...]} -> a line plot in SVG."""
     W, H, L, R, T, B = 640, 400, 80, 150, 40, 60
-    pts = [p for s in series.values() for p in s if p[1] is not None and p[1] > 0 and (p[0] > 0 or not logx)]
+    # Zeros only where the axis is linear.
+    keep = lambda p: p[1] is not None and (p[1] > 0 or not logy) and (p[0] > 0 or not logx)
+    pts = [p for s in series.values() for p in s if keep(p)]
     if not pts:
         return
     tx = (lambda v: math.log10(v)) if logx else (lambda v: v)
@@ -163,7 +165,7 @@ def svg_plot(path, title, xlabel, ylabel, series, logx=True, logy=True, xticks=N
     for xv, label in (xticks or []):
         out.append(f'<text x="{X(xv):.1f}" y="{H - B + 16}" text-anchor="middle">{label}</text>')
     for i, (name, s) in enumerate(series.items()):
-        s = sorted(p for p in s if p[1] is not None and p[1] > 0)
+        s = sorted(p for p in s if keep(p))
         color = COLORS.get(name.split()[0], ["#9467bd", "#8c564b", "#e377c2", "#7f7f7f"][i % 4])
         dash = ' stroke-dasharray="5,3"' if "THP" in name or "+use" in name else ""
         if s:
@@ -412,6 +414,96 @@ def report(raw, out, figdir, meta):
         w("Each process copies one buffer at a time (COPY then WAIT) for the same time; the\n"
           "engine's data path arbitrates round-robin between contexts, one 64 KiB quantum a turn.\n"
           "Jain's index is over the processes' own throughputs (1: all equal).\n")
+    storm_rate, _ = group(runs, "storm", ["processes"], "faults_per_s")
+    if storm_rate:
+        storm_vs, _ = group(runs, "storm", ["processes"], "rate_vs_one")
+        storm_copy, _ = group(runs, "storm", ["processes"], "copy_us_per_fault_p50")
+        storm_faults, _ = group(runs, "storm", ["processes"], "faults")
+        ssize = next(o["size"] for r in runs for o in r if o["bench"] == "storm")
+
+        def storm_stage(n, st, q):
+            v = [o["log"]["stages"][st][q] for run in runs for o in run
+                 if o.get("bench") == "storm" and o["processes"] == n and st in o.get("log", {}).get("stages", {})]
+            return f"{statistics.median(v) / 1000:.1f}" if v else "-"
+        w(heading("Fault storms: processes faulting at once"))
+        w(table(["processes", "faults", "faults/s", "vs one", "service p50 (us)", "service p99 (us)",
+                 "wake p50 (us)", "wake p99 (us)", "fault_in p99 (us)", "copy time per fault (us)"],
+                [[str(n), f"{storm_faults[(n,)]:.0f}", f"{storm_rate[(n,)]:.0f}",
+                  f"{storm_vs.get((n,), 0):.2f}", storm_stage(n, "total", "p50"), storm_stage(n, "total", "p99"),
+                  storm_stage(n, "wake", "p50"), storm_stage(n, "wake", "p99"),
+                  storm_stage(n, "fault_in", "p99"), f"{storm_copy.get((n,), 0):.1f}"]
+                 for (n,) in sorted(storm_rate)]) + "\n")
+        w(f"Each process opens the engine (its own context), copies {fmt_size(ssize)} between fresh\n"
+          "on-demand regions with window 0 (every page of both faults), and all start together\n"
+          "(``exanest-bench storm``). *faults/s*: every process's faults over the time from the\n"
+          "start until the last one ended (CLOCK_MONOTONIC); *vs one*: against one process, in\n"
+          "the same run. The service percentiles are over every fault of every process (the\n"
+          "engine's fault log, ``ktime_get_ns``); *copy time per fault* is the median process's\n"
+          "copy time over its faults. Each process has its own fault thread; the guest has two\n"
+          "vCPUs, which -icount runs in turn. The rate holds with more processes (the CPUs are\n"
+          "the bound, not a lock): what grows is the wait for a CPU (*wake*), so each process's\n"
+          "copy takes about as many times longer as there are processes per CPU.\n")
+    ml = {}
+    for run in runs:
+        for o in run:
+            if o.get("bench") == "memlock":
+                ml.setdefault(o["mode"], o)
+    if ml:
+        anyo = next(iter(ml.values()))
+        w(heading(f"RLIMIT_MEMLOCK at {fmt_size(anyo['limit'])}, unprivileged (uid {anyo['uid']})"))
+        w(table(["mode", "largest region", "job: " + fmt_size(anyo["job"]) + " streamed", "ms", "MB/s"],
+                [[m, fmt_size(o["largest"]) if "largest" in o else "-", o["result"],
+                  f"{o['job_us'] / 1000:.0f}" if o["result"] == "ok" else "-",
+                  f"{o['job_mb_per_s']:.0f}" if o["result"] == "ok" else "-"]
+                 for m, o in ml.items()]) + "\n")
+        w("A child process opens the engine, sets ``RLIMIT_MEMLOCK`` to the usual default and becomes\n"
+          "``nobody`` (no ``CAP_IPC_LOCK``), then (``exanest-bench memlock``): the largest region each\n"
+          f"mode registers (doubling from 64 KiB up to {fmt_size(anyo['job'])}, then bisecting to 64\n"
+          f"KiB), and a job that streams a {fmt_size(anyo['job'])} buffer it wrote through the engine, 4\n"
+          "MiB per copy into a 4 MiB destination of the same mode (time from the registrations to\n"
+          "the last deregistration, CLOCK_MONOTONIC). Pinning is charged to ``locked_vm`` and\n"
+          "cannot register the buffer; the job then has to pin, copy and unpin one 4 MiB piece at\n"
+          "a time (the destination pinned too: 8 MiB, the limit), the last row. Prefault and\n"
+          "on-demand regions are not charged to the limit (the memory cgroup and the translation\n"
+          "budget bound them instead) and register the whole buffer; one run.\n")
+    th = {}
+    for run in runs:
+        for o in run:
+            if o.get("bench") == "thp":
+                th.setdefault(o["mode"], o)
+    if th:
+        anyo = next(iter(th.values()))
+        size = anyo["size"]
+        svg_plot(f"{figdir}/thp.svg", f"Share of a {fmt_size(size)} region in huge pages, khugepaged running",
+                 "time since MADV_HUGEPAGE (ms, emulated)", "huge pages (%)",
+                 {m: [(t, p) for t, p in o["timeline_ms_pct"]] for m, o in th.items()},
+                 logx=False, logy=False)
+
+        def full_at(o):
+            t = next((t for t, p in o["timeline_ms_pct"] if p >= 100.0), None)
+            return "never" if t is None else f"{t} ms"
+        w(heading(f"Transparent huge pages against pinning ({fmt_size(size)} region, khugepaged)"))
+        w(".. image:: eval/thp.svg\n")
+        w(table(["mode", "huge before", "huge after", "100 % at", "khugepaged full scans",
+                 "2 MiB IOMMU blocks", "faults", "MB/s before", "MB/s, first pass after", "MB/s after"],
+                [[m, f"{100 * o['huge_kib_before'] * 1024 / size:.0f} %",
+                  f"{100 * o['huge_kib_after'] * 1024 / size:.0f} %", full_at(o), str(o["khugepaged_full_scans"]),
+                  f"{o['blocks_2m_after'] - o['blocks_2m_before']}", str(o["faults_after"]),
+                  f"{o['mb_per_s_before']:.0f}", f"{o['mb_per_s_after_first']:.0f}", f"{o['mb_per_s_after']:.0f}"]
+                 for m, o in th.items()]) + "\n")
+        w(f"``exanest-bench thp``: a {fmt_size(size)} region written by the CPU in 4 KiB pages\n"
+          "(``MADV_NOHUGEPAGE``), registered, and streamed through the engine (4 MiB copies) until\n"
+          "it is all mapped; then ``MADV_HUGEPAGE``, with khugepaged scanning every 10 ms (64 huge\n"
+          "pages per pass), and the share of the region in huge pages (``AnonHugePages``) read\n"
+          "every 100 ms (emulated, CLOCK_MONOTONIC); then two more passes. The plot's raw data\n"
+          "is ``timeline_ms_pct`` in ``eval/raw.jsonl``. Pinned pages hold extra references, so\n"
+          "khugepaged cannot collapse them: the pinned region stays in 4 KiB pages, and the IOMMU\n"
+          "maps it page by page. The on-demand region is collapsed; each collapse invalidates\n"
+          "the IOMMU mapping of its 2 MiB (the MMU notifier); the next pass faults at most once\n"
+          "per huge page (map-ahead maps the next one while the engine copies) and maps each as\n"
+          "one 2 MiB block. The throughput is the engine model's: it\n"
+          "counts no IOTLB misses, so what the blocks save in translations does not show here;\n"
+          "on an MMU-500 each block is one TLB entry instead of 512. One run.\n")
     if fair:
         w(heading("Small copies beside a stream"))
         w(table(["64 B copy latency (us)", "p50", "p99"],
@@ -677,7 +769,8 @@ def check(raw):
     objs = [o for r in runs for o in r]
     _, fails = load_engine(raw)
     benches = {o["bench"] for o in objs}
-    for b in ["latency", "first-touch", "register", "touch-ahead", "memory", "cpu-fault", "fault-service", "churn", "memcg",
+    for b in ["latency", "first-touch", "register", "touch-ahead", "memory", "cpu-fault", "fault-service", "churn", "storm",
+              "memlock", "thp", "memcg",
               "processes", "fairness", "eviction", "queue", "open"]:
         if b not in benches:
             fails.append(f"no {b} output")
@@ -697,6 +790,30 @@ def check(raw):
     if any(o["bench"] == "fault-service" for o in objs) and ({o["mode"] for o in chn} != set(MODES) or
                                        any(o["us_per_message"] <= 0 or not o["ok"] for o in chn)):
         fails.append(f"churn: {chn}")
+    # Fault storms: 1, 4 and 16 processes, each fault in the log, a rate.
+    st = {o["processes"]: o for o in objs if o["bench"] == "storm"}
+    if any(o["bench"] == "fault-service" for o in objs) and (
+            sorted(st) != [1, 4, 16] or any(
+                o["faults"] <= 0 or o["faults_per_s"] <= 0 or o["log"]["faults"] != o["faults"] or
+                o["log"]["stages"]["total"]["n"] != o["faults"] for o in st.values())):
+        fails.append(f"storm: {[(n, o['faults'], o['log'].get('faults')) for n, o in sorted(st.items())]}")
+    # RLIMIT_MEMLOCK: pinning refused past the limit, the others register the whole job.
+    ml = {o["mode"]: o for o in objs if o["bench"] == "memlock"}
+    if "fault-service" in benches and not (
+            ml.get("pin", {}).get("result", "").startswith("register failed") and
+            0 < ml["pin"]["largest"] <= ml["pin"]["limit"] and
+            all(ml.get(m, {}).get("result") == "ok" and ml[m]["largest"] == ml[m]["job"]
+                for m in ("prefault", "on-demand")) and
+            ml.get("pin, 4 MiB at a time", {}).get("result") == "ok" and
+            all(o.get("pages_pinned_after", 0) == 0 for o in ml.values())):
+        fails.append(f"memlock: {ml}")
+    # THP: khugepaged collapsed the on-demand region, which then got 2 MiB blocks.
+    th = {o["mode"]: o for o in objs if o["bench"] == "thp"}
+    od = th.get("on-demand", {})
+    if "fault-service" in benches and not (
+            set(th) == {"pin", "on-demand"} and all(o["ok"] for o in th.values()) and
+            od["huge_kib_after"] > 0 and od["blocks_2m_after"] > od["blocks_2m_before"]):
+        fails.append(f"thp: {th}")
     # The fault log timed every fault of the copy, in order.
     for o in (o for o in objs if o["bench"] == "fault-service"):
         st = o.get("log", {}).get("stages", {})

@@ -118,6 +118,8 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	t $? debugfs-engine-timing "$(cat /sys/kernel/debug/exanest-dma0/engine)"
 	echo '{"run": 1}'
 	exanest-bench all --quick
+	exanest-bench memlock --quick
+	exanest-bench thp --quick
 	# Moving a queue between contexts needs more queues than contexts: the driver with one.
 	rmmod exanest_dma && insmod /lib/exanest_dma.ko contexts=1 >/dev/null 2>&1
 	exanest-bench queue-move --quick

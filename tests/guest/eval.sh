@@ -38,4 +38,9 @@ while [ "$i" -le "$runs" ]; do
 	done
 	i=$((i + 1))
 done
+# Once, at full size (1 GiB each, too long to repeat): RLIMIT_MEMLOCK as user nobody, and
+# transparent huge pages against pinning while khugepaged runs. In the last run's block.
+for b in memlock thp; do
+	exanest-bench $b $quick || echo "{\"bench\": \"$b\", \"error\": \"exit $?\"}"
+done
 rmmod exanest_dma

@@ -14,6 +14,9 @@
 //! exanest-bench cpu-fault    [--pages N]
 //! exanest-bench fault-service [--size BYTES] [--reps N]
 //! exanest-bench churn        [--total BYTES]
+//! exanest-bench storm        [--size BYTES]
+//! exanest-bench memlock      [--job BYTES]
+//! exanest-bench thp          [--size BYTES] [--secs S]
 //! exanest-bench memcg        [--limit BYTES]
 //! exanest-bench processes    [--size BYTES] [--ms MS]
 //! exanest-bench fairness     [--reps N]
@@ -27,6 +30,7 @@
 use exanest_dma::{Access, Device, Error, Mode, QueueCompletion};
 
 mod netbench;
+mod scale;
 use std::time::Instant;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -1031,6 +1035,16 @@ fn run(args: &[String]) -> Res<()> {
                 arg(args, "--ms", if quick0 { 20 } else { 200 }) as u64,
             )
         }
+        Some("storm") => {
+            return scale::storm(arg(
+                args,
+                "--size",
+                if quick0 { 64 << 10 } else { 256 << 10 },
+            ))
+        }
+        Some("memlock") => {
+            return scale::memlock(arg(args, "--job", if quick0 { 16 << 20 } else { 1 << 30 }))
+        }
         Some("fairness") => return fairness(arg(args, "--reps", if quick0 { 200 } else { 2000 })),
         Some("eviction") => {
             return eviction(
@@ -1104,6 +1118,11 @@ fn run(args: &[String]) -> Res<()> {
             }
             Ok(())
         }
+        Some("thp") => scale::thp(
+            &dev,
+            arg(args, "--size", if quick { 32 << 20 } else { 1 << 30 }),
+            arg(args, "--secs", if quick { 1 } else { 10 }) as u64,
+        ),
         Some("fault-service") => fault_service(&dev, arg(args, "--size", 4 << 20), arg(args, "--reps", 5)),
         Some("all") => {
             latency(&dev, &MODES, reps, max)?;
@@ -1120,11 +1139,12 @@ fn run(args: &[String]) -> Res<()> {
             open_close(if quick { 20 } else { 200 })?;
             memcg(if quick { 16 << 20 } else { 64 << 20 })?;
             processes(4 << 20, if quick { 20 } else { 200 })?;
+            scale::storm(if quick { 64 << 10 } else { 256 << 10 })?;
             fairness(if quick { 200 } else { 2000 })?;
             eviction(if quick { 1 << 20 } else { 4 << 20 }, if quick { 2 } else { 5 })?;
             queue(if quick { 200 } else { 2000 }, if quick { 20 } else { 200 })
         }
-        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|churn|memcg|processes|fairness|eviction|queue|queue-move|open|net|net-cold|net-small-cold|net-loss|net-mailbox|net-pingpong|all [--quick]".into()),
+        _ => Err("usage: exanest-bench latency|first-touch|register|touch-ahead|memory|cpu-fault|fault-service|churn|storm|memlock|thp|memcg|processes|fairness|eviction|queue|queue-move|open|net|net-cold|net-small-cold|net-loss|net-mailbox|net-pingpong|all [--quick]".into()),
     }
 }
 
