@@ -134,6 +134,7 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	exanest-bench net --quick
 	exanest-bench net-cold --quick
 	exanest-bench net-small-cold --quick
+	exanest-bench net-many --quick
 	exanest-bench net-loss --quick
 	exanest-bench net-mailbox --quick
 	exanest-bench net-pingpong --quick

@@ -33,7 +33,7 @@ while [ "$i" -le "$runs" ]; do
 	exanest-bench queue-move $quick || echo "{\"bench\": \"queue-move\", \"error\": \"exit $?\"}"
 	rmmod exanest_dma && insmod /lib/exanest_dma.ko || exit 1
 	# The network: the guest's two engines, cabled back to back.
-	for b in net net-cold net-small-cold net-loss net-mailbox net-pingpong; do
+	for b in net net-cold net-small-cold net-many net-loss net-mailbox net-pingpong; do
 		exanest-bench $b $quick || echo "{\"bench\": \"$b\", \"error\": \"exit $?\"}"
 	done
 	i=$((i + 1))

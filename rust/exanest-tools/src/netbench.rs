@@ -14,7 +14,10 @@
 //!   sleeps for its completion ([`Queue::wait`]): both nodes are one guest here, whose vCPUs
 //!   share one virtual clock under `-icount` (QEMU runs them in turn), so a busy-polling sender
 //!   would take the time of the receiver's kernel that a second machine would not lose. The
-//!   same put with the sender busy polling is printed beside it (`cold_poll_us`);
+//!   same put with the sender busy polling is printed beside it (`cold_poll_us`), and the
+//!   receiver's side of the cold put stage by stage (its engine's fault log, `receiver_log`);
+//! - `net-many`: 1 and 8 processes on node 0, each putting to its own process on node 1,
+//!   first into memory the receiver never touched, then warm ([`net_many`]);
 //! - `net-small-cold`: many small puts back to back, each into a page the receiver never
 //!   touched (the scenario of Fukuoka, Sato and Taura's "Pitfalls of InfiniBand with On-Demand
 //!   Paging"): p50, p99 and the worst latency, and the timeouts (there should be none);
@@ -31,7 +34,7 @@
 //! - `net-incast`: eight engines put into never-touched memory of one (`make evaluate` boots
 //!   nine on the hub): the aggregate, Jain's index, the timeouts ([`net_incast`]).
 
-use super::{p50_p99, poll_one, Buf, Res};
+use super::{p50_p99, pipe, poll_one, reap, spawn, Buf, Res};
 use exanest_dma::{Device, Message, Mode, Queue, QueueCompletion, Remote};
 use std::time::{Duration, Instant};
 
@@ -152,7 +155,13 @@ pub(crate) fn net_cold(size: usize) -> Res<()> {
     let r = cold_inbox(&n1, size)?;
     let to = r.target();
     let p0 = n0.net_counters()?;
+    // The receiver's side: its engine's fault log over the cold put.
+    let log = "/sys/kernel/debug/exanest-dma1/faults";
+    for cmd in ["on", "clear"] {
+        std::fs::write(log, cmd).map_err(|e| format!("{log}: {cmd}: {e}"))?;
+    }
     let cold = one_with(&mut q, true, src.addr(), size, &to, true)?;
+    let receiver_log = std::fs::read_to_string(log)?;
     let p1 = n0.net_counters()?;
     let (re, tmo, nk, pr) = (
         grew(p0.retransmitted_bytes, p1.retransmitted_bytes),
@@ -168,9 +177,10 @@ pub(crate) fn net_cold(size: usize) -> Res<()> {
     let ok = ok && r2.into_inner()?.slice() == src.slice();
     n0.deregister(hs)?;
     println!(
-        "{{\"bench\":\"net-cold\",\"size\":{size},\"cold_us\":{cold:.1},\"warm_us\":{warm:.1},\"populate_us\":{pop:.1},\"ratio\":{:.3},\"cold_poll_us\":{cold_poll:.1},\"receiver_faults\":{faults},\"nacks\":{nk},\"retransmitted_bytes\":{re},\"retransmitted_share\":{:.4},\"timeouts\":{tmo},\"probes\":{pr},\"verified\":{ok}}}",
+        "{{\"bench\":\"net-cold\",\"size\":{size},\"cold_us\":{cold:.1},\"warm_us\":{warm:.1},\"populate_us\":{pop:.1},\"ratio\":{:.3},\"cold_poll_us\":{cold_poll:.1},\"receiver_faults\":{faults},\"nacks\":{nk},\"retransmitted_bytes\":{re},\"retransmitted_share\":{:.4},\"timeouts\":{tmo},\"probes\":{pr},\"verified\":{ok},\"receiver_log\":{}}}",
         cold / (warm + pop),
-        re as f64 / size as f64
+        re as f64 / size as f64,
+        receiver_log.trim()
     );
     Ok(())
 }
@@ -589,6 +599,122 @@ pub(crate) fn net_pingpong(count: usize) -> Res<()> {
         let mode = if sleep { "sleep" } else { "poll" };
         println!(
             "{{\"bench\":\"net-pingpong\",\"mode\":\"{mode}\",\"count\":{count},\"rtt_p50_us\":{p50:.2},\"rtt_p99_us\":{p99:.2},\"rtt_max_us\":{worst:.2}}}"
+        );
+    }
+    Ok(())
+}
+
+/// `net-many`: `n` processes on node 0, each putting `size` bytes at a time to its own process
+/// on node 1 (`n` of 1 and 8), each process on its own context. Every receiver registers fresh
+/// memory on demand: the first put of each sender is cold (every page faults at its
+/// receiver), the ones after it for `ms` milliseconds are warm. All senders start together and
+/// sleep for their completions ([`Queue::wait`]). Prints per `n`: the cold round's aggregate
+/// (all the bytes over the slowest sender's time) and Jain's index over the senders, the warm
+/// phase's likewise, node 0's timeouts and bytes resent; each receiver checks its bytes.
+pub(crate) fn net_many(pairs: &[usize], size: usize, ms: u64) -> Res<()> {
+    use std::io::{Read, Write};
+    let n0 = Device::open(0)?;
+    let mut one = None;
+    for &n in pairs {
+        // The receivers: each hands its target over, then waits for the end to check its bytes.
+        let (mut tgt_r, tgt_w) = pipe()?;
+        let (end_r, mut end_w) = pipe()?;
+        let mut rpids = Vec::new();
+        for k in 0..n {
+            let (mut tw, mut er) = (tgt_w.try_clone()?, end_r.try_clone()?);
+            rpids.push(spawn(move || {
+                let dev = Device::open(1)?;
+                let r = cold_inbox(&dev, size)?;
+                let mut msg = [0u8; 4 + Remote::BYTES];
+                msg[..4].copy_from_slice(&(k as u32).to_le_bytes());
+                msg[4..].copy_from_slice(&r.target().to_bytes());
+                tw.write_all(&msg)?;
+                er.read_exact(&mut [0u8; 1])?;
+                let mut want = Buf::new(size, false)?;
+                want.fill(40 + k as u8);
+                if r.into_inner()?.slice() != want.slice() {
+                    return Err(format!("net-many receiver {k}: the data differs").into());
+                }
+                Ok(())
+            })?);
+        }
+        drop((tgt_w, end_r));
+        let mut targets = vec![None; n];
+        for _ in 0..n {
+            let mut msg = [0u8; 4 + Remote::BYTES];
+            tgt_r.read_exact(&mut msg)?;
+            let k = u32::from_le_bytes(msg[..4].try_into()?) as usize;
+            *targets.get_mut(k).ok_or("a receiver's index")? = Remote::from_bytes(&msg[4..]);
+        }
+        // The senders.
+        let (mut ready_r, ready_w) = pipe()?;
+        let (go_r, mut go_w) = pipe()?;
+        let (mut res_r, res_w) = pipe()?;
+        let mut spids = Vec::new();
+        for (k, to) in targets.into_iter().enumerate() {
+            let to = to.ok_or("a receiver's target")?;
+            let (mut rw, mut gr, mut sw) =
+                (ready_w.try_clone()?, go_r.try_clone()?, res_w.try_clone()?);
+            spids.push(spawn(move || {
+                let dev = Device::open(0)?;
+                let mut q = dev.create_queue(4, 4)?;
+                let (src, hs) = pinned(&dev, size, exanest_dma::Access::Read, 40 + k as u8)?;
+                rw.write_all(b"r")?;
+                gr.read_exact(&mut [0u8; 1])?;
+                let cold = one_with(&mut q, true, src.addr(), size, &to, true)?;
+                let t0 = Instant::now();
+                let mut bytes = 0;
+                while t0.elapsed() < Duration::from_millis(ms) {
+                    one_with(&mut q, true, src.addr(), size, &to, true)?;
+                    bytes += size;
+                }
+                let warm = t0.elapsed().as_secs_f64() * 1e6;
+                dev.deregister(hs)?;
+                sw.write_all(format!("{cold} {bytes} {warm}\n").as_bytes())?;
+                Ok(())
+            })?);
+        }
+        drop((ready_w, go_r, res_w));
+        ready_r.read_exact(&mut vec![0u8; n])?;
+        let c0 = n0.net_counters()?;
+        go_w.write_all(&vec![0u8; n])?;
+        let mut text = String::new();
+        res_r.read_to_string(&mut text)?;
+        let c1 = n0.net_counters()?;
+        let sent = spids.into_iter().try_for_each(reap);
+        end_w.write_all(&vec![0u8; n])?;
+        let received = rpids.into_iter().try_for_each(reap);
+        sent?;
+        received?;
+        let (mut cold, mut warm_rates, mut warm_bytes, mut warm_slowest) =
+            (Vec::new(), Vec::new(), 0u64, 0.0f64);
+        for l in text.lines() {
+            let f: Vec<f64> = l
+                .split_whitespace()
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            let [c, b, t] = f[..] else {
+                return Err(format!("net-many: a sender's result '{l}'").into());
+            };
+            cold.push(c);
+            warm_rates.push(b / t);
+            warm_bytes += b as u64;
+            warm_slowest = warm_slowest.max(t);
+        }
+        if cold.len() != n {
+            return Err(format!("net-many: {} results from {n} senders", cold.len()).into());
+        }
+        let (cold_agg, cold_jain, _) = shares(&cold, size);
+        let warm_agg = warm_bytes as f64 / warm_slowest;
+        let sum: f64 = warm_rates.iter().sum();
+        let warm_jain = sum * sum / (n as f64 * warm_rates.iter().map(|r| r * r).sum::<f64>());
+        let (one_cold, one_warm) = *one.get_or_insert((cold_agg, warm_agg));
+        let resent = grew(c0.retransmitted_bytes, c1.retransmitted_bytes);
+        println!(
+            "{{\"bench\":\"net-many\",\"clock\":\"CLOCK_MONOTONIC\",\"pairs\":{n},\"size\":{size},\"cold_aggregate_mb_per_s\":{cold_agg:.1},\"cold_jain\":{cold_jain:.4},\"cold_vs_one\":{:.3},\"warm_aggregate_mb_per_s\":{warm_agg:.1},\"warm_jain\":{warm_jain:.4},\"warm_vs_one\":{:.3},\"warm_bytes\":{warm_bytes},\"timeouts\":{},\"retransmitted_bytes\":{resent},\"verified\":true}}",
+            cold_agg / one_cold,
+            warm_agg / one_warm,
+            grew(c0.timeouts, c1.timeouts)
         );
     }
     Ok(())
