@@ -89,6 +89,12 @@ pub(crate) trait Hw: Send + Sync {
     fn report(&self, n: u32) -> Result<ChannelReport>;
     /// Engine channel `n`'s fault, if it is in fault-wait.
     fn fault(&self, n: u32) -> Result<Option<EngineFault>>;
+    /// Whether engine channel `n` is in fault-wait: [`Hw::fault`]'s answer without its
+    /// report, for the interrupt's classification (a context reads one register instead of
+    /// six or more).
+    fn in_fault(&self, n: u32) -> Result<bool> {
+        Ok(self.fault(n)?.is_some())
+    }
     /// End engine channel `n`'s fault with `cmd`. Refused (EINVAL, or ENODEV once the device
     /// is gone) when it cannot be written; a channel no longer in fault-wait ignores it.
     fn answer(&self, n: u32, cmd: Command) -> Result;

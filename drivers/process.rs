@@ -81,7 +81,7 @@ pub(crate) const DEFAULT_WINDOW: u64 = abi::WINDOW_ADAPTIVE as u64;
 const AHEAD_JOBS: usize = 8;
 /// Resolutions of the SMMU's reports a process keeps for the engine's reports of the same
 /// faults: as many as the channels that can fault at once.
-const RESOLUTIONS: usize = 8;
+use crate::fault::log::RESOLUTIONS;
 
 /// What [`Process::inner`] protects.
 pub(crate) struct Inner {

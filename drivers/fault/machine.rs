@@ -61,7 +61,7 @@ impl Faults {
         let pending = pending & all(hw.channels()) & map::ctx_irq::CHANNELS;
         let mut new = false;
         for n in (0..MAX_CH as u32).filter(|n| pending & (1 << n) != 0) {
-            if matches!(hw.fault(n), Ok(Some(_))) && self.table.detected(n, now_ns(), k) {
+            if matches!(hw.in_fault(n), Ok(true)) && self.table.detected(n, now_ns(), k) {
                 new = true;
             }
         }
@@ -71,7 +71,7 @@ impl Faults {
     /// Note channel `n`, which the interrupt saw in fault-wait at `at` (ns) without taking the
     /// process's lock (`Process::on_interrupt`), if it still is. Returns whether it is new.
     pub(crate) fn noted(&mut self, hw: &dyn Hw, n: u32, at: u64, k: &mut abi::Counters) -> bool {
-        matches!(hw.fault(n), Ok(Some(_))) && self.table.detected(n, at, k)
+        matches!(hw.in_fault(n), Ok(true)) && self.table.detected(n, at, k)
     }
 
     /// The channels the fault thread must look at: those noted, and every one when `lost`

@@ -231,6 +231,14 @@ impl Hw for Context {
         }
     }
 
+    fn in_fault(&self, n: u32) -> Result<bool> {
+        let st = self
+            .engine
+            .regs
+            .read(hw::CH_STATUS::try_at(self.ch(n)?).ok_or(EINVAL)?)?;
+        Ok(st.state() == State::Fault)
+    }
+
     fn fault(&self, n: u32) -> Result<Option<EngineFault>> {
         let report = self.ch_report(n)?;
         if report.state != State::Fault {

@@ -65,7 +65,7 @@ impl Process {
                     g.chans.latency.handler.record(us);
                     // The engine's report of the fault takes it into its record.
                     if self.log.on() {
-                        g.resolutions.put(f.page >> PAGE_SHIFT, f.write, rec);
+                        g.resolutions.put(f.page >> PAGE_SHIFT, f.write, &rec);
                     }
                 }
             }

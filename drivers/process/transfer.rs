@@ -72,7 +72,7 @@ impl Process {
             && chans == pending
             && (0..MAX_CH as u32)
                 .filter(|n| chans & (1 << n) != 0)
-                .all(|n| matches!(ctx.fault(n), Ok(Some(_))))
+                .all(|n| matches!(ctx.in_fault(n), Ok(true)))
         {
             let now = ffi::ktime_ns();
             for n in (0..MAX_CH).filter(|&n| chans & (1 << n) != 0) {

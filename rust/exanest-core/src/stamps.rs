@@ -249,14 +249,19 @@ impl<B: core::ops::DerefMut<Target = [Record]>> Log<B> {
     }
 
     /// Keep `r`, overwriting the oldest record when the ring is full.
-    pub fn push(&mut self, r: Record) {
+    pub fn push(&mut self, r: &Record) {
         let cap = self.buf.len();
-        if cap == 0 {
+        let Some(slot) = self.buf.get_mut(self.next) else {
             return;
+        };
+        *slot = *r;
+        self.next += 1;
+        if self.next == cap {
+            self.next = 0;
         }
-        self.buf[self.next] = r;
-        self.next = (self.next + 1) % cap;
-        self.len = (self.len + 1).min(cap);
+        if self.len < cap {
+            self.len += 1;
+        }
         self.total += 1;
     }
 
@@ -313,7 +318,8 @@ pub fn percentiles(records: &[Record], stage: Stage, scratch: &mut [u64]) -> Opt
 }
 
 /// The summary of `records` (of `total` pushed since the log was cleared; `on`: whether
-/// records are being kept), as one JSON object: `{"stamps": on, "faults": total, "kept": n,
+/// records are being kept) and `record_ns` (what keeping one record costs, measured by the
+/// caller), as one JSON object: `{"stamps": on, "record_ns": ns, "faults": total, "kept": n,
 /// "nacks": n, "pages": mapped, "stages": {"total": {"n", "p50", "p90", "p99", "max"}, ...}}`,
 /// durations in ns, a stage with no sample left out.
 pub fn write_summary(
@@ -321,13 +327,14 @@ pub fn write_summary(
     records: &[Record],
     total: u64,
     on: bool,
+    record_ns: u64,
     scratch: &mut [u64],
 ) -> fmt::Result {
     let nacks = records.iter().filter(|r| r.errno != 0).count();
     let pages: u64 = records.iter().map(|r| u64::from(r.pages)).sum();
     write!(
         f,
-        "{{\"stamps\": {on}, \"faults\": {total}, \"kept\": {}, \"nacks\": {nacks}, \"pages\": {pages}, \"stages\": {{",
+        "{{\"stamps\": {on}, \"record_ns\": {record_ns}, \"faults\": {total}, \"kept\": {}, \"nacks\": {nacks}, \"pages\": {pages}, \"stages\": {{",
         records.len()
     )?;
     let mut sep = "";
@@ -373,11 +380,12 @@ impl Command {
 }
 
 /// The resolutions of the SMMU's reports that the engine's report of the same fault has not
-/// claimed yet: the last `N`, by page and direction.
+/// claimed yet, by page: page `vpn`'s in slot `vpn % N`, where a later page of the same slot
+/// replaces it (no search on the fault path: the faults in service at once are a few
+/// neighbouring pages, which take different slots).
 #[derive(Clone, Copy, Debug)]
 pub struct Resolutions<const N: usize> {
     slots: [Option<(u64, bool, Record)>; N],
-    next: usize,
 }
 
 impl<const N: usize> Default for Resolutions<N> {
@@ -389,37 +397,36 @@ impl<const N: usize> Default for Resolutions<N> {
 impl<const N: usize> Resolutions<N> {
     /// None.
     pub const fn new() -> Self {
-        Resolutions {
-            slots: [None; N],
-            next: 0,
-        }
+        Resolutions { slots: [None; N] }
     }
 
-    /// Page `vpn` was resolved (`write`: for writing) from the SMMU's report, as `r` says;
-    /// the oldest kept goes when all `N` slots are taken.
-    pub fn put(&mut self, vpn: u64, write: bool, r: Record) {
-        if N == 0 {
-            return;
-        }
-        let slot = self
-            .slots
-            .iter()
-            .position(|s| s.is_some_and(|(v, w, _)| v == vpn && w == write))
-            .unwrap_or(self.next);
-        self.slots[slot] = Some((vpn, write, r));
-        if slot == self.next {
-            self.next = (self.next + 1) % N;
+    /// Page `vpn` was resolved (`write`: for writing) from the SMMU's report, as `r` says.
+    pub fn put(&mut self, vpn: u64, write: bool, r: &Record) {
+        if let Some(s) = self.slots.get_mut(slot::<N>(vpn)) {
+            *s = Some((vpn, write, *r));
         }
     }
 
     /// The resolution of page `vpn` for a fault of direction `write` (a write's serves a
     /// read), taken out.
     pub fn take(&mut self, vpn: u64, write: bool) -> Option<Record> {
-        let s = self
-            .slots
-            .iter_mut()
-            .find(|s| s.is_some_and(|(v, w, _)| v == vpn && (w || !write)))?;
-        s.take().map(|(_, _, r)| r)
+        let s = self.slots.get_mut(slot::<N>(vpn))?;
+        match *s {
+            Some((v, w, r)) if v == vpn && (w || !write) => {
+                *s = None;
+                Some(r)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Page `vpn`'s slot of `N` (any, for `N` 0: none is there).
+fn slot<const N: usize>(vpn: u64) -> usize {
+    if N == 0 {
+        0
+    } else {
+        (vpn % N as u64) as usize
     }
 }
 
@@ -540,7 +547,7 @@ mod tests {
         let mut log = Log::new(vec![Record::default(); 3]);
         assert!(log.is_empty());
         for t in 1..=5u64 {
-            log.push(rec(&[(Step::Irq, t), (Step::Answered, t * 10)]));
+            log.push(&rec(&[(Step::Irq, t), (Step::Answered, t * 10)]));
         }
         assert_eq!((log.len(), log.total()), (3, 5));
         let firsts: Vec<_> = log.iter().map(|r| r.at(Step::Irq).unwrap()).collect();
@@ -557,7 +564,7 @@ mod tests {
         log.clear();
         assert_eq!((log.len(), log.total(), log.iter().count()), (0, 0, 0));
         let mut empty = Log::new(Vec::new());
-        empty.push(Record::default());
+        empty.push(&Record::default());
         assert!(empty.is_empty());
     }
 
@@ -565,10 +572,10 @@ mod tests {
     #[test]
     fn summary_json() {
         let mut s = String::new();
-        write_summary(&mut s, &[], 0, true, &mut [0; 4]).unwrap();
+        write_summary(&mut s, &[], 0, true, 17, &mut [0; 4]).unwrap();
         assert_eq!(
             s,
-            "{\"stamps\": true, \"faults\": 0, \"kept\": 0, \"nacks\": 0, \"pages\": 0, \"stages\": {}}\n"
+            "{\"stamps\": true, \"record_ns\": 17, \"faults\": 0, \"kept\": 0, \"nacks\": 0, \"pages\": 0, \"stages\": {}}\n"
         );
         let mut r = rec(&[
             (Step::Irq, 1000),
@@ -579,10 +586,10 @@ mod tests {
         let mut nack = r;
         nack.errno = 14;
         s.clear();
-        write_summary(&mut s, &[r, nack], 5, false, &mut [0; 4]).unwrap();
+        write_summary(&mut s, &[r, nack], 5, false, 0, &mut [0; 4]).unwrap();
         assert_eq!(
             s,
-            "{\"stamps\": false, \"faults\": 5, \"kept\": 2, \"nacks\": 1, \"pages\": 4, \"stages\": {\
+            "{\"stamps\": false, \"record_ns\": 0, \"faults\": 5, \"kept\": 2, \"nacks\": 1, \"pages\": 4, \"stages\": {\
              \"wake\": {\"n\": 2, \"p50\": 1500, \"p90\": 1500, \"p99\": 1500, \"max\": 1500}, \
              \"answer\": {\"n\": 2, \"p50\": 501, \"p90\": 501, \"p99\": 501, \"max\": 501}, \
              \"total\": {\"n\": 2, \"p50\": 2001, \"p90\": 2001, \"p99\": 2001, \"max\": 2001}}}\n"
@@ -601,27 +608,27 @@ mod tests {
     }
 
     /// A resolution is claimed once, by its page; a write's serves a read, not the reverse;
-    /// the oldest goes when the slots are full.
+    /// a later page of the same slot replaces it, one of another slot does not.
     #[test]
     fn resolutions_by_page() {
         let mut res = Resolutions::<2>::new();
         let r = |t| rec(&[(Step::Smmu, t)]);
-        res.put(10, false, r(1));
+        res.put(10, false, &r(1));
         assert_eq!(res.take(10, true), None, "a read's does not serve a write");
-        assert_eq!(res.take(11, false), None);
+        assert_eq!(res.take(12, false), None, "same slot, another page");
         assert_eq!(res.take(10, false), Some(r(1)));
         assert_eq!(res.take(10, false), None, "taken once");
-        res.put(20, true, r(2));
+        res.put(20, true, &r(2));
         assert_eq!(res.take(20, false), Some(r(2)));
-        res.put(1, false, r(3));
-        res.put(2, false, r(4));
-        res.put(2, false, r(5));
-        res.put(3, false, r(6));
-        assert_eq!(res.take(1, false), None, "the oldest went");
+        res.put(1, false, &r(3));
+        res.put(2, false, &r(4));
+        res.put(2, false, &r(5));
+        res.put(3, false, &r(6));
+        assert_eq!(res.take(1, false), None, "page 3 took its slot");
         assert_eq!(res.take(2, false), Some(r(5)), "the same page's newest");
         assert_eq!(res.take(3, false), Some(r(6)));
         let mut none = Resolutions::<0>::new();
-        none.put(1, false, r(1));
+        none.put(1, false, &r(1));
         assert_eq!(none.take(1, false), None);
     }
 }
