@@ -129,7 +129,7 @@ impl Process {
                 inner.ahead.failed(&c);
                 return true;
             }
-            let target = match self.ahead_target(inner, &c, first, end) {
+            let target = match self.ahead_target(inner, &c, first, end, room) {
                 Some(t) => t,
                 None => {
                     inner.ahead.failed(&c);
@@ -152,14 +152,16 @@ impl Process {
         true
     }
 
-    /// The fault-in of pages `[first, end)` of step `c`: `None` if its region no longer covers
-    /// them with the access, or is pinned.
+    /// The fault-in of pages `[first, end)` of step `c`, with `room` pages left in the
+    /// translation budget: `None` if its region no longer covers them with the access, or is
+    /// pinned.
     fn ahead_target(
         &self,
         inner: &mut super::Inner,
         c: &Chunk,
         first: u64,
         end: u64,
+        room: u64,
     ) -> Option<FaultTarget> {
         let r = inner.regions.get(c.handle)?;
         let want = Range::new(first << PAGE_SHIFT, (end - first) << PAGE_SHIFT, u64::MAX).ok()?;
@@ -176,8 +178,9 @@ impl Process {
             window: end - first - 1,
             limit: want.end,
             strided: None,
-            // Steps end at block boundaries already (`ahead::CHUNK`).
-            blocks: false,
+            // A huge page whole, as a fault maps it, where the budget's room holds the step
+            // and a block more (map-ahead never evicts).
+            blocks: room >= end - first + BLOCK_PAGES,
         })
     }
 

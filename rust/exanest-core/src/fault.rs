@@ -167,7 +167,7 @@ pub fn touch_ahead(
 /// For a fault on a transparent huge page: the page is resident whole, so resolving all of it
 /// costs no memory, and the IOMMU maps it as one block (one map call, one IOTLB entry). A
 /// window alone would map the huge page's first pages one by one, and the map-ahead after it
-/// (whose steps end at block boundaries, [`crate::ahead::CHUNK`]) the rest of it one by one too:
+/// (whose steps end at multiples of [`crate::ahead::CHUNK`]) the rest of it one by one too:
 /// a sequential transfer over huge pages got a block for every other one.
 pub fn widen_to_block(
     (first, last): (u64, u64),
