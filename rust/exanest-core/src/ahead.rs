@@ -25,11 +25,13 @@ pub const MAX_PAGES: u64 = 4096;
 
 /// Pages one step of the fault thread maps at most, a step ending at a multiple of it: 512 KiB
 /// of 4 KiB pages. A fault that comes meanwhile waits for the step: 128 fresh pages' fault-in,
-/// where 2 MiB steps made a receiver's faults wait 0.4 ms at p50 behind 1 ms of fault-in
-/// (`make evaluate`, eval kernel: a cold 8 MiB put 7,494 -> 6,350 us, a sequential 8 MiB copy
-/// 8,914 -> 7,736 us though it faults 2.75 times per MiB instead of 1.2; 64-page steps faulted
-/// 4.75 times and were slower). A step that meets a transparent huge page still maps all of
-/// it, as one IOMMU block ([`crate::fault::widen_to_block`]).
+/// where 2 MiB steps made a receiver's faults wait 385 us at p50 behind 1.1 ms of fault-in
+/// (90 us now). `make evaluate` (eval kernel, medians of 5 runs) against 2 MiB steps: a cold
+/// 8 MiB put 7,494 -> 6,717 us, 1 MiB churn on demand 893 -> 794 us, eight cold senders 0.89
+/// -> 1.13 of one; but a sequential 8 MiB copy faults 4.5 times per MiB instead of 1.2 in the
+/// same time (8,866 us), and copies under a budget half their working set pass in 6,776 us
+/// instead of 5,562. A step that meets a transparent huge page still maps all of it, as one
+/// IOMMU block ([`crate::fault::widen_to_block`]).
 pub const CHUNK: u64 = 128;
 
 /// A step of a job: map pages `[first, first + pages)` of region `handle`, for reading, or

@@ -739,6 +739,109 @@ fn pipe() -> Res<(std::fs::File, std::fs::File)> {
     })
 }
 
+/// What a child of [`together`] is given: [`Gang::start`] once it has set up, then
+/// [`Gang::report`] with its result, before its teardown.
+struct Gang {
+    ready: Option<std::fs::File>,
+    go: std::fs::File,
+    results: std::fs::File,
+}
+
+impl Gang {
+    /// Set up: returns when every child has set up (and the parent said go).
+    fn start(&mut self) -> Res<()> {
+        use std::io::{Read, Write};
+        if let Some(mut w) = self.ready.take() {
+            w.write_all(b"r")?;
+        }
+        self.go.read_exact(&mut [0u8; 1])?;
+        Ok(())
+    }
+
+    /// The child's line of the result (its teardown, after it, is not timed).
+    fn report(&mut self, line: &str) -> Res<()> {
+        use std::io::Write;
+        self.results.write_all(format!("{line}\n").as_bytes())?;
+        Ok(())
+    }
+}
+
+/// Run `child(k, gang)` in `n` child processes (`k` = 0..n) at once: each sets up, calls
+/// [`Gang::start`], which returns when every child has set up and `before_go` has run in the
+/// parent, then reports its line. Returns the children's lines (in the order they came) and
+/// the time from the start to the last line, us (CLOCK_MONOTONIC; the children's teardown,
+/// closing the engine, is not in it). An error if any child failed.
+fn together(
+    n: usize,
+    child: impl Fn(usize, &mut Gang) -> Res<()>,
+    before_go: impl FnOnce() -> Res<()>,
+) -> Res<(Vec<String>, f64)> {
+    use std::io::{BufRead, Read, Write};
+    let (mut ready_r, ready_w) = pipe()?;
+    let (go_r, go_w) = pipe()?;
+    let (mut res_r, res_w) = pipe()?;
+    let mut pids = Vec::new();
+    for k in 0..n {
+        let mut gang = Gang {
+            ready: Some(ready_w.try_clone()?),
+            go: go_r.try_clone()?,
+            results: res_w.try_clone()?,
+        };
+        let child = &child;
+        pids.push(spawn(move || {
+            let res = child(k, &mut gang);
+            // Every child holds every pipe's ends (fork): one that failed before it was ready
+            // says so, or the parent would wait for it.
+            if let (Err(_), Some(mut w)) = (&res, gang.ready.take()) {
+                let _ = w.write_all(b"e");
+            }
+            res
+        })?);
+    }
+    drop((ready_w, go_r, res_w));
+    let mut go_w = go_w;
+    // Whatever fails, every child that waits is told to go (each holds the write end of `go`
+    // too, so it would never see its end) and every child is reaped before it is reported.
+    let mut ready = vec![0u8; n];
+    let mut ran = ready_r
+        .read_exact(&mut ready)
+        .map_err(Into::into)
+        .and_then(|()| {
+            if ready.contains(&b'e') {
+                Err("a process failed to set up".into())
+            } else {
+                before_go()
+            }
+        });
+    let t0 = Instant::now();
+    let mut lines = Vec::new();
+    let mut wall = 0.0;
+    let go = go_w.write_all(&vec![0u8; n]);
+    if ran.is_ok() {
+        // Until the last result, not until the children are gone: their teardown (closing
+        // the engine) is not part of what they measured.
+        let mut results = std::io::BufReader::new(&mut res_r);
+        ran = go.map_err(Into::into).and_then(|()| {
+            while lines.len() < n {
+                let mut l = String::new();
+                if results.read_line(&mut l)? == 0 {
+                    break;
+                }
+                lines.push(l.trim_end().to_string());
+            }
+            wall = us(t0);
+            Ok(())
+        });
+    }
+    let reaped = pids.into_iter().try_for_each(reap);
+    ran?;
+    reaped?;
+    if lines.len() != n {
+        return Err(format!("{} results from {n} processes", lines.len()).into());
+    }
+    Ok((lines, wall))
+}
+
 /// Jain's fairness index of `x`: 1 when all are equal, 1/n when one gets everything.
 fn jain(x: &[f64]) -> f64 {
     let s: f64 = x.iter().sum();
@@ -753,59 +856,33 @@ fn jain(x: &[f64]) -> f64 {
 /// copying `size` bytes at a time for `ms` milliseconds: the aggregate throughput, each
 /// process's, and Jain's index over them.
 fn processes(size: usize, ms: u64) -> Res<()> {
-    use std::io::{Read, Write};
     for n in [1usize, 2, 4, 8, 16] {
-        let (mut ready_r, ready_w) = pipe()?;
-        let (go_r, mut go_w) = pipe()?;
-        let (mut res_r, res_w) = pipe()?;
-        let mut pids = Vec::new();
-        for _ in 0..n {
-            let (mut rw, mut gr, mut sw) =
-                (ready_w.try_clone()?, go_r.try_clone()?, res_w.try_clone()?);
-            pids.push(spawn(move || {
-                let dev = Device::open(0)?;
-                let mut src = Buf::new(size, false)?;
-                let dst = Buf::new(size, false)?;
-                src.fill(3);
-                register(&dev, &src, Access::Read, Mode::Pin, None)?;
-                register(&dev, &dst, Access::Write, Mode::Pin, None)?;
+        let child = |_k, gang: &mut Gang| -> Res<()> {
+            let dev = Device::open(0)?;
+            let mut src = Buf::new(size, false)?;
+            let dst = Buf::new(size, false)?;
+            src.fill(3);
+            register(&dev, &src, Access::Read, Mode::Pin, None)?;
+            register(&dev, &dst, Access::Write, Mode::Pin, None)?;
+            copy(&dev, src.addr(), dst.addr(), size)?;
+            gang.start()?;
+            let t0 = Instant::now();
+            let mut bytes = 0u64;
+            while t0.elapsed().as_millis() < u128::from(ms) {
                 copy(&dev, src.addr(), dst.addr(), size)?;
-                rw.write_all(b"r")?;
-                let mut b = [0u8; 1];
-                gr.read_exact(&mut b)?;
-                let t0 = Instant::now();
-                let mut bytes = 0u64;
-                while t0.elapsed().as_millis() < u128::from(ms) {
-                    copy(&dev, src.addr(), dst.addr(), size)?;
-                    bytes += size as u64;
-                }
-                let el = us(t0);
-                sw.write_all(format!("{bytes} {el}\n").as_bytes())?;
-                Ok(())
-            })?);
-        }
-        drop((ready_w, go_r, res_w));
-        let mut b = vec![0u8; n];
-        ready_r.read_exact(&mut b)?;
-        let t0 = Instant::now();
-        go_w.write_all(&b)?;
-        let mut text = String::new();
-        res_r.read_to_string(&mut text)?;
-        let wall = us(t0);
-        for p in pids {
-            reap(p)?;
-        }
+                bytes += size as u64;
+            }
+            gang.report(&format!("{bytes} {}", us(t0)))
+        };
+        let (lines, wall) = together(n, child, || Ok(()))?;
         let mut total = 0u64;
         let mut each = Vec::new();
-        for l in text.lines() {
+        for l in &lines {
             let mut f = l.split_whitespace();
             let bytes: u64 = f.next().ok_or("result")?.parse()?;
             let el: f64 = f.next().ok_or("result")?.parse()?;
             total += bytes;
             each.push(bytes as f64 / el);
-        }
-        if each.len() != n {
-            return Err(format!("{} results from {n} processes", each.len()).into());
         }
         let list: Vec<String> = each.iter().map(|v| format!("{v:.1}")).collect();
         println!(

@@ -34,7 +34,7 @@
 //! - `net-incast`: eight engines put into never-touched memory of one (`make evaluate` boots
 //!   nine on the hub): the aggregate, Jain's index, the timeouts ([`net_incast`]).
 
-use super::{p50_p99, pipe, poll_one, reap, spawn, Buf, Res};
+use super::{p50_p99, pipe, poll_one, reap, spawn, together, Buf, Gang, Res};
 use exanest_dma::{Device, Message, Mode, Queue, QueueCompletion, Remote};
 use std::time::{Duration, Instant};
 
@@ -647,48 +647,42 @@ pub(crate) fn net_many(pairs: &[usize], size: usize, ms: u64) -> Res<()> {
             *targets.get_mut(k).ok_or("a receiver's index")? = Remote::from_bytes(&msg[4..]);
         }
         // The senders.
-        let (mut ready_r, ready_w) = pipe()?;
-        let (go_r, mut go_w) = pipe()?;
-        let (mut res_r, res_w) = pipe()?;
-        let mut spids = Vec::new();
-        for (k, to) in targets.into_iter().enumerate() {
-            let to = to.ok_or("a receiver's target")?;
-            let (mut rw, mut gr, mut sw) =
-                (ready_w.try_clone()?, go_r.try_clone()?, res_w.try_clone()?);
-            spids.push(spawn(move || {
-                let dev = Device::open(0)?;
-                let mut q = dev.create_queue(4, 4)?;
-                let (src, hs) = pinned(&dev, size, exanest_dma::Access::Read, 40 + k as u8)?;
-                rw.write_all(b"r")?;
-                gr.read_exact(&mut [0u8; 1])?;
-                let cold = one_with(&mut q, true, src.addr(), size, &to, true)?;
-                let t0 = Instant::now();
-                let mut bytes = 0;
-                while t0.elapsed() < Duration::from_millis(ms) {
-                    one_with(&mut q, true, src.addr(), size, &to, true)?;
-                    bytes += size;
-                }
-                let warm = t0.elapsed().as_secs_f64() * 1e6;
-                dev.deregister(hs)?;
-                sw.write_all(format!("{cold} {bytes} {warm}\n").as_bytes())?;
-                Ok(())
-            })?);
-        }
-        drop((ready_w, go_r, res_w));
-        ready_r.read_exact(&mut vec![0u8; n])?;
-        let c0 = n0.net_counters()?;
-        go_w.write_all(&vec![0u8; n])?;
-        let mut text = String::new();
-        res_r.read_to_string(&mut text)?;
+        let targets: Vec<Remote> = targets
+            .into_iter()
+            .collect::<Option<_>>()
+            .ok_or("a receiver's target")?;
+        let sender = |k: usize, gang: &mut Gang| -> Res<()> {
+            let dev = Device::open(0)?;
+            let mut q = dev.create_queue(4, 4)?;
+            let (src, hs) = pinned(&dev, size, exanest_dma::Access::Read, 40 + k as u8)?;
+            let to = targets[k];
+            gang.start()?;
+            let cold = one_with(&mut q, true, src.addr(), size, &to, true)?;
+            let t0 = Instant::now();
+            let mut bytes = 0;
+            while t0.elapsed() < Duration::from_millis(ms) {
+                one_with(&mut q, true, src.addr(), size, &to, true)?;
+                bytes += size;
+            }
+            let warm = t0.elapsed().as_secs_f64() * 1e6;
+            gang.report(&format!("{cold} {bytes} {warm}"))?;
+            dev.deregister(hs)?;
+            Ok(())
+        };
+        let mut c0 = None;
+        let sent = together(n, sender, || {
+            c0 = Some(n0.net_counters()?);
+            Ok(())
+        });
         let c1 = n0.net_counters()?;
-        let sent = spids.into_iter().try_for_each(reap);
         end_w.write_all(&vec![0u8; n])?;
         let received = rpids.into_iter().try_for_each(reap);
-        sent?;
+        let (lines, _) = sent?;
         received?;
+        let c0 = c0.ok_or("no counters before the start")?;
         let (mut cold, mut warm_rates, mut warm_bytes, mut warm_slowest) =
             (Vec::new(), Vec::new(), 0u64, 0.0f64);
-        for l in text.lines() {
+        for l in &lines {
             let f: Vec<f64> = l
                 .split_whitespace()
                 .filter_map(|v| v.parse().ok())
@@ -700,9 +694,6 @@ pub(crate) fn net_many(pairs: &[usize], size: usize, ms: u64) -> Res<()> {
             warm_rates.push(b / t);
             warm_bytes += b as u64;
             warm_slowest = warm_slowest.max(t);
-        }
-        if cold.len() != n {
-            return Err(format!("net-many: {} results from {n} senders", cold.len()).into());
         }
         let (cold_agg, cold_jain, _) = shares(&cold, size);
         let warm_agg = warm_bytes as f64 / warm_slowest;

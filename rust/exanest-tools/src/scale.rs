@@ -18,7 +18,7 @@
 //!   khugepaged (`MADV_HUGEPAGE`, scanning sped up): its share in huge pages over time, the
 //!   IOMMU's 2 MiB blocks, and the copy's throughput before and after, pinned and on demand.
 
-use super::{copy, fault_log, pipe, reap, spawn, us, Buf, Res, FAULT_LOG};
+use super::{copy, fault_log, pipe, reap, spawn, together, us, Buf, Gang, Res, FAULT_LOG};
 use exanest_dma::{Access, Device, Mode};
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
@@ -62,80 +62,56 @@ fn touch(b: &mut Buf, seed: u8) {
 pub(super) fn storm(size: usize) -> Res<()> {
     let mut one = 0.0;
     for n in [1usize, 4, 16] {
-        let (mut ready_r, ready_w) = pipe()?;
-        let (go_r, mut go_w) = pipe()?;
-        let (mut res_r, res_w) = pipe()?;
-        let mut pids = Vec::new();
-        for _ in 0..n {
-            let (mut rw, mut gr, mut sw) =
-                (ready_w.try_clone()?, go_r.try_clone()?, res_w.try_clone()?);
-            pids.push(spawn(move || {
-                let dev = Device::open(0)?;
-                let mut src = Buf::new(size, false)?;
-                let dst = Buf::new(size, false)?;
-                touch(&mut src, 7);
-                // SAFETY: Both buffers outlive their regions (deregistered below).
-                let (hs, hd) = unsafe {
-                    (
-                        dev.register_raw_window(
-                            src.addr(),
-                            size as u64,
-                            Access::Read,
-                            Mode::OnDemand,
-                            Some(0),
-                        )?,
-                        dev.register_raw_window(
-                            dst.addr(),
-                            size as u64,
-                            Access::Write,
-                            Mode::OnDemand,
-                            Some(0),
-                        )?,
-                    )
-                };
-                let c0 = dev.counters()?;
-                rw.write_all(b"r")?;
-                let mut b = [0u8; 1];
-                gr.read_exact(&mut b)?;
-                let t0 = Instant::now();
-                copy(&dev, src.addr(), dst.addr(), size)?;
-                let t = us(t0);
-                let c1 = dev.counters()?;
-                if src.slice() != dst.slice() {
-                    return Err("the copy's data differs".into());
-                }
-                dev.deregister(hs)?;
-                dev.deregister(hd)?;
-                sw.write_all(
-                    format!("{t} {}\n", c1.faults_resolved - c0.faults_resolved).as_bytes(),
-                )?;
-                Ok(())
-            })?);
-        }
-        drop((ready_w, go_r, res_w));
-        let mut b = vec![0u8; n];
-        ready_r.read_exact(&mut b)?;
-        fault_log("on")?;
-        fault_log("clear")?;
-        let t0 = Instant::now();
-        go_w.write_all(&b)?;
-        let mut text = String::new();
-        res_r.read_to_string(&mut text)?;
-        let wall = us(t0);
+        let child = |_k, gang: &mut Gang| -> Res<()> {
+            let dev = Device::open(0)?;
+            let mut src = Buf::new(size, false)?;
+            let dst = Buf::new(size, false)?;
+            touch(&mut src, 7);
+            // SAFETY: Both buffers outlive their regions (deregistered below).
+            let (hs, hd) = unsafe {
+                (
+                    dev.register_raw_window(
+                        src.addr(),
+                        size as u64,
+                        Access::Read,
+                        Mode::OnDemand,
+                        Some(0),
+                    )?,
+                    dev.register_raw_window(
+                        dst.addr(),
+                        size as u64,
+                        Access::Write,
+                        Mode::OnDemand,
+                        Some(0),
+                    )?,
+                )
+            };
+            let c0 = dev.counters()?;
+            gang.start()?;
+            let t0 = Instant::now();
+            copy(&dev, src.addr(), dst.addr(), size)?;
+            let t = us(t0);
+            let c1 = dev.counters()?;
+            if src.slice() != dst.slice() {
+                return Err("the copy's data differs".into());
+            }
+            gang.report(&format!("{t} {}", c1.faults_resolved - c0.faults_resolved))?;
+            dev.deregister(hs)?;
+            dev.deregister(hd)?;
+            Ok(())
+        };
+        let (lines, wall) = together(n, child, || {
+            fault_log("on")?;
+            fault_log("clear")
+        })?;
         let log = std::fs::read_to_string(FAULT_LOG)?;
-        for p in pids {
-            reap(p)?;
-        }
         let (mut faults, mut per) = (0u64, Vec::new());
-        for l in text.lines() {
+        for l in &lines {
             let mut f = l.split_whitespace();
             let t: f64 = f.next().ok_or("result")?.parse()?;
             let k: u64 = f.next().ok_or("result")?.parse()?;
             faults += k;
             per.push(t / k.max(1) as f64);
-        }
-        if per.len() != n {
-            return Err(format!("storm: {} results from {n} processes", per.len()).into());
         }
         per.sort_by(f64::total_cmp);
         let rate = faults as f64 / wall * 1e6;
