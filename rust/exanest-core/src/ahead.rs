@@ -26,12 +26,13 @@ pub const MAX_PAGES: u64 = 4096;
 /// Pages one step of the fault thread maps at most, a step ending at a multiple of it: 512 KiB
 /// of 4 KiB pages. A fault that comes meanwhile waits for the step: 128 fresh pages' fault-in,
 /// where 2 MiB steps made a receiver's faults wait 385 us at p50 behind 1.1 ms of fault-in
-/// (90 us now). `make evaluate` (eval kernel, medians of 5 runs) against 2 MiB steps: a cold
-/// 8 MiB put 7,494 -> 6,717 us, 1 MiB churn on demand 893 -> 794 us, eight cold senders 0.89
-/// -> 1.13 of one; but a sequential 8 MiB copy faults 4.5 times per MiB instead of 1.2 in the
-/// same time (8,866 us), and copies under a budget half their working set pass in 6,776 us
-/// instead of 5,562. A step that meets a transparent huge page still maps all of it, as one
-/// IOMMU block ([`crate::fault::widen_to_block`]).
+/// (90-98 us now). Two `make evaluate` runs (eval kernel, medians of 5 runs each) against
+/// 2 MiB steps: a cold 8 MiB put 7,494 -> 6,717 / 6,713 us, 1 MiB churn on demand 893 -> 794 /
+/// 789 us, eight cold senders 0.89 -> 1.13 of one; but a sequential 8 MiB copy faults 4.5
+/// times per MiB instead of 1.2 and takes 8,866 / 9,403 us instead of 8,914, and copies under
+/// a budget half their working set pass in 6,776 / 6,070 us instead of 5,562. A step that
+/// meets a transparent huge page still maps all of it, as one IOMMU block
+/// ([`crate::fault::widen_to_block`]).
 pub const CHUNK: u64 = 128;
 
 /// A step of a job: map pages `[first, first + pages)` of region `handle`, for reading, or
