@@ -853,10 +853,14 @@ fn jain(x: &[f64]) -> f64 {
 }
 
 /// 1, 2, 4, 8 and 16 processes at once, each on its own context (or sharing them), each
-/// copying `size` bytes at a time for `ms` milliseconds: the aggregate throughput, each
-/// process's, and Jain's index over them.
+/// copying `size` bytes at a time for `ms` milliseconds, with COPY + WAIT (`path` ioctl) or on
+/// its user-level queue (`path` queue): the aggregate throughput, each process's, and Jain's
+/// index over them.
 fn processes(size: usize, ms: u64) -> Res<()> {
-    for n in [1usize, 2, 4, 8, 16] {
+    for (path, n) in ["ioctl", "queue"]
+        .into_iter()
+        .flat_map(|p| [1usize, 2, 4, 8, 16].map(|n| (p, n)))
+    {
         let child = |_k, gang: &mut Gang| -> Res<()> {
             let dev = Device::open(0)?;
             let mut src = Buf::new(size, false)?;
@@ -864,12 +868,35 @@ fn processes(size: usize, ms: u64) -> Res<()> {
             src.fill(3);
             register(&dev, &src, Access::Read, Mode::Pin, None)?;
             register(&dev, &dst, Access::Write, Mode::Pin, None)?;
-            copy(&dev, src.addr(), dst.addr(), size)?;
+            let mut q = match path {
+                "queue" => Some(dev.create_queue(4, 4)?),
+                _ => None,
+            };
+            // One copy to completion: COPY + WAIT, or posted on the queue and waited for
+            // asleep (QUEUE_WAIT: a process spinning on its ring would take a CPU from the
+            // others).
+            let mut one = || -> Res<()> {
+                let Some(q) = q.as_mut() else {
+                    return copy(&dev, src.addr(), dst.addr(), size);
+                };
+                let mut c = [QueueCompletion::default(); 1];
+                // SAFETY: Both ranges are the pinned regions above; nothing reads `dst` while
+                // the copy is outstanding.
+                unsafe { q.post(src.addr(), dst.addr(), size as u32, 1)? };
+                while q.poll(&mut c) == 0 {
+                    q.wait(Some(std::time::Duration::from_secs(10)))?;
+                }
+                if c[0].status != 0 {
+                    return Err(format!("queue copy: status {}", c[0].status).into());
+                }
+                Ok(())
+            };
+            one()?;
             gang.start()?;
             let t0 = Instant::now();
             let mut bytes = 0u64;
             while t0.elapsed().as_millis() < u128::from(ms) {
-                copy(&dev, src.addr(), dst.addr(), size)?;
+                one()?;
                 bytes += size as u64;
             }
             gang.report(&format!("{bytes} {}", us(t0)))
@@ -886,7 +913,7 @@ fn processes(size: usize, ms: u64) -> Res<()> {
         }
         let list: Vec<String> = each.iter().map(|v| format!("{v:.1}")).collect();
         println!(
-            "{{\"bench\":\"processes\",\"processes\":{n},\"size\":{size},\"aggregate_mbps\":{:.1},\"jain\":{:.4},\"per_process_mbps\":[{}]}}",
+            "{{\"bench\":\"processes\",\"path\":\"{path}\",\"processes\":{n},\"size\":{size},\"aggregate_mbps\":{:.1},\"jain\":{:.4},\"per_process_mbps\":[{}]}}",
             total as f64 / wall,
             jain(&each),
             list.join(",")
