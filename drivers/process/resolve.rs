@@ -390,6 +390,12 @@ impl Process {
                 end => end,
             };
             let r = g.regions.get_mut(h).ok_or(EFAULT)?;
+            // The translation budget and its room, read once for the plan and the block.
+            let (budget, room) = {
+                let m = self.map.lock();
+                let limit = m.budget.bound();
+                (limit, limit.saturating_sub(m.mirror.len()))
+            };
             let (window, strided) = if r.window == abi::WINDOW_ADAPTIVE {
                 // The pages the transfer touches from the fault on.
                 let run = match end {
@@ -397,11 +403,6 @@ impl Process {
                     end => end.div_ceil(PAGE_SIZE as u64).saturating_sub(vpn).max(1),
                 };
                 let plan = r.adapt.plan_for(vpn, run);
-                let (budget, room) = {
-                    let m = self.map.lock();
-                    let limit = m.budget.bound();
-                    (limit, limit.saturating_sub(m.mirror.len()))
-                };
                 // A prediction never evicts (as map-ahead): the stride points that fit in the
                 // budget's room, or none.
                 let points = room / plan.run;
@@ -421,9 +422,7 @@ impl Process {
             };
             // A huge page resolved whole takes a block of the budget: not when a window
             // could not (a quarter of it), nor when the window asked is the page alone.
-            let blocks = strided.is_none()
-                && r.window != 0
-                && self.map.lock().budget.bound() / 4 >= BLOCK_PAGES;
+            let blocks = strided.is_none() && r.window != 0 && budget / 4 >= BLOCK_PAGES;
             let target = FaultTarget {
                 handle: h,
                 region: r.range,
