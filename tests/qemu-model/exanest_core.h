@@ -144,6 +144,8 @@ uint32_t exanest_send_seq(ExanestSendOp *op);
 void exanest_send_withdrawn(ExanestSendOp *op, uint64_t low);
 /* The timer fired while this side stalls on its own fault: wait again */
 void exanest_send_postpone(ExanestSendOp *op, uint64_t now);
+/* GET: its destination unmapped at what is placed, nothing asked past it */
+void exanest_send_local_fault(ExanestSendOp *op);
 /*
  * An ACK: the receiver placed [0, off), and the blocks of sack (an ACK's
  * status; bit i: block off / EXANEST_PKT_MTU + 1 + i), answering the packet

@@ -2218,6 +2218,8 @@ static const Property pldma_properties[] = {
     DEFINE_PROP_UINT32("net-rtt-ns", PldmaState, net.rtt_ns, 0),
     /* ACK one in this many packets placed in order (1: every one) */
     DEFINE_PROP_UINT32("ack-every", PldmaState, net.ack_every, 2),
+    /* Check a WRITE's translations this many bytes ahead of its data */
+    DEFINE_PROP_UINT32("rx-lookahead", PldmaState, net.rx_lookahead, 64 * KiB),
 };
 
 /*

@@ -76,6 +76,7 @@ typedef struct PldmaChannel {
     int rx;                 /* ORIGIN NET_RX: the receive op it reports */
     uint32_t rx_src;        /* ORIGIN NET_RX: the sending node */
     uint64_t mbox_order;    /* 2.4, a MAILBOX: when it started, per context */
+    uint64_t get_hold;      /* a GET: 1 + where it stopped asking */
 } PldmaChannel;
 
 /*
@@ -162,6 +163,7 @@ typedef struct PldmaNet {
     uint32_t ecn_threshold; /* 2.7: it marks past this many (0: never) */
     uint32_t rtt_ns;        /* 2.7: the fabric's round trip (0: the link's) */
     uint32_t ack_every;     /* ACK one in this many packets placed in order */
+    uint32_t rx_lookahead;  /* check translations this far ahead of WRITEs */
     /* Registers. */
     uint32_t rto_us, retries, drop_ppm, corrupt_ppm;
     uint32_t reorder_ppm, reorder_us;   /* 2.8 */
@@ -192,6 +194,8 @@ typedef struct PldmaNet {
     uint64_t ack_delay_ns;  /* how long an owed ACK waits */
     /* Receiving: the core's table of remote ops (RecvTable). */
     ExanestRecvTable *rxt;
+    /* Per receive slot: its op (source << 32 | op id), 1 + its last miss. */
+    uint64_t la_op[PLDMA_NET_RX_OPS], la_miss[PLDMA_NET_RX_OPS];
     /* The round trip and the window of each peer (RttTable). */
     ExanestRttTable *rtt;
 } PldmaNet;

@@ -941,10 +941,7 @@ impl SendOp {
             }
         }
         if !whole {
-            self.deadline = None;
-            self.probe_at = None;
-            self.timed_get = None;
-            self.next = self.acked;
+            self.local_fault();
             return SendEvent::LocalFault;
         }
         if self.acked == self.len {
@@ -962,6 +959,18 @@ impl SendOp {
         self.deadline = Some(now.saturating_add(self.rto));
         self.arm_probe(now);
         SendEvent::None
+    }
+
+    /// GET: this side's own fault stops the op at what is placed, its destination not mapped
+    /// there: data that came and could not be placed ([`SendOp::on_data`]), or a page found
+    /// unmapped before its data was asked for, with everything asked before it placed. No
+    /// timer runs while this side's kernel resolves the fault (the responder owes nothing); the
+    /// RESUME asks on from the fault.
+    pub fn local_fault(&mut self) {
+        self.deadline = None;
+        self.probe_at = None;
+        self.timed_get = None;
+        self.next = self.acked;
     }
 
     /// The clock reached `now`: past the deadline, go back to the last acknowledged byte and

@@ -427,6 +427,18 @@ pub unsafe extern "C" fn exanest_send_postpone(op: *mut ExanestSendOp, now: u64)
     unsafe { op_mut(op) }.postpone(now)
 }
 
+/// GET: this side found its destination unmapped at what is placed, before asking past it,
+/// and raises its own fault: no timer runs until the RESUME.
+///
+/// # Safety
+///
+/// As [`op_mut`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_send_local_fault(op: *mut ExanestSendOp) {
+    // SAFETY: forwarded from the caller.
+    unsafe { op_mut(op) }.local_fault()
+}
+
 /// An ACK of everything below `off` and of the blocks of `sack`, answering the packet of
 /// sequence number `echo`.
 ///

@@ -159,6 +159,14 @@ static void send_scenario(void)
 	ev("get.data", exanest_send_data(op, 0, 100, 4096, 0, 2));
 	printf("get.acked %llu %lld\n", (unsigned long long)exanest_send_acked(op),
 	       (long long)exanest_send_deadline(op));
+	/* A page found unmapped before it is asked for: no timer until RESUME. */
+	exanest_send_start(op, 9000, &p);
+	exanest_send_sent(op, 0, 4096, 0);
+	ev("get.whole", exanest_send_data(op, 0, 4096, 4096, 0, 2));
+	printf("get.armed %lld\n", (long long)exanest_send_deadline(op));
+	exanest_send_local_fault(op);
+	printf("get.local %llu %lld\n", (unsigned long long)exanest_send_acked(op),
+	       (long long)exanest_send_deadline(op));
 
 	/* Three blocks timed, measured, retimed; the tail lost, probed. */
 	ExanestRttTable *t = exanest_rtt_new();
@@ -784,6 +792,18 @@ fn send_expected() -> Vec<(&'static str, String)> {
         "get.acked",
         format!("{} {}", s.acked(), s.deadline().map_or(-1, |d| d as i64)),
     ));
+    s = SendOp::new(9000, p);
+    s.on_sent(0, 4096, 0);
+    event!("get.whole", s.on_data(0, 4096, 4096, 2));
+    out.push((
+        "get.armed",
+        s.deadline().map_or(-1, |d| d as i64).to_string(),
+    ));
+    s.local_fault();
+    out.push((
+        "get.local",
+        format!("{} {}", s.acked(), s.deadline().map_or(-1, |d| d as i64)),
+    ));
     let mut t = RttTable::new();
     p.kind = Kind::Put;
     p.window = 3 * 4096;
@@ -985,6 +1005,9 @@ fn header_matches_the_library() {
     // A whole block past the gap, not placed here: left to the reordering tolerance.
     assert_eq!(get(&out, "get.peek1"), "0 0 0");
     assert_eq!(get(&out, "get.data"), "3 0 0 0 0 0 0 0 0");
+    // Its own fault found before asking: the timer that the data armed stops.
+    assert_ne!(get(&out, "get.armed"), "-1");
+    assert_eq!(get(&out, "get.local"), "4096 -1");
     // Timed, measured (the ACK echoing packet 0, 20 ns after it left), retimed, probed: the
     // tail goes again, its probe 40 ns and the reordering tolerance (50) after the last news.
     assert_eq!(get(&out, "tlp.ack"), "0 0 0 0 0 0 0 0 20");
