@@ -712,10 +712,10 @@ static void net_read_req(PldmaState *s, PldmaChannel *c, uint64_t off,
  * whose report the driver resolves at once) stops the asking there. Once
  * everything asked before it is placed, the page is checked again: it is
  * asked for if the driver mapped it meanwhile, else it is this engine's own
- * fault, raised before any data for it was asked. Data asked into a page
- * that does not translate is dropped on arrival and asked again: what the
- * responder sent for a whole window, once per fault (two guests, the demo's
- * get of 8 MiB: 12 faults, 374 KB asked again).
+ * fault, raised before any data for it was asked. (Data asked into a page
+ * that does not translate would be dropped on arrival, with the window
+ * behind it, and asked again: two guests, the demo's get of 8 MiB into
+ * memory never touched, 12 faults, 374 KB asked again before this check.)
  */
 static void net_get_turn(PldmaState *s, PldmaChannel *c, AddressSpace *as,
                          int64_t now)
@@ -1286,20 +1286,13 @@ static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
                           uint64_t *fault);
 
 /*
- * PLACE for WRITE or WRITE_IMM @k, on the core's slot @i. The last packet of
- * a WRITE_IMM then writes the put's completion in the endpoint's ring (the
- * core checked that it has room); if that does not translate, the packet
- * counts as not placed and the fault is the slot's (resolved, RESUMEd, sent
- * again: its bytes are written again, the same).
- */
-/*
  * A WRITE placed in order up to @end of its op, in slot @i: look a distance
  * ahead (property rx-lookahead, bytes; 0: never) and check that the op's
  * page there translates, as a device with an address translation cache
  * fetches translations before its data needs them. One that does not is
  * recorded by the SMMU, whose report the driver resolves at once, while the
- * data before it still arrives: when the data comes, its page is mapped and
- * nothing is NACKed or sent again. Each page is checked once, as the
+ * data before it still arrives: if the page is mapped by the time its data
+ * comes, nothing is NACKed or sent again. Each page is checked once, as the
  * distance's end passes it; after a page that did not translate, none is
  * checked until the data has passed it (one SMMU report per miss).
  */
@@ -1331,6 +1324,13 @@ static void net_rx_look_ahead(PldmaState *s, PCIDevice *fn,
     }
 }
 
+/*
+ * PLACE for WRITE or WRITE_IMM @k, on the core's slot @i. The last packet of
+ * a WRITE_IMM then writes the put's completion in the endpoint's ring (the
+ * core checked that it has room); if that does not translate, the packet
+ * counts as not placed and the fault is the slot's (resolved, RESUMEd, sent
+ * again: its bytes are written again, the same).
+ */
 static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i,
                          bool ahead)
 {
