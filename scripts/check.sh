@@ -2,6 +2,7 @@
 # make check: every test of the project, in phases, with timings and one closing count line.
 # Fails on any test failure, a build failure, a timeout, or a kernel report in the guest console.
 . "$(dirname "$0")/common.sh"
+. "$TOP/scripts/lint-env.sh"
 cd "$TOP"
 LOGS="$TOP/build/logs"
 mkdir -p "$LOGS"
@@ -94,6 +95,11 @@ p_lint() {
 	# One register map: the rst tables and the driver's register! blocks against the C header.
 	if python3 tests/lint/regmap.py >"$LOGS/regmap.log" 2>&1; then pass; else
 		fail "register map (tests/lint/regmap.py)"; show_log "$LOGS/regmap.log" 30; fi
+	# Every document parses (docutils pinned in the linters' venv): a malformed table renders
+	# as raw text, unnoticed.
+	if "$LINT_VENV/bin/python3" tests/lint/rst.py >"$LOGS/rst.log" 2>&1; then pass; else
+		fail "Documentation: reStructuredText that does not parse (tests/lint/rst.py)"
+		show_log "$LOGS/rst.log" 20; fi
 	lint_model
 	if (cd rust && cargo fmt --all -- --check) >"$LOGS/fmt.log" 2>&1; then pass; else
 		fail "rustfmt"; show_log "$LOGS/fmt.log" 20; fi

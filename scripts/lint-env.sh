@@ -2,7 +2,7 @@
 # Source it after common.sh; do not run it.
 # shellcheck shell=bash
 
-# dtschema and yamllint from PyPI. They are pinned here rather than in versions.env because the
+# dtschema, yamllint and docutils from PyPI. They are pinned here rather than in versions.env because the
 # kernel and QEMU cache keys hash versions.env, and a linter must not invalidate those builds.
 DTSCHEMA_VERSION=2026.9
 YAMLLINT_VERSION=1.38.0
@@ -13,6 +13,8 @@ LINT_PIP_PKGS=(
 	attrs==26.1.0 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 pathspec==1.1.1
 	pylibfdt==1.7.2.post2 PyYAML==6.0.3 referencing==0.37.0 rfc3987==1.3.8 rpds-py==2026.9.1
 	ruamel.yaml==0.19.1 typing_extensions==4.16.0
+	# tests/lint/rst.py: every document under Documentation/ parses.
+	docutils==0.21.2
 )
 LINT_VENV="$CACHE/lint-venv-$(printf '%s\n' "${LINT_PIP_PKGS[@]}" | sha256sum | cut -c1-12)"
 
