@@ -2,8 +2,9 @@
 # Source it after common.sh; do not run it.
 # shellcheck shell=bash
 
-# dtschema, yamllint and docutils from PyPI. They are pinned here rather than in versions.env because the
-# kernel and QEMU cache keys hash versions.env, and a linter must not invalidate those builds.
+# dtschema, yamllint and docutils from PyPI. They are pinned here rather than in versions.env
+# because the kernel and QEMU cache keys hash versions.env, and a linter must not invalidate
+# those builds.
 DTSCHEMA_VERSION=2026.9
 YAMLLINT_VERSION=1.38.0
 # Every package they pull in, pinned too (the versions pip resolved for dtschema 2026.9 on

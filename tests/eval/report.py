@@ -195,13 +195,20 @@ def table(header, rows):
 THESIS = {"pin": (3.8, 12.5, 8), "prefault": (4.2, 11.9, 9), "on-demand": (2.9, 13.3, 6)}
 
 
-def thesis_table(w, runs, lat, sizes):
+CHURN_FIELDS = {"us": "us_per_message", "mbps": "mb_per_s", "cpu_pct": "cpu_pct",
+                "faults": "faults_per_message", "process_cpu": "process_cpu_us",
+                "driver_cpu": "driver_threads_cpu_us", "messages": "messages"}
+
+
+def churn_groups(runs):
+    """The buffer churn medians by (mode, size), one dict per field of CHURN_FIELDS."""
+    return {k: group(runs, "churn", ["mode", "size"], v)[0] for k, v in CHURN_FIELDS.items()}
+
+
+def thesis_table(w, churn, lat, mb, sizes):
     """The thesis's table beside this run's: the same three measures per mode, warm (the
     thesis's setting as stated) and with buffer churn (where the modes differ here)."""
-    ch, _ = group(runs, "churn", ["mode", "size"], "us_per_message")
-    chb, _ = group(runs, "churn", ["mode", "size"], "mb_per_s")
-    chc, _ = group(runs, "churn", ["mode", "size"], "cpu_pct")
-    mb, _ = group(runs, "latency", ["mode", "size"], "mbps")
+    ch, chb, chc = churn["us"], churn["mbps"], churn["cpu_pct"]
     if not ch or not sizes:
         return
     small, large = min(sizes), max(sizes)
@@ -218,9 +225,7 @@ def thesis_table(w, runs, lat, sizes):
                 if (m, sz) in ch else "-" for sz in csizes]
         rows.append(row)
     w(table(header, rows) + "\n")
-    chp, _ = group(runs, "churn", ["mode", "size"], "process_cpu_us")
-    chd, _ = group(runs, "churn", ["mode", "size"], "driver_threads_cpu_us")
-    chn, _ = group(runs, "churn", ["mode", "size"], "messages")
+    chp, chd, chn = churn["process_cpu"], churn["driver_cpu"], churn["messages"]
     # CPU per message: the process's and the driver's threads' (a slower mode's CPU % over a
     # longer wall time would flatter it).
     cpu = {k: (chp[k] + chd.get(k, 0)) / chn[k] for k in chp if chn.get(k)}
@@ -322,13 +327,14 @@ def report(raw, out, figdir, meta):
       "but not the speed of real hardware. On a QFDB the engine, the MMU-500 and the A53 cores set\n"
       "the absolute figures; what carries over is the shape: which mode wins where, and by how\n"
       "much fault handling costs relative to a copy.\n")
-    thesis_table(w, runs, lat, sizes)
+    mb, _ = group(runs, "latency", ["mode", "size"], "mbps")
+    churn = churn_groups(runs)
+    thesis_table(w, churn, lat, mb, sizes)
     w(heading("Latency of one copy, warm mappings"))
     w(".. image:: eval/latency.svg\n")
     w(table(["size", "pin us", "prefault us", "on-demand us", "on-demand / pin"], rows) + "\n")
     w("With every page mapped, the three modes take the same path through the engine: what\n"
       "differs is the emulated CPU work around the copy, not the engine's.\n")
-    mb, _ = group(runs, "latency", ["mode", "size"], "mbps")
     big = [sz for sz in sizes if sz >= 1 << 20]
     bwtext = (f"the model's data path is {eng['bandwidth_mbps']} MB/s" if eng["bandwidth_mbps"]
               else "the model's data path is instantaneous")
@@ -353,15 +359,11 @@ def report(raw, out, figdir, meta):
       "spend their CPU in the registering process; on-demand paging spends it in the workers.\n" +
       ("*driver threads* is exact: the CPU clocks of the driver's fault and interrupt threads\n"
        "(the scheduler's run time), over the same span.\n" if ftd else ""))
-    ch, _ = group(runs, "churn", ["mode", "size"], "us_per_message")
+    ch = churn["us"]
     if ch:
-        chb, _ = group(runs, "churn", ["mode", "size"], "mb_per_s")
-        chc, _ = group(runs, "churn", ["mode", "size"], "cpu_pct")
-        chf, _ = group(runs, "churn", ["mode", "size"], "faults_per_message")
+        chb, chc, chf = churn["mbps"], churn["cpu_pct"], churn["faults"]
         w(heading("Buffer churn: every message from a fresh buffer (the thesis's workload)"))
-        chp, _ = group(runs, "churn", ["mode", "size"], "process_cpu_us")
-        chd, _ = group(runs, "churn", ["mode", "size"], "driver_threads_cpu_us")
-        chn, _ = group(runs, "churn", ["mode", "size"], "messages")
+        chp, chd, chn = churn["process_cpu"], churn["driver_cpu"], churn["messages"]
         per = lambda d, m, sz: f"{d[(m, sz)] / chn[(m, sz)]:.1f}" if (m, sz) in d else "-"
         exact = bool(chd)
         w(table(["message", "mode", "us per message", "MB/s", "CPU %"] +
