@@ -39,6 +39,84 @@ struct iommu_domain *exanest_shim_domain_alloc(struct device *dev)
  */
 
 /*
+ * Whether every page of the range is present (and writable, for a write) in the snapshot that
+ * hmm_range_fault() took with no fault requested.
+ */
+static bool exanest_hmm_all_present(struct hmm_range *range, bool write)
+{
+	unsigned long i, n = (range->end - range->start) >> PAGE_SHIFT;
+
+	for (i = 0; i < n; i++) {
+		unsigned long p = range->hmm_pfns[i];
+
+		if (!(p & HMM_PFN_VALID) || (write && !(p & HMM_PFN_WRITE)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * exanest_shim_hmm_fault() for a thread that must not sleep on the mm (the engine's interrupt
+ * thread serving a fault inline): -EWOULDBLOCK when the mmap lock is contended, when the range
+ * is not in one anonymous VMA with the access, or when a fault would wait (for I/O, a page
+ * lock, userfaultfd: FAULT_FLAG_RETRY_NOWAIT) or fails. The fault thread then resolves it the
+ * way that may sleep, and gives any error. Faults in the missing pages one by one, as HMM
+ * would, then takes the snapshot under a fresh notifier sequence.
+ */
+static int exanest_hmm_fault_nowait(struct hmm_range *range, bool write)
+{
+	struct mm_struct *mm = range->notifier->mm;
+	unsigned int flags = FAULT_FLAG_REMOTE | FAULT_FLAG_ALLOW_RETRY | FAULT_FLAG_RETRY_NOWAIT |
+			     (write ? FAULT_FLAG_WRITE : 0);
+	unsigned long need = write ? VM_WRITE : VM_READ;
+	struct vm_area_struct *vma;
+	unsigned long i, n = (range->end - range->start) >> PAGE_SHIFT;
+	int ret;
+
+	range->default_flags = 0;
+	range->pfn_flags_mask = 0;
+	range->notifier_seq = mmu_interval_read_begin(range->notifier);
+	if (!mmap_read_trylock(mm))
+		return -EWOULDBLOCK;
+	vma = vma_lookup(mm, range->start);
+	if (!vma || range->end > vma->vm_end || !vma_is_anonymous(vma) ||
+	    !(vma->vm_flags & need)) {
+		mmap_read_unlock(mm);
+		return -EWOULDBLOCK;
+	}
+	ret = hmm_range_fault(range);
+	if (!ret && !exanest_hmm_all_present(range, write)) {
+		for (i = 0; i < n; i++) {
+			unsigned long p = range->hmm_pfns[i];
+			vm_fault_t f;
+
+			if ((p & HMM_PFN_VALID) && (!write || (p & HMM_PFN_WRITE)))
+				continue;
+			f = handle_mm_fault(vma, range->start + (i << PAGE_SHIFT), flags, NULL);
+			/* With RETRY_NOWAIT the lock is kept, but for a fault that completed. */
+			if (f & VM_FAULT_COMPLETED)
+				return -EWOULDBLOCK;
+			if (f & (VM_FAULT_RETRY | VM_FAULT_ERROR)) {
+				ret = -EWOULDBLOCK;
+				break;
+			}
+		}
+		mmap_read_unlock(mm);
+		if (ret)
+			return ret;
+		/* The faults may have invalidated the range (a COW break): a fresh sequence. */
+		range->notifier_seq = mmu_interval_read_begin(range->notifier);
+		if (!mmap_read_trylock(mm))
+			return -EWOULDBLOCK;
+		ret = hmm_range_fault(range);
+	}
+	mmap_read_unlock(mm);
+	if (ret || !exanest_hmm_all_present(range, write))
+		return -EWOULDBLOCK;
+	return 0;
+}
+
+/*
  * Fault in [start, end) of the notifier's mm for device access (read, or write too) and return
  * one HMM pfn per page in pfns and the notifier sequence to check with
  * exanest_shim_read_retry() under the driver lock. Takes the mmap lock itself. With a stride
@@ -46,7 +124,7 @@ struct iommu_domain *exanest_shim_domain_alloc(struct device *dev)
  * reported as they are (HMM_PFN_VALID only if present), and must not be used.
  */
 int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long start,
-			   unsigned long end, bool write, unsigned long run,
+			   unsigned long end, bool write, bool nowait, unsigned long run,
 			   unsigned long stride, unsigned long *pfns, unsigned long *seq)
 {
 	unsigned long req = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
@@ -60,6 +138,12 @@ int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long star
 	unsigned long i;
 	int ret;
 
+	if (nowait) {
+		/* A strided plan is the fault thread's. */
+		ret = stride ? -EWOULDBLOCK : exanest_hmm_fault_nowait(&range, write);
+		*seq = range.notifier_seq;
+		return ret;
+	}
 	if (stride) {
 		/* Per-page requests: the input pfns say which pages to fault in. */
 		range.default_flags = 0;

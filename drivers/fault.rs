@@ -20,6 +20,8 @@
 //!    copy's through the channel state machine (channel.rs), a queue transfer's in its
 //!    completion, a receive's at the remote sender.
 //!
+//! The engine's interrupt thread serves the faults it sees itself when it can do so without
+//! sleeping on the mm (`Process::serve`, resolve.rs), and hands the others over.
 //! The worker is the process's fault thread (ffi.rs, its work in resolve.rs), not a work item: fault-in may sleep as long
 //! as the mm wants (userfaultfd, FUSE), and teardown stops the thread, which makes such a sleep
 //! end (SIGKILL to the thread) instead of waiting for it. No driver lock is held across
@@ -67,6 +69,11 @@ pub(crate) enum Within {
     /// the page counts.
     Page,
 }
+
+/// A resolution in an interrupt thread (`Process::serve_inline`, resolve.rs) stopped where it
+/// would have slept on the mm, or reclaimed: the fault thread resolves the fault instead. Never
+/// leaves the driver.
+pub(crate) const WOULD_BLOCK: Error = EINPROGRESS;
 
 /// Attempts of `Process::fault_and_map` (resolve.rs) against invalidations, and against failed atomic
 /// page-table allocations.

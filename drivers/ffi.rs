@@ -179,12 +179,16 @@ impl MniPtr {
     /// Fault `[start, end)` in for device access (read, or write too): one pfn per page into
     /// `pfns`, and the notifier sequence to check with [`MniPtr::read_retry`] before using them.
     /// With `sparse` = (run, stride) in pages, only the first `run` pages of every `stride` are
-    /// faulted in, and only their pfns may be used. Takes the mmap lock itself.
+    /// faulted in, and only their pfns may be used. Takes the mmap lock itself. With `nowait`
+    /// it does not sleep on the mm, and fails with EAGAIN where it would (the shim's
+    /// `exanest_hmm_fault_nowait`: a contended mmap lock, a fault that would wait, a range not
+    /// in one anonymous VMA with the access, or a sparse one).
     pub(crate) fn hmm_fault(
         &self,
         start: u64,
         end: u64,
         write: bool,
+        nowait: bool,
         sparse: Option<(u64, u64)>,
         pfns: &mut [HmmPfn],
     ) -> Result<usize> {
@@ -204,6 +208,7 @@ impl MniPtr {
                 start as usize,
                 end as usize,
                 write,
+                nowait,
                 run as usize,
                 stride as usize,
                 pfns.as_mut_ptr().cast(),

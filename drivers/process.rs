@@ -31,8 +31,9 @@
 //! to give up). A doorbell fault that must wait for a context drops the mmap lock before it
 //! takes `Instance::state`; a doorbell's mappings are zapped (which calls the mm's notifiers)
 //! under `Instance::state` alone. The interrupt thread takes `Instance::state` only to find the owner, then
-//! releases it before taking `inner`. The IOMMU fault handler takes no lock
-//! ([`Process::claims`] is lock-free).
+//! releases it before taking `inner`; when it serves a fault inline it takes `inner` and `map`
+//! as the fault thread does, and the mmap lock only with a trylock. The IOMMU fault handler
+//! takes no lock ([`Process::claims`] is lock-free).
 
 pub(crate) mod bind;
 pub(crate) mod channel;
@@ -63,7 +64,7 @@ use crate::mm::pinned::PageMap;
 use crate::process::channel::{Channels, MAX_CH, MAX_INFLIGHT};
 use crate::process::queue::{Doorbell, DoorbellState, QueueState};
 use core::mem::MaybeUninit;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
 use kernel::{
     bindings,
     mm::Mm,
@@ -200,6 +201,11 @@ pub(crate) struct Process {
     /// [`Inner::engine_faults`]; and when each was seen (ns, 0: none).
     irq_faults: AtomicU32,
     irq_at: [AtomicU64; MAX_CH],
+    /// Whether a server of the process's faults is at work: its fault thread, or the engine's
+    /// interrupt thread serving them inline (resolve.rs, [`Process::serve`]). Not a lock: it
+    /// is taken with a swap and never waited for; whoever finds it taken leaves its faults to
+    /// the server at work, which looks for more before it stops.
+    serving: AtomicBool,
     /// Faults the IOMMU fault handler was called for.
     iommu_faults: AtomicU64,
     /// Where the doorbell of the process's user-level queue leads: read by mmap, which runs
@@ -315,6 +321,7 @@ impl Process {
                 done,
                 faults: FaultQueue::new(),
                 irq_faults: AtomicU32::new(0),
+                serving: AtomicBool::new(false),
                 irq_at: [const { AtomicU64::new(0) }; MAX_CH],
                 iommu_faults: AtomicU64::new(0),
                 doorbell: Doorbell::new(),

@@ -115,6 +115,12 @@ impl Faults {
         self.table.end(n);
     }
 
+    /// Give channel `n`'s fault, taken by an interrupt thread that could not resolve it
+    /// without sleeping, back to the fault thread: pending again, counted once.
+    pub(crate) fn defer(&mut self, n: u32) {
+        self.table.defer(n);
+    }
+
     /// End channel `n`'s fault `f` of `origin`, resolved with `res`: decide, write RESUME or
     /// NACK, and check that it was written. A copy's NACK carries `ABORTED` (the copy ends
     /// with the errno the channel state machine keeps); a queue transfer's or a receive's

@@ -13,6 +13,7 @@ use crate::exanest_core::{
     abi::Range,
     fault::{touch_ahead, widen_to_block, InvalLog, Plan},
 };
+use crate::fault::WOULD_BLOCK;
 use crate::ffi::{self, HmmPfn, MniPtr};
 use crate::mm::budget::Budget;
 use crate::mm::iommu::Domain;
@@ -201,6 +202,10 @@ pub(crate) struct FaultTarget {
     /// block ([`widen_to_block`]): an engine fault with a window that may be more than its
     /// page and a budget that has room for it.
     pub(crate) blocks: bool,
+    /// Resolve without sleeping on the mm, or fail with [`WOULD_BLOCK`]: a resolution in an
+    /// interrupt thread, which must not wait for user space (userfaultfd), I/O or a writer of
+    /// the mmap lock.
+    pub(crate) nowait: bool,
 }
 
 /// Check the VMA and fault the touch-ahead window at `addr` in. Runs with no driver lock held:
@@ -215,7 +220,11 @@ pub(crate) fn fault_in(
 ) -> Result<Faulted> {
     let user = mm.mmget_not_zero().ok_or(EFAULT)?;
     let vma = {
-        let guard = user.mmap_read_lock();
+        let guard = if t.nowait {
+            user.mmap_read_trylock().ok_or(WOULD_BLOCK)?
+        } else {
+            user.mmap_read_lock()
+        };
         let vma = guard.vma_lookup(addr as usize).ok_or(EFAULT)?;
         let flags = vma.flags();
         let need = if write {
@@ -240,8 +249,9 @@ pub(crate) fn fault_in(
     if let Some(p) = strided {
         match hmm(t, p.first, p.end, write, Some((p.run, p.stride))) {
             // A predicted page that cannot be faulted in (past the end of a file, say) must
-            // not fail the fault: the window's pages are faulted in instead.
-            Err(e) if e != EINTR => {}
+            // not fail the fault: the window's pages are faulted in instead. (A strided plan
+            // is not followed without sleeping: the fault thread follows it.)
+            Err(e) if e != EINTR && e != WOULD_BLOCK => {}
             res => return res,
         }
     }
@@ -289,10 +299,17 @@ fn hmm(
             first << PAGE_SHIFT,
             last << PAGE_SHIFT,
             write,
+            t.nowait,
             sparse,
             &mut pfns,
         )
-        .map_err(hmm_errno)?;
+        .map_err(|e| {
+            if t.nowait && e == EAGAIN {
+                WOULD_BLOCK
+            } else {
+                hmm_errno(e)
+            }
+        })?;
     Ok(Faulted {
         first,
         pfns,

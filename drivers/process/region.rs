@@ -361,6 +361,7 @@ impl Process {
             strided: None,
             // The range asked for, no more.
             blocks: false,
+            nowait: false,
         };
         let mut addr = range.start;
         while addr < range.end {

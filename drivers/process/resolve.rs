@@ -15,7 +15,9 @@ use crate::exanest_core::{
     regs::FaultCause,
     stamps::{Record, Step},
 };
-use crate::fault::{access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES};
+use crate::fault::{
+    access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES, WOULD_BLOCK,
+};
 use crate::ffi;
 use crate::mm::mirror::BLOCK_PAGES;
 use crate::mm::odp::{self, FaultTarget};
@@ -38,14 +40,54 @@ use kernel::{
 pub(crate) unsafe fn fault_work(token: *mut core::ffi::c_void) {
     // SAFETY: Per the contract, `token` points to a live `Process`.
     let process = unsafe { &*token.cast::<Process>() };
-    process.service_faults();
+    process.serve(false);
+}
+
+/// How a channel's fault went (`Process::service_fault`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Served {
+    /// The channel held no fault of the process's.
+    Nothing,
+    /// Answered: RESUME or NACK.
+    Answered,
+    /// Given back to the fault thread: it could not be resolved without sleeping.
+    HandedOff,
 }
 
 impl Process {
+    /// Serve the process's faults: in its fault thread (`inline` false), or in the engine's
+    /// interrupt thread, which noted them (`inline`: `Process::on_interrupt`, transfer.rs).
+    /// One server at a time (`Process::serving`): a server that finds another at work leaves
+    /// its faults to it, which looks for more after it stops. An inline server resolves
+    /// without sleeping on the mm and maps nothing ahead: what it cannot do, it hands to the
+    /// fault thread (kicked). Resolving in the thread that got the report costs no wake-up
+    /// and no context switch (Documentation/design.rst, "Where faults are served").
+    pub(crate) fn serve(&self, inline: bool) {
+        loop {
+            if self.serving.swap(true, Ordering::SeqCst) {
+                // The server at work sees what brought this one: it looks again below.
+                return;
+            }
+            let handoff = self.service_faults(inline);
+            self.serving.store(false, Ordering::SeqCst);
+            if handoff {
+                self.kick();
+                return;
+            }
+            // Reports that came while serving, from a server that found this one at work
+            // (SeqCst: it set them before it looked at `serving`).
+            if self.irq_faults.load(Ordering::SeqCst) == 0 && self.faults.is_empty() {
+                return;
+            }
+        }
+    }
+
     /// The fault worker: resolve what the IOMMU reported, then serve every channel that the
     /// engine reported in fault-wait (every running one when IOMMU reports were lost or came
-    /// without an engine report).
-    fn service_faults(&self) {
+    /// without an engine report). `nowait`: in an interrupt thread, which must not sleep on
+    /// the mm and leaves map-ahead to the fault thread; returns whether it stopped for that,
+    /// with the fault it could not finish given back (to the queue, or to the fault table).
+    fn service_faults(&self, nowait: bool) -> bool {
         // What the thread allocates for the process is charged to the process's memory cgroup.
         let _memcg = ffi::MemcgScope::enter(&self.mm);
         loop {
@@ -56,10 +98,13 @@ impl Process {
                 rec.stamp(Step::Smmu, stamp);
                 rec.stamp(Step::Thread, ffi::ktime_ns());
                 // Errors are the channel's business: it reports the same fault.
-                if self
-                    .resolve(f.page, f.write, u64::MAX, Within::Page, &mut rec)
-                    .is_ok()
-                {
+                let res = self.resolve(f.page, f.write, u64::MAX, Within::Page, nowait, &mut rec);
+                if res == Err(WOULD_BLOCK) {
+                    self.faults
+                        .push_at(f.page, f.write, PAGE_SHIFT as u32, stamp);
+                    return true;
+                }
+                if res.is_ok() {
                     let us = ffi::ktime_ns().saturating_sub(stamp) / 1000;
                     let mut g = self.inner.lock();
                     g.chans.latency.handler.record(us);
@@ -73,10 +118,10 @@ impl Process {
             let pending = {
                 let mut g = self.inner.lock();
                 if g.dead {
-                    return;
+                    return false;
                 }
                 let Some(ctx) = g.hw() else {
-                    return;
+                    return false;
                 };
                 let inner = &mut *g;
                 let noted = self.irq_faults.swap(0, Ordering::SeqCst);
@@ -89,13 +134,29 @@ impl Process {
                 inner.engine_faults.pending(&*ctx, lost)
             };
             for n in (0..32).filter(|n| pending & (1 << n) != 0) {
-                if self.service_fault(n) {
-                    busy = true;
+                match self.service_fault(n, nowait) {
+                    Served::Nothing => {}
+                    Served::Answered => busy = true,
+                    Served::HandedOff => {
+                        // The channels not looked at yet are the thread's too: pending again
+                        // if detected, noted again if found by a scan.
+                        let rest = pending & !(2u32.wrapping_shl(n).wrapping_sub(1));
+                        let mut g = self.inner.lock();
+                        for m in (0..32).filter(|m| rest & (1 << m) != 0) {
+                            g.engine_faults.defer(m);
+                        }
+                        self.irq_faults.fetch_or(rest, Ordering::SeqCst);
+                        return true;
+                    }
                 }
+            }
+            if nowait && !busy {
+                // Map-ahead is the fault thread's.
+                return !self.inner.lock().ahead.is_empty();
             }
             // No fault waits: a step of map-ahead, then look for faults again.
             if !busy && !self.map_ahead() {
-                return;
+                return false;
             }
         }
     }
@@ -181,6 +242,7 @@ impl Process {
             // A huge page whole, as a fault maps it, where the budget's room holds the step
             // and a block more (map-ahead never evicts).
             blocks: room >= end - first + BLOCK_PAGES,
+            nowait: false,
         })
     }
 
@@ -211,20 +273,20 @@ impl Process {
     }
 
     /// Serve engine channel `n`'s fault, whatever its origin: resolve it, then RESUME it, or
-    /// NACK it with the errno (fault/machine.rs). Returns whether the channel was in
-    /// fault-wait for a transfer of the process.
-    fn service_fault(&self, n: u32) -> bool {
+    /// NACK it with the errno (fault/machine.rs). `nowait`: without sleeping on the mm, else
+    /// the fault goes back to the fault thread ([`Served::HandedOff`]).
+    fn service_fault(&self, n: u32, nowait: bool) -> Served {
         // A fault in service keeps the process's context (`Inner::idle`) until it is answered.
         let mut rec = Record::default();
         let (ctx, f, origin, limit, within) = {
             let mut g = self.inner.lock();
             let inner = &mut *g;
             let Some(ctx) = inner.hw() else {
-                return false;
+                return Served::Nothing;
             };
             let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
             let Some(f) = inner.engine_faults.take(&*ctx, n, k, lat, &mut rec) else {
-                return false;
+                return Served::Nothing;
             };
             let rep = &f.report;
             let known = match f.source {
@@ -250,22 +312,31 @@ impl Process {
                 // Not the process's (its queue was disabled meanwhile): a later scan sees it
                 // again if it stays.
                 inner.engine_faults.drop_fault(n);
-                return false;
+                return Served::Nothing;
             };
             (ctx, f, c.origin, c.limit, c.within)
         };
         let rep = f.report;
         let resolved = match rep.fault_cause {
-            FaultCause::Translation => {
-                self.resolve(rep.fault_addr, rep.fault_write, limit, within, &mut rec)
-            }
+            FaultCause::Translation => self.resolve(
+                rep.fault_addr,
+                rep.fault_write,
+                limit,
+                within,
+                nowait,
+                &mut rec,
+            ),
             _ => Err(EIO),
         };
         let res = resolved.map(|_| ());
         let mut g = self.inner.lock();
         let inner = &mut *g;
         if inner.dead {
-            return true;
+            return Served::Answered;
+        }
+        if res == Err(WOULD_BLOCK) {
+            inner.engine_faults.defer(n);
+            return Served::HandedOff;
         }
         if let Ok(one) = Range::new(rep.fault_addr, 1, u64::MAX) {
             if let Ok(h) = inner.regions.find(&one, access(rep.fault_write)) {
@@ -303,11 +374,12 @@ impl Process {
         // an answer that could not be written, may have ended a copy.
         let resumed = matches!((ended.answer, ended.written), (Answer::Resume, Ok(())));
         drop(g);
+        rec.inline = nowait;
         self.log.push(&rec);
         if !resumed {
             self.done.notify_all();
         }
-        true
+        Served::Answered
     }
 
     /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
@@ -320,9 +392,10 @@ impl Process {
         write: bool,
         limit: u64,
         within: Within,
+        nowait: bool,
         rec: &mut Record,
     ) -> Result<u64> {
-        retry_lost_region(|| self.resolve_once(addr, write, limit, within, rec))
+        retry_lost_region(|| self.resolve_once(addr, write, limit, within, nowait, rec))
     }
 
     fn resolve_once(
@@ -331,6 +404,7 @@ impl Process {
         write: bool,
         limit: u64,
         within: Within,
+        nowait: bool,
         rec: &mut Record,
     ) -> Result<u64> {
         let (h, addr, target) = {
@@ -431,6 +505,7 @@ impl Process {
                 limit,
                 strided,
                 blocks,
+                nowait,
             };
             (h, addr, target)
         };
@@ -521,6 +596,10 @@ impl Process {
                 }
                 Err(e) if e == ENOMEM => {
                     nomem += 1;
+                    if target.nowait {
+                        // Reclaim is the fault thread's.
+                        return Err(WOULD_BLOCK);
+                    }
                     if nomem >= MAX_RETRIES {
                         return Err(ENOMEM);
                     }

@@ -172,6 +172,15 @@ impl<const N: usize> FaultTable<N> {
         }
     }
 
+    /// Step 2 again: channel `n`'s fault, taken by a server that could not finish it without
+    /// sleeping (an interrupt thread), goes back to the fault thread: still detected (its
+    /// first report's time is kept, it is not counted again), and pending.
+    pub fn defer(&mut self, n: u32) {
+        if self.ch.get(n as usize).is_some_and(|c| c.seen.is_some()) {
+            self.pending |= 1 << n;
+        }
+    }
+
     /// Step 3: the fault thread resolved channel `n`'s fault of `origin` at `addr` with
     /// `resolved` (`Err`: a positive errno); `cause` is what the engine reported. Returns the
     /// answer to write, and counts it.
@@ -297,6 +306,25 @@ mod tests {
         assert!(!t.in_service());
         assert_eq!(t.seen(2), None);
         assert!(t.detected(2, 400_000, &mut k), "the next fault is new");
+    }
+
+    /// A fault handed back by a server that could not finish it is pending again, keeps its
+    /// first report's time and is counted once; one not in service is not made pending.
+    #[test]
+    fn deferred_fault_is_pending_again_and_counted_once() {
+        let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
+        assert!(t.detected(3, 1_000, &mut k));
+        assert_eq!(t.take_pending(0), 1 << 3);
+        t.begin(3, 2_000, &mut k, &mut lat);
+        t.defer(3);
+        assert_eq!(t.take_pending(0), 1 << 3);
+        t.begin(3, 9_000, &mut k, &mut lat);
+        assert_eq!((k.faults, t.seen(3)), (1, Some(1_000)));
+        t.end(3);
+        t.defer(3);
+        t.defer(40);
+        assert_eq!(t.take_pending(0), 0);
+        assert!(!t.in_service());
     }
 
     /// A fault found without its interrupt is counted when taken.
