@@ -4,7 +4,9 @@
 //!
 //! 1. **SMMU handler** (handler.rs): called by arm-smmu-v3 (with this project's patch) from its
 //!    event thread, or by arm-smmu from hard-IRQ context. It only records the page in the
-//!    process's preallocated fault queue and kicks the worker.
+//!    process's preallocated fault queue and asks for it to be served: the engine's report of
+//!    the same fault normally comes within microseconds and its interrupt thread serves both;
+//!    a timer wakes the fault thread for reports still queued 50 us later.
 //! 2. **Queue**: the fault queue (deduplicated, no allocation), and the engine's own reports of
 //!    channels in fault-wait, which cover SMMU events that were lost (queue overflow, rate
 //!    limits). The engine's reports go through one state machine whatever the faulting

@@ -64,6 +64,7 @@ use crate::mm::pinned::PageMap;
 use crate::process::channel::{Channels, MAX_CH, MAX_INFLIGHT};
 use crate::process::queue::{Doorbell, DoorbellState, QueueState};
 use core::mem::MaybeUninit;
+use core::sync::atomic::Ordering;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
 use kernel::{
     bindings,
@@ -71,6 +72,13 @@ use kernel::{
     prelude::*,
     sync::aref::ARef,
     sync::{new_mutex, poll::PollCondVarBox, Arc, Mutex},
+    time::{
+        hrtimer::{
+            HasHrTimer, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerRestart,
+            RelativeMode, UnsafeHrTimerPointer,
+        },
+        Delta, Monotonic,
+    },
 };
 
 pub(crate) use crate::fault::{FAULT_QUEUE, MAX_REGIONS};
@@ -206,6 +214,16 @@ pub(crate) struct Process {
     /// is taken with a swap and never waited for; whoever finds it taken leaves its faults to
     /// the server at work, which looks for more before it stops.
     serving: AtomicBool,
+    /// The fault thread's kick for an IOMMU report, deferred by [`SMMU_KICK_DELAY_US`]: an
+    /// engine report of the same fault normally comes first and is served inline with the
+    /// report, and the thread then is not woken for nothing. Armed only by the IOMMU fault
+    /// handler ([`FaultSink::kick`]), so only while the domain is attached; cancelled by
+    /// [`Process::stop_faults`], after teardown detached it.
+    #[pin]
+    kick_later: HrTimer<Process>,
+    /// Whether `kick_later` is armed: the handler arms it once, not again at every report,
+    /// which would push a stream of reports' kick back for as long as the stream lasts.
+    kick_armed: AtomicBool,
     /// Faults the IOMMU fault handler was called for.
     iommu_faults: AtomicU64,
     /// Where the doorbell of the process's user-level queue leads: read by mmap, which runs
@@ -322,6 +340,8 @@ impl Process {
                 faults: FaultQueue::new(),
                 irq_faults: AtomicU32::new(0),
                 serving: AtomicBool::new(false),
+                kick_later <- HrTimer::new(),
+                kick_armed: AtomicBool::new(false),
                 irq_at: [const { AtomicU64::new(0) }; MAX_CH],
                 iommu_faults: AtomicU64::new(0),
                 doorbell: Doorbell::new(),
@@ -402,8 +422,18 @@ impl Process {
     }
 
     /// Stop the fault thread: a fault-in in progress gives up (EINTR), and this waits for it.
-    /// After teardown, with no driver lock held.
+    /// After teardown, with no driver lock held. The deferred kick goes first: teardown
+    /// detached the domain, so the handler no longer arms it.
     pub(crate) fn stop_faults(&self) {
+        // SAFETY: `self` is a live process, so `timer` is its `kick_later`, initialised with
+        // it. `HrTimer` is `repr(C)` with the C `hrtimer` (in an `Opaque`,
+        // `repr(transparent)`) its first field, so the cast is the C timer. `hrtimer_cancel`
+        // waits for a callback in progress; none starts after it, as nothing arms the timer
+        // any more.
+        unsafe {
+            let timer = <Process as HasHrTimer<Process>>::raw_get_timer(self);
+            bindings::hrtimer_cancel(timer.cast_mut().cast());
+        }
         self.thread.stop();
     }
 
@@ -469,7 +499,47 @@ impl FaultSink for Process {
         &self.iommu_faults
     }
 
+    /// An IOMMU report's kick: deferred ([`Process::kick_later`]), unless a server is at work,
+    /// which looks at the queue before it stops.
     fn kick(&self) {
-        Process::kick(self)
+        // The report was queued before: with the server's fence after it stops, either it
+        // sees the report or this sees it stopped.
+        core::sync::atomic::fence(Ordering::SeqCst);
+        if self.serving.load(Ordering::SeqCst) || self.kick_armed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // SAFETY: The process is pinned (it lives in an `Arc`) and outlives the timer: it is
+        // armed only from the IOMMU fault handler, which runs only while the domain is
+        // attached, and `stop_faults` cancels it after teardown has detached the domain,
+        // before the process can be freed. The handle would cancel the timer when dropped:
+        // it is forgotten, and the timer ends by itself.
+        let handle =
+            unsafe { Pin::new_unchecked(self).start(Delta::from_micros(SMMU_KICK_DELAY_US)) };
+        core::mem::forget(handle);
+    }
+}
+
+/// How long an IOMMU report waits for the engine's report of the same fault before the fault
+/// thread is woken for it (µs). SMMU reports that no engine report follows (a GET's check of
+/// its destination, a receiver's look-ahead) are resolved that much later.
+pub(crate) const SMMU_KICK_DELAY_US: i64 = 50;
+
+impl HrTimerCallback for Process {
+    type Pointer<'a> = Pin<&'a Process>;
+
+    /// The deferred kick: wake the fault thread if reports are still queued (no engine report
+    /// came and took them).
+    fn run(this: Pin<&Process>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        this.kick_armed.store(false, Ordering::SeqCst);
+        if !this.faults.is_empty() && !this.serving.load(Ordering::SeqCst) {
+            this.kick();
+        }
+        HrTimerRestart::NoRestart
+    }
+}
+
+kernel::impl_has_hr_timer! {
+    impl HasHrTimer<Process> for Process {
+        mode: RelativeMode<Monotonic>, field: self.kick_later
     }
 }

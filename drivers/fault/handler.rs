@@ -4,8 +4,9 @@
 //! arm-smmu-v3 (with this project's patch) from its event thread, or by arm-smmu from hard-IRQ
 //! context: it allocates nothing and takes no lock. It claims faults in the regions the resolver
 //! serves (a lock-free lookup, the process's claims), records their page in the process's
-//! preallocated [`FaultQueue`] and kicks the fault thread; it refuses the others, which the SMMU
-//! driver then logs.
+//! preallocated [`FaultQueue`] and asks for it to be served ([`FaultSink::kick`]: the process
+//! wakes its fault thread only if no engine report takes the page first); it refuses the
+//! others, which the SMMU driver then logs.
 
 use crate::exanest_core::fault::{ClaimTable, FaultQueue};
 use crate::fault::{FAULT_QUEUE, MAX_REGIONS};
@@ -26,7 +27,8 @@ pub(crate) trait FaultSink {
     fn queue(&self) -> &FaultQueue<FAULT_QUEUE>;
     /// How many faults the handler was called for.
     fn count(&self) -> &AtomicU64;
-    /// Wake the worker. Safe in hard-IRQ context.
+    /// Have the recorded faults served: the process arms a short timer that wakes its fault
+    /// thread if they are still queued then (process.rs). Safe in hard-IRQ context.
     fn kick(&self);
 }
 

@@ -43,6 +43,17 @@ pub(crate) unsafe fn fault_work(token: *mut core::ffi::c_void) {
     process.serve(false);
 }
 
+/// How a pass over the process's faults ended (`Process::service_faults`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Everything reported was served.
+    Done,
+    /// An interrupt thread stopped where it would have slept: the fault thread goes on.
+    HandOff,
+    /// Nothing can be served: the process is torn down or holds no context.
+    Stopped,
+}
+
 /// How a channel's fault went (`Process::service_fault`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Served {
@@ -68,11 +79,19 @@ impl Process {
                 // The server at work sees what brought this one: it looks again below.
                 return;
             }
-            let handoff = self.service_faults(inline);
+            let pass = self.service_faults(inline);
             self.serving.store(false, Ordering::SeqCst);
-            if handoff {
-                self.kick();
-                return;
+            // Against the IOMMU handler's fence: it queued a report and then saw this server
+            // at work (it arms no kick), or this sees the report below.
+            core::sync::atomic::fence(Ordering::SeqCst);
+            match pass {
+                Pass::HandOff => {
+                    self.kick();
+                    return;
+                }
+                // Reports left are served once there is a context again (or never).
+                Pass::Stopped => return,
+                Pass::Done => {}
             }
             // Reports that came while serving, from a server that found this one at work
             // (SeqCst: it set them before it looked at `serving`).
@@ -85,9 +104,10 @@ impl Process {
     /// The fault worker: resolve what the IOMMU reported, then serve every channel that the
     /// engine reported in fault-wait (every running one when IOMMU reports were lost or came
     /// without an engine report). `nowait`: in an interrupt thread, which must not sleep on
-    /// the mm and leaves map-ahead to the fault thread; returns whether it stopped for that,
-    /// with the fault it could not finish given back (to the queue, or to the fault table).
-    fn service_faults(&self, nowait: bool) -> bool {
+    /// the mm and leaves map-ahead to the fault thread; it stops where it would sleep
+    /// ([`Pass::HandOff`]), with the fault it could not finish given back (to the queue, or
+    /// to the fault table).
+    fn service_faults(&self, nowait: bool) -> Pass {
         // What the thread allocates for the process is charged to the process's memory cgroup.
         let _memcg = ffi::MemcgScope::enter(&self.mm);
         loop {
@@ -102,7 +122,7 @@ impl Process {
                 if res == Err(WOULD_BLOCK) {
                     self.faults
                         .push_at(f.page, f.write, PAGE_SHIFT as u32, stamp);
-                    return true;
+                    return Pass::HandOff;
                 }
                 if res.is_ok() {
                     let us = ffi::ktime_ns().saturating_sub(stamp) / 1000;
@@ -118,10 +138,10 @@ impl Process {
             let pending = {
                 let mut g = self.inner.lock();
                 if g.dead {
-                    return false;
+                    return Pass::Stopped;
                 }
                 let Some(ctx) = g.hw() else {
-                    return false;
+                    return Pass::Stopped;
                 };
                 let inner = &mut *g;
                 let noted = self.irq_faults.swap(0, Ordering::SeqCst);
@@ -146,17 +166,21 @@ impl Process {
                             g.engine_faults.defer(m);
                         }
                         self.irq_faults.fetch_or(rest, Ordering::SeqCst);
-                        return true;
+                        return Pass::HandOff;
                     }
                 }
             }
             if nowait && !busy {
                 // Map-ahead is the fault thread's.
-                return !self.inner.lock().ahead.is_empty();
+                return if self.inner.lock().ahead.is_empty() {
+                    Pass::Done
+                } else {
+                    Pass::HandOff
+                };
             }
             // No fault waits: a step of map-ahead, then look for faults again.
             if !busy && !self.map_ahead() {
-                return false;
+                return Pass::Done;
             }
         }
     }

@@ -67,10 +67,10 @@ impl Process {
         // server is at work already (the fault thread, woken by the IOMMU's report), which
         // then takes them, so that this thread does not wait for `inner` behind it (60 % of
         // window-0 faults, the fault log off: 4 us more per fault, exanest-bench
-        // fault-service, -icount). Serving here saves the fault thread's wake-up: 16 processes
-        // faulting at once 46,000 -> 62,000-66,000 faults/s, service p50 185 -> 9.4 us
-        // (exanest-bench storm; Documentation/design.rst, "Where faults are served"). The
-        // server notes them under `inner`.
+        // fault-service, -icount). Serving here saves the fault thread's wake-up: window-0
+        // copies 19.9 -> 16.8 us per fault, 16 processes faulting at once 46,000 -> 65,000
+        // faults/s (exanest-bench fault-service, storm; Documentation/design.rst, "Where faults
+        // are served"). The server notes them under `inner`.
         let chans = pending & map::ctx_irq::CHANNELS;
         if chans != 0
             && chans == pending

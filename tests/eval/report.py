@@ -425,8 +425,9 @@ def report(raw, out, figdir, meta):
       "it touches, which are resident whole anyway, at one IOTLB entry each.\n")
     w(heading("Fault service time"))
     stages = [("total", "whole service: first report to RESUME written"),
+              ("from_irq", "engine interrupt to RESUME written"),
               ("report", "SMMU report to engine interrupt"),
-              ("wake", "first report to the fault thread taking it"),
+              ("wake", "first report to its server taking it"),
               ("lookup", "taken to hmm_range_fault (region, plan, locks)"),
               ("fault_in", "hmm_range_fault"),
               ("map", "IOMMU map, IOTLB included"),

@@ -146,6 +146,7 @@ impl Record {
             Stage::Map => from_last(4),
             Stage::Answer => from_last(5),
             Stage::Total => Some(end.saturating_sub(self.reported()?)),
+            Stage::FromIrq => end.checked_sub(self.at(Step::Irq)?),
         }
     }
 }
@@ -155,7 +156,8 @@ impl Record {
 pub enum Stage {
     /// The SMMU's report to the engine's interrupt, for faults where the SMMU reported first.
     Report,
-    /// The first report to the fault thread taking the fault: the wake-up.
+    /// The first report to its server (the fault thread, or the interrupt thread serving it
+    /// inline) taking the fault.
     Wake,
     /// The thread taking it to `hmm_range_fault`: region lookup, plan, locks.
     Lookup,
@@ -168,11 +170,14 @@ pub enum Stage {
     Answer,
     /// The first report to RESUME or NACK written: the whole service.
     Total,
+    /// The engine's interrupt to RESUME or NACK written: a device fault as the CPU's page
+    /// fault is measured, from the device's own report (issue 23's measure).
+    FromIrq,
 }
 
 impl Stage {
     /// Every stage, in the summary's order.
-    pub const ALL: [Stage; 7] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Report,
         Stage::Wake,
         Stage::Lookup,
@@ -180,6 +185,7 @@ impl Stage {
         Stage::Map,
         Stage::Answer,
         Stage::Total,
+        Stage::FromIrq,
     ];
 
     /// The stage's name in the summary.
@@ -192,6 +198,7 @@ impl Stage {
             Stage::Map => "map",
             Stage::Answer => "answer",
             Stage::Total => "total",
+            Stage::FromIrq => "from_irq",
         }
     }
 }
@@ -489,8 +496,15 @@ mod tests {
                 Some(2000),
                 Some(500),
                 Some(200),
-                Some(3400)
+                Some(3400),
+                Some(3300)
             ]
+        );
+        // From the engine's interrupt, not the SMMU's earlier report.
+        assert_eq!(r.stage(Stage::FromIrq), Some(4300 - 1000));
+        assert_eq!(
+            rec(&[(Step::Smmu, 5), (Step::Answered, 9)]).stage(Stage::FromIrq),
+            None
         );
         // Stages add up to the total.
         let sum: u64 = Stage::ALL[1..6].iter().filter_map(|&s| r.stage(s)).sum();
@@ -599,7 +613,8 @@ mod tests {
             "{\"stamps\": false, \"record_ns\": 0, \"faults\": 5, \"kept\": 2, \"nacks\": 1, \"inline\": 1, \"pages\": 4, \"stages\": {\
              \"wake\": {\"n\": 2, \"p50\": 1500, \"p90\": 1500, \"p99\": 1500, \"max\": 1500}, \
              \"answer\": {\"n\": 2, \"p50\": 501, \"p90\": 501, \"p99\": 501, \"max\": 501}, \
-             \"total\": {\"n\": 2, \"p50\": 2001, \"p90\": 2001, \"p99\": 2001, \"max\": 2001}}}\n"
+             \"total\": {\"n\": 2, \"p50\": 2001, \"p90\": 2001, \"p99\": 2001, \"max\": 2001}, \
+             \"from_irq\": {\"n\": 2, \"p50\": 2001, \"p90\": 2001, \"p99\": 2001, \"max\": 2001}}}\n"
         );
     }
 
