@@ -431,6 +431,8 @@ impl Process {
         nowait: bool,
         rec: &mut Record,
     ) -> Result<u64> {
+        // The region's adaptive window before this resolution planned with it.
+        let mut saved = None;
         let (h, addr, target) = {
             let mut g = self.inner.lock();
             if g.dead {
@@ -447,6 +449,10 @@ impl Process {
                 // process cannot write either (EFAULT from the pin) or that no writable region
                 // covers is EACCES.
                 drop(g);
+                if nowait {
+                    // Pinning may sleep on the mm.
+                    return Err(WOULD_BLOCK);
+                }
                 match self.sync_pin_rights(vpn, vpn + 1) {
                     Ok(()) | Err(EFAULT) => {}
                     Err(e) => return Err(e),
@@ -500,6 +506,9 @@ impl Process {
                     u64::MAX => u64::MAX,
                     end => end.div_ceil(PAGE_SIZE as u64).saturating_sub(vpn).max(1),
                 };
+                // A resolution handed to the fault thread plans again there: as if this one
+                // had not (restored below).
+                saved = Some(r.adapt);
                 let plan = r.adapt.plan_for(vpn, run);
                 // A prediction never evicts (as map-ahead): the stride points that fit in the
                 // budget's room, or none.
@@ -533,7 +542,17 @@ impl Process {
             };
             (h, addr, target)
         };
-        let (end, mapped) = self.fault_and_map(addr, write, &target, rec)?;
+        let (end, mapped) = match self.fault_and_map(addr, write, &target, rec) {
+            Err(e) if e == WOULD_BLOCK => {
+                if let Some(adapt) = saved {
+                    if let Some(r) = self.inner.lock().regions.get_mut(h) {
+                        r.adapt = adapt;
+                    }
+                }
+                return Err(e);
+            }
+            res => res?,
+        };
         let mut g = self.inner.lock();
         g.chans.counters.touch_ahead_pages += mapped.saturating_sub(1);
         if let Some(r) = g.regions.get_mut(h) {
