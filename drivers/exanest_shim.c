@@ -38,20 +38,31 @@ struct iommu_domain *exanest_shim_domain_alloc(struct device *dev)
  * structures Rust cannot see (linux/hmm.h).
  */
 
+/* Whether page i of a range is asked for: all of them, or with a stride its first run. */
+static bool exanest_hmm_wanted(unsigned long i, unsigned long run, unsigned long stride)
+{
+	return !stride || i % stride < run;
+}
+
+/* Whether a snapshot's pfn is a present page (and writable, for a write). */
+static bool exanest_hmm_present(unsigned long p, bool write)
+{
+	return (p & HMM_PFN_VALID) && (!write || (p & HMM_PFN_WRITE));
+}
+
 /*
- * Whether every page of the range is present (and writable, for a write) in the snapshot that
- * hmm_range_fault() took with no fault requested.
+ * Whether every page asked for is present in the snapshot that hmm_range_fault() took with no
+ * fault requested.
  */
-static bool exanest_hmm_all_present(struct hmm_range *range, bool write)
+static bool exanest_hmm_all_present(struct hmm_range *range, bool write, unsigned long run,
+				    unsigned long stride)
 {
 	unsigned long i, n = (range->end - range->start) >> PAGE_SHIFT;
 
-	for (i = 0; i < n; i++) {
-		unsigned long p = range->hmm_pfns[i];
-
-		if (!(p & HMM_PFN_VALID) || (write && !(p & HMM_PFN_WRITE)))
+	for (i = 0; i < n; i++)
+		if (exanest_hmm_wanted(i, run, stride) &&
+		    !exanest_hmm_present(range->hmm_pfns[i], write))
 			return false;
-	}
 	return true;
 }
 
@@ -60,10 +71,11 @@ static bool exanest_hmm_all_present(struct hmm_range *range, bool write)
  * thread serving a fault inline): -EWOULDBLOCK when the mmap lock is contended, when the range
  * is not in one anonymous VMA with the access, or when a fault would wait (for I/O, a page
  * lock, userfaultfd: FAULT_FLAG_RETRY_NOWAIT) or fails. The fault thread then resolves it the
- * way that may sleep, and gives any error. Faults in the missing pages one by one, as HMM
- * would, then takes the snapshot under a fresh notifier sequence.
+ * way that may sleep, and gives any error. Faults in the missing pages asked for one by one,
+ * as HMM would, then takes the snapshot under a fresh notifier sequence.
  */
-static int exanest_hmm_fault_nowait(struct hmm_range *range, bool write)
+static int exanest_hmm_fault_nowait(struct hmm_range *range, bool write, unsigned long run,
+				    unsigned long stride)
 {
 	struct mm_struct *mm = range->notifier->mm;
 	unsigned int flags = FAULT_FLAG_REMOTE | FAULT_FLAG_ALLOW_RETRY | FAULT_FLAG_RETRY_NOWAIT |
@@ -85,12 +97,12 @@ static int exanest_hmm_fault_nowait(struct hmm_range *range, bool write)
 		return -EWOULDBLOCK;
 	}
 	ret = hmm_range_fault(range);
-	if (!ret && !exanest_hmm_all_present(range, write)) {
+	if (!ret && !exanest_hmm_all_present(range, write, run, stride)) {
 		for (i = 0; i < n; i++) {
-			unsigned long p = range->hmm_pfns[i];
 			vm_fault_t f;
 
-			if ((p & HMM_PFN_VALID) && (!write || (p & HMM_PFN_WRITE)))
+			if (!exanest_hmm_wanted(i, run, stride) ||
+			    exanest_hmm_present(range->hmm_pfns[i], write))
 				continue;
 			f = handle_mm_fault(vma, range->start + (i << PAGE_SHIFT), flags, NULL);
 			/* With RETRY_NOWAIT the lock is kept, but for a fault that completed. */
@@ -111,7 +123,7 @@ static int exanest_hmm_fault_nowait(struct hmm_range *range, bool write)
 		ret = hmm_range_fault(range);
 	}
 	mmap_read_unlock(mm);
-	if (ret || !exanest_hmm_all_present(range, write))
+	if (ret || !exanest_hmm_all_present(range, write, run, stride))
 		return -EWOULDBLOCK;
 	return 0;
 }
@@ -139,8 +151,7 @@ int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long star
 	int ret;
 
 	if (nowait) {
-		/* A strided plan is the fault thread's. */
-		ret = stride ? -EWOULDBLOCK : exanest_hmm_fault_nowait(&range, write);
+		ret = exanest_hmm_fault_nowait(&range, write, run, stride);
 		*seq = range.notifier_seq;
 		return ret;
 	}

@@ -181,8 +181,8 @@ impl MniPtr {
     /// With `sparse` = (run, stride) in pages, only the first `run` pages of every `stride` are
     /// faulted in, and only their pfns may be used. Takes the mmap lock itself. With `nowait`
     /// it does not sleep on the mm, and fails with EAGAIN where it would (the shim's
-    /// `exanest_hmm_fault_nowait`: a contended mmap lock, a fault that would wait, a range not
-    /// in one anonymous VMA with the access, or a sparse one).
+    /// `exanest_hmm_fault_nowait`: a contended mmap lock, a fault that would wait, or a range
+    /// not in one anonymous VMA with the access).
     pub(crate) fn hmm_fault(
         &self,
         start: u64,

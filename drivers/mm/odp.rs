@@ -249,8 +249,8 @@ pub(crate) fn fault_in(
     if let Some(p) = strided {
         match hmm(t, p.first, p.end, write, Some((p.run, p.stride))) {
             // A predicted page that cannot be faulted in (past the end of a file, say) must
-            // not fail the fault: the window's pages are faulted in instead. (A strided plan
-            // is not followed without sleeping: the fault thread follows it.)
+            // not fail the fault: the window's pages are faulted in instead (unless it would
+            // have slept: the fault thread then follows the plan).
             Err(e) if e != EINTR && e != WOULD_BLOCK => {}
             res => return res,
         }
