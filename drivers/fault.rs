@@ -40,8 +40,12 @@ pub(crate) use machine::{Ended, Faults};
 
 use crate::exanest_core::{abi, faultsm::Origin};
 
-/// Regions per file (`ENOSPC` past it), and so the ranges the handler claims faults in.
+/// Regions per file (`ENOSPC` past it).
 pub(crate) const MAX_REGIONS: usize = 64;
+/// Deregistered regions whose faults the handler still claims (process.rs, `Inner::gone`).
+pub(crate) const GONE_CLAIMS: usize = 8;
+/// The ranges the handler claims faults in: the regions, and the last deregistered ones.
+pub(crate) const CLAIMS: usize = MAX_REGIONS + GONE_CLAIMS;
 /// Faults the IOMMU fault handler can queue before the engine's own reports take over.
 pub(crate) const FAULT_QUEUE: usize = 64;
 use kernel::prelude::*;

@@ -81,7 +81,7 @@ use kernel::{
     },
 };
 
-pub(crate) use crate::fault::{FAULT_QUEUE, MAX_REGIONS};
+pub(crate) use crate::fault::{CLAIMS, FAULT_QUEUE, GONE_CLAIMS, MAX_REGIONS};
 /// Touch-ahead window of regions registered without one: adaptive (1 page, doubling on
 /// sequential faults up to 511), chosen from the evaluation's sweep (Documentation/evaluation.rst):
 /// as few faults as a large window on streams, as little memory as a small one on sparse access.
@@ -123,18 +123,34 @@ pub(crate) struct Inner {
     /// The fault thread's resolutions of the SMMU's reports, until the engine's report of the
     /// same fault takes them into its record (fault/log.rs).
     resolutions: Resolutions<RESOLUTIONS>,
+    /// The ranges of the last [`GONE_CLAIMS`] faulting (not pinned) regions deregistered, the
+    /// next to replace at `gone_next`: the IOMMU fault handler still claims their faults. The
+    /// SMMU's event thread may handle a report after the engine's interrupt served the fault
+    /// and the copy ended and its region went (it is off the fault's path: resolve.rs); the
+    /// report is then stale, not a fault on memory nobody registered, which the SMMU driver
+    /// would log as unhandled. A claimed report whose region is gone resolves to nothing.
+    gone: [(u64, u64); GONE_CLAIMS],
+    gone_next: usize,
 }
 
 impl Inner {
     /// Tell the IOMMU fault handler which ranges it may claim faults in: those of the regions
     /// the resolver serves (not pinned). Called under `inner` after every change of `regions`.
-    pub(crate) fn publish_claims(&self, claims: &ClaimTable<MAX_REGIONS>) {
-        claims.publish(
-            self.regions
-                .iter()
-                .filter(|r| r.mode != abi::MODE_PIN)
-                .map(|r| (r.range.start, r.range.end)),
-        );
+    pub(crate) fn publish_claims(&self, claims: &ClaimTable<CLAIMS>) {
+        let live = self
+            .regions
+            .iter()
+            .filter(|r| r.mode != abi::MODE_PIN)
+            .map(|r| (r.range.start, r.range.end));
+        let gone = self.gone.iter().copied().filter(|&(s, e)| s < e);
+        claims.publish(Iterator::chain(live, gone));
+    }
+
+    /// Region range `r` (of a region that faults) was deregistered: its faults stay claimed a
+    /// while ([`Inner::gone`]).
+    pub(crate) fn gone(&mut self, r: &abi::Range) {
+        self.gone[self.gone_next] = (r.start, r.end);
+        self.gone_next = (self.gone_next + 1) % GONE_CLAIMS;
     }
 
     /// The notifier of region `h`.
@@ -242,7 +258,7 @@ pub(crate) struct Process {
     #[pin]
     doorbell_lock: Mutex<()>,
     /// The ranges the IOMMU fault handler claims faults in ([`Inner::publish_claims`]).
-    claims: ClaimTable<MAX_REGIONS>,
+    claims: ClaimTable<CLAIMS>,
     /// The fault thread, which runs the fault worker (fault.rs). Last: started once every
     /// other field is in place, it is stopped by teardown (and by drop, if `new` failed).
     thread: FaultThread,
@@ -334,6 +350,8 @@ impl Process {
                     mbox: None,
                     ahead: Ahead::new(),
                     resolutions: Resolutions::new(),
+                    gone: [(0, 0); GONE_CLAIMS],
+                    gone_next: 0,
                 }, "Process::inner"),
                 map <- new_mutex!(map_state, "Process::map"),
                 done,
@@ -487,7 +505,7 @@ impl Process {
 }
 
 impl FaultSink for Process {
-    fn claims(&self) -> &ClaimTable<MAX_REGIONS> {
+    fn claims(&self) -> &ClaimTable<CLAIMS> {
         &self.claims
     }
 

@@ -9,7 +9,7 @@
 //! others, which the SMMU driver then logs.
 
 use crate::exanest_core::fault::{ClaimTable, FaultQueue};
-use crate::fault::{FAULT_QUEUE, MAX_REGIONS};
+use crate::fault::{CLAIMS, FAULT_QUEUE};
 use crate::ffi;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
@@ -22,7 +22,7 @@ use kernel::{
 /// fault thread (process.rs implements it).
 pub(crate) trait FaultSink {
     /// The ranges whose faults the resolver serves.
-    fn claims(&self) -> &ClaimTable<MAX_REGIONS>;
+    fn claims(&self) -> &ClaimTable<CLAIMS>;
     /// Where the handler records the faulting pages.
     fn queue(&self) -> &FaultQueue<FAULT_QUEUE>;
     /// How many faults the handler was called for.
@@ -66,7 +66,7 @@ pub(crate) unsafe extern "C" fn exanest_iommu_fault<S: FaultSink>(
 /// outside every such region (-ENOSYS, nothing recorded). When the table is being rewritten
 /// the whole time, the fault is taken: the worker and the engine's report then decide.
 pub(crate) fn claim_fault(
-    claims: &ClaimTable<MAX_REGIONS>,
+    claims: &ClaimTable<CLAIMS>,
     queue: &FaultQueue<FAULT_QUEUE>,
     count: &AtomicU64,
     iova: u64,
@@ -166,7 +166,7 @@ mod tests {
     /// driver logs them.
     #[test]
     fn faults_outside_regions_are_not_claimed() {
-        let claims = ClaimTable::<MAX_REGIONS>::new();
+        let claims = ClaimTable::<CLAIMS>::new();
         let q = FaultQueue::<FAULT_QUEUE>::new();
         let n = AtomicU64::new(0);
         let mut kicks = 0;

@@ -203,6 +203,9 @@ impl Process {
                 return Err(ENODEV);
             }
             let r = inner.regions.remove(handle)?;
+            if r.mode != abi::MODE_PIN {
+                inner.gone(&r.range);
+            }
             inner.ahead.forget(handle);
             // Other nodes first: nothing is placed with the region's rkey from here on.
             self.revoke_rkey(inner, handle);
