@@ -455,14 +455,15 @@ def report(raw, out, figdir, meta):
       "each figure is the median over runs of that run's percentile. Stamps are\n"
       "``ktime_get_ns`` (CLOCK_MONOTONIC, emulated under -icount). A stage runs from the last\n"
       "step the fault took before it, so the stages of one fault add up to its total; *report*\n"
-      "counts only faults where the SMMU's report came first. The fault thread often resolves a\n"
-      "page from the SMMU's report before the engine's interrupt is handled: the resolution's\n"
-      "steps then belong to the fault the engine reports for that page. The log's cost is the\n"
-      "same copy timed with the log off and on, in ABBA pairs; the target is under 1 %. Under\n"
-      "-icount the copy with the log off comes out slower: its fault thread takes the\n"
-      "process's lock again sooner after a RESUME and meets the interrupt thread there (with\n"
-      "a lock taken and dropped in place of the record, off took 21.5 us per fault and on\n"
-      "22.1, +3 %), so this pair measures that interplay more than the log.\n" +
+      "counts only faults where the SMMU's report came first; *from_irq* runs from the\n"
+      "engine's interrupt, as a CPU's page fault runs from its trap (the issue's measure). The\n"
+      "engine's interrupt thread serves the fault itself (Documentation/design.rst, \"Where\n"
+      "faults are served\"), and resolves a page the SMMU reported first with it: that\n"
+      "resolution's steps then belong to the fault the engine reports for that page. The log's\n"
+      "cost is the same copy timed with the log off and on, in ABBA pairs; the target is under\n"
+      "1 %. (When the fault thread served every fault, the pair moved by up to +-14 % with\n"
+      "where the thread met the interrupt thread on the process's lock, and measured that\n"
+      "interplay more than the log.)\n" +
       ("The CPU rows: the CPU time of the driver's threads (the fault thread and the engine's\n"
        "interrupt thread, each by its own CPU clock: the scheduler's exact run time) per fault,\n"
        "log off and on, in the same pairs; it moves with the same interplay (a lock taken and\n"
@@ -536,11 +537,12 @@ def report(raw, out, figdir, meta):
           "start until the last one ended (CLOCK_MONOTONIC); *vs one*: against one process, in\n"
           "the same run. The service percentiles are over every fault of every process (the\n"
           "engine's fault log, ``ktime_get_ns``); *copy time per fault* is the median process's\n"
-          "copy time over its faults. Each process has its own fault thread; the guest has two\n"
-          "vCPUs, which -icount runs in turn. The rate stays within 10 % of one process's with\n"
-          "more (the CPUs are the bound, not a lock): what grows is the wait for a CPU (*wake*),\n"
-          "so each process's copy takes about as many times longer as there are processes per\n"
-          "CPU. The time runs to the last process's result, not to the processes' exit.\n")
+          "copy time over its faults. The engine's interrupt thread serves every process's\n"
+          "faults as it sees them, with no thread woken per process; the guest has two vCPUs,\n"
+          "which -icount runs in turn. The rate stays within 10 % of one process's with more\n"
+          "(the CPUs are the bound, not a lock), and each process's copy takes about as many\n"
+          "times longer as there are processes per CPU. The time runs to the last process's\n"
+          "result, not to the processes' exit.\n")
     ml = {}
     for run in runs:
         for o in run:
