@@ -15,7 +15,6 @@ use crate::exanest_core::{
     regs::FaultCause,
     stamps::{Record, Step},
 };
-use crate::fault::handler::FaultSink;
 use crate::fault::{
     access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES, WOULD_BLOCK,
 };
@@ -94,9 +93,13 @@ impl Process {
                 Pass::Stopped => return,
                 Pass::Done if inline => {
                     // The engine's interrupt comes again for the faults it raised meanwhile;
-                    // the IOMMU's reports queued meanwhile get their deferred kick.
+                    // the IOMMU's reports queued meanwhile (their handler saw this server at
+                    // work) go to the fault thread. Not through the deferred kick: only the
+                    // IOMMU handler arms it, which teardown's detach waits for; this thread
+                    // may run after teardown cancelled it (a timer armed then outlived its
+                    // process: KASAN, exanest-race).
                     if !self.faults.is_empty() {
-                        FaultSink::kick(self);
+                        self.kick();
                     }
                     return;
                 }
