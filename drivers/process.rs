@@ -230,7 +230,7 @@ pub(crate) struct Process {
     /// is taken with a swap and never waited for; whoever finds it taken leaves its faults to
     /// the server at work, which looks for more before it stops.
     serving: AtomicBool,
-    /// The fault thread's kick for an IOMMU report, deferred by [`SMMU_KICK_DELAY_US`]: an
+    /// The fault thread's kick for an IOMMU report, deferred by [`SMMU_KICK_DELAY`]: an
     /// engine report of the same fault normally comes first and is served inline with the
     /// report, and the thread then is not woken for nothing. Armed only by the IOMMU fault
     /// handler ([`FaultSink::kick`]), so only while the domain is attached; cancelled by
@@ -443,15 +443,13 @@ impl Process {
     /// After teardown, with no driver lock held. The deferred kick goes first: teardown
     /// detached the domain, so the handler no longer arms it.
     pub(crate) fn stop_faults(&self) {
-        // SAFETY: `self` is a live process, so `timer` is its `kick_later`, initialised with
-        // it. `HrTimer` is `repr(C)` with the C `hrtimer` (in an `Opaque`,
-        // `repr(transparent)`) its first field, so the cast is the C timer. `hrtimer_cancel`
-        // waits for a callback in progress; none starts after it, as nothing arms the timer
-        // any more.
-        unsafe {
-            let timer = <Process as HasHrTimer<Process>>::raw_get_timer(self);
-            bindings::hrtimer_cancel(timer.cast_mut().cast());
-        }
+        // `HrTimer` is `repr(C)` with the C `hrtimer` (in an `Opaque`, `repr(transparent)`) as
+        // its first field, so the cast is the C timer. `hrtimer_cancel` waits for a callback
+        // in progress; none starts after it, as nothing arms the timer any more.
+        // SAFETY: `self` is live, so this is its `kick_later`, initialised with it (above).
+        let timer = unsafe { <Process as HasHrTimer<Process>>::raw_get_timer(self) };
+        // SAFETY: `timer` is this live process's initialised timer, a C `hrtimer` (above).
+        unsafe { bindings::hrtimer_cancel(timer.cast_mut().cast()) };
         self.thread.stop();
     }
 
@@ -526,13 +524,12 @@ impl FaultSink for Process {
         if self.serving.load(Ordering::SeqCst) || self.kick_armed.swap(true, Ordering::SeqCst) {
             return;
         }
-        // SAFETY: The process is pinned (it lives in an `Arc`) and outlives the timer: it is
-        // armed only from the IOMMU fault handler, which runs only while the domain is
-        // attached, and `stop_faults` cancels it after teardown has detached the domain,
-        // before the process can be freed. The handle would cancel the timer when dropped:
-        // it is forgotten, and the timer ends by itself.
-        let handle =
-            unsafe { Pin::new_unchecked(self).start(Delta::from_micros(SMMU_KICK_DELAY_US)) };
+        // The process is pinned (it lives in an `Arc`) and outlives the timer: only the IOMMU
+        // fault handler arms it, while the domain is attached, and `stop_faults` cancels it
+        // after teardown detached the domain, before the process can be freed. The handle
+        // would cancel the timer when dropped: it is forgotten, and the timer ends by itself.
+        // SAFETY: Pinned, and the timer cancelled before the process is freed (above).
+        let handle = unsafe { Pin::new_unchecked(self).start(SMMU_KICK_DELAY) };
         core::mem::forget(handle);
     }
 }
@@ -540,7 +537,7 @@ impl FaultSink for Process {
 /// How long an IOMMU report waits for the engine's report of the same fault before the fault
 /// thread is woken for it (µs). SMMU reports that no engine report follows (a GET's check of
 /// its destination, a receiver's look-ahead) are resolved that much later.
-pub(crate) const SMMU_KICK_DELAY_US: i64 = 50;
+pub(crate) const SMMU_KICK_DELAY: Delta = Delta::from_micros(50);
 
 impl HrTimerCallback for Process {
     type Pointer<'a> = Pin<&'a Process>;
