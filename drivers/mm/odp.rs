@@ -17,13 +17,12 @@ use crate::fault::WOULD_BLOCK;
 use crate::ffi::{self, HmmPfn, MniPtr};
 use crate::mm::budget::Budget;
 use crate::mm::iommu::Domain;
-pub(crate) use crate::mm::mirror::{reserve_nodes, Faulted, Mirror};
+pub(crate) use crate::mm::mirror::{reserve_nodes, Faulted, Mirror, Nodes};
 use crate::mm::mirror::{BLOCK_ORDER, BLOCK_PAGES};
 use kernel::{
     bindings,
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
-    rbtree::RBTreeNodeReservation,
     sync::{Arc, Mutex},
 };
 
@@ -149,7 +148,7 @@ pub(crate) fn map_faulted(
     ms: &mut MapState,
     mni: &Notifier,
     f: &Faulted,
-    nodes: &mut KVec<RBTreeNodeReservation<u64, u8>>,
+    nodes: &mut Nodes,
     pinned: impl Fn(u64) -> bool,
     mark: u64,
 ) -> Result<Option<u64>> {
