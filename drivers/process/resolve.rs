@@ -445,9 +445,11 @@ impl Process {
         nowait: bool,
         rec: &mut Record,
     ) -> Result<u64> {
-        retry_lost_region(|| self.resolve_once(addr, write, limit, within, nowait, rec))
+        retry_lost_region(|| self.resolve_once(addr, write, limit, within, nowait, true, rec))
     }
 
+    /// [`Process::resolve`], once; `lead`: a page found mapped may take a lead on map-ahead.
+    #[allow(clippy::too_many_arguments)]
     fn resolve_once(
         &self,
         addr: u64,
@@ -455,6 +457,7 @@ impl Process {
         limit: u64,
         within: Within,
         nowait: bool,
+        lead: bool,
         rec: &mut Record,
     ) -> Result<u64> {
         // The region's adaptive window before this resolution planned with it.
@@ -466,8 +469,19 @@ impl Process {
             }
             let vpn = addr >> PAGE_SHIFT;
             if g.pages.covers(vpn, write) || self.map.lock().mirror.covers(vpn, write) {
-                // Already resolved: both fault sources reported it.
-                return Ok((vpn + 1) << PAGE_SHIFT);
+                // Already resolved: both fault sources reported it, or map-ahead mapped it
+                // meanwhile. In map-ahead's last step the engine overtook the mapper: it takes
+                // a lead past the step (what it can at once; else it goes on, and faults there
+                // again if the mapper is still behind).
+                let done = (vpn + 1) << PAGE_SHIFT;
+                let Some(next) = lead.then(|| lead_start(&g, vpn, write)).flatten() else {
+                    return Ok(done);
+                };
+                drop(g);
+                let next = next << PAGE_SHIFT;
+                return Ok(self
+                    .resolve_once(next, write, limit, within, nowait, false, rec)
+                    .unwrap_or(done));
             }
             if g.pages.has(vpn) {
                 // Pinned read-only by a pin region, which owns the page's mapping: writable
@@ -519,6 +533,12 @@ impl Process {
                 u64::MAX => g.chans.copy_end(vpn << PAGE_SHIFT, write),
                 end => end,
             };
+            // Pages of map-ahead this fault overtook (the core's `Ahead::lead`).
+            let overtook = g
+                .ahead
+                .lead(h, write, vpn)
+                .filter(|&(first, _)| first == vpn)
+                .map(|(_, n)| n);
             let r = g.regions.get_mut(h).ok_or(EFAULT)?;
             // The translation budget and its room, read once for the plan and the block.
             let (budget, room) = {
@@ -547,9 +567,15 @@ impl Process {
                     ..plan
                 })
                 .filter(Plan::is_strided);
+                // A fault that overtook map-ahead takes a lead on it, within the transfer.
+                let lead = match (strided, r.map_ahead) {
+                    (None, true) => overtook.map_or(0, |n| n.min(run)),
+                    _ => 0,
+                };
                 // A window takes at most a quarter of the budget: the engine needs the pages
                 // of the transfer's other side mapped too.
-                ((plan.run - 1).min((budget / 4).saturating_sub(1)), strided)
+                let window = plan.run.max(lead) - 1;
+                (window.min((budget / 4).saturating_sub(1)), strided)
             } else {
                 (u64::from(r.window), None)
             };
@@ -566,6 +592,10 @@ impl Process {
                 blocks,
                 nowait,
             };
+            // The lead is this fault's: the mapper goes on past it.
+            if overtook.is_some() && target.window > 0 {
+                g.ahead.claim(h, write, vpn + target.window + 1);
+            }
             (h, addr, target)
         };
         let (end, mapped) = match self.fault_and_map(addr, write, &target, rec) {
@@ -679,4 +709,22 @@ impl Process {
             }
         }
     }
+}
+
+/// Where a fault at page `vpn` (already mapped) takes its lead on map-ahead (the core's
+/// `Ahead::lead`): the first page of it, if any.
+fn lead_start(g: &super::Inner, vpn: u64, write: bool) -> Option<u64> {
+    let one = Range::new(vpn << PAGE_SHIFT, 1, u64::MAX).ok()?;
+    let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
+    let h = g.regions.find_with(&one, access(write), not_pinned).ok()?;
+    if g.regions
+        .get(h)
+        .is_none_or(|r| !r.map_ahead || r.window != abi::WINDOW_ADAPTIVE)
+    {
+        return None;
+    }
+    g.ahead
+        .lead(h, write, vpn)
+        .map(|(first, _)| first)
+        .filter(|&f| f > vpn)
 }
