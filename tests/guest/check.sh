@@ -104,8 +104,10 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	echo "$out" | grep -q "channels *4"; t $? cli-info "$out"
 	out=$(exanest-cli copy --size 8M --mode on-demand 2>&1); echo "$out"
 	echo "$out" | grep -q "8388608 bytes .* data verified"; t $? cli-copy-on-demand "$out"
+	# Advised, the copy takes no fault, unless the mm invalidated some of the pages meanwhile
+	# (compaction migrates pages: CI once saw 2 faults re-resolving 10 pages).
 	out=$(exanest-cli copy --size 2M --mode on-demand --advise 2>&1); echo "$out"
-	echo "$out" | grep -q "^faults 0 "; t $? cli-advise-no-faults "$out"
+	echo "$out" | grep -q "^faults 0 \|invalidations [1-9]"; t $? cli-advise-no-faults "$out"
 	# The translation budget through the library: 256 pages for an 8 MiB on-demand copy.
 	out=$(exanest-cli copy --size 8M --mode on-demand --budget 256 2>&1); echo "$out"
 	echo "$out" | grep -q "8388608 bytes .* data verified" &&

@@ -141,12 +141,13 @@ fn copy(dev: &Device, a: &CopyArgs) -> Result<bool, Box<dyn std::error::Error>> 
         }
     );
     println!(
-        "faults {} (iommu {}), pages resolved {} (touch-ahead {}), pinned {}",
+        "faults {} (iommu {}), pages resolved {} (touch-ahead {}), pinned {}, invalidations {}",
         c1.faults - c0.faults,
         c1.iommu_faults - c0.iommu_faults,
         c1.pages_resolved - c0.pages_resolved,
         c1.touch_ahead_pages - c0.touch_ahead_pages,
-        c1.pages_pinned
+        c1.pages_pinned,
+        c1.invalidations - c0.invalidations
     );
     if a.budget.is_some() {
         let b = dev.budget(None)?;
