@@ -256,6 +256,24 @@ impl Mirror {
         }
     }
 
+    /// Tree nodes that mapping `f` may take: one per 2 MiB span it covers with no slot yet (at
+    /// most one per page requested). Looked at under the lock, so that a fault in a span
+    /// mapped already allocates none (a window-0 fault did, for one page, every time).
+    pub(crate) fn nodes_needed(&self, f: &Faulted) -> usize {
+        let pages = f.pfns.len() as u64;
+        if pages == 0 {
+            return 0;
+        }
+        let (first, last) = (f.first / BLOCK_PAGES, (f.first + pages - 1) / BLOCK_PAGES);
+        let mut present = 0;
+        let mut k = first;
+        while let Some(key) = self.next_slot(k).filter(|&key| key <= last) {
+            present += 1;
+            k = key + 1;
+        }
+        ((last - first + 1 - present) as usize).min(f.requested_pages())
+    }
+
     /// Nodes that marking pages `[first, end)` takes.
     fn nodes_for(&self, first: u64, end: u64) -> usize {
         (first / BLOCK_PAGES..=(end - 1) / BLOCK_PAGES)
@@ -520,23 +538,16 @@ fn prot(f: u8) -> u32 {
         }
 }
 
-/// Tree nodes for the slots the pages of `f` may need, reserved without any lock held: one per
-/// 2 MiB span with a page requested (those unused are freed with the vector).
-pub(crate) fn reserve_nodes(f: &Faulted) -> Result<Nodes> {
-    let pages = f.pfns.len() as u64;
-    if pages == 0 {
-        return Ok(KVec::new());
-    }
-    let spans = (f.first + pages - 1) / BLOCK_PAGES - f.first / BLOCK_PAGES + 1;
-    let n = (spans as usize).min(f.requested_pages());
-    let mut v = KVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?;
-    for _ in 0..n {
-        v.push(
+/// Top `nodes` up to `n` tree nodes ([`Mirror::nodes_needed`]), without any lock held (those
+/// left unused are freed with the vector).
+pub(crate) fn reserve_nodes(nodes: &mut Nodes, n: usize) -> Result {
+    while nodes.len() < n {
+        nodes.push(
             RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?,
             GFP_KERNEL_ACCOUNT,
         )?;
     }
-    Ok(v)
+    Ok(())
 }
 
 #[kunit_tests(exanest_dma_mirror)]
@@ -573,7 +584,8 @@ mod tests {
     }
 
     fn map(m: &mut Mirror, t: &FakeTable, f: &Faulted, pinned: impl Fn(u64) -> bool) -> u64 {
-        let mut nodes = reserve_nodes(f).unwrap();
+        let mut nodes = Nodes::new();
+        reserve_nodes(&mut nodes, m.nodes_needed(f)).unwrap();
         // SAFETY: The fake table never touches the pages.
         unsafe { m.map_current(t, f, &mut nodes, pinned) }.unwrap()
     }
@@ -586,7 +598,7 @@ mod tests {
         let mut f = faulted(0x200, 30, true, 0);
         f.sparse = Some((2, 8));
         // One node: the pages share a 2 MiB span.
-        assert_eq!(reserve_nodes(&f).unwrap().len(), 1);
+        assert_eq!(m.nodes_needed(&f), 1);
         assert_eq!(map(&mut m, &t, &f, |_| false), 8);
         for vpn in 0x200..0x21e {
             assert_eq!(m.covers(vpn, true), (vpn - 0x200) % 8 < 2);
@@ -726,21 +738,24 @@ mod tests {
         assert_eq!((m.len(), t.pages()), (0, 0));
     }
 
-    /// A run across a 2 MiB boundary is one call, marked in both slots (a node each, and
-    /// none reserved for a span with nothing requested); the slot of the last page unmapped
+    /// A run across a 2 MiB boundary is one call, marked in both slots (a node each; none for
+    /// a span with a slot already, nor one with nothing requested); the slot of the last page unmapped
     /// goes, and a lookup past every slot finds nothing.
     #[test]
     fn slots_split_at_2_mib() {
         let (mut m, t) = (Mirror::new(), FakeTable::new());
         let f = faulted(0x3f0, 32, false, 0);
-        assert_eq!(reserve_nodes(&f).unwrap().len(), 2);
+        assert_eq!(m.nodes_needed(&f), 2);
         assert_eq!(map(&mut m, &t, &f, |_| false), 32);
+        // Mapped again for writing: the slots are there, no node is needed.
+        assert_eq!(m.nodes_needed(&faulted(0x3f8, 16, true, 0)), 0);
+        assert_eq!(m.nodes_needed(&faulted(0x3f8, 0x210, true, 0)), 1);
         assert_eq!((t.calls.get(), m.tree.values().count()), (1, 2));
         assert!(m.covers(0x3f0, false) && m.covers(0x40f, false) && !m.covers(0x410, false));
         assert!(!m.covers(0x3f0, true) && m.any_in(0x40f, 0x500) && !m.any_in(0x410, 0x1000));
         let mut f = faulted(0x1000, 1024, false, 0);
         f.sparse = Some((1, 1024));
-        assert_eq!(reserve_nodes(&f).unwrap().len(), 1);
+        assert_eq!(m.nodes_needed(&f), 1);
         assert_eq!(
             m.unmap_range(&t, 0x400 << PAGE_SHIFT, 0x500 << PAGE_SHIFT),
             16

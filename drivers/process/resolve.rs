@@ -20,7 +20,7 @@ use crate::fault::{
 };
 use crate::ffi;
 use crate::mm::mirror::BLOCK_PAGES;
-use crate::mm::odp::{self, FaultTarget};
+use crate::mm::odp::{self, FaultTarget, Nodes};
 use crate::process::channel::MAX_CH;
 use crate::process::queue::QueueState;
 use crate::process::Process;
@@ -638,6 +638,7 @@ impl Process {
     ) -> Result<(u64, u64)> {
         let mut raced = 0;
         let mut nomem = 0;
+        let mut nodes = Nodes::new();
         loop {
             // Before the fault-in: the invalidations from here on are the ones that may have
             // changed what it finds.
@@ -647,17 +648,27 @@ impl Process {
             let f = odp::fault_in(&self.mm, addr, write, target)?;
             let t1 = ffi::ktime_ns();
             rec.set(Step::FaultedIn, t1);
-            let mut nodes = odp::reserve_nodes(&f)?;
-            let mut g = self.inner.lock();
-            if g.dead {
-                return Err(ENODEV);
-            }
-            // Still registered, with the notifier the pages were faulted in under.
-            match g.notifier(target.handle) {
-                Some(n) if Arc::ptr_eq(&n, &target.notifier) => {}
-                _ => return Err(ENOENT),
-            }
-            let mut m = self.map.lock();
+            // The mirror's nodes this mapping takes, reserved without a lock (as many as the
+            // mirror lacks, looked at under the locks, then again if it lacks more).
+            let (mut g, mut m) = loop {
+                let g = self.inner.lock();
+                if g.dead {
+                    return Err(ENODEV);
+                }
+                // Still registered, with the notifier the pages were faulted in under.
+                match g.notifier(target.handle) {
+                    Some(n) if Arc::ptr_eq(&n, &target.notifier) => {}
+                    _ => return Err(ENOENT),
+                }
+                let m = self.map.lock();
+                let need = m.mirror.nodes_needed(&f);
+                if nodes.len() >= need {
+                    break (g, m);
+                }
+                drop(m);
+                drop(g);
+                odp::reserve_nodes(&mut nodes, need)?;
+            };
             let pages = &g.pages;
             let evicted = m.budget.evicted().0;
             let res = odp::map_faulted(
