@@ -474,7 +474,7 @@ impl Process {
                 // a lead past the step (what it can at once; else it goes on, and faults there
                 // again if the mapper is still behind).
                 let done = (vpn + 1) << PAGE_SHIFT;
-                let Some(next) = lead.then(|| lead_start(&g, vpn, write)).flatten() else {
+                let Some(next) = lead.then(|| lead_start(&mut g, vpn, write)).flatten() else {
                     return Ok(done);
                 };
                 drop(g);
@@ -724,7 +724,7 @@ impl Process {
 
 /// Where a fault at page `vpn` (already mapped) takes its lead on map-ahead (the core's
 /// `Ahead::lead`): the first page of it, if any.
-fn lead_start(g: &super::Inner, vpn: u64, write: bool) -> Option<u64> {
+fn lead_start(g: &mut super::Inner, vpn: u64, write: bool) -> Option<u64> {
     let one = Range::new(vpn << PAGE_SHIFT, 1, u64::MAX).ok()?;
     let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
     let h = g.regions.find_with(&one, access(write), not_pinned).ok()?;
