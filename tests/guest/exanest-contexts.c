@@ -312,9 +312,18 @@ TEST_F_TIMEOUT(contexts, same_addresses_in_two_processes_stay_apart, 120)
 		    reg(fd, dst, LEN, WR, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW, NULL))
 			_exit(2);
 		for (int r = 0; r < ROUNDS; r++) {
+			int err;
+
 			memset(dst, 0, LEN);
-			if (copy_wait(fd, src, dst, LEN) || memcmp(src, dst, LEN))
+			err = copy_wait(fd, src, dst, LEN);
+			if (err) {
+				fprintf(stderr, "child: round %d: copy: %s\n", r, strerror(err < 0 ? -err : err));
 				_exit(3);
+			}
+			if (memcmp(src, dst, LEN)) {
+				fprintf(stderr, "child: round %d: data differ\n", r);
+				_exit(4);
+			}
 		}
 		_exit(0);
 	}
