@@ -535,7 +535,7 @@ impl FaultSink for Process {
 }
 
 /// How long an IOMMU report waits for the engine's report of the same fault before the fault
-/// thread is woken for it (µs). SMMU reports that no engine report follows (a GET's check of
+/// thread is woken for it. SMMU reports that no engine report follows (a GET's check of
 /// its destination, a receiver's look-ahead) are resolved that much later.
 pub(crate) const SMMU_KICK_DELAY: Delta = Delta::from_micros(50);
 

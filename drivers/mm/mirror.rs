@@ -219,8 +219,10 @@ impl Mirror {
         false
     }
 
-    /// Unmap the entry covering `vpn`, a whole block if it is one.
-    fn unmap_entry(&mut self, dom: &impl IoPageTable, vpn: u64) {
+    /// Unmap the entry covering `vpn`, a whole block if it is one: `PageMap` takes the page
+    /// over, or a fault maps it again with more access (the rest of a block is faulted in
+    /// again on demand).
+    pub(crate) fn evict(&mut self, dom: &impl IoPageTable, vpn: u64) {
         let (k, i) = slot_of(vpn);
         let Some(s) = self.tree.get_mut(&k) else {
             return;
@@ -237,12 +239,6 @@ impl Mirror {
             unmap_pages(dom, vpn, 1);
             self.pages -= 1;
         }
-    }
-
-    /// Unmap the entry covering `vpn`, a whole block if it is one: `PageMap` takes the page
-    /// over (the rest of a block is faulted in again on demand).
-    pub(crate) fn evict(&mut self, dom: &impl IoPageTable, vpn: u64) {
-        self.unmap_entry(dom, vpn);
     }
 
     /// Slot `k`, made from a node of `nodes` if it has none yet.
@@ -264,21 +260,20 @@ impl Mirror {
         if pages == 0 {
             return 0;
         }
-        let (first, last) = (f.first / BLOCK_PAGES, (f.first + pages - 1) / BLOCK_PAGES);
+        self.nodes_for(f.first, f.first + pages)
+            .min(f.requested_pages())
+    }
+
+    /// Nodes that marking pages `[first, end)` takes.
+    fn nodes_for(&self, first: u64, end: u64) -> usize {
+        let (first, last) = (first / BLOCK_PAGES, (end - 1) / BLOCK_PAGES);
         let mut present = 0;
         let mut k = first;
         while let Some(key) = self.next_slot(k).filter(|&key| key <= last) {
             present += 1;
             k = key + 1;
         }
-        ((last - first + 1 - present) as usize).min(f.requested_pages())
-    }
-
-    /// Nodes that marking pages `[first, end)` takes.
-    fn nodes_for(&self, first: u64, end: u64) -> usize {
-        (first / BLOCK_PAGES..=(end - 1) / BLOCK_PAGES)
-            .filter(|k| self.tree.get(k).is_none())
-            .count()
+        (last - first + 1 - present) as usize
     }
 
     /// Map the faulted pages `f` (odp.rs `map_faulted` checks their sequence first). Returns
@@ -364,7 +359,7 @@ impl Mirror {
                 // Mapped with less access, alone or in a block: unmap that first.
                 if self.entry(vpn).is_some() {
                     mapped += self.map_run(dom, &mut run, nodes)?;
-                    self.unmap_entry(dom, vpn);
+                    self.evict(dom, vpn);
                 }
             }
             if !run.extend(vpn, phys, flags) {

@@ -725,6 +725,11 @@ impl Process {
 /// Where a fault at page `vpn` (already mapped) takes its lead on map-ahead (the core's
 /// `Ahead::lead`): the first page of it, if any.
 fn lead_start(g: &mut super::Inner, vpn: u64, write: bool) -> Option<u64> {
+    // Every fault's second report finds its page mapped: with no job (a window its owner
+    // chose, say) there is no region to look up.
+    if g.ahead.is_empty() {
+        return None;
+    }
     let one = Range::new(vpn << PAGE_SHIFT, 1, u64::MAX).ok()?;
     let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
     let h = g.regions.find_with(&one, access(write), not_pinned).ok()?;
