@@ -68,62 +68,61 @@ static bool exanest_hmm_all_present(struct hmm_range *range, bool write, unsigne
 
 /*
  * exanest_shim_hmm_fault() for a thread that must not sleep on the mm (the engine's interrupt
- * thread serving a fault inline): -EWOULDBLOCK when the mmap lock is contended, when the range
- * is not in one anonymous VMA with the access, or when a fault would wait (for I/O, a page
- * lock, userfaultfd: FAULT_FLAG_RETRY_NOWAIT) or fails. The fault thread then resolves it the
- * way that may sleep, and gives any error. Faults in the missing pages asked for one by one,
- * as HMM would, then takes the snapshot under a fresh notifier sequence.
+ * thread serving a fault inline), called with the mmap read lock of vma's mm held, which it
+ * keeps: -EWOULDBLOCK when the range is not in vma, vma is not anonymous or lacks the access,
+ * or when a fault would wait (for I/O, a page lock, userfaultfd: FAULT_FLAG_RETRY_NOWAIT) or
+ * fails. The fault thread then resolves it the way that may sleep, and gives any error. Faults
+ * in the missing pages asked for one by one, as HMM would, then takes the snapshot under a
+ * fresh notifier sequence (mmu_interval_read_begin() under the mmap lock: the lock order of
+ * an invalidation under it). A single page is faulted in without a snapshot first: it is the
+ * page that faulted, so it is missing (handle_mm_fault() on a present one only marks it
+ * young).
  */
-static int exanest_hmm_fault_nowait(struct hmm_range *range, bool write, unsigned long run,
-				    unsigned long stride)
+static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_struct *vma,
+				    bool write, unsigned long run, unsigned long stride)
 {
 	struct mm_struct *mm = range->notifier->mm;
 	unsigned int flags = FAULT_FLAG_REMOTE | FAULT_FLAG_ALLOW_RETRY | FAULT_FLAG_RETRY_NOWAIT |
 			     (write ? FAULT_FLAG_WRITE : 0);
 	unsigned long need = write ? VM_WRITE : VM_READ;
-	struct vm_area_struct *vma;
 	unsigned long i, n = (range->end - range->start) >> PAGE_SHIFT;
-	int ret;
+	bool snapshot = n > 1;
 
+	mmap_assert_locked(mm);
+	if (vma->vm_mm != mm || range->start < vma->vm_start || range->end > vma->vm_end ||
+	    !vma_is_anonymous(vma) || !(vma->vm_flags & need))
+		return -EWOULDBLOCK;
 	range->default_flags = 0;
 	range->pfn_flags_mask = 0;
-	range->notifier_seq = mmu_interval_read_begin(range->notifier);
-	if (!mmap_read_trylock(mm))
-		return -EWOULDBLOCK;
-	vma = vma_lookup(mm, range->start);
-	if (!vma || range->end > vma->vm_end || !vma_is_anonymous(vma) ||
-	    !(vma->vm_flags & need)) {
-		mmap_read_unlock(mm);
-		return -EWOULDBLOCK;
-	}
-	ret = hmm_range_fault(range);
-	if (!ret && !exanest_hmm_all_present(range, write, run, stride)) {
-		for (i = 0; i < n; i++) {
-			vm_fault_t f;
-
-			if (!exanest_hmm_wanted(i, run, stride) ||
-			    exanest_hmm_present(range->hmm_pfns[i], write))
-				continue;
-			f = handle_mm_fault(vma, range->start + (i << PAGE_SHIFT), flags, NULL);
-			/* With RETRY_NOWAIT the lock is kept, but for a fault that completed. */
-			if (f & VM_FAULT_COMPLETED)
-				return -EWOULDBLOCK;
-			if (f & (VM_FAULT_RETRY | VM_FAULT_ERROR)) {
-				ret = -EWOULDBLOCK;
-				break;
-			}
-		}
-		mmap_read_unlock(mm);
-		if (ret)
-			return ret;
-		/* The faults may have invalidated the range (a COW break): a fresh sequence. */
+	if (snapshot) {
 		range->notifier_seq = mmu_interval_read_begin(range->notifier);
-		if (!mmap_read_trylock(mm))
+		if (hmm_range_fault(range))
 			return -EWOULDBLOCK;
-		ret = hmm_range_fault(range);
+		if (exanest_hmm_all_present(range, write, run, stride))
+			return 0;
 	}
-	mmap_read_unlock(mm);
-	if (ret || !exanest_hmm_all_present(range, write, run, stride))
+	for (i = 0; i < n; i++) {
+		vm_fault_t f;
+
+		if (!exanest_hmm_wanted(i, run, stride) ||
+		    (snapshot && exanest_hmm_present(range->hmm_pfns[i], write)))
+			continue;
+		f = handle_mm_fault(vma, range->start + (i << PAGE_SHIFT), flags, NULL);
+		/*
+		 * With RETRY_NOWAIT the lock is kept, but for a fault that completed (which an
+		 * anonymous VMA's never does): the caller's lock is taken again, and vma is not
+		 * used after this.
+		 */
+		if (f & VM_FAULT_COMPLETED) {
+			mmap_read_lock(mm);
+			return -EWOULDBLOCK;
+		}
+		if (f & (VM_FAULT_RETRY | VM_FAULT_ERROR))
+			return -EWOULDBLOCK;
+	}
+	/* The faults may have invalidated the range (a COW break): a fresh sequence. */
+	range->notifier_seq = mmu_interval_read_begin(range->notifier);
+	if (hmm_range_fault(range) || !exanest_hmm_all_present(range, write, run, stride))
 		return -EWOULDBLOCK;
 	return 0;
 }
@@ -131,12 +130,14 @@ static int exanest_hmm_fault_nowait(struct hmm_range *range, bool write, unsigne
 /*
  * Fault in [start, end) of the notifier's mm for device access (read, or write too) and return
  * one HMM pfn per page in pfns and the notifier sequence to check with
- * exanest_shim_read_retry() under the driver lock. Takes the mmap lock itself. With a stride
- * (in pages, > 0), only the first run pages of every stride are faulted in; the others are
- * reported as they are (HMM_PFN_VALID only if present), and must not be used.
+ * exanest_shim_read_retry() under the driver lock. With vma NULL, takes the mmap lock itself
+ * and may sleep; else the caller holds the mmap read lock of vma's mm and must not sleep on the
+ * mm (exanest_hmm_fault_locked()). With a stride (in pages, > 0), only the first run pages of
+ * every stride are faulted in; the others are reported as they are (HMM_PFN_VALID only if
+ * present), and must not be used.
  */
-int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long start,
-			   unsigned long end, bool write, bool nowait, unsigned long run,
+int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, struct vm_area_struct *vma,
+			   unsigned long start, unsigned long end, bool write, unsigned long run,
 			   unsigned long stride, unsigned long *pfns, unsigned long *seq)
 {
 	unsigned long req = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
@@ -150,8 +151,8 @@ int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long star
 	unsigned long i;
 	int ret;
 
-	if (nowait) {
-		ret = exanest_hmm_fault_nowait(&range, write, run, stride);
+	if (vma) {
+		ret = exanest_hmm_fault_locked(&range, vma, write, run, stride);
 		*seq = range.notifier_seq;
 		return ret;
 	}

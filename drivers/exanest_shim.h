@@ -28,8 +28,8 @@ extern const __poll_t exanest_shim_pollhup;
 phys_addr_t exanest_shim_page_to_phys(struct page *page);
 struct iommu_domain *exanest_shim_domain_alloc(struct device *dev);
 
-int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, unsigned long start,
-			   unsigned long end, bool write, bool nowait, unsigned long run,
+int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, struct vm_area_struct *vma,
+			   unsigned long start, unsigned long end, bool write, unsigned long run,
 			   unsigned long stride, unsigned long *pfns, unsigned long *seq);
 bool exanest_shim_read_retry(struct mmu_interval_notifier *mni, unsigned long seq);
 phys_addr_t exanest_shim_hmm_pfn_to_phys(unsigned long hpfn);

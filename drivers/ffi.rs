@@ -179,16 +179,17 @@ impl MniPtr {
     /// Fault `[start, end)` in for device access (read, or write too): one pfn per page into
     /// `pfns`, and the notifier sequence to check with [`MniPtr::read_retry`] before using them.
     /// With `sparse` = (run, stride) in pages, only the first `run` pages of every `stride` are
-    /// faulted in, and only their pfns may be used. Takes the mmap lock itself. With `nowait`
-    /// it does not sleep on the mm, and fails with EAGAIN where it would (the shim's
-    /// `exanest_hmm_fault_nowait`: a contended mmap lock, a fault that would wait, or a range
-    /// not in one anonymous VMA with the access).
+    /// faulted in, and only their pfns may be used. With `locked` None it takes the mmap lock
+    /// itself and may sleep. With `locked`, the VMA of the range, borrowed from the mmap read
+    /// lock's guard (held throughout, and kept), it does not sleep on the mm and fails with
+    /// EAGAIN where it would (the shim's `exanest_hmm_fault_locked`: a fault that would wait,
+    /// or a range not in that VMA, anonymous, with the access).
     pub(crate) fn hmm_fault(
         &self,
+        locked: Option<&kernel::mm::virt::VmaRef>,
         start: u64,
         end: u64,
         write: bool,
-        nowait: bool,
         sparse: Option<(u64, u64)>,
         pfns: &mut [HmmPfn],
     ) -> Result<usize> {
@@ -199,16 +200,19 @@ impl MniPtr {
         if sparse.is_some() && (run == 0 || stride < run) {
             return Err(EINVAL);
         }
+        let vma = locked.map_or(core::ptr::null_mut(), |v| v.as_ptr());
         let mut seq = 0usize;
         // SAFETY: The notifier is live (type invariant); `pfns` has one entry per page of the
-        // range, and `HmmPfn` is a transparent `usize`.
+        // range, and `HmmPfn` is a transparent `usize`. A non-null `vma` is borrowed from a
+        // guard of its mm's mmap read lock, which is held for the call (the shim checks that
+        // the VMA's mm is the notifier's, and keeps the lock held).
         let ret = unsafe {
             raw::exanest_shim_hmm_fault(
                 self.0.as_ptr(),
+                vma,
                 start as usize,
                 end as usize,
                 write,
-                nowait,
                 run as usize,
                 stride as usize,
                 pfns.as_mut_ptr().cast(),

@@ -210,7 +210,8 @@ pub(crate) struct FaultTarget {
 /// Check the VMA and fault the touch-ahead window at `addr` in. Runs with no driver lock held:
 /// HMM takes the mmap lock and may sleep in the mm's fault handler for as long as that takes
 /// (userfaultfd, FUSE). Its sleeps are killable: a fatal signal to the caller (the process, or
-/// the fault thread stopped at teardown) ends them with EINTR.
+/// the fault thread stopped at teardown) ends them with EINTR. With `t.nowait` the mmap lock is
+/// taken once, without waiting, for the VMA and the fault-in together.
 pub(crate) fn fault_in(
     mm: &kernel::mm::Mm,
     addr: u64,
@@ -218,27 +219,46 @@ pub(crate) fn fault_in(
     t: &FaultTarget,
 ) -> Result<Faulted> {
     let user = mm.mmget_not_zero().ok_or(EFAULT)?;
-    let vma = {
-        let guard = if t.nowait {
-            user.mmap_read_trylock().ok_or(WOULD_BLOCK)?
-        } else {
-            user.mmap_read_lock()
-        };
+    if t.nowait {
+        let guard = user.mmap_read_trylock().ok_or(WOULD_BLOCK)?;
         let vma = guard.vma_lookup(addr as usize).ok_or(EFAULT)?;
-        let flags = vma.flags();
-        let need = if write {
-            kernel::mm::virt::flags::WRITE
-        } else {
-            kernel::mm::virt::flags::READ
-        };
-        if flags & need == 0 {
-            return Err(EACCES);
-        }
-        Range {
-            start: vma.start() as u64,
-            end: vma.end() as u64,
-        }
+        let span = vma_span(vma, write)?;
+        return fault_in_vma(addr, t, &span, |first, last, sparse| {
+            hmm(t, Some(vma), first, last, write, sparse)
+        });
+    }
+    let span = {
+        let guard = user.mmap_read_lock();
+        vma_span(guard.vma_lookup(addr as usize).ok_or(EFAULT)?, write)?
     };
+    fault_in_vma(addr, t, &span, |first, last, sparse| {
+        hmm(t, None, first, last, write, sparse)
+    })
+}
+
+/// The range of `vma`, if it allows the access (EACCES if not).
+fn vma_span(vma: &kernel::mm::virt::VmaRef, write: bool) -> Result<Range> {
+    let need = if write {
+        kernel::mm::virt::flags::WRITE
+    } else {
+        kernel::mm::virt::flags::READ
+    };
+    if vma.flags() & need == 0 {
+        return Err(EACCES);
+    }
+    Ok(Range {
+        start: vma.start() as u64,
+        end: vma.end() as u64,
+    })
+}
+
+/// [`fault_in`] in the VMA `vma` at `addr`, faulting pages in with `hmm(first, last, sparse)`.
+fn fault_in_vma(
+    addr: u64,
+    t: &FaultTarget,
+    vma: &Range,
+    hmm: impl Fn(u64, u64, Option<(u64, u64)>) -> Result<Faulted>,
+) -> Result<Faulted> {
     let page_end = |end: u64| end.div_ceil(PAGE_SIZE as u64);
     let strided = t
         .strided
@@ -246,7 +266,7 @@ pub(crate) fn fault_in(
         .map(|p| p.clamp(page_end(vma.end)).clamp(page_end(t.region.end)))
         .filter(Plan::is_strided);
     if let Some(p) = strided {
-        match hmm(t, p.first, p.end, write, Some((p.run, p.stride))) {
+        match hmm(p.first, p.end, Some((p.run, p.stride))) {
             // A predicted page that cannot be faulted in (past the end of a file, say) must
             // not fail the fault: the window's pages are faulted in instead (unless it would
             // have slept: the fault thread then follows the plan).
@@ -254,8 +274,8 @@ pub(crate) fn fault_in(
             res => return res,
         }
     }
-    let window = touch_ahead(addr, t.window, PAGE_SHIFT as u32, &vma, &t.region, t.limit);
-    let f = hmm(t, window.0, window.1, write, None)?;
+    let window = touch_ahead(addr, t.window, PAGE_SHIFT as u32, vma, &t.region, t.limit);
+    let f = hmm(window.0, window.1, None)?;
     let vpn = addr >> PAGE_SHIFT;
     let huge = f
         .pfns
@@ -263,24 +283,24 @@ pub(crate) fn fault_in(
         .is_some_and(|p| p.order() >= BLOCK_ORDER);
     if t.blocks && huge {
         let (first, last) =
-            widen_to_block(window, vpn, BLOCK_PAGES, PAGE_SHIFT as u32, &vma, &t.region);
+            widen_to_block(window, vpn, BLOCK_PAGES, PAGE_SHIFT as u32, vma, &t.region);
         if (first, last) != window {
             // The rest of a resident huge page: a walk of its PMD. Should it fail (the huge
             // page was split meanwhile and part of it is gone), the window alone will do.
-            match hmm(t, first, last, write, None) {
+            match hmm(first, last, None) {
                 Err(e) if e == EINTR => return Err(e),
                 Err(_) => {}
                 wide => return wide,
             }
         }
     }
-    drop(user);
     Ok(f)
 }
 
 /// Fault the pages `first..last` in with HMM (a strided plan's only, with `sparse`).
 fn hmm(
     t: &FaultTarget,
+    locked: Option<&kernel::mm::virt::VmaRef>,
     first: u64,
     last: u64,
     write: bool,
@@ -295,10 +315,10 @@ fn hmm(
         .notifier
         .mni
         .hmm_fault(
+            locked,
             first << PAGE_SHIFT,
             last << PAGE_SHIFT,
             write,
-            t.nowait,
             sparse,
             &mut pfns,
         )
