@@ -91,7 +91,7 @@ pub(crate) unsafe fn page_to_phys(page: NonNull<bindings::page>) -> u64 {
 /// that requested its page, which leaves it present (a sparse request's other entries are never
 /// used: `Faulted::requested`), or from [`HmmPfn::for_test`] (KUnit), whose
 /// address is only computed, never used to reach memory.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 #[repr(transparent)]
 pub(crate) struct HmmPfn(usize);
 

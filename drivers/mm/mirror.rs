@@ -19,10 +19,58 @@ use kernel::{
 /// every `stride` from `first`: only those are mapped ([`Faulted::requested`]).
 pub(crate) struct Faulted {
     pub(super) first: u64,
-    pub(super) pfns: KVec<HmmPfn>,
+    pub(super) pfns: Pfns,
     pub(super) seq: usize,
     pub(super) write: bool,
     pub(super) sparse: Option<(u64, u64)>,
+}
+
+/// Pages whose pfns [`Pfns`] keeps in place: a fault of a page or a short window (the usual one
+/// on the engine's interrupt thread) allocates nothing.
+const FEW_PFNS: usize = 16;
+
+/// The HMM pfns of a fault-in, one per page: in place for at most [`FEW_PFNS`] pages, else
+/// allocated (charged to the memory cgroup of the process, as the fault-in runs in its scope).
+pub(crate) struct Pfns(Store);
+
+/// Where [`Pfns`] keeps its entries.
+enum Store {
+    Few { len: usize, buf: [HmmPfn; FEW_PFNS] },
+    Many(KVec<HmmPfn>),
+}
+
+impl Pfns {
+    /// `n` empty entries.
+    pub(crate) fn new(n: usize) -> Result<Self> {
+        Ok(Pfns(if n <= FEW_PFNS {
+            Store::Few {
+                len: n,
+                buf: [HmmPfn::default(); FEW_PFNS],
+            }
+        } else {
+            Store::Many(KVec::from_elem(HmmPfn::default(), n, GFP_KERNEL_ACCOUNT)?)
+        }))
+    }
+}
+
+impl core::ops::Deref for Pfns {
+    type Target = [HmmPfn];
+
+    fn deref(&self) -> &[HmmPfn] {
+        match &self.0 {
+            Store::Few { len, buf } => &buf[..*len],
+            Store::Many(v) => v,
+        }
+    }
+}
+
+impl core::ops::DerefMut for Pfns {
+    fn deref_mut(&mut self) -> &mut [HmmPfn] {
+        match &mut self.0 {
+            Store::Few { len, buf } => &mut buf[..*len],
+            Store::Many(v) => v,
+        }
+    }
 }
 
 impl Faulted {
@@ -563,11 +611,9 @@ mod tests {
         order: u32,
         pfn: impl Fn(usize) -> usize,
     ) -> Faulted {
-        let mut pfns = KVec::new();
-        for i in 0..n {
-            let pfn = pfn(i);
-            pfns.push(HmmPfn::for_test(pfn, write, order), GFP_KERNEL)
-                .unwrap();
+        let mut pfns = Pfns::new(n).unwrap();
+        for (i, p) in pfns.iter_mut().enumerate() {
+            *p = HmmPfn::for_test(pfn(i), write, order);
         }
         Faulted {
             first,
@@ -583,6 +629,31 @@ mod tests {
         reserve_nodes(&mut nodes, m.nodes_needed(f)).unwrap();
         // SAFETY: The fake table never touches the pages.
         unsafe { m.map_current(t, f, &mut nodes, pinned) }.unwrap()
+    }
+
+    /// A fault-in's pfns hold as many entries as it asked for, in place or allocated (on both
+    /// sides of the limit), each kept as written; faulted-in pages map from either.
+    #[test]
+    fn pfns_in_place_and_allocated() {
+        for n in [0, 1, FEW_PFNS, FEW_PFNS + 1, 600] {
+            let mut p = Pfns::new(n).unwrap();
+            assert_eq!(p.len(), n);
+            assert_eq!(matches!(p.0, Store::Few { .. }), n <= FEW_PFNS);
+            for (i, e) in p.iter_mut().enumerate() {
+                *e = HmmPfn::for_test(0x1000 + i, true, 0);
+            }
+            for (i, e) in p.iter().enumerate() {
+                assert_eq!(*e, HmmPfn::for_test(0x1000 + i, true, 0));
+            }
+        }
+        let (mut m, t) = (Mirror::new(), FakeTable::new());
+        for (first, n) in [(0x600, FEW_PFNS), (0x800, FEW_PFNS + 1)] {
+            assert_eq!(
+                map(&mut m, &t, &faulted(first, n, true, 0), |_| false),
+                n as u64
+            );
+        }
+        assert_eq!(t.pages(), 2 * FEW_PFNS as u64 + 1);
     }
 
     /// A strided fault-in maps only the pages it requested (their pfns alone name pages): two

@@ -14,11 +14,11 @@ use crate::exanest_core::{
     fault::{touch_ahead, widen_to_block, InvalLog, Plan},
 };
 use crate::fault::WOULD_BLOCK;
-use crate::ffi::{self, HmmPfn, MniPtr};
+use crate::ffi::{self, MniPtr};
 use crate::mm::budget::Budget;
 use crate::mm::iommu::Domain;
 pub(crate) use crate::mm::mirror::{reserve_nodes, Faulted, Mirror, Nodes};
-use crate::mm::mirror::{BLOCK_ORDER, BLOCK_PAGES};
+use crate::mm::mirror::{Pfns, BLOCK_ORDER, BLOCK_PAGES};
 use kernel::{
     bindings,
     page::{PAGE_SHIFT, PAGE_SIZE},
@@ -306,11 +306,7 @@ fn hmm(
     write: bool,
     sparse: Option<(u64, u64)>,
 ) -> Result<Faulted> {
-    let mut pfns = KVec::from_elem(
-        HmmPfn::default(),
-        (last - first) as usize,
-        GFP_KERNEL_ACCOUNT,
-    )?;
+    let mut pfns = Pfns::new((last - first) as usize)?;
     let seq = t
         .notifier
         .mni
