@@ -11,6 +11,8 @@
 pub(crate) mod abi;
 #[path = "../rust/exanest-core/src/ahead.rs"]
 pub(crate) mod ahead;
+#[path = "../rust/exanest-core/src/batch.rs"]
+pub(crate) mod batch;
 #[path = "../rust/exanest-core/src/budget.rs"]
 pub(crate) mod budget;
 #[path = "../rust/exanest-core/src/ctxpool.rs"]

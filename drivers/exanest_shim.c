@@ -38,9 +38,15 @@ struct iommu_domain *exanest_shim_domain_alloc(struct device *dev)
  * structures Rust cannot see (linux/hmm.h).
  */
 
-/* Whether page i of a range is asked for: all of them, or with a stride its first run. */
-static bool exanest_hmm_wanted(unsigned long i, unsigned long run, unsigned long stride)
+/*
+ * Whether page i of a range is asked for: with a mask (a bitmap with a bit per page of the
+ * range), if its bit is set; with a stride, if it is in its first run; else all of them.
+ */
+static bool exanest_hmm_wanted(unsigned long i, unsigned long run, unsigned long stride,
+			       const unsigned long *mask)
 {
+	if (mask)
+		return test_bit(i, mask);
 	return !stride || i % stride < run;
 }
 
@@ -55,12 +61,12 @@ static bool exanest_hmm_present(unsigned long p, bool write)
  * fault requested.
  */
 static bool exanest_hmm_all_present(struct hmm_range *range, bool write, unsigned long run,
-				    unsigned long stride)
+				    unsigned long stride, const unsigned long *mask)
 {
 	unsigned long i, n = (range->end - range->start) >> PAGE_SHIFT;
 
 	for (i = 0; i < n; i++)
-		if (exanest_hmm_wanted(i, run, stride) &&
+		if (exanest_hmm_wanted(i, run, stride, mask) &&
 		    !exanest_hmm_present(range->hmm_pfns[i], write))
 			return false;
 	return true;
@@ -79,7 +85,8 @@ static bool exanest_hmm_all_present(struct hmm_range *range, bool write, unsigne
  * young).
  */
 static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_struct *vma,
-				    bool write, unsigned long run, unsigned long stride)
+				    bool write, unsigned long run, unsigned long stride,
+				    const unsigned long *mask)
 {
 	struct mm_struct *mm = range->notifier->mm;
 	unsigned int flags = FAULT_FLAG_REMOTE | FAULT_FLAG_ALLOW_RETRY | FAULT_FLAG_RETRY_NOWAIT |
@@ -98,13 +105,13 @@ static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_stru
 		range->notifier_seq = mmu_interval_read_begin(range->notifier);
 		if (hmm_range_fault(range))
 			return -EWOULDBLOCK;
-		if (exanest_hmm_all_present(range, write, run, stride))
+		if (exanest_hmm_all_present(range, write, run, stride, mask))
 			return 0;
 	}
 	for (i = 0; i < n; i++) {
 		vm_fault_t f;
 
-		if (!exanest_hmm_wanted(i, run, stride) ||
+		if (!exanest_hmm_wanted(i, run, stride, mask) ||
 		    (snapshot && exanest_hmm_present(range->hmm_pfns[i], write)))
 			continue;
 		f = handle_mm_fault(vma, range->start + (i << PAGE_SHIFT), flags, NULL);
@@ -122,7 +129,7 @@ static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_stru
 	}
 	/* The faults may have invalidated the range (a COW break): a fresh sequence. */
 	range->notifier_seq = mmu_interval_read_begin(range->notifier);
-	if (hmm_range_fault(range) || !exanest_hmm_all_present(range, write, run, stride))
+	if (hmm_range_fault(range) || !exanest_hmm_all_present(range, write, run, stride, mask))
 		return -EWOULDBLOCK;
 	return 0;
 }
@@ -132,13 +139,15 @@ static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_stru
  * one HMM pfn per page in pfns and the notifier sequence to check with
  * exanest_shim_read_retry() under the driver lock. With vma NULL, takes the mmap lock itself
  * and may sleep; else the caller holds the mmap read lock of vma's mm and must not sleep on the
- * mm (exanest_hmm_fault_locked()). With a stride (in pages, > 0), only the first run pages of
- * every stride are faulted in; the others are reported as they are (HMM_PFN_VALID only if
- * present), and must not be used.
+ * mm (exanest_hmm_fault_locked()). With a mask (a bit per page of the range), only the pages
+ * whose bit is set are faulted in; else with a stride (in pages, > 0), only the first run pages
+ * of every stride. The others are reported as they are (HMM_PFN_VALID only if present), and
+ * must not be used.
  */
 int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, struct vm_area_struct *vma,
 			   unsigned long start, unsigned long end, bool write, unsigned long run,
-			   unsigned long stride, unsigned long *pfns, unsigned long *seq)
+			   unsigned long stride, const unsigned long *mask, unsigned long *pfns,
+			   unsigned long *seq)
 {
 	unsigned long req = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
 	struct hmm_range range = {
@@ -152,16 +161,16 @@ int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, struct vm_area_str
 	int ret;
 
 	if (vma) {
-		ret = exanest_hmm_fault_locked(&range, vma, write, run, stride);
+		ret = exanest_hmm_fault_locked(&range, vma, write, run, stride, mask);
 		*seq = range.notifier_seq;
 		return ret;
 	}
-	if (stride) {
+	if (stride || mask) {
 		/* Per-page requests: the input pfns say which pages to fault in. */
 		range.default_flags = 0;
 		range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
 		for (i = 0; i < (end - start) >> PAGE_SHIFT; i++)
-			pfns[i] = i % stride < run ? req : 0;
+			pfns[i] = exanest_hmm_wanted(i, run, stride, mask) ? req : 0;
 	}
 
 	ret = hmm_range_fault_unlocked_timeout(&range,

@@ -30,7 +30,8 @@ struct iommu_domain *exanest_shim_domain_alloc(struct device *dev);
 
 int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, struct vm_area_struct *vma,
 			   unsigned long start, unsigned long end, bool write, unsigned long run,
-			   unsigned long stride, unsigned long *pfns, unsigned long *seq);
+			   unsigned long stride, const unsigned long *mask, unsigned long *pfns,
+			   unsigned long *seq);
 bool exanest_shim_read_retry(struct mmu_interval_notifier *mni, unsigned long seq);
 phys_addr_t exanest_shim_hmm_pfn_to_phys(unsigned long hpfn);
 bool exanest_shim_hmm_pfn_writable(unsigned long hpfn);

@@ -9,6 +9,7 @@
 //! functions the shim calls back into Rust are checked against the header too
 //! ([`check_callback!`]).
 
+use crate::exanest_core::batch::{Want, BATCH_SPAN};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{bindings, device, prelude::*};
@@ -178,34 +179,45 @@ impl MniPtr {
 
     /// Fault `[start, end)` in for device access (read, or write too): one pfn per page into
     /// `pfns`, and the notifier sequence to check with [`MniPtr::read_retry`] before using them.
-    /// With `sparse` = (run, stride) in pages, only the first `run` pages of every `stride` are
-    /// faulted in, and only their pfns may be used. With `locked` None it takes the mmap lock
-    /// itself and may sleep. With `locked`, the VMA of the range, borrowed from the mmap read
-    /// lock's guard (held throughout, and kept), it does not sleep on the mm and fails with
-    /// EAGAIN where it would (the shim's `exanest_hmm_fault_locked`: a fault that would wait,
-    /// or a range not in that VMA, anonymous, with the access).
+    /// Only the pages `want` asks for are faulted in, and only their pfns may be used. With
+    /// `locked` None it takes the mmap lock itself and may sleep. With `locked`, the VMA of the
+    /// range, borrowed from the mmap read lock's guard (held throughout, and kept), it does not
+    /// sleep on the mm and fails with EAGAIN where it would (the shim's
+    /// `exanest_hmm_fault_locked`: a fault that would wait, or a range not in that VMA,
+    /// anonymous, with the access).
     pub(crate) fn hmm_fault(
         &self,
         locked: Option<&kernel::mm::virt::VmaRef>,
         start: u64,
         end: u64,
         write: bool,
-        sparse: Option<(u64, u64)>,
+        want: &Want,
         pfns: &mut [HmmPfn],
     ) -> Result<usize> {
-        if start >= end || pfns.len() != ((end - start) >> kernel::page::PAGE_SHIFT) as usize {
+        let n = (end.saturating_sub(start)) >> kernel::page::PAGE_SHIFT;
+        if start >= end || pfns.len() as u64 != n {
             return Err(EINVAL);
         }
-        let (run, stride) = sparse.unwrap_or((0, 0));
-        if sparse.is_some() && (run == 0 || stride < run) {
-            return Err(EINVAL);
-        }
+        let (run, stride, mask) = match want {
+            Want::All => (0, 0, core::ptr::null()),
+            Want::Strided { run, stride } if *run > 0 && stride >= run => {
+                (*run, *stride, core::ptr::null())
+            }
+            // The shim reads a bit per page of the range, from `unsigned long` words.
+            Want::Mask(m) if n <= BATCH_SPAN => {
+                const _: () = assert!(size_of::<core::ffi::c_ulong>() == size_of::<u64>());
+                (0, 0, m.words().as_ptr())
+            }
+            _ => return Err(EINVAL),
+        };
         let vma = locked.map_or(core::ptr::null_mut(), |v| v.as_ptr());
         let mut seq = 0usize;
         // SAFETY: The notifier is live (type invariant); `pfns` has one entry per page of the
-        // range, and `HmmPfn` is a transparent `usize`. A non-null `vma` is borrowed from a
-        // guard of its mm's mmap read lock, which is held for the call (the shim checks that
-        // the VMA's mm is the notifier's, and keeps the lock held).
+        // range, and `HmmPfn` is a transparent `usize`. A non-null `mask` has a bit per page of
+        // the range (`BATCH_SPAN` at least), as 64-bit words (`unsigned long` on the 64-bit
+        // targets the module builds for). A non-null `vma` is borrowed from a guard of its mm's
+        // mmap read lock, which is held for the call (the shim checks that the VMA's mm is the
+        // notifier's, and keeps the lock held).
         let ret = unsafe {
             raw::exanest_shim_hmm_fault(
                 self.0.as_ptr(),
@@ -215,6 +227,7 @@ impl MniPtr {
                 write,
                 run as usize,
                 stride as usize,
+                mask.cast(),
                 pfns.as_mut_ptr().cast(),
                 &mut seq,
             )

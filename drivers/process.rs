@@ -35,6 +35,7 @@
 //! as the fault thread does, and the mmap lock only with a trylock. The IOMMU fault handler
 //! takes no lock ([`Process::claims`] is lock-free).
 
+pub(crate) mod batch;
 pub(crate) mod bind;
 pub(crate) mod channel;
 pub(crate) mod mailbox;

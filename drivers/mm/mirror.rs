@@ -5,6 +5,7 @@
 //! It lives under `Process::map` (odp.rs's `MapState`), the lock the MMU notifier takes; the
 //! notifier and the fault-in are odp.rs's. Lock order: process.rs.
 
+use crate::exanest_core::batch::Want;
 use crate::ffi::HmmPfn;
 use crate::mm::iommu::IoPageTable;
 use kernel::{
@@ -15,14 +16,14 @@ use kernel::{
 };
 
 /// Pages faulted in by HMM, not yet mapped: their HMM pfns and the notifier sequence. A
-/// strided fault-in (`sparse` = (run, stride) pages) requested only the first `run` pages of
-/// every `stride` from `first`: only those are mapped ([`Faulted::requested`]).
+/// strided fault-in or a batch's requested only some pages from `first` (`want`): only those
+/// are mapped ([`Faulted::requested`]).
 pub(crate) struct Faulted {
     pub(super) first: u64,
     pub(super) pfns: Pfns,
     pub(super) seq: usize,
     pub(super) write: bool,
-    pub(super) sparse: Option<(u64, u64)>,
+    pub(super) want: Want,
 }
 
 /// Pages whose pfns [`Pfns`] keeps in place: a fault of a page or a short window (the usual one
@@ -81,19 +82,12 @@ impl Faulted {
 
     /// Whether page `vpn` (in the range) was requested, so that its pfn names a present page.
     fn requested(&self, vpn: u64) -> bool {
-        match self.sparse {
-            Some((run, stride)) => (vpn - self.first) % stride < run,
-            None => true,
-        }
+        self.want.has(vpn - self.first)
     }
 
     /// Pages requested.
     fn requested_pages(&self) -> usize {
-        let n = self.pfns.len() as u64;
-        match self.sparse {
-            Some((run, stride)) => ((n / stride) * run + (n % stride).min(run)) as usize,
-            None => n as usize,
-        }
+        self.want.count(self.pfns.len() as u64) as usize
     }
 }
 
@@ -620,7 +614,7 @@ mod tests {
             pfns,
             seq: 0,
             write,
-            sparse: None,
+            want: Want::All,
         }
     }
 
@@ -662,7 +656,7 @@ mod tests {
     fn strided_fault_in_maps_only_its_runs() {
         let (mut m, t) = (Mirror::new(), FakeTable::new());
         let mut f = faulted(0x200, 30, true, 0);
-        f.sparse = Some((2, 8));
+        f.want = Want::Strided { run: 2, stride: 8 };
         // One node: the pages share a 2 MiB span.
         assert_eq!(m.nodes_needed(&f), 1);
         assert_eq!(map(&mut m, &t, &f, |_| false), 8);
@@ -671,7 +665,7 @@ mod tests {
         }
         assert_eq!(t.pages(), 8);
         let mut f = faulted(0x400, 512, true, 9);
-        f.sparse = Some((1, 2));
+        f.want = Want::Strided { run: 1, stride: 2 };
         assert_eq!(map(&mut m, &t, &f, |_| false), 256);
         assert_eq!(m.blocks(), 0);
     }
@@ -820,7 +814,10 @@ mod tests {
         assert!(m.covers(0x3f0, false) && m.covers(0x40f, false) && !m.covers(0x410, false));
         assert!(!m.covers(0x3f0, true) && m.any_in(0x40f, 0x500) && !m.any_in(0x410, 0x1000));
         let mut f = faulted(0x1000, 1024, false, 0);
-        f.sparse = Some((1, 1024));
+        f.want = Want::Strided {
+            run: 1,
+            stride: 1024,
+        };
         assert_eq!(m.nodes_needed(&f), 1);
         assert_eq!(
             m.unmap_range(&t, 0x400 << PAGE_SHIFT, 0x500 << PAGE_SHIFT),

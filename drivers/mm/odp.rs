@@ -11,6 +11,7 @@
 use crate::error::hmm_errno;
 use crate::exanest_core::{
     abi::Range,
+    batch::{batch_len, PageMask, Want},
     fault::{touch_ahead, widen_to_block, InvalLog, Plan},
 };
 use crate::fault::WOULD_BLOCK;
@@ -140,7 +141,8 @@ impl Notifier {
 
 /// Map the faulted pages `f` into `ms`'s domain (see [`Mirror::map_current`]), but for those
 /// that an invalidation recorded since `mark` (taken before the fault-in) touched; `None` (the
-/// caller faults again) if one touched the faulting page `f.first`, or the log lost track.
+/// caller faults again) if one touched a faulting page (`faulting`: the one a fault stopped
+/// at, or each of a batch's), or the log lost track.
 /// Those pages fault again when the engine reaches them, so an invalidation elsewhere in the
 /// region does not make the resolution start over. The caller holds `Process::map`, the lock
 /// behind `ms`.
@@ -148,6 +150,7 @@ pub(crate) fn map_faulted(
     ms: &mut MapState,
     mni: &Notifier,
     f: &Faulted,
+    faulting: &[u64],
     nodes: &mut Nodes,
     pinned: impl Fn(u64) -> bool,
     mark: u64,
@@ -161,11 +164,13 @@ pub(crate) fn map_faulted(
     } = ms;
     let page = |vpn: u64| (vpn << PAGE_SHIFT, (vpn + 1) << PAGE_SHIFT);
     let moved = mni.mni.read_retry(f.seq);
-    if moved {
-        let (s, e) = page(f.first);
-        if inval.hits(mark, s, e) {
-            return Ok(None);
-        }
+    if moved
+        && faulting.iter().any(|&vpn| {
+            let (s, e) = page(vpn);
+            inval.hits(mark, s, e)
+        })
+    {
+        return Ok(None);
     }
     let touched = |vpn: u64| {
         let (s, e) = page(vpn);
@@ -223,16 +228,16 @@ pub(crate) fn fault_in(
         let guard = user.mmap_read_trylock().ok_or(WOULD_BLOCK)?;
         let vma = guard.vma_lookup(addr as usize).ok_or(EFAULT)?;
         let span = vma_span(vma, write)?;
-        return fault_in_vma(addr, t, &span, |first, last, sparse| {
-            hmm(t, Some(vma), first, last, write, sparse)
+        return fault_in_vma(addr, t, &span, |first, last, want| {
+            hmm(t, Some(vma), first, last, write, want)
         });
     }
     let span = {
         let guard = user.mmap_read_lock();
         vma_span(guard.vma_lookup(addr as usize).ok_or(EFAULT)?, write)?
     };
-    fault_in_vma(addr, t, &span, |first, last, sparse| {
-        hmm(t, None, first, last, write, sparse)
+    fault_in_vma(addr, t, &span, |first, last, want| {
+        hmm(t, None, first, last, write, want)
     })
 }
 
@@ -252,12 +257,12 @@ fn vma_span(vma: &kernel::mm::virt::VmaRef, write: bool) -> Result<Range> {
     })
 }
 
-/// [`fault_in`] in the VMA `vma` at `addr`, faulting pages in with `hmm(first, last, sparse)`.
+/// [`fault_in`] in the VMA `vma` at `addr`, faulting pages in with `hmm(first, last, want)`.
 fn fault_in_vma(
     addr: u64,
     t: &FaultTarget,
     vma: &Range,
-    hmm: impl Fn(u64, u64, Option<(u64, u64)>) -> Result<Faulted>,
+    hmm: impl Fn(u64, u64, Want) -> Result<Faulted>,
 ) -> Result<Faulted> {
     let page_end = |end: u64| end.div_ceil(PAGE_SIZE as u64);
     let strided = t
@@ -266,7 +271,11 @@ fn fault_in_vma(
         .map(|p| p.clamp(page_end(vma.end)).clamp(page_end(t.region.end)))
         .filter(Plan::is_strided);
     if let Some(p) = strided {
-        match hmm(p.first, p.end, Some((p.run, p.stride))) {
+        let want = Want::Strided {
+            run: p.run,
+            stride: p.stride,
+        };
+        match hmm(p.first, p.end, want) {
             // A predicted page that cannot be faulted in (past the end of a file, say) must
             // not fail the fault: the window's pages are faulted in instead (unless it would
             // have slept: the fault thread then follows the plan).
@@ -275,7 +284,7 @@ fn fault_in_vma(
         }
     }
     let window = touch_ahead(addr, t.window, PAGE_SHIFT as u32, vma, &t.region, t.limit);
-    let f = hmm(window.0, window.1, None)?;
+    let f = hmm(window.0, window.1, Want::All)?;
     let vpn = addr >> PAGE_SHIFT;
     let huge = f
         .pfns
@@ -287,7 +296,7 @@ fn fault_in_vma(
         if (first, last) != window {
             // The rest of a resident huge page: a walk of its PMD. Should it fail (the huge
             // page was split meanwhile and part of it is gone), the window alone will do.
-            match hmm(first, last, None) {
+            match hmm(first, last, Want::All) {
                 Err(e) if e == EINTR => return Err(e),
                 Err(_) => {}
                 wide => return wide,
@@ -297,14 +306,87 @@ fn fault_in_vma(
     Ok(f)
 }
 
-/// Fault the pages `first..last` in with HMM (a strided plan's only, with `sparse`).
+/// One fault of a batch ([`fault_in_batch`]): its address, and the window its resolution
+/// planned (pages after the faulting one) up to `limit` (as [`FaultTarget`]'s).
+#[derive(Clone, Copy)]
+pub(crate) struct Member {
+    pub(crate) addr: u64,
+    pub(crate) window: u64,
+    pub(crate) limit: u64,
+}
+
+/// Fault in the windows of the faults `members` (in `t`'s region, sorted by address: a batch
+/// by the core's `batch_len`) with one HMM call over their span, asking for their windows only,
+/// under one mmap lock. Each member's window (pages, `[first, last)`) goes to `wins`. `t`'s own
+/// window, limit, plan and blocks are not used. EXDEV when the members are not in one VMA, no
+/// longer make one batch in it, or one faulted on a transparent huge page while `blocks` (one
+/// of them would map all of it as a block): the caller then resolves them one by one. Other
+/// errors as [`fault_in`]'s.
+pub(crate) fn fault_in_batch(
+    mm: &kernel::mm::Mm,
+    write: bool,
+    t: &FaultTarget,
+    members: &[Member],
+    blocks: bool,
+    wins: &mut [(u64, u64)],
+) -> Result<Faulted> {
+    let first = members.first().ok_or(EINVAL)?;
+    if wins.len() != members.len() {
+        return Err(EINVAL);
+    }
+    let user = mm.mmget_not_zero().ok_or(EFAULT)?;
+    let span = |vma: &Range, wins: &mut [(u64, u64)]| -> Result<(u64, u64, PageMask)> {
+        for (m, w) in members.iter().zip(wins.iter_mut()) {
+            if !(vma.start..vma.end).contains(&m.addr) {
+                return Err(EXDEV);
+            }
+            *w = touch_ahead(m.addr, m.window, PAGE_SHIFT as u32, vma, &t.region, m.limit);
+        }
+        if batch_len(wins) != wins.len() {
+            return Err(EXDEV);
+        }
+        let first = wins[0].0;
+        let last = wins.iter().map(|w| w.1).max().unwrap_or(first + 1);
+        let mut mask = PageMask::new();
+        for w in wins.iter() {
+            if !mask.add(w.0 - first, w.1 - first) {
+                return Err(EXDEV);
+            }
+        }
+        Ok((first, last, mask))
+    };
+    let f = if t.nowait {
+        let guard = user.mmap_read_trylock().ok_or(WOULD_BLOCK)?;
+        let vma = guard.vma_lookup(first.addr as usize).ok_or(EFAULT)?;
+        let (lo, hi, mask) = span(&vma_span(vma, write)?, wins)?;
+        hmm(t, Some(vma), lo, hi, write, Want::Mask(mask))?
+    } else {
+        let vma = {
+            let guard = user.mmap_read_lock();
+            vma_span(guard.vma_lookup(first.addr as usize).ok_or(EFAULT)?, write)?
+        };
+        let (lo, hi, mask) = span(&vma, wins)?;
+        hmm(t, None, lo, hi, write, Want::Mask(mask))?
+    };
+    let huge = |m: &Member| {
+        f.pfns
+            .get(((m.addr >> PAGE_SHIFT) - f.first) as usize)
+            .is_some_and(|p| p.order() >= BLOCK_ORDER)
+    };
+    if blocks && members.iter().any(huge) {
+        return Err(EXDEV);
+    }
+    Ok(f)
+}
+
+/// Fault the pages `first..last` that `want` asks for in with HMM.
 fn hmm(
     t: &FaultTarget,
     locked: Option<&kernel::mm::virt::VmaRef>,
     first: u64,
     last: u64,
     write: bool,
-    sparse: Option<(u64, u64)>,
+    want: Want,
 ) -> Result<Faulted> {
     let mut pfns = Pfns::new((last - first) as usize)?;
     let seq = t
@@ -315,7 +397,7 @@ fn hmm(
             first << PAGE_SHIFT,
             last << PAGE_SHIFT,
             write,
-            sparse,
+            &want,
             &mut pfns,
         )
         .map_err(|e| {
@@ -330,6 +412,6 @@ fn hmm(
         pfns,
         seq,
         write,
-        sparse,
+        want,
     })
 }

@@ -10,7 +10,7 @@
 use crate::exanest_core::{
     abi::{self, Range},
     ahead::{self, Chunk},
-    fault::Plan,
+    fault::{Adaptive, Plan},
     faultsm::{Answer, Origin, Source},
     regs::FaultCause,
     stamps::{Record, Step},
@@ -19,6 +19,7 @@ use crate::fault::{
     access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES, WOULD_BLOCK,
 };
 use crate::ffi;
+use crate::hw::{Context, EngineFault};
 use crate::mm::mirror::BLOCK_PAGES;
 use crate::mm::odp::{self, FaultTarget, Nodes};
 use crate::process::channel::MAX_CH;
@@ -56,13 +57,51 @@ enum Pass {
 
 /// How a channel's fault went (`Process::service_fault`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Served {
+pub(super) enum Served {
     /// The channel held no fault of the process's.
     Nothing,
     /// Answered: RESUME or NACK.
     Answered,
     /// Given back to the fault thread: it could not be resolved without sleeping.
     HandedOff,
+}
+
+/// A channel's fault taken for service ([`Process::take_fault`]), not answered yet.
+pub(super) struct Taken {
+    /// The channel.
+    pub(super) n: u32,
+    /// The context it was taken on, which the answer goes to.
+    ctx: Arc<Context>,
+    /// The engine's report.
+    pub(super) f: EngineFault,
+    origin: Origin,
+    /// End (exclusive) of the transfer's bytes in the faulting direction.
+    limit: u64,
+    /// Where to resolve it.
+    pub(super) within: Within,
+    /// Its steps' times.
+    pub(super) rec: Record,
+}
+
+/// What a fault needs, as [`Process::prepare`] found it.
+pub(super) enum Prep {
+    /// Nothing: resolved up to this end (the page was reachable already).
+    Done(u64),
+    /// Reachable already, in map-ahead's step: a lead from `next` on (`done`, the page's end,
+    /// if the lead fails).
+    Lead { next: u64, done: u64 },
+    /// A fault-in and a map.
+    Fault(Pending),
+}
+
+/// A fault's resolution as planned: its region, address and fault-in, and the region's
+/// adaptive window before the plan (restored if the resolution is handed off).
+pub(super) struct Pending {
+    pub(super) h: u32,
+    pub(super) addr: u64,
+    pub(super) write: bool,
+    pub(super) target: FaultTarget,
+    saved: Option<Adaptive>,
 }
 
 impl Process {
@@ -165,21 +204,19 @@ impl Process {
                 }
                 inner.engine_faults.pending(&*ctx, lost)
             };
-            for n in (0..32).filter(|n| pending & (1 << n) != 0) {
+            if pending.count_ones() > 1 {
+                // Several at once: resolved together where they are close (batch.rs).
+                let served = self.serve_channels(pending, nowait);
+                busy |= served.answered;
+                if served.handed_off {
+                    return Pass::HandOff;
+                }
+            }
+            for n in (0..32).filter(|n| pending.count_ones() == 1 && pending & (1 << n) != 0) {
                 match self.service_fault(n, nowait) {
                     Served::Nothing => {}
                     Served::Answered => busy = true,
-                    Served::HandedOff => {
-                        // The channels not looked at yet are the thread's too: pending again
-                        // if detected, noted again if found by a scan.
-                        let rest = pending & !(2u32.wrapping_shl(n).wrapping_sub(1));
-                        let mut g = self.inner.lock();
-                        for m in (0..32).filter(|m| rest & (1 << m) != 0) {
-                            g.engine_faults.defer(m);
-                        }
-                        self.irq_faults.fetch_or(rest, Ordering::SeqCst);
-                        return Pass::HandOff;
-                    }
+                    Served::HandedOff => return Pass::HandOff,
                 }
             }
             if nowait {
@@ -317,67 +354,102 @@ impl Process {
     /// NACK it with the errno (fault/machine.rs). `nowait`: without sleeping on the mm, else
     /// the fault goes back to the fault thread ([`Served::HandedOff`]).
     fn service_fault(&self, n: u32, nowait: bool) -> Served {
-        // A fault in service keeps the process's context (`Inner::idle`) until it is answered.
+        let Some(mut t) = self.take_fault(n) else {
+            return Served::Nothing;
+        };
+        let resolved = self.resolve_taken(&mut t, nowait);
+        self.answer_fault(t, resolved, nowait)
+    }
+
+    /// Take channel `n`'s fault, whatever its origin: its report, transfer and record. `None`
+    /// when the channel holds no fault of the process's. A fault in service keeps the process's
+    /// context (`Inner::idle`) until it is answered ([`Process::answer_fault`]).
+    pub(super) fn take_fault(&self, n: u32) -> Option<Taken> {
         let mut rec = Record::default();
-        let (ctx, f, origin, limit, within) = {
-            let mut g = self.inner.lock();
-            let inner = &mut *g;
-            let Some(ctx) = inner.hw() else {
-                return Served::Nothing;
-            };
-            let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
-            let Some(f) = inner.engine_faults.take(&*ctx, n, k, lat, &mut rec) else {
-                return Served::Nothing;
-            };
-            let rep = &f.report;
-            let known = match f.source {
-                Source::Start => inner.chans.fault_of(n, rep.fault_write),
-                Source::Kernel { slot } => inner.chans.fault_of(slot, rep.fault_write),
-                // The transfer's end, as the engine reports it (u64::MAX before 2.10).
-                Source::Queue { index } => match &inner.queue {
-                    QueueState::Ready(q) if q.mask & (1 << n) != 0 => Some(Transfer {
-                        origin: Origin::Queue { index },
-                        limit: f.end,
-                        within: Within::Any,
-                    }),
-                    _ => None,
-                },
-                // The op's end here, as the engine reports it (0 for a MAILBOX).
-                Source::NetRx { src, opid } => Some(Transfer {
-                    origin: Origin::NetRx { src, opid },
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        let ctx = inner.hw()?;
+        let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+        let f = inner.engine_faults.take(&*ctx, n, k, lat, &mut rec)?;
+        let rep = &f.report;
+        let known = match f.source {
+            Source::Start => inner.chans.fault_of(n, rep.fault_write),
+            Source::Kernel { slot } => inner.chans.fault_of(slot, rep.fault_write),
+            // The transfer's end, as the engine reports it (u64::MAX before 2.10).
+            Source::Queue { index } => match &inner.queue {
+                QueueState::Ready(q) if q.mask & (1 << n) != 0 => Some(Transfer {
+                    origin: Origin::Queue { index },
                     limit: f.end,
                     within: Within::Any,
                 }),
-            };
-            let Some(c) = known else {
-                // Not the process's (its queue was disabled meanwhile): a later scan sees it
-                // again if it stays.
-                inner.engine_faults.drop_fault(n);
-                return Served::Nothing;
-            };
-            (ctx, f, c.origin, c.limit, c.within)
+                _ => None,
+            },
+            // The op's end here, as the engine reports it (0 for a MAILBOX).
+            Source::NetRx { src, opid } => Some(Transfer {
+                origin: Origin::NetRx { src, opid },
+                limit: f.end,
+                within: Within::Any,
+            }),
         };
-        let rep = f.report;
-        // A receive's window is not cut at its op's end: the next ops from the sender
-        // usually write on into the same buffer (512 puts of 64 B, each into the next cold
-        // page: 1 fault where the op's end made it 43-246, exanest-bench net-small-cold), as
-        // the IOMMU's report of the page, which names no op, always resolved it. Map-ahead
-        // still plans the op alone.
-        let window_limit = match origin {
+        let Some(c) = known else {
+            // Not the process's (its queue was disabled meanwhile): a later scan sees it
+            // again if it stays.
+            inner.engine_faults.drop_fault(n);
+            return None;
+        };
+        Some(Taken {
+            n,
+            ctx,
+            f,
+            origin: c.origin,
+            limit: c.limit,
+            within: c.within,
+            rec,
+        })
+    }
+
+    /// Where a taken fault's resolution may map ahead to: a receive's window is not cut at its
+    /// op's end, as the next ops from the sender usually write on into the same buffer (512
+    /// puts of 64 B, each into the next cold page: 1 fault where the op's end made it 43-246,
+    /// exanest-bench net-small-cold), as the IOMMU's report of the page, which names no op,
+    /// always resolved it. Map-ahead still plans the op alone.
+    pub(super) fn window_limit(t: &Taken) -> u64 {
+        match t.origin {
             Origin::NetRx { .. } => u64::MAX,
-            _ => limit,
-        };
-        let resolved = match rep.fault_cause {
+            _ => t.limit,
+        }
+    }
+
+    /// Resolve taken fault `t` alone.
+    fn resolve_taken(&self, t: &mut Taken, nowait: bool) -> Result<u64> {
+        let rep = t.f.report;
+        match rep.fault_cause {
             FaultCause::Translation => self.resolve(
                 rep.fault_addr,
                 rep.fault_write,
-                window_limit,
-                within,
+                Self::window_limit(t),
+                t.within,
                 nowait,
-                &mut rec,
+                &mut t.rec,
             ),
             _ => Err(EIO),
-        };
+        }
+    }
+
+    /// Answer taken fault `t`, resolved up to the end `resolved` or not: RESUME or NACK it,
+    /// plan map-ahead after a RESUME, end the copy a NACK ends. A resolution that would have
+    /// slept gives the fault back to the fault thread ([`Served::HandedOff`]).
+    pub(super) fn answer_fault(&self, t: Taken, resolved: Result<u64>, nowait: bool) -> Served {
+        let Taken {
+            n,
+            ctx,
+            f,
+            origin,
+            limit,
+            mut rec,
+            ..
+        } = t;
+        let rep = f.report;
         let res = resolved.map(|_| ());
         let mut g = self.inner.lock();
         let inner = &mut *g;
@@ -450,7 +522,7 @@ impl Process {
 
     /// [`Process::resolve`], once; `lead`: a page found mapped may take a lead on map-ahead.
     #[allow(clippy::too_many_arguments)]
-    fn resolve_once(
+    pub(super) fn resolve_once(
         &self,
         addr: u64,
         write: bool,
@@ -460,6 +532,32 @@ impl Process {
         lead: bool,
         rec: &mut Record,
     ) -> Result<u64> {
+        match self.prepare(addr, write, limit, within, nowait, lead)? {
+            Prep::Done(done) => Ok(done),
+            Prep::Lead { next, done } => Ok(self
+                .resolve_once(next, write, limit, within, nowait, false, rec)
+                .unwrap_or(done)),
+            Prep::Fault(p) => {
+                let res = self.fault_and_map(p.addr, write, &p.target, rec);
+                self.finish(
+                    &p,
+                    res.map(|(end, mapped)| (end, mapped, mapped.saturating_sub(1))),
+                )
+            }
+        }
+    }
+
+    /// A resolution's first half: what the fault at `addr` needs (see [`Prep`]), with its
+    /// region, window and plan; `lead` as [`Process::resolve_once`]'s.
+    pub(super) fn prepare(
+        &self,
+        addr: u64,
+        write: bool,
+        limit: u64,
+        within: Within,
+        nowait: bool,
+        lead: bool,
+    ) -> Result<Prep> {
         // The region's adaptive window before this resolution planned with it.
         let mut saved = None;
         let (h, addr, target) = {
@@ -475,13 +573,12 @@ impl Process {
                 // again if the mapper is still behind).
                 let done = (vpn + 1) << PAGE_SHIFT;
                 let Some(next) = lead.then(|| lead_start(&mut g, vpn, write)).flatten() else {
-                    return Ok(done);
+                    return Ok(Prep::Done(done));
                 };
-                drop(g);
-                let next = next << PAGE_SHIFT;
-                return Ok(self
-                    .resolve_once(next, write, limit, within, nowait, false, rec)
-                    .unwrap_or(done));
+                return Ok(Prep::Lead {
+                    next: next << PAGE_SHIFT,
+                    done,
+                });
             }
             if g.pages.has(vpn) {
                 // Pinned read-only by a pin region, which owns the page's mapping: writable
@@ -499,7 +596,7 @@ impl Process {
                 }
                 let g = self.inner.lock();
                 if g.pages.covers(vpn, write) {
-                    return Ok((vpn + 1) << PAGE_SHIFT);
+                    return Ok(Prep::Done((vpn + 1) << PAGE_SHIFT));
                 }
                 // Unpinned meanwhile: look again (`retry_lost_region`).
                 return Err(if g.pages.has(vpn) { EACCES } else { ENOENT });
@@ -598,24 +695,45 @@ impl Process {
             }
             (h, addr, target)
         };
-        let (end, mapped) = match self.fault_and_map(addr, write, &target, rec) {
-            Err(e) if e == WOULD_BLOCK => {
-                if let Some(adapt) = saved {
-                    if let Some(r) = self.inner.lock().regions.get_mut(h) {
-                        r.adapt = adapt;
-                    }
+        Ok(Prep::Fault(Pending {
+            h,
+            addr,
+            write,
+            target,
+            saved,
+        }))
+    }
+
+    /// A resolution's second half, after the fault-in and map of `p` gave `res`: the end of
+    /// what was resolved, the pages mapped, and those of them past the faulting pages
+    /// (touch-ahead's). Handed off ([`WOULD_BLOCK`]), the region's adaptive window goes back
+    /// to what it was before `p` planned with it (the fault thread plans again).
+    pub(super) fn finish(&self, p: &Pending, res: Result<(u64, u64, u64)>) -> Result<u64> {
+        let (end, mapped, ahead) = match res {
+            Err(e) => {
+                if e == WOULD_BLOCK {
+                    self.restore_adapt(p);
                 }
                 return Err(e);
             }
-            res => res?,
+            Ok(r) => r,
         };
         let mut g = self.inner.lock();
-        g.chans.counters.touch_ahead_pages += mapped.saturating_sub(1);
-        if let Some(r) = g.regions.get_mut(h) {
+        g.chans.counters.touch_ahead_pages += ahead;
+        if let Some(r) = g.regions.get_mut(p.h) {
             r.pages_resolved += mapped;
             r.adapt.resolved(end >> PAGE_SHIFT);
         }
         Ok(end)
+    }
+
+    /// The region's adaptive window as it was before `p` planned with it.
+    fn restore_adapt(&self, p: &Pending) {
+        if let Some(adapt) = p.saved {
+            if let Some(r) = self.inner.lock().regions.get_mut(p.h) {
+                r.adapt = adapt;
+            }
+        }
     }
 
     /// Fault in the window at `addr` and map it, but for the pages an invalidation touched
@@ -636,6 +754,20 @@ impl Process {
         target: &FaultTarget,
         rec: &mut Record,
     ) -> Result<(u64, u64)> {
+        self.fault_and_map_with(target, &[addr >> PAGE_SHIFT], rec, || {
+            odp::fault_in(&self.mm, addr, write, target)
+        })
+    }
+
+    /// [`Process::fault_and_map`] with the fault-in `fault_in`, for the faults at pages
+    /// `faulting` (one, or a batch's): an invalidation of any of them starts over.
+    pub(crate) fn fault_and_map_with(
+        &self,
+        target: &FaultTarget,
+        faulting: &[u64],
+        rec: &mut Record,
+        mut fault_in: impl FnMut() -> Result<odp::Faulted>,
+    ) -> Result<(u64, u64)> {
         let mut raced = 0;
         let mut nomem = 0;
         let mut nodes = Nodes::new();
@@ -645,7 +777,7 @@ impl Process {
             let mark = self.map.lock().inval.mark();
             let t0 = ffi::ktime_ns();
             rec.stamp(Step::FaultIn, t0);
-            let f = odp::fault_in(&self.mm, addr, write, target)?;
+            let f = fault_in()?;
             let t1 = ffi::ktime_ns();
             rec.set(Step::FaultedIn, t1);
             // The mirror's nodes this mapping takes, reserved without a lock (as many as the
@@ -675,6 +807,7 @@ impl Process {
                 &mut m,
                 &target.notifier,
                 &f,
+                faulting,
                 &mut nodes,
                 |vpn| pages.has(vpn),
                 mark,

@@ -17,7 +17,9 @@
  *    its doorbell faults it back (register map 2.2);
  *  - a process killed with copies posted writes nothing after its death;
  *  - small buffers in one page, one pinned read-only and one writable in any mode: copies into
- *    the writable one complete, and the page is read-only for the device again once it goes.
+ *    the writable one complete, and the page is read-only for the device again once it goes;
+ *  - transfers started together on every channel fault together on neighbouring pages, and are
+ *    resolved together (batched resolution).
  */
 #include <poll.h>
 #include <pthread.h>
@@ -308,6 +310,120 @@ TEST_F_TIMEOUT(queue, copies_take_the_kernel_queue, 60)
 	EXPECT_EQ(0, memcmp(self->src, self->dst, 3 * 4096));
 	snprintf(want, sizeof(want), "kernel queue posted 3 completed 3");
 	EXPECT_TRUE(stats_has(want)) TH_LOG("debugfs stats has no \"%s\"", want);
+}
+
+#define FAULT_LOG "/sys/kernel/debug/exanest-dma0/faults"
+
+/* Write `cmd` to the engine's fault log: 0, or -errno. */
+static int fault_log_cmd(const char *cmd)
+{
+	int fd = open(FAULT_LOG, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* The fault log's summary into text: its length, or -1. */
+static ssize_t fault_log_text(char *text, size_t size)
+{
+	int fd = open(FAULT_LOG, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, text, size - 1);
+	close(fd);
+	text[n > 0 ? n : 0] = 0;
+	return n > 0 ? n : -1;
+}
+
+/* The fault log's count of records `key` ("kept", "batched"...): -1 if it has none. */
+static long fault_log_count(const char *key)
+{
+	char text[4096], k[32];
+	const char *at;
+	long v;
+
+	if (fault_log_text(text, sizeof(text)) < 0)
+		return -1;
+	snprintf(k, sizeof(k), "\"%s\": ", key);
+	at = strstr(text, k);
+	if (!at || sscanf(at + strlen(k), "%ld", &v) != 1)
+		return -1;
+	return v;
+}
+
+/*
+ * Batched resolution (issue 23): a doorbell starts a transfer on every channel of the
+ * context at once, each 4 KiB from a fresh source page to a fresh destination page next to
+ * the others', in regions with window 0 (a fault maps its page, nothing more), so every
+ * channel stops on a fault at the same time. The server takes them together and resolves
+ * neighbouring pages with one fault-in and one map: the fault log counts records resolved
+ * with others. Every copy completes with its data, every fault is resolved, none NACKed.
+ */
+TEST_F_TIMEOUT(queue, neighbouring_faults_resolve_together, 120)
+{
+	enum { ROUNDS = 16, MAXCH = 8, LEN = ROUNDS * MAXCH * 4096 };
+	uint32_t ch = self->q.info.channels < MAXCH ? self->q.info.channels : MAXCH;
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	struct exanest_dma_counters k0, k;
+	long batched, kept;
+	uint32_t hs, hd;
+	char text[4096];
+	struct cqe c;
+	bool was_on;
+
+	if (!variant->faults)
+		SKIP(return, "%s: copies take no faults", variant->name);
+	if (ch < 2)
+		SKIP(return, "the queue has %u channel", ch);
+	if (fault_log_text(text, sizeof(text)) < 0)
+		SKIP(return, "no fault log (debugfs)");
+	ASSERT_TRUE(src && dst);
+	fill(src, LEN, 11);
+	ASSERT_EQ(0, reg(self->fd, src, LEN, EXANEST_DMA_ACCESS_READ, variant->mode, 0, &hs));
+	ASSERT_EQ(0, reg(self->fd, dst, LEN, EXANEST_DMA_ACCESS_WRITE, variant->mode, 0, &hd));
+	was_on = strstr(text, "\"stamps\": true") != NULL;
+	ASSERT_EQ(0, fault_log_cmd("on"));
+	ASSERT_EQ(0, fault_log_cmd("clear"));
+	k0 = counters(self->fd);
+	for (int r = 0; r < ROUNDS; r++) {
+		uint64_t at = (uint64_t)r * ch * 4096;
+
+		for (uint32_t i = 0; i < ch; i++)
+			ASSERT_TRUE(q_push(&self->q, (uintptr_t)(src + at + i * 4096),
+					   (uintptr_t)(dst + at + i * 4096), 4096, 0, i));
+		q_ring(&self->q);
+		for (uint32_t i = 0; i < ch; i++) {
+			ASSERT_TRUE(q_next(&self->q, &c));
+			EXPECT_EQ(0, c.status);
+			EXPECT_EQ(4096, c.bytes);
+		}
+		EXPECT_EQ(0, memcmp(src + at, dst + at, ch * 4096));
+	}
+	k = counters(self->fd);
+	batched = fault_log_count("batched");
+	kept = fault_log_count("kept");
+	TH_LOG("%s: %u channels, %d rounds: %llu faults, %ld logged, %ld resolved with others; "
+	       "%llu IOMMU reports, %llu pages resolved, %llu ahead",
+	       variant->name, ch, ROUNDS, (unsigned long long)(k.faults - k0.faults), kept,
+	       batched, (unsigned long long)(k.iommu_faults - k0.iommu_faults),
+	       (unsigned long long)(k.pages_resolved - k0.pages_resolved),
+	       (unsigned long long)(k.touch_ahead_pages - k0.touch_ahead_pages));
+	fault_log_text(text, sizeof(text));
+	TH_LOG("%s", text);
+	EXPECT_LT(0, batched);
+	EXPECT_LE(batched, kept);
+	EXPECT_LE((long long)ROUNDS * ch, (long long)(k.faults - k0.faults));
+	EXPECT_EQ(k.faults_resolved - k0.faults_resolved, k.faults - k0.faults);
+	EXPECT_EQ(k0.nacks, k.nacks);
+	ASSERT_EQ(0, fault_log_cmd(was_on ? "on" : "off"));
+	EXPECT_EQ(0, dereg(self->fd, hs));
+	EXPECT_EQ(0, dereg(self->fd, hd));
 }
 
 /*

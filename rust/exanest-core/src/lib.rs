@@ -11,6 +11,7 @@
 
 pub mod abi;
 pub mod ahead;
+pub mod batch;
 pub mod budget;
 pub mod ctxpool;
 pub mod fault;

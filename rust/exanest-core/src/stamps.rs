@@ -71,6 +71,9 @@ pub struct Record {
     /// Whether the interrupt thread that saw the engine's report answered the fault itself
     /// (without waking the fault thread).
     pub inline: bool,
+    /// Faults resolved by the one fault-in that resolved this one (batched resolution; 0 or 1:
+    /// alone).
+    pub batch: u8,
 }
 
 impl Record {
@@ -330,9 +333,10 @@ pub fn percentiles(records: &[Record], stage: Stage, scratch: &mut [u64]) -> Opt
 /// The summary of `records` (of `total` pushed since the log was cleared; `on`: whether
 /// records are being kept) and `record_ns` (what keeping one record costs, measured by the
 /// caller), as one JSON object: `{"stamps": on, "record_ns": ns, "faults": total, "kept": n,
-/// "nacks": n, "inline": n, "pages": mapped, "stages": {"total": {"n", "p50", "p90", "p99",
-/// "max"}, ...}}` (`inline`: records of faults answered in the interrupt thread),
-/// durations in ns, a stage with no sample left out.
+/// "nacks": n, "inline": n, "batched": n, "pages": mapped, "stages": {"total": {"n", "p50",
+/// "p90", "p99", "max"}, ...}}` (`inline`: records of faults answered in the interrupt
+/// thread; `batched`: of faults resolved together with others), durations in ns, a stage with
+/// no sample left out.
 pub fn write_summary(
     f: &mut impl Write,
     records: &[Record],
@@ -343,10 +347,11 @@ pub fn write_summary(
 ) -> fmt::Result {
     let nacks = records.iter().filter(|r| r.errno != 0).count();
     let inline = records.iter().filter(|r| r.inline).count();
+    let batched = records.iter().filter(|r| r.batch > 1).count();
     let pages: u64 = records.iter().map(|r| u64::from(r.pages)).sum();
     write!(
         f,
-        "{{\"stamps\": {on}, \"record_ns\": {record_ns}, \"faults\": {total}, \"kept\": {}, \"nacks\": {nacks}, \"inline\": {inline}, \"pages\": {pages}, \"stages\": {{",
+        "{{\"stamps\": {on}, \"record_ns\": {record_ns}, \"faults\": {total}, \"kept\": {}, \"nacks\": {nacks}, \"inline\": {inline}, \"batched\": {batched}, \"pages\": {pages}, \"stages\": {{",
         records.len()
     )?;
     let mut sep = "";
@@ -594,7 +599,7 @@ mod tests {
         write_summary(&mut s, &[], 0, true, 17, &mut [0; 4]).unwrap();
         assert_eq!(
             s,
-            "{\"stamps\": true, \"record_ns\": 17, \"faults\": 0, \"kept\": 0, \"nacks\": 0, \"inline\": 0, \"pages\": 0, \"stages\": {}}\n"
+            "{\"stamps\": true, \"record_ns\": 17, \"faults\": 0, \"kept\": 0, \"nacks\": 0, \"inline\": 0, \"batched\": 0, \"pages\": 0, \"stages\": {}}\n"
         );
         let mut r = rec(&[
             (Step::Irq, 1000),
@@ -603,14 +608,16 @@ mod tests {
         ]);
         r.pages = 2;
         r.inline = true;
+        r.batch = 3;
         let mut nack = r;
         nack.errno = 14;
         nack.inline = false;
+        nack.batch = 1;
         s.clear();
         write_summary(&mut s, &[r, nack], 5, false, 0, &mut [0; 4]).unwrap();
         assert_eq!(
             s,
-            "{\"stamps\": false, \"record_ns\": 0, \"faults\": 5, \"kept\": 2, \"nacks\": 1, \"inline\": 1, \"pages\": 4, \"stages\": {\
+            "{\"stamps\": false, \"record_ns\": 0, \"faults\": 5, \"kept\": 2, \"nacks\": 1, \"inline\": 1, \"batched\": 1, \"pages\": 4, \"stages\": {\
              \"wake\": {\"n\": 2, \"p50\": 1500, \"p90\": 1500, \"p99\": 1500, \"max\": 1500}, \
              \"answer\": {\"n\": 2, \"p50\": 501, \"p90\": 501, \"p99\": 501, \"max\": 501}, \
              \"total\": {\"n\": 2, \"p50\": 2001, \"p90\": 2001, \"p99\": 2001, \"max\": 2001}, \

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Batched resolution (the core's `batch`): the faults a server finds on several channels of
+//! the process at once are taken together; those in one region whose windows lie close
+//! together are resolved by one fault-in over their span (odp.rs's `fault_in_batch`: one mmap
+//! lock, one HMM walk, one notifier sequence) and one map under one lock, then each is
+//! answered as it would have been alone. A queue's transfers and receives in flight stop on
+//! neighbouring pages together. Faults of the process's other contexts (another open file) are
+//! another server's. No lock of its own: `Process::inner` and `Process::map` as resolve.rs
+//! takes them (lock order: process.rs).
+
+use crate::exanest_core::{
+    batch::batch_len,
+    fault::touch_ahead,
+    regs::FaultCause,
+    stamps::{Record, Step},
+};
+use crate::fault::WOULD_BLOCK;
+use crate::mm::odp::{self, Member};
+use crate::process::resolve::{Pending, Prep, Served, Taken};
+use crate::process::Process;
+use core::sync::atomic::Ordering;
+use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
+
+/// Faults taken at once (a server's stack holds their records); the rest of the channels
+/// pending wait for the next round.
+const BATCH_FAULTS: usize = 8;
+
+/// How serving several channels went ([`Process::serve_channels`]).
+pub(super) struct Channels {
+    /// A fault was answered.
+    pub(super) answered: bool,
+    /// A resolution would have slept: its fault, and the channels not taken yet, are the fault
+    /// thread's.
+    pub(super) handed_off: bool,
+}
+
+impl Process {
+    /// Serve the faults of the channels in `pending`, [`BATCH_FAULTS`] at a time: take them,
+    /// resolve them (together where the core's `batch_len` says), answer each.
+    pub(super) fn serve_channels(&self, pending: u32, nowait: bool) -> Channels {
+        let mut out = Channels {
+            answered: false,
+            handed_off: false,
+        };
+        let mut rest = pending;
+        while rest != 0 {
+            let mut taken: [Option<Taken>; BATCH_FAULTS] = core::array::from_fn(|_| None);
+            let mut k = 0;
+            while k < BATCH_FAULTS && rest != 0 {
+                let n = rest.trailing_zeros();
+                rest &= !(1 << n);
+                if let Some(t) = self.take_fault(n) {
+                    taken[k] = Some(t);
+                    k += 1;
+                }
+            }
+            let mut results: [Result<u64>; BATCH_FAULTS] = core::array::from_fn(|_| Err(EIO));
+            self.resolve_together(&mut taken[..k], &mut results[..k], nowait);
+            for (t, res) in taken[..k].iter_mut().zip(results) {
+                let Some(t) = t.take() else { continue };
+                match self.answer_fault(t, res, nowait) {
+                    Served::Answered => out.answered = true,
+                    Served::HandedOff => out.handed_off = true,
+                    Served::Nothing => {}
+                }
+            }
+            if out.handed_off {
+                // The channels not taken yet are the fault thread's too: pending again if
+                // detected, noted again if found by a scan.
+                let mut g = self.inner.lock();
+                for m in (0..32).filter(|m| rest & (1 << m) != 0) {
+                    g.engine_faults.defer(m);
+                }
+                drop(g);
+                self.irq_faults.fetch_or(rest, Ordering::SeqCst);
+                return out;
+            }
+        }
+        out
+    }
+
+    /// Resolve the faults `taken` into `results`: each planned as alone, then those planned
+    /// to fault in, in one region and direction, batched by the core's `batch_len` (by
+    /// address), each batch with one fault-in and one map; the others alone.
+    fn resolve_together(
+        &self,
+        taken: &mut [Option<Taken>],
+        results: &mut [Result<u64>],
+        nowait: bool,
+    ) {
+        let mut plans: [Option<Pending>; BATCH_FAULTS] = core::array::from_fn(|_| None);
+        for (i, slot) in taken.iter_mut().enumerate() {
+            let Some(t) = slot.as_mut() else { continue };
+            let rep = t.f.report;
+            if rep.fault_cause != FaultCause::Translation {
+                results[i] = Err(EIO);
+                continue;
+            }
+            let (addr, write, within) = (rep.fault_addr, rep.fault_write, t.within);
+            let limit = Self::window_limit(t);
+            results[i] = match self.prepare(addr, write, limit, within, nowait, true) {
+                Ok(Prep::Fault(p)) => {
+                    plans[i] = Some(p);
+                    continue;
+                }
+                Ok(Prep::Done(done)) => Ok(done),
+                Ok(Prep::Lead { next, done }) => Ok(self
+                    .resolve_once(next, write, limit, within, nowait, false, &mut t.rec)
+                    .unwrap_or(done)),
+                // The region went meanwhile: alone, looked up again.
+                Err(e) if e == ENOENT => {
+                    self.resolve(addr, write, limit, within, nowait, &mut t.rec)
+                }
+                Err(e) => Err(e),
+            };
+        }
+        // The planned ones by region, direction and address.
+        let mut order = [0usize; BATCH_FAULTS];
+        let mut m = 0;
+        for (i, p) in plans.iter().enumerate() {
+            if p.is_some() {
+                order[m] = i;
+                m += 1;
+            }
+        }
+        let key = |i: &usize| {
+            plans[*i]
+                .as_ref()
+                .map_or((0, false, 0), |p| (p.h, p.write, p.addr))
+        };
+        order[..m].sort_unstable_by_key(key);
+        let mut at = 0;
+        while at < m {
+            let len = Self::batch_at(&plans, &order[at..m]);
+            if len >= 2 {
+                self.resolve_batch(taken, results, &mut plans, &order[at..at + len]);
+            } else {
+                let i = order[at];
+                if let (Some(t), Some(p)) = (taken[i].as_mut(), plans[i].take()) {
+                    results[i] = self.resolve_planned(t, p, nowait);
+                }
+            }
+            at += len.max(1);
+        }
+    }
+
+    /// How many of the planned faults `order` (sorted), from the first, one fault-in takes:
+    /// those in its region and direction, with no strided plan, whose windows (within the
+    /// region and their transfers: the VMA is checked by the fault-in) make one batch.
+    fn batch_at(plans: &[Option<Pending>; BATCH_FAULTS], order: &[usize]) -> usize {
+        let Some(first) = order.first().and_then(|&i| plans[i].as_ref()) else {
+            return 0;
+        };
+        let mut windows = [(0u64, 0u64); BATCH_FAULTS];
+        let mut n = 0;
+        for &i in order {
+            let Some(p) = plans[i].as_ref() else { break };
+            let t = &p.target;
+            if p.h != first.h
+                || p.write != first.write
+                || !Arc::ptr_eq(&t.notifier, &first.target.notifier)
+                || t.strided.is_some()
+            {
+                break;
+            }
+            windows[n] = touch_ahead(
+                p.addr,
+                t.window,
+                PAGE_SHIFT as u32,
+                &t.region,
+                &t.region,
+                t.limit,
+            );
+            n += 1;
+        }
+        batch_len(&windows[..n]).max(1)
+    }
+
+    /// Resolve the planned fault `p` of `t` alone (as `Process::resolve` would have).
+    fn resolve_planned(&self, t: &mut Taken, p: Pending, nowait: bool) -> Result<u64> {
+        let res = self.fault_and_map(p.addr, p.write, &p.target, &mut t.rec);
+        match self.finish(&p, res.map(|(end, n)| (end, n, n.saturating_sub(1)))) {
+            // The region went meanwhile: looked up again.
+            Err(e) if e == ENOENT => {
+                let rep = t.f.report;
+                let limit = Self::window_limit(t);
+                self.resolve(
+                    rep.fault_addr,
+                    rep.fault_write,
+                    limit,
+                    t.within,
+                    nowait,
+                    &mut t.rec,
+                )
+            }
+            res => res,
+        }
+    }
+
+    /// Resolve the planned faults `batch` (indices into `taken`, by address) with one fault-in
+    /// and one map; each gets the end of its own window. Should they not make a batch in the
+    /// VMA (or the fault-in fail but for sleeping or a fatal signal), each is resolved alone,
+    /// as planned.
+    fn resolve_batch(
+        &self,
+        taken: &mut [Option<Taken>],
+        results: &mut [Result<u64>],
+        plans: &mut [Option<Pending>; BATCH_FAULTS],
+        batch: &[usize],
+    ) {
+        let Some(lead) = plans[batch[0]].as_ref() else {
+            return;
+        };
+        let mut members = [Member {
+            addr: 0,
+            window: 0,
+            limit: 0,
+        }; BATCH_FAULTS];
+        let mut faulting = [0u64; BATCH_FAULTS];
+        let mut blocks = false;
+        for (j, &i) in batch.iter().enumerate() {
+            if let Some(p) = plans[i].as_ref() {
+                members[j] = Member {
+                    addr: p.addr,
+                    window: p.target.window,
+                    limit: p.target.limit,
+                };
+                faulting[j] = p.addr >> PAGE_SHIFT;
+                blocks |= p.target.blocks;
+            }
+        }
+        let len = batch.len();
+        let mut wins = [(0u64, 0u64); BATCH_FAULTS];
+        let mut rec = Record::default();
+        let (write, nowait) = (lead.write, lead.target.nowait);
+        let res = self.fault_and_map_with(&lead.target, &faulting[..len], &mut rec, || {
+            odp::fault_in_batch(
+                &self.mm,
+                write,
+                &lead.target,
+                &members[..len],
+                blocks,
+                &mut wins[..len],
+            )
+        });
+        // Handed back, each restores the adaptive window it planned with: the last planned
+        // first, so that the region gets the window from before the batch.
+        let back = matches!(res, Err(e) if e == WOULD_BLOCK || e == EINTR);
+        for k in 0..len {
+            let j = if back { len - 1 - k } else { k };
+            let i = batch[j];
+            let (Some(t), Some(p)) = (taken[i].as_mut(), plans[i].take()) else {
+                continue;
+            };
+            results[i] = match res {
+                Ok((_, mapped)) => {
+                    // The pages mapped, and those past the faults, are the batch's: counted
+                    // once, with its first fault.
+                    let (n, ahead) = match j {
+                        0 => (mapped, mapped.saturating_sub(len as u64)),
+                        _ => (0, 0),
+                    };
+                    for step in [Step::FaultIn, Step::FaultedIn, Step::Mapped] {
+                        if let Some(at) = rec.at(step) {
+                            t.rec.set(step, at);
+                        }
+                    }
+                    t.rec.pages = if j == 0 { rec.pages } else { 0 };
+                    t.rec.batch = len as u8;
+                    self.finish(&p, Ok((wins[j].1 << PAGE_SHIFT, n, ahead)))
+                }
+                Err(e) if e == WOULD_BLOCK || e == EINTR => self.finish(&p, Err(e)),
+                Err(_) => self.resolve_planned(t, p, nowait),
+            };
+        }
+    }
+}
