@@ -17,7 +17,7 @@
 //!    the mmap read lock check the VMA (EACCES); plan a touch-ahead window inside the VMA, the
 //!    region and the transfer; fault it in with HMM (odp.rs); under `Process::map`, retry if
 //!    the notifier sequence moved, else map the pages.
-//! 4. **Resume or NACK** (`Process::service_fault`, resolve.rs, and [`Faults::end`]): the channel
+//! 4. **Resume or NACK** (`Process::answer_fault`, resolve.rs, and [`Faults::end`]): the channel
 //!    retransmits from the faulting offset, or its transfer ends with the resolver's errno: a
 //!    copy's through the channel state machine (channel.rs), a queue transfer's in its
 //!    completion, a receive's at the remote sender.

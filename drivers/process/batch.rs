@@ -37,7 +37,9 @@ pub(super) struct Channels {
 
 impl Process {
     /// Serve the faults of the channels in `pending`, [`BATCH_FAULTS`] at a time: take them,
-    /// resolve them (together where the core's `batch_len` says), answer each.
+    /// resolve them (together where the core's `batch_len` says), answer each. A fault found
+    /// alone (the usual case, also when a scan looks at every channel) is served as alone,
+    /// with none of a batch's bookkeeping.
     pub(super) fn serve_channels(&self, pending: u32, nowait: bool) -> Channels {
         let mut out = Channels {
             answered: false,
@@ -45,39 +47,87 @@ impl Process {
         };
         let mut rest = pending;
         while rest != 0 {
-            let mut taken: [Option<Taken>; BATCH_FAULTS] = core::array::from_fn(|_| None);
-            let mut k = 0;
-            while k < BATCH_FAULTS && rest != 0 {
-                let n = rest.trailing_zeros();
-                rest &= !(1 << n);
-                if let Some(t) = self.take_fault(n) {
-                    taken[k] = Some(t);
-                    k += 1;
+            let n = rest.trailing_zeros();
+            rest &= !(1 << n);
+            let Some(mut first) = self.take_fault(n) else {
+                continue;
+            };
+            let handed_off = match self.take_next(&mut rest) {
+                None => {
+                    let res = self.resolve_taken(&mut first, nowait);
+                    let served = self.answer_fault(&mut first, res, nowait);
+                    out.answered |= served == Served::Answered;
+                    served == Served::HandedOff
                 }
-            }
-            let mut results: [Result<u64>; BATCH_FAULTS] = core::array::from_fn(|_| Err(EIO));
-            self.resolve_together(&mut taken[..k], &mut results[..k], nowait);
-            for (t, res) in taken[..k].iter_mut().zip(results) {
-                let Some(t) = t.take() else { continue };
-                match self.answer_fault(t, res, nowait) {
-                    Served::Answered => out.answered = true,
-                    Served::HandedOff => out.handed_off = true,
-                    Served::Nothing => {}
-                }
-            }
-            if out.handed_off {
-                // The channels not taken yet are the fault thread's too: pending again if
-                // detected, noted again if found by a scan.
-                let mut g = self.inner.lock();
-                for m in (0..32).filter(|m| rest & (1 << m) != 0) {
-                    g.engine_faults.defer(m);
-                }
-                drop(g);
-                self.irq_faults.fetch_or(rest, Ordering::SeqCst);
+                Some(second) => self.serve_batch(first, second, &mut rest, nowait, &mut out),
+            };
+            if handed_off {
+                out.handed_off = true;
+                self.defer_channels(rest);
                 return out;
             }
         }
         out
+    }
+
+    /// A server hands off: the channels `mask`, not taken yet, are the fault thread's too:
+    /// pending again if detected, noted again if found by a scan.
+    pub(super) fn defer_channels(&self, mask: u32) {
+        if mask == 0 {
+            return;
+        }
+        let mut g = self.inner.lock();
+        for m in (0..32).filter(|m| mask & (1 << m) != 0) {
+            g.engine_faults.defer(m);
+        }
+        drop(g);
+        self.irq_faults.fetch_or(mask, Ordering::SeqCst);
+    }
+
+    /// The fault of the first channel left in `rest` that holds one, taken (the channels
+    /// looked at leave `rest`).
+    fn take_next(&self, rest: &mut u32) -> Option<Taken> {
+        while *rest != 0 {
+            let n = rest.trailing_zeros();
+            *rest &= !(1 << n);
+            if let Some(t) = self.take_fault(n) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Serve `first`, `second` and the faults of up to [`BATCH_FAULTS`] - 2 more channels of
+    /// `rest` together. Returns whether one was handed off.
+    #[inline(never)]
+    fn serve_batch(
+        &self,
+        first: Taken,
+        second: Taken,
+        rest: &mut u32,
+        nowait: bool,
+        out: &mut Channels,
+    ) -> bool {
+        let mut taken: [Option<Taken>; BATCH_FAULTS] = core::array::from_fn(|_| None);
+        taken[0] = Some(first);
+        taken[1] = Some(second);
+        let mut k = 2;
+        while k < BATCH_FAULTS {
+            let Some(t) = self.take_next(rest) else { break };
+            taken[k] = Some(t);
+            k += 1;
+        }
+        let mut results: [Result<u64>; BATCH_FAULTS] = core::array::from_fn(|_| Err(EIO));
+        self.resolve_together(&mut taken[..k], &mut results[..k], nowait);
+        let mut handed_off = false;
+        for (t, res) in taken[..k].iter_mut().zip(results) {
+            let Some(t) = t.as_mut() else { continue };
+            match self.answer_fault(t, res, nowait) {
+                Served::Answered => out.answered = true,
+                Served::HandedOff => handed_off = true,
+            }
+        }
+        handed_off
     }
 
     /// Resolve the faults `taken` into `results`: each planned as alone, then those planned

@@ -55,11 +55,9 @@ enum Pass {
     Stopped,
 }
 
-/// How a channel's fault went (`Process::service_fault`).
+/// How a channel's fault went (`Process::answer_fault`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Served {
-    /// The channel held no fault of the process's.
-    Nothing,
     /// Answered: RESUME or NACK.
     Answered,
     /// Given back to the fault thread: it could not be resolved without sleeping.
@@ -186,7 +184,7 @@ impl Process {
                 }
             }
             let lost = self.faults.take_overflow() || busy;
-            let pending = {
+            let (noted, scan) = {
                 let mut g = self.inner.lock();
                 if g.dead {
                     return Pass::Stopped;
@@ -202,22 +200,22 @@ impl Process {
                     let k = &mut inner.chans.counters;
                     inner.engine_faults.noted(&*ctx, n, at, k);
                 }
-                inner.engine_faults.pending(&*ctx, lost)
+                let noted = inner.engine_faults.pending(&*ctx, false);
+                let all = inner.engine_faults.pending(&*ctx, lost);
+                (noted, if lost { all & !noted } else { 0 })
             };
-            if pending.count_ones() > 1 {
-                // Several at once: resolved together where they are close (batch.rs).
-                let served = self.serve_channels(pending, nowait);
-                busy |= served.answered;
-                if served.handed_off {
-                    return Pass::HandOff;
-                }
+            // The channels the engine reported, several at once resolved together where they
+            // are close (batch.rs); then those only a scan looks at, after their RESUMEs.
+            let served = self.serve_channels(noted, nowait);
+            busy |= served.answered;
+            if served.handed_off {
+                self.defer_channels(scan);
+                return Pass::HandOff;
             }
-            for n in (0..32).filter(|n| pending.count_ones() == 1 && pending & (1 << n) != 0) {
-                match self.service_fault(n, nowait) {
-                    Served::Nothing => {}
-                    Served::Answered => busy = true,
-                    Served::HandedOff => return Pass::HandOff,
-                }
+            let served = self.serve_channels(scan, nowait);
+            busy |= served.answered;
+            if served.handed_off {
+                return Pass::HandOff;
             }
             if nowait {
                 // One pass: faults the engine raised meanwhile raise its interrupt again once
@@ -350,17 +348,6 @@ impl Process {
             .plan(h, write, done >> PAGE_SHIFT, page_end, cap);
     }
 
-    /// Serve engine channel `n`'s fault, whatever its origin: resolve it, then RESUME it, or
-    /// NACK it with the errno (fault/machine.rs). `nowait`: without sleeping on the mm, else
-    /// the fault goes back to the fault thread ([`Served::HandedOff`]).
-    fn service_fault(&self, n: u32, nowait: bool) -> Served {
-        let Some(mut t) = self.take_fault(n) else {
-            return Served::Nothing;
-        };
-        let resolved = self.resolve_taken(&mut t, nowait);
-        self.answer_fault(t, resolved, nowait)
-    }
-
     /// Take channel `n`'s fault, whatever its origin: its report, transfer and record. `None`
     /// when the channel holds no fault of the process's. A fault in service keeps the process's
     /// context (`Inner::idle`) until it is answered ([`Process::answer_fault`]).
@@ -420,8 +407,10 @@ impl Process {
         }
     }
 
-    /// Resolve taken fault `t` alone.
-    fn resolve_taken(&self, t: &mut Taken, nowait: bool) -> Result<u64> {
+    /// Resolve taken fault `t` alone, whatever its origin (RESUME or NACK follows in
+    /// [`Process::answer_fault`]); `nowait`: without sleeping on the mm, else
+    /// [`WOULD_BLOCK`] (the fault goes back to the fault thread).
+    pub(super) fn resolve_taken(&self, t: &mut Taken, nowait: bool) -> Result<u64> {
         let rep = t.f.report;
         match rep.fault_cause {
             FaultCause::Translation => self.resolve(
@@ -439,16 +428,21 @@ impl Process {
     /// Answer taken fault `t`, resolved up to the end `resolved` or not: RESUME or NACK it,
     /// plan map-ahead after a RESUME, end the copy a NACK ends. A resolution that would have
     /// slept gives the fault back to the fault thread ([`Served::HandedOff`]).
-    pub(super) fn answer_fault(&self, t: Taken, resolved: Result<u64>, nowait: bool) -> Served {
+    pub(super) fn answer_fault(
+        &self,
+        t: &mut Taken,
+        resolved: Result<u64>,
+        nowait: bool,
+    ) -> Served {
         let Taken {
             n,
-            ctx,
-            f,
+            ref ctx,
+            ref f,
             origin,
             limit,
-            mut rec,
+            ref mut rec,
             ..
-        } = t;
+        } = *t;
         let rep = f.report;
         let res = resolved.map(|_| ());
         let mut g = self.inner.lock();
@@ -479,14 +473,14 @@ impl Process {
         let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
         let ended = inner
             .engine_faults
-            .end(&*ctx, n, &f, origin, res, k, lat, &mut rec);
+            .end(&**ctx, n, f, origin, res, k, lat, rec);
         if let (Answer::Resume, Ok(()), Ok(done)) = (ended.answer, ended.written, resolved) {
             self.plan_ahead(inner, rep.fault_addr, rep.fault_write, done, limit);
         }
         match origin {
             Origin::Copy { slot, .. } => {
                 let (chans, mut release) = inner.chans_releasing();
-                chans.fault_ended(&*ctx, slot, &ended, rep.done_bytes, &mut release);
+                chans.fault_ended(&**ctx, slot, &ended, rep.done_bytes, &mut release);
             }
             // Not written only when the device is gone: the queue's and the link's teardown
             // end the transfer (a channel that no longer held the fault ignores the command).
@@ -497,7 +491,7 @@ impl Process {
         let resumed = matches!((ended.answer, ended.written), (Answer::Resume, Ok(())));
         drop(g);
         rec.inline = nowait;
-        self.log.push(&rec);
+        self.log.push(rec);
         if !resumed {
             self.done.notify_all();
         }
