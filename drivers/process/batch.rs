@@ -98,7 +98,9 @@ impl Process {
     }
 
     /// Serve `first`, `second` and the faults of up to [`BATCH_FAULTS`] - 2 more channels of
-    /// `rest` together. Returns whether one was handed off.
+    /// `rest` together: their state on the heap (a few KiB, not on the interrupt thread's
+    /// stack), allocated without sleeping; should that fail, `first` and `second` are served
+    /// alone. Returns whether one was handed off.
     #[inline(never)]
     fn serve_batch(
         &self,
@@ -108,21 +110,32 @@ impl Process {
         nowait: bool,
         out: &mut Channels,
     ) -> bool {
-        let mut taken: [Option<Taken>; BATCH_FAULTS] = core::array::from_fn(|_| None);
-        taken[0] = Some(first);
-        taken[1] = Some(second);
-        let mut k = 2;
-        while k < BATCH_FAULTS {
-            let Some(t) = self.take_next(rest) else { break };
-            taken[k] = Some(t);
-            k += 1;
-        }
-        let mut results: [Result<u64>; BATCH_FAULTS] = core::array::from_fn(|_| Err(EIO));
-        self.resolve_together(&mut taken[..k], &mut results[..k], nowait);
         let mut handed_off = false;
-        for (t, res) in taken[..k].iter_mut().zip(results) {
-            let Some(t) = t.as_mut() else { continue };
-            match self.answer_fault(t, res, nowait) {
+        let Ok(mut batch) = KVec::<Entry>::with_capacity(BATCH_FAULTS, GFP_NOWAIT) else {
+            for mut t in [first, second] {
+                let res = self.resolve_taken(&mut t, nowait);
+                match self.answer_fault(&mut t, res, nowait) {
+                    Served::Answered => out.answered = true,
+                    Served::HandedOff => handed_off = true,
+                }
+            }
+            return handed_off;
+        };
+        let mut next = [Some(first), Some(second)].into_iter().flatten();
+        while batch.len() < BATCH_FAULTS {
+            let Some(t) = next.next().or_else(|| self.take_next(rest)) else {
+                break;
+            };
+            // Within the capacity reserved: no allocation.
+            if let Err(e) = batch.push_within_capacity(Entry::new(t)) {
+                let mut t = e.0.t;
+                let res = self.resolve_taken(&mut t, nowait);
+                handed_off |= self.answer_fault(&mut t, res, nowait) == Served::HandedOff;
+            }
+        }
+        self.resolve_together(&mut batch, nowait);
+        for e in batch.iter_mut() {
+            match self.answer_fault(&mut e.t, e.res, nowait) {
                 Served::Answered => out.answered = true,
                 Served::HandedOff => handed_off = true,
             }
@@ -130,65 +143,59 @@ impl Process {
         handed_off
     }
 
-    /// Resolve the faults `taken` into `results`: each planned as alone, then those planned
-    /// to fault in, in one region and direction, batched by the core's `batch_len` (by
-    /// address), each batch with one fault-in and one map; the others alone.
-    fn resolve_together(
-        &self,
-        taken: &mut [Option<Taken>],
-        results: &mut [Result<u64>],
-        nowait: bool,
-    ) {
-        let mut plans: [Option<Pending>; BATCH_FAULTS] = core::array::from_fn(|_| None);
-        for (i, slot) in taken.iter_mut().enumerate() {
-            let Some(t) = slot.as_mut() else { continue };
-            let rep = t.f.report;
+    /// Resolve the faults of `batch`: each planned as alone, then those planned to fault in,
+    /// in one region and direction, batched by the core's `batch_len` (by address), each batch
+    /// with one fault-in and one map; the others alone.
+    fn resolve_together(&self, batch: &mut [Entry], nowait: bool) {
+        for e in batch.iter_mut() {
+            let rep = e.t.f.report;
             if rep.fault_cause != FaultCause::Translation {
-                results[i] = Err(EIO);
+                e.res = Err(EIO);
                 continue;
             }
-            let (addr, write, within) = (rep.fault_addr, rep.fault_write, t.within);
-            let limit = Self::window_limit(t);
-            results[i] = match self.prepare(addr, write, limit, within, nowait, true) {
+            let (addr, write, within) = (rep.fault_addr, rep.fault_write, e.t.within);
+            let limit = Self::window_limit(&e.t);
+            e.res = match self.prepare(addr, write, limit, within, nowait, true) {
                 Ok(Prep::Fault(p)) => {
-                    plans[i] = Some(p);
+                    e.plan = Some(p);
                     continue;
                 }
                 Ok(Prep::Done(done)) => Ok(done),
                 Ok(Prep::Lead { next, done }) => Ok(self
-                    .resolve_once(next, write, limit, within, nowait, false, &mut t.rec)
+                    .resolve_once(next, write, limit, within, nowait, false, &mut e.t.rec)
                     .unwrap_or(done)),
                 // The region went meanwhile: alone, looked up again.
-                Err(e) if e == ENOENT => {
-                    self.resolve(addr, write, limit, within, nowait, &mut t.rec)
+                Err(e2) if e2 == ENOENT => {
+                    self.resolve(addr, write, limit, within, nowait, &mut e.t.rec)
                 }
-                Err(e) => Err(e),
+                Err(e2) => Err(e2),
             };
         }
         // The planned ones by region, direction and address.
         let mut order = [0usize; BATCH_FAULTS];
         let mut m = 0;
-        for (i, p) in plans.iter().enumerate() {
-            if p.is_some() {
+        for (i, e) in batch.iter().enumerate() {
+            if e.plan.is_some() && m < BATCH_FAULTS {
                 order[m] = i;
                 m += 1;
             }
         }
         let key = |i: &usize| {
-            plans[*i]
+            batch[*i]
+                .plan
                 .as_ref()
                 .map_or((0, false, 0), |p| (p.h, p.write, p.addr))
         };
         order[..m].sort_unstable_by_key(key);
         let mut at = 0;
         while at < m {
-            let len = Self::batch_at(&plans, &order[at..m]);
+            let len = Self::batch_at(batch, &order[at..m]);
             if len >= 2 {
-                self.resolve_batch(taken, results, &mut plans, &order[at..at + len]);
+                self.resolve_batch(batch, &order[at..at + len]);
             } else {
-                let i = order[at];
-                if let (Some(t), Some(p)) = (taken[i].as_mut(), plans[i].take()) {
-                    results[i] = self.resolve_planned(t, p, nowait);
+                let e = &mut batch[order[at]];
+                if let Some(p) = e.plan.take() {
+                    e.res = self.resolve_planned(&mut e.t, p, nowait);
                 }
             }
             at += len.max(1);
@@ -198,16 +205,19 @@ impl Process {
     /// How many of the planned faults `order` (sorted), from the first, one fault-in takes:
     /// those in its region and direction, with no strided plan, whose windows (within the
     /// region and their transfers: the VMA is checked by the fault-in) make one batch.
-    fn batch_at(plans: &[Option<Pending>; BATCH_FAULTS], order: &[usize]) -> usize {
-        let Some(first) = order.first().and_then(|&i| plans[i].as_ref()) else {
+    fn batch_at(batch: &[Entry], order: &[usize]) -> usize {
+        let Some(first) = order.first().and_then(|&i| batch[i].plan.as_ref()) else {
             return 0;
         };
         let mut windows = [(0u64, 0u64); BATCH_FAULTS];
         let mut n = 0;
         for &i in order {
-            let Some(p) = plans[i].as_ref() else { break };
+            let Some(p) = batch[i].plan.as_ref() else {
+                break;
+            };
             let t = &p.target;
-            if p.h != first.h
+            if n == BATCH_FAULTS
+                || p.h != first.h
                 || p.write != first.write
                 || !Arc::ptr_eq(&t.notifier, &first.target.notifier)
                 || t.strided.is_some()
@@ -248,18 +258,12 @@ impl Process {
         }
     }
 
-    /// Resolve the planned faults `batch` (indices into `taken`, by address) with one fault-in
-    /// and one map; each gets the end of its own window. Should they not make a batch in the
-    /// VMA (or the fault-in fail but for sleeping or a fatal signal), each is resolved alone,
-    /// as planned.
-    fn resolve_batch(
-        &self,
-        taken: &mut [Option<Taken>],
-        results: &mut [Result<u64>],
-        plans: &mut [Option<Pending>; BATCH_FAULTS],
-        batch: &[usize],
-    ) {
-        let Some(lead) = plans[batch[0]].as_ref() else {
+    /// Resolve the planned faults `order` of `batch` (by address) with one fault-in and one
+    /// map; each gets the end of its own window. Should they not make a batch in the VMA (or
+    /// the fault-in fail but for sleeping or a fatal signal), each is resolved alone, as
+    /// planned.
+    fn resolve_batch(&self, batch: &mut [Entry], order: &[usize]) {
+        let Some(lead) = batch[order[0]].plan.as_ref() else {
             return;
         };
         let mut members = [Member {
@@ -269,8 +273,9 @@ impl Process {
         }; BATCH_FAULTS];
         let mut faulting = [0u64; BATCH_FAULTS];
         let mut blocks = false;
-        for (j, &i) in batch.iter().enumerate() {
-            if let Some(p) = plans[i].as_ref() {
+        let len = order.len().min(BATCH_FAULTS);
+        for (j, &i) in order[..len].iter().enumerate() {
+            if let Some(p) = batch[i].plan.as_ref() {
                 members[j] = Member {
                     addr: p.addr,
                     window: p.target.window,
@@ -280,7 +285,6 @@ impl Process {
                 blocks |= p.target.blocks;
             }
         }
-        let len = batch.len();
         let mut wins = [(0u64, 0u64); BATCH_FAULTS];
         let mut rec = Record::default();
         let (write, nowait) = (lead.write, lead.target.nowait);
@@ -299,11 +303,11 @@ impl Process {
         let back = matches!(res, Err(e) if e == WOULD_BLOCK || e == EINTR);
         for k in 0..len {
             let j = if back { len - 1 - k } else { k };
-            let i = batch[j];
-            let (Some(t), Some(p)) = (taken[i].as_mut(), plans[i].take()) else {
+            let e = &mut batch[order[j]];
+            let Some(p) = e.plan.take() else {
                 continue;
             };
-            results[i] = match res {
+            e.res = match res {
                 Ok((_, mapped)) => {
                     // The pages mapped, and those past the faults, are the batch's: counted
                     // once, with its first fault.
@@ -313,16 +317,35 @@ impl Process {
                     };
                     for step in [Step::FaultIn, Step::FaultedIn, Step::Mapped] {
                         if let Some(at) = rec.at(step) {
-                            t.rec.set(step, at);
+                            e.t.rec.set(step, at);
                         }
                     }
-                    t.rec.pages = if j == 0 { rec.pages } else { 0 };
-                    t.rec.batch = len as u8;
+                    e.t.rec.pages = if j == 0 { rec.pages } else { 0 };
+                    e.t.rec.batch = len as u8;
                     self.finish(&p, Ok((wins[j].1 << PAGE_SHIFT, n, ahead)))
                 }
-                Err(e) if e == WOULD_BLOCK || e == EINTR => self.finish(&p, Err(e)),
-                Err(_) => self.resolve_planned(t, p, nowait),
+                Err(err) if err == WOULD_BLOCK || err == EINTR => self.finish(&p, Err(err)),
+                Err(_) => self.resolve_planned(&mut e.t, p, nowait),
             };
+        }
+    }
+}
+
+/// A fault of a batch: taken, then planned, then resolved.
+struct Entry {
+    t: Taken,
+    /// Its resolution as planned, until resolved.
+    plan: Option<Pending>,
+    /// The resolution's end, or its error.
+    res: Result<u64>,
+}
+
+impl Entry {
+    fn new(t: Taken) -> Self {
+        Entry {
+            t,
+            plan: None,
+            res: Err(EIO),
         }
     }
 }
