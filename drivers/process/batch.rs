@@ -263,7 +263,16 @@ impl Process {
     /// the fault-in fail but for sleeping or a fatal signal), each is resolved alone, as
     /// planned.
     fn resolve_batch(&self, batch: &mut [Entry], order: &[usize]) {
-        let Some(lead) = batch[order[0]].plan.as_ref() else {
+        let Some(lead) = order.first().and_then(|&i| batch[i].plan.as_ref()) else {
+            // Not planned (it cannot be, as `resolve_together` orders only the planned): each
+            // alone, as planned.
+            for &i in order {
+                let e = &mut batch[i];
+                if let Some(p) = e.plan.take() {
+                    let nowait = p.target.nowait;
+                    e.res = self.resolve_planned(&mut e.t, p, nowait);
+                }
+            }
             return;
         };
         let mut members = [Member {
