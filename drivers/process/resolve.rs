@@ -150,9 +150,10 @@ impl Process {
         }
     }
 
-    /// The fault worker: resolve what the IOMMU reported, then serve every channel that the
-    /// engine reported in fault-wait (every running one when IOMMU reports were lost or came
-    /// without an engine report). `nowait`: in an interrupt thread, which must not sleep on
+    /// The fault worker: serve every channel that the engine reported in fault-wait, then
+    /// resolve what the IOMMU reported, then, if it reported something (or reports were lost),
+    /// look at every channel (an IOMMU report may come without an engine report, or before
+    /// it). `nowait`: in an interrupt thread, which must not sleep on
     /// the mm and leaves map-ahead to the fault thread; it stops where it would sleep
     /// ([`Pass::HandOff`]), with the fault it could not finish given back (to the queue, or
     /// to the fault table).
@@ -160,9 +161,37 @@ impl Process {
         // What the thread allocates for the process is charged to the process's memory cgroup.
         let _memcg = ffi::MemcgScope::enter(&self.mm);
         loop {
-            let mut busy = false;
+            // The channels the engine reported first, several at once resolved together where
+            // they are close (batch.rs): their RESUME waits for nothing else. The IOMMU's
+            // report of the same page, usually first (Documentation/design.rst, "Where faults
+            // are served"), is then found resolved below.
+            let noted = {
+                let mut g = self.inner.lock();
+                if g.dead {
+                    return Pass::Stopped;
+                }
+                g.hw().map(|ctx| {
+                    let inner = &mut *g;
+                    let noted = self.irq_faults.swap(0, Ordering::SeqCst);
+                    for n in (0..MAX_CH as u32).filter(|n| noted & (1 << n) != 0) {
+                        let at = self.irq_at[n as usize].swap(0, Ordering::Relaxed);
+                        let at = if at == 0 { ffi::ktime_ns() } else { at };
+                        let k = &mut inner.chans.counters;
+                        inner.engine_faults.noted(&*ctx, n, at, k);
+                    }
+                    inner.engine_faults.pending(&*ctx, false)
+                })
+            };
+            let served = self.serve_channels(noted.unwrap_or(0), nowait);
+            let mut busy = served.answered;
+            if served.handed_off {
+                return Pass::HandOff;
+            }
+            // The IOMMU's reports, then, if some came (or were lost), every channel the engine
+            // may hold a fault on that it did not report (yet).
+            let mut reported = false;
             while let Some((f, stamp)) = self.faults.pop_stamped() {
-                busy = true;
+                reported = true;
                 let mut rec = Record::default();
                 rec.stamp(Step::Smmu, stamp);
                 rec.stamp(Step::Thread, ffi::ktime_ns());
@@ -177,45 +206,34 @@ impl Process {
                     let us = ffi::ktime_ns().saturating_sub(stamp) / 1000;
                     let mut g = self.inner.lock();
                     g.chans.latency.handler.record(us);
-                    // The engine's report of the fault takes it into its record.
-                    if self.log.on() {
+                    // The engine's report of the fault, if it comes later, takes what this
+                    // resolution did into its record.
+                    if self.log.on() && rec.at(Step::FaultIn).is_some() {
                         g.resolutions.put(f.page >> PAGE_SHIFT, f.write, &rec);
                     }
                 }
             }
-            let lost = self.faults.take_overflow() || busy;
-            let (noted, scan) = {
-                let mut g = self.inner.lock();
-                if g.dead {
-                    return Pass::Stopped;
-                }
-                let Some(ctx) = g.hw() else {
-                    return Pass::Stopped;
+            busy |= reported;
+            if self.faults.take_overflow() || reported {
+                let scan = {
+                    let mut g = self.inner.lock();
+                    if g.dead {
+                        return Pass::Stopped;
+                    }
+                    let Some(ctx) = g.hw() else {
+                        return Pass::Stopped;
+                    };
+                    g.engine_faults.pending(&*ctx, true) & !noted.unwrap_or(0)
                 };
-                let inner = &mut *g;
-                let noted = self.irq_faults.swap(0, Ordering::SeqCst);
-                for n in (0..MAX_CH as u32).filter(|n| noted & (1 << n) != 0) {
-                    let at = self.irq_at[n as usize].swap(0, Ordering::Relaxed);
-                    let at = if at == 0 { ffi::ktime_ns() } else { at };
-                    let k = &mut inner.chans.counters;
-                    inner.engine_faults.noted(&*ctx, n, at, k);
+                let served = self.serve_channels(scan, nowait);
+                busy |= served.answered;
+                if served.handed_off {
+                    return Pass::HandOff;
                 }
-                let noted = inner.engine_faults.pending(&*ctx, false);
-                let all = inner.engine_faults.pending(&*ctx, lost);
-                (noted, if lost { all & !noted } else { 0 })
-            };
-            // The channels the engine reported, several at once resolved together where they
-            // are close (batch.rs); then those only a scan looks at, after their RESUMEs.
-            let served = self.serve_channels(noted, nowait);
-            busy |= served.answered;
-            if served.handed_off {
-                self.defer_channels(scan);
-                return Pass::HandOff;
             }
-            let served = self.serve_channels(scan, nowait);
-            busy |= served.answered;
-            if served.handed_off {
-                return Pass::HandOff;
+            if noted.is_none() {
+                // No context: the reports left are served once there is one again (or never).
+                return Pass::Stopped;
             }
             if nowait {
                 // One pass: faults the engine raised meanwhile raise its interrupt again once
@@ -462,6 +480,10 @@ impl Process {
             }
         }
         if self.log.on() {
+            // The SMMU's report of the page, still queued: the fault began then.
+            if let Some(at) = self.faults.stamp_of(rep.fault_addr, PAGE_SHIFT as u32) {
+                rec.stamp(Step::Smmu, at);
+            }
             // The SMMU's report of the page, resolved first: its steps are this fault's.
             let vpn = rep.fault_addr >> PAGE_SHIFT;
             if let Some(r) = inner.resolutions.take(vpn, rep.fault_write) {

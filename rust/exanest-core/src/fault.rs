@@ -118,6 +118,23 @@ impl<const N: usize> FaultQueue<N> {
         ))
     }
 
+    /// Consumer: when the fault waiting on the page holding `iova` (read or write) was
+    /// recorded, if one waits; it stays queued.
+    pub fn stamp_of(&self, iova: u64, page_shift: u32) -> Option<u64> {
+        let page = (iova >> page_shift) << page_shift;
+        let tail = self.tail.load(Ordering::Relaxed);
+        let head = self.head.load(Ordering::Acquire);
+        let mut i = tail;
+        while i != head {
+            let at = (i & Self::MASK) as usize;
+            if self.slots[at].load(Ordering::Relaxed) & !1 == page {
+                return Some(self.stamps[at].load(Ordering::Relaxed));
+            }
+            i = i.wrapping_add(1);
+        }
+        None
+    }
+
     /// Consumer: whether faults were dropped since the last call (then every stalled channel
     /// must be looked at, not only the queued faults).
     pub fn take_overflow(&self) -> bool {
@@ -507,6 +524,31 @@ impl<const N: usize> InvalLog<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The consumer finds when a queued page was reported, read or write, without taking it.
+    #[test]
+    fn stamp_of_a_queued_page() {
+        let q: FaultQueue<4> = FaultQueue::new();
+        assert_eq!(q.stamp_of(0x5000, 12), None);
+        assert!(q.push_at(0x5123, false, 12, 70));
+        assert!(q.push_at(0x9000, true, 12, 80));
+        assert_eq!(q.stamp_of(0x5fff, 12), Some(70));
+        assert_eq!(q.stamp_of(0x9000, 12), Some(80));
+        assert_eq!(q.stamp_of(0x6000, 12), None);
+        assert_eq!(q.len(), 2);
+        assert_eq!(
+            q.pop_stamped(),
+            Some((
+                Fault {
+                    page: 0x5000,
+                    write: false
+                },
+                70
+            ))
+        );
+        assert_eq!(q.stamp_of(0x5000, 12), None);
+        assert_eq!(q.stamp_of(0x9000, 12), Some(80));
+    }
 
     /// What the invalidation log tells a resolver: ranges since its mark that overlap its
     /// pages, and "maybe" once more than it holds came since.
