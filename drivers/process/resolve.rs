@@ -223,7 +223,9 @@ impl Process {
                     let Some(ctx) = g.hw() else {
                         return Pass::Stopped;
                     };
-                    g.engine_faults.pending(&*ctx, true) & !noted.unwrap_or(0)
+                    // Every channel, those served above too: one may hold a fault anew, which
+                    // an interrupt may have noted in the table since (taken here).
+                    g.engine_faults.pending(&*ctx, true)
                 };
                 let served = self.serve_channels(scan, nowait);
                 busy |= served.answered;
