@@ -223,9 +223,11 @@ impl Process {
                     let Some(ctx) = g.hw() else {
                         return Pass::Stopped;
                     };
-                    // Every channel, those served above too: one may hold a fault anew, which
-                    // an interrupt may have noted in the table since (taken here).
-                    g.engine_faults.pending(&*ctx, true)
+                    // Every channel but those served above, unless an interrupt noted one
+                    // anew in the table since (an interrupt with a queue event does, under
+                    // `inner`): taken here, it must be served here.
+                    let anew = g.engine_faults.pending(&*ctx, false);
+                    anew | (g.engine_faults.pending(&*ctx, true) & !noted.unwrap_or(0))
                 };
                 let served = self.serve_channels(scan, nowait);
                 busy |= served.answered;
