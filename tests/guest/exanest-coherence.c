@@ -168,21 +168,6 @@ TEST_F(coherence, latency_histogram_counts_every_fault)
 	EXPECT_EQ(c.faults_resolved + c.nacks, total);
 }
 
-#define FAULT_LOG "/sys/kernel/debug/exanest-dma0/faults"
-
-/* Write `cmd` to the engine's fault log: 0, or -errno. */
-static int fault_log_cmd(const char *cmd)
-{
-	int fd = open(FAULT_LOG, O_WRONLY), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 struct pcts {
 	unsigned long n, p50, p90, p99, max;
 };

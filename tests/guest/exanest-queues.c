@@ -312,21 +312,6 @@ TEST_F_TIMEOUT(queue, copies_take_the_kernel_queue, 60)
 	EXPECT_TRUE(stats_has(want)) TH_LOG("debugfs stats has no \"%s\"", want);
 }
 
-#define FAULT_LOG "/sys/kernel/debug/exanest-dma0/faults"
-
-/* Write `cmd` to the engine's fault log: 0, or -errno. */
-static int fault_log_cmd(const char *cmd)
-{
-	int fd = open(FAULT_LOG, O_WRONLY), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 /* The fault log's summary into text: its length, or -1. */
 static ssize_t fault_log_text(char *text, size_t size)
 {

@@ -224,6 +224,22 @@ static inline int sysfs_write(const char *path, const char *val)
 			close(self->fd);				\
 	}
 
+/* The engine's fault log (debugfs; Documentation/design.rst, "Fault timings"). */
+#define FAULT_LOG "/sys/kernel/debug/exanest-dma0/faults"
+
+/* Write `cmd` to the engine's fault log: 0, or -errno. */
+static inline int fault_log_cmd(const char *cmd)
+{
+	int fd = open(FAULT_LOG, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 /* Give the instance back (a test that needs both instances, or a fresh open). */
 #define RELEASE_DEVICE() do { close(self->fd); self->fd = -1; } while (0)
 
