@@ -210,14 +210,13 @@ impl MniPtr {
             }
             _ => return Err(EINVAL),
         };
+        // A non-null `vma` is borrowed from a guard of its mm's mmap read lock, held for the
+        // call; the shim checks that the VMA's mm is the notifier's, and keeps the lock held.
         let vma = locked.map_or(core::ptr::null_mut(), |v| v.as_ptr());
         let mut seq = 0usize;
-        // SAFETY: The notifier is live (type invariant); `pfns` has one entry per page of the
-        // range, and `HmmPfn` is a transparent `usize`. A non-null `mask` has a bit per page of
-        // the range (`BATCH_SPAN` at least), as 64-bit words (`unsigned long` on the 64-bit
-        // targets the module builds for). A non-null `vma` is borrowed from a guard of its mm's
-        // mmap read lock, which is held for the call (the shim checks that the VMA's mm is the
-        // notifier's, and keeps the lock held).
+        // SAFETY: Live notifier (type invariant); `pfns` has an entry per page (`HmmPfn` is a
+        // transparent `usize`), `mask` a bit per page in 64-bit words, `vma` null or under its
+        // mm's mmap read lock, held by the caller (the shim checks it is the notifier's mm).
         let ret = unsafe {
             raw::exanest_shim_hmm_fault(
                 self.0.as_ptr(),

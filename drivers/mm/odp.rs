@@ -223,22 +223,35 @@ pub(crate) fn fault_in(
     write: bool,
     t: &FaultTarget,
 ) -> Result<Faulted> {
+    in_vma(mm, addr, write, t.nowait, |span, locked| {
+        fault_in_vma(addr, t, span, |first, last, want| {
+            hmm(t, locked, first, last, write, want)
+        })
+    })
+}
+
+/// Run `f` with the range of the VMA at `addr` of `mm` (EFAULT if none; EACCES without the
+/// access): with `nowait`, under the mmap read lock taken without waiting (WOULD_BLOCK if
+/// contended) and held for all of `f`, which gets the VMA for the fault-in; else after the
+/// lock was dropped (HMM takes it again and may sleep), and `f` gets no VMA.
+fn in_vma<T>(
+    mm: &kernel::mm::Mm,
+    addr: u64,
+    write: bool,
+    nowait: bool,
+    f: impl FnOnce(&Range, Option<&kernel::mm::virt::VmaRef>) -> Result<T>,
+) -> Result<T> {
     let user = mm.mmget_not_zero().ok_or(EFAULT)?;
-    if t.nowait {
+    if nowait {
         let guard = user.mmap_read_trylock().ok_or(WOULD_BLOCK)?;
         let vma = guard.vma_lookup(addr as usize).ok_or(EFAULT)?;
-        let span = vma_span(vma, write)?;
-        return fault_in_vma(addr, t, &span, |first, last, want| {
-            hmm(t, Some(vma), first, last, write, want)
-        });
+        return f(&vma_span(vma, write)?, Some(vma));
     }
     let span = {
         let guard = user.mmap_read_lock();
         vma_span(guard.vma_lookup(addr as usize).ok_or(EFAULT)?, write)?
     };
-    fault_in_vma(addr, t, &span, |first, last, want| {
-        hmm(t, None, first, last, write, want)
-    })
+    f(&span, None)
 }
 
 /// The range of `vma`, if it allows the access (EACCES if not).
@@ -334,7 +347,6 @@ pub(crate) fn fault_in_batch(
     if wins.len() != members.len() {
         return Err(EINVAL);
     }
-    let user = mm.mmget_not_zero().ok_or(EFAULT)?;
     let span = |vma: &Range, wins: &mut [(u64, u64)]| -> Result<(u64, u64, PageMask)> {
         for (m, w) in members.iter().zip(wins.iter_mut()) {
             if !(vma.start..vma.end).contains(&m.addr) {
@@ -355,19 +367,10 @@ pub(crate) fn fault_in_batch(
         }
         Ok((first, last, mask))
     };
-    let f = if t.nowait {
-        let guard = user.mmap_read_trylock().ok_or(WOULD_BLOCK)?;
-        let vma = guard.vma_lookup(first.addr as usize).ok_or(EFAULT)?;
-        let (lo, hi, mask) = span(&vma_span(vma, write)?, wins)?;
-        hmm(t, Some(vma), lo, hi, write, Want::Mask(mask))?
-    } else {
-        let vma = {
-            let guard = user.mmap_read_lock();
-            vma_span(guard.vma_lookup(first.addr as usize).ok_or(EFAULT)?, write)?
-        };
-        let (lo, hi, mask) = span(&vma, wins)?;
-        hmm(t, None, lo, hi, write, Want::Mask(mask))?
-    };
+    let f = in_vma(mm, first.addr, write, t.nowait, |vma, locked| {
+        let (lo, hi, mask) = span(vma, wins)?;
+        hmm(t, locked, lo, hi, write, Want::Mask(mask))
+    })?;
     let huge = |m: &Member| {
         f.pfns
             .get(((m.addr >> PAGE_SHIFT) - f.first) as usize)

@@ -22,8 +22,8 @@ use crate::process::Process;
 use core::sync::atomic::Ordering;
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
-/// Faults taken at once (a server's stack holds their records); the rest of the channels
-/// pending wait for the next round.
+/// Faults taken at once (their records on the heap, [`Process::serve_batch`]); the rest of the
+/// channels pending wait for the next round.
 const BATCH_FAULTS: usize = 8;
 
 /// How serving several channels went ([`Process::serve_channels`]).
@@ -72,7 +72,7 @@ impl Process {
 
     /// A server hands off: the channels `mask`, not taken yet, are the fault thread's too:
     /// pending again if detected, noted again if found by a scan.
-    pub(super) fn defer_channels(&self, mask: u32) {
+    fn defer_channels(&self, mask: u32) {
         if mask == 0 {
             return;
         }
