@@ -67,9 +67,13 @@ pub(crate) enum Within {
     /// The region of the copy that faulted (the engine's report), which the copy holds; any
     /// region the address is in if that one does not cover it.
     Region(u32),
-    /// Any region the address is in: a queue transfer's or a remote op's fault (the engine's
-    /// report names no region).
+    /// Any region the address is in: a queue transfer's fault (the engine's report names no
+    /// region).
     Any,
+    /// Any region the address is in, for a remote op's fault at this receiver. Its first fault
+    /// maps no first stretch before the RESUME ([`crate::exanest_core::ahead::FIRST`]): the
+    /// sender waits for that answer, and the receiver's map-ahead and look-ahead map the op.
+    Remote,
     /// Any region that overlaps the page at the address: the IOMMU's report, whose address is
     /// the start of the faulting page, not the faulting byte, so a region that begins inside
     /// the page counts.

@@ -397,7 +397,7 @@ impl Process {
             Source::NetRx { src, opid } => Some(Transfer {
                 origin: Origin::NetRx { src, opid },
                 limit: f.end,
-                within: Within::Any,
+                within: Within::Remote,
             }),
         };
         let Some(c) = known else {
@@ -635,7 +635,7 @@ impl Process {
                 {
                     (h, addr)
                 }
-                Within::Region(_) | Within::Any => {
+                Within::Region(_) | Within::Any | Within::Remote => {
                     (g.regions.find_with(&one, access(write), not_pinned)?, addr)
                 }
                 Within::Page => {
@@ -672,6 +672,7 @@ impl Process {
                 // A resolution handed to the fault thread plans again there: as if this one
                 // had not (restored below).
                 saved = Some(r.adapt);
+                let starts = !r.adapt.continues(vpn);
                 let plan = r.adapt.plan_for(vpn, run);
                 // A prediction never evicts (as map-ahead): the stride points that fit in the
                 // budget's room, or none.
@@ -685,8 +686,16 @@ impl Process {
                 })
                 .filter(Plan::is_strided);
                 // A fault that overtook map-ahead takes a lead on it, within the transfer.
+                // The first fault of a long transfer maps a first stretch before its RESUME.
                 let lead = match (strided, r.map_ahead) {
-                    (None, true) => overtook.map_or(0, |n| n.min(run)),
+                    (None, true) => {
+                        let first = if starts && overtook.is_none() && within != Within::Remote {
+                            ahead::first_window(run)
+                        } else {
+                            0
+                        };
+                        overtook.map_or(0, |n| n.min(run)).max(first)
+                    }
                     _ => 0,
                 };
                 // A window takes at most a quarter of the budget: the engine needs the pages

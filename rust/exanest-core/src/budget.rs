@@ -97,15 +97,21 @@ impl<const N: usize> RunLru<N> {
         self.order.copy_within(past..self.live, first);
         self.live -= past - first;
         let mut out = None;
+        // Still in order: what came before `first` ends before the new run starts (a run taken
+        // in started after them), what came after it starts after the new run ends, so the new
+        // run goes at `first`, one place lower if the pop below removes a run before it.
+        let mut at = first;
         if self.used == N {
             self.compact();
             if self.used == N {
-                out = self.pop();
+                out = self.pop().map(|(r, i)| {
+                    if i < at {
+                        at -= 1;
+                    }
+                    r
+                });
             }
         }
-        // Still in order: what came before `first` ends before the new run starts, what came
-        // after it starts after the new run ends (the pop above removed one of either).
-        let at = self.order[..self.live].partition_point(|&s| self.runs[usize::from(s)].0 < run.0);
         let slot = (self.head + self.used) % N;
         self.runs[slot] = run;
         self.used += 1;
@@ -140,7 +146,8 @@ impl<const N: usize> RunLru<N> {
         self.used = kept;
     }
 
-    fn pop(&mut self) -> Option<Run> {
+    /// Take the oldest run out: it, and where it was in the order.
+    fn pop(&mut self) -> Option<(Run, usize)> {
         while self.used > 0 && self.runs[self.head] == DEAD {
             self.head = (self.head + 1) % N;
             self.used -= 1;
@@ -155,7 +162,7 @@ impl<const N: usize> RunLru<N> {
         self.runs[self.head] = DEAD;
         self.head = (self.head + 1) % N;
         self.used -= 1;
-        Some(r)
+        Some((r, i))
     }
 
     /// The least recently faulted run, to evict: never the newest, which the engine is about
@@ -164,7 +171,7 @@ impl<const N: usize> RunLru<N> {
         if self.live < 2 {
             return None;
         }
-        self.pop()
+        self.pop().map(|(r, _)| r)
     }
 
     /// Forget every run (the mirror was emptied).
@@ -300,6 +307,36 @@ mod tests {
                 assert_eq!(l.len(), n.runs.len());
                 assert_eq!(small.len(), ns.runs.len());
             }
+        }
+    }
+
+    /// Streams that run through a full ring many times, up, down and back and forth (the
+    /// oldest run leaves at one end of the order while new ones come at either end, which
+    /// moves the live window of `order` to the array's ends and back to its middle): what is
+    /// remembered, forgotten and evicted is what the plain ring gives.
+    #[test]
+    fn streams_through_a_full_ring_match_the_plain_ring() {
+        let mut l: RunLru<16> = RunLru::new();
+        let mut n = Naive {
+            runs: std::vec::Vec::new(),
+            cap: 16,
+        };
+        let mut check = |r: Run, l: &mut RunLru<16>| {
+            assert_eq!(l.push(r), n.push(r), "push {r:?}");
+            assert_eq!(l.len(), n.runs.len());
+            if r.0 % 7 == 3 {
+                assert_eq!(l.evict(), n.evict(), "evict after {r:?}");
+            }
+        };
+        for i in 0..200u64 {
+            check((1000 + i * 2, 1000 + i * 2 + 1), &mut l);
+        }
+        for i in 0..200u64 {
+            check((999 - i * 2, 1000 - i * 2), &mut l);
+        }
+        for i in 0..400u64 {
+            let k = if i % 2 == 0 { 2000 + i } else { 500 - i };
+            check((k, k + 1), &mut l);
         }
     }
 

@@ -385,6 +385,12 @@ impl Adaptive {
         Plan::contiguous(vpn, self.window + 1)
     }
 
+    /// Whether a fault at page `vpn` goes on where the last resolved window ended (a
+    /// sequential stream), rather than starting one.
+    pub fn continues(&self, vpn: u64) -> bool {
+        vpn == self.next
+    }
+
     /// The fault was resolved up to page `end` (exclusive).
     pub fn resolved(&mut self, end: u64) {
         self.next = end;
@@ -526,6 +532,17 @@ mod tests {
     use super::*;
 
     /// The consumer finds when a queued page was reported, read or write, without taking it.
+    /// A fault continues a stream where the last resolved window ended, and only there.
+    #[test]
+    fn a_fault_continues_where_the_last_window_ended() {
+        let mut a = Adaptive::new(1, 511);
+        assert!(!a.continues(0), "nothing resolved yet");
+        let w = a.window_for(10);
+        a.resolved(10 + w + 1);
+        assert!(a.continues(12));
+        assert!(!a.continues(11) && !a.continues(13) && !a.continues(10));
+    }
+
     #[test]
     fn stamp_of_a_queued_page() {
         let q: FaultQueue<4> = FaultQueue::new();
