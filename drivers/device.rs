@@ -20,7 +20,7 @@ use crate::instno::InstanceNo;
 use crate::ioctl::{Reply, Request};
 use crate::process::stats;
 use crate::process::Process;
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::{
     bindings, debugfs,
     device::{Bound, Device},
@@ -474,18 +474,28 @@ impl EngineDevices {
             inst,
             _no: no,
         }? Error);
-        Ok((init, IrqHandler { inst: ret }))
+        Ok((
+            init,
+            IrqHandler {
+                inst: ret,
+                summary: AtomicU64::new(0),
+            },
+        ))
     }
 }
 
 /// The engine's wired interrupt: a level-triggered line, shared, with the work in the thread.
 pub(crate) struct IrqHandler {
     inst: Arc<Instance>,
+    /// The contexts the hard handler found raising the interrupt, for the thread.
+    summary: AtomicU64,
 }
 
 impl irq::ThreadedHandler for IrqHandler {
     fn handle(&self) -> irq::ThreadedIrqReturn {
-        if self.inst.engine.irq_summary() != 0 || self.inst.engine.eps_wanted() {
+        let summary = self.inst.engine.irq_summary();
+        if summary != 0 || self.inst.engine.eps_wanted() {
+            self.summary.fetch_or(summary, Ordering::Release);
             // IRQF_ONESHOT keeps the line masked until the thread has acknowledged it.
             irq::ThreadedIrqReturn::WakeThread
         } else {
@@ -494,7 +504,10 @@ impl irq::ThreadedHandler for IrqHandler {
     }
 
     fn handle_threaded(&self) -> irq::IrqReturn {
-        let summary = self.inst.engine.irq_summary();
+        // What the hard handler read, not read again (an MMIO read per fault saved): the line
+        // is level-triggered and stays masked until this returns, so a context that raised it
+        // since (not in `summary`, its status still set) raises it again once unmasked.
+        let summary = self.summary.swap(0, Ordering::Acquire);
         let wanted = self.inst.take_wanted();
         if summary == 0 && !wanted {
             return irq::IrqReturn::None;
