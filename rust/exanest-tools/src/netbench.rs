@@ -129,8 +129,8 @@ pub(crate) fn net(reps: usize, max: usize) -> Res<()> {
 }
 
 /// Touch every page of `n` fresh bytes, as a receiver's CPU would populate them: its time, µs.
-fn populate(n: usize) -> Res<f64> {
-    let b = Buf::new(n, false)?;
+fn populate(n: usize, thp: bool) -> Res<f64> {
+    let b = Buf::new(n, thp)?;
     let t = Instant::now();
     for off in (0..n).step_by(4096) {
         // SAFETY: Inside our mapping of `n` bytes.
@@ -139,9 +139,10 @@ fn populate(n: usize) -> Res<f64> {
     Ok(t.elapsed().as_secs_f64() * 1e6)
 }
 
-/// `size` bytes of fresh memory, registered on demand on `dev` for remote writes.
-fn cold_inbox(dev: &Device, size: usize) -> Res<exanest_dma::RemoteRegion<'_, Buf>> {
-    Ok(dev.register_remote(Buf::new(size, false)?, Mode::OnDemand)?)
+/// `size` bytes of fresh memory, registered on demand on `dev` for remote writes; in
+/// transparent huge pages when `thp` (else never).
+fn cold_inbox(dev: &Device, size: usize, thp: bool) -> Res<exanest_dma::RemoteRegion<'_, Buf>> {
+    Ok(dev.register_remote(Buf::new(size, thp)?, Mode::OnDemand)?)
 }
 
 /// A put into never-touched memory against a warm put plus populating the same pages; the
@@ -151,8 +152,8 @@ pub(crate) fn net_cold(size: usize) -> Res<()> {
     let (n0, n1) = (Device::open(0)?, Device::open(1)?);
     let mut q = n0.create_queue(4, 4)?;
     let (src, hs) = pinned(&n0, size, exanest_dma::Access::Read, 5)?;
-    let pop = populate(size)?;
-    let r = cold_inbox(&n1, size)?;
+    let pop = populate(size, false)?;
+    let r = cold_inbox(&n1, size, false)?;
     let to = r.target();
     let p0 = n0.net_counters()?;
     // The receiver's side: its engine's fault log over the cold put.
@@ -172,7 +173,7 @@ pub(crate) fn net_cold(size: usize) -> Res<()> {
     let warm = one_with(&mut q, true, src.addr(), size, &to, true)?;
     let faults = n1.counters()?.faults_resolved;
     let ok = r.into_inner()?.slice() == src.slice();
-    let r2 = cold_inbox(&n1, size)?;
+    let r2 = cold_inbox(&n1, size, false)?;
     let cold_poll = one(&mut q, true, src.addr(), size, &r2.target())?;
     let ok = ok && r2.into_inner()?.slice() == src.slice();
     n0.deregister(hs)?;
@@ -233,8 +234,8 @@ pub(crate) fn net_incast(senders: usize, size: usize) -> Res<()> {
         engine_field(1, "ingress_drops"),
     );
     let faults0 = n1.counters()?.faults_resolved;
-    let pop = populate(senders * size)?;
-    let inbox = cold_inbox(&n1, senders * size)?;
+    let pop = populate(senders * size, false)?;
+    let inbox = cold_inbox(&n1, senders * size, false)?;
     let to = inbox.target();
     let cold = incast_round(&mut queues, &srcs, &to, size)?;
     let faults = n1.counters()?.faults_resolved - faults0;
@@ -259,17 +260,38 @@ pub(crate) fn net_incast(senders: usize, size: usize) -> Res<()> {
     let marks = grew(marks0, engine_field(1, "ce_marked"));
     let drops = grew(drops0, engine_field(1, "ingress_drops"));
     let got = inbox.into_inner()?;
-    let ok = srcs
-        .iter()
-        .enumerate()
-        .all(|(k, (src, _))| got.slice()[k * size..(k + 1) * size] == *src.slice());
+    let same = |got: &Buf| {
+        srcs.iter()
+            .enumerate()
+            .all(|(k, (src, _))| got.slice()[k * size..(k + 1) * size] == *src.slice())
+    };
+    let ok = same(&got);
+    // The same cold puts into memory backed by transparent huge pages: the receiver's CPU
+    // populates 2 MiB at a fault instead of 4 KiB (and the fault maps it as one IOMMU block).
+    // With 4 KiB pages, populating is what bounds a cold incast here.
+    let thp_pop = populate(senders * size, true)?;
+    let thp_inbox = cold_inbox(&n1, senders * size, true)?;
+    let (h0, thp_faults0) = (
+        devs.iter()
+            .map(|d| d.net_counters())
+            .collect::<Result<Vec<_>, _>>()?,
+        n1.counters()?.faults_resolved,
+    );
+    let thp = incast_round(&mut queues, &srcs, &thp_inbox.target(), size)?;
+    let thp_faults = n1.counters()?.faults_resolved - thp_faults0;
+    let mut thp_timeouts = 0;
+    for (d, a) in devs.iter().zip(&h0) {
+        thp_timeouts += grew(a.timeouts, d.net_counters()?.timeouts);
+    }
+    let thp_ok = same(&thp_inbox.into_inner()?);
     for (d, (_, h)) in devs.iter().zip(&srcs) {
         d.deregister(*h)?;
     }
     let (cold_agg, cold_jain, cold_slowest) = shares(&cold, size);
     let (warm_agg, warm_jain, _) = shares(&warm, size);
+    let (thp_agg, thp_jain, _) = shares(&thp, size);
     println!(
-        "{{\"bench\":\"net-incast\",\"senders\":{senders},\"size\":{size},\"aggregate_mb_per_s\":{cold_agg:.1},\"jain\":{cold_jain:.4},\"slowest_us\":{cold_slowest:.1},\"populate_us\":{pop:.1},\"warm_aggregate_mb_per_s\":{warm_agg:.1},\"warm_jain\":{warm_jain:.4},\"warm_timeouts\":{warm_timeouts},\"receiver_faults\":{faults},\"nacks\":{nacks},\"retransmitted_bytes\":{resent},\"retransmitted_share\":{:.4},\"timeouts\":{timeouts},\"ce_marked\":{marks},\"ingress_drops\":{drops},\"verified\":{ok}}}",
+        "{{\"bench\":\"net-incast\",\"senders\":{senders},\"size\":{size},\"aggregate_mb_per_s\":{cold_agg:.1},\"jain\":{cold_jain:.4},\"slowest_us\":{cold_slowest:.1},\"populate_us\":{pop:.1},\"warm_aggregate_mb_per_s\":{warm_agg:.1},\"warm_jain\":{warm_jain:.4},\"warm_timeouts\":{warm_timeouts},\"receiver_faults\":{faults},\"nacks\":{nacks},\"retransmitted_bytes\":{resent},\"retransmitted_share\":{:.4},\"timeouts\":{timeouts},\"ce_marked\":{marks},\"ingress_drops\":{drops},\"verified\":{ok},\"thp_aggregate_mb_per_s\":{thp_agg:.1},\"thp_jain\":{thp_jain:.4},\"thp_populate_us\":{thp_pop:.1},\"thp_receiver_faults\":{thp_faults},\"thp_timeouts\":{thp_timeouts},\"thp_verified\":{thp_ok}}}",
         resent as f64 / (senders * size) as f64
     );
     Ok(())
@@ -624,7 +646,7 @@ pub(crate) fn net_many(pairs: &[usize], size: usize, ms: u64) -> Res<()> {
             let (mut tw, mut er) = (tgt_w.try_clone()?, end_r.try_clone()?);
             rpids.push(spawn(move || {
                 let dev = Device::open(1)?;
-                let r = cold_inbox(&dev, size)?;
+                let r = cold_inbox(&dev, size, false)?;
                 let mut msg = [0u8; 4 + Remote::BYTES];
                 msg[..4].copy_from_slice(&(k as u32).to_le_bytes());
                 msg[4..].copy_from_slice(&r.target().to_bytes());
