@@ -700,8 +700,12 @@ impl Process {
                 };
                 // A window takes at most a quarter of the budget: the engine needs the pages
                 // of the transfer's other side mapped too.
-                let window = plan.run.max(lead) - 1;
-                (window.min((budget / 4).saturating_sub(1)), strided)
+                let window = (plan.run.max(lead) - 1).min((budget / 4).saturating_sub(1));
+                if strided.is_none() {
+                    // A stream goes on from the window it got (a first stretch or a lead).
+                    r.adapt.widened(window);
+                }
+                (window, strided)
             } else {
                 (u64::from(r.window), None)
             };

@@ -385,6 +385,14 @@ impl Adaptive {
         Plan::contiguous(vpn, self.window + 1)
     }
 
+    /// The fault just planned got a window of `window` pages past its page, wider than the
+    /// plan's (a long transfer's first stretch, or a lead on map-ahead): a fault that goes on
+    /// where it ended doubles from it, instead of from the plan's (a sequential copy's
+    /// destination faulted at pages 32, 36 and 44 after a 32-page first stretch).
+    pub fn widened(&mut self, window: u64) {
+        self.window = self.window.max(window.min(self.max));
+    }
+
     /// Whether a fault at page `vpn` goes on where the last resolved window ended (a
     /// sequential stream), rather than starting one.
     pub fn continues(&self, vpn: u64) -> bool {
@@ -532,6 +540,27 @@ mod tests {
     use super::*;
 
     /// The consumer finds when a queued page was reported, read or write, without taking it.
+    /// A window wider than the plan (a first stretch) is where the stream's doubling goes on
+    /// from; a narrower one changes nothing, and none passes the maximum.
+    #[test]
+    fn a_stream_doubles_from_the_window_it_got() {
+        let mut a = Adaptive::new(1, 511);
+        assert_eq!(a.window_for(0), 1);
+        a.widened(31);
+        a.resolved(32);
+        assert_eq!(
+            a.window_for(32),
+            63,
+            "doubles from the first stretch, not from 1"
+        );
+        a.widened(3);
+        a.resolved(96);
+        assert_eq!(a.window_for(96), 127);
+        a.widened(10_000);
+        a.resolved(224);
+        assert_eq!(a.window_for(224), 511, "at most the maximum");
+    }
+
     /// A fault continues a stream where the last resolved window ended, and only there.
     #[test]
     fn a_fault_continues_where_the_last_window_ended() {
