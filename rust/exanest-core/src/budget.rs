@@ -311,9 +311,9 @@ mod tests {
     }
 
     /// Streams that run through a full ring many times, up, down and back and forth (the
-    /// oldest run leaves at one end of the order while new ones come at either end, which
-    /// moves the live window of `order` to the array's ends and back to its middle): what is
-    /// remembered, forgotten and evicted is what the plain ring gives.
+    /// oldest run leaves at one end of the order while new ones come at either end, so the
+    /// new run's place moves when the pop takes a run before it): what is remembered,
+    /// forgotten and evicted is what the plain ring gives.
     #[test]
     fn streams_through_a_full_ring_match_the_plain_ring() {
         let mut l: RunLru<16> = RunLru::new();
