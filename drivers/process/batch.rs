@@ -49,16 +49,11 @@ impl Process {
         while rest != 0 {
             let n = rest.trailing_zeros();
             rest &= !(1 << n);
-            let Some(mut first) = self.take_fault(n) else {
+            let Some(first) = self.take_fault(n) else {
                 continue;
             };
             let handed_off = match self.take_next(&mut rest) {
-                None => {
-                    let res = self.resolve_taken(&mut first, nowait);
-                    let served = self.answer_fault(&mut first, res, nowait);
-                    out.answered |= served == Served::Answered;
-                    served == Served::HandedOff
-                }
+                None => self.serve_alone(first, nowait, &mut out),
                 Some(second) => self.serve_batch(first, second, &mut rest, nowait, &mut out),
             };
             if handed_off {
@@ -68,6 +63,14 @@ impl Process {
             }
         }
         out
+    }
+
+    /// Resolve and answer taken fault `t` alone. Returns whether it was handed off.
+    fn serve_alone(&self, mut t: Taken, nowait: bool, out: &mut Channels) -> bool {
+        let res = self.resolve_taken(&mut t, nowait);
+        let served = self.answer_fault(&mut t, res, nowait);
+        out.answered |= served == Served::Answered;
+        served == Served::HandedOff
     }
 
     /// A server hands off: the channels `mask`, not taken yet, are the fault thread's too:
@@ -112,12 +115,8 @@ impl Process {
     ) -> bool {
         let mut handed_off = false;
         let Ok(mut batch) = KVec::<Entry>::with_capacity(BATCH_FAULTS, GFP_NOWAIT) else {
-            for mut t in [first, second] {
-                let res = self.resolve_taken(&mut t, nowait);
-                match self.answer_fault(&mut t, res, nowait) {
-                    Served::Answered => out.answered = true,
-                    Served::HandedOff => handed_off = true,
-                }
+            for t in [first, second] {
+                handed_off |= self.serve_alone(t, nowait, out);
             }
             return handed_off;
         };
@@ -128,9 +127,7 @@ impl Process {
             };
             // Within the capacity reserved: no allocation.
             if let Err(e) = batch.push_within_capacity(Entry::new(t)) {
-                let mut t = e.0.t;
-                let res = self.resolve_taken(&mut t, nowait);
-                handed_off |= self.answer_fault(&mut t, res, nowait) == Served::HandedOff;
+                handed_off |= self.serve_alone(e.0.t, nowait, out);
             }
         }
         self.resolve_together(&mut batch, nowait);

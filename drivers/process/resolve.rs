@@ -687,14 +687,10 @@ impl Process {
                 .filter(Plan::is_strided);
                 // A fault that overtook map-ahead takes a lead on it, within the transfer.
                 // The first fault of a long transfer maps a first stretch before its RESUME.
-                let lead = match (strided, r.map_ahead) {
-                    (None, true) => {
-                        let first = if starts && overtook.is_none() && within != Within::Remote {
-                            ahead::first_window(run)
-                        } else {
-                            0
-                        };
-                        overtook.map_or(0, |n| n.min(run)).max(first)
+                let lead = match (strided, r.map_ahead, overtook) {
+                    (None, true, Some(n)) => n.min(run),
+                    (None, true, None) if starts && within != Within::Remote => {
+                        ahead::first_window(run)
                     }
                     _ => 0,
                 };

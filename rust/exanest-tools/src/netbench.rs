@@ -225,10 +225,7 @@ pub(crate) fn net_incast(senders: usize, size: usize) -> Res<()> {
         srcs.push(pinned(d, size, exanest_dma::Access::Read, 11 + k as u8)?);
         queues.push(d.create_queue(4, 4)?);
     }
-    let c0: Vec<_> = devs
-        .iter()
-        .map(|d| d.net_counters())
-        .collect::<Result<_, _>>()?;
+    let c0 = counters_of(&devs)?;
     let (marks0, drops0) = (
         engine_field(1, "ce_marked"),
         engine_field(1, "ingress_drops"),
@@ -247,15 +244,9 @@ pub(crate) fn net_incast(senders: usize, size: usize) -> Res<()> {
         nacks += grew(a.nacks_received, b.nacks_received);
     }
     // The same puts again, into the region now faulted in: the link's share alone.
-    let t0: Vec<_> = devs
-        .iter()
-        .map(|d| d.net_counters())
-        .collect::<Result<_, _>>()?;
+    let t0 = counters_of(&devs)?;
     let warm = incast_round(&mut queues, &srcs, &to, size)?;
-    let mut warm_timeouts = 0;
-    for (d, a) in devs.iter().zip(&t0) {
-        warm_timeouts += grew(a.timeouts, d.net_counters()?.timeouts);
-    }
+    let warm_timeouts = timeouts_since(&devs, &t0)?;
     // Marks and drops at node 1's ingress queue, both rounds.
     let marks = grew(marks0, engine_field(1, "ce_marked"));
     let drops = grew(drops0, engine_field(1, "ingress_drops"));
@@ -271,18 +262,10 @@ pub(crate) fn net_incast(senders: usize, size: usize) -> Res<()> {
     // With 4 KiB pages, populating is what bounds a cold incast here.
     let thp_pop = populate(senders * size, true)?;
     let thp_inbox = cold_inbox(&n1, senders * size, true)?;
-    let (h0, thp_faults0) = (
-        devs.iter()
-            .map(|d| d.net_counters())
-            .collect::<Result<Vec<_>, _>>()?,
-        n1.counters()?.faults_resolved,
-    );
+    let (h0, thp_faults0) = (counters_of(&devs)?, n1.counters()?.faults_resolved);
     let thp = incast_round(&mut queues, &srcs, &thp_inbox.target(), size)?;
     let thp_faults = n1.counters()?.faults_resolved - thp_faults0;
-    let mut thp_timeouts = 0;
-    for (d, a) in devs.iter().zip(&h0) {
-        thp_timeouts += grew(a.timeouts, d.net_counters()?.timeouts);
-    }
+    let thp_timeouts = timeouts_since(&devs, &h0)?;
     let thp_ok = same(&thp_inbox.into_inner()?);
     for (d, (_, h)) in devs.iter().zip(&srcs) {
         d.deregister(*h)?;
@@ -295,6 +278,23 @@ pub(crate) fn net_incast(senders: usize, size: usize) -> Res<()> {
         resent as f64 / (senders * size) as f64
     );
     Ok(())
+}
+
+/// Each engine's network counters now.
+fn counters_of(devs: &[Device]) -> Res<Vec<exanest_dma::NetCounters>> {
+    Ok(devs
+        .iter()
+        .map(|d| d.net_counters())
+        .collect::<Result<_, _>>()?)
+}
+
+/// The timeouts the engines counted since `before` ([`counters_of`]).
+fn timeouts_since(devs: &[Device], before: &[exanest_dma::NetCounters]) -> Res<u64> {
+    let mut n = 0;
+    for (d, a) in devs.iter().zip(before) {
+        n += grew(a.timeouts, d.net_counters()?.timeouts);
+    }
+    Ok(n)
 }
 
 /// From each sender's time (µs) for `size` bytes: the aggregate (MB/s: all the bytes over the
