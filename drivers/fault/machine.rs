@@ -57,11 +57,11 @@ impl Faults {
 
     /// The context interrupted for the channels in `pending`: note those in fault-wait, read
     /// once each. Returns whether one is new and the fault thread must run.
-    pub(crate) fn interrupt(&mut self, hw: &dyn Hw, pending: u32, k: &mut abi::Counters) -> bool {
+    pub(crate) fn interrupt(&mut self, hw: &dyn Hw, pending: u32) -> bool {
         let pending = pending & all(hw.channels()) & map::ctx_irq::CHANNELS;
         let mut new = false;
         for n in (0..MAX_CH as u32).filter(|n| pending & (1 << n) != 0) {
-            if matches!(hw.in_fault(n), Ok(true)) && self.table.detected(n, now_ns(), k) {
+            if matches!(hw.in_fault(n), Ok(true)) && self.table.detected(n, now_ns()) {
                 new = true;
             }
         }
@@ -69,9 +69,11 @@ impl Faults {
     }
 
     /// Note channel `n`, which the interrupt saw in fault-wait at `at` (ns) without taking the
-    /// process's lock (`Process::on_interrupt`), if it still is. Returns whether it is new.
-    pub(crate) fn noted(&mut self, hw: &dyn Hw, n: u32, at: u64, k: &mut abi::Counters) -> bool {
-        matches!(hw.in_fault(n), Ok(true)) && self.table.detected(n, at, k)
+    /// process's lock (`Process::on_interrupt`). Returns whether it is new. Its state is not
+    /// read again: taking it ([`Faults::take`]) does, and forgets it if another server
+    /// answered it meanwhile (the core counts a fault when it is taken).
+    pub(crate) fn noted(&mut self, n: u32, at: u64) -> bool {
+        self.table.detected(n, at)
     }
 
     /// The channels the fault thread must look at: those noted, and every one when `lost`
@@ -220,20 +222,46 @@ mod tests {
         Some(f.end(hw, n, &t, origin, res, k, lat, &mut rec))
     }
 
+    /// A fault noted from the interrupt (no register read) that another server answered
+    /// before this one took it: taking it finds the channel busy, forgets it, counts nothing.
+    #[test]
+    fn noted_fault_answered_meanwhile() {
+        let (mut f, hw, mut k, mut lat) = setup();
+        hw.start_busy(2);
+        hw.page_fault(2, 0x80_2000, false, 0, FaultCause::Translation);
+        // The interrupt thread saw it in fault-wait; the other server answers it first.
+        hw.answer(2, Command::Resume).unwrap();
+        assert!(f.noted(2, 1_000));
+        assert!(f.in_service());
+        assert_eq!(f.pending(&*hw, false), 1 << 2);
+        let mut rec = Record::default();
+        assert!(f.take(&*hw, 2, &mut k, &mut lat, &mut rec).is_none());
+        assert!(!f.in_service());
+        assert_eq!(k.faults, 0);
+        // Its next fault is noted and counted anew.
+        hw.page_fault(2, 0x80_3000, false, 0, FaultCause::Translation);
+        assert!(f.noted(2, 2_000));
+        assert_eq!(f.pending(&*hw, false), 1 << 2);
+        assert!(f.take(&*hw, 2, &mut k, &mut lat, &mut rec).is_some());
+        assert_eq!(k.faults, 1);
+    }
+
     /// A copy (START) faults: noted once, taken with its origin, RESUMEd, out of service.
     #[test]
     fn copy_fault_resumed() {
         let (mut f, hw, mut k, mut lat) = setup();
         hw.start_busy(1);
         hw.page_fault(1, 0x80_1000, true, 0x1000, FaultCause::Translation);
-        assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
+        assert!(f.interrupt(&*hw, hw.take_irq_status()));
         // A duplicate interrupt.
-        assert!(!f.interrupt(&*hw, 1 << 1, &mut k));
-        assert_eq!(k.faults, 1);
+        assert!(!f.interrupt(&*hw, 1 << 1));
+        // Counted when taken.
+        assert_eq!(k.faults, 0);
         assert!(f.in_service());
         assert_eq!(f.pending(&*hw, false), 1 << 1);
         let mut rec = Record::default();
         let t = f.take(&*hw, 1, &mut k, &mut lat, &mut rec).unwrap();
+        assert_eq!(k.faults, 1);
         assert_eq!(t.source, Source::Start);
         assert_eq!(
             (t.report.fault_addr, t.report.fault_write),
@@ -288,7 +316,7 @@ mod tests {
         hw.start_busy(2);
         hw.set_source(2, Source::Queue { index: 17 });
         hw.page_fault(2, 0x4000, false, 0, FaultCause::Translation);
-        assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
+        assert!(f.interrupt(&*hw, hw.take_irq_status()));
         let t = f.take(&*hw, 2, &mut k, &mut lat, &mut rec).unwrap();
         assert_eq!(t.source, Source::Queue { index: 17 });
         let o = Origin::Queue { index: 17 };
@@ -305,7 +333,7 @@ mod tests {
         let (mut f, hw, mut k, mut lat) = setup();
         let mut rec = Record::default();
         hw.net_rx_fault(0, 0x9000, 2, 41);
-        assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
+        assert!(f.interrupt(&*hw, hw.take_irq_status()));
         let t = f.take(&*hw, 0, &mut k, &mut lat, &mut rec).unwrap();
         assert_eq!(t.source, Source::NetRx { src: 2, opid: 41 });
         assert!(t.report.fault_write);
@@ -325,7 +353,7 @@ mod tests {
         let mut last = None;
         for _ in 0..=MAX_REFAULTS {
             hw.net_rx_fault(3, 0x2000, 1, 7);
-            f.interrupt(&*hw, hw.take_irq_status(), &mut k);
+            f.interrupt(&*hw, hw.take_irq_status());
             last = serve(&mut f, &hw, 3, o, Ok(()), &mut k, &mut lat);
         }
         assert_eq!(last.unwrap().answer, Answer::Nack(CORE_EFAULT));
@@ -342,7 +370,7 @@ mod tests {
         hw.start_busy(1);
         hw.page_fault(1, 0x7000, false, 0, FaultCause::Translation);
         hw.with(|s| s.lose_resumes = 1);
-        f.interrupt(&*hw, hw.take_irq_status(), &mut k);
+        f.interrupt(&*hw, hw.take_irq_status());
         let o = Origin::Copy { slot: 1, cookie: 9 };
         assert_eq!(f.pending(&*hw, false), 1 << 1);
         serve(&mut f, &hw, 1, o, Ok(()), &mut k, &mut lat).unwrap();
@@ -380,7 +408,7 @@ mod tests {
         let (mut f, hw, mut k, mut lat) = setup();
         let mut rec = Record::default();
         hw.net_rx_fault(2, 0x3000, 4, 1);
-        assert!(f.interrupt(&*hw, hw.take_irq_status(), &mut k));
+        assert!(f.interrupt(&*hw, hw.take_irq_status()));
         // Noted.
         assert!(f.in_service());
         assert_eq!(f.pending(&*hw, false), 1 << 2);
@@ -391,7 +419,7 @@ mod tests {
         f.end(&*hw, 2, &t, o, Ok(()), &mut k, &mut lat, &mut rec);
         assert!(!f.in_service());
         hw.net_rx_fault(2, 0x3000, 4, 2);
-        f.interrupt(&*hw, hw.take_irq_status(), &mut k);
+        f.interrupt(&*hw, hw.take_irq_status());
         f.clear();
         assert!(!f.in_service());
     }

@@ -16,7 +16,7 @@ use crate::exanest_core::{
 use crate::hw::kqueue::KernelQueue;
 use crate::hw::netregs;
 use crate::hw::regs as hw;
-use crate::hw::{ChannelReport, Command, Engine, EngineFault, Feature, Hw};
+use crate::hw::{ChannelReport, Command, Engine, EngineFault, FaultReport, Feature, Hw};
 use kernel::{
     device,
     io::register::Array,
@@ -239,13 +239,22 @@ impl Hw for Context {
         Ok(st.state() == State::Fault)
     }
 
+    // STATUS first: a channel not in fault-wait (most of a scan's) costs one read. No
+    // DONE_BYTES: the fault path does not need it.
     fn fault(&self, n: u32) -> Result<Option<EngineFault>> {
-        let report = self.ch_report(n)?;
-        if report.state != State::Fault {
+        if !self.in_fault(n)? {
             return Ok(None);
         }
         let c = self.ch(n)?;
         let r = &self.engine.regs;
+        let lo = r.read(hw::CH_FAULT_LO::try_at(c).ok_or(EINVAL)?)?;
+        let hi = r.read(hw::CH_FAULT_HI::try_at(c).ok_or(EINVAL)?)?;
+        let info = r.read(hw::CH_FAULT_INFO::try_at(c).ok_or(EINVAL)?)?;
+        let report = FaultReport {
+            fault_addr: map::join64(lo.value().get(), hi.value().get()),
+            fault_write: info.write(),
+            fault_cause: info.cause(),
+        };
         let o = r.read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
         let source = if o.net_rx() {
             let i = netregs::net_ch(self.ctx(), n as usize).ok_or(EINVAL)?;
@@ -256,10 +265,16 @@ impl Hw for Context {
                 opid: opid.value().get(),
             }
         } else if o.queue() && o.kernel() {
-            let wrid = r.read(hw::CH_WRID_LO::try_at(c).ok_or(EINVAL)?)?;
-            Source::Kernel {
-                slot: wrid.value().get(),
-            }
+            // The slot from ORIGIN's index, as the kernel queue posted it; WRID (one more
+            // read) only when the index names no single running slot.
+            let slot = match self.kq().and_then(|q| q.slot_at(o.sq_index().get())) {
+                Some(k) => k,
+                None => r
+                    .read(hw::CH_WRID_LO::try_at(c).ok_or(EINVAL)?)?
+                    .value()
+                    .get(),
+            };
+            Source::Kernel { slot }
         } else if o.queue() {
             Source::Queue {
                 index: o.sq_index().get(),

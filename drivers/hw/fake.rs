@@ -12,7 +12,7 @@ use crate::exanest_core::{
     faultsm::Source,
     regs::{Error as ChError, FaultCause, State},
 };
-use crate::hw::{ChannelReport, Command, EngineFault, Hw};
+use crate::hw::{ChannelReport, Command, EngineFault, FaultReport, Hw};
 use crate::mm::iommu::IoPageTable;
 use core::cell::{Cell, RefCell};
 use kernel::{
@@ -201,7 +201,11 @@ impl Hw for FakeHw {
         let c = self.report(n)?;
         let source = self.st.lock().ch[n as usize].source;
         Ok((c.state == State::Fault).then_some(EngineFault {
-            report: c,
+            report: FaultReport {
+                fault_addr: c.fault_addr,
+                fault_write: c.fault_write,
+                fault_cause: c.fault_cause,
+            },
             source,
             end: u64::MAX,
         }))

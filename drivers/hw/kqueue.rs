@@ -7,7 +7,8 @@
 //! of the context, as the context's VF, in the process's address space, and writes its
 //! completion in the queue's completion ring. A slot reports its completion once it is there,
 //! the fault-wait of the engine channel that runs it while it waits on a fault (that channel's
-//! ORIGIN says KERNEL, its WRID `k`), and busy otherwise (engine.rs). The bookkeeping is the
+//! ORIGIN says KERNEL and the SQ index slot `k` was posted at, its WRID `k`), and busy
+//! otherwise (engine.rs). The bookkeeping is the
 //! core's `kqueue`, tested on the host.
 //!
 //! The rings are coherent memory of the PF: the engine reads and writes them as the PF, in the
@@ -143,6 +144,12 @@ impl KernelQueue {
             }
         }
         st.slot(k)
+    }
+
+    /// The running slot posted at SQ index `sq_index` (modulo 2^16, as ORIGIN says), if
+    /// exactly one is (the core's `slot_at`).
+    pub(crate) fn slot_at(&self, sq_index: u32) -> Option<u32> {
+        self.st.lock().slot_at(sq_index)
     }
 
     /// Descriptors posted and completions taken since the queue was last enabled.

@@ -160,15 +160,15 @@ impl Channels {
         })
     }
 
-    /// The fault path ended the fault of the copy on `slot` (`e`, with `done_bytes` copied): a
-    /// NACKed copy ends with the decision's errno when the engine reports it aborted; a copy
-    /// whose answer could not be written (the device is gone) ends now with ENODEV.
+    /// The fault path ended the fault of the copy on `slot` (`e`): a NACKed copy ends with the
+    /// decision's errno when the engine reports it aborted; a copy whose answer could not be
+    /// written (the device is gone) ends now with ENODEV, with the bytes the channel still
+    /// reports as copied (none once its registers are gone).
     pub(crate) fn fault_ended(
         &mut self,
         hw: &dyn Hw,
         slot: u32,
         e: &Ended,
-        done_bytes: u32,
         ended: &mut impl FnMut(&Entry),
     ) {
         let i = slot as usize;
@@ -179,7 +179,8 @@ impl Channels {
             self.nack_errno[i] = -errno;
         }
         if e.written.is_err() && self.sched.running(slot).is_some() {
-            self.finish(hw, slot, ENODEV.to_errno(), u64::from(done_bytes), ended);
+            let done = hw.report(slot).map_or(0, |r| r.done_bytes);
+            self.finish(hw, slot, ENODEV.to_errno(), u64::from(done), ended);
         }
     }
 
@@ -264,7 +265,7 @@ mod tests {
             &mut lat,
             &mut rec,
         );
-        ch.fault_ended(hw, n, &e, t.report.done_bytes, &mut |_| ());
+        ch.fault_ended(hw, n, &e, &mut |_| ());
         ch.latency = lat;
         e
     }
@@ -278,7 +279,7 @@ mod tests {
         let c = submit(&mut ch, &hw, 0, &mut rel);
         hw.page_fault(0, 0x80_1000, true, 0x1000, FaultCause::Translation);
         let irq = hw.take_irq_status();
-        assert!(f.interrupt(&*hw, irq, &mut ch.counters));
+        assert!(f.interrupt(&*hw, irq));
         ch.interrupt(&*hw, irq, &mut |_| ());
         // A fault does not end the copy.
         assert_eq!(ch.reap(c), Ok(None));
@@ -309,7 +310,7 @@ mod tests {
         let mut rel = 0;
         let c = submit(&mut ch, &hw, 0, &mut rel);
         hw.page_fault(0, 0x10_2000, false, 0x2000, FaultCause::Translation);
-        f.interrupt(&*hw, hw.take_irq_status(), &mut ch.counters);
+        f.interrupt(&*hw, hw.take_irq_status());
         let e = serve(&mut ch, &mut f, &hw, 0, Err(EFAULT));
         assert_eq!(e.answer, Answer::Nack(-EFAULT.to_errno()));
         assert_eq!(hw.state(0), State::Error);
@@ -335,7 +336,7 @@ mod tests {
         hw.with(|s| s.gone = true);
         let o = ch.fault_of(0, false).unwrap().origin;
         let e = f.end(&*hw, 0, &t, o, Ok(()), &mut ch.counters, &mut lat, &mut rec);
-        ch.fault_ended(&*hw, 0, &e, t.report.done_bytes, &mut |_| rel += 2);
+        ch.fault_ended(&*hw, 0, &e, &mut |_| rel += 2);
         assert_eq!(ch.reap(c), Ok(Some((ENODEV.to_errno(), 0x1000))));
         assert_eq!(rel, 2);
     }
@@ -425,7 +426,7 @@ mod tests {
         let mut last = None;
         for _ in 0..=MAX_REFAULTS {
             hw.page_fault(0, 0x10_0000, false, 0, FaultCause::Translation);
-            f.interrupt(&*hw, hw.take_irq_status(), &mut ch.counters);
+            f.interrupt(&*hw, hw.take_irq_status());
             last = Some(serve(&mut ch, &mut f, &hw, 0, Ok(())).answer);
         }
         assert_eq!(last, Some(Answer::Nack(-EFAULT.to_errno())));

@@ -171,15 +171,13 @@ impl Process {
                     return Pass::Stopped;
                 }
                 g.hw().map(|ctx| {
-                    let inner = &mut *g;
                     let noted = self.irq_faults.swap(0, Ordering::SeqCst);
                     for n in (0..MAX_CH as u32).filter(|n| noted & (1 << n) != 0) {
                         let at = self.irq_at[n as usize].swap(0, Ordering::Relaxed);
                         let at = if at == 0 { ffi::ktime_ns() } else { at };
-                        let k = &mut inner.chans.counters;
-                        inner.engine_faults.noted(&*ctx, n, at, k);
+                        g.engine_faults.noted(n, at);
                     }
-                    inner.engine_faults.pending(&*ctx, false)
+                    g.engine_faults.pending(&*ctx, false)
                 })
             };
             let served = self.serve_channels(noted.unwrap_or(0), nowait);
@@ -506,7 +504,7 @@ impl Process {
         match origin {
             Origin::Copy { slot, .. } => {
                 let (chans, mut release) = inner.chans_releasing();
-                chans.fault_ended(&**ctx, slot, &ended, rep.done_bytes, &mut release);
+                chans.fault_ended(&**ctx, slot, &ended, &mut release);
             }
             // Not written only when the device is gone: the queue's and the link's teardown
             // end the transfer (a channel that no longer held the fault ignores the command).

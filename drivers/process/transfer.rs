@@ -100,9 +100,7 @@ impl Process {
         let inner = &mut *g;
         inner.queue.interrupt(&ctx, pending);
         // Channels in fault-wait, whatever their transfer's origin (fault/machine.rs).
-        let fault = inner
-            .engine_faults
-            .interrupt(&*ctx, pending, &mut inner.chans.counters);
+        let fault = inner.engine_faults.interrupt(&*ctx, pending);
         let (chans, mut release) = inner.chans_releasing();
         let mut ended = false;
         chans.interrupt(&*ctx, pending & map::ctx_irq::CHANNELS, &mut |e| {

@@ -6,12 +6,17 @@
 //!
 //! Per engine channel, a fault goes through four steps:
 //!
-//! 1. [`FaultTable::detected`]: the interrupt saw the channel in fault-wait. It is counted
-//!    (`faults`), stamped, and marked pending for the fault thread. A second report of a fault
-//!    already being served changes nothing.
-//! 2. [`FaultTable::take_pending`] and [`FaultTable::begin`]: the fault thread takes it, and
-//!    records how long it waited (`Latency::queue`). A fault found without its interrupt (lost,
-//!    or a RESUME the engine did not take) is counted and stamped here.
+//! 1. [`FaultTable::detected`]: the interrupt saw the channel in fault-wait. It is stamped
+//!    and marked pending for the fault thread. A second report of a fault already being
+//!    served changes nothing.
+//! 2. [`FaultTable::take_pending`] and [`FaultTable::begin`]: the fault thread takes it (it
+//!    reads the channel's report, and finds it in fault-wait), and records how long it waited
+//!    (`Latency::queue`). It is counted (`faults`) here, once however often it is taken: a
+//!    detection is not a fault until the channel's report confirms it, so the driver need not
+//!    read the channel's state again when it notes an interrupt (another server may have
+//!    answered the fault since; then the channel is not taken and [`FaultTable::end`] forgets
+//!    the detection). A fault found without its interrupt (lost, or a RESUME the engine did
+//!    not take) is stamped here.
 //! 3. The driver resolves it (no lock held), then [`FaultTable::decide`] turns the result into
 //!    an [`Answer`]: RESUME when resolved, unless the same transfer keeps faulting at the same
 //!    address ([`MAX_REFAULTS`], then NACK with EFAULT); NACK with EIO for a fault that is not
@@ -105,6 +110,8 @@ pub enum Answer {
 struct Chan {
     /// When the fault was first seen; `Some` while it is in service.
     seen: Option<u64>,
+    /// Whether the fault in service was taken (and counted) already.
+    counted: bool,
     /// The last fault decided on this channel, and how often in a row it was the same.
     last: Option<(Origin, u64, u32)>,
 }
@@ -129,6 +136,7 @@ impl<const N: usize> FaultTable<N> {
         FaultTable {
             ch: [Chan {
                 seen: None,
+                counted: false,
                 last: None,
             }; N],
             pending: 0,
@@ -136,8 +144,9 @@ impl<const N: usize> FaultTable<N> {
     }
 
     /// Step 1: the interrupt found channel `n` in fault-wait at `now`. Returns true when it is
-    /// new (the fault thread must run); a fault already in service changes nothing.
-    pub fn detected(&mut self, n: u32, now: u64, k: &mut Counters) -> bool {
+    /// new (the fault thread must run); a fault already in service changes nothing. It is
+    /// counted when taken ([`FaultTable::begin`]).
+    pub fn detected(&mut self, n: u32, now: u64) -> bool {
         let Some(c) = self.ch.get_mut(n as usize) else {
             return false;
         };
@@ -145,7 +154,6 @@ impl<const N: usize> FaultTable<N> {
             return false;
         }
         c.seen = Some(now);
-        k.faults += 1;
         self.pending |= 1 << n;
         true
     }
@@ -157,7 +165,8 @@ impl<const N: usize> FaultTable<N> {
     }
 
     /// Step 2: the fault thread took channel `n`'s fault at `now`; it waited `Latency::queue`.
-    /// A fault not detected before (its interrupt was lost) is counted and stamped now.
+    /// The fault is counted the first time it is taken. A fault not detected before (its
+    /// interrupt was lost) is stamped now.
     pub fn begin(&mut self, n: u32, now: u64, k: &mut Counters, lat: &mut Latency) {
         let Some(c) = self.ch.get_mut(n as usize) else {
             return;
@@ -165,10 +174,13 @@ impl<const N: usize> FaultTable<N> {
         match c.seen {
             Some(t) => lat.queue.record(now.saturating_sub(t) / 1000),
             None => {
-                k.faults += 1;
                 c.seen = Some(now);
                 lat.queue.record(0);
             }
+        }
+        if !c.counted {
+            c.counted = true;
+            k.faults += 1;
         }
     }
 
@@ -232,6 +244,7 @@ impl<const N: usize> FaultTable<N> {
     pub fn end(&mut self, n: u32) {
         if let Some(c) = self.ch.get_mut(n as usize) {
             c.seen = None;
+            c.counted = false;
         }
         self.pending &= !1u32.checked_shl(n).unwrap_or(0);
     }
@@ -277,18 +290,16 @@ mod tests {
     fn detect_take_decide_end() {
         let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
         assert!(!t.in_service());
-        assert!(t.detected(2, 100_000, &mut k));
+        assert!(t.detected(2, 100_000));
         assert_eq!(t.seen(2), Some(100_000));
-        assert!(
-            !t.detected(2, 150_000, &mut k),
-            "a second report of the same fault"
-        );
-        assert_eq!(k.faults, 1);
+        assert!(!t.detected(2, 150_000), "a second report of the same fault");
+        assert_eq!(k.faults, 0, "counted when taken");
         assert!(t.in_service());
         assert_eq!(t.take_pending(0), 1 << 2);
         assert_eq!(t.take_pending(0), 0);
         assert!(t.in_service(), "taken, not answered");
         t.begin(2, 164_000, &mut k, &mut lat);
+        assert_eq!(k.faults, 1);
         assert_eq!(lat.queue.buckets[Histogram::bucket(64)], 1);
         let a = t.decide(
             2,
@@ -305,7 +316,7 @@ mod tests {
         t.end(2);
         assert!(!t.in_service());
         assert_eq!(t.seen(2), None);
-        assert!(t.detected(2, 400_000, &mut k), "the next fault is new");
+        assert!(t.detected(2, 400_000), "the next fault is new");
     }
 
     /// A fault handed back by a server that could not finish it is pending again, keeps its
@@ -313,7 +324,7 @@ mod tests {
     #[test]
     fn deferred_fault_is_pending_again_and_counted_once() {
         let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
-        assert!(t.detected(3, 1_000, &mut k));
+        assert!(t.detected(3, 1_000));
         assert_eq!(t.take_pending(0), 1 << 3);
         t.begin(3, 2_000, &mut k, &mut lat);
         t.defer(3);
@@ -327,6 +338,27 @@ mod tests {
         assert!(!t.in_service());
     }
 
+    /// A detection whose channel no longer holds the fault when the thread looks (another
+    /// server answered it meanwhile) is forgotten, not counted; the channel's next fault is.
+    #[test]
+    fn detection_answered_elsewhere_is_not_counted() {
+        let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
+        assert!(t.detected(3, 1_000));
+        assert_eq!(t.take_pending(0), 1 << 3);
+        // The channel's report says it is not in fault-wait: not taken.
+        t.end(3);
+        assert_eq!(k.faults, 0);
+        assert!(!t.in_service());
+        assert!(t.detected(3, 2_000));
+        t.begin(3, 3_000, &mut k, &mut lat);
+        t.end(3);
+        t.begin(3, 4_000, &mut k, &mut lat);
+        assert_eq!(
+            k.faults, 2,
+            "a fault taken after the last one ended is a new one"
+        );
+    }
+
     /// A fault found without its interrupt is counted when taken.
     #[test]
     fn lost_report_counted_at_begin() {
@@ -335,7 +367,7 @@ mod tests {
         t.begin(1, 5, &mut k, &mut lat);
         assert_eq!(k.faults, 1);
         assert!(t.in_service());
-        assert!(!t.detected(1, 6, &mut k), "in service already");
+        assert!(!t.detected(1, 6), "in service already");
         assert_eq!(k.faults, 1);
     }
 
@@ -421,7 +453,7 @@ mod tests {
     #[test]
     fn out_of_range_and_clear() {
         let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
-        assert!(!t.detected(4, 0, &mut k));
+        assert!(!t.detected(4, 0));
         t.begin(9, 0, &mut k, &mut lat);
         let a = t.decide(
             9,
@@ -433,7 +465,7 @@ mod tests {
         );
         assert_eq!(a, Answer::Nack(EIO));
         t.end(31);
-        assert!(t.detected(0, 0, &mut k));
+        assert!(t.detected(0, 0));
         assert!(t.in_service());
         t.clear();
         assert!(!t.in_service());

@@ -7,7 +7,7 @@
 //! ([`Ended::report`]). The rings and registers are the driver's; this is the bookkeeping.
 
 use super::abi::Errno;
-use super::regs::{cqe_status_of, error_of_cqe_status, Cqe, Error, QueueEntry, Sqe, State};
+use super::regs::{cqe_status_of, error_of_cqe_status, origin, Cqe, Error, QueueEntry, Sqe, State};
 
 /// Entries of each ring, as log2: one per slot.
 pub const LOG2: u32 = 3;
@@ -60,6 +60,8 @@ pub struct KernelQueue {
     tail: u32,
     head: u32,
     slots: [Slot; SLOTS],
+    /// The SQ index each slot was last posted at.
+    posted: [u32; SLOTS],
 }
 
 impl Default for KernelQueue {
@@ -76,6 +78,7 @@ impl KernelQueue {
             tail: 0,
             head: 0,
             slots: [Slot::Idle; SLOTS],
+            posted: [0; SLOTS],
         }
     }
 
@@ -111,6 +114,7 @@ impl KernelQueue {
         }
         *slot = Slot::Busy;
         let index = self.tail;
+        self.posted[k as usize] = index;
         self.tail = self.tail.wrapping_add(1);
         let d = Sqe {
             src,
@@ -167,6 +171,23 @@ impl KernelQueue {
     /// Slot `k` (idle when out of range).
     pub fn slot(&self, k: u32) -> Slot {
         self.slots.get(k as usize).copied().unwrap_or(Slot::Idle)
+    }
+
+    /// The running slot whose descriptor was posted at SQ index `sq_index` modulo 2^16, which
+    /// is what an engine channel's ORIGIN says of the kernel queue transfer it runs: found
+    /// without asking the engine for the transfer's WRID (an MMIO read). `None` when no running
+    /// slot or more than one matches (a slot running for 2^16 posts): then WRID says.
+    pub fn slot_at(&self, sq_index: u32) -> Option<u32> {
+        let mut found = None;
+        for (k, (s, &at)) in self.slots.iter().zip(&self.posted).enumerate() {
+            if *s == Slot::Busy && at & origin::SQ_INDEX_MASK == sq_index & origin::SQ_INDEX_MASK {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(k as u32);
+            }
+        }
+        found
     }
 
     /// Whether a slot runs.
@@ -234,6 +255,32 @@ mod tests {
         // A slot posted again runs again.
         assert_eq!(q.post(3, 0, 1, 1).unwrap().0, 2);
         assert_eq!(q.slot(3), Slot::Busy);
+    }
+
+    /// A faulting transfer's ORIGIN index names its running slot, modulo 2^16; an index of no
+    /// running slot, or of two, names none (WRID then says).
+    #[test]
+    fn slot_at_names_the_running_slot_of_an_index() {
+        let mut q = KernelQueue::new();
+        q.set_enabled();
+        assert_eq!(q.post(5, 0, 1, 1).unwrap().0, 0);
+        assert_eq!(q.post(2, 0, 1, 1).unwrap().0, 1);
+        assert_eq!(
+            (q.slot_at(0), q.slot_at(1), q.slot_at(2)),
+            (Some(5), Some(2), None)
+        );
+        // Slot 2 ends: its index names nothing; posted again, its new index names it.
+        q.complete(&cqe(2, 0, 1));
+        assert_eq!(q.slot_at(1), None);
+        assert_eq!(q.post(2, 0, 1, 1).unwrap().0, 2);
+        assert_eq!(q.slot_at(2), Some(2));
+        // Modulo 2^16: slot 5 still runs (index 0) when slot 1 is posted at 2^16.
+        q.tail = 0x1_0000;
+        assert_eq!(q.post(1, 0, 1, 1).unwrap().0, 0x1_0000);
+        assert_eq!(q.slot_at(0x1_0000), None, "two running slots match");
+        assert_eq!(q.slot_at(0x2_0002), Some(2));
+        q.complete(&cqe(5, 0, 1));
+        assert_eq!(q.slot_at(0), Some(1));
     }
 
     #[test]
