@@ -13,6 +13,7 @@ use crate::error::CtxError;
 use crate::exanest_core::regs::net;
 use crate::fault::{handler::exanest_iommu_fault, log::FaultLog};
 use crate::ffi;
+use crate::hw::fring::FaultRing;
 use crate::hw::kqueue::KernelQueue;
 use crate::hw::link;
 use crate::hw::{Context, Engine, Feature, Hw};
@@ -425,9 +426,19 @@ impl EngineDevices {
         let mut slots = KVec::with_capacity(ctx_devs.len(), GFP_KERNEL)?;
         // The kernel queue (2.2) takes COPY's transfers on PCI (the PF reaches its rings).
         let kq = engine.has(Feature::MovableQueue);
+        // The fault record ring (2.11): the engine writes each fault there (the PF reaches it).
+        let frec = engine.has(Feature::FaultRecords);
         for (i, d) in ctx_devs.iter().enumerate() {
             let q = KernelQueue::for_context(kq && i < doorbells.len(), dev)?;
-            let ctx = Context::new(&engine, i as u32, d.clone(), doorbells.get(i).copied(), q);
+            let fr = FaultRing::for_context(frec, dev)?;
+            let ctx = Context::new(
+                &engine,
+                i as u32,
+                d.clone(),
+                doorbells.get(i).copied(),
+                q,
+                fr,
+            );
             slots.push(Arc::new(ctx, GFP_KERNEL)?, GFP_KERNEL)?;
         }
         dev_info!(

@@ -21,6 +21,8 @@ pub(crate) mod ctxpool;
 pub(crate) mod fault;
 #[path = "../rust/exanest-core/src/faultsm.rs"]
 pub(crate) mod faultsm;
+#[path = "../rust/exanest-core/src/frec.rs"]
+pub(crate) mod frec;
 #[path = "../rust/exanest-core/src/idmap.rs"]
 pub(crate) mod idmap;
 #[path = "../rust/exanest-core/src/kqueue.rs"]

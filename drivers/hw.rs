@@ -18,6 +18,7 @@ pub(crate) mod ctxqueue;
 pub(crate) mod engine;
 #[cfg(CONFIG_KUNIT)]
 pub(crate) mod fake;
+pub(crate) mod fring;
 pub(crate) mod kqueue;
 pub(crate) mod link;
 pub(crate) mod net;
@@ -74,6 +75,9 @@ pub(crate) struct EngineFault {
     /// driver maps ahead to; 0 for none (a MAILBOX's ring slot); `u64::MAX` when the engine
     /// does not say (before 2.10), or for a copy (the driver knows its end).
     pub(crate) end: u64,
+    /// The channel's number for this fault (2.11: `CH_STATUS.FAULT_SEQ`, or its record's),
+    /// which the answer names; `None` before 2.11.
+    pub(crate) seq: Option<u8>,
 }
 
 /// What ends a fault on the engine.
@@ -109,8 +113,9 @@ pub(crate) trait Hw: Send + Sync {
         Ok(self.fault(n)?.is_some())
     }
     /// End engine channel `n`'s fault with `cmd`. Refused (EINVAL, or ENODEV once the device
-    /// is gone) when it cannot be written; a channel no longer in fault-wait ignores it.
-    fn answer(&self, n: u32, cmd: Command) -> Result;
+    /// is gone) when it cannot be written; a channel no longer in fault-wait ignores it, and
+    /// (2.11) one no longer in the fault numbered `seq`, if given.
+    fn answer(&self, n: u32, cmd: Command, seq: Option<u8>) -> Result;
     /// Read and acknowledge the context's interrupt status (bit n = channel n; 2.1: bit 8 the
     /// completion queue event, bit 9 the queue error, `map::ctx_irq`).
     fn take_irq_status(&self) -> u32;

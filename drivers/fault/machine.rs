@@ -156,7 +156,7 @@ impl Faults {
             },
             (Answer::Nack(e), _) => Command::Nack { status: -e },
         };
-        let written = hw.answer(n, cmd);
+        let written = hw.answer(n, cmd, f.seq);
         rec.stamp(Step::Answered, now_ns());
         rec.kind = match origin {
             Origin::Copy { .. } => Kind::Copy,
@@ -230,7 +230,7 @@ mod tests {
         hw.start_busy(2);
         hw.page_fault(2, 0x80_2000, false, 0, FaultCause::Translation);
         // The interrupt thread saw it in fault-wait; the other server answers it first.
-        hw.answer(2, Command::Resume).unwrap();
+        hw.answer(2, Command::Resume, None).unwrap();
         assert!(f.noted(2, 1_000));
         assert!(f.in_service());
         assert_eq!(f.pending(&*hw, false), 1 << 2);

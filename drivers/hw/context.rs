@@ -8,11 +8,13 @@
 //! one they are the engine's channels, STARTed by registers. Faults are always the engine
 //! channels' own, with the ORIGIN of their transfer. The queues' registers are ctxqueue.rs.
 
+use crate::exanest_core::frec::{self, FaultRecord};
 use crate::exanest_core::{
     faultsm::Source,
     kqueue::Slot,
     regs::{self as map, Error as ChError, FaultCause, State},
 };
+use crate::hw::fring::FaultRing;
 use crate::hw::kqueue::KernelQueue;
 use crate::hw::netregs;
 use crate::hw::regs as hw;
@@ -20,6 +22,7 @@ use crate::hw::{ChannelReport, Command, Engine, EngineFault, FaultReport, Featur
 use kernel::{
     device,
     io::register::Array,
+    num::Bounded,
     prelude::*,
     sync::{aref::ARef, Arc},
 };
@@ -38,6 +41,9 @@ pub(crate) struct Context {
     pub(super) doorbell: Option<u64>,
     /// The context's kernel queue, which COPY's transfers take (register map 2.2 on PCI).
     pub(super) kq: Option<Pin<KBox<KernelQueue>>>,
+    /// The context's fault record ring (register map 2.11), enabled from the start and again
+    /// after each QUIESCE.
+    pub(super) fring: Option<Pin<KBox<FaultRing>>>,
 }
 
 impl Context {
@@ -60,21 +66,120 @@ impl Context {
     }
 
     /// Context `index` of `engine`, issuing its DMA as `dev`, with its doorbell page at
-    /// `doorbell` and its kernel queue `kq`, if it has them.
+    /// `doorbell`, its kernel queue `kq` and its fault record ring `fring`, if it has them
+    /// (the ring is enabled here).
     pub(crate) fn new(
         engine: &Arc<Engine>,
         index: u32,
         dev: ARef<device::Device>,
         doorbell: Option<u64>,
         kq: Option<Pin<KBox<KernelQueue>>>,
+        fring: Option<Pin<KBox<FaultRing>>>,
     ) -> Self {
-        Context {
+        let ctx = Context {
             engine: engine.clone(),
             index,
             dev,
             doorbell,
             kq,
+            fring,
+        };
+        ctx.enable_records();
+        ctx
+    }
+
+    /// Enable the fault record ring, if the context has one (at creation, and after QUIESCE,
+    /// which disables it). Should a register be out of reach, the ring stays disabled and
+    /// faults are read from the channels' registers.
+    fn enable_records(&self) {
+        let Some(f) = &self.fring else {
+            return;
+        };
+        let r = &self.engine.regs;
+        let c = self.ctx();
+        let (lo, hi) = map::split64(f.base());
+        let (Some(b_lo), Some(b_hi), Some(cfg)) = (
+            hw::FREC_BASE_LO::try_at(c),
+            hw::FREC_BASE_HI::try_at(c),
+            hw::FREC_CFG::try_at(c),
+        ) else {
+            return;
+        };
+        let log2 = Bounded::<u32, 5>::try_new(frec::LOG2).unwrap_or(Bounded::<u32, 5>::new::<1>());
+        f.enabling();
+        // MMIO writes fail only for an offset past the BAR, which probe checked (each of the
+        // three).
+        let _ = r.write(b_lo, hw::FREC_BASE_LO::zeroed().with_value(lo));
+        // As above.
+        let _ = r.write(b_hi, hw::FREC_BASE_HI::zeroed().with_value(hi));
+        // As above: the ring is enabled from here on.
+        let _ = r.write(
+            cfg,
+            hw::FREC_CFG::zeroed().with_log2(log2).with_enable(true),
+        );
+    }
+
+    /// Write FREC_HEAD: the records before `head` are free.
+    fn free_records(&self, head: u32) {
+        if let Some(at) = hw::FREC_HEAD::try_at(self.ctx()) {
+            // An MMIO write fails only for an offset past the BAR, which probe checked.
+            let _ = self
+                .engine
+                .regs
+                .write(at, hw::FREC_HEAD::zeroed().with_value(head));
         }
+    }
+
+    /// Where a faulting transfer came from, by its ORIGIN `o`; `net` gives a receiver fault's
+    /// sender and op id, `wrid` a kernel queue transfer's WRID when its SQ index names no
+    /// single running slot.
+    fn source(
+        &self,
+        o: hw::CH_ORIGIN,
+        net: impl FnOnce() -> Result<(u32, u32)>,
+        wrid: impl FnOnce() -> Result<u32>,
+    ) -> Result<Source> {
+        Ok(if o.net_rx() {
+            let (src, opid) = net()?;
+            Source::NetRx { src, opid }
+        } else if o.queue() && o.kernel() {
+            let slot = match self.kq().and_then(|q| q.slot_at(o.sq_index().get())) {
+                Some(k) => k,
+                None => wrid()?,
+            };
+            Source::Kernel { slot }
+        } else if o.queue() {
+            Source::Queue {
+                index: o.sq_index().get(),
+            }
+        } else {
+            Source::Start
+        })
+    }
+
+    /// The fault `rec` recorded, as the registers would have said it.
+    fn recorded_fault(&self, rec: &FaultRecord) -> Result<EngineFault> {
+        let info = hw::CH_FAULT_INFO::from_raw(rec.info);
+        let report = FaultReport {
+            fault_addr: rec.addr,
+            fault_write: info.write(),
+            fault_cause: info.cause(),
+        };
+        let source = self.source(
+            hw::CH_ORIGIN::from_raw(rec.origin),
+            || Ok((rec.net_src, rec.net_opid)),
+            || u32::try_from(rec.wr_id).map_err(|_| EINVAL),
+        )?;
+        let end = match source {
+            Source::Queue { .. } | Source::NetRx { .. } => rec.end,
+            _ => u64::MAX,
+        };
+        Ok(EngineFault {
+            report,
+            source,
+            end,
+            seq: Some(rec.seq),
+        })
     }
 
     /// The context's index in the engine.
@@ -155,15 +260,30 @@ impl Context {
         self.write_ctrl(c, ctrl.with_start(true))
     }
 
-    /// Retransmit engine channel `n`'s transfer in fault-wait from its faulting offset.
-    pub(crate) fn ch_resume(&self, n: u32) -> Result {
+    /// `CH_CTRL` of channel `n` with the interrupt enable set, naming (2.11) the fault `seq`.
+    fn answer_ctrl(&self, n: u32, seq: Option<u8>) -> Result<(hw::CH_CTRL, usize)> {
         let (ctrl, c) = self.ctrl(n)?;
+        Ok(match seq {
+            Some(s) => (
+                ctrl.with_seq_check(true)
+                    .with_seq(Bounded::<u32, 8>::from(s)),
+                c,
+            ),
+            None => (ctrl, c),
+        })
+    }
+
+    /// Retransmit engine channel `n`'s transfer in fault-wait (the fault `seq`, if given) from
+    /// its faulting offset.
+    pub(crate) fn ch_resume(&self, n: u32, seq: Option<u8>) -> Result {
+        let (ctrl, c) = self.answer_ctrl(n, seq)?;
         self.write_ctrl(c, ctrl.with_resume(true))
     }
 
-    /// End engine channel `n`'s busy or faulted transfer.
-    pub(crate) fn ch_nack(&self, n: u32) -> Result {
-        let (ctrl, c) = self.ctrl(n)?;
+    /// End engine channel `n`'s busy or faulted transfer (if `seq` is given: only while it is in
+    /// that fault).
+    pub(crate) fn ch_nack(&self, n: u32, seq: Option<u8>) -> Result {
+        let (ctrl, c) = self.answer_ctrl(n, seq)?;
         self.write_ctrl(c, ctrl.with_nack(true))
     }
 
@@ -231,7 +351,13 @@ impl Hw for Context {
         }
     }
 
+    // A fault recorded in the ring (2.11) needs no register read.
     fn in_fault(&self, n: u32) -> Result<bool> {
+        if let Some(f) = &self.fring {
+            if f.recorded(n, |h| self.free_records(h)) {
+                return Ok(true);
+            }
+        }
         let st = self
             .engine
             .regs
@@ -239,14 +365,32 @@ impl Hw for Context {
         Ok(st.state() == State::Fault)
     }
 
-    // STATUS first: a channel not in fault-wait (most of a scan's) costs one read. No
-    // DONE_BYTES: the fault path does not need it.
+    // From its record (2.11) if the ring has one; else from the registers, STATUS first: a
+    // channel not in fault-wait (most of a scan's) costs one read. No DONE_BYTES: the fault
+    // path does not need it.
     fn fault(&self, n: u32) -> Result<Option<EngineFault>> {
-        if !self.in_fault(n)? {
-            return Ok(None);
+        if let Some(rec) = self
+            .fring
+            .as_ref()
+            .and_then(|f| f.take(n, |h| self.free_records(h)))
+        {
+            return self.recorded_fault(&rec).map(Some);
         }
         let c = self.ch(n)?;
         let r = &self.engine.regs;
+        let st = r.read(hw::CH_STATUS::try_at(c).ok_or(EINVAL)?)?;
+        if st.state() != State::Fault {
+            return Ok(None);
+        }
+        let seq = if self.engine.has(Feature::FaultRecords) {
+            let s = st.fault_seq().get() as u8;
+            if let Some(f) = &self.fring {
+                f.taken_by_registers(n, s);
+            }
+            Some(s)
+        } else {
+            None
+        };
         let lo = r.read(hw::CH_FAULT_LO::try_at(c).ok_or(EINVAL)?)?;
         let hi = r.read(hw::CH_FAULT_HI::try_at(c).ok_or(EINVAL)?)?;
         let info = r.read(hw::CH_FAULT_INFO::try_at(c).ok_or(EINVAL)?)?;
@@ -256,32 +400,21 @@ impl Hw for Context {
             fault_cause: info.cause(),
         };
         let o = r.read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
-        let source = if o.net_rx() {
-            let i = netregs::net_ch(self.ctx(), n as usize).ok_or(EINVAL)?;
-            let src = r.read(netregs::CH_NET_SRC::try_at(i).ok_or(EINVAL)?)?;
-            let opid = r.read(netregs::CH_NET_OPID::try_at(i).ok_or(EINVAL)?)?;
-            Source::NetRx {
-                src: src.value().get(),
-                opid: opid.value().get(),
-            }
-        } else if o.queue() && o.kernel() {
-            // The slot from ORIGIN's index, as the kernel queue posted it; WRID (one more
-            // read) only when the index names no single running slot.
-            let slot = match self.kq().and_then(|q| q.slot_at(o.sq_index().get())) {
-                Some(k) => k,
-                None => r
-                    .read(hw::CH_WRID_LO::try_at(c).ok_or(EINVAL)?)?
-                    .value()
-                    .get(),
-            };
-            Source::Kernel { slot }
-        } else if o.queue() {
-            Source::Queue {
-                index: o.sq_index().get(),
-            }
-        } else {
-            Source::Start
-        };
+        // A kernel queue transfer's slot from ORIGIN's index, as the kernel queue posted it;
+        // WRID (one more read) only when the index names no single running slot.
+        let source = self.source(
+            o,
+            || {
+                let i = netregs::net_ch(self.ctx(), n as usize).ok_or(EINVAL)?;
+                let src = r.read(netregs::CH_NET_SRC::try_at(i).ok_or(EINVAL)?)?;
+                let opid = r.read(netregs::CH_NET_OPID::try_at(i).ok_or(EINVAL)?)?;
+                Ok((src.value().get(), opid.value().get()))
+            },
+            || {
+                let w = r.read(hw::CH_WRID_LO::try_at(c).ok_or(EINVAL)?)?;
+                Ok(w.value().get())
+            },
+        )?;
         // A copy's end is the driver's own (channel.rs): the engine's is read only for the
         // transfers the driver did not start.
         let end = match source {
@@ -294,13 +427,14 @@ impl Hw for Context {
             report,
             source,
             end,
+            seq,
         }))
     }
 
-    fn answer(&self, n: u32, cmd: Command) -> Result {
+    fn answer(&self, n: u32, cmd: Command, seq: Option<u8>) -> Result {
         match cmd {
-            Command::Resume => self.ch_resume(n),
-            Command::Nack { status } => self.nack_with(n, status),
+            Command::Resume => self.ch_resume(n, seq),
+            Command::Nack { status } => self.nack_with(n, status, seq),
         }
     }
 
@@ -316,7 +450,8 @@ impl Hw for Context {
             .with_qerr(st.qerr())
             .with_kcq(st.kcq())
             .with_kqerr(st.kqerr())
-            .with_mbox(st.mbox());
+            .with_mbox(st.mbox())
+            .with_frec_lost(st.frec_lost());
         if let (true, Some(a)) = (seen.into_raw() != 0, at()) {
             // Write-one-to-clear exactly the bits seen (an MMIO write fails only for an
             // offset past the BAR, which probe checked).
@@ -336,5 +471,10 @@ impl Hw for Context {
         if let Some(q) = &self.kq {
             q.reset();
         }
+        // QUIESCE disabled the fault record ring: its records go, and it starts again at 0.
+        if let Some(f) = &self.fring {
+            f.stopped();
+        }
+        self.enable_records();
     }
 }

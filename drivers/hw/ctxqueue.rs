@@ -183,14 +183,15 @@ impl Context {
         Ok(r.read(hw::Q_STATUS::try_at(c).ok_or(EINVAL)?)?.evt_lost())
     }
 
-    /// NACK channel `n`'s queue transfer: its completion reports `status` (a negative errno).
-    pub(crate) fn nack_with(&self, n: u32, status: i32) -> Result {
+    /// NACK channel `n`'s queue transfer (in the fault `seq`, if given): its completion reports
+    /// `status` (a negative errno).
+    pub(crate) fn nack_with(&self, n: u32, status: i32, seq: Option<u8>) -> Result {
         let c = self.ch(n)?;
         self.engine.regs.write(
             hw::CH_NACK_STATUS::try_at(c).ok_or(EINVAL)?,
             hw::CH_NACK_STATUS::zeroed().with_value(status as u32),
         )?;
-        self.ch_nack(n)
+        self.ch_nack(n, seq)
     }
 }
 

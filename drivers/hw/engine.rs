@@ -74,17 +74,20 @@ pub(crate) enum Feature {
     BoundKeys,
     /// 2.10: a channel in FAULT reads its transfer's range (map-ahead).
     FaultRange,
+    /// 2.11: the fault record ring, and numbered faults.
+    FaultRecords,
 }
 
 impl Feature {
     /// Every feature, oldest first.
-    pub(crate) const ALL: [Feature; 6] = [
+    pub(crate) const ALL: [Feature; 7] = [
         Feature::Queue,
         Feature::MovableQueue,
         Feature::Net,
         Feature::MboxEvent,
         Feature::BoundKeys,
         Feature::FaultRange,
+        Feature::FaultRecords,
     ];
 
     /// The minor version that brought it.
@@ -96,6 +99,7 @@ impl Feature {
             Feature::MboxEvent => 6,
             Feature::BoundKeys => 9,
             Feature::FaultRange => 10,
+            Feature::FaultRecords => 11,
         }
     }
 }

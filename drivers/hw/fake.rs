@@ -208,12 +208,13 @@ impl Hw for FakeHw {
             },
             source,
             end: u64::MAX,
+            seq: None,
         }))
     }
 
     // A receive's RESUME or NACK answers its sender and frees the channel; a transfer's
     // RESUME retransmits, its NACK ends it ABORTED.
-    fn answer(&self, n: u32, cmd: Command) -> Result {
+    fn answer(&self, n: u32, cmd: Command, _seq: Option<u8>) -> Result {
         let mut s = self.st.lock();
         if s.gone {
             return Err(ENODEV);

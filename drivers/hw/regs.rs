@@ -67,6 +67,7 @@ register! {
         11:11 sriov => bool;
         12:12 net => bool;
         13:13 mailbox => bool;
+        14:14 frec => bool;
         23:16 contexts;
     }
 
@@ -114,6 +115,7 @@ register! {
         10:10 kcq => bool;
         11:11 kqerr => bool;
         12:12 mbox => bool;
+        13:13 frec_lost => bool;
     }
 
     /// Context commands.
@@ -248,6 +250,17 @@ register! {
     pub(crate) KQ_CQ_HEAD(u32)[NCTX, stride = CTX_STRIDE] @ 0x108c { 31:0 value; }
     /// 2.2: the kernel queue's CQ producer index.
     pub(crate) KQ_CQ_TAIL(u32)[NCTX, stride = CTX_STRIDE] @ 0x1090 { 31:0 value; }
+    /// 2.11: the fault record ring's address (the PF's DMA space), low half.
+    pub(crate) FREC_BASE_LO(u32)[NCTX, stride = CTX_STRIDE] @ 0x10c0 { 31:0 value; }
+    /// 2.11: the fault record ring's address, high half.
+    pub(crate) FREC_BASE_HI(u32)[NCTX, stride = CTX_STRIDE] @ 0x10c4 { 31:0 value; }
+    /// 2.11: the fault record ring's size and enable (0 -> 1 latches, indices to 0).
+    pub(crate) FREC_CFG(u32)[NCTX, stride = CTX_STRIDE] @ 0x10c8 {
+        4:0 log2;
+        31:31 enable => bool;
+    }
+    /// 2.11: the reader's index: the records before it are free.
+    pub(crate) FREC_HEAD(u32)[NCTX, stride = CTX_STRIDE] @ 0x10cc { 31:0 value; }
 
     /// Source IOVA, low half.
     pub(crate) CH_SRC_LO(u32)[NCH, stride = STRIDE] @ 0x1100 {
@@ -280,6 +293,8 @@ register! {
         1:1 resume => bool;
         2:2 nack => bool;
         8:8 irq_en => bool;
+        9:9 seq_check => bool;
+        31:24 seq;
     }
 
     /// State, error code and the rejected-command flag.
@@ -287,6 +302,7 @@ register! {
         3:0 state => State;
         15:8 error => ChError;
         16:16 rejected => bool;
+        31:24 fault_seq;
     }
 
     /// IOVA of the faulting access, low half.
@@ -367,6 +383,8 @@ mod tests {
             same!(c; KQ_CQ_BASE_LO = KQ_CQ_BASE_LO, KQ_CQ_BASE_HI = KQ_CQ_BASE_HI);
             same!(c; KQ_CFG = KQ_CFG, KQ_CTRL = KQ_CTRL, KQ_STATUS = KQ_STATUS);
             same!(c; KQ_SQ_TAIL = KQ_SQ_TAIL, KQ_CQ_HEAD = KQ_CQ_HEAD, KQ_CQ_TAIL = KQ_CQ_TAIL);
+            same!(c; FREC_BASE_LO = FREC_BASE_LO, FREC_BASE_HI = FREC_BASE_HI);
+            same!(c; FREC_CFG = FREC_CFG, FREC_HEAD = FREC_HEAD);
         }
         assert!(CTX_STATUS::try_at(NCTX).is_none());
         for (c, k) in [

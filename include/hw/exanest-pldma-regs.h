@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /*
- * ExaNeSt PLDMA register map, version 2.7.
+ * ExaNeSt PLDMA register map, version 2.11.
  *
  * The contract between the driver, the QEMU engine model and a future FPGA
  * implementation on the QFDB. Documentation/pldma-registers.rst explains
@@ -50,7 +50,12 @@
  * changes meaning. 2.7 shares NET_WINDOW among a peer's ops (the bytes in
  * flight to one node, over all of them), which congestion the fabric marks
  * shrinks (packet bit CE, echoed by ACKs: DCTCP), and counts the port's
- * congestion (NET_CC); nothing of 2.6 changes meaning.
+ * congestion (NET_CC); nothing of 2.6 changes meaning. 2.8 to 2.10 are
+ * noted where they apply. 2.11 adds the fault record ring (CTX_FREC_*): the
+ * engine writes a record of every fault to memory, so that the driver learns
+ * a fault without reading the channel's registers, and numbers each
+ * channel's faults (CH_STATUS FAULT_SEQ) so that an answer names the fault it
+ * answers (CH_CTRL SEQ_CHECK); nothing of 2.10 changes meaning.
  *
  * Style: QEMU's (spaces, 80 columns), as the QEMU model includes it.
  */
@@ -228,7 +233,7 @@
 
 #define PLDMA_ID_MAGIC          0x45584e53u     /* "EXNS" */
 #define PLDMA_VERSION_MAJOR     2
-#define PLDMA_VERSION_MINOR     10
+#define PLDMA_VERSION_MINOR     11
 #define PLDMA_RESET_MAGIC       0x52535421u     /* "RST!" */
 
 /* channels per context */
@@ -244,6 +249,8 @@
 #define PLDMA_CAPS_NET          (1u << 12)
 /* 2.4: the mailbox (CTX_MBOX_*, PLDMA_OP_MAILBOX) */
 #define PLDMA_CAPS_MAILBOX      (1u << 13)
+/* 2.11: the fault record ring (CTX_FREC_*) and fault numbers */
+#define PLDMA_CAPS_FREC         (1u << 14)
 #define PLDMA_CAPS_NCTX_SHIFT   16
 #define PLDMA_CAPS_NCTX_MASK    0x00ff0000u     /* number of contexts */
 
@@ -355,6 +362,50 @@
 #define PLDMA_MBOX_DATA_OFF     64
 
 /*
+ * 2.11, the fault record ring: 2^LOG2 records of PLDMA_FREC_SIZE bytes at
+ * FREC_BASE, an address the PF issues (the kernel's DMA space, as the kernel
+ * queue's rings), PLDMA_FREC_SIZE aligned. When a channel of the context
+ * enters FAULT (whatever its transfer's origin), the engine writes a record of
+ * the fault at FREC_TAIL mod 2^LOG2, STAMP last, moves FREC_TAIL, and only
+ * then sets the channel's CTX_IRQ_STATUS bit: the record says what the
+ * channel's fault registers say, and the reader learns the fault from memory.
+ * The record of free-running index i is complete when its STAMP reads i + 1.
+ * The reader writes FREC_HEAD past the records it took, which frees them.
+ * With no room (FREC_TAIL - FREC_HEAD = 2^LOG2), or when the write fails, the
+ * engine writes no record and raises CTX_IRQ FREC_LOST; the fault itself is
+ * raised as always (its registers say everything). BASE and CFG are latched
+ * when CFG.ENABLE goes from 0 to 1 (a bad configuration leaves it 0), which
+ * zeroes both indices; HEAD is RW, TAIL RO. QUIESCE and RESET disable the
+ * ring.
+ */
+#define PLDMA_CTX_FREC_BASE_LO  0x0c0
+#define PLDMA_CTX_FREC_BASE_HI  0x0c4
+#define PLDMA_CTX_FREC_CFG      0x0c8
+#define PLDMA_CTX_FREC_HEAD     0x0cc
+#define PLDMA_CTX_FREC_TAIL     0x0d0   /* RO */
+/* FREC_CFG */
+#define PLDMA_FREC_CFG_LOG2_MASK 0x0000001fu   /* records, log2: 1..12 */
+#define PLDMA_FREC_CFG_ENABLE   (1u << 31)
+#define PLDMA_FREC_LOG2_MAX     12
+/* A record, little-endian */
+#define PLDMA_FREC_SIZE         64
+#define PLDMA_FREC_ADDR_OFF     0       /* u64: FAULT_LO/HI */
+#define PLDMA_FREC_INFO_OFF     8       /* u32: FAULT_INFO */
+#define PLDMA_FREC_ORIGIN_OFF   12      /* u32: ORIGIN */
+#define PLDMA_FREC_WRID_OFF     16      /* u64: WRID_LO/HI */
+/*
+ * u64: the end of the faulting transfer's bytes in the faulting direction,
+ * as SRC or DST (a write: DST), plus LEN, read in FAULT (2.10)
+ */
+#define PLDMA_FREC_END_OFF      24
+#define PLDMA_FREC_NET_SRC_OFF  32      /* u32: CH_NET_SRC (NET_RX) */
+#define PLDMA_FREC_NET_OPID_OFF 36      /* u32: CH_NET_OPID */
+/* u32: bits 7:0 the channel, 15:8 its FAULT_SEQ for this fault */
+#define PLDMA_FREC_CHAN_OFF     40
+#define PLDMA_FREC_DONE_OFF     44      /* u32: DONE_BYTES */
+#define PLDMA_FREC_STAMP_OFF    60      /* u32: the record's index + 1 */
+
+/*
  * 2.3: channel n's network registers at PLDMA_CH_NET_BASE +
  * n * PLDMA_CH_NET_STRIDE in the context's block. A START with NET_OP PUT
  * sends LEN bytes from SRC to DST, a virtual address of endpoint NET_EP at
@@ -406,6 +457,8 @@
 #define PLDMA_CTX_IRQ_KQERR     (1u << 11)
 /* 2.6: the armed mailbox event fired (MBOX_TAIL != MBOX_HEAD) */
 #define PLDMA_CTX_IRQ_MBOX      (1u << 12)
+/* 2.11: a fault's record found no room in the fault record ring */
+#define PLDMA_CTX_IRQ_FREC_LOST (1u << 13)
 
 /*
  * CTX_CTRL: stop every channel of the context at once: each returns to IDLE
@@ -466,6 +519,15 @@
 #define PLDMA_CTRL_STROBES      0x7u
 /* level: raise IRQ_STATUS on DONE, FAULT, ERROR */
 #define PLDMA_CTRL_IRQ_EN       (1u << 8)
+/*
+ * 2.11, with RESUME or NACK: the command answers the fault whose FAULT_SEQ
+ * is CTRL.SEQ, and is rejected (nothing changes, STATUS.REJECTED) when the
+ * channel is not in that fault: an answer to a fault that ended cannot end
+ * the channel's next one.
+ */
+#define PLDMA_CTRL_SEQ_CHECK    (1u << 9)
+#define PLDMA_CTRL_SEQ_SHIFT    24
+#define PLDMA_CTRL_SEQ_MASK     0xff000000u
 
 /* STATUS */
 #define PLDMA_STATUS_STATE_MASK 0x0000000fu
@@ -496,6 +558,12 @@
 #define PLDMA_ERR_TIMEOUT       9
 /* last command was invalid in this state, ignored */
 #define PLDMA_STATUS_REJECTED   (1u << 16)
+/*
+ * 2.11: the channel's faults, modulo 256: one more each time it enters FAULT
+ * (RESET zeroes it). A fault record carries it too.
+ */
+#define PLDMA_STATUS_FAULT_SEQ_SHIFT 24
+#define PLDMA_STATUS_FAULT_SEQ_MASK 0xff000000u
 
 /* FAULT_INFO */
 /* 0: reading the source, 1: writing the destination */

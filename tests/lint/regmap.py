@@ -38,6 +38,7 @@ UNUSED = {
     "PLDMA_CTX_KQ_ERR_HI": "as PLDMA_CTX_KQ_ERR_LO",
     "PLDMA_CTX_KQ_SQ_HEAD": "the driver follows completions, not fetches",
     "PLDMA_CH_FAULTS": "a statistic the driver counts itself",
+    "PLDMA_CTX_FREC_TAIL": "the driver reads records by their stamps, not by TAIL",
     "PLDMA_CH_WRID_HI": "the kernel queue's wr_id is its slot, below 2^32",
     "PLDMA_CH_NET_OP": "ops start from descriptors, not from these registers",
     "PLDMA_CH_NET_PEER": "ops start from descriptors, not from these registers",
@@ -54,10 +55,12 @@ FIELDS = {
     "CAPS": {"channels": "PLDMA_CAPS_NCHAN_MASK", "resume": "PLDMA_CAPS_RESUME",
              "intx": "PLDMA_CAPS_INTX", "timing": "PLDMA_CAPS_TIMING",
              "sriov": "PLDMA_CAPS_SRIOV", "net": "PLDMA_CAPS_NET",
-             "mailbox": "PLDMA_CAPS_MAILBOX", "contexts": "PLDMA_CAPS_NCTX_MASK"},
+             "mailbox": "PLDMA_CAPS_MAILBOX", "frec": "PLDMA_CAPS_FREC",
+             "contexts": "PLDMA_CAPS_NCTX_MASK"},
     "CTX_IRQ_STATUS": {"channels": "PLDMA_CTX_IRQ_CHANNELS", "cq": "PLDMA_CTX_IRQ_CQ",
                        "qerr": "PLDMA_CTX_IRQ_QERR", "kcq": "PLDMA_CTX_IRQ_KCQ",
-                       "kqerr": "PLDMA_CTX_IRQ_KQERR", "mbox": "PLDMA_CTX_IRQ_MBOX"},
+                       "kqerr": "PLDMA_CTX_IRQ_KQERR", "mbox": "PLDMA_CTX_IRQ_MBOX",
+                       "frec_lost": "PLDMA_CTX_IRQ_FREC_LOST"},
     "CTX_CTRL": {"quiesce": "PLDMA_CTX_QUIESCE"},
     "CTX_STATUS": {"active": "PLDMA_CTX_ACTIVE", "function": "PLDMA_CTX_FUNCTION"},
     "Q_CFG": {"log2_sq": "PLDMA_Q_CFG_SQ_MASK", "log2_cq": "PLDMA_Q_CFG_CQ_MASK",
@@ -75,9 +78,10 @@ FIELDS = {
     "KQ_STATUS": {"enabled": "PLDMA_Q_STATUS_ENABLED", "error": "PLDMA_Q_STATUS_ERROR",
                   "busy": "PLDMA_Q_STATUS_BUSY", "code": "PLDMA_Q_STATUS_ERR_MASK"},
     "CH_CTRL": {"start": "PLDMA_CTRL_START", "resume": "PLDMA_CTRL_RESUME",
-                "nack": "PLDMA_CTRL_NACK", "irq_en": "PLDMA_CTRL_IRQ_EN"},
+                "nack": "PLDMA_CTRL_NACK", "irq_en": "PLDMA_CTRL_IRQ_EN",
+                "seq_check": "PLDMA_CTRL_SEQ_CHECK", "seq": "PLDMA_CTRL_SEQ_MASK"},
     "CH_STATUS": {"state": "PLDMA_STATUS_STATE_MASK", "error": "PLDMA_STATUS_ERR_MASK",
-                  "rejected": "PLDMA_STATUS_REJECTED"},
+                  "rejected": "PLDMA_STATUS_REJECTED", "fault_seq": "PLDMA_STATUS_FAULT_SEQ_MASK"},
     "CH_FAULT_INFO": {"write": "PLDMA_FAULT_WRITE", "cause": "PLDMA_FAULT_CAUSE_MASK"},
     "CH_ORIGIN": {"sq_index": "PLDMA_ORIGIN_SQ_INDEX_MASK", "net_rx": "PLDMA_ORIGIN_NET_RX",
                   "kernel": "PLDMA_ORIGIN_KERNEL", "queue": "PLDMA_ORIGIN_QUEUE"},
@@ -89,12 +93,13 @@ FIELDS = {
     "NET_IRQ": {"ep_wanted": "PLDMA_NET_IRQ_EP_WANTED"},
     "MBOX_CFG": {"log2": "PLDMA_MBOX_CFG_LOG2_MASK", "enable": "PLDMA_MBOX_CFG_ENABLE"},
     "MBOX_ARM": {"once": "PLDMA_MBOX_ARM_ONCE"},
+    "FREC_CFG": {"log2": "PLDMA_FREC_CFG_LOG2_MASK", "enable": "PLDMA_FREC_CFG_ENABLE"},
 }
 # The header's field masks and bits of the registers above: each must be some register's
 # field in FIELDS (a field the header adds fails until the driver declares it).
 FIELD_FAMILIES = re.compile(
     r"^PLDMA_(CAPS|CTX_IRQ|Q_CFG|Q_CTRL|Q_STATUS|EVT_POST|CTRL|STATUS|FAULT|ORIGIN|NET_NODE"
-    r"|NET_IRQ|MBOX_CFG|MBOX_ARM)_\w+$|^PLDMA_NET_EP_(CTX_MASK|RESIDENT)$"
+    r"|NET_IRQ|MBOX_CFG|MBOX_ARM|FREC_CFG)_\w+$|^PLDMA_NET_EP_(CTX_MASK|RESIDENT)$"
     r"|^PLDMA_NET_RKEY_(VALID|READ|WRITE)$|^PLDMA_CTX_(QUIESCE|ACTIVE|FUNCTION)$")
 # Of those, what is not a field: shifts, a composite mask, and the registers themselves.
 NOT_FIELDS = re.compile(r"_SHIFT$|^PLDMA_CTRL_STROBES$|^PLDMA_CTX_IRQ_STATUS$")

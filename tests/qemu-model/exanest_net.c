@@ -1199,6 +1199,7 @@ static void net_rx_report(PldmaContext *x, uint32_t i)
         c->err = PLDMA_ERR_NONE;
         trace_exanest_pldma_fault(x->index, n, r.kind != EXANEST_RX_READ,
                                   r.fault_addr, PLDMA_CAUSE_TRANSLATION, 0);
+        pldma_frec_fault(c);
         x->irq_status |= 1u << n;
         pldma_update_irq(s);
         return;

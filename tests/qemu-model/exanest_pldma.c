@@ -98,6 +98,7 @@ REG32(CAPS, PLDMA_CAPS)
     FIELD(CAPS, SRIOV, 11, 1)
     FIELD(CAPS, NET, 12, 1)
     FIELD(CAPS, MAILBOX, 13, 1)
+    FIELD(CAPS, FREC, 14, 1)
     FIELD(CAPS, NCTX, PLDMA_CAPS_NCTX_SHIFT, 8)
 REG32(MAX_LEN, PLDMA_MAX_LEN)
 REG32(IRQ_SUMMARY_LO, PLDMA_IRQ_SUMMARY_LO)
@@ -116,6 +117,7 @@ REG32(CTX_IRQ_STATUS, PLDMA_CTX_IRQ_STATUS)
     FIELD(CTX_IRQ_STATUS, KCQ, 10, 1)
     FIELD(CTX_IRQ_STATUS, KQERR, 11, 1)
     FIELD(CTX_IRQ_STATUS, MBOX, 12, 1)
+    FIELD(CTX_IRQ_STATUS, FREC_LOST, 13, 1)
 REG32(CTX_CTRL, PLDMA_CTX_CTRL)
     FIELD(CTX_CTRL, QUIESCE, 0, 1)
 REG32(CTX_STATUS, PLDMA_CTX_STATUS)
@@ -173,6 +175,13 @@ REG32(CTX_MBOX_HEAD, PLDMA_CTX_MBOX_HEAD)
 REG32(CTX_MBOX_TAIL, PLDMA_CTX_MBOX_TAIL)
 REG32(CTX_MBOX_ARM, PLDMA_CTX_MBOX_ARM)
     FIELD(CTX_MBOX_ARM, ONCE, 0, 1)
+REG32(CTX_FREC_BASE_LO, PLDMA_CTX_FREC_BASE_LO)
+REG32(CTX_FREC_BASE_HI, PLDMA_CTX_FREC_BASE_HI)
+REG32(CTX_FREC_CFG, PLDMA_CTX_FREC_CFG)
+    FIELD(CTX_FREC_CFG, LOG2, 0, 5)
+    FIELD(CTX_FREC_CFG, ENABLE, 31, 1)
+REG32(CTX_FREC_HEAD, PLDMA_CTX_FREC_HEAD)
+REG32(CTX_FREC_TAIL, PLDMA_CTX_FREC_TAIL)
 
 /* Channel registers, relative to the channel's block. */
 REG32(CH_SRC_LO, PLDMA_CH_SRC_LO)
@@ -186,10 +195,13 @@ REG32(CH_CTRL, PLDMA_CH_CTRL)
     FIELD(CH_CTRL, NACK, 2, 1)
     FIELD(CH_CTRL, STROBES, 0, 3)
     FIELD(CH_CTRL, IRQ_EN, 8, 1)
+    FIELD(CH_CTRL, SEQ_CHECK, 9, 1)
+    FIELD(CH_CTRL, SEQ, PLDMA_CTRL_SEQ_SHIFT, 8)
 REG32(CH_STATUS, PLDMA_CH_STATUS)
     FIELD(CH_STATUS, STATE, 0, 4)
     FIELD(CH_STATUS, ERR, PLDMA_STATUS_ERR_SHIFT, 8)
     FIELD(CH_STATUS, REJECTED, 16, 1)
+    FIELD(CH_STATUS, FAULT_SEQ, PLDMA_STATUS_FAULT_SEQ_SHIFT, 8)
 REG32(CH_FAULT_LO, PLDMA_CH_FAULT_LO)
 REG32(CH_FAULT_HI, PLDMA_CH_FAULT_HI)
 REG32(CH_FAULT_INFO, PLDMA_CH_FAULT_INFO)
@@ -226,6 +238,17 @@ QEMU_BUILD_BUG_ON(R_CAPS_TIMING_MASK != PLDMA_CAPS_TIMING);
 QEMU_BUILD_BUG_ON(R_CAPS_SRIOV_MASK != PLDMA_CAPS_SRIOV);
 QEMU_BUILD_BUG_ON(R_CAPS_NET_MASK != PLDMA_CAPS_NET);
 QEMU_BUILD_BUG_ON(R_CAPS_MAILBOX_MASK != PLDMA_CAPS_MAILBOX);
+QEMU_BUILD_BUG_ON(R_CAPS_FREC_MASK != PLDMA_CAPS_FREC);
+QEMU_BUILD_BUG_ON(R_CTX_IRQ_STATUS_FREC_LOST_MASK != PLDMA_CTX_IRQ_FREC_LOST);
+QEMU_BUILD_BUG_ON(R_CTX_FREC_CFG_LOG2_MASK != PLDMA_FREC_CFG_LOG2_MASK ||
+                  R_CTX_FREC_CFG_ENABLE_MASK != PLDMA_FREC_CFG_ENABLE);
+QEMU_BUILD_BUG_ON(R_CH_CTRL_SEQ_CHECK_MASK != PLDMA_CTRL_SEQ_CHECK ||
+                  R_CH_CTRL_SEQ_MASK != PLDMA_CTRL_SEQ_MASK);
+QEMU_BUILD_BUG_ON(R_CH_STATUS_FAULT_SEQ_MASK != PLDMA_STATUS_FAULT_SEQ_MASK);
+/* A record's fields fit before its stamp, and records divide a page. */
+QEMU_BUILD_BUG_ON(PLDMA_FREC_DONE_OFF + 4 > PLDMA_FREC_STAMP_OFF ||
+                  PLDMA_FREC_STAMP_OFF + 4 != PLDMA_FREC_SIZE);
+QEMU_BUILD_BUG_ON(PLDMA_PAGE % PLDMA_FREC_SIZE);
 QEMU_BUILD_BUG_ON(R_CTX_MBOX_CFG_LOG2_MASK != PLDMA_MBOX_CFG_LOG2_MASK ||
                   R_CTX_MBOX_CFG_ENABLE_MASK != PLDMA_MBOX_CFG_ENABLE);
 QEMU_BUILD_BUG_ON(PLDMA_MBOX_DATA_OFF + PLDMA_MBOX_MAX != PLDMA_MBOX_SLOT);
@@ -367,6 +390,89 @@ static bool pldma_ch_free(PldmaChannel *c)
     return c->state != PLDMA_STATE_BUSY && c->state != PLDMA_STATE_FAULT;
 }
 
+/* The fault record ring (2.11) */
+
+/*
+ * Channel c entered FAULT, its fault registers set: the fault gets its
+ * number, and its record in the ring if the ring is enabled, has room and
+ * takes the write (as the PF, STAMP last); else FREC_LOST. The caller raises
+ * the channel's interrupt status bit after this.
+ */
+void pldma_frec_fault(PldmaChannel *c)
+{
+    PldmaContext *x = c->ctx;
+    PCIDevice *pf = PCI_DEVICE(x->dev);
+    uint8_t rec[PLDMA_FREC_SIZE] = { 0 };
+    bool write = FIELD_EX32(c->fault_info, CH_FAULT_INFO, WRITE);
+    uint64_t base = write ? c->a_dst : c->a_src;
+    uint64_t end = base + c->a_len < base ? UINT64_MAX : base + c->a_len;
+    uint32_t idx = x->frec_tail;
+    uint64_t at;
+
+    c->fault_seq++;
+    if (!(x->frec_cfg & PLDMA_FREC_CFG_ENABLE)) {
+        return;
+    }
+    at = x->a_frec_base + (uint64_t)(idx & (x->frec_n - 1)) * PLDMA_FREC_SIZE;
+    stq_le_p(rec + PLDMA_FREC_ADDR_OFF, c->fault_addr);
+    stl_le_p(rec + PLDMA_FREC_INFO_OFF, c->fault_info);
+    stl_le_p(rec + PLDMA_FREC_ORIGIN_OFF, c->origin);
+    stq_le_p(rec + PLDMA_FREC_WRID_OFF, c->wr_id);
+    stq_le_p(rec + PLDMA_FREC_END_OFF, end);
+    stl_le_p(rec + PLDMA_FREC_NET_SRC_OFF, c->rx_src);
+    stl_le_p(rec + PLDMA_FREC_NET_OPID_OFF, c->op_id);
+    stl_le_p(rec + PLDMA_FREC_CHAN_OFF, c->index | (uint32_t)c->fault_seq << 8);
+    stl_le_p(rec + PLDMA_FREC_DONE_OFF, c->done);
+    stl_le_p(rec + PLDMA_FREC_STAMP_OFF, idx + 1);
+    if (x->frec_tail - x->frec_head >= x->frec_n ||
+        !(pci_get_word(pf->config + PCI_COMMAND) & PCI_COMMAND_MASTER) ||
+        pci_dma_write(pf, at, rec, PLDMA_FREC_STAMP_OFF) != MEMTX_OK ||
+        pci_dma_write(pf, at + PLDMA_FREC_STAMP_OFF,
+                      rec + PLDMA_FREC_STAMP_OFF, 4) != MEMTX_OK) {
+        trace_exanest_pldma_frec_lost(x->index, c->index, idx,
+                                      x->frec_head);
+        x->irq_status |= R_CTX_IRQ_STATUS_FREC_LOST_MASK;
+        pldma_update_irq(x->dev);
+        return;
+    }
+    x->frec_tail = idx + 1;
+}
+
+/* FREC_CFG written: ENABLE 0 -> 1 latches the ring, if it is a good one. */
+static void pldma_frec_cfg(PldmaContext *x, uint32_t val)
+{
+    uint32_t known = R_CTX_FREC_CFG_LOG2_MASK | R_CTX_FREC_CFG_ENABLE_MASK;
+    uint32_t log2 = FIELD_EX32(val, CTX_FREC_CFG, LOG2);
+    bool was = x->frec_cfg & PLDMA_FREC_CFG_ENABLE;
+    uint64_t size = (uint64_t)PLDMA_FREC_SIZE << log2;
+
+    if (val & ~known) {
+        qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: ctx%u: unknown "
+                      "FREC_CFG bits 0x%x ignored\n", x->index, val & ~known);
+    }
+    if (!FIELD_EX32(val, CTX_FREC_CFG, ENABLE)) {
+        x->frec_cfg = val & R_CTX_FREC_CFG_LOG2_MASK;
+        return;
+    }
+    if (was) {
+        x->frec_cfg = (val & R_CTX_FREC_CFG_LOG2_MASK) |
+                      PLDMA_FREC_CFG_ENABLE;
+        return; /* latched already: LOG2 takes effect at the next enable */
+    }
+    if (log2 < 1 || log2 > PLDMA_FREC_LOG2_MAX ||
+        x->frec_base % PLDMA_FREC_SIZE || x->frec_base + size < x->frec_base) {
+        qemu_log_mask(LOG_GUEST_ERROR, "exanest-pldma: ctx%u: fault record "
+                      "ring 0x%" PRIx64 " of 2^%u records refused\n",
+                      x->index, x->frec_base, log2);
+        x->frec_cfg = val & R_CTX_FREC_CFG_LOG2_MASK;
+        return;
+    }
+    x->frec_cfg = val & known;
+    x->a_frec_base = x->frec_base;
+    x->frec_n = 1u << log2;
+    x->frec_head = x->frec_tail = 0;
+}
+
 /*
  * Enter a final or waiting state and raise the channel's interrupt. A queue
  * transfer raises it for a fault only (whatever IRQ_EN says: the driver has
@@ -381,6 +487,9 @@ void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err)
     c->err = err;
     c->ready = false;
     c->pending = PLDMA_PEND_NONE;
+    if (state == PLDMA_STATE_FAULT) {
+        pldma_frec_fault(c);
+    }
     if (c->a_op == PLDMA_OP_MAILBOX && state != PLDMA_STATE_FAULT) {
         pldma_net_mbox_next(x);
     }
@@ -1277,6 +1386,17 @@ static void pldma_ctrl(PldmaChannel *c, uint32_t val)
     bool ok = true;
 
     c->irq_en = FIELD_EX32(val, CH_CTRL, IRQ_EN);
+    if ((cmd == R_CH_CTRL_RESUME_MASK || cmd == R_CH_CTRL_NACK_MASK) &&
+        FIELD_EX32(val, CH_CTRL, SEQ_CHECK) &&
+        (c->state != PLDMA_STATE_FAULT ||
+         FIELD_EX32(val, CH_CTRL, SEQ) != c->fault_seq)) {
+        /* 2.11: an answer to a fault the channel is no longer in */
+        trace_exanest_pldma_stale_answer(ctx, c->index, cmd,
+                                         FIELD_EX32(val, CH_CTRL, SEQ),
+                                         c->fault_seq, c->state);
+        c->rejected = true;
+        return;
+    }
     switch (cmd) {
     case 0:
         return;
@@ -1338,6 +1458,7 @@ static void pldma_channel_reset(PldmaChannel *c)
     c->fault_info = 0;
     c->done = 0;
     c->faults = 0;
+    c->fault_seq = 0;
     c->origin = 0;
     c->wr_id = 0;
     c->nack_status = PLDMA_CQE_ABORTED;
@@ -1475,6 +1596,7 @@ static void pldma_quiesce(PldmaContext *x)
     pldma_q_reset(&x->q, true);
     pldma_q_reset(&x->kq, true);
     pldma_mbox_reset(x);
+    x->frec_cfg &= ~PLDMA_FREC_CFG_ENABLE;
     x->irq_status = 0;
     pldma_update_irq(s);
 }
@@ -1493,6 +1615,9 @@ static void pldma_reset_all(PldmaState *s)
         pldma_mbox_reset(x);
         x->mbox_base = 0;
         x->mbox_started = 0;
+        x->frec_base = x->a_frec_base = 0;
+        x->frec_cfg = x->frec_n = 0;
+        x->frec_head = x->frec_tail = 0;
         x->irq_status = 0;
         x->next_ch = 0;
     }
@@ -1510,6 +1635,7 @@ static uint32_t pldma_ch_status(PldmaChannel *c)
 
     st = FIELD_DP32(st, CH_STATUS, STATE, c->state);
     st = FIELD_DP32(st, CH_STATUS, ERR, c->err);
+    st = FIELD_DP32(st, CH_STATUS, FAULT_SEQ, c->fault_seq);
     return FIELD_DP32(st, CH_STATUS, REJECTED, c->rejected);
 }
 
@@ -1808,6 +1934,21 @@ static bool pldma_ctx_read(PldmaContext *x, hwaddr off, uint64_t *val)
     case A_CTX_MBOX_ARM:
         *val = x->mbox_armed ? R_CTX_MBOX_ARM_ONCE_MASK : 0;
         return true;
+    case A_CTX_FREC_BASE_LO:
+        *val = extract64(x->frec_base, 0, 32);
+        return true;
+    case A_CTX_FREC_BASE_HI:
+        *val = extract64(x->frec_base, 32, 32);
+        return true;
+    case A_CTX_FREC_CFG:
+        *val = x->frec_cfg;
+        return true;
+    case A_CTX_FREC_HEAD:
+        *val = x->frec_head;
+        return true;
+    case A_CTX_FREC_TAIL:
+        *val = x->frec_tail;
+        return true;
     }
     return pldma_kq_read(&x->kq, off, val);
 }
@@ -1911,6 +2052,21 @@ static bool pldma_ctx_write(PldmaContext *x, hwaddr off, uint32_t val)
     case A_CTX_MBOX_ARM:
         pldma_mbox_arm(x, val);
         return true;
+    case A_CTX_FREC_BASE_LO:
+        x->frec_base = deposit64(x->frec_base, 0, 32, val);
+        return true;
+    case A_CTX_FREC_BASE_HI:
+        x->frec_base = deposit64(x->frec_base, 32, 32, val);
+        return true;
+    case A_CTX_FREC_CFG:
+        pldma_frec_cfg(x, val);
+        return true;
+    case A_CTX_FREC_HEAD:
+        /* A value past TAIL can only disturb the context's own ring. */
+        x->frec_head = val;
+        return true;
+    case A_CTX_FREC_TAIL:
+        return true; /* read-only */
     }
     return pldma_kq_write(&x->kq, off, val);
 }
@@ -1935,6 +2091,7 @@ static bool pldma_global_read(PldmaState *s, hwaddr addr, uint64_t *val)
         v = FIELD_DP32(v, CAPS, SRIOV, 1);
         v = FIELD_DP32(v, CAPS, NET, 1);
         v = FIELD_DP32(v, CAPS, MAILBOX, 1);
+        v = FIELD_DP32(v, CAPS, FREC, 1);
         *val = FIELD_DP32(v, CAPS, NCTX, s->nctx);
         return true;
     case A_MAX_LEN:

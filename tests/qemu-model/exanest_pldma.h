@@ -53,6 +53,7 @@ typedef struct PldmaChannel {
     uint32_t fault_info;
     uint32_t done;
     uint32_t faults;
+    uint8_t fault_seq;      /* 2.11: faults since RESET, modulo 256 */
     /* Where the transfer came from: ORIGIN, and its descriptor's wr_id. */
     uint32_t origin;
     uint64_t wr_id;
@@ -123,6 +124,11 @@ struct PldmaContext {
     uint32_t mbox_head, mbox_tail;
     bool mbox_armed;        /* 2.6: the mailbox event is armed */
     uint64_t mbox_started;  /* MAILBOX ops started: their order */
+    /* 2.11: the fault record ring, as programmed, then latched. */
+    uint64_t frec_base, a_frec_base;
+    uint32_t frec_cfg;      /* PLDMA_FREC_CFG_*, ENABLE as it is */
+    uint32_t frec_n;        /* records (latched) */
+    uint32_t frec_head, frec_tail;
 };
 
 /* A packet on its way over the link. */
@@ -235,6 +241,7 @@ void pldma_arbiter_kick(PldmaState *s);
 void pldma_pump(PldmaContext *x);
 int64_t pldma_xfer_ns(PldmaState *s, uint64_t bytes);
 uint32_t pldma_fault_info(bool write, uint32_t cause);
+void pldma_frec_fault(PldmaChannel *c);
 
 /* The port (exanest_net.c), for the engine. */
 void pldma_net_realize(PldmaState *s);

@@ -457,14 +457,14 @@ class Identity(ModelTest):
     def test_id_version_caps(self):
         q = self.q
         self.assertEqual(q.reg(R["PLDMA_ID"]), R["PLDMA_ID_MAGIC"])
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 10)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 11)
         self.assertEqual(q.reg(R["PLDMA_VERSION"]), R["PLDMA_VERSION_MAJOR"] << 16 | R["PLDMA_VERSION_MINOR"])
         caps = q.reg(R["PLDMA_CAPS"])
         self.assertEqual(caps & R["PLDMA_CAPS_NCHAN_MASK"], 4, "default channels per context")
         self.assertEqual((caps & R["PLDMA_CAPS_NCTX_MASK"]) >> R["PLDMA_CAPS_NCTX_SHIFT"], 16,
                          "default contexts")
         for bit in ("PLDMA_CAPS_RESUME", "PLDMA_CAPS_INTX", "PLDMA_CAPS_TIMING", "PLDMA_CAPS_SRIOV",
-                    "PLDMA_CAPS_NET", "PLDMA_CAPS_MAILBOX"):
+                    "PLDMA_CAPS_NET", "PLDMA_CAPS_MAILBOX", "PLDMA_CAPS_FREC"):
             self.assertTrue(caps & R[bit], bit)
         self.assertEqual(q.reg(R["PLDMA_BANDWIDTH"]), 1000)
         self.assertEqual(q.reg(R["PLDMA_LATENCY"]), 5000)
@@ -849,6 +849,142 @@ class Faults(ModelTest):
         self.assertEqual(q.mem_read(dst + done, 4096), bytes(4096), "copied after NACK")
 
 
+class FaultRecords(ModelTest):
+    """2.11: the fault record ring: a record of every fault in memory, written before the
+    channel's interrupt, STAMP last; fault numbers; answers that name their fault."""
+    RING = RAM + 0x7000000
+
+    def setUp(self):
+        super().setUp()
+        q = self.q
+        q.writew(q.pf + PCI_COMMAND, CMD_MEMORY | CMD_MASTER)
+        self.addCleanup(q.writew, q.pf + PCI_COMMAND, CMD_MEMORY)
+
+    def frec_setup(self, ctx, log2, base=None):
+        q = self.q
+        base = self.RING if base is None else base
+        q.mem_write(base, bytes(R["PLDMA_FREC_SIZE"] << log2))
+        q.set_ctxreg(ctx, R["PLDMA_CTX_FREC_BASE_LO"], base & 0xFFFFFFFF)
+        q.set_ctxreg(ctx, R["PLDMA_CTX_FREC_BASE_HI"], base >> 32)
+        q.set_ctxreg(ctx, R["PLDMA_CTX_FREC_CFG"], log2 | R["PLDMA_FREC_CFG_ENABLE"])
+
+    def record(self, i, log2):
+        raw = self.q.mem_read(self.RING + (i % (1 << log2)) * R["PLDMA_FREC_SIZE"],
+                              R["PLDMA_FREC_SIZE"])
+
+        def f(name, size):
+            off = R["PLDMA_FREC_" + name + "_OFF"]
+            return int.from_bytes(raw[off:off + size], "little")
+        chan = f("CHAN", 4)
+        return {"addr": f("ADDR", 8), "info": f("INFO", 4), "origin": f("ORIGIN", 4),
+                "wrid": f("WRID", 8), "end": f("END", 8), "net_src": f("NET_SRC", 4),
+                "opid": f("NET_OPID", 4), "ch": chan & 0xFF, "seq": chan >> 8 & 0xFF,
+                "done": f("DONE", 4), "stamp": f("STAMP", 4)}
+
+    def seq(self, n, ctx):
+        st = self.q.chreg(n, R["PLDMA_CH_STATUS"], ctx)
+        return (st & R["PLDMA_STATUS_FAULT_SEQ_MASK"]) >> R["PLDMA_STATUS_FAULT_SEQ_SHIFT"]
+
+    def answer(self, n, ctx, cmd, seq):
+        self.q.set_chreg(n, R["PLDMA_CH_CTRL"], cmd | R["PLDMA_CTRL_IRQ_EN"] |
+                         R["PLDMA_CTRL_SEQ_CHECK"] | seq << R["PLDMA_CTRL_SEQ_SHIFT"], ctx)
+
+    def test_a_record_says_what_the_registers_say(self):
+        q = self.q
+        self.frec_setup(1, 2)
+        src, dst = UNMAPPED - 3 * 4096, RAM + 0x4000000
+        q.program(2, src, dst, 5 * 4096, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"], ctx=1)
+        q.run_until_settled(2, ctx=1)
+        self.assertEqual(q.status(2, ctx=1)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(q.ctxreg(1, R["PLDMA_CTX_FREC_TAIL"]), 1)
+        self.assertEqual(self.seq(2, 1), 1, "the channel's first fault")
+        r = self.record(0, 2)
+        reg = lambda off: q.chreg(2, R[off], 1)  # noqa: E731
+        self.assertEqual(r, {
+            "addr": reg("PLDMA_CH_FAULT_LO") | reg("PLDMA_CH_FAULT_HI") << 32,
+            "info": reg("PLDMA_CH_FAULT_INFO"), "origin": reg("PLDMA_CH_ORIGIN"),
+            "wrid": 0, "end": src + 5 * 4096, "net_src": 0, "opid": 0, "ch": 2, "seq": 1,
+            "done": reg("PLDMA_CH_DONE_BYTES"), "stamp": 1})
+        self.assertEqual(r["addr"], UNMAPPED)
+        self.assertEqual(q.ctxreg(1, R["PLDMA_CTX_IRQ_STATUS"]), 1 << 2)
+
+    def test_answers_name_their_fault(self):
+        q = self.q
+        self.frec_setup(0, 3)
+        q.program(1, RAM, UNMAPPED - 4096, 3 * 4096, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"])
+        q.run_until_settled(1)
+        self.assertEqual((self.record(0, 3)["seq"], self.seq(1, 0)), (1, 1))
+        # An answer to another fault number is rejected and changes nothing.
+        self.answer(1, 0, R["PLDMA_CTRL_RESUME"], 2)
+        st = q.chreg(1, R["PLDMA_CH_STATUS"])
+        self.assertEqual(st & R["PLDMA_STATUS_STATE_MASK"], R["PLDMA_STATE_FAULT"])
+        self.assertTrue(st & R["PLDMA_STATUS_REJECTED"])
+        # The right one resumes; the transfer faults again: fault 2, the ring's record 1.
+        self.answer(1, 0, R["PLDMA_CTRL_RESUME"], 1)
+        self.assertEqual(q.status(1)[0], R["PLDMA_STATE_BUSY"])
+        q.run_until_settled(1)
+        self.assertEqual(self.seq(1, 0), 2)
+        self.assertEqual((self.record(1, 3)["seq"], self.record(1, 3)["stamp"]), (2, 2))
+        # A NACK naming fault 1 (ended) cannot end fault 2; naming fault 2 it does.
+        self.answer(1, 0, R["PLDMA_CTRL_NACK"], 1)
+        self.assertEqual(q.status(1)[0], R["PLDMA_STATE_FAULT"])
+        self.answer(1, 0, R["PLDMA_CTRL_NACK"], 2)
+        self.assertEqual(q.status(1)[:2], (R["PLDMA_STATE_ERROR"], R["PLDMA_ERR_ABORTED"]))
+        # Without SEQ_CHECK, answers are 2.10's.
+        q.program(1, RAM, UNMAPPED - 4096, 3 * 4096, R["PLDMA_CTRL_START"])
+        q.run_until_settled(1)
+        q.set_chreg(1, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_NACK"])
+        self.assertEqual(q.status(1)[0], R["PLDMA_STATE_ERROR"])
+
+    def test_a_full_ring_loses_records_not_faults(self):
+        q = self.q
+        self.frec_setup(3, 1)
+        for n in range(3):
+            q.program(n, RAM, UNMAPPED + n * 4096, 4096, R["PLDMA_CTRL_START"] | R["PLDMA_CTRL_IRQ_EN"],
+                      ctx=3)
+        for n in range(3):
+            q.run_until_settled(n, ctx=3)
+            self.assertEqual(q.status(n, ctx=3)[0], R["PLDMA_STATE_FAULT"])
+        self.assertEqual(q.ctxreg(3, R["PLDMA_CTX_FREC_TAIL"]), 2, "two records fit")
+        irq = q.ctxreg(3, R["PLDMA_CTX_IRQ_STATUS"])
+        self.assertEqual(irq, 0b111 | R["PLDMA_CTX_IRQ_FREC_LOST"], "every fault is raised")
+        self.assertEqual(sorted(self.record(i, 1)["ch"] for i in range(2)), [0, 1])
+        # The reader frees both; the next fault's record goes to index 2 (slot 0).
+        q.set_ctxreg(3, R["PLDMA_CTX_FREC_HEAD"], 2)
+        lost = self.record(0, 1)
+        missing = ({0, 1, 2} - {self.record(i, 1)["ch"] for i in range(2)}).pop()
+        self.answer(missing, 3, R["PLDMA_CTRL_RESUME"], self.seq(missing, 3))
+        q.run_until_settled(missing, ctx=3)
+        r = self.record(2, 1)
+        self.assertEqual((r["stamp"], r["ch"], r["seq"]), (3, missing, 2))
+        self.assertNotEqual(r, lost)
+
+    def test_enable_checks_and_quiesce_stops_the_ring(self):
+        q = self.q
+        cfg = lambda: q.ctxreg(5, R["PLDMA_CTX_FREC_CFG"])  # noqa: E731
+        self.frec_setup(5, 13)
+        self.assertEqual(cfg() & R["PLDMA_FREC_CFG_ENABLE"], 0, "2^13 records refused")
+        self.frec_setup(5, 2, base=self.RING + 32)
+        self.assertEqual(cfg() & R["PLDMA_FREC_CFG_ENABLE"], 0, "a misaligned ring refused")
+        self.frec_setup(5, 2)
+        self.assertEqual(cfg(), 2 | R["PLDMA_FREC_CFG_ENABLE"])
+        q.set_ctxreg(5, R["PLDMA_CTX_CTRL"], R["PLDMA_CTX_QUIESCE"])
+        self.assertEqual(cfg(), 2, "QUIESCE disables it")
+        q.program(0, RAM, UNMAPPED, 4096, R["PLDMA_CTRL_START"], ctx=5)
+        q.run_until_settled(0, ctx=5)
+        self.assertEqual(q.ctxreg(5, R["PLDMA_CTX_FREC_TAIL"]), 0)
+        self.assertEqual(self.record(0, 2)["stamp"], 0, "nothing written while disabled")
+        self.assertEqual(self.seq(0, 5), 1, "faults are numbered all the same")
+        # Enabled again: indices from 0, and a PF that is not a bus master loses the record.
+        self.frec_setup(5, 2)
+        q.writew(q.pf + PCI_COMMAND, CMD_MEMORY)
+        q.set_chreg(0, R["PLDMA_CH_CTRL"], R["PLDMA_CTRL_RESUME"] | R["PLDMA_CTRL_IRQ_EN"], 5)
+        q.run_until_settled(0, ctx=5)
+        self.assertEqual(q.ctxreg(5, R["PLDMA_CTX_FREC_TAIL"]), 0)
+        self.assertTrue(q.ctxreg(5, R["PLDMA_CTX_IRQ_STATUS"]) & R["PLDMA_CTX_IRQ_FREC_LOST"])
+        self.assertEqual(self.seq(0, 5), 2)
+
+
 class BadInput(ModelTest):
     def start(self, src, dst, length, ctx=0):
         self.q.program(0, src, dst, length, R["PLDMA_CTRL_START"], ctx)
@@ -1060,8 +1196,8 @@ class Queues(ModelTest):
 
     def test_version_2_2(self):
         q = self.q
-        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 10, "2.10 keeps 2.2's registers")
-        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 10)
+        self.assertEqual(q.reg(R["PLDMA_VERSION"]), 2 << 16 | 11, "2.11 keeps 2.2's registers")
+        self.assertEqual(q.vfreg(3, R["PLDMA_VF_VERSION"]), 2 << 16 | 11)
         for ctx in (0, 15):
             self.assertEqual([q.ctxreg(ctx, R[r]) for r in (
                 "PLDMA_CTX_SQ_BASE_LO", "PLDMA_CTX_CQ_BASE_LO", "PLDMA_CTX_Q_CFG", "PLDMA_CTX_Q_CTRL",

@@ -193,7 +193,7 @@ class Identity(TwoNodes):
 
     def test_version_node_and_link(self):
         a, b = self.a, self.b
-        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 10)
+        self.assertEqual(a.reg(R["PLDMA_VERSION"]), 2 << 16 | 11)
         self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_NET"])
         self.assertTrue(a.reg(R["PLDMA_CAPS"]) & R["PLDMA_CAPS_MAILBOX"])
         self.assertEqual(a.reg(R["PLDMA_NET_NODE"]), 0 | R["PLDMA_NET_NODE_LINK"])
@@ -683,6 +683,12 @@ class ReceiverFaults(DimmNodes):
         rkey = set_rkey(b, 9, 0xABCD, 7, dimm, 64 << 20)
         data = random.Random(1).randbytes(length)
         a.mem_write(SRC, data)
+        # 2.11: node 1's context 2 records its faults in memory (its PF a bus master).
+        ring = RAM + 0x7000000
+        b.writew(b.pf + 0x04, 0x6)
+        b.mem_write(ring, bytes(64 * 4))
+        b.set_ctxreg(2, R["PLDMA_CTX_FREC_BASE_LO"], ring)
+        b.set_ctxreg(2, R["PLDMA_CTX_FREC_CFG"], 2 | R["PLDMA_FREC_CFG_ENABLE"])
         put(a, 1, 0, SRC, dst, length, 1, 7, rkey)
         # Node 1 faults on the first packet: NACK FAULT, the fault on context 2's channel 0.
         for _ in range(200):
@@ -699,6 +705,16 @@ class ReceiverFaults(DimmNodes):
                          "2.10: the op's range, to map ahead")
         self.assertEqual(b.reg(ch_net(b, 0, "PLDMA_CH_NET_SRC", 2)), 0)
         self.assertEqual(b.ctxreg(2, R["PLDMA_CTX_IRQ_STATUS"]), 1 << 0)
+        # Its record says the same: the sender, its op id, the op's end.
+        rec = b.mem_read(ring, 64)
+        field = lambda name, n: int.from_bytes(  # noqa: E731
+            rec[R["PLDMA_FREC_" + name + "_OFF"]:R["PLDMA_FREC_" + name + "_OFF"] + n], "little")
+        self.assertEqual(
+            (field("ADDR", 8), field("ORIGIN", 4), field("INFO", 4) & R["PLDMA_FAULT_WRITE"],
+             field("END", 8), field("NET_SRC", 4), field("NET_OPID", 4), field("CHAN", 4),
+             field("DONE", 4), field("STAMP", 4)),
+            (dst, R["PLDMA_ORIGIN_NET_RX"], 1, dst + length, 0,
+             b.reg(ch_net(b, 0, "PLDMA_CH_NET_OPID", 2)), 0 | 1 << 8, 0, 1))
         self.assertTrue(b.intx())
         # The sender waits for the RESUME: long past its timeout it has not resent data, only
         # probed, and the receiver answered each probe: still resolving.

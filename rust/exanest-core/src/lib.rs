@@ -16,6 +16,7 @@ pub mod budget;
 pub mod ctxpool;
 pub mod fault;
 pub mod faultsm;
+pub mod frec;
 pub mod idmap;
 pub mod kqueue;
 pub mod netop;

@@ -348,7 +348,7 @@ pub const ID_MAGIC: u32 = 0x4558_4e53;
 /// Register map major version this crate speaks.
 pub const VERSION_MAJOR: u32 = 2;
 /// Register map minor version this crate speaks.
-pub const VERSION_MINOR: u32 = 10;
+pub const VERSION_MINOR: u32 = 11;
 /// Value that resets the engine when written to [`global::RESET`].
 pub const RESET_MAGIC: u32 = 0x5253_5421;
 
@@ -440,6 +440,54 @@ pub mod ctx {
     /// 2.6: write [`super::mbox::ARM_ONCE`] to arm the mailbox event, as
     /// [`super::vf::MBOX_ARM`]; reads `ARM_ONCE` while it is armed.
     pub const MBOX_ARM: usize = 0x0b4;
+    /// 2.11: the fault record ring's address, low half ([`super::frec`]), issued by the PF.
+    pub const FREC_BASE_LO: usize = 0x0c0;
+    /// 2.11: the fault record ring's address, high half.
+    pub const FREC_BASE_HI: usize = 0x0c4;
+    /// 2.11: the fault record ring's log2 of records and enable ([`super::frec`]).
+    pub const FREC_CFG: usize = 0x0c8;
+    /// 2.11: the reader's index (free-running): records before it are free.
+    pub const FREC_HEAD: usize = 0x0cc;
+    /// 2.11, read-only: records written (free-running).
+    pub const FREC_TAIL: usize = 0x0d0;
+}
+
+/// 2.11, the fault record ring: when a channel of the context enters fault-wait, the engine
+/// writes a record of the fault (what the channel's fault registers say) at `FREC_TAIL` mod
+/// 2^LOG2, [`STAMP_OFF`] last, before it raises the channel's interrupt status bit; the
+/// record of free-running index `i` is complete when its stamp reads `i + 1`. No room (or a
+/// failed write): no record, and [`super::ctx_irq::FREC_LOST`]; the registers still say
+/// everything.
+pub mod frec {
+    /// `FREC_CFG`: log2 of the records.
+    pub const CFG_LOG2_MASK: u32 = 0x1f;
+    /// `FREC_CFG`: the engine writes records.
+    pub const CFG_ENABLE: u32 = 1 << 31;
+    /// Largest log2 of the records.
+    pub const LOG2_MAX: u32 = 12;
+    /// Bytes of a record (and the ring's alignment).
+    pub const SIZE: usize = 64;
+    /// The faulting address (u64), as `FAULT_LO`/`_HI`.
+    pub const ADDR_OFF: usize = 0;
+    /// `FAULT_INFO` (u32).
+    pub const INFO_OFF: usize = 8;
+    /// `ORIGIN` (u32).
+    pub const ORIGIN_OFF: usize = 12;
+    /// `WRID_LO`/`_HI` (u64).
+    pub const WRID_OFF: usize = 16;
+    /// The end of the faulting transfer's bytes in the faulting direction (u64), as `SRC` or
+    /// `DST` plus `LEN` read in fault-wait (2.10).
+    pub const END_OFF: usize = 24;
+    /// `CH_NET_SRC` (u32): a receiver fault's sending node.
+    pub const NET_SRC_OFF: usize = 32;
+    /// `CH_NET_OPID` (u32).
+    pub const NET_OPID_OFF: usize = 36;
+    /// The channel (bits 7:0) and its fault number for this fault (bits 15:8) (u32).
+    pub const CHAN_OFF: usize = 40;
+    /// `DONE_BYTES` (u32).
+    pub const DONE_OFF: usize = 44;
+    /// The record's free-running index + 1 (u32), written last: the record is complete.
+    pub const STAMP_OFF: usize = 60;
 }
 
 /// Fields of [`ctx::EVT_POST`]: the event entry's `bytes` (a count) and its kind (not 0),
@@ -478,6 +526,8 @@ pub mod ctx_irq {
     pub const KQERR: u32 = 1 << 11;
     /// 2.6: the armed mailbox event fired: the ring holds a message its reader has not taken.
     pub const MBOX: u32 = 1 << 12;
+    /// 2.11: a fault's record found no room in the fault record ring ([`super::frec`]).
+    pub const FREC_LOST: u32 = 1 << 13;
 }
 
 /// Fields of [`ctx::Q_CFG`], latched when the queue is enabled.
@@ -759,6 +809,8 @@ impl Caps {
     pub const NET: u32 = 1 << 12;
     /// 2.4: the mailbox ([`mbox`]).
     pub const MAILBOX: u32 = 1 << 13;
+    /// 2.11: the fault record ring ([`frec`]) and fault numbers ([`Status::FAULT_SEQ_MASK`]).
+    pub const FREC: u32 = 1 << 14;
     /// Shift of the context count.
     pub const NCTX_SHIFT: u32 = 16;
     /// Mask of the context count.
@@ -802,6 +854,13 @@ pub mod ctrl {
     pub const STROBES: u32 = 0x7;
     /// Raise the channel's interrupt on DONE, FAULT and ERROR.
     pub const IRQ_EN: u32 = 1 << 8;
+    /// 2.11, with RESUME or NACK: answer only the fault numbered [`SEQ_MASK`]'s value (else
+    /// rejected): an answer to a fault that ended cannot end the channel's next one.
+    pub const SEQ_CHECK: u32 = 1 << 9;
+    /// 2.11: shift of the fault number a [`SEQ_CHECK`] answer names.
+    pub const SEQ_SHIFT: u32 = 24;
+    /// 2.11: mask of the fault number a [`SEQ_CHECK`] answer names.
+    pub const SEQ_MASK: u32 = 0xff00_0000;
 }
 
 /// Channel state, bits 3:0 of [`ch::STATUS`].
@@ -930,6 +989,10 @@ impl Status {
     pub const ERR_MASK: u32 = 0xff00;
     /// The rejected flag.
     pub const REJECTED: u32 = 1 << 16;
+    /// 2.11: shift of the channel's fault number (its faults modulo 256).
+    pub const FAULT_SEQ_SHIFT: u32 = 24;
+    /// 2.11: mask of the channel's fault number.
+    pub const FAULT_SEQ_MASK: u32 = 0xff00_0000;
 
     /// Decode a raw STATUS value.
     pub const fn decode(raw: u32) -> Self {

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The fault record ring of a context (register map 2.11): where the engine writes every fault
+//! of the context's channels before it raises their interrupt, so that the driver learns a
+//! fault from memory instead of six to nine register reads (Documentation/pldma-registers.rst,
+//! "Fault records (2.11)"). The bookkeeping (which records are complete, which are stale, when
+//! to free them) is the core's `frec`, tested on the host; context.rs writes the registers.
+//!
+//! The ring is coherent memory of the PF, which the engine writes as the PF (the kernel's DMA
+//! space, as the kernel queue's rings), one 4 KiB page per context. Its reader's state is
+//! under the ring's spinlock, a leaf lock, taken by whichever thread looks at the context's
+//! faults (the interrupt thread, the fault thread).
+
+use crate::exanest_core::frec::{self, FaultRecord, RecordBytes, RingReader};
+use crate::exanest_core::regs::frec as layout;
+use kernel::{
+    device::{Bound, Device},
+    dma::Coherent,
+    new_spinlock,
+    prelude::*,
+    sync::{
+        barrier::{dma_mb, Read},
+        SpinLock,
+    },
+};
+
+/// 64-bit words of a record.
+const WORDS: usize = layout::SIZE / 8;
+
+/// One context's fault record ring.
+#[pin_data]
+pub(crate) struct FaultRing {
+    /// The records.
+    ring: Coherent<[u64]>,
+    /// The reader.
+    #[pin]
+    st: SpinLock<RingReader>,
+}
+
+impl FaultRing {
+    /// A fault record ring that `dev` (the PF) reaches, if the engine has them (`has`).
+    pub(crate) fn for_context(has: bool, dev: &Device<Bound>) -> Result<Option<Pin<KBox<Self>>>> {
+        if !has {
+            return Ok(None);
+        }
+        let ring = Coherent::<u64>::zeroed_slice(dev, frec::RECORDS as usize * WORDS, GFP_KERNEL)?;
+        Ok(Some(KBox::pin_init(
+            try_pin_init!(FaultRing {
+                ring,
+                st <- new_spinlock!(RingReader::new(), "FaultRing::st"),
+            }? Error),
+            GFP_KERNEL,
+        )?))
+    }
+
+    /// The ring's address for the engine (FREC_BASE).
+    pub(crate) fn base(&self) -> u64 {
+        self.ring.dma_address()
+    }
+
+    /// The ring's words from `word` on, as a pointer.
+    fn at(&self, word: usize) -> *mut u64 {
+        // `word` is below the ring's length (its callers index one record).
+        self.ring.as_mut_ptr().cast::<u64>().wrapping_add(word)
+    }
+
+    /// The engine's ring is about to be enabled (its indices to 0): the records of before go
+    /// (a stale stamp would read as complete), and reading starts at index 0. The caller
+    /// enables it next, with the engine not writing it (disabled by QUIESCE or RESET).
+    pub(crate) fn enabling(&self) {
+        let mut st = self.st.lock();
+        for w in 0..frec::RECORDS as usize * WORDS {
+            // SAFETY: `w` is within the ring; the engine does not write it while the ring is
+            // disabled, which it is until the caller enables it.
+            unsafe { core::ptr::write_volatile(self.at(w), 0) };
+        }
+        st.set_enabled();
+    }
+
+    /// The engine stopped the ring (QUIESCE, RESET): nothing is read from it until
+    /// [`FaultRing::enabling`].
+    pub(crate) fn stopped(&self) {
+        self.st.lock().stopped();
+    }
+
+    /// Read the records the engine completed into `st`. Returns the FREC_HEAD to write, if
+    /// one is due.
+    fn drain(&self, st: &mut RingReader) -> Option<u32> {
+        while let Some((slot, stamp)) = st.next() {
+            let first = slot * WORDS;
+            // SAFETY: `first + WORDS - 1` is within the ring (a slot below its records); the
+            // engine writes a record's stamp last and the record not again before FREC_HEAD
+            // moves past it, which the reader does only after reading it.
+            let last = unsafe { core::ptr::read_volatile(self.at(first + WORDS - 1)) };
+            let seen = (last >> ((layout::STAMP_OFF % 8) * 8)) as u32;
+            if seen != stamp {
+                break;
+            }
+            // The record's other words after its stamp (the engine wrote them first).
+            dma_mb(Read);
+            let mut b: RecordBytes = [0; layout::SIZE];
+            for (i, w) in b.chunks_exact_mut(8).enumerate() {
+                // SAFETY: as above: a word of the complete record at `slot`.
+                let v = unsafe { core::ptr::read_volatile(self.at(first + i)) };
+                w.copy_from_slice(&v.to_le_bytes());
+            }
+            st.offer(seen, &FaultRecord::decode(&b));
+        }
+        st.due_head()
+    }
+
+    /// Whether channel `c` has a record of a fault not taken yet, after reading what the engine
+    /// wrote; `free` writes FREC_HEAD when it is due.
+    pub(crate) fn recorded(&self, c: u32, free: impl FnOnce(u32)) -> bool {
+        let mut st = self.st.lock();
+        let head = self.drain(&mut st);
+        let has = st.has(c);
+        drop(st);
+        if let Some(h) = head {
+            free(h);
+        }
+        has
+    }
+
+    /// Take channel `c`'s newest record of a fault not taken yet, after reading what the
+    /// engine wrote; `free` writes FREC_HEAD when it is due.
+    pub(crate) fn take(&self, c: u32, free: impl FnOnce(u32)) -> Option<FaultRecord> {
+        let mut st = self.st.lock();
+        let head = self.drain(&mut st);
+        let r = st.take(c);
+        drop(st);
+        if let Some(h) = head {
+            free(h);
+        }
+        r
+    }
+
+    /// Channel `c`'s fault numbered `seq` was taken through its registers: a record of it is
+    /// stale.
+    pub(crate) fn taken_by_registers(&self, c: u32, seq: u8) {
+        self.st.lock().taken_by_registers(c, seq);
+    }
+}
