@@ -11,7 +11,7 @@
 //! under the ring's spinlock, a leaf lock, taken by whichever thread looks at the context's
 //! faults (the interrupt thread, the fault thread).
 
-use crate::exanest_core::frec::{self, FaultRecord, RecordBytes, RingReader};
+use crate::exanest_core::frec::{self, FaultRecord, RecordWords, RingReader, WORDS};
 use crate::exanest_core::regs::frec as layout;
 use kernel::{
     device::{Bound, Device},
@@ -23,9 +23,6 @@ use kernel::{
         SpinLock,
     },
 };
-
-/// 64-bit words of a record.
-const WORDS: usize = layout::SIZE / 8;
 
 /// One context's fault record ring.
 #[pin_data]
@@ -92,19 +89,18 @@ impl FaultRing {
             // engine writes a record's stamp last and the record not again before FREC_HEAD
             // moves past it, which the reader does only after reading it.
             let last = unsafe { core::ptr::read_volatile(self.at(first + WORDS - 1)) };
-            let seen = (last >> ((layout::STAMP_OFF % 8) * 8)) as u32;
+            let seen = (u64::from_le(last) >> ((layout::STAMP_OFF % 8) * 8)) as u32;
             if seen != stamp {
                 break;
             }
             // The record's other words after its stamp (the engine wrote them first).
             dma_mb(Read);
-            let mut b: RecordBytes = [0; layout::SIZE];
-            for (i, w) in b.chunks_exact_mut(8).enumerate() {
+            let mut w: RecordWords = [0; WORDS];
+            for (i, x) in w.iter_mut().enumerate() {
                 // SAFETY: as above: a word of the complete record at `slot`.
-                let v = unsafe { core::ptr::read_volatile(self.at(first + i)) };
-                w.copy_from_slice(&v.to_le_bytes());
+                *x = u64::from_le(unsafe { core::ptr::read_volatile(self.at(first + i)) });
             }
-            st.offer(seen, &FaultRecord::decode(&b));
+            st.offer(seen, &FaultRecord::decode_words(&w));
         }
         st.due_head()
     }

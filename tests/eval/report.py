@@ -299,6 +299,7 @@ def report(raw, out, figdir, meta):
     fscoff, _ = group(runs, "fault-service", [], "driver_cpu_us_per_fault_stamps_off")
     fscon, _ = group(runs, "fault-service", [], "driver_cpu_us_per_fault_stamps_on")
     fsccost, _ = group(runs, "fault-service", [], "stamps_cpu_cost_pct")
+    fsbytes, _ = group(runs, "fault-service", [], "bytes_per_fault")
 
     rec_ns_all = [o["log"]["record_ns"] for run in runs for o in run
                   if o.get("bench") == "fault-service" and "record_ns" in o.get("log", {})]
@@ -438,10 +439,19 @@ def report(raw, out, figdir, meta):
     w(table(["stage", "samples", "p50 (us)", "p90 (us)", "p99 (us)", "max (us)"],
             [[f"*{st}*: {what}", f"{stage(st, 'n', 1) or 0:.0f}"] +
              [fmt_us(stage(st, q)) for q in ("p50", "p90", "p99", "max")] for st, what in stages]) + "\n")
+    # What the engine model itself spends per fault of that copy: every RESUME pays the
+    # per-transfer latency again, and the data moves at the modelled bandwidth.
+    floor = None
+    if fsbytes.get(()) and eng["bandwidth_mbps"]:
+        floor = eng["latency_ns"] / 1000 + fsbytes[()] / eng["bandwidth_mbps"]
     w(table(["measure", "value"],
             [["device fault, copy time / faults, window 0 (us)", f"{fs.get((), 0):.1f}"],
-             ["CPU page fault on a fresh anonymous page (us)", f"{cpuf.get((), 0):.2f}"],
-             ["same copy with the fault log off / on (us per fault)",
+             ["CPU page fault on a fresh anonymous page (us)", f"{cpuf.get((), 0):.2f}"]] +
+            ([["the model's own time per fault: a RESUME's latency + the data (us)", f"{floor:.2f}"],
+              ["that + one CPU fault (the floor), against 2 x the CPU fault (us)",
+               f"{floor + cpuf.get((), 0):.2f} / {2 * cpuf.get((), 0):.2f}"]]
+             if floor is not None else []) +
+            [["same copy with the fault log off / on (us per fault)",
               f"{fsoff.get((), 0):.2f} / {fson.get((), 0):.2f}"],
              ["cost of the fault log (%, on against off)", f"{fscost.get((), 0):.2f}"]] +
             ([["the log's own work per fault (ns, timed at load)", f"{rec_ns:.0f}"],
@@ -451,6 +461,16 @@ def report(raw, out, figdir, meta):
                f"{fscoff.get((), 0):.2f} / {fscon.get((), 0):.2f}"],
               ["CPU cost of the fault log (%, on against off)", f"{fsccost.get((), 0):.2f}"]]
              if fsccost else [])) + "\n")
+    if floor is not None:
+        w("The copy's time per fault holds the engine model's own time: every RESUME pays the\n"
+          "per-transfer latency again, as a retransmission, and the page's data moves at the\n"
+          "modelled bandwidth. With a fault service that cost exactly one CPU fault (the issue's\n"
+          "physical limit), a fault would still take the floor above; issue 23's target for this\n"
+          "row (at most 2 x the CPU fault) is\n"
+          + ("below that floor on this model: it cannot be met here whatever the driver does,\n"
+             "and the row to compare is *from_irq*, which holds no model time.\n\n"
+             if floor + cpuf.get((), 0) > 2 * cpuf.get((), 0) else
+             "above that floor.\n\n"))
     w("Exact percentiles (nearest rank, no buckets) from the engine's fault log\n"
       "(``/sys/kernel/debug/exanest-dma0/faults``, Documentation/design.rst, \"Fault timings\"),\n"
       "over one copy between fresh on-demand regions with window 0, where every page faults;\n"

@@ -591,7 +591,8 @@ fn fault_service(dev: &Device, size: usize, reps: usize) -> Res<()> {
         median(&mut cpu_ratio),
     );
     println!(
-        "{{\"bench\":\"fault-service\",\"faults\":{n},\"us_per_fault\":{:.2},\"us_per_fault_stamps_off\":{p_off:.3},\"us_per_fault_stamps_on\":{p_on:.3},\"stamps_cost_pct\":{:.2},\"driver_cpu_us_per_fault_stamps_off\":{c_off:.3},\"driver_cpu_us_per_fault_stamps_on\":{c_on:.3},\"stamps_cpu_cost_pct\":{:.2},\"reps\":{reps},\"log\":{}}}",
+        "{{\"bench\":\"fault-service\",\"faults\":{n},\"bytes_per_fault\":{:.1},\"us_per_fault\":{:.2},\"us_per_fault_stamps_off\":{p_off:.3},\"us_per_fault_stamps_on\":{p_on:.3},\"stamps_cost_pct\":{:.2},\"driver_cpu_us_per_fault_stamps_off\":{c_off:.3},\"driver_cpu_us_per_fault_stamps_on\":{c_on:.3},\"stamps_cpu_cost_pct\":{:.2},\"reps\":{reps},\"log\":{}}}",
+        size as f64 / n.max(1) as f64,
         t / n.max(1) as f64,
         (cost - 1.0) * 100.0,
         (c_cost - 1.0) * 100.0,
