@@ -106,6 +106,8 @@ typedef struct ExanestSendParams {
     uint32_t max_retries;   /* unanswered timeouts or probes before ETIMEDOUT */
     uint64_t reorder_ns;    /* a gap the ACKs show waits this, then resent */
     uint64_t pto_ns;        /* tail-loss probe after this silence; 0: none */
+    /* not 0: the first packet alone until answered (exanest_rtt_first_alone) */
+    uint32_t first_alone;
 } ExanestSendParams;
 
 /* ExanestSendEvent.what */
@@ -113,6 +115,10 @@ typedef struct ExanestSendParams {
 #define EXANEST_SEND_COMPLETED  1   /* ended: status 0, or a positive errno */
 #define EXANEST_SEND_PROBE      2   /* send a probe at offset */
 #define EXANEST_SEND_LOCAL_FAULT 3  /* GET: this side's memory faulted */
+
+/* ExanestSendEvent.first_answer: the op's first bytes placed, or NACKed FAULT */
+#define EXANEST_FIRST_PLACED    1
+#define EXANEST_FIRST_FAULTED   2
 
 /* ExanestSendEvent.probe_verdict: the probed packet was late, or lost */
 #define EXANEST_PROBE_SPURIOUS  1
@@ -125,6 +131,7 @@ typedef struct ExanestSendEvent {
     uint32_t nacks, resumes, timeouts, probes;  /* what the event counted */
     uint32_t tail_probes;   /* the last block sent again before a timeout */
     uint32_t probe_verdict; /* a tail probe judged: EXANEST_PROBE_*, 0 none */
+    uint32_t first_answer;  /* the receiver's first: EXANEST_FIRST_*, 0 none */
     uint64_t rtt_ns;        /* a round trip measured (0: none), to the table */
 } ExanestSendEvent;
 
@@ -206,6 +213,14 @@ void exanest_rtt_sample(ExanestRttTable *t, uint16_t node, uint64_t ns);
  */
 void exanest_rtt_probe_judged(ExanestRttTable *t, uint16_t node,
                               bool spurious);
+/*
+ * An op to node was first answered (an event's first_answer, not 0): after
+ * EXANEST_FIRST_FAULTED the peer's next ops send their first packet alone
+ * (ExanestSendParams.first_alone), after EXANEST_FIRST_PLACED no longer.
+ */
+void exanest_rtt_first_answered(ExanestRttTable *t, uint16_t node,
+                                uint32_t answer);
+bool exanest_rtt_first_alone(const ExanestRttTable *t, uint16_t node);
 /* *rto and *pto of an op to node; returns SRTT, or 0 before any sample */
 uint64_t exanest_rtt_timeouts(const ExanestRttTable *t, uint16_t node,
                               uint64_t floor, uint64_t cap, uint64_t *rto,

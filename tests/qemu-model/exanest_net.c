@@ -627,6 +627,8 @@ uint32_t pldma_net_launch(PldmaChannel *c)
     /* The timeouts of the peer's measured round trip (netop/rtt.rs). */
     exanest_rtt_timeouts(s->net.rtt, c->a_peer, net_rto_ns(s),
                          net_rto_cap_ns(s), &p.rto_ns, &p.pto_ns);
+    /* Its memory faulted at the last op's first packet: the first one alone */
+    p.first_alone = exanest_rtt_first_alone(s->net.rtt, c->a_peer);
 
     c->op_id = 0;
     c->get_hold = 0;
@@ -835,6 +837,9 @@ static void net_after(PldmaChannel *c, const ExanestSendEvent *e,
     if (e->probe_verdict) {
         exanest_rtt_probe_judged(s->net.rtt, c->a_peer,
                                  e->probe_verdict == EXANEST_PROBE_SPURIOUS);
+    }
+    if (e->first_answer) {
+        exanest_rtt_first_answered(s->net.rtt, c->a_peer, e->first_answer);
     }
     if (e->rtt_ns || e->probe_verdict) {
         /* A round trip measured, a probe judged: the peer's timeouts */

@@ -56,6 +56,12 @@ pub struct SendParams {
     /// the gaps below blocks placed) is sent again, so that its ACK shows what is lost. 0: no
     /// probe. A PUT of [`BLOCK`]-sized packets only.
     pub pto_ns: u64,
+    /// Send the first packet (GET: read request) alone, and the rest of the window once the
+    /// receiver answered it: the peer NACKed FAULT the first packet of its last op that got
+    /// an answer ([`rtt::RttTable::first_alone`]). A window sent behind a first packet that
+    /// faults is dropped and sent again after the RESUME (two guests, cold memory: about
+    /// 21 KB resent per FAULT NACK); alone, the first packet costs a round trip.
+    pub first_alone: bool,
 }
 
 impl Default for SendParams {
@@ -69,6 +75,7 @@ impl Default for SendParams {
             max_retries: 8,
             reorder_ns: 1_000_000,
             pto_ns: 0,
+            first_alone: false,
         }
     }
 }
@@ -151,6 +158,12 @@ pub struct SendOp {
     /// The last tail-loss probe judged, until the caller takes it: `true` spurious
     /// ([`SendOp::take_probe_verdict`]).
     verdict: Option<bool>,
+    /// Whether the receiver answered the op yet (an ACK or data that placed bytes, a NACK
+    /// FAULT, a RESUME): until then a [`SendParams::first_alone`] op has one packet out.
+    first_heard: bool,
+    /// How the receiver first answered, until the caller takes it: `true` a NACK FAULT of
+    /// the op's first bytes ([`SendOp::take_first_verdict`]).
+    first_verdict: Option<bool>,
     /// Tail-loss probes sent.
     pub tail_probes: u32,
     /// Bytes sent again.
@@ -256,6 +269,8 @@ impl SendOp {
             probe_backoff: 0,
             probed: None,
             verdict: None,
+            first_heard: false,
+            first_verdict: None,
             tail_probes: 0,
             needed: 0,
             spurious: 0,
@@ -304,6 +319,22 @@ impl SendOp {
     /// timeout, so that an op of one packet is not sent twice each time.
     pub fn take_probe_verdict(&mut self) -> Option<bool> {
         self.verdict.take()
+    }
+
+    /// How the receiver first answered the op, once: `true` if it NACKed FAULT its first bytes
+    /// (nothing placed), `false` if it placed them. The caller keeps it per peer
+    /// ([`rtt::RttTable::first_answered`]): the next ops to a peer whose memory faulted send
+    /// their first packet alone ([`SendParams::first_alone`]).
+    pub fn take_first_verdict(&mut self) -> Option<bool> {
+        self.first_verdict.take()
+    }
+
+    /// The receiver's first answer: `faulted` (a NACK FAULT of the op's first bytes) or not.
+    fn first_answer(&mut self, faulted: bool) {
+        if !self.first_heard {
+            self.first_heard = true;
+            self.first_verdict = Some(faulted);
+        }
     }
 
     /// The round trip the last ACK measured, once: the caller keeps it per peer
@@ -457,6 +488,10 @@ impl SendOp {
         }
         let next = self.next_unplaced();
         if next >= self.len || next - self.acked >= self.p.window {
+            return None;
+        }
+        if self.p.first_alone && !self.first_heard && next > self.acked {
+            // The first packet is out: the rest waits for the receiver's answer to it.
             return None;
         }
         let room = (self.p.window - (next - self.acked)).min(self.len - next);
@@ -630,6 +665,9 @@ impl SendOp {
 
     /// `acked` moves up to `off`: the maps follow it.
     fn set_acked(&mut self, off: u64) {
+        if off > 0 {
+            self.first_answer(false);
+        }
         let shift = off / BLOCK - self.base();
         self.acked = off;
         for m in [&mut self.sacked, &mut self.lost, &mut self.resent] {
@@ -801,6 +839,9 @@ impl SendOp {
             // sent again.
             self.set_acked(off);
         }
+        if why == Nack::Fault && self.acked == 0 {
+            self.first_answer(true);
+        }
         self.go_back();
         if why != Nack::Sequence {
             self.state = SendState::Paused;
@@ -846,6 +887,7 @@ impl SendOp {
             }
         }
         self.resumes += 1;
+        self.first_heard = true;
         self.judge_late(echo);
         self.judge(None);
         self.go_back();
@@ -1053,6 +1095,7 @@ mod tests {
             max_retries,
             reorder_ns: rto_ns / 4,
             pto_ns: 0,
+            first_alone: false,
         }
     }
     use std::vec::Vec;
@@ -1101,6 +1144,59 @@ mod tests {
             SendEvent::Completed(14)
         );
         assert_eq!(e.on_resume(0, 0, 2), SendEvent::None);
+    }
+
+    /// Issue 22: after a FAULT NACK of an op's first packet, the peer's next ops send their
+    /// first packet alone: a window sent behind it would be dropped and sent again. The rest
+    /// goes once the receiver answers it; a first packet that faults costs itself again,
+    /// not the window; one lost goes again alone.
+    #[test]
+    fn first_packet_alone_until_answered() {
+        let p = SendParams {
+            first_alone: true,
+            ..params(4000, 1000, 100, 8)
+        };
+        // Into cold memory: the first packet faults; after the RESUME the window goes.
+        let mut s = SendOp::new(4000, p);
+        assert_eq!(s.next_packet(0), Some((0, 1000)));
+        assert_eq!(s.next_packet(0), None, "alone");
+        assert_eq!(s.on_nack(0, Nack::Fault, 0, 5), SendEvent::None);
+        assert_eq!(s.take_first_verdict(), Some(true));
+        assert_eq!(s.take_first_verdict(), None, "once");
+        assert_eq!(s.on_resume(0, 0, 7), SendEvent::None);
+        let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(7)).collect();
+        assert_eq!(
+            sent,
+            vec![(0, 1000), (1000, 1000), (2000, 1000), (3000, 1000)]
+        );
+        assert_eq!(s.retransmitted, 1000, "the first packet, not a window");
+        // Into warm memory: the ACK of the first packet opens the window.
+        let mut w = SendOp::new(4000, p);
+        assert_eq!(w.next_packet(0), Some((0, 1000)));
+        assert_eq!(w.next_packet(1), None);
+        assert_eq!(w.on_ack(1000, 0, 0, 3), SendEvent::None);
+        assert_eq!(w.take_first_verdict(), Some(false));
+        let sent: Vec<_> = core::iter::from_fn(|| w.next_packet(3)).collect();
+        assert_eq!(sent, vec![(1000, 1000), (2000, 1000), (3000, 1000)]);
+        // Lost: the timeout sends the first packet again, alone.
+        let mut l = SendOp::new(4000, p);
+        assert_eq!(l.next_packet(0), Some((0, 1000)));
+        let _ = l.on_timeout(100);
+        assert_eq!(l.next_packet(101), Some((0, 1000)));
+        assert_eq!(l.next_packet(101), None);
+        // Without the hint the window goes at once, and a fault sends it all again.
+        let mut n = SendOp::new(4000, params(4000, 1000, 100, 8));
+        assert_eq!(core::iter::from_fn(|| n.next_packet(0)).count(), 4);
+        assert_eq!(n.on_nack(0, Nack::Fault, 0, 5), SendEvent::None);
+        assert_eq!(n.take_first_verdict(), Some(true));
+        assert_eq!(n.on_resume(0, 0, 7), SendEvent::None);
+        while n.next_packet(7).is_some() {}
+        assert_eq!(n.retransmitted, 4000);
+        // A fault past the first bytes is not the first packet's.
+        let mut f = SendOp::new(4000, params(4000, 1000, 100, 8));
+        while f.next_packet(0).is_some() {}
+        assert_eq!(f.on_nack(2000, Nack::Fault, 0, 5), SendEvent::None);
+        assert_eq!(f.take_first_verdict(), Some(false));
     }
 
     /// A mailbox message into a full ring (2.4): NACK RNR pauses it like a fault; its timer

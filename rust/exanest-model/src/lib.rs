@@ -182,6 +182,9 @@ pub struct ExanestSendParams {
     pub reorder_ns: u64,
     /// The tail-loss probe's timeout; 0: none.
     pub pto_ns: u64,
+    /// Not 0: send the first packet alone until the receiver answers it
+    /// ([`SendParams::first_alone`]; the peer's [`exanest_rtt_first_alone`]).
+    pub first_alone: u32,
 }
 
 /// `ExanestSendEvent`: what an event asks of the caller, and what it counted.
@@ -209,6 +212,10 @@ pub struct ExanestSendEvent {
     /// the caller gives it to the peer's [`ExanestRttTable`] ([`exanest_rtt_probe_judged`])
     /// and [`exanest_send_retime`]s its ops.
     pub probe_verdict: u32,
+    /// The receiver's first answer to the op, if the event was it: [`FIRST_FAULTED`] (a NACK
+    /// FAULT of its first bytes), [`FIRST_PLACED`], or 0: the caller gives it to the peer's
+    /// [`ExanestRttTable`] ([`exanest_rtt_first_answered`]).
+    pub first_answer: u32,
     /// A round trip the event measured (an ACK of the packet being timed), or 0: the caller
     /// gives it to the peer's [`ExanestRttTable`] and [`exanest_send_retime`]s its ops.
     pub rtt_ns: u64,
@@ -218,6 +225,10 @@ pub struct ExanestSendEvent {
 pub const PROBE_SPURIOUS: u32 = 1;
 /// `ExanestSendEvent.probe_verdict`: it was lost.
 pub const PROBE_NEEDED: u32 = 2;
+/// `ExanestSendEvent.first_answer`: the receiver placed the op's first bytes.
+pub const FIRST_PLACED: u32 = 1;
+/// `ExanestSendEvent.first_answer`: it NACKed FAULT them.
+pub const FIRST_FAULTED: u32 = 2;
 
 /// `ExanestSendEvent.what` values.
 pub const SEND_NOTHING: u32 = 0;
@@ -293,6 +304,7 @@ pub unsafe extern "C" fn exanest_send_start(
             max_retries: p.max_retries,
             reorder_ns: p.reorder_ns,
             pto_ns: p.pto_ns,
+            first_alone: p.first_alone != 0,
         },
     );
 }
@@ -346,6 +358,11 @@ unsafe fn event(
         probe_verdict: match s.take_probe_verdict() {
             Some(true) => PROBE_SPURIOUS,
             Some(false) => PROBE_NEEDED,
+            None => 0,
+        },
+        first_answer: match s.take_first_verdict() {
+            Some(true) => FIRST_FAULTED,
+            Some(false) => FIRST_PLACED,
             None => 0,
         },
         rtt_ns: s.take_rtt_sample().map_or(0, |r| r.max(1)),
@@ -520,6 +537,34 @@ pub unsafe extern "C" fn exanest_rtt_probe_judged(
 ) {
     // SAFETY: the caller's contract above.
     unsafe { &mut (*t).0 }.probe_judged(node, spurious)
+}
+
+/// The first answer of an op to `node` (an event's `first_answer`, not 0): after
+/// [`FIRST_FAULTED`] the peer's next ops send their first packet alone, after
+/// [`FIRST_PLACED`] no longer ([`RttTable::first_answered`]).
+///
+/// # Safety
+///
+/// As [`exanest_rtt_sample`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_first_answered(
+    t: *mut ExanestRttTable,
+    node: u16,
+    answer: u32,
+) {
+    // SAFETY: the caller's contract above.
+    unsafe { &mut (*t).0 }.first_answered(node, answer == FIRST_FAULTED)
+}
+
+/// Whether an op to `node` sends its first packet alone ([`RttTable::first_alone`]).
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rtt_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_first_alone(t: *const ExanestRttTable, node: u16) -> bool {
+    // SAFETY: the caller's contract above.
+    unsafe { &(*t).0 }.first_alone(node)
 }
 
 /// The timeouts of an op to `node`: `*rto` (at least `floor`, at most `cap`) and `*pto` (0:
@@ -804,6 +849,8 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_SEND_LOCAL_FAULT", SEND_LOCAL_FAULT as i64),
     ("EXANEST_PROBE_SPURIOUS", PROBE_SPURIOUS as i64),
     ("EXANEST_PROBE_NEEDED", PROBE_NEEDED as i64),
+    ("EXANEST_FIRST_PLACED", FIRST_PLACED as i64),
+    ("EXANEST_FIRST_FAULTED", FIRST_FAULTED as i64),
     ("EXANEST_DATA_DROP", DATA_DROP as i64),
     ("EXANEST_DATA_PLACE", DATA_PLACE as i64),
     ("EXANEST_DATA_PLACE_AHEAD", DATA_PLACE_AHEAD as i64),

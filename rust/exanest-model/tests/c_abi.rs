@@ -72,9 +72,9 @@ fn layouts() -> Vec<Layout> {
         layout!(ExanestPkt: op, src, dst, ep, op_id, seq, status, rkey, addr, len, offset, plen,
                 span, ce, payload),
         layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries,
-                reorder_ns, pto_ns),
+                reorder_ns, pto_ns, first_alone),
         layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes,
-                tail_probes, probe_verdict, rtt_ns),
+                tail_probes, probe_verdict, first_answer, rtt_ns),
         layout!(ExanestRkey: ctrl, ep, key, base, len),
         layout!(ExanestRxStep: what, slot, from, to, counts, reply, counted, answer),
         layout!(ExanestRxSlot: state, kind, op_id, ep, holder, err, src, rkey, addr, len, placed,
@@ -723,6 +723,7 @@ fn send_expected() -> Vec<(&'static str, String)> {
         max_retries: 2,
         reorder_ns: 50,
         pto_ns: 0,
+        first_alone: false,
     };
     let mut s = SendOp::new(10000, p);
     macro_rules! event {

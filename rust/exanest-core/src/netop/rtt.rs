@@ -34,6 +34,10 @@ pub struct Rtt {
     /// Tail-loss probes found spurious in a row (at most [`PTO_SHIFT_MAX`]): the probe's
     /// timeout doubles with each.
     pto_shift: u32,
+    /// The peer NACKed FAULT the first bytes of the last op it answered first: its memory is
+    /// cold, and the next ops send their first packet alone
+    /// ([`super::SendParams::first_alone`]).
+    cold: bool,
 }
 
 impl Rtt {
@@ -125,6 +129,7 @@ impl RttTable {
                     rttvar: 0,
                     samples: 0,
                     pto_shift: 0,
+                    cold: false,
                 },
                 [Window::new(); 2],
             ); PEERS],
@@ -167,6 +172,18 @@ impl RttTable {
         self.entry(node).2.sample(ns);
     }
 
+    /// The first answer of an op to `node` ([`super::SendOp::take_first_verdict`]): `faulted`,
+    /// a NACK FAULT of its first bytes, or not. The peer's next ops send their first packet
+    /// alone after one that faulted, until one is placed without.
+    pub fn first_answered(&mut self, node: u16, faulted: bool) {
+        self.entry(node).2.cold = faulted;
+    }
+
+    /// Whether an op to `node` sends its first packet alone ([`RttTable::first_answered`]).
+    pub fn first_alone(&self, node: u16) -> bool {
+        self.get(node).is_some_and(|r| r.cold)
+    }
+
     /// A tail-loss probe to `node` was judged, `spurious` or needed ([`Rtt::probe_judged`]).
     pub fn probe_judged(&mut self, node: u16, spurious: bool) {
         self.entry(node).2.probe_judged(spurious);
@@ -203,6 +220,22 @@ impl RttTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A peer whose memory faulted at an op's first packet gets its next ops' first packets
+    /// alone, until one is placed; peers are apart.
+    #[test]
+    fn first_packets_alone_after_a_fault() {
+        let mut t = RttTable::new();
+        assert!(!t.first_alone(3), "a peer not seen");
+        t.first_answered(3, true);
+        assert!(t.first_alone(3) && !t.first_alone(4));
+        t.sample(3, 1000);
+        assert!(t.first_alone(3), "a round trip changes nothing");
+        t.first_answered(3, false);
+        assert!(!t.first_alone(3));
+        t.clear();
+        assert!(!t.first_alone(3));
+    }
 
     /// Spurious tail-loss probes in a row double the probe's timeout, up to where the
     /// retransmission timeout takes over; a needed one takes it back to two round trips.
