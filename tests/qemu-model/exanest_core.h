@@ -116,7 +116,7 @@ typedef struct ExanestSendParams {
 #define EXANEST_SEND_PROBE      2   /* send a probe at offset */
 #define EXANEST_SEND_LOCAL_FAULT 3  /* GET: this side's memory faulted */
 
-/* ExanestSendEvent.first_answer: the op's first bytes placed, or NACKed FAULT */
+/* ExanestSendEvent.first_answer: its first bytes placed, or NACKed FAULT */
 #define EXANEST_FIRST_PLACED    1
 #define EXANEST_FIRST_FAULTED   2
 
