@@ -105,30 +105,27 @@ impl FaultRing {
         st.due_head()
     }
 
-    /// Whether channel `c` has a record of a fault not taken yet, after reading what the engine
-    /// wrote; `free` writes FREC_HEAD when it is due.
-    pub(crate) fn recorded(&self, c: u32, free: impl FnOnce(u32)) -> bool {
+    /// `f` on the reader, after reading what the engine wrote; `free` writes FREC_HEAD when it
+    /// is due (after the lock).
+    fn drained<R>(&self, free: impl FnOnce(u32), f: impl FnOnce(&mut RingReader) -> R) -> R {
         let mut st = self.st.lock();
         let head = self.drain(&mut st);
-        let has = st.has(c);
-        drop(st);
-        if let Some(h) = head {
-            free(h);
-        }
-        has
-    }
-
-    /// Take channel `c`'s newest record of a fault not taken yet, after reading what the
-    /// engine wrote; `free` writes FREC_HEAD when it is due.
-    pub(crate) fn take(&self, c: u32, free: impl FnOnce(u32)) -> Option<FaultRecord> {
-        let mut st = self.st.lock();
-        let head = self.drain(&mut st);
-        let r = st.take(c);
+        let r = f(&mut st);
         drop(st);
         if let Some(h) = head {
             free(h);
         }
         r
+    }
+
+    /// Whether channel `c` has a record of a fault not taken yet ([`FaultRing::drained`]).
+    pub(crate) fn recorded(&self, c: u32, free: impl FnOnce(u32)) -> bool {
+        self.drained(free, |st| st.has(c))
+    }
+
+    /// Take channel `c`'s newest record of a fault not taken yet ([`FaultRing::drained`]).
+    pub(crate) fn take(&self, c: u32, free: impl FnOnce(u32)) -> Option<FaultRecord> {
+        self.drained(free, |st| st.take(c))
     }
 
     /// Channel `c`'s fault numbered `seq` was taken through its registers: a record of it is
