@@ -531,16 +531,11 @@ impl irq::ThreadedHandler for IrqHandler {
         // level-triggered, so endpoints wanted keep it raised, and it comes again with no
         // context once this returns, unless contexts keep raising it (a fault storm), which
         // the bound is for.
-        let skip = summary != 0
-            && self
-                .net_skipped
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                    (n + 1 < NET_IRQ_SKIPS).then_some(n + 1)
-                })
-                .is_ok();
-        if !skip {
-            self.net_skipped.store(0, Ordering::Relaxed);
-        }
+        // One thread runs this (IRQF_ONESHOT): a plain load and store suffice.
+        let skipped = self.net_skipped.load(Ordering::Relaxed);
+        let skip = summary != 0 && skipped + 1 < NET_IRQ_SKIPS;
+        self.net_skipped
+            .store(if skip { skipped + 1 } else { 0 }, Ordering::Relaxed);
         let wanted = !skip && self.inst.take_wanted();
         if summary == 0 && !wanted {
             return irq::IrqReturn::None;

@@ -131,23 +131,17 @@ impl Context {
     }
 
     /// Where a faulting transfer came from, by its ORIGIN `o`; `net` gives a receiver fault's
-    /// sender and op id, `wrid` a kernel queue transfer's WRID when its SQ index names no
-    /// single running slot.
+    /// sender and op id, `slot` a kernel queue transfer's slot.
     fn source(
-        &self,
         o: hw::CH_ORIGIN,
         net: impl FnOnce() -> Result<(u32, u32)>,
-        wrid: impl FnOnce() -> Result<u32>,
+        slot: impl FnOnce() -> Result<u32>,
     ) -> Result<Source> {
         Ok(if o.net_rx() {
             let (src, opid) = net()?;
             Source::NetRx { src, opid }
         } else if o.queue() && o.kernel() {
-            let slot = match self.kq().and_then(|q| q.slot_at(o.sq_index().get())) {
-                Some(k) => k,
-                None => wrid()?,
-            };
-            Source::Kernel { slot }
+            Source::Kernel { slot: slot()? }
         } else if o.queue() {
             Source::Queue {
                 index: o.sq_index().get(),
@@ -165,7 +159,8 @@ impl Context {
             fault_write: info.write(),
             fault_cause: info.cause(),
         };
-        let source = self.source(
+        // A kernel queue transfer's slot is its WRID, which the record has.
+        let source = Self::source(
             hw::CH_ORIGIN::from_raw(rec.origin),
             || Ok((rec.net_src, rec.net_opid)),
             || u32::try_from(rec.wr_id).map_err(|_| EINVAL),
@@ -402,7 +397,7 @@ impl Hw for Context {
         let o = r.read(hw::CH_ORIGIN::try_at(c).ok_or(EINVAL)?)?;
         // A kernel queue transfer's slot from ORIGIN's index, as the kernel queue posted it;
         // WRID (one more read) only when the index names no single running slot.
-        let source = self.source(
+        let source = Self::source(
             o,
             || {
                 let i = netregs::net_ch(self.ctx(), n as usize).ok_or(EINVAL)?;
@@ -410,9 +405,12 @@ impl Hw for Context {
                 let opid = r.read(netregs::CH_NET_OPID::try_at(i).ok_or(EINVAL)?)?;
                 Ok((src.value().get(), opid.value().get()))
             },
-            || {
-                let w = r.read(hw::CH_WRID_LO::try_at(c).ok_or(EINVAL)?)?;
-                Ok(w.value().get())
+            || match self.kq().and_then(|q| q.slot_at(o.sq_index().get())) {
+                Some(k) => Ok(k),
+                None => Ok(r
+                    .read(hw::CH_WRID_LO::try_at(c).ok_or(EINVAL)?)?
+                    .value()
+                    .get()),
             },
         )?;
         // A copy's end is the driver's own (channel.rs): the engine's is read only for the

@@ -12,7 +12,6 @@
 //! faults (the interrupt thread, the fault thread).
 
 use crate::exanest_core::frec::{self, FaultRecord, RecordWords, RingReader, WORDS};
-use crate::exanest_core::regs::frec as layout;
 use kernel::{
     device::{Bound, Device},
     dma::Coherent,
@@ -89,7 +88,7 @@ impl FaultRing {
             // engine writes a record's stamp last and the record not again before FREC_HEAD
             // moves past it, which the reader does only after reading it.
             let last = unsafe { core::ptr::read_volatile(self.at(first + WORDS - 1)) };
-            let seen = (u64::from_le(last) >> ((layout::STAMP_OFF % 8) * 8)) as u32;
+            let seen = FaultRecord::stamp_of_last_word(u64::from_le(last));
             if seen != stamp {
                 break;
             }

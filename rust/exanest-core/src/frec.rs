@@ -48,13 +48,6 @@ pub struct FaultRecord {
     pub done: u32,
 }
 
-fn get(b: &RecordBytes, off: usize, n: usize) -> u64 {
-    b[off..off + n]
-        .iter()
-        .rev()
-        .fold(0, |v, &x| (v << 8) | u64::from(x))
-}
-
 fn put(b: &mut RecordBytes, off: usize, n: usize, v: u64) {
     for (i, x) in b[off..off + n].iter_mut().enumerate() {
         *x = (v >> (8 * i)) as u8;
@@ -72,17 +65,6 @@ const fn word_field(w: &RecordWords, off: usize, n: usize) -> u64 {
 }
 
 impl FaultRecord {
-    /// Decode a record's bytes (its stamp aside).
-    pub fn decode(b: &RecordBytes) -> Self {
-        let mut w = [0u64; WORDS];
-        for (x, c) in w.iter_mut().zip(b.chunks_exact(8)) {
-            let mut le = [0u8; 8];
-            le.copy_from_slice(c);
-            *x = u64::from_le_bytes(le);
-        }
-        Self::decode_words(&w)
-    }
-
     /// Decode a record from its words, as read from memory (its stamp aside): a few shifts,
     /// on the fault's path.
     pub const fn decode_words(w: &RecordWords) -> Self {
@@ -106,6 +88,14 @@ impl FaultRecord {
         word_field(w, frec::STAMP_OFF, 4) as u32
     }
 
+    /// The stamp in a record's last word, which the reader reads first (the engine writes
+    /// it last).
+    pub const fn stamp_of_last_word(last: u64) -> u32 {
+        let mut w = [0u64; WORDS];
+        w[WORDS - 1] = last;
+        Self::stamp_of_words(&w)
+    }
+
     /// The bytes the engine writes for this record at free-running index `index`.
     pub fn encode(&self, index: u32) -> RecordBytes {
         let mut b = [0; frec::SIZE];
@@ -127,11 +117,6 @@ impl FaultRecord {
 /// The stamp a complete record at free-running index `index` carries.
 pub const fn stamp_for(index: u32) -> u32 {
     index.wrapping_add(1)
-}
-
-/// The stamp of a record's bytes.
-pub fn stamp_of(b: &RecordBytes) -> u32 {
-    get(b, frec::STAMP_OFF, 4) as u32
 }
 
 /// Log2 of the records of the driver's ring: one 4 KiB page. A context has at most
@@ -299,13 +284,19 @@ mod tests {
             assert!(off % 8 + n <= 8, "field at {off}");
         }
         let r = rec(7, 3, 0x1234_5678_9abc);
-        let b = r.encode(9);
+        let w = words(&r.encode(9));
+        assert_eq!(FaultRecord::decode_words(&w), r);
+        assert_eq!(FaultRecord::stamp_of_words(&w), 10);
+        assert_eq!(FaultRecord::stamp_of_last_word(w[WORDS - 1]), 10);
+    }
+
+    /// A record's bytes as the reader reads them: little-endian words.
+    fn words(b: &RecordBytes) -> RecordWords {
         let mut w = [0u64; WORDS];
         for (i, x) in w.iter_mut().enumerate() {
             *x = u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
         }
-        assert_eq!(FaultRecord::decode_words(&w), r);
-        assert_eq!(FaultRecord::stamp_of_words(&w), 10);
+        w
     }
 
     /// The bytes are the header's layout; decoding gives back what was encoded.
@@ -313,15 +304,19 @@ mod tests {
     fn encode_decode_roundtrip() {
         let r = rec(5, 200, 0xffff_8000_1000);
         let b = r.encode(41);
-        assert_eq!(stamp_of(&b), 42);
+        assert_eq!(FaultRecord::stamp_of_words(&words(&b)), 42);
         assert_eq!(b[frec::CHAN_OFF..frec::CHAN_OFF + 2], [5, 200]);
         assert_eq!(
             b[frec::ADDR_OFF..frec::ADDR_OFF + 8],
             0xffff_8000_1000u64.to_le_bytes()
         );
         assert_eq!(b[frec::DONE_OFF..frec::DONE_OFF + 4], 4096u32.to_le_bytes());
-        assert_eq!(FaultRecord::decode(&b), r);
-        assert_eq!(stamp_of(&rec(0, 0, 0).encode(u32::MAX)), 0, "stamps wrap");
+        assert_eq!(FaultRecord::decode_words(&words(&b)), r);
+        assert_eq!(
+            FaultRecord::stamp_of_words(&words(&rec(0, 0, 0).encode(u32::MAX))),
+            0,
+            "stamps wrap"
+        );
     }
 
     /// Records are taken in order while complete; each channel holds its newest; a taken
