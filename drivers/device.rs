@@ -19,6 +19,7 @@ use crate::hw::link;
 use crate::hw::{Context, Engine, Feature, Hw};
 use crate::instno::InstanceNo;
 use crate::ioctl::{Reply, Request};
+use crate::mm::iommu::Reports;
 use crate::process::stats;
 use crate::process::Process;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -81,7 +82,10 @@ impl Instance {
         if st.dead {
             return Err(ENODEV);
         }
-        let late = crate::module_parameters::fault_handler_late.value();
+        let reports = Reports {
+            late_handler: crate::module_parameters::fault_handler_late.value(),
+            iommu_events: crate::module_parameters::smmu_fault_events.value(),
+        };
         let max_mib = crate::module_parameters::max_registered_mib.value();
         let max_bytes = max_mib.saturating_mul(1 << 20);
         let any = st.ctxs.any().ok_or(ENODEV)?.dev().clone();
@@ -90,7 +94,7 @@ impl Instance {
             self.log.clone(),
             &any,
             Some(exanest_iommu_fault::<Process>),
-            late,
+            reports,
             max_bytes,
             crate::module_parameters::budget_pages.value(),
         )?;

@@ -267,5 +267,9 @@ module! {
             default: false,
             description: "Install the IOMMU fault handler after attaching each process's domain (tests that the SMMU driver looks it up at fault time)",
         },
+        smmu_fault_events: bool {
+            default: false,
+            description: "Have the SMMU record the faults of the processes' domains too (events, which the fault handler gets), where it can stop: the engine reports every fault it raises itself",
+        },
     },
 }

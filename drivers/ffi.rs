@@ -74,6 +74,15 @@ pub(crate) fn domain_alloc(dev: &device::Device) -> Result<NonNull<bindings::iom
     NonNull::new(raw).ok_or(ENOMEM)
 }
 
+/// Whether the IOMMU of `dev` stops recording the faults of a paging domain attached to it
+/// when asked (`iommu_set_fault_events`, this project's kernel patch 6).
+pub(crate) fn no_fault_events_capable(dev: &device::Device) -> bool {
+    // SAFETY: `raw_dev` is a valid device, referenced by `dev` for the whole call.
+    unsafe {
+        bindings::device_iommu_capable(raw_dev(dev), bindings::iommu_cap_IOMMU_CAP_NO_FAULT_EVENTS)
+    }
+}
+
 /// The physical address of a page.
 ///
 /// # Safety

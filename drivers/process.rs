@@ -59,7 +59,7 @@ use crate::fault::{handler::FaultSink, log::FaultLog, Faults};
 use crate::ffi::FaultThread;
 use crate::hw::net::MboxState;
 use crate::hw::{Context, Engine, Hw};
-use crate::mm::iommu::Domain;
+use crate::mm::iommu::{Domain, Reports};
 use crate::mm::odp::{MapState, Notifier};
 use crate::mm::pinned::PageMap;
 use crate::process::channel::{Channels, MAX_CH, MAX_INFLIGHT};
@@ -275,14 +275,14 @@ fn fill_regions(b: KBox<MaybeUninit<RegionTable<MAX_REGIONS>>>) -> KBox<RegionTa
 impl Process {
     /// The process state for the current task on `engine`, with a fresh paging domain suited
     /// to `dev` (one of the engine's functions) whose faults go to `handler` (fault.rs),
-    /// installed after the first attach when `late_handler`, at most `max_bytes` registered,
+    /// reported as `reports` says (mm/iommu.rs), at most `max_bytes` registered,
     /// and a translation budget of `budget` pages. It holds no context yet: contexts.rs attaches the domain to one.
     pub(crate) fn new(
         engine: Arc<Engine>,
         log: Arc<FaultLog>,
         dev: &kernel::device::Device,
         handler: bindings::iommu_fault_handler_t,
-        late_handler: bool,
+        reports: Reports,
         max_bytes: u64,
         budget: u64,
     ) -> Result<Arc<Self>> {
@@ -299,7 +299,7 @@ impl Process {
         let token = core::ptr::from_ref::<Process>(&process).cast_mut().cast();
         // SAFETY: The process outlives its domain, hence the handler's use of `token`: teardown
         // drops the domain, and a process is only freed after its teardown (release or unbind).
-        let domain = unsafe { Domain::new(dev, handler, token, late_handler) }
+        let domain = unsafe { Domain::new(dev, handler, token, reports) }
             .and_then(|d| {
                 if d.aperture_end() < va_end {
                     Err(ENODEV)
@@ -537,7 +537,8 @@ impl FaultSink for Process {
 
 /// How long an IOMMU report waits for the engine's report of the same fault before the fault
 /// thread is woken for it. SMMU reports that no engine report follows (a GET's check of
-/// its destination, a receiver's look-ahead) are resolved that much later.
+/// its destination, a receiver's look-ahead) are resolved that much later. There are IOMMU
+/// reports only where the IOMMU cannot stop them or `smmu_fault_events=1` (mm/iommu.rs).
 pub(crate) const SMMU_KICK_DELAY: Delta = Delta::from_micros(50);
 
 impl HrTimerCallback for Process {

@@ -23,6 +23,22 @@ use kernel::{
     sync::{aref::ARef, Arc, Mutex},
 };
 
+/// How a domain's faults reach its fault handler (module parameters).
+#[derive(Clone, Copy)]
+pub(crate) struct Reports {
+    /// Install the handler after the first attach, not before: exists to test that the SMMU
+    /// driver looks the handler up when a fault is reported. No DMA of the process can run
+    /// between its first attach and the handler, since it has no copy yet.
+    pub(crate) late_handler: bool,
+    /// Keep the IOMMU's own report of each fault (an SMMU event, which the SMMU driver hands
+    /// to the handler). Off, where the IOMMU can stop recording a domain's faults
+    /// (`IOMMU_CAP_NO_FAULT_EVENTS`: this project's kernel patch 6, SMMUv3's CD.R), the
+    /// engine's report is the only one: for every fault the engine raises, the IOMMU's is a
+    /// duplicate that costs the driver a call from the SMMU's event thread and a deferred pass
+    /// of the fault thread (Documentation/design.rst, "The IOMMU's report of a fault").
+    pub(crate) iommu_events: bool,
+}
+
 /// Where a domain is attached, and whether its fault handler is installed.
 struct Attachment {
     dev: Option<ARef<device::Device>>,
@@ -54,12 +70,10 @@ unsafe impl Sync for Domain {}
 
 impl Domain {
     /// Allocate a paging domain suited to `dev` (any function of the engine: they sit behind one
-    /// SMMU), whose faults go to `handler` with `token`, attached to nothing yet. The handler is
-    /// installed before the first attach unless `late`: the IOMMU core installs a handler and
-    /// its token with plain stores, so a fault reported while they change could see one without
-    /// the other. `late` (a module parameter) exists to test that the SMMU driver looks the
-    /// handler up when a fault is reported; no DMA of the process can run between its first
-    /// attach and the handler, since it has no copy yet.
+    /// SMMU), whose faults go to `handler` with `token` as `reports` says, attached to nothing
+    /// yet. The handler is installed before the first attach unless `reports.late_handler`:
+    /// the IOMMU core installs a handler and its token with plain stores, so a fault reported
+    /// while they change could see one without the other.
     ///
     /// # Safety
     ///
@@ -68,9 +82,15 @@ impl Domain {
         dev: &device::Device,
         handler: bindings::iommu_fault_handler_t,
         token: *mut core::ffi::c_void,
-        late: bool,
+        reports: Reports,
     ) -> Result<Arc<Self>> {
+        let late = reports.late_handler;
         let raw = ffi::domain_alloc(dev)?;
+        if !reports.iommu_events && ffi::no_fault_events_capable(dev) {
+            // SAFETY: `raw` is a live paging domain, attached to nothing: the request takes
+            // effect at its attaches.
+            unsafe { bindings::iommu_set_fault_events(raw.as_ptr(), false) };
+        }
         if !late {
             // SAFETY: `raw` is live and attached to nothing; the caller keeps `token` valid as
             // long as the domain lives.

@@ -1296,11 +1296,13 @@ static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
  * ahead (property rx-lookahead, bytes; 0: never) and check that the op's
  * page there translates, as a device with an address translation cache
  * fetches translations before its data needs them. One that does not is
- * recorded by the SMMU, whose report the driver resolves at once, while the
- * data before it still arrives: if the page is mapped by the time its data
- * comes, nothing is NACKed or sent again. Each page is checked once, as the
- * distance's end passes it; after a page that did not translate, none is
- * checked until the data has passed it (one SMMU report per miss).
+ * recorded by the SMMU, if its CD says so (the driver's default is not to:
+ * Documentation/design.rst, "The IOMMU's report of a fault"), and the
+ * driver resolves that report while the data before it still arrives: if
+ * the page is mapped by the time its data comes, nothing is NACKed or sent
+ * again. Each page is checked once, as the distance's end passes it; after
+ * a page that did not translate, none is checked until the data has passed
+ * it (one SMMU report per miss).
  */
 static void net_rx_look_ahead(PldmaState *s, PCIDevice *fn,
                               const ExanestPkt *k, uint32_t i, uint64_t end)

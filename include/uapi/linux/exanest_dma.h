@@ -144,7 +144,7 @@ struct exanest_dma_counters {
 	__u64 faults_resolved;	/* faults resolved and resumed */
 	__u64 nacks;		/* faults NACKed (the copy ends with the errno) */
 	__u64 invalidations;	/* MMU-notifier invalidations that unmapped pages */
-	__u64 iommu_faults;	/* faults the IOMMU reported (the engine reports them too) */
+	__u64 iommu_faults;	/* faults the IOMMU reported (none unless smmu_fault_events=1) */
 	__u64 pages_resolved;	/* pages faulted in and mapped on demand */
 	__u64 touch_ahead_pages;	/* of which past the faulting page */
 	__u64 retransmissions;	/* RESUMEs after a resolved fault */
