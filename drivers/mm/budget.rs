@@ -9,16 +9,17 @@
 //! A `Budget` lives under `Process::map` beside the mirror (odp.rs's `MapState`): nothing here
 //! allocates (the run list is allocated with the process). Lock order: process.rs.
 
-use crate::exanest_core::budget::{over, Run, RunLru};
+use crate::exanest_core::budget::{merge_span, over, Run, RunLru};
 use crate::mm::iommu::IoPageTable;
 use crate::mm::mirror::Mirror;
-use kernel::prelude::*;
+use kernel::{page::PAGE_SIZE, prelude::*};
 
 /// Runs remembered: a fault-in maps one run (the faulting page and its touch-ahead, up to
-/// 512 pages), so 1024 runs follow at least 4 MiB of single-page faults (much more with the
-/// adaptive touch-ahead); the pages of older runs stay mapped, out of the budget's reach, until
-/// the mm or a deregistration unmaps them. Recording a run scans them all (it forgets the older
-/// runs it overlaps), so they are kept few.
+/// 512 pages), and a run that touches an older one is merged into it up to 512 pages (less
+/// under a small budget: the core's `merge_span`), so 1024 runs follow at least 4 MiB of
+/// scattered single-page faults and up to 2 GiB of streams; the pages of older runs stay
+/// mapped, out of the budget's reach, until the mm or a deregistration unmaps them. Recording
+/// a run moves the index of those after it (sorted by address), so they are kept few.
 const RUNS: usize = 1024;
 
 /// The budget and what it did.
@@ -37,13 +38,15 @@ pub(crate) struct Budget {
 impl Budget {
     /// A budget of `limit` pages.
     pub(crate) fn new(limit: u64) -> Result<Self> {
-        Ok(Budget {
+        let mut b = Budget {
             limit,
             runs: KBox::new(RunLru::new(), GFP_KERNEL_ACCOUNT)?,
             evicted_pages: 0,
             evictions: 0,
             last_victim: 0,
-        })
+        };
+        b.set_limit(limit);
+        Ok(b)
     }
 
     /// Unmap run `r` from the mirror; returns the pages that went.
@@ -68,9 +71,11 @@ impl Budget {
         }
     }
 
-    /// Set the limit (`BUDGET`); [`Budget::enforce`] applies it.
+    /// Set the limit (`BUDGET`), and the span up to which touching runs merge with it (the
+    /// core's `merge_span`); [`Budget::enforce`] applies it.
     pub(crate) fn set_limit(&mut self, pages: u64) {
         self.limit = pages;
+        self.runs.set_merge_max(merge_span(pages) * PAGE_SIZE as u64);
     }
 
     /// Pages evicted so far, and runs evicted.
