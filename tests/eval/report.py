@@ -538,21 +538,29 @@ def report(raw, out, figdir, meta):
     procs = {}
     fair = None
     for run in runs:
+        # Each run's figures, and its ratios to its own single process.
+        mine = {(o.get("path", "ioctl"), o["processes"]): o for o in run if o.get("bench") == "processes"}
+        for (path, n), o in mine.items():
+            one = mine.get((path, 1), {}).get("aggregate_mbps", 0) or 1
+            procs.setdefault((path, n), []).append((o, o["aggregate_mbps"] / one))
         for o in run:
-            if o.get("bench") == "processes":
-                procs.setdefault((o.get("path", "ioctl"), o["processes"]), o)
             if o.get("bench") == "fairness" and fair is None:
                 fair = o
     if procs:
-        one = lambda path: procs.get((path, 1), {}).get("aggregate_mbps", 0) or 1
-        w(heading(f"Processes sharing one engine ({fmt_size(next(iter(procs.values()))['size'])} "
+        size = next(iter(procs.values()))[0][0]["size"]
+        med = statistics.median
+        w(heading(f"Processes sharing one engine ({fmt_size(size)} "
                   "copies, pinned, each process on its own context)"))
-        w(table(["path", "processes", "aggregate MB/s", "vs one process", "Jain's index"],
+        w(table(["path", "processes", "aggregate MB/s", "vs one process", "vs one: runs", "Jain's index"],
                 [[("COPY + WAIT" if path == "ioctl" else "user-level queue"), str(n),
-                  f"{o['aggregate_mbps']:.0f}", f"{o['aggregate_mbps'] / one(path):.2f}", f"{o['jain']:.3f}"]
-                 for (path, n), o in sorted(procs.items())]) + "\n")
-        w("Each process copies one buffer at a time (COPY then WAIT, or posted on its own\n"
-          "user-level queue and waited for asleep, QUEUE_WAIT) for the same time (first run); the\n"
+                  f"{med(o['aggregate_mbps'] for o, _ in xs):.0f}", f"{med(r for _, r in xs):.2f}",
+                  f"{min(r for _, r in xs):.2f}-{max(r for _, r in xs):.2f}",
+                  f"{med(o['jain'] for o, _ in xs):.3f}"]
+                 for (path, n), xs in sorted(procs.items())]) + "\n")
+        w("Medians over runs; *vs one*: each run against its own single process, and the range\n"
+          "of that over runs. "
+          "Each process copies one buffer at a time (COPY then WAIT, or posted on its own\n"
+          "user-level queue and waited for asleep, QUEUE_WAIT) for the same time; the\n"
           "engine's data path arbitrates round-robin between contexts, one 64 KiB quantum a turn.\n"
           "Jain's index is over the processes' own throughputs (1: all equal). The aggregate runs\n"
           "to the last process's result (before 93bd3a2 it ran to their exit, and counted their\n"
