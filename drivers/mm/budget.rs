@@ -75,7 +75,8 @@ impl Budget {
     /// core's `merge_span`); [`Budget::enforce`] applies it.
     pub(crate) fn set_limit(&mut self, pages: u64) {
         self.limit = pages;
-        self.runs.set_merge_max(merge_span(pages) * PAGE_SIZE as u64);
+        self.runs
+            .set_merge_max(merge_span(pages) * PAGE_SIZE as u64);
     }
 
     /// Pages evicted so far, and runs evicted.
