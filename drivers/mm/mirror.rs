@@ -309,6 +309,10 @@ impl Mirror {
     /// Nodes that marking pages `[first, end)` takes.
     fn nodes_for(&self, first: u64, end: u64) -> usize {
         let (first, last) = (first / BLOCK_PAGES, (end - 1) / BLOCK_PAGES);
+        if first == last {
+            // One span (a fault's, usually): a lookup, not a cursor.
+            return usize::from(self.tree.get(&first).is_none());
+        }
         let mut present = 0;
         let mut k = first;
         while let Some(key) = self.next_slot(k).filter(|&key| key <= last) {
@@ -348,7 +352,12 @@ impl Mirror {
         // nothing).
         let skip = |vpn| skip(vpn) || !f.requested(vpn);
         // Nothing of the range mirrored yet (the usual first fault): no page needs looking up.
-        let fresh = !self.any_in(f.first, f.first + n as u64);
+        // One page: its entry (one walk of the tree, where `any_in` takes two).
+        let fresh = if n == 1 {
+            self.entry(f.first).is_none()
+        } else {
+            !self.any_in(f.first, f.first + n as u64)
+        };
         let mut run = Run::default();
         let mut mapped = 0;
         let mut i = 0;
@@ -426,18 +435,32 @@ impl Mirror {
             return Ok(0);
         }
         let end = r.vpn + r.pages;
+        let (k, i) = slot_of(r.vpn);
+        if end <= (k + 1) * BLOCK_PAGES {
+            // Within one span (a fault's run, usually): one walk of the tree finds its slot or
+            // where it goes, before anything is mapped.
+            let slot = match self.tree.entry(k) {
+                Entry::Occupied(o) => {
+                    Self::map_pages(dom, &r)?;
+                    o.into_mut()
+                }
+                Entry::Vacant(v) => {
+                    let node = nodes.pop().ok_or(ENOMEM)?;
+                    // On an error the node is freed (a caller that tries again reserves more).
+                    Self::map_pages(dom, &r)?;
+                    v.insert(Slot::default(), node)
+                }
+            };
+            for j in i..i + r.pages as usize {
+                slot.set(j, r.flags);
+            }
+            self.pages += r.pages;
+            return Ok(r.pages);
+        }
         if nodes.len() < self.nodes_for(r.vpn, end) {
             return Err(ENOMEM);
         }
-        // Shorter than a block ([`Run::extend`]), so the domain maps it with pages, which can
-        // be unmapped one by one.
-        dom.map_size(
-            r.vpn << PAGE_SHIFT,
-            r.phys,
-            r.pages as usize * PAGE_SIZE,
-            prot(r.flags),
-            true,
-        )?;
+        Self::map_pages(dom, &r)?;
         let mut vpn = r.vpn;
         while vpn < end {
             let (k, i) = slot_of(vpn);
@@ -451,6 +474,18 @@ impl Mirror {
         }
         self.pages += r.pages;
         Ok(r.pages)
+    }
+
+    /// Map run `r` in the domain. Shorter than a block ([`Run::extend`]), so the domain maps
+    /// it with pages, which can be unmapped one by one.
+    fn map_pages(dom: &impl IoPageTable, r: &Run) -> Result {
+        dom.map_size(
+            r.vpn << PAGE_SHIFT,
+            r.phys,
+            r.pages as usize * PAGE_SIZE,
+            prot(r.flags),
+            true,
+        )
     }
 
     /// Unmap every mirrored page in `[start, end)` (bytes), whole blocks included. Returns
