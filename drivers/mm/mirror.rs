@@ -140,6 +140,13 @@ impl Slot {
         }
     }
 
+    /// Pages `from..from + n` mapped with `flags`.
+    fn set_run(&mut self, from: usize, n: usize, flags: u8) {
+        for i in from..from + n {
+            self.set(i, flags);
+        }
+    }
+
     fn clear(&mut self, i: usize) {
         let bit = !(1u64 << (i % 64));
         self.mapped[i / 64] &= bit;
@@ -451,26 +458,22 @@ impl Mirror {
                     v.insert(Slot::default(), node)
                 }
             };
-            for j in i..i + r.pages as usize {
-                slot.set(j, r.flags);
+            slot.set_run(i, r.pages as usize, r.flags);
+        } else {
+            // Across spans: every slot it lacks has a node before anything is mapped.
+            if nodes.len() < self.nodes_for(r.vpn, end) {
+                return Err(ENOMEM);
             }
-            self.pages += r.pages;
-            return Ok(r.pages);
-        }
-        if nodes.len() < self.nodes_for(r.vpn, end) {
-            return Err(ENOMEM);
-        }
-        Self::map_pages(dom, &r)?;
-        let mut vpn = r.vpn;
-        while vpn < end {
-            let (k, i) = slot_of(vpn);
-            let stop = end.min((k + 1) * BLOCK_PAGES);
-            // Enough nodes for the slots the run lacks (checked above).
-            let s = self.slot_mut(k, nodes)?;
-            for j in i..i + (stop - vpn) as usize {
-                s.set(j, r.flags);
+            Self::map_pages(dom, &r)?;
+            let mut vpn = r.vpn;
+            while vpn < end {
+                let (k, i) = slot_of(vpn);
+                let stop = end.min((k + 1) * BLOCK_PAGES);
+                // Enough nodes for the slots the run lacks (checked above).
+                self.slot_mut(k, nodes)?
+                    .set_run(i, (stop - vpn) as usize, r.flags);
+                vpn = stop;
             }
-            vpn = stop;
         }
         self.pages += r.pages;
         Ok(r.pages)
