@@ -20,7 +20,7 @@ HDR = struct.Struct("<HBBHHIIIiQQQQHHI")
 MAGIC, VERSION = 0xEDA0, 2
 OPS = {1: "WRITE", 2: "READ_REQ", 3: "READ_RESP", 4: "ACK", 5: "NACK", 6: "RESUME", 7: "MAILBOX",
        8: "WRITE_IMM", 9: "ABORT"}
-NACK = {1: "FAULT", 2: "NOT_READY", 3: "SEQUENCE", 4: "RNR"}
+NACK = {1: "FAULT", 2: "NOT_READY", 3: "SEQUENCE", 4: "RNR", 5: "AHEAD"}
 
 
 def _table():

@@ -34,6 +34,7 @@ class Pcap(unittest.TestCase):
         self.assertIn("payload_len", pcap.decode(packet(), 200))
         self.assertIn("short", pcap.decode(b"\xa0\xed", 2))
         self.assertEqual("-ENOKEY", pcap.status(pcap.decode(packet(5, b"", -126), 64)["status"]))
+        self.assertEqual("AHEAD", pcap.status(pcap.decode(packet(5, b"", 5), 64)["status"]))
 
     def test_records(self):
         with tempfile.NamedTemporaryFile(suffix=".pcap", delete=False) as f:

@@ -37,6 +37,7 @@
 #define EXANEST_NACK_NOT_READY  2
 #define EXANEST_NACK_SEQUENCE   3
 #define EXANEST_NACK_RNR        4
+#define EXANEST_NACK_AHEAD      5   /* a page ahead: nothing from it on */
 
 /* Why exanest_pkt_decode() refused a packet */
 #define EXANEST_BAD_SIZE        (-1)
@@ -342,6 +343,14 @@ bool exanest_rx_slot(const ExanestRecvTable *t, uint32_t i,
                      ExanestRxSlot *out);
 /* Channel token (not 0) reports slot i's fault: whether it may */
 bool exanest_rx_hold(ExanestRecvTable *t, uint32_t i, uint32_t token);
+/*
+ * Placing packet seq of slot i (has_seq false: the RESUME of its last page
+ * ahead) found its page at addr, past the bytes placed, missing, and idle
+ * channel token can report it: the NACK AHEAD (reply false: not taken)
+ */
+ExanestRxStep exanest_rx_fault_ahead(ExanestRecvTable *t, uint32_t i,
+                                     bool has_seq, uint32_t seq,
+                                     uint64_t addr, uint32_t token);
 /* Channel token stopped: the fault waits for another channel */
 void exanest_rx_release(ExanestRecvTable *t, uint32_t i, uint32_t token);
 /* The driver resolved it (the RESUME), or refused it with status (the NACK) */

@@ -908,8 +908,11 @@ static void net_on_nack(PldmaChannel *c, uint64_t off, int32_t status,
                                            net_now());
 
     if (e.nacks && e.what != EXANEST_SEND_COMPLETED &&
-        c->a_op != PLDMA_OP_GET) {
-        /* Stop sending at once: what has not left yet will not. */
+        c->a_op != PLDMA_OP_GET && status != EXANEST_NACK_AHEAD) {
+        /*
+         * Stop sending at once: what has not left yet will not (AHEAD: what
+         * is below the page still goes).
+         */
         exanest_send_withdrawn(c->snd,
                                net_tx_withdraw(s, c->a_peer, c->op_id));
     }
@@ -1160,54 +1163,63 @@ static void net_ack_timer(void *opaque)
     net_ack_arm(s);
 }
 
+/* An idle channel of @x, or NULL. */
+static PldmaChannel *net_idle_channel(PldmaContext *x)
+{
+    for (unsigned n = 0; n < x->dev->nchan; n++) {
+        if (x->ch[n].state == PLDMA_STATE_IDLE) {
+            return &x->ch[n];
+        }
+    }
+    return NULL;
+}
+
+/* Channel @c, which holds slot @i (@r), reports its page at @addr: FAULT. */
+static void net_rx_fault_on(PldmaChannel *c, uint32_t i, const ExanestRxSlot *r,
+                            uint64_t addr)
+{
+    PldmaContext *x = c->ctx;
+
+    c->origin = PLDMA_ORIGIN_NET_RX;
+    c->rx = i;
+    c->rx_src = r->src;
+    c->op_id = r->op_id;
+    c->a_op = PLDMA_OP_COPY;
+    /*
+     * 2.10: the op's range here (a READ_REQ's source, a WRITE's destination;
+     * none for a MAILBOX, whose ring slot is all it writes), which SRC, DST
+     * and LEN read in FAULT: the driver maps the rest of it ahead
+     */
+    c->a_src = r->kind == EXANEST_RX_READ ? r->addr : 0;
+    c->a_dst = r->kind == EXANEST_RX_WRITE ||
+               r->kind == EXANEST_RX_WRITE_IMM ? r->addr : 0;
+    c->a_len = r->kind == EXANEST_RX_MAILBOX ? 0 : r->len;
+    c->wr_id = 0;
+    c->done = r->placed;
+    c->nack_status = PLDMA_CQE_ABORTED;
+    c->fault_addr = addr;
+    c->fault_info = pldma_fault_info(r->kind != EXANEST_RX_READ,
+                                     PLDMA_CAUSE_TRANSLATION);
+    c->faults = 1;
+    c->state = PLDMA_STATE_FAULT;
+    c->err = PLDMA_ERR_NONE;
+    trace_exanest_pldma_fault(x->index, c - x->ch, r->kind != EXANEST_RX_READ,
+                              addr, PLDMA_CAUSE_TRANSLATION, 0);
+    pldma_frec_fault(c);
+    x->irq_status |= 1u << (c - x->ch);
+    pldma_update_irq(x->dev);
+}
+
 /* Report slot @i's fault on an idle channel of @x, if one is. */
 static void net_rx_report(PldmaContext *x, uint32_t i)
 {
     PldmaState *s = x->dev;
+    PldmaChannel *c = net_idle_channel(x);
     ExanestRxSlot r;
 
-    if (!exanest_rx_slot(s->net.rxt, i, &r)) {
-        return;
-    }
-    for (unsigned n = 0; n < s->nchan; n++) {
-        PldmaChannel *c = &x->ch[n];
-
-        if (c->state != PLDMA_STATE_IDLE) {
-            continue;
-        }
-        if (!exanest_rx_hold(s->net.rxt, i, net_token(c))) {
-            return;
-        }
-        c->origin = PLDMA_ORIGIN_NET_RX;
-        c->rx = i;
-        c->rx_src = r.src;
-        c->op_id = r.op_id;
-        c->a_op = PLDMA_OP_COPY;
-        /*
-         * 2.10: the op's range here (a READ_REQ's source, a WRITE's
-         * destination; none for a MAILBOX, whose ring slot is all it
-         * writes), which SRC, DST and LEN read in FAULT: the driver maps
-         * the rest of it ahead
-         */
-        c->a_src = r.kind == EXANEST_RX_READ ? r.addr : 0;
-        c->a_dst = r.kind == EXANEST_RX_WRITE ||
-                   r.kind == EXANEST_RX_WRITE_IMM ? r.addr : 0;
-        c->a_len = r.kind == EXANEST_RX_MAILBOX ? 0 : r.len;
-        c->wr_id = 0;
-        c->done = r.placed;
-        c->nack_status = PLDMA_CQE_ABORTED;
-        c->fault_addr = r.fault_addr;
-        c->fault_info = pldma_fault_info(r.kind != EXANEST_RX_READ,
-                                         PLDMA_CAUSE_TRANSLATION);
-        c->faults = 1;
-        c->state = PLDMA_STATE_FAULT;
-        c->err = PLDMA_ERR_NONE;
-        trace_exanest_pldma_fault(x->index, n, r.kind != EXANEST_RX_READ,
-                                  r.fault_addr, PLDMA_CAUSE_TRANSLATION, 0);
-        pldma_frec_fault(c);
-        x->irq_status |= 1u << n;
-        pldma_update_irq(s);
-        return;
+    if (c && exanest_rx_slot(s->net.rxt, i, &r) &&
+        exanest_rx_hold(s->net.rxt, i, net_token(c))) {
+        net_rx_fault_on(c, i, &r, r.fault_addr);
     }
 }
 
@@ -1237,6 +1249,9 @@ void pldma_net_channel_freed(PldmaContext *x)
     }
 }
 
+static void net_rx_look_ahead(PldmaContext *x, uint32_t i, uint64_t end,
+                              bool has_seq, uint32_t seq);
+
 /* The driver resolved the fault channel c reports: RESUME the sender. */
 void pldma_net_rx_resume(PldmaChannel *c)
 {
@@ -1248,6 +1263,16 @@ void pldma_net_rx_resume(PldmaChannel *c)
     if (c->rx >= 0) {
         e = exanest_rx_resolved(s->net.rxt, c->rx, net_token(c));
         net_rx_do(s, &e, 0);
+        if (e.reply && e.answer.op == EXANEST_PKT_RESUME &&
+            c->rx < PLDMA_NET_RX_OPS) {
+            /* The data comes on from there: look on from there too. */
+            uint64_t *miss = &s->net.la_miss[c->rx];
+
+            if (*miss && e.answer.addr + e.answer.offset >= *miss - 1) {
+                *miss = 0;
+            }
+            net_rx_look_ahead(c->ctx, c->rx, e.answer.offset, false, 0);
+        }
     }
     pldma_pump(c->ctx);
 }
@@ -1292,43 +1317,66 @@ static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
                           uint64_t *fault);
 
 /*
- * A WRITE placed in order up to @end of its op, in slot @i: look a distance
- * ahead (property rx-lookahead, bytes; 0: never) and check that the op's
- * page there translates, as a device with an address translation cache
- * fetches translations before its data needs them. One that does not is
- * recorded by the SMMU, if its CD says so (the driver's default is not to:
- * Documentation/design.rst, "The IOMMU's report of a fault"), and the
- * driver resolves that report while the data before it still arrives: if
- * the page is mapped by the time its data comes, nothing is NACKed or sent
- * again. Each page is checked once, as the distance's end passes it; after
- * a page that did not translate, none is checked until the data has passed
- * it (one SMMU report per miss).
+ * Slot @i of @x, a WRITE placed in order up to @end: look up to a distance
+ * ahead (property rx-lookahead, bytes; 0: never) for a page of the op that
+ * does not translate, as a device with an address translation cache fetches
+ * translations before its data needs them; each page is looked at once. The
+ * first one missing is reported on an idle channel of @x, as a receiver's
+ * fault is, and its sender NACKed AHEAD from it (echoing packet @seq; with
+ * !@has_seq, what the op's last page ahead echoed): the sender sends nothing
+ * from there until that fault's RESUME, while the data before it still comes
+ * and is placed (netrx::RecvTable::fault_ahead). None is looked at past it
+ * until the data or its RESUME passes it. (The SMMU records the miss too, if
+ * its CD says so: the driver's default is not to.)
  */
-static void net_rx_look_ahead(PldmaState *s, PCIDevice *fn,
-                              const ExanestPkt *k, uint32_t i, uint64_t end)
+static void net_rx_look_ahead(PldmaContext *x, uint32_t i, uint64_t end,
+                              bool has_seq, uint32_t seq)
 {
+    PldmaState *s = x->dev;
     PldmaNet *n = &s->net;
-    uint64_t op = (uint64_t)k->src << 32 | k->op_id;
-    uint64_t page;
+    AddressSpace *as = pci_get_address_space(pldma_ctx_master(x));
+    ExanestRxSlot r;
+    PldmaChannel *c;
+    ExanestRxStep e;
+    uint64_t op, page, last;
 
-    if (!n->rx_lookahead || i >= PLDMA_NET_RX_OPS || end >= k->len ||
-        (k->op != EXANEST_PKT_WRITE && k->op != EXANEST_PKT_WRITE_IMM)) {
+    if (!n->rx_lookahead || i >= PLDMA_NET_RX_OPS ||
+        !exanest_rx_slot(n->rxt, i, &r) || end >= r.len ||
+        (r.kind != EXANEST_RX_WRITE && r.kind != EXANEST_RX_WRITE_IMM)) {
         return;
     }
+    op = (uint64_t)r.src << 32 | r.op_id;
     if (n->la_op[i] != op) {
         n->la_op[i] = op;
         n->la_miss[i] = 0;
+        n->la_next[i] = 0;
     }
-    if (n->la_miss[i] && k->addr + end <= n->la_miss[i] - 1) {
+    if (n->la_miss[i] && r.addr + end <= n->la_miss[i] - 1) {
         return;     /* the data has not passed the last miss yet */
     }
     n->la_miss[i] = 0;
-    page = QEMU_ALIGN_DOWN(k->addr + MIN(end + n->rx_lookahead, k->len) - 1,
+    last = QEMU_ALIGN_DOWN(r.addr + MIN(end + n->rx_lookahead, r.len) - 1,
                            PLDMA_PAGE);
-    if (!dma_memory_valid(pci_get_address_space(fn), page, 1,
-                          DMA_DIRECTION_FROM_DEVICE, MEMTXATTRS_UNSPECIFIED)) {
-        n->la_miss[i] = page + 1;
-        trace_exanest_pldma_net_lookahead(k->src, k->op_id, end, page);
+    page = MAX(QEMU_ALIGN_DOWN(r.addr + end, PLDMA_PAGE), n->la_next[i]);
+    while (page <= last &&
+           dma_memory_valid(as, page, 1, DMA_DIRECTION_FROM_DEVICE,
+                            MEMTXATTRS_UNSPECIFIED)) {
+        page += PLDMA_PAGE;
+    }
+    n->la_next[i] = MAX(n->la_next[i], MIN(page, last) + PLDMA_PAGE);
+    if (page > last) {
+        return;
+    }
+    n->la_miss[i] = page + 1;
+    trace_exanest_pldma_net_lookahead(r.src, r.op_id, end, page);
+    c = net_idle_channel(x);
+    if (!c) {
+        return;     /* the data meets it, as a fault */
+    }
+    e = exanest_rx_fault_ahead(n->rxt, i, has_seq, seq, page, net_token(c));
+    if (e.reply) {
+        net_rx_do(s, &e, 0);
+        net_rx_fault_on(c, i, &r, page);
     }
 }
 
@@ -1356,15 +1404,15 @@ static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i,
 
     net_count(s, PLDMA_NET_CNT_PLACED_BYTES, got);
     trace_exanest_pldma_net_place(x->index, k->src, k->op_id, k->offset, got);
-    if (!ahead && got == k->plen) {
-        net_rx_look_ahead(s, fn, k, i, k->offset + got);
-    }
     if (k->op == EXANEST_PKT_WRITE_IMM && got == k->plen &&
         k->offset + k->plen == k->len && !net_imm_place(fn, x, k, &fault)) {
         got = 0;
     }
     e = exanest_rx_placed(s->net.rxt, i, k, got, got < k->plen, fault);
     net_rx_after(x, &e, k->ep);
+    if (!ahead && got == k->plen) {
+        net_rx_look_ahead(x, i, k->offset + got, true, k->seq);
+    }
     if (!e.reply && !timer_pending(s->net.ack_timer)) {
         /*
          * An ACK owed from now: due after the delay. A pending timer is due
@@ -2242,6 +2290,7 @@ void pldma_net_reset(PldmaState *s)
     exanest_rx_reset(n->rxt);
     memset(n->la_op, 0, sizeof(n->la_op));
     memset(n->la_miss, 0, sizeof(n->la_miss));
+    memset(n->la_next, 0, sizeof(n->la_next));
     timer_del(n->ack_timer);
     exanest_rtt_clear(n->rtt);
     n->ep_sel = n->rkey_sel = n->src_sel = 0;

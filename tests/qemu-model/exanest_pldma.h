@@ -202,6 +202,7 @@ typedef struct PldmaNet {
     ExanestRecvTable *rxt;
     /* Per receive slot: its op (source << 32 | op id), 1 + its last miss. */
     uint64_t la_op[PLDMA_NET_RX_OPS], la_miss[PLDMA_NET_RX_OPS];
+    uint64_t la_next[PLDMA_NET_RX_OPS];     /* the next page to look at */
     /* The round trip and the window of each peer (RttTable). */
     ExanestRttTable *rtt;
 } PldmaNet;

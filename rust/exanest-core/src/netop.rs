@@ -194,6 +194,14 @@ pub struct SendOp {
     pub resumes: u32,
     /// Probes sent while paused.
     pub probes: u32,
+    /// A PUT's receiver NACKed AHEAD ([`Nack::Ahead`]): nothing is sent from this offset on
+    /// until it RESUMEs from there; (the offset, the sequence number its NACK echoed).
+    cap: Option<(u64, u32)>,
+    /// The furthest offset a RESUME of a cap came for: a NACK AHEAD at or below it is a
+    /// duplicate or late (each page ahead is NACKed once), and caps nothing.
+    lifted: u64,
+    /// NACK AHEADs acted on.
+    pub aheads: u32,
 }
 
 /// What an event did to the sending side.
@@ -284,6 +292,9 @@ impl SendOp {
             nacks: 0,
             resumes: 0,
             probes: 0,
+            cap: None,
+            lifted: 0,
+            aheads: 0,
         }
     }
 
@@ -487,14 +498,15 @@ impl SendOp {
             return Some((off, n.min(u64::from(self.p.mtu)) as u32));
         }
         let next = self.next_unplaced();
-        if next >= self.len || next - self.acked >= self.p.window {
+        let end = self.cap.map_or(self.len, |(c, _)| c.min(self.len));
+        if next >= end || next - self.acked >= self.p.window {
             return None;
         }
         if self.p.first_alone && !self.first_heard && next > self.acked {
             // The first packet is out: the rest waits for the receiver's answer to it.
             return None;
         }
-        let room = (self.p.window - (next - self.acked)).min(self.len - next);
+        let room = (self.p.window - (next - self.acked)).min(end - next);
         let mut n = room.min(u64::from(self.p.mtu));
         if self.p.kind == Kind::Put && u64::from(self.p.mtu) == BLOCK {
             n = n.min(BLOCK - next % BLOCK);
@@ -738,6 +750,7 @@ impl SendOp {
             if self.acked == self.len {
                 return self.end(0);
             }
+            self.pause_at_cap();
             self.deadline = (self.next > self.acked || self.state == SendState::Paused)
                 .then(|| now.saturating_add(self.rto));
             self.arm_probe(now);
@@ -781,6 +794,9 @@ impl SendOp {
     /// comes; any other NACK that answers a packet sent before the op last went back or
     /// resumed is stale (a delayed or duplicated answer) and changes nothing.
     pub fn on_nack(&mut self, off: u64, why: Nack, echo: u32, now: u64) -> SendEvent {
+        if why == Nack::Ahead {
+            return self.on_ahead(off, echo, now);
+        }
         if matches!(self.state, SendState::Done(_)) || off > self.high {
             return SendEvent::None;
         }
@@ -839,6 +855,10 @@ impl SendOp {
             // sent again.
             self.set_acked(off);
         }
+        if self.cap.is_some_and(|(c, _)| self.acked >= c) {
+            // The data met the page ahead: this pause waits for its RESUME.
+            self.cap = None;
+        }
         if why == Nack::Fault && self.acked == 0 {
             self.first_answer(true);
         }
@@ -856,11 +876,69 @@ impl SendOp {
         SendEvent::None
     }
 
+    /// NACK AHEAD from `off` (a PUT's): the receiver found that its page at `off`, past the
+    /// bytes it has placed, does not translate, and resolves it while the bytes below come.
+    /// Nothing is sent from `off` on until its RESUME; what was sent below is placed as it
+    /// comes, and its losses recovered as any. Once everything below `off` is placed, the op
+    /// waits for that RESUME as for a fault's (probing while it waits).
+    fn on_ahead(&mut self, off: u64, echo: u32, now: u64) -> SendEvent {
+        if matches!(self.state, SendState::Done(_))
+            || self.p.kind == Kind::Get
+            || off < self.acked
+            || off >= self.len
+            || off <= self.lifted
+            || self.cap.is_some_and(|(c, _)| c <= off)
+        {
+            return SendEvent::None;
+        }
+        self.aheads += 1;
+        self.cap = Some((off, echo));
+        self.first_heard = true;
+        if self.pause_at_cap() {
+            self.deadline = Some(now.saturating_add(self.rto));
+            self.probe_at = None;
+        }
+        SendEvent::None
+    }
+
+    /// Whether the op now waits for the RESUME of its cap ([`SendOp::on_ahead`]): every byte
+    /// below it placed, and nothing sent from it on (data sent into the page before the NACK
+    /// AHEAD came meets the fault there, or is placed if the page translates by then). It
+    /// then pauses as on a NACK FAULT of that packet.
+    fn pause_at_cap(&mut self) -> bool {
+        let Some((c, echo)) = self.cap else {
+            return false;
+        };
+        if self.state != SendState::Sending || self.acked != c || self.next > c {
+            return false;
+        }
+        self.cap = None;
+        self.lifted = self.lifted.max(c);
+        self.state = SendState::Paused;
+        self.pause_echo = echo;
+        self.quiet = true;
+        true
+    }
+
     /// The receiver (GET: the responder) can take the op again from `off`. It echoes the
     /// sequence number of the packet it NACKed (or of a later probe): a RESUME for an older
     /// pause, or a duplicate after the op went on, is stale and changes nothing.
     pub fn on_resume(&mut self, off: u64, echo: u32, now: u64) -> SendEvent {
-        if matches!(self.state, SendState::Done(_)) || off > self.high {
+        if matches!(self.state, SendState::Done(_)) {
+            return SendEvent::None;
+        }
+        if self.cap.is_some_and(|(c, _)| c == off) && (off > self.acked || self.next > off) {
+            // The page ahead is resolved, with bytes below it (or the data sent into it
+            // before the NACK AHEAD came) still on the way: only the cap goes. Lifting it
+            // is all this RESUME can do, whenever it comes (a late or duplicated one lifts
+            // nothing: a newer cap is always further on).
+            self.cap = None;
+            self.lifted = self.lifted.max(off);
+            self.resumes += 1;
+            self.arm_probe(now);
+            return SendEvent::None;
+        }
+        if off > self.high {
             return SendEvent::None;
         }
         let mark = if self.state == SendState::Paused {
@@ -884,6 +962,9 @@ impl SendOp {
             }
             if off > self.acked {
                 self.set_acked(off);
+            }
+            if self.cap.is_some_and(|(c, _)| off >= c) {
+                self.cap = None;
             }
         }
         self.resumes += 1;
@@ -1066,6 +1147,10 @@ impl SendOp {
         self.since = self.seq;
         self.gap_asked = false;
         self.state = SendState::Sending;
+        if self.pause_at_cap() {
+            self.deadline = Some(now.saturating_add(self.rto));
+            return SendEvent::None;
+        }
         // Armed again; a window that sends nothing before it fires disarms it, and the next
         // packet sent arms it.
         self.deadline = Some(now.saturating_add(self.rto));
@@ -1692,19 +1777,25 @@ mod tests {
             dup,
             reorder,
             hold: (0, 0),
+            ahead: 0,
         };
         simulate_link(seed, len, link, faults, resolve_ns, imm, p)
     }
 
     /// The simulated link: per mille of the packets dropped and duplicated, whether every
     /// packet is delayed at random by up to 3 latencies, and (per mille, most ns) the packets
-    /// held back (the others overtake them), as make check's switch holds them.
+    /// held back (the others overtake them), as make check's switch holds them. `ahead`: how
+    /// far past the data placed in order the receiver looks for a page that does not
+    /// translate (the model's `rx-lookahead`, as it looks: the page at that distance, once per
+    /// page, none while the data has not passed the last one missing), 0 never; one it finds
+    /// is resolved on a second channel ([`RecvTable::fault_ahead`]).
     #[derive(Clone, Copy)]
     struct Link {
         drop: u64,
         dup: u64,
         reorder: bool,
         hold: (u64, u64),
+        ahead: u64,
     }
 
     /// As [`simulate_with`], over `link`.
@@ -1722,6 +1813,7 @@ mod tests {
             dup,
             reorder,
             hold,
+            ahead,
         } = link_;
         const PAGE: u64 = 4096;
         let mut rng = Rng(seed | 1);
@@ -1738,6 +1830,9 @@ mod tests {
         let mut placed = vec![0u8; len as usize];
         let mut link: VecDeque<(u64, Pkt)> = VecDeque::new(); // (arrival time, packet)
         let mut resolve_at: Option<u64> = None;
+        // The page ahead being resolved (channel token 2), and the look-ahead's last miss.
+        let mut ahead_at: Option<u64> = None;
+        let (mut la_miss, mut la_next): (Option<u64>, u64) = (None, 0);
         let mut completions = 0;
         // A WRITE_IMM: the ring's room (full at first), when it frees, what it took.
         let (mut room, mut free_at, mut in_ring) = (!imm, None::<(u64, usize)>, 0);
@@ -1779,6 +1874,7 @@ mod tests {
             let t = [
                 t_link,
                 resolve_at,
+                ahead_at,
                 s.deadline(),
                 free_at.map(|(t, _)| t),
                 rx.ack_due(),
@@ -1797,6 +1893,33 @@ mod tests {
                 mapped[(at / PAGE) as usize] = true;
                 if let Some(pk) = sim_reply(&rx.resolved(i, 1)) {
                     send(&mut link, &mut rng, now, pk);
+                }
+            }
+            if ahead_at.is_some_and(|t| t <= now) {
+                // The channel that took the page ahead: the page, or the fault it became
+                // when the data came to it first.
+                ahead_at = None;
+                let r = rx.slot(0).unwrap();
+                if let Some(addr) = r
+                    .ahead()
+                    .map(|(_, a, _)| a)
+                    .or((r.state() == RxState::Faulted && r.holder() == 2).then(|| r.fault_addr()))
+                {
+                    mapped[((addr - BASE) / PAGE) as usize] = true;
+                }
+                let was = rx.slot(0).unwrap().ahead().map(|(off, _, _)| off);
+                if let Some(pk) = sim_reply(&rx.resolved(0, 2)) {
+                    send(&mut link, &mut rng, now, pk);
+                }
+                if let Some(off) = was {
+                    // The engine looks on from the page resolved.
+                    la_miss = None;
+                    let la = (&mut la_miss, &mut la_next);
+                    let nack = look_ahead(&mut rx, &mapped, la, (off, ahead, len), None);
+                    if let Some(pk) = nack.as_ref().and_then(sim_reply) {
+                        send(&mut link, &mut rng, now, pk);
+                        ahead_at = Some(now + resolve_ns);
+                    }
                 }
             }
             if let Some((_, i)) = free_at.filter(|&(t, _)| t <= now) {
@@ -1879,6 +2002,21 @@ mod tests {
                                 in_ring += 1;
                             }
                             st = rx.placed(i, &h, at - off, fault);
+                            let end = off + u64::from(n);
+                            let look = ahead != 0
+                                && fault.is_none()
+                                && end < len
+                                && la_miss.is_none_or(|m| end > m);
+                            if look {
+                                la_miss = None;
+                                let la = (&mut la_miss, &mut la_next);
+                                let nack =
+                                    look_ahead(&mut rx, &mapped, la, (end, ahead, len), Some(q));
+                                if let Some(pk) = nack.as_ref().and_then(sim_reply) {
+                                    send(&mut link, &mut rng, now, pk);
+                                    ahead_at = Some(now + resolve_ns);
+                                }
+                            }
                         }
                         if let Act::Report(i) = st.act {
                             assert!(rx.hold(i, 1), "seed {seed}");
@@ -1928,6 +2066,29 @@ mod tests {
         s
     }
 
+    /// The simulated receiver's look-ahead, as the model's: from the data placed up to `end`,
+    /// the pages up to `ahead` bytes further not looked at yet (`la`: the last one missing,
+    /// the next one to look at), up to the first one missing, which channel 2 takes
+    /// ([`RecvTable::fault_ahead`] for packet `seq`). The NACK AHEAD to send, if one.
+    fn look_ahead(
+        rx: &mut RecvTable,
+        mapped: &[bool],
+        la: (&mut Option<u64>, &mut u64),
+        (end, ahead, len): (u64, u64, u64),
+        seq: Option<u32>,
+    ) -> Option<Step> {
+        const PAGE: u64 = netrx::PAGE;
+        let last = ((end + ahead).min(len) - 1) / PAGE;
+        let from = (*la.1).max(end / PAGE * PAGE) / PAGE;
+        let Some(pg) = (from..=last).find(|&g| !mapped[g as usize]) else {
+            *la.1 = (*la.1).max((last + 1) * PAGE);
+            return None;
+        };
+        *la.0 = Some(pg * PAGE);
+        *la.1 = (pg + 1) * PAGE;
+        rx.fault_ahead(0, seq, BASE + pg * PAGE, 2)
+    }
+
     /// A PUT of 8 blocks, all in its window: a 1000 ns timeout, a 250 ns reordering
     /// tolerance.
     fn eight_blocks() -> SendOp {
@@ -1936,6 +2097,44 @@ mod tests {
             ..params(8 * BLOCK, BLOCK as u32, 1000, 8)
         };
         SendOp::new(8 * BLOCK, p)
+    }
+
+    /// NACK AHEAD: nothing is sent from the page on, the bytes below still go, and the
+    /// page's RESUME lifts the cap without saying anything of them; a duplicate NACK AHEAD
+    /// caps nothing. With every byte below the page placed first, the op waits (and probes)
+    /// as for a fault, and the RESUME goes on from the page.
+    #[test]
+    fn a_nack_ahead_stops_the_sender_before_the_page() {
+        const B: u64 = BLOCK;
+        let mut s = eight_blocks();
+        s.next_packet(0);
+        s.next_packet(0);
+        assert_eq!(s.on_nack(4 * B, Nack::Ahead, 1, 5), SendEvent::None);
+        let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(5)).collect();
+        assert_eq!(sent, vec![(2 * B, B as u32), (3 * B, B as u32)]);
+        assert_eq!(s.on_resume(4 * B, 1, 10), SendEvent::None);
+        assert_eq!((s.state(), s.acked()), (SendState::Sending, 0));
+        let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(10)).collect();
+        assert_eq!(sent.len(), 4, "blocks 4 to 7");
+        assert_eq!(s.on_nack(4 * B, Nack::Ahead, 1, 11), SendEvent::None);
+        assert_eq!(s.aheads, 1, "a duplicate");
+        assert_eq!(s.on_ack(8 * B, 0, 7, 12), SendEvent::Completed(0));
+        assert_eq!((s.retransmitted, s.nacks, s.timeouts), (0, 0, 0));
+
+        let mut s = eight_blocks();
+        s.next_packet(0);
+        s.next_packet(0);
+        s.on_nack(2 * B, Nack::Ahead, 0, 1);
+        assert_eq!(s.next_packet(1), None);
+        assert_eq!(s.on_ack(2 * B, 0, 1, 2), SendEvent::None);
+        assert_eq!(s.state(), SendState::Paused);
+        let d = s.deadline().unwrap();
+        assert_eq!(s.on_timeout(d), SendEvent::Probe(2 * B));
+        assert_eq!(s.on_nack(2 * B, Nack::Fault, 2, d + 1), SendEvent::None);
+        assert_eq!(s.on_resume(2 * B, 0, d + 2), SendEvent::None);
+        assert_eq!(s.state(), SendState::Sending);
+        assert_eq!(s.next_packet(d + 2), Some((2 * B, B as u32)));
+        assert_eq!((s.retransmitted, s.timeouts), (0, 0));
     }
 
     /// Selective retransmission (Transport v2, IRN): blocks the receiver placed past a gap are
@@ -2727,6 +2926,48 @@ mod tests {
         assert!(sel * 3.0 < back, "selective {sel}, going back {back}");
     }
 
+    /// Pages found missing ahead of the data (the model's `rx-lookahead`, 64 KiB, as far as
+    /// the window): on a link that loses nothing, the sender stops before each one and waits
+    /// for its RESUME, so that nothing is sent again but into a page missing in the op's first
+    /// window, where each fault the data meets costs what was in flight behind it; and over
+    /// the lossy, duplicating, reordering link every byte is still placed once.
+    #[test]
+    fn pages_missing_ahead_stop_the_sender_before_them() {
+        let p = params(64 * 1024, MTU as u32, 50_000, 20);
+        let run = |seed: u64, ahead: u64, faults: u64, (drop, dup, reorder)| {
+            let link = Link {
+                drop,
+                dup,
+                reorder,
+                hold: (0, 0),
+                ahead,
+            };
+            simulate_link(seed, 4 << 20, link, faults, 20_000, false, p)
+        };
+        let (mut met, mut found, mut aheads) = (0, 0, 0);
+        for seed in 1..9 {
+            // 1 % of the pages fault, resolved in 20 us, about 10 us of the link's data.
+            let s = run(seed * 131, 0, 10, (0, 0, false));
+            met += s.retransmitted;
+            let s = run(seed * 131, 64 * 1024, 10, (0, 0, false));
+            found += s.retransmitted;
+            aheads += s.aheads;
+        }
+        std::println!("faults met: {met} bytes resent; found ahead: {found} ({aheads} NACK AHEAD)");
+        assert!(aheads > 0);
+        assert!(met > 64 * 1024, "the faults met cost nothing: {met}");
+        // What is left: a page missing inside the op's first window, which leaves before any
+        // answer (seed 3's page 12: 16 KiB).
+        assert!(
+            found * 50 < met,
+            "found ahead: {found} bytes sent again, met: {met}"
+        );
+        for seed in 1..40 {
+            run(seed * 7_919, 64 * 1024, 30, (20, 20, true));
+            run(seed * 104_729, 16 * 1024, 100, (10, 5, false));
+        }
+    }
+
     /// Transport v2's reordering target: 1 % of the packets lost and 1 % held back (make
     /// check's switch holds them up to 300 us), 16 MiB puts with tail-loss probes on, over a
     /// link of 1 us each way: what is sent again, over the payload, for holds up to 4 us (two
@@ -2746,6 +2987,7 @@ mod tests {
                     dup: 0,
                     reorder: false,
                     hold: (10, hold_ns),
+                    ahead: 0,
                 };
                 let s = simulate_link(seed * 131, 16 << 20, link, 0, 20_000, false, p);
                 resent += s.retransmitted;

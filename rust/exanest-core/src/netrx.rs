@@ -54,6 +54,9 @@ pub const ENOKEY: i32 = 126;
 /// retransmission). An ACK's `status` says which blocks past its offset are placed.
 pub const BLOCK: u64 = MTU as u64;
 
+/// The engine's page: the granule its translations are looked up in (`PLDMA_PAGE`).
+pub const PAGE: u64 = 4096;
+
 /// Slots that keyless ops (MAILBOX) may hold unfinished at most.
 pub const KEYLESS: usize = 16;
 /// Bytes one READ_REQ is served at most, whatever it asks.
@@ -272,6 +275,16 @@ pub struct Slot {
     owed_at: u64,
     /// The sequence number of the first of them, which their ACK echoes.
     owed_seq: u32,
+    /// A page ahead of the data that does not translate ([`RecvTable::fault_ahead`]): its
+    /// offset in the op (past `placed` when it was found), or 0 for none.
+    ahead: u64,
+    /// Its address.
+    ahead_addr: u64,
+    /// The caller's token of the channel that reports it, or 0 for none.
+    ahead_holder: u32,
+    /// The sequence number of the packet whose placing found it: its NACK AHEAD and RESUME
+    /// echo it.
+    ahead_seq: u32,
 }
 
 impl Slot {
@@ -326,6 +339,11 @@ impl Slot {
     /// [`RxState::Faulted`]: the address that did not translate.
     pub fn fault_addr(&self) -> u64 {
         self.fault_addr
+    }
+    /// The page ahead of the data that a channel reports ([`RecvTable::fault_ahead`]), as
+    /// (its offset in the op, its address, the channel's token), if one does.
+    pub fn ahead(&self) -> Option<(u64, u64, u32)> {
+        (self.ahead_holder != 0).then_some((self.ahead, self.ahead_addr, self.ahead_holder))
     }
     /// [`RxKind::WriteImm`]: the immediate data.
     pub fn imm(&self) -> u32 {
@@ -391,7 +409,11 @@ impl Slot {
     fn reusable(&self, now: u64, idle_ns: u64) -> bool {
         match self.state {
             RxState::Free | RxState::Done | RxState::Error => true,
-            _ => self.holder == 0 && now.saturating_sub(self.last_ns) > idle_ns,
+            _ => {
+                self.holder == 0
+                    && self.ahead_holder == 0
+                    && now.saturating_sub(self.last_ns) > idle_ns
+            }
         }
     }
 }
@@ -897,6 +919,14 @@ impl RecvTable {
             RxState::Done => Step::reply(self.answer(h, Op::Ack, r.placed, 0)),
             RxState::Error => Step::reply(self.answer(h, Op::Nack, r.placed, -r.err)),
             RxState::Faulted | RxState::NotReady | RxState::Rnr => self.still(i, h),
+            // Every byte below a page ahead that is still being resolved is placed: the sender
+            // waits for its RESUME, as for a fault's.
+            RxState::Receiving if r.ahead_holder != 0 && r.placed >= r.ahead => {
+                Step::reply(Reply {
+                    counted: false,
+                    ..self.answer(h, Op::Nack, r.placed, Nack::Fault.status())
+                })
+            }
             // The RESUME was lost.
             RxState::Receiving | RxState::Free => {
                 Step::reply(self.answer(h, Op::Resume, r.placed, 0))
@@ -1213,9 +1243,20 @@ impl RecvTable {
             r.holder = 0;
             r.owed = 0;
             let placed = r.placed;
+            let nack = self.answer(h, Op::Nack, placed, Nack::Fault.status());
+            let r = &mut self.slots[i];
+            if r.ahead_holder != 0 && r.ahead_addr / PAGE == addr / PAGE {
+                // The data came to the page ahead before it was resolved (a packet sent
+                // before the NACK AHEAD came): the channel that reports that page reports
+                // this fault.
+                r.holder = r.ahead_holder;
+                r.ahead_holder = 0;
+                r.ahead = 0;
+                return Step::reply(nack);
+            }
             return Step {
                 act: Act::Report(i),
-                ..Step::reply(self.answer(h, Op::Nack, placed, Nack::Fault.status()))
+                ..Step::reply(nack)
             };
         }
         if r.placed == r.len {
@@ -1316,13 +1357,79 @@ impl RecvTable {
             if token != 0 && r.holder == token {
                 r.holder = 0;
             }
+            if token != 0 && r.ahead_holder == token {
+                // Nobody resolves the page ahead now: the data meets it, as a fault.
+                r.ahead_holder = 0;
+                r.ahead = 0;
+            }
         }
+    }
+
+    /// Placing packet `seq` of op `i` in order found that the op's page at `addr`, past the
+    /// bytes placed, does not translate (the engine looks ahead of the data: the model's
+    /// `rx-lookahead`), and channel `token` (idle, not 0) can report it. `seq` None: the
+    /// RESUME of the op's last page ahead found it (the engine looks on from there), and its
+    /// NACK and RESUME echo what that one's did. The op goes on
+    /// receiving the data below that page, and its sender is NACKed AHEAD from the page's
+    /// offset (or the op's, if the op starts inside that page): it sends nothing from there
+    /// until the RESUME that the channel's resolution sends ([`RecvTable::resolved`]).
+    /// `None` (nothing changes, and the channel is not taken) for a page below what is
+    /// placed, an op that does not place in order (a GET's responder, a MAILBOX) or is not
+    /// receiving, or one with a page ahead reported already.
+    pub fn fault_ahead(
+        &mut self,
+        i: usize,
+        seq: Option<u32>,
+        addr: u64,
+        token: u32,
+    ) -> Option<Step> {
+        let r = self.slots.get_mut(i)?;
+        let off = (addr / PAGE * PAGE).max(r.addr).checked_sub(r.addr)?;
+        if token == 0
+            || r.state != RxState::Receiving
+            || !matches!(r.kind, RxKind::Write | RxKind::WriteImm)
+            || r.ahead_holder != 0
+            || r.holder != 0
+            || off < r.placed
+            || off >= r.len
+        {
+            return None;
+        }
+        r.ahead = off;
+        r.ahead_addr = addr;
+        r.ahead_holder = token;
+        r.ahead_seq = seq.unwrap_or(r.ahead_seq);
+        let seq = r.ahead_seq;
+        let h = self.request_of(i, seq);
+        Some(Step::reply(self.answer(
+            &h,
+            Op::Nack,
+            off,
+            Nack::Ahead.status(),
+        )))
+    }
+
+    /// The channel `token` that reports slot `i`'s page ahead is done with it: the sender may
+    /// send from the page's offset on (RESUME from there, echoing the packet whose placing
+    /// found it). `None` when the channel reports no page ahead of the slot.
+    fn ahead_done(&mut self, i: usize, token: u32) -> Option<Reply> {
+        let r = self.slots.get_mut(i)?;
+        if token == 0 || r.ahead_holder != token {
+            return None;
+        }
+        r.ahead_holder = 0;
+        let off = core::mem::take(&mut r.ahead);
+        let seq = r.ahead_seq;
+        Some(self.answer(&self.request_of(i, seq), Op::Resume, off, 0))
     }
 
     /// The driver resolved the fault that channel `token` reports on slot `i`: RESUME the
     /// sender from where placing stopped. A GET's responder keeps nothing: its next request
     /// is served.
     pub fn resolved(&mut self, i: usize, token: u32) -> Step {
+        if let Some(resume) = self.ahead_done(i, token) {
+            return Step::reply(resume);
+        }
         let Some(r) = self.slots.get_mut(i) else {
             return Step::default();
         };
@@ -1346,7 +1453,15 @@ impl RecvTable {
         let Some(r) = self.slots.get_mut(i) else {
             return Step::default();
         };
-        if token == 0 || r.state != RxState::Faulted || r.holder != token {
+        let ahead = token != 0 && r.ahead_holder == token;
+        if ahead {
+            // The page ahead cannot be mapped: the op fails, as it would when its data came.
+            r.ahead_holder = 0;
+            r.ahead = 0;
+            if matches!(r.state, RxState::Done | RxState::Error) {
+                return Step::default();
+            }
+        } else if token == 0 || r.state != RxState::Faulted || r.holder != token {
             return Step::default();
         }
         let errno = if status < 0 && status > -cqe_status::ERR_BASE {
@@ -1377,6 +1492,7 @@ impl RecvTable {
             r.state = RxState::Error;
             r.err = ECANCELED;
             r.holder = 0;
+            r.ahead_holder = 0;
         }
         Step::default()
     }
@@ -1400,6 +1516,7 @@ impl RecvTable {
         r.state = RxState::Error;
         r.err = err;
         r.holder = 0;
+        r.ahead_holder = 0;
         Step::reply(self.reply_to(i, Op::Nack, -err))
     }
 
@@ -1892,6 +2009,79 @@ mod tests {
             Some((Op::Nack, 4096, -ENOKEY)),
             "a probe learns the end"
         );
+    }
+
+    /// A page ahead of the data that does not translate (the engine's look-ahead): the op
+    /// goes on placing below it, its sender is NACKed AHEAD from it, and the channel that
+    /// reports it RESUMEs from it; data that reaches it first faults on that channel's
+    /// report, not a second one; one that cannot be mapped ends the op.
+    #[test]
+    fn a_page_ahead_is_reported_while_the_data_comes() {
+        let k = keys(RKEY_WRITE);
+        let mut t = RecvTable::new(9);
+        let at = |off: u64| Header {
+            seq: (off / 4096) as u32,
+            ..pkt(Op::Write, 2, 5, off, 65536)
+        };
+        let place = |t: &mut RecvTable, off: u64| {
+            let i = slot_of(&t.on_packet(&at(off), 4096, &k, ALL, 1, IDLE));
+            t.placed(i, &at(off), 4096, None);
+            i
+        };
+        let i = place(&mut t, 0);
+        assert_eq!(t.fault_ahead(i, Some(0), 0x13000, 0), None, "no channel");
+        assert_eq!(
+            t.fault_ahead(i, Some(0), 0x10000, 7),
+            None,
+            "placed already"
+        );
+        // Page 3 is missing: NACK AHEAD from its offset, echoing packet 0.
+        let s = t.fault_ahead(i, Some(0), 0x13005, 7).unwrap();
+        assert_eq!(said(&s), Some((Op::Nack, 12288, Nack::Ahead.status())));
+        assert_eq!((s.reply.unwrap().header.seq, s.act), (0, Act::Nothing));
+        assert_eq!(t.slot(i).unwrap().ahead(), Some((12288, 0x13005, 7)));
+        assert_eq!(t.fault_ahead(i, Some(0), 0x14000, 8), None, "one at a time");
+        // The data below it is placed meanwhile; a probe at it is told to wait, uncounted.
+        place(&mut t, 4096);
+        place(&mut t, 8192);
+        assert_eq!(t.slot(i).unwrap().placed(), 12288);
+        let p = t.on_packet(&at(12288), 0, &k, ALL, 2, IDLE);
+        assert_eq!(said(&p), Some((Op::Nack, 12288, Nack::Fault.status())));
+        assert!(!p.reply.unwrap().counted);
+        // Only its channel resolves it: RESUME from the page, echoing packet 0, once.
+        assert_eq!(t.resolved(i, 8), Step::default());
+        let s = t.resolved(i, 7);
+        assert_eq!(said(&s), Some((Op::Resume, 12288, 0)));
+        assert_eq!(s.reply.unwrap().header.seq, 0);
+        assert_eq!(t.resolved(i, 7), Step::default(), "once");
+        assert_eq!(t.slot(i).unwrap().ahead(), None);
+        // Page 5, found on from the RESUME (echoing what it echoed), and the data gets there
+        // first: its fault is channel 7's report, with no second one.
+        let s = t.fault_ahead(i, None, 0x15000, 7).unwrap();
+        assert_eq!(s.reply.unwrap().header.seq, 0);
+        place(&mut t, 12288);
+        place(&mut t, 16384);
+        assert_eq!(
+            t.on_packet(&at(20480), 4096, &k, ALL, 3, IDLE).act,
+            Act::Place(i)
+        );
+        let s = t.placed(i, &at(20480), 0, Some(0x15000));
+        assert_eq!(said(&s), Some((Op::Nack, 20480, Nack::Fault.status())));
+        assert_eq!(s.act, Act::Nothing);
+        let r = *t.slot(i).unwrap();
+        assert_eq!(
+            (r.state(), r.holder(), r.ahead()),
+            (RxState::Faulted, 7, None)
+        );
+        assert_eq!(said(&t.resolved(i, 7)), Some((Op::Resume, 20480, 0)));
+        // A channel that stops forgets its page (the data meets it); one that cannot map it
+        // ends the op.
+        t.fault_ahead(i, Some(5), 0x17000, 4).unwrap();
+        t.release(i, 4);
+        assert_eq!(t.slot(i).unwrap().ahead(), None);
+        t.fault_ahead(i, Some(5), 0x17000, 4).unwrap();
+        assert_eq!(said(&t.refused(i, 4, -14)), Some((Op::Nack, 20480, -14)));
+        assert_eq!(t.slot(i).unwrap().state(), RxState::Error);
     }
 
     #[test]

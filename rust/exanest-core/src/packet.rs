@@ -91,6 +91,11 @@ pub enum Nack {
     /// Receiver not ready (the mailbox's ring is full): RESUME follows when its reader frees a
     /// slot.
     Rnr,
+    /// A page of the op at `offset`, past the data placed so far, does not translate: the
+    /// receiver resolves it while the data before it still comes, and RESUMEs from `offset`.
+    /// The sender sends nothing from `offset` on until then; what it sent below is placed as
+    /// it comes (Documentation/network.rst, "Translations ahead of the data").
+    Ahead,
     /// The op cannot complete: this errno (positive) ends it at the sender.
     Error(i32),
 }
@@ -103,6 +108,7 @@ impl Nack {
             Nack::NotReady => 2,
             Nack::Sequence => 3,
             Nack::Rnr => 4,
+            Nack::Ahead => 5,
             Nack::Error(e) => -e,
         }
     }
@@ -114,6 +120,7 @@ impl Nack {
             2 => Some(Nack::NotReady),
             3 => Some(Nack::Sequence),
             4 => Some(Nack::Rnr),
+            5 => Some(Nack::Ahead),
             s if s < 0 && s > -4096 => Some(Nack::Error(-s)),
             _ => None,
         }
@@ -380,7 +387,8 @@ mod tests {
         );
         assert_eq!(Nack::from_status(3), Some(Nack::Sequence));
         assert_eq!(Nack::from_status(Nack::Rnr.status()), Some(Nack::Rnr));
-        assert_eq!(Nack::from_status(5), None);
+        assert_eq!(Nack::from_status(Nack::Ahead.status()), Some(Nack::Ahead));
+        assert_eq!(Nack::from_status(6), None);
         assert_eq!(Nack::from_status(-13), Some(Nack::Error(13)));
         assert_eq!(Nack::from_status(0), None);
         assert_eq!(Nack::from_status(i32::MIN), None);

@@ -197,7 +197,7 @@ pub struct ExanestSendEvent {
     pub status: i32,
     /// PROBE: the offset to probe at.
     pub offset: u64,
-    /// NACKs acted on.
+    /// NACKs acted on (NACK AHEAD too).
     pub nacks: u32,
     /// RESUMEs acted on.
     pub resumes: u32,
@@ -347,10 +347,16 @@ unsafe fn event(
 ) -> ExanestSendEvent {
     // SAFETY: forwarded from the caller.
     let s = unsafe { op_mut(op) };
-    let before = (s.nacks, s.resumes, s.needed, s.probes, s.tail_probes);
+    let before = (
+        s.nacks + s.aheads,
+        s.resumes,
+        s.needed,
+        s.probes,
+        s.tail_probes,
+    );
     let ev = f(s);
     let mut out = ExanestSendEvent {
-        nacks: s.nacks - before.0,
+        nacks: s.nacks + s.aheads - before.0,
         resumes: s.resumes - before.1,
         timeouts: s.needed - before.2,
         probes: s.probes - before.3,
@@ -836,6 +842,7 @@ pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_NACK_NOT_READY", Nack::NotReady.status() as i64),
     ("EXANEST_NACK_SEQUENCE", Nack::Sequence.status() as i64),
     ("EXANEST_NACK_RNR", Nack::Rnr.status() as i64),
+    ("EXANEST_NACK_AHEAD", Nack::Ahead.status() as i64),
     ("EXANEST_BAD_SIZE", bad_code(BadPacket::Size) as i64),
     ("EXANEST_BAD_MAGIC", bad_code(BadPacket::Magic) as i64),
     ("EXANEST_BAD_OP", bad_code(BadPacket::Op) as i64),

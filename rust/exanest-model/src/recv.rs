@@ -374,6 +374,28 @@ pub unsafe extern "C" fn exanest_rx_hold(t: *mut ExanestRecvTable, i: u32, token
     unsafe { table(t) }.hold(i as usize, token)
 }
 
+/// Placing packet `seq` (`has_seq` false: the RESUME of the slot's last page ahead) of slot
+/// `i` found that its page at `addr`, past the bytes placed, does not translate, and idle
+/// channel `token` (not 0) can report it: the NACK AHEAD to send (`reply` false: not taken,
+/// nothing changed; [`exanest_core::netrx::RecvTable::fault_ahead`]).
+///
+/// # Safety
+///
+/// As [`table`].
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rx_fault_ahead(
+    t: *mut ExanestRecvTable,
+    i: u32,
+    has_seq: bool,
+    seq: u32,
+    addr: u64,
+    token: u32,
+) -> ExanestRxStep {
+    // SAFETY: forwarded from the caller.
+    let s = unsafe { table(t) }.fault_ahead(i as usize, has_seq.then_some(seq), addr, token);
+    step_of(&s.unwrap_or_default())
+}
+
 /// Channel `token` stopped with slot `i`'s fault unanswered: it waits for another channel.
 ///
 /// # Safety

@@ -343,6 +343,10 @@ static void recv_scenario(void)
 		       a.op_id, (unsigned long long)a.offset, a.status, a.seq);
 		printf("rx.flush-again %d\n", exanest_rx_flush_ack(t, 1200, &a));
 	}
+	st("rx.ahead", exanest_rx_fault_ahead(t, e.slot, true, 7, 0x11000, 9));
+	st("rx.ahead-again", exanest_rx_fault_ahead(t, e.slot, false, 0, 0x11000,
+						    10));
+	st("rx.ahead-resolved", exanest_rx_resolved(t, e.slot, 9));
 	exanest_rx_free(t);
 	exanest_rx_free(NULL);
 }
@@ -579,6 +583,11 @@ fn recv_expected() -> Vec<(&'static str, String)> {
         "rx.flush-again",
         u8::from(t.flush_ack(1200).is_some()).to_string(),
     ));
+    let i = e.slot as usize;
+    let ahead = |s: Option<Step>| st(step_of(&s.unwrap_or_default()));
+    lines.push(("rx.ahead", ahead(t.fault_ahead(i, Some(7), 0x11000, 9))));
+    lines.push(("rx.ahead-again", ahead(t.fault_ahead(i, None, 0x11000, 10))));
+    lines.push(("rx.ahead-resolved", st(step_of(&t.resolved(i, 9)))));
     out.extend(lines);
     out
 }
@@ -988,6 +997,27 @@ fn header_matches_the_library() {
     assert_eq!(get(&out, "rx.flush-early"), "0");
     assert_eq!(get(&out, "rx.flush"), "1 4 1 50 4096 0 1");
     assert_eq!(get(&out, "rx.flush-again"), "0");
+    // A page ahead: NACK AHEAD from it, echoing packet 7; one at a time; its RESUME.
+    assert_eq!(
+        (field("rx.ahead", 5), field("rx.ahead", 7)),
+        ("1".into(), "5".into())
+    );
+    assert_eq!(
+        (
+            field("rx.ahead", 15),
+            field("rx.ahead", 16),
+            field("rx.ahead", 17)
+        ),
+        ("4096".into(), "5".into(), "7".into())
+    );
+    assert_eq!(field("rx.ahead-again", 5), "0", "not taken");
+    assert_eq!(
+        (
+            field("rx.ahead-resolved", 7),
+            field("rx.ahead-resolved", 15)
+        ),
+        ("6".into(), "4096".into())
+    );
 
     // The sending side, through the header, is the core's SendOp.
     let expected = send_expected();
