@@ -880,13 +880,15 @@ impl SendOp {
     /// bytes it has placed, does not translate, and resolves it while the bytes below come.
     /// Nothing is sent from `off` on until its RESUME; what was sent below is placed as it
     /// comes, and its losses recovered as any. Once everything below `off` is placed, the op
-    /// waits for that RESUME as for a fault's (probing while it waits).
+    /// waits for that RESUME as for a fault's (probing while it waits). One that echoes a
+    /// packet not sent yet is forged, and ignored.
     fn on_ahead(&mut self, off: u64, echo: u32, now: u64) -> SendEvent {
         if matches!(self.state, SendState::Done(_))
             || self.p.kind == Kind::Get
             || off < self.acked
             || off >= self.len
             || off <= self.lifted
+            || !Self::before(echo, self.seq)
             || self.cap.is_some_and(|(c, _)| c <= off)
         {
             return SendEvent::None;
@@ -2106,9 +2108,13 @@ mod tests {
     #[test]
     fn a_nack_ahead_stops_the_sender_before_the_page() {
         const B: u64 = BLOCK;
+        let send = |s: &mut SendOp, now| {
+            s.take_seq();
+            s.next_packet(now)
+        };
         let mut s = eight_blocks();
-        s.next_packet(0);
-        s.next_packet(0);
+        send(&mut s, 0);
+        send(&mut s, 0);
         assert_eq!(s.on_nack(4 * B, Nack::Ahead, 1, 5), SendEvent::None);
         let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(5)).collect();
         assert_eq!(sent, vec![(2 * B, B as u32), (3 * B, B as u32)]);
@@ -2117,13 +2123,14 @@ mod tests {
         let sent: Vec<_> = core::iter::from_fn(|| s.next_packet(10)).collect();
         assert_eq!(sent.len(), 4, "blocks 4 to 7");
         assert_eq!(s.on_nack(4 * B, Nack::Ahead, 1, 11), SendEvent::None);
-        assert_eq!(s.aheads, 1, "a duplicate");
+        assert_eq!(s.on_nack(5 * B, Nack::Ahead, 99, 11), SendEvent::None);
+        assert_eq!(s.aheads, 1, "a duplicate, and one for a packet never sent");
         assert_eq!(s.on_ack(8 * B, 0, 7, 12), SendEvent::Completed(0));
         assert_eq!((s.retransmitted, s.nacks, s.timeouts), (0, 0, 0));
 
         let mut s = eight_blocks();
-        s.next_packet(0);
-        s.next_packet(0);
+        send(&mut s, 0);
+        send(&mut s, 0);
         s.on_nack(2 * B, Nack::Ahead, 0, 1);
         assert_eq!(s.next_packet(1), None);
         assert_eq!(s.on_ack(2 * B, 0, 1, 2), SendEvent::None);
