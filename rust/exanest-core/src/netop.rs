@@ -1788,9 +1788,9 @@ mod tests {
     /// packet is delayed at random by up to 3 latencies, and (per mille, most ns) the packets
     /// held back (the others overtake them), as make check's switch holds them. `ahead`: how
     /// far past the data placed in order the receiver looks for a page that does not
-    /// translate (the model's `rx-lookahead`, as it looks: the page at that distance, once per
-    /// page, none while the data has not passed the last one missing), 0 never; one it finds
-    /// is resolved on a second channel ([`RecvTable::fault_ahead`]).
+    /// translate (the model's `rx-lookahead`, as it looks: each page up to that distance
+    /// once, none past the last one missing until the data or a RESUME passes it), 0 never;
+    /// one it finds is resolved on a second channel ([`RecvTable::fault_ahead`]).
     #[derive(Clone, Copy)]
     struct Link {
         drop: u64,
@@ -1893,8 +1893,23 @@ mod tests {
                 let i = faulted.take().unwrap();
                 let at = rx.slot(i).unwrap().fault_addr() - BASE;
                 mapped[(at / PAGE) as usize] = true;
-                if let Some(pk) = sim_reply(&rx.resolved(i, 1)) {
+                let resumed = rx.resolved(i, 1);
+                if let Some(pk) = sim_reply(&resumed) {
                     send(&mut link, &mut rng, now, pk);
+                }
+                if let (true, Some(Pkt::Resume(off, _))) = (ahead != 0, sim_reply(&resumed)) {
+                    // The engine looks on from where the data comes on.
+                    if la_miss.is_some_and(|m| off >= m) {
+                        la_miss = None;
+                    }
+                    if la_miss.is_none() {
+                        let la = (&mut la_miss, &mut la_next);
+                        let nack = look_ahead(&mut rx, &mapped, la, (off, ahead, len), None);
+                        if let Some(pk) = nack.as_ref().and_then(sim_reply) {
+                            send(&mut link, &mut rng, now, pk);
+                            ahead_at = Some(now + resolve_ns);
+                        }
+                    }
                 }
             }
             if ahead_at.is_some_and(|t| t <= now) {
