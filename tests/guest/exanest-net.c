@@ -1840,6 +1840,32 @@ TEST_F(net, mailbox_refused_without_one)
 	EXPECT_EQ(-ECONNREFUSED, err) TH_LOG("a message to an endpoint no one holds");
 }
 
+/*
+ * A node that does not exist (on no port of the link, so never heard from): the message fails
+ * with -EHOSTUNREACH about a second after it was sent (the first timeout past a second: 1.27 s
+ * at the default 10 ms), not with -265 after every retry (3.3 s).
+ */
+TEST_F(net, message_to_a_node_that_does_not_exist)
+{
+	uint8_t *buf = msg_buffer(self->fd);
+	struct timespec t0, t1;
+	struct target nowhere;
+	int32_t err = 0;
+	double s;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, start_receiver(self, 4096, PROT_READ | PROT_WRITE, false));
+	nowhere = self->t;
+	nowhere.node = PLDMA_NET_MAX_NODES - 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	EXPECT_EQ(1, send_msgs(&self->q, buf, 1, &nowhere, &err));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	EXPECT_EQ(-EHOSTUNREACH, err);
+	EXPECT_LT(s, 2.5) TH_LOG("refused after %.2f s", s);
+	EXPECT_GT(s, 0.9) TH_LOG("refused after %.2f s", s);
+}
+
 /* MBOX_CREATE's errors: bad rings (EINVAL), no queue yet (ENOENT), a second mailbox (EEXIST). */
 TEST_F(net, mailbox_create_errors)
 {

@@ -109,7 +109,17 @@ typedef struct ExanestSendParams {
     uint64_t pto_ns;        /* tail-loss probe after this silence; 0: none */
     /* not 0: the first packet alone until answered (exanest_rtt_first_alone) */
     uint32_t first_alone;
+    /*
+     * not 0: the peer never answered (exanest_rtt_heard): with no answer, the
+     * op ends EHOSTUNREACH at the first timeout this long after it started
+     */
+    uint64_t unheard_ns;
 } ExanestSendParams;
+
+/* An op to a peer never heard from waits this long (unheard_ns) */
+#define EXANEST_SEND_UNHEARD_NS 1000000000
+/* Its end then (COMPLETED's status): no such node, or no link to it */
+#define EXANEST_EHOSTUNREACH    113
 
 /* ExanestSendEvent.what */
 #define EXANEST_SEND_NOTHING    0
@@ -222,6 +232,9 @@ void exanest_rtt_probe_judged(ExanestRttTable *t, uint16_t node,
 void exanest_rtt_first_answered(ExanestRttTable *t, uint16_t node,
                                 uint32_t answer);
 bool exanest_rtt_first_alone(const ExanestRttTable *t, uint16_t node);
+/* node answered an op of this node; whether it ever did since the clear */
+void exanest_rtt_answered(ExanestRttTable *t, uint16_t node);
+bool exanest_rtt_heard(const ExanestRttTable *t, uint16_t node);
 /* *rto and *pto of an op to node; returns SRTT, or 0 before any sample */
 uint64_t exanest_rtt_timeouts(const ExanestRttTable *t, uint16_t node,
                               uint64_t floor, uint64_t cap, uint64_t *rto,

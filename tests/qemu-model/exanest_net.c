@@ -629,6 +629,9 @@ uint32_t pldma_net_launch(PldmaChannel *c)
                          net_rto_cap_ns(s), &p.rto_ns, &p.pto_ns);
     /* Its memory faulted at the last op's first packet: the first one alone */
     p.first_alone = exanest_rtt_first_alone(s->net.rtt, c->a_peer);
+    /* A peer that never answered: no such node, or no link to it, soon told */
+    p.unheard_ns = exanest_rtt_heard(s->net.rtt, c->a_peer) ?
+                   0 : EXANEST_SEND_UNHEARD_NS;
 
     c->op_id = 0;
     c->get_hold = 0;
@@ -979,7 +982,13 @@ static void net_rto_fired(void *opaque)
     if (e.what == EXANEST_SEND_PROBE) {
         net_probe(c, e.offset);
     }
-    net_after(c, &e, PLDMA_ERR_TIMEOUT);
+    /*
+     * A peer that never answered: no such node, or no link to it. The op ends
+     * REMOTE with CH_NET_STATUS -EHOSTUNREACH, not TIMEOUT.
+     */
+    net_after(c, &e, e.what == EXANEST_SEND_COMPLETED &&
+                     e.status == EXANEST_EHOSTUNREACH ? PLDMA_ERR_REMOTE :
+                                                        PLDMA_ERR_TIMEOUT);
 }
 
 /* The token a channel holds a receive op's fault by: never 0. */
@@ -1723,6 +1732,7 @@ static void net_dispatch(PldmaState *s, const ExanestPkt *k)
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
             break;
         }
+        exanest_rtt_answered(s->net.rtt, k->src);
         net_get_data(c, k);
         break;
     case EXANEST_PKT_ACK:
@@ -1734,6 +1744,7 @@ static void net_dispatch(PldmaState *s, const ExanestPkt *k)
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
             break;
         }
+        exanest_rtt_answered(s->net.rtt, k->src);
         if (k->op == EXANEST_PKT_ACK) {
             if (c->a_op != PLDMA_OP_GET) {
                 net_on_ack(c, k->offset, (uint32_t)k->status, k->seq,

@@ -10,6 +10,7 @@ not translate, and a hot-plugged DIMM for a page the receiver's kernel makes val
 
 Usage: QEMU=/path/to/qemu-system-aarch64 test_net.py [-v]
 """
+import errno
 import importlib.util
 import os
 import random
@@ -977,19 +978,45 @@ class Loss(unittest.TestCase):
         self.assertGreater(seen[300][0], seen[4][0])
 
     def test_dead_peer_times_out(self):
+        """A peer that answered before and then went silent (its link down): the op ends
+        TIMEOUT after its retries. One that never answered (a node that does not exist, or
+        whose link never came up): REMOTE with CH_NET_STATUS -EHOSTUNREACH, at its retries
+        if they run out first, else at the first timeout a second after the op started (10
+        ms doubling: 1.27 s, not the 3.3 s of the eight retries)."""
         a, b = two_nodes("bandwidth=2000")
         try:
+            set_ep(b, 7, 2)
+            rkey = set_rkey(b, 9, 0xABCD, 7, DST, REGION)
+            put(a, 0, 1, SRC, DST, 8192, 1, 7, rkey)
+            a.run_until_settled(0, 1)
+            self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
             a.set_reg(R["PLDMA_NET_RTO_US"], 100)
             a.set_reg(R["PLDMA_NET_RETRIES"], 3)
             a.vm.qmp("set_link", name="n1", up=False)
-            put(a, 0, 1, SRC, DST, 8192, 1, 7, 1)
+            rx = cnt(b, "RX_PACKETS")
+            put(a, 0, 1, SRC, DST, 8192, 1, 7, rkey)
             t = a.run_until_settled(0, 1)
             self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_ERROR"],
                                                   R["PLDMA_ERR_TIMEOUT"]))
             self.assertEqual(cnt(a, "TIMEOUTS"), 4)
             # 100 + 200 + 400 + 800 us of timeouts
             self.assertGreaterEqual(t, 1_500_000)
-            self.assertEqual(cnt(b, "RX_PACKETS"), 0)
+            self.assertEqual(cnt(b, "RX_PACKETS"), rx)
+            # Node 5 is on no port: never heard from.
+            put(a, 0, 1, SRC, DST, 8192, 5, 7, rkey)
+            t = a.run_until_settled(0, 1)
+            self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_ERROR"],
+                                                  R["PLDMA_ERR_REMOTE"]))
+            self.assertEqual(net_status(a, 0, 1), -errno.EHOSTUNREACH)
+            self.assertGreaterEqual(t, 1_500_000)
+            self.assertLess(t, 2_000_000, "at its retries, as a peer heard from")
+            a.set_reg(R["PLDMA_NET_RTO_US"], 10_000)
+            a.set_reg(R["PLDMA_NET_RETRIES"], 8)
+            put(a, 0, 1, SRC, DST, 8192, 5, 7, rkey)
+            t = a.run_until_settled(0, 1)
+            self.assertEqual(net_status(a, 0, 1), -errno.EHOSTUNREACH)
+            self.assertGreaterEqual(t, 1_000_000_000)
+            self.assertLess(t, 1_300_000_000, "a second, not every retry")
         finally:
             a.close()
 

@@ -22,6 +22,12 @@ use super::packet::{Nack, MTU};
 
 /// ETIMEDOUT: the op's end when the peer stays silent.
 pub const ETIMEDOUT: i32 = 110;
+/// EHOSTUNREACH: the op's end when a peer that never answered stays silent
+/// ([`SendParams::unheard_ns`]).
+pub const EHOSTUNREACH: i32 = 113;
+/// How long an op to a peer never heard from waits for a first answer
+/// ([`SendParams::unheard_ns`]): a node that does not exist, or whose link never came up.
+pub const UNHEARD_NS: u64 = 1_000_000_000;
 
 /// What the sending side of an op moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +68,11 @@ pub struct SendParams {
     /// faults is dropped and sent again after the RESUME (two guests, cold memory: about
     /// 21 KB resent per FAULT NACK); alone, the first packet costs a round trip.
     pub first_alone: bool,
+    /// Not 0: the peer has never answered ([`rtt::RttTable::heard`]), and the op ends with
+    /// EHOSTUNREACH at the first timeout this long after it started with no answer at all,
+    /// or at its `max_retries` before that. A node that does not exist is so refused within
+    /// about a second, not after every retry, with an errno of its own.
+    pub unheard_ns: u64,
 }
 
 impl Default for SendParams {
@@ -76,6 +87,7 @@ impl Default for SendParams {
             reorder_ns: 1_000_000,
             pto_ns: 0,
             first_alone: false,
+            unheard_ns: 0,
         }
     }
 }
@@ -197,6 +209,10 @@ pub struct SendOp {
     /// A PUT's receiver NACKed AHEAD ([`Nack::Ahead`]): nothing is sent from this offset on
     /// until it RESUMEs from there; (the offset, the sequence number its NACK echoed).
     cap: Option<(u64, u32)>,
+    /// When the op first sent (its first packet, probe or request).
+    started: Option<u64>,
+    /// The peer answered anything of the op (an ACK, NACK or RESUME; GET data).
+    heard: bool,
     /// The furthest offset a RESUME of a cap came for: a NACK AHEAD at or below it is a
     /// duplicate or late (each page ahead is NACKed once), and caps nothing.
     lifted: u64,
@@ -293,6 +309,8 @@ impl SendOp {
             resumes: 0,
             probes: 0,
             cap: None,
+            started: None,
+            heard: false,
             lifted: 0,
             aheads: 0,
         }
@@ -529,6 +547,7 @@ impl SendOp {
     /// The caller sent `n` bytes at `off`, a prefix of what [`SendOp::peek`] offered (a
     /// PUT's source may fault part way). Returns how many of them were sent before.
     pub fn on_sent(&mut self, off: u64, n: u32, now: u64) -> u64 {
+        self.started.get_or_insert(now);
         let n = u64::from(n);
         let Some((want, most)) = self.peek() else {
             return 0;
@@ -718,6 +737,7 @@ impl SendOp {
     /// The ACK echoes the sequence number of the packet it answers: that of the packet being
     /// timed gives a sample of the round trip ([`SendOp::take_rtt_sample`]).
     pub fn on_ack(&mut self, off: u64, sack: u32, echo: u32, now: u64) -> SendEvent {
+        self.heard = true;
         if matches!(self.state, SendState::Done(_)) || self.p.kind == Kind::Get {
             return SendEvent::None;
         }
@@ -794,6 +814,7 @@ impl SendOp {
     /// comes; any other NACK that answers a packet sent before the op last went back or
     /// resumed is stale (a delayed or duplicated answer) and changes nothing.
     pub fn on_nack(&mut self, off: u64, why: Nack, echo: u32, now: u64) -> SendEvent {
+        self.heard = true;
         if why == Nack::Ahead {
             return self.on_ahead(off, echo, now);
         }
@@ -926,6 +947,7 @@ impl SendOp {
     /// sequence number of the packet it NACKed (or of a later probe): a RESUME for an older
     /// pause, or a duplicate after the op went on, is stale and changes nothing.
     pub fn on_resume(&mut self, off: u64, echo: u32, now: u64) -> SendEvent {
+        self.heard = true;
         if matches!(self.state, SendState::Done(_)) {
             return SendEvent::None;
         }
@@ -1023,6 +1045,7 @@ impl SendOp {
     /// placed: `placed` 0) asks again from the gap, the first time. Returns
     /// [`SendEvent::LocalFault`] when not all of in-order data could be placed.
     pub fn on_data(&mut self, off: u64, placed: u64, n: u64, now: u64) -> SendEvent {
+        self.heard = true;
         let echo = self.data_echo.take();
         if self.p.kind != Kind::Get || matches!(self.state, SendState::Done(_)) {
             return SendEvent::None;
@@ -1104,6 +1127,8 @@ impl SendOp {
     /// which owes it a RESUME: a fault that takes long to resolve is not a lost packet, so
     /// probes are not timeouts; an answered probe starts the budget again
     /// ([`SendOp::on_nack`]), and a peer that stops answering ends the op with ETIMEDOUT.
+    /// An op to a peer never heard from ([`SendParams::unheard_ns`]) that had no answer
+    /// ends with EHOSTUNREACH instead, at its retries or once `unheard_ns` have passed.
     pub fn on_timeout(&mut self, now: u64) -> SendEvent {
         if self.reorder_at.is_some_and(|t| now >= t) {
             self.count_lost();
@@ -1115,7 +1140,14 @@ impl SendOp {
             Some(d) if now >= d && !matches!(self.state, SendState::Done(_)) => {}
             _ => return SendEvent::None,
         }
-        if self.state == SendState::Sending && self.quiet {
+        // Nothing ever came from a peer never heard from: no such node, or no link to it.
+        let unheard = self.p.unheard_ns != 0 && !self.heard;
+        let expired = unheard
+            && self
+                .started
+                .is_some_and(|t| now.saturating_sub(t) >= self.p.unheard_ns);
+        let silent = if unheard { EHOSTUNREACH } else { ETIMEDOUT };
+        if self.state == SendState::Sending && self.quiet && !expired {
             // Nothing left since the op last went back or resumed (its window was shut, or
             // the host did not run this side: four guests on two cores, a RESUME and then
             // 37 ms of nothing): no packet of it can be late or lost. It waits a whole
@@ -1126,8 +1158,8 @@ impl SendOp {
         }
         self.retries += 1;
         if self.state == SendState::Paused {
-            if self.retries > self.p.max_retries {
-                return self.end(ETIMEDOUT);
+            if self.retries > self.p.max_retries || expired {
+                return self.end(silent);
             }
             self.back_off();
             self.probes += 1;
@@ -1140,8 +1172,8 @@ impl SendOp {
             self.unsure_since = self.answered;
         }
         self.unsure += 1;
-        if self.retries > self.p.max_retries {
-            return self.end(ETIMEDOUT);
+        if self.retries > self.p.max_retries || expired {
+            return self.end(silent);
         }
         self.back_off();
         self.go_back();
@@ -1183,9 +1215,49 @@ mod tests {
             reorder_ns: rto_ns / 4,
             pto_ns: 0,
             first_alone: false,
+            unheard_ns: 0,
         }
     }
     use std::vec::Vec;
+
+    /// A peer never heard from (a node that does not exist): the op ends with EHOSTUNREACH at
+    /// the first timeout a second after it started (10 ms doubling: at 1.27 s), not after its
+    /// eight retries (3.3 s with the 1 s cap) with ETIMEDOUT; with too few retries for that
+    /// second, at its retries, still EHOSTUNREACH. A peer that answered once, then went
+    /// silent, times out as before.
+    #[test]
+    fn a_peer_never_heard_from_is_unreachable() {
+        let run = |unheard_ns: u64, retries: u32, answer: bool| {
+            let p = SendParams {
+                unheard_ns,
+                max_rto_ns: 1_000_000_000,
+                ..params(64 << 10, BLOCK as u32, 10_000_000, retries)
+            };
+            let mut s = SendOp::new(8192, p);
+            s.take_seq();
+            while s.next_packet(0).is_some() {}
+            if answer {
+                assert_eq!(s.on_ack(4096, 0, 0, 1000), SendEvent::None);
+            }
+            loop {
+                let now = s.deadline().unwrap();
+                if let SendEvent::Completed(st) = s.on_timeout(now) {
+                    break (st, now);
+                }
+                while s.next_packet(now).is_some() {}
+            }
+        };
+        let (st, at) = run(UNHEARD_NS, 8, false);
+        assert_eq!(st, EHOSTUNREACH);
+        assert!((1_000_000_000..1_300_000_000).contains(&at), "{at}");
+        let (st, at) = run(0, 8, false);
+        assert_eq!(st, ETIMEDOUT);
+        assert!(at > 3_000_000_000, "{at}");
+        assert_eq!(run(UNHEARD_NS, 2, false), (EHOSTUNREACH, 70_000_000));
+        let (st, at) = run(UNHEARD_NS, 8, true);
+        assert_eq!(st, ETIMEDOUT, "heard once");
+        assert!(at > 3_000_000_000, "{at}");
+    }
 
     #[test]
     fn window_and_acks() {

@@ -15,9 +15,11 @@
 //!
 //! [`Queue::send`] posts a message from a registered buffer to an endpoint of a node, like a
 //! put; its completion comes on the queue: status 0 once the receiving ring holds it,
-//! `-ECONNREFUSED` when that endpoint has no mailbox, the engine's `PLDMA_CQE_TIMEOUT` (-265,
-//! [`crate::Error::Engine`] from [`crate::QueueCompletion::result`]) when its ring stayed full
-//! or its node silent through the engine's retries.
+//! `-ECONNREFUSED` when that endpoint has no mailbox, `-EHOSTUNREACH` within about a second
+//! when its node never answered this engine (no such node, or no link to it), the engine's
+//! `PLDMA_CQE_TIMEOUT` (-265, [`crate::Error::Engine`] from [`crate::QueueCompletion::result`])
+//! when its ring stayed full or its node, heard from before, silent through the engine's
+//! retries.
 
 use crate::queue::{load_barrier, Mapping, Queue};
 use crate::{Error, Result};

@@ -33,7 +33,9 @@
 //! completion on the writer's queue: its status is 0, or the receiver's refusal as a negative
 //! errno (`-ENOKEY` a key that is not, or no longer, the region's, or without the right, or
 //! outside its range: one errno for every key failure, register map 2.5; `-EFAULT` or
-//! `-EACCES` memory the receiver's kernel could not make writable), or `PLDMA_CQE_TIMEOUT` when the receiver's node stays silent.
+//! `-EACCES` memory the receiver's kernel could not make writable), `-EHOSTUNREACH` within about
+//! a second when the receiver's node never answered this engine (no such node, or no link to
+//! it), or `PLDMA_CQE_TIMEOUT` when the receiver's node, heard from before, stays silent.
 //!
 //! [`Queue::get`] reads the other way, under the same key (a region registered with
 //! [`Device::register_remote`] may be read as well as written).

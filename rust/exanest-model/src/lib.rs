@@ -17,7 +17,9 @@ pub mod replay;
 
 use exanest_core::netop::cc::Flow;
 use exanest_core::netop::rtt::RttTable;
-use exanest_core::netop::{DataAct, Kind, SendEvent, SendOp, SendParams, SendState};
+use exanest_core::netop::{
+    DataAct, Kind, SendEvent, SendOp, SendParams, SendState, EHOSTUNREACH, UNHEARD_NS,
+};
 use exanest_core::netrx::{self, RxState};
 use exanest_core::packet::{BadPacket, Header, Nack, Op, ECE, HEADER, MTU};
 
@@ -185,6 +187,10 @@ pub struct ExanestSendParams {
     /// Not 0: send the first packet alone until the receiver answers it
     /// ([`SendParams::first_alone`]; the peer's [`exanest_rtt_first_alone`]).
     pub first_alone: u32,
+    /// Not 0: the peer never answered ([`exanest_rtt_heard`]); an op with no answer ends with
+    /// EHOSTUNREACH at the first timeout this long after it started
+    /// ([`SendParams::unheard_ns`]; `EXANEST_SEND_UNHEARD_NS`).
+    pub unheard_ns: u64,
 }
 
 /// `ExanestSendEvent`: what an event asks of the caller, and what it counted.
@@ -305,6 +311,7 @@ pub unsafe extern "C" fn exanest_send_start(
             reorder_ns: p.reorder_ns,
             pto_ns: p.pto_ns,
             first_alone: p.first_alone != 0,
+            unheard_ns: p.unheard_ns,
         },
     );
 }
@@ -560,6 +567,28 @@ pub unsafe extern "C" fn exanest_rtt_first_answered(
 ) {
     // SAFETY: the caller's contract above.
     unsafe { &mut (*t).0 }.first_answered(node, answer == FIRST_FAULTED)
+}
+
+/// `node` answered an op of this node ([`RttTable::answered`]).
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rtt_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_answered(t: *mut ExanestRttTable, node: u16) {
+    // SAFETY: the caller's contract above.
+    unsafe { &mut (*t).0 }.answered(node)
+}
+
+/// Whether `node` ever answered ([`RttTable::heard`]).
+///
+/// # Safety
+///
+/// `t` came from [`exanest_rtt_new`] and is not freed.
+#[no_mangle]
+pub unsafe extern "C" fn exanest_rtt_heard(t: *const ExanestRttTable, node: u16) -> bool {
+    // SAFETY: the caller's contract above.
+    unsafe { &(*t).0 }.heard(node)
 }
 
 /// Whether an op to `node` sends its first packet alone ([`RttTable::first_alone`]).
@@ -827,6 +856,8 @@ pub unsafe extern "C" fn exanest_send_deadline(op: *const ExanestSendOp) -> i64 
 /// The constants the header defines, by name: what `tests/c_abi.rs` compares.
 pub const CONSTANTS: &[(&str, i64)] = &[
     ("EXANEST_PKT_HDR", HEADER as i64),
+    ("EXANEST_SEND_UNHEARD_NS", UNHEARD_NS as i64),
+    ("EXANEST_EHOSTUNREACH", EHOSTUNREACH as i64),
     ("EXANEST_PKT_MTU", MTU as i64),
     ("EXANEST_PKT_WRITE", Op::Write.code() as i64),
     ("EXANEST_PKT_READ_REQ", Op::ReadReq.code() as i64),

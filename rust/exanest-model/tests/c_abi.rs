@@ -72,7 +72,7 @@ fn layouts() -> Vec<Layout> {
         layout!(ExanestPkt: op, src, dst, ep, op_id, seq, status, rkey, addr, len, offset, plen,
                 span, ce, payload),
         layout!(ExanestSendParams: kind, mtu, window, rto_ns, max_rto_ns, max_retries,
-                reorder_ns, pto_ns, first_alone),
+                reorder_ns, pto_ns, first_alone, unheard_ns),
         layout!(ExanestSendEvent: what, status, offset, nacks, resumes, timeouts, probes,
                 tail_probes, probe_verdict, first_answer, rtt_ns),
         layout!(ExanestRkey: ctrl, ep, key, base, len),
@@ -733,6 +733,7 @@ fn send_expected() -> Vec<(&'static str, String)> {
         reorder_ns: 50,
         pto_ns: 0,
         first_alone: false,
+        unheard_ns: 0,
     };
     let mut s = SendOp::new(10000, p);
     macro_rules! event {

@@ -38,6 +38,8 @@ pub struct Rtt {
     /// cold, and the next ops send their first packet alone
     /// ([`super::SendParams::first_alone`]).
     cold: bool,
+    /// The peer answered something ([`RttTable::answered`]).
+    heard: bool,
 }
 
 impl Rtt {
@@ -130,6 +132,7 @@ impl RttTable {
                     samples: 0,
                     pto_shift: 0,
                     cold: false,
+                    heard: false,
                 },
                 [Window::new(); 2],
             ); PEERS],
@@ -169,14 +172,31 @@ impl RttTable {
 
     /// A sample of the round trip to `node`.
     pub fn sample(&mut self, node: u16, ns: u64) {
-        self.entry(node).2.sample(ns);
+        let r = &mut self.entry(node).2;
+        r.sample(ns);
+        r.heard = true;
+    }
+
+    /// `node` answered an op of this node (an ACK, NACK or RESUME, or a GET's data, each
+    /// checked to be of an op in flight to it).
+    pub fn answered(&mut self, node: u16) {
+        self.entry(node).2.heard = true;
+    }
+
+    /// Whether `node` ever answered since the table was cleared (a peer the table forgot, as
+    /// the least recently used of more than [`PEERS`], counts as never heard): an op to one
+    /// that never did gives up sooner, with EHOSTUNREACH ([`super::SendParams::unheard_ns`]).
+    pub fn heard(&self, node: u16) -> bool {
+        self.get(node).is_some_and(|r| r.heard)
     }
 
     /// The first answer of an op to `node` ([`super::SendOp::take_first_verdict`]): `faulted`,
     /// a NACK FAULT of its first bytes, or not. The peer's next ops send their first packet
     /// alone after one that faulted, until one is placed without.
     pub fn first_answered(&mut self, node: u16, faulted: bool) {
-        self.entry(node).2.cold = faulted;
+        let r = &mut self.entry(node).2;
+        r.cold = faulted;
+        r.heard = true;
     }
 
     /// Whether an op to `node` sends its first packet alone ([`RttTable::first_answered`]).
@@ -235,6 +255,21 @@ mod tests {
         assert!(!t.first_alone(3));
         t.clear();
         assert!(!t.first_alone(3));
+    }
+
+    /// A peer is heard once it answers anything, or a round trip to it is measured; a table
+    /// cleared (the engine's reset) has heard nobody.
+    #[test]
+    fn peers_are_heard_once_they_answer() {
+        let mut t = RttTable::new();
+        assert!(!t.heard(3));
+        t.answered(3);
+        assert!(t.heard(3) && !t.heard(4));
+        t.sample(4, 1000);
+        t.first_answered(5, true);
+        assert!(t.heard(4) && t.heard(5));
+        t.clear();
+        assert!(!t.heard(3) && !t.heard(4) && !t.heard(5));
     }
 
     /// Spurious tail-loss probes in a row double the probe's timeout, up to where the
