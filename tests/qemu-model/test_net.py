@@ -1002,7 +1002,7 @@ class Loss(unittest.TestCase):
             # 100 + 200 + 400 + 800 us of timeouts
             self.assertGreaterEqual(t, 1_500_000)
             self.assertEqual(cnt(b, "RX_PACKETS"), rx)
-            # Node 5 is on no port: never heard from.
+            # Node 5 is on no port: never heard from (its timeouts not counted).
             put(a, 0, 1, SRC, DST, 8192, 5, 7, rkey)
             t = a.run_until_settled(0, 1)
             self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_ERROR"],
@@ -1017,6 +1017,7 @@ class Loss(unittest.TestCase):
             self.assertEqual(net_status(a, 0, 1), -errno.EHOSTUNREACH)
             self.assertGreaterEqual(t, 1_000_000_000)
             self.assertLess(t, 1_300_000_000, "a second, not every retry")
+            self.assertEqual(cnt(a, "TIMEOUTS"), 4)
         finally:
             a.close()
 

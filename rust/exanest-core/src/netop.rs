@@ -676,6 +676,16 @@ impl SendOp {
         }
     }
 
+    /// The peer stayed silent: end with `status`. The timeouts of an op to a peer never heard
+    /// from (EHOSTUNREACH) are not counted needed: no packet reached anyone, and there is no
+    /// conversation whose losses they would measure.
+    fn give_up(&mut self, status: i32) -> SendEvent {
+        if status == EHOSTUNREACH {
+            self.unsure = 0;
+        }
+        self.end(status)
+    }
+
     fn end(&mut self, status: i32) -> SendEvent {
         self.judge(None);
         self.state = SendState::Done(status);
@@ -1159,7 +1169,7 @@ impl SendOp {
         self.retries += 1;
         if self.state == SendState::Paused {
             if self.retries > self.p.max_retries || expired {
-                return self.end(silent);
+                return self.give_up(silent);
             }
             self.back_off();
             self.probes += 1;
@@ -1173,7 +1183,7 @@ impl SendOp {
         }
         self.unsure += 1;
         if self.retries > self.p.max_retries || expired {
-            return self.end(silent);
+            return self.give_up(silent);
         }
         self.back_off();
         self.go_back();
@@ -1242,20 +1252,21 @@ mod tests {
             loop {
                 let now = s.deadline().unwrap();
                 if let SendEvent::Completed(st) = s.on_timeout(now) {
-                    break (st, now);
+                    break (st, now, s.needed);
                 }
                 while s.next_packet(now).is_some() {}
             }
         };
-        let (st, at) = run(UNHEARD_NS, 8, false);
-        assert_eq!(st, EHOSTUNREACH);
+        // Its timeouts are not counted needed: nobody was there to lose anything.
+        let (st, at, needed) = run(UNHEARD_NS, 8, false);
+        assert_eq!((st, needed), (EHOSTUNREACH, 0));
         assert!((1_000_000_000..1_300_000_000).contains(&at), "{at}");
-        let (st, at) = run(0, 8, false);
-        assert_eq!(st, ETIMEDOUT);
+        let (st, at, needed) = run(0, 8, false);
+        assert_eq!((st, needed), (ETIMEDOUT, 9));
         assert!(at > 3_000_000_000, "{at}");
-        assert_eq!(run(UNHEARD_NS, 2, false), (EHOSTUNREACH, 70_000_000));
-        let (st, at) = run(UNHEARD_NS, 8, true);
-        assert_eq!(st, ETIMEDOUT, "heard once");
+        assert_eq!(run(UNHEARD_NS, 2, false), (EHOSTUNREACH, 70_000_000, 0));
+        let (st, at, needed) = run(UNHEARD_NS, 8, true);
+        assert_eq!((st, needed), (ETIMEDOUT, 9), "heard once");
         assert!(at > 3_000_000_000, "{at}");
     }
 
