@@ -232,7 +232,10 @@ void exanest_rtt_probe_judged(ExanestRttTable *t, uint16_t node,
 void exanest_rtt_first_answered(ExanestRttTable *t, uint16_t node,
                                 uint32_t answer);
 bool exanest_rtt_first_alone(const ExanestRttTable *t, uint16_t node);
-/* node answered an op of this node; whether it ever did since the clear */
+/*
+ * node answered an op of this node with a NACK or RESUME (its ACKs and GET
+ * data count through exanest_rtt_ack); whether it ever answered since the clear
+ */
 void exanest_rtt_answered(ExanestRttTable *t, uint16_t node);
 bool exanest_rtt_heard(const ExanestRttTable *t, uint16_t node);
 /* *rto and *pto of an op to node; returns SRTT, or 0 before any sample */

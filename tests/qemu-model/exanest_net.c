@@ -1732,7 +1732,6 @@ static void net_dispatch(PldmaState *s, const ExanestPkt *k)
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
             break;
         }
-        exanest_rtt_answered(s->net.rtt, k->src);
         net_get_data(c, k);
         break;
     case EXANEST_PKT_ACK:
@@ -1744,7 +1743,10 @@ static void net_dispatch(PldmaState *s, const ExanestPkt *k)
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
             break;
         }
-        exanest_rtt_answered(s->net.rtt, k->src);
+        if (k->op != EXANEST_PKT_ACK) {
+            /* ACKs and GET data: heard through exanest_rtt_ack */
+            exanest_rtt_answered(s->net.rtt, k->src);
+        }
         if (k->op == EXANEST_PKT_ACK) {
             if (c->a_op != PLDMA_OP_GET) {
                 net_on_ack(c, k->offset, (uint32_t)k->status, k->seq,

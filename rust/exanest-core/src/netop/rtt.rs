@@ -177,8 +177,9 @@ impl RttTable {
         r.heard = true;
     }
 
-    /// `node` answered an op of this node (an ACK, NACK or RESUME, or a GET's data, each
-    /// checked to be of an op in flight to it).
+    /// `node` answered an op of this node with a NACK or RESUME (checked to be of an op in
+    /// flight to it; its ACKs and GET data are heard through [`RttTable::on_ack`], which each
+    /// of them calls already).
     pub fn answered(&mut self, node: u16) {
         self.entry(node).2.heard = true;
     }
@@ -218,9 +219,12 @@ impl RttTable {
     }
 
     /// Bytes of `flow` placed (a PUT's ACK from `node`; a GET's data from it), `marked`
-    /// congestion experienced or not ([`Window::on_ack`]): whether it cut the window.
+    /// congestion experienced or not ([`Window::on_ack`]): whether it cut the window. The
+    /// peer is heard ([`RttTable::heard`]).
     pub fn on_ack(&mut self, node: u16, flow: Flow, cap: u64, bytes: u64, marked: bool) -> bool {
-        self.entry(node).3[flow as usize].on_ack(cap, bytes, marked)
+        let e = self.entry(node);
+        e.2.heard = true;
+        e.3[flow as usize].on_ack(cap, bytes, marked)
     }
 
     /// The retransmission and tail-loss probe timeouts of an op to `node`: (rto, pto), as
@@ -268,8 +272,10 @@ mod tests {
         t.sample(4, 1000);
         t.first_answered(5, true);
         assert!(t.heard(4) && t.heard(5));
+        t.on_ack(6, Flow::Reads, 1 << 20, 4096, false);
+        assert!(t.heard(6));
         t.clear();
-        assert!(!t.heard(3) && !t.heard(4) && !t.heard(5));
+        assert!(!t.heard(3) && !t.heard(4) && !t.heard(5) && !t.heard(6));
     }
 
     /// Spurious tail-loss probes in a row double the probe's timeout, up to where the
