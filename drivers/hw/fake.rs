@@ -270,10 +270,12 @@ impl Hw for FakeHw {
 /// A page table that maps nothing for real, refuses to map an IOVA twice (io-pgtable answers
 /// EEXIST, with a WARN), and to unmap part of a 2 MiB block (io-pgtable no longer splits
 /// them). Like io-pgtable, it maps a run shorter than a block as pages, which can be unmapped
-/// one by one. It counts its calls.
+/// one by one. It counts its calls, and keeps the physical address each page was mapped to.
 pub(crate) struct FakeTable {
     mapped: RefCell<KVec<(u64, usize)>>,
-    /// `map_size` calls so far.
+    /// (IOVA, physical address) of each page mapped so far, the latest last.
+    phys: RefCell<KVec<(u64, u64)>>,
+    /// `map_size` and `map_array` calls so far.
     pub(crate) calls: Cell<u64>,
     /// `unmap` calls so far.
     pub(crate) unmaps: Cell<u64>,
@@ -284,9 +286,16 @@ impl FakeTable {
     pub(crate) fn new() -> Self {
         FakeTable {
             mapped: RefCell::new(KVec::new()),
+            phys: RefCell::new(KVec::new()),
             calls: Cell::new(0),
             unmaps: Cell::new(0),
         }
+    }
+
+    /// The physical address the page at `iova` was last mapped to.
+    pub(crate) fn phys_of(&self, iova: u64) -> Option<u64> {
+        let p = self.phys.borrow();
+        p.iter().rev().find(|&&(a, _)| a == iova).map(|&(_, ph)| ph)
     }
 
     /// Pages mapped now.
@@ -300,7 +309,7 @@ impl FakeTable {
 }
 
 impl IoPageTable for FakeTable {
-    fn map_size(&self, iova: u64, _phys: u64, size: usize, _prot: u32, atomic: bool) -> Result {
+    fn map_size(&self, iova: u64, phys: u64, size: usize, _prot: u32, atomic: bool) -> Result {
         assert!(atomic, "the mirror maps under the notifier's lock");
         self.calls.set(self.calls.get() + 1);
         let mut m = self.mapped.borrow_mut();
@@ -316,6 +325,27 @@ impl IoPageTable for FakeTable {
             for a in (iova..end).step_by(PAGE_SIZE) {
                 m.push((a, PAGE_SIZE), GFP_KERNEL)?;
             }
+        }
+        let mut p = self.phys.borrow_mut();
+        for a in (iova..end).step_by(PAGE_SIZE) {
+            p.push((a, phys + (a - iova)), GFP_KERNEL)?;
+        }
+        Ok(())
+    }
+
+    fn map_array(&self, iova: u64, phys: &[u64], _prot: u32, atomic: bool) -> Result {
+        assert!(atomic, "the mirror maps under the notifier's lock");
+        assert!(phys.iter().all(|&p| p % PAGE_SIZE as u64 == 0));
+        self.calls.set(self.calls.get() + 1);
+        let mut m = self.mapped.borrow_mut();
+        let end = iova + (phys.len() * PAGE_SIZE) as u64;
+        if m.iter().any(|&(a, s)| a < end && iova < a + s as u64) {
+            return Err(EEXIST);
+        }
+        let mut p = self.phys.borrow_mut();
+        for (a, &ph) in (iova..end).step_by(PAGE_SIZE).zip(phys) {
+            m.push((a, PAGE_SIZE), GFP_KERNEL)?;
+            p.push((a, ph), GFP_KERNEL)?;
         }
         Ok(())
     }

@@ -165,15 +165,7 @@ impl Domain {
         prot: u32,
         atomic: bool,
     ) -> Result {
-        // Page tables are charged to the memory cgroup of the process the mapping is for (the
-        // fault thread runs in its scope). Atomic failures are expected under pressure: the
-        // caller reclaims and retries, so they are not reported.
-        let gfp = if atomic {
-            let account = bindings::GFP_KERNEL_ACCOUNT & !bindings::GFP_KERNEL;
-            bindings::GFP_ATOMIC | bindings::__GFP_NOWARN | account
-        } else {
-            bindings::GFP_KERNEL_ACCOUNT
-        };
+        let gfp = map_gfp(atomic);
         // SAFETY: `raw` is a live domain (type invariant). Mapping never touches the memory at
         // `phys`; what makes the mapping correct (a pin, or an HMM sequence check under the
         // notifier's lock) is the caller's business, as `iommu_map` allows.
@@ -189,10 +181,41 @@ impl Domain {
         })
     }
 
+    /// Map page `i` of the range at `iova` to `phys[i]` (page-aligned addresses), with one walk
+    /// of the page table per table of it (kernel patch 0007); `atomic` as [`Domain::map`]'s. On
+    /// an error nothing of the range stays mapped.
+    pub(crate) fn map_array(&self, iova: u64, phys: &[u64], prot: u32, atomic: bool) -> Result {
+        // SAFETY: `raw` is a live domain (type invariant); `phys` is valid for `phys.len()`
+        // reads for the call. Mapping never touches the memory at those addresses; what makes
+        // the mappings correct is the caller's business, as for `iommu_map`.
+        to_result(unsafe {
+            bindings::iommu_map_array(
+                self.raw.as_ptr(),
+                iova as usize,
+                phys.as_ptr(),
+                phys.len(),
+                prot as i32,
+                map_gfp(atomic),
+            )
+        })
+    }
+
     pub(crate) fn unmap(&self, iova: u64, size: usize) -> usize {
         // SAFETY: `raw` is a live domain (type invariant). iommu_unmap() flushes the IOTLB
         // before returning.
         unsafe { bindings::iommu_unmap(self.raw.as_ptr(), iova as usize, size) }
+    }
+}
+
+/// The allocation flags of a mapping's page tables: charged to the memory cgroup of the
+/// process the mapping is for (the fault thread runs in its scope). Atomic failures are
+/// expected under pressure: the caller reclaims and retries, so they are not reported.
+fn map_gfp(atomic: bool) -> bindings::gfp_t {
+    if atomic {
+        let account = bindings::GFP_KERNEL_ACCOUNT & !bindings::GFP_KERNEL;
+        bindings::GFP_ATOMIC | bindings::__GFP_NOWARN | account
+    } else {
+        bindings::GFP_KERNEL_ACCOUNT
     }
 }
 
@@ -201,6 +224,8 @@ impl Domain {
 pub(crate) trait IoPageTable {
     /// Map `size` bytes at `iova` (see [`Domain::map_size`]).
     fn map_size(&self, iova: u64, phys: u64, size: usize, prot: u32, atomic: bool) -> Result;
+    /// Map page `i` at `iova` on to `phys[i]` (see [`Domain::map_array`]).
+    fn map_array(&self, iova: u64, phys: &[u64], prot: u32, atomic: bool) -> Result;
     /// Unmap `size` bytes at `iova`; returns the bytes unmapped (see [`Domain::unmap`]).
     fn unmap(&self, iova: u64, size: usize) -> usize;
 }
@@ -208,6 +233,10 @@ pub(crate) trait IoPageTable {
 impl IoPageTable for Domain {
     fn map_size(&self, iova: u64, phys: u64, size: usize, prot: u32, atomic: bool) -> Result {
         Domain::map_size(self, iova, phys, size, prot, atomic)
+    }
+
+    fn map_array(&self, iova: u64, phys: &[u64], prot: u32, atomic: bool) -> Result {
+        Domain::map_array(self, iova, phys, prot, atomic)
     }
 
     fn unmap(&self, iova: u64, size: usize) -> usize {

@@ -26,6 +26,10 @@ case "$(uname -r)" in
 *) t 1 kernel-patched "uname -r is $(uname -r)" ;;
 esac
 ls /sys/class/iommu 2>/dev/null | grep -q smmu; t $? smmuv3-present "no SMMU in /sys/class/iommu"
+# The kernel's io-pgtable-arm KUnit suite, built in and run at boot: with patch 0007's case
+# (map_pages_array: pages out of order across two tables of leaves, an overlapping range).
+dmesg | grep -qE '^\[[^]]*\] +ok [0-9]+ io-pgtable-arm-test$'
+t $? kernel-io-pgtable-kunit "$(dmesg | grep -E 'io-pgtable-arm-test|test failed for fmt' | tail -n 3)"
 
 # The engine model without a driver. The fault check first: the SMMU driver rate-limits its
 # event log (10 per 5 s).
