@@ -80,9 +80,12 @@ static bool exanest_hmm_all_present(struct hmm_range *range, bool write, unsigne
  * fails. The fault thread then resolves it the way that may sleep, and gives any error. Faults
  * in the missing pages asked for one by one, as HMM would, then takes the snapshot under a
  * fresh notifier sequence (mmu_interval_read_begin() under the mmap lock: the lock order of
- * an invalidation under it). A single page is faulted in without a snapshot first: it is the
- * page that faulted, so it is missing (handle_mm_fault() on a present one only marks it
- * young).
+ * an invalidation under it). A single page for writing is faulted in without a snapshot
+ * first: it is the page that faulted, and a device writes mostly to memory never touched,
+ * where the snapshot would only find it missing. A single page for reading gets the snapshot
+ * first: a device reads mostly what the CPU wrote, present in the mm though not in the IOMMU,
+ * which the snapshot alone resolves (handle_mm_fault() on a present page walks the page table
+ * only to mark it young; window-0 copy, read faults' fault-in 2.27 -> 1.82 us at p50).
  */
 static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_struct *vma,
 				    bool write, unsigned long run, unsigned long stride,
@@ -93,7 +96,7 @@ static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_stru
 			     (write ? FAULT_FLAG_WRITE : 0);
 	unsigned long need = write ? VM_WRITE : VM_READ;
 	unsigned long i, n = (range->end - range->start) >> PAGE_SHIFT;
-	bool snapshot = n > 1;
+	bool snapshot = n > 1 || !write;
 
 	mmap_assert_locked(mm);
 	if (vma->vm_mm != mm || range->start < vma->vm_start || range->end > vma->vm_end ||

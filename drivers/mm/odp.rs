@@ -210,6 +210,10 @@ pub(crate) struct FaultTarget {
     /// interrupt thread, which must not wait for user space (userfaultfd), I/O or a writer of
     /// the mmap lock.
     pub(crate) nowait: bool,
+    /// Where the invalidation log was when the resolution was planned, if it was read then
+    /// (under the lock the planning took anyway): the first fault-in's mark, taken earlier
+    /// than the fault-in, so that it covers more invalidations, never fewer.
+    pub(crate) mark: Option<u64>,
 }
 
 /// Check the VMA and fault the touch-ahead window at `addr` in. Runs with no driver lock held:

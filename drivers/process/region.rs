@@ -365,6 +365,7 @@ impl Process {
             // The range asked for, no more.
             blocks: false,
             nowait: false,
+            mark: None,
         };
         let mut addr = range.start;
         while addr < range.end {

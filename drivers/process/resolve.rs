@@ -339,6 +339,7 @@ impl Process {
             // and a block more (map-ahead never evicts).
             blocks: room >= end - first + BLOCK_PAGES,
             nowait: false,
+            mark: None,
         })
     }
 
@@ -474,6 +475,11 @@ impl Process {
             inner.engine_faults.defer(n);
             return Served::HandedOff;
         }
+        let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+        let ended = inner
+            .engine_faults
+            .end(&**ctx, n, f, origin, res, k, lat, rec);
+        // The bookkeeping after the answer, which the engine does not wait for.
         if let Ok(one) = Range::new(rep.fault_addr, 1, u64::MAX) {
             if let Ok(h) = inner.regions.find(&one, access(rep.fault_write)) {
                 if let Some(r) = inner.regions.get_mut(h) {
@@ -494,10 +500,6 @@ impl Process {
                 }
             }
         }
-        let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
-        let ended = inner
-            .engine_faults
-            .end(&**ctx, n, f, origin, res, k, lat, rec);
         if let (Answer::Resume, Ok(()), Ok(done)) = (ended.answer, ended.written, resolved) {
             self.plan_ahead(inner, rep.fault_addr, rep.fault_write, done, limit);
         }
@@ -584,7 +586,20 @@ impl Process {
                 return Err(ENODEV);
             }
             let vpn = addr >> PAGE_SHIFT;
-            if g.pages.covers(vpn, write) || self.map.lock().mirror.covers(vpn, write) {
+            // What this resolution needs of `map`, in one section: whether the mirror maps the
+            // page, the translation budget and its room (for the plan and the block), and the
+            // invalidation log's mark (for the fault-in).
+            let (mirrored, budget, room, mark) = {
+                let m = self.map.lock();
+                let limit = m.budget.bound();
+                (
+                    m.mirror.covers(vpn, write),
+                    limit,
+                    limit.saturating_sub(m.mirror.len()),
+                    m.inval.mark(),
+                )
+            };
+            if g.pages.covers(vpn, write) || mirrored {
                 // Already resolved: both fault sources reported it, or map-ahead mapped it
                 // meanwhile. In map-ahead's last step the engine overtook the mapper: it takes
                 // a lead past the step (what it can at once; else it goes on, and faults there
@@ -655,12 +670,6 @@ impl Process {
                 .filter(|&(first, _)| first == vpn)
                 .map(|(_, n)| n);
             let r = g.regions.get_mut(h).ok_or(EFAULT)?;
-            // The translation budget and its room, read once for the plan and the block.
-            let (budget, room) = {
-                let m = self.map.lock();
-                let limit = m.budget.bound();
-                (limit, limit.saturating_sub(m.mirror.len()))
-            };
             let (window, strided) = if r.window == abi::WINDOW_ADAPTIVE {
                 // The pages the transfer touches from the fault on.
                 let run = match end {
@@ -715,6 +724,7 @@ impl Process {
                 strided,
                 blocks,
                 nowait,
+                mark: Some(mark),
             };
             // The lead is this fault's: the mapper goes on past it.
             if overtook.is_some() && target.window > 0 {
@@ -798,10 +808,14 @@ impl Process {
         let mut raced = 0;
         let mut nomem = 0;
         let mut nodes = Nodes::new();
+        let mut planned = target.mark;
         loop {
             // Before the fault-in: the invalidations from here on are the ones that may have
             // changed what it finds.
-            let mark = self.map.lock().inval.mark();
+            let mark = match planned.take() {
+                Some(mark) => mark,
+                None => self.map.lock().inval.mark(),
+            };
             let t0 = ffi::ktime_ns();
             rec.stamp(Step::FaultIn, t0);
             let f = fault_in()?;
