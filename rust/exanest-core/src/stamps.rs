@@ -321,22 +321,67 @@ impl<B: core::ops::DerefMut<Target = [Record]>> Log<B> {
 /// The percentiles of `stage` over `records`, sorting in `scratch` (at least as long; a
 /// shorter one takes the last records that fit).
 pub fn percentiles(records: &[Record], stage: Stage, scratch: &mut [u64]) -> Option<Percentiles> {
+    percentiles_of(records, stage, scratch, |_| true)
+}
+
+/// [`percentiles`] over the records `keep` keeps.
+fn percentiles_of(
+    records: &[Record],
+    stage: Stage,
+    scratch: &mut [u64],
+    keep: impl Fn(&Record) -> bool,
+) -> Option<Percentiles> {
     let skip = records.len().saturating_sub(scratch.len());
     let mut n = 0;
-    for d in records[skip..].iter().filter_map(|r| r.stage(stage)) {
+    for d in records[skip..]
+        .iter()
+        .filter(|r| keep(r))
+        .filter_map(|r| r.stage(stage))
+    {
         scratch[n] = d;
         n += 1;
     }
     Percentiles::of(&mut scratch[..n])
 }
 
+/// The stages of `stages` with a sample among the records `keep` keeps, as the members of a
+/// JSON object: `"name": {"n", "p50", "p90", "p99", "max"}`.
+fn write_stages(
+    f: &mut impl Write,
+    records: &[Record],
+    stages: &[Stage],
+    scratch: &mut [u64],
+    keep: impl Fn(&Record) -> bool,
+) -> fmt::Result {
+    let mut sep = "";
+    for &s in stages {
+        if let Some(p) = percentiles_of(records, s, scratch, &keep) {
+            write!(
+                f,
+                "{sep}\"{}\": {{\"n\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}",
+                s.name(),
+                p.n,
+                p.p50,
+                p.p90,
+                p.p99,
+                p.max
+            )?;
+            sep = ", ";
+        }
+    }
+    Ok(())
+}
+
 /// The summary of `records` (of `total` pushed since the log was cleared; `on`: whether
 /// records are being kept) and `record_ns` (what keeping one record costs, measured by the
 /// caller), as one JSON object: `{"stamps": on, "record_ns": ns, "faults": total, "kept": n,
 /// "nacks": n, "inline": n, "batched": n, "pages": mapped, "stages": {"total": {"n", "p50",
-/// "p90", "p99", "max"}, ...}}` (`inline`: records of faults answered in the interrupt
-/// thread; `batched`: of faults resolved together with others), durations in ns, a stage with
-/// no sample left out.
+/// "p90", "p99", "max"}, ...}, "by_access": {"read": {...}, "write": {...}}}` (`inline`:
+/// records of faults answered in the interrupt thread; `batched`: of faults resolved together
+/// with others; `by_access`: the whole path, *from_irq* and *fault_in* of the faults where the
+/// engine read, and of those where it wrote: a device's read finds a page the CPU wrote, a
+/// write mostly a fresh one, which costs what a CPU fault costs), durations in ns, a stage
+/// with no sample left out.
 pub fn write_summary(
     f: &mut impl Write,
     records: &[Record],
@@ -354,23 +399,13 @@ pub fn write_summary(
         "{{\"stamps\": {on}, \"record_ns\": {record_ns}, \"faults\": {total}, \"kept\": {}, \"nacks\": {nacks}, \"inline\": {inline}, \"batched\": {batched}, \"pages\": {pages}, \"stages\": {{",
         records.len()
     )?;
-    let mut sep = "";
-    for s in Stage::ALL {
-        if let Some(p) = percentiles(records, s, scratch) {
-            write!(
-                f,
-                "{sep}\"{}\": {{\"n\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}",
-                s.name(),
-                p.n,
-                p.p50,
-                p.p90,
-                p.p99,
-                p.max
-            )?;
-            sep = ", ";
-        }
-    }
-    writeln!(f, "}}}}")
+    write_stages(f, records, &Stage::ALL, scratch, |_| true)?;
+    let by = [Stage::Total, Stage::FromIrq, Stage::FaultIn];
+    write!(f, "}}, \"by_access\": {{\"read\": {{")?;
+    write_stages(f, records, &by, scratch, |r| !r.write)?;
+    write!(f, "}}, \"write\": {{")?;
+    write_stages(f, records, &by, scratch, |r| r.write)?;
+    writeln!(f, "}}}}}}")
 }
 
 /// What a write to the log's debugfs file asks.
@@ -599,7 +634,7 @@ mod tests {
         write_summary(&mut s, &[], 0, true, 17, &mut [0; 4]).unwrap();
         assert_eq!(
             s,
-            "{\"stamps\": true, \"record_ns\": 17, \"faults\": 0, \"kept\": 0, \"nacks\": 0, \"inline\": 0, \"batched\": 0, \"pages\": 0, \"stages\": {}}\n"
+            "{\"stamps\": true, \"record_ns\": 17, \"faults\": 0, \"kept\": 0, \"nacks\": 0, \"inline\": 0, \"batched\": 0, \"pages\": 0, \"stages\": {}, \"by_access\": {\"read\": {}, \"write\": {}}}\n"
         );
         let mut r = rec(&[
             (Step::Irq, 1000),
@@ -613,15 +648,24 @@ mod tests {
         nack.errno = 14;
         nack.inline = false;
         nack.batch = 1;
+        // The engine wrote at the NACKed fault, and took a microsecond longer.
+        nack.write = true;
+        nack.at[Step::Answered as usize] += 1000;
         s.clear();
         write_summary(&mut s, &[r, nack], 5, false, 0, &mut [0; 4]).unwrap();
         assert_eq!(
             s,
             "{\"stamps\": false, \"record_ns\": 0, \"faults\": 5, \"kept\": 2, \"nacks\": 1, \"inline\": 1, \"batched\": 1, \"pages\": 4, \"stages\": {\
              \"wake\": {\"n\": 2, \"p50\": 1500, \"p90\": 1500, \"p99\": 1500, \"max\": 1500}, \
-             \"answer\": {\"n\": 2, \"p50\": 501, \"p90\": 501, \"p99\": 501, \"max\": 501}, \
-             \"total\": {\"n\": 2, \"p50\": 2001, \"p90\": 2001, \"p99\": 2001, \"max\": 2001}, \
-             \"from_irq\": {\"n\": 2, \"p50\": 2001, \"p90\": 2001, \"p99\": 2001, \"max\": 2001}}}\n"
+             \"answer\": {\"n\": 2, \"p50\": 501, \"p90\": 1501, \"p99\": 1501, \"max\": 1501}, \
+             \"total\": {\"n\": 2, \"p50\": 2001, \"p90\": 3001, \"p99\": 3001, \"max\": 3001}, \
+             \"from_irq\": {\"n\": 2, \"p50\": 2001, \"p90\": 3001, \"p99\": 3001, \"max\": 3001}}, \
+             \"by_access\": {\"read\": {\
+             \"total\": {\"n\": 1, \"p50\": 2001, \"p90\": 2001, \"p99\": 2001, \"max\": 2001}, \
+             \"from_irq\": {\"n\": 1, \"p50\": 2001, \"p90\": 2001, \"p99\": 2001, \"max\": 2001}}, \
+             \"write\": {\
+             \"total\": {\"n\": 1, \"p50\": 3001, \"p90\": 3001, \"p99\": 3001, \"max\": 3001}, \
+             \"from_irq\": {\"n\": 1, \"p50\": 3001, \"p90\": 3001, \"p99\": 3001, \"max\": 3001}}}}\n"
         );
     }
 
