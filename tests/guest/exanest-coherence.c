@@ -243,11 +243,19 @@ static int fault_log_read(unsigned long *faults, unsigned long *kept, const char
 	*p = (struct pcts){ 0 };
 	s = text;
 	if (dot) {
+		char *end;
+
 		snprintf(key, sizeof(key), "\"%.*s\": {", (int)(dot - stage), stage);
 		s = strstr(text, "\"by_access\": {");
 		s = s ? strstr(s, key) : NULL;
 		if (!s)
 			return -EPROTO;
+		/* The section alone: "{}" when empty, else its stages, each "{...}", then "}". */
+		s += strlen(key) - 1;
+		end = *(s + 1) == '}' ? (char *)s + 1 : strstr(s, "}}");
+		if (!end)
+			return -EPROTO;
+		end[1] = 0;
 		stage = dot + 1;
 	}
 	snprintf(key, sizeof(key), "\"%s\": {", stage);

@@ -851,8 +851,14 @@ static int sender_setup(int *fd, struct q *q, uint8_t **src, struct peer *peer)
 		return 1;
 	if (!remote && i0.node != 0)
 		return -EINVAL;
-	*src = big_alloc(PUT_LEN);
-	if (!*src)
+	/*
+	 * A page that maps nothing after the source: an op that runs past the region must fault
+	 * there (receiver_maps_the_op_ahead), not read on into a mapping placed right after it
+	 * (the queue's rings, whose pages the engine reads as its VF: 8 KiB more were read when
+	 * they landed there).
+	 */
+	*src = big_alloc(PUT_LEN + PAGE);
+	if (!*src || mprotect(*src + PUT_LEN, PAGE, PROT_NONE))
 		return -ENOMEM;
 	fill(*src, PUT_LEN, 7);
 	ret = reg(*fd, *src, PUT_LEN, RD, EXANEST_DMA_MODE_ON_DEMAND, NO_WINDOW, &h);
