@@ -79,8 +79,8 @@ static bool exanest_hmm_all_present(struct hmm_range *range, bool write, unsigne
  * much as the fault itself, 1.7 us). The reference the lookup takes is dropped at once: what
  * keeps the page the mm's until it is mapped is the sequence, checked under the driver's lock
  * as after HMM. Fills hmm_pfns[0] as HMM would but for the mapping order, which a lone page
- * does not need (order 0); 0 if the page is not present (with write access, for a write).
- * Returns whether it is.
+ * does not need (order 0), and, for a read, the write bit, which a read's mapping does not
+ * use; 0 if the page is not present (with write access, for a write). Returns whether it is.
  */
 static bool exanest_lookup_one(struct hmm_range *range, bool write)
 {

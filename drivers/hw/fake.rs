@@ -14,7 +14,7 @@ use crate::exanest_core::{
 };
 use crate::hw::{ChannelReport, Command, EngineFault, FaultReport, Hw};
 use crate::mm::iommu::IoPageTable;
-use core::cell::{Cell, RefCell};
+use core::cell::{Cell, RefCell, RefMut};
 use kernel::{
     new_spinlock,
     page::PAGE_SIZE,
@@ -298,6 +298,15 @@ impl FakeTable {
         p.iter().rev().find(|&&(a, _)| a == iova).map(|&(_, ph)| ph)
     }
 
+    /// The mappings, if nothing of `[iova, end)` is mapped yet; else EEXIST.
+    fn unmapped(&self, iova: u64, end: u64) -> Result<RefMut<'_, KVec<(u64, usize)>>> {
+        let m = self.mapped.borrow_mut();
+        if m.iter().any(|&(a, s)| a < end && iova < a + s as u64) {
+            return Err(EEXIST);
+        }
+        Ok(m)
+    }
+
     /// Pages mapped now.
     pub(crate) fn pages(&self) -> u64 {
         self.mapped
@@ -312,11 +321,8 @@ impl IoPageTable for FakeTable {
     fn map_size(&self, iova: u64, phys: u64, size: usize, _prot: u32, atomic: bool) -> Result {
         assert!(atomic, "the mirror maps under the notifier's lock");
         self.calls.set(self.calls.get() + 1);
-        let mut m = self.mapped.borrow_mut();
         let end = iova + size as u64;
-        if m.iter().any(|&(a, s)| a < end && iova < a + s as u64) {
-            return Err(EEXIST);
-        }
+        let mut m = self.unmapped(iova, end)?;
         let block = 2 << 20;
         if size == block {
             m.push((iova, size), GFP_KERNEL)?;
@@ -337,11 +343,8 @@ impl IoPageTable for FakeTable {
         assert!(atomic, "the mirror maps under the notifier's lock");
         assert!(phys.iter().all(|&p| p % PAGE_SIZE as u64 == 0));
         self.calls.set(self.calls.get() + 1);
-        let mut m = self.mapped.borrow_mut();
         let end = iova + (phys.len() * PAGE_SIZE) as u64;
-        if m.iter().any(|&(a, s)| a < end && iova < a + s as u64) {
-            return Err(EEXIST);
-        }
+        let mut m = self.unmapped(iova, end)?;
         let mut p = self.phys.borrow_mut();
         for (a, &ph) in (iova..end).step_by(PAGE_SIZE).zip(phys) {
             m.push((a, PAGE_SIZE), GFP_KERNEL)?;

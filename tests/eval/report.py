@@ -307,17 +307,14 @@ def report(raw, out, figdir, meta):
                   if o.get("bench") == "fault-service" and "record_ns" in o.get("log", {})]
     rec_ns = statistics.median(rec_ns_all) if rec_ns_all else None
 
-    def stage(st, q, unit=1000):
-        """median over runs of the fault log's figure q of stage st (ns / unit: us)."""
-        v = [o["log"]["stages"][st][q] for run in runs for o in run
-             if o.get("bench") == "fault-service" and st in o.get("log", {}).get("stages", {})]
-        return statistics.median(v) / unit if v else None
-
-    def stage_by(access, st, q, unit=1000):
-        """stage() over the faults where the engine read (access "read") or wrote."""
-        v = [o["log"]["by_access"][access][st][q] for run in runs for o in run
-             if o.get("bench") == "fault-service"
-             and st in o.get("log", {}).get("by_access", {}).get(access, {})]
+    def stage(st, q, unit=1000, access=None):
+        """median over runs of the fault log's figure q of stage st (ns / unit: us); with
+        access ("read" or "write"), over the faults where the engine read, or wrote."""
+        def stages(o):
+            log = o.get("log", {})
+            return log.get("by_access", {}).get(access, {}) if access else log.get("stages", {})
+        v = [stages(o)[st][q] for run in runs for o in run
+             if o.get("bench") == "fault-service" and st in stages(o)]
         return statistics.median(v) / unit if v else None
 
     w(".. SPDX-License-Identifier: GPL-2.0-only OR MIT\n")
@@ -459,12 +456,12 @@ def report(raw, out, figdir, meta):
     fmt_us = lambda v: "-" if v is None else f"{v:.2f}"
     by_access = [(a, st, what) for a, what in (("read", "the engine read (a page the CPU wrote)"),
                                                 ("write", "the engine wrote (a fresh page)"))
-                 for st in ("from_irq", "fault_in") if stage_by(a, st, "n", 1)]
+                 for st in ("from_irq", "fault_in") if stage(st, "n", 1, a)]
     w(table(["stage", "samples", "p50 (us)", "p90 (us)", "p99 (us)", "max (us)"],
             [[f"*{st}*: {what}", f"{stage(st, 'n', 1) or 0:.0f}"] +
              [fmt_us(stage(st, q)) for q in ("p50", "p90", "p99", "max")] for st, what in stages] +
-            [[f"*{st}* where {what}", f"{stage_by(a, st, 'n', 1):.0f}"] +
-             [fmt_us(stage_by(a, st, q)) for q in ("p50", "p90", "p99", "max")]
+            [[f"*{st}* where {what}", f"{stage(st, 'n', 1, a):.0f}"] +
+             [fmt_us(stage(st, q, access=a)) for q in ("p50", "p90", "p99", "max")]
              for a, st, what in by_access]) + "\n")
     # What the engine model itself spends per fault of that copy: every RESUME pays the
     # per-transfer latency again, and the data moves at the modelled bandwidth.
@@ -476,17 +473,15 @@ def report(raw, out, figdir, meta):
              ["CPU page fault on a fresh anonymous page (us)", f"{cpuf.get((), 0):.2f}"]] +
             ([["the same, each fault timed alone: p50 / p99 (us)",
                f"{cpuf50[()]:.2f} / {cpuf99[()]:.2f}"]]
-             + ([["*from_irq* against the CPU fault: p50 / mean, p50 / p50, p99 / mean, p99 / p99",
-                  f"{stage('from_irq', 'p50') / cpuf[()]:.2f} / {stage('from_irq', 'p50') / cpuf50[()]:.2f}"
-                  f" / {stage('from_irq', 'p99') / cpuf[()]:.2f} / {stage('from_irq', 'p99') / cpuf99[()]:.2f}"]]
-                if stage("from_irq", "p50") and stage("from_irq", "p99") and cpuf.get(()) else [])
-             + ([["the same for the engine's writes (fresh pages, as the CPU fault's)",
-                  f"{stage_by('write', 'from_irq', 'p50') / cpuf[()]:.2f}"
-                  f" / {stage_by('write', 'from_irq', 'p50') / cpuf50[()]:.2f}"
-                  f" / {stage_by('write', 'from_irq', 'p99') / cpuf[()]:.2f}"
-                  f" / {stage_by('write', 'from_irq', 'p99') / cpuf99[()]:.2f}"]]
-                if stage_by("write", "from_irq", "p50") and stage_by("write", "from_irq", "p99")
-                and cpuf.get(()) else [])
+             + [[what, f"{p50 / cpuf[()]:.2f} / {p50 / cpuf50[()]:.2f}"
+                       f" / {p99 / cpuf[()]:.2f} / {p99 / cpuf99[()]:.2f}"]
+                for what, access in (
+                    ("*from_irq* against the CPU fault: p50 / mean, p50 / p50, p99 / mean, p99 / p99",
+                     None),
+                    ("the same for the engine's writes (fresh pages, as the CPU fault's)", "write"))
+                for p50, p99 in [(stage("from_irq", "p50", access=access),
+                                  stage("from_irq", "p99", access=access))]
+                if p50 and p99 and cpuf.get(())]
              if cpuf50.get(()) and cpuf99.get(()) else []) +
             ([["the model's own time per fault: a RESUME's latency + the data (us)", f"{floor:.2f}"],
               ["that + one CPU fault (the floor), against 2 x the CPU fault (us)",

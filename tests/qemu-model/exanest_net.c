@@ -1743,16 +1743,16 @@ static void net_dispatch(PldmaState *s, const ExanestPkt *k)
             net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
             break;
         }
-        if (k->op != EXANEST_PKT_ACK) {
-            /* ACKs and GET data: heard through exanest_rtt_ack */
-            exanest_rtt_answered(s->net.rtt, k->src);
-        }
         if (k->op == EXANEST_PKT_ACK) {
+            /* The peer is heard through exanest_rtt_ack, as by GET data */
             if (c->a_op != PLDMA_OP_GET) {
                 net_on_ack(c, k->offset, (uint32_t)k->status, k->seq,
                            k->span & EXANEST_PKT_ECE);
             }
-        } else if (k->op == EXANEST_PKT_RESUME) {
+            break;
+        }
+        exanest_rtt_answered(s->net.rtt, k->src);
+        if (k->op == EXANEST_PKT_RESUME) {
             net_on_resume(c, k->offset, k->seq);
         } else if (exanest_nack_valid(k->status)) {
             net_on_nack(c, k->offset, k->status, k->seq);

@@ -404,6 +404,15 @@ impl Slot {
         m as u32 as i32
     }
 
+    /// Forget the page ahead (resolved, met by the data, or given up): (the token of the
+    /// channel that reported it, its offset), (0, 0) for none.
+    fn take_ahead(&mut self) -> (u32, u64) {
+        (
+            core::mem::take(&mut self.ahead_holder),
+            core::mem::take(&mut self.ahead),
+        )
+    }
+
     /// Whether the slot may be taken at `now`: free, finished, or idle past `idle_ns` and not
     /// a fault a channel holds.
     fn reusable(&self, now: u64, idle_ns: u64) -> bool {
@@ -1249,9 +1258,7 @@ impl RecvTable {
                 // The data came to the page ahead before it was resolved (a packet sent
                 // before the NACK AHEAD came): the channel that reports that page reports
                 // this fault.
-                r.holder = r.ahead_holder;
-                r.ahead_holder = 0;
-                r.ahead = 0;
+                r.holder = r.take_ahead().0;
                 return Step::reply(nack);
             }
             return Step {
@@ -1359,8 +1366,7 @@ impl RecvTable {
             }
             if token != 0 && r.ahead_holder == token {
                 // Nobody resolves the page ahead now: the data meets it, as a fault.
-                r.ahead_holder = 0;
-                r.ahead = 0;
+                r.take_ahead();
             }
         }
     }
@@ -1417,8 +1423,7 @@ impl RecvTable {
         if token == 0 || r.ahead_holder != token {
             return None;
         }
-        r.ahead_holder = 0;
-        let off = core::mem::take(&mut r.ahead);
+        let (_, off) = r.take_ahead();
         let seq = r.ahead_seq;
         Some(self.answer(&self.request_of(i, seq), Op::Resume, off, 0))
     }
@@ -1456,8 +1461,7 @@ impl RecvTable {
         let ahead = token != 0 && r.ahead_holder == token;
         if ahead {
             // The page ahead cannot be mapped: the op fails, as it would when its data came.
-            r.ahead_holder = 0;
-            r.ahead = 0;
+            r.take_ahead();
             if matches!(r.state, RxState::Done | RxState::Error) {
                 return Step::default();
             }
@@ -1492,7 +1496,7 @@ impl RecvTable {
             r.state = RxState::Error;
             r.err = ECANCELED;
             r.holder = 0;
-            r.ahead_holder = 0;
+            r.take_ahead();
         }
         Step::default()
     }
@@ -1516,7 +1520,7 @@ impl RecvTable {
         r.state = RxState::Error;
         r.err = err;
         r.holder = 0;
-        r.ahead_holder = 0;
+        r.take_ahead();
         Step::reply(self.reply_to(i, Op::Nack, -err))
     }
 

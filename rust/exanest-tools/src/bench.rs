@@ -516,7 +516,10 @@ fn cpu_fault(pages: usize) -> Res<()> {
     // p99 set against the CPU fault's own.
     let clock = || cpu_clock_ns(libc::CLOCK_MONOTONIC);
     let mut empty: Vec<u64> = (0..1024)
-        .map(|_| clock().wrapping_neg().wrapping_add(clock()))
+        .map(|_| {
+            let a = clock();
+            clock().saturating_sub(a)
+        })
         .collect();
     empty.sort_unstable();
     let timer = empty[empty.len() / 2];
@@ -528,14 +531,13 @@ fn cpu_fault(pages: usize) -> Res<()> {
         unsafe { b2.ptr.add(i * 4096).write_volatile(1) };
         each.push(clock().saturating_sub(a).saturating_sub(timer) as f64 / 1000.0);
     }
-    each.sort_by(f64::total_cmp);
-    let q = |p: usize| each[(each.len() * p / 100).min(each.len() - 1)];
+    let (p50, p99) = p50_p99(&mut each);
     println!(
         "{{\"bench\":\"cpu-fault\",\"clock\":\"CLOCK_MONOTONIC\",\"pages\":{pages},\"us_per_fault\":{:.3},\"timed_p50_us\":{:.3},\"timed_p90_us\":{:.3},\"timed_p99_us\":{:.3},\"timed_max_us\":{:.3},\"timer_ns\":{timer}}}",
         t / pages as f64,
-        q(50),
-        q(90),
-        q(99),
+        p50,
+        percentile(&each, 90),
+        p99,
         each[each.len() - 1]
     );
     Ok(())
@@ -1131,7 +1133,12 @@ fn fault_batch(rounds: usize) -> Res<()> {
 /// p50 and p99 of `t` (sorted in place).
 fn p50_p99(t: &mut [f64]) -> (f64, f64) {
     t.sort_by(f64::total_cmp);
-    (t[t.len() / 2], t[(t.len() * 99 / 100).min(t.len() - 1)])
+    (percentile(t, 50), percentile(t, 99))
+}
+
+/// Percentile `p` of `sorted` (not empty): the element `p` % of the way in.
+fn percentile(sorted: &[f64], p: usize) -> f64 {
+    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
 }
 
 /// The user-level queue against the ioctls, on pinned memory: the latency of a 64 B copy from
