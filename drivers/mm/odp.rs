@@ -145,7 +145,7 @@ impl Notifier {
 /// at, or each of a batch's), or the log lost track.
 /// Those pages fault again when the engine reaches them, so an invalidation elsewhere in the
 /// region does not make the resolution start over. The caller holds `Process::map`, the lock
-/// behind `ms`.
+/// behind `ms`, and accounts for the pages with [`account_mapped`] before it lets it go.
 pub(crate) fn map_faulted(
     ms: &mut MapState,
     mni: &Notifier,
@@ -158,7 +158,6 @@ pub(crate) fn map_faulted(
     let MapState {
         domain,
         mirror,
-        budget,
         inval,
         ..
     } = ms;
@@ -184,8 +183,21 @@ pub(crate) fn map_faulted(
     // SAFETY: The pages `skip` does not leave out were touched by no invalidation since `mark`
     // (above): they are what the mm maps now, and stay so while the caller holds the lock.
     let n = unsafe { mirror.map_current(&**dom, f, nodes, skip) }?;
-    budget.mapped(mirror, &**dom, f.first << PAGE_SHIFT, f.end());
     Ok(Some(n))
+}
+
+/// The translation budget's bookkeeping of what [`map_faulted`] mapped of `f`, under the same
+/// hold of the lock behind `ms` (it may evict other pages to keep within the budget).
+pub(crate) fn account_mapped(ms: &mut MapState, f: &Faulted) {
+    let MapState {
+        domain,
+        mirror,
+        budget,
+        ..
+    } = ms;
+    if let Some(dom) = domain.as_ref() {
+        budget.mapped(mirror, &**dom, f.first << PAGE_SHIFT, f.end());
+    }
 }
 
 /// What [`fault_in`] needs to know about the region of the fault.

@@ -159,11 +159,20 @@ impl Process {
                 }
                 Ok(Prep::Done(done)) => Ok(done),
                 Ok(Prep::Lead { next, done }) => Ok(self
-                    .resolve_once(next, write, limit, within, nowait, false, &mut e.t.rec)
+                    .resolve_once(
+                        next,
+                        write,
+                        limit,
+                        within,
+                        nowait,
+                        false,
+                        &mut e.t.rec,
+                        None,
+                    )
                     .unwrap_or(done)),
                 // The region went meanwhile: alone, looked up again.
                 Err(e2) if e2 == ENOENT => {
-                    self.resolve(addr, write, limit, within, nowait, &mut e.t.rec)
+                    self.resolve(addr, write, limit, within, nowait, &mut e.t.rec, None)
                 }
                 Err(e2) => Err(e2),
             };
@@ -236,7 +245,7 @@ impl Process {
 
     /// Resolve the planned fault `p` of `t` alone (as `Process::resolve` would have).
     fn resolve_planned(&self, t: &mut Taken, p: Pending, nowait: bool) -> Result<u64> {
-        let res = self.fault_and_map(p.addr, p.write, &p.target, &mut t.rec);
+        let res = self.fault_and_map(p.addr, p.write, &p.target, &mut t.rec, None);
         match self.finish(&p, res.map(|(end, n)| (end, n, n.saturating_sub(1)))) {
             // The region went meanwhile: looked up again.
             Err(e) if e == ENOENT => {
@@ -249,6 +258,7 @@ impl Process {
                     t.within,
                     nowait,
                     &mut t.rec,
+                    None,
                 )
             }
             res => res,
@@ -294,7 +304,7 @@ impl Process {
         let mut wins = [(0u64, 0u64); BATCH_FAULTS];
         let mut rec = Record::default();
         let (write, nowait) = (lead.write, lead.target.nowait);
-        let res = self.fault_and_map_with(&lead.target, &faulting[..len], &mut rec, || {
+        let res = self.fault_and_map_with(&lead.target, &faulting[..len], &mut rec, None, || {
             odp::fault_in_batch(
                 &self.mm,
                 write,

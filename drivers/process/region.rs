@@ -369,7 +369,8 @@ impl Process {
         };
         let mut addr = range.start;
         while addr < range.end {
-            let (next, _) = self.fault_and_map(addr, write, &target, &mut Record::default())?;
+            let (next, _) =
+                self.fault_and_map(addr, write, &target, &mut Record::default(), None)?;
             addr = next.max(addr + 1);
         }
         Ok(())

@@ -16,7 +16,8 @@ use crate::exanest_core::{
     stamps::{Record, Step},
 };
 use crate::fault::{
-    access, reclaim_for_tables, retry_lost_region, Transfer, Within, MAX_RETRIES, WOULD_BLOCK,
+    access, reclaim_for_tables, retry_lost_region, Ended, Transfer, Within, MAX_RETRIES,
+    WOULD_BLOCK,
 };
 use crate::ffi;
 use crate::hw::{Context, EngineFault};
@@ -79,6 +80,40 @@ pub(super) struct Taken {
     pub(super) within: Within,
     /// Its steps' times.
     pub(super) rec: Record,
+    /// Its answer, if the resolution wrote it as soon as the page was mapped ([`Early`]).
+    ended: Option<Ended>,
+}
+
+/// A taken fault's answer, written by its resolution as soon as the faulting page is mapped:
+/// under the locks that mapped it, before the translation budget's bookkeeping and the
+/// resolution's own, none of which the engine waits for ([`Process::fault_and_map_with`]).
+/// [`Process::answer_fault`] does the rest of the answer's work after it.
+pub(super) struct Early<'a> {
+    n: u32,
+    ctx: &'a Context,
+    f: &'a EngineFault,
+    origin: Origin,
+    ended: Option<Ended>,
+}
+
+impl Early<'_> {
+    /// Decide and write the answer of a fault whose page is now mapped, once.
+    fn answer(&mut self, inner: &mut super::Inner, rec: &mut Record) {
+        if self.ended.is_some() || inner.dead {
+            return;
+        }
+        let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+        self.ended = Some(inner.engine_faults.end(
+            self.ctx,
+            self.n,
+            self.f,
+            self.origin,
+            Ok(()),
+            k,
+            lat,
+            rec,
+        ));
+    }
 }
 
 /// What a fault needs, as [`Process::prepare`] found it.
@@ -194,7 +229,15 @@ impl Process {
                 rec.stamp(Step::Smmu, stamp);
                 rec.stamp(Step::Thread, ffi::ktime_ns());
                 // Errors are the channel's business: it reports the same fault.
-                let res = self.resolve(f.page, f.write, u64::MAX, Within::Page, nowait, &mut rec);
+                let res = self.resolve(
+                    f.page,
+                    f.write,
+                    u64::MAX,
+                    Within::Page,
+                    nowait,
+                    &mut rec,
+                    None,
+                );
                 if res == Err(WOULD_BLOCK) {
                     self.faults
                         .push_at(f.page, f.write, PAGE_SHIFT as u32, stamp);
@@ -295,7 +338,7 @@ impl Process {
             };
             (c, first << PAGE_SHIFT, target)
         };
-        match self.fault_and_map(addr, c.write, &target, &mut Record::default()) {
+        match self.fault_and_map(addr, c.write, &target, &mut Record::default(), None) {
             Ok((_, mapped)) => {
                 let mut g = self.inner.lock();
                 g.chans.counters.touch_ahead_pages += mapped;
@@ -413,6 +456,7 @@ impl Process {
             limit: c.limit,
             within: c.within,
             rec,
+            ended: None,
         })
     }
 
@@ -429,21 +473,33 @@ impl Process {
     }
 
     /// Resolve taken fault `t` alone, whatever its origin (RESUME or NACK follows in
-    /// [`Process::answer_fault`]); `nowait`: without sleeping on the mm, else
-    /// [`WOULD_BLOCK`] (the fault goes back to the fault thread).
+    /// [`Process::answer_fault`]; a RESUME is written as soon as the page is mapped, [`Early`]);
+    /// `nowait`: without sleeping on the mm, else [`WOULD_BLOCK`] (the fault goes back to the
+    /// fault thread).
     pub(super) fn resolve_taken(&self, t: &mut Taken, nowait: bool) -> Result<u64> {
         let rep = t.f.report;
-        match rep.fault_cause {
-            FaultCause::Translation => self.resolve(
-                rep.fault_addr,
-                rep.fault_write,
-                Self::window_limit(t),
-                t.within,
-                nowait,
-                &mut t.rec,
-            ),
-            _ => Err(EIO),
+        if rep.fault_cause != FaultCause::Translation {
+            return Err(EIO);
         }
+        let limit = Self::window_limit(t);
+        let mut early = Early {
+            n: t.n,
+            ctx: &t.ctx,
+            f: &t.f,
+            origin: t.origin,
+            ended: None,
+        };
+        let res = self.resolve(
+            rep.fault_addr,
+            rep.fault_write,
+            limit,
+            t.within,
+            nowait,
+            &mut t.rec,
+            Some(&mut early),
+        );
+        t.ended = early.ended;
+        res
     }
 
     /// Answer taken fault `t`, resolved up to the end `resolved` or not: RESUME or NACK it,
@@ -475,10 +531,16 @@ impl Process {
             inner.engine_faults.defer(n);
             return Served::HandedOff;
         }
-        let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
-        let ended = inner
-            .engine_faults
-            .end(&**ctx, n, f, origin, res, k, lat, rec);
+        let ended = match t.ended.take() {
+            // Written as soon as the page was mapped.
+            Some(ended) => ended,
+            None => {
+                let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+                inner
+                    .engine_faults
+                    .end(&**ctx, n, f, origin, res, k, lat, rec)
+            }
+        };
         // The bookkeeping after the answer, which the engine does not wait for.
         if let Ok(one) = Range::new(rep.fault_addr, 1, u64::MAX) {
             if let Ok(h) = inner.regions.find(&one, access(rep.fault_write)) {
@@ -527,8 +589,9 @@ impl Process {
     /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
     /// up to `limit`, in the region `within` says; `rec` gets the steps' times. Returns the
     /// end (exclusive) of what was resolved: the window's, or the page's if it was reachable
-    /// already.
-    pub(crate) fn resolve(
+    /// already. `early`: the taken fault's answer, written as soon as its page is mapped.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn resolve(
         &self,
         addr: u64,
         write: bool,
@@ -536,8 +599,20 @@ impl Process {
         within: Within,
         nowait: bool,
         rec: &mut Record,
+        mut early: Option<&mut Early<'_>>,
     ) -> Result<u64> {
-        retry_lost_region(|| self.resolve_once(addr, write, limit, within, nowait, true, rec))
+        retry_lost_region(|| {
+            self.resolve_once(
+                addr,
+                write,
+                limit,
+                within,
+                nowait,
+                true,
+                rec,
+                early.as_deref_mut(),
+            )
+        })
     }
 
     /// [`Process::resolve`], once; `lead`: a page found mapped may take a lead on map-ahead.
@@ -551,14 +626,16 @@ impl Process {
         nowait: bool,
         lead: bool,
         rec: &mut Record,
+        early: Option<&mut Early<'_>>,
     ) -> Result<u64> {
         match self.prepare(addr, write, limit, within, nowait, lead)? {
             Prep::Done(done) => Ok(done),
+            // The faulting page is mapped: the lead's mapping may answer it.
             Prep::Lead { next, done } => Ok(self
-                .resolve_once(next, write, limit, within, nowait, false, rec)
+                .resolve_once(next, write, limit, within, nowait, false, rec, early)
                 .unwrap_or(done)),
             Prep::Fault(p) => {
-                let res = self.fault_and_map(p.addr, write, &p.target, rec);
+                let res = self.fault_and_map(p.addr, write, &p.target, rec, early);
                 self.finish(
                     &p,
                     res.map(|(end, mapped)| (end, mapped, mapped.saturating_sub(1))),
@@ -784,25 +861,27 @@ impl Process {
     /// up again under `inner` before anything is mapped: if it was deregistered meanwhile
     /// (deregistration unmaps under `inner` too), nothing is mapped and the result is ENOENT.
     /// Called with no driver lock held (resolver, prefault, advise).
-    pub(crate) fn fault_and_map(
+    pub(super) fn fault_and_map(
         &self,
         addr: u64,
         write: bool,
         target: &FaultTarget,
         rec: &mut Record,
+        early: Option<&mut Early<'_>>,
     ) -> Result<(u64, u64)> {
-        self.fault_and_map_with(target, &[addr >> PAGE_SHIFT], rec, || {
+        self.fault_and_map_with(target, &[addr >> PAGE_SHIFT], rec, early, || {
             odp::fault_in(&self.mm, addr, write, target)
         })
     }
 
     /// [`Process::fault_and_map`] with the fault-in `fault_in`, for the faults at pages
     /// `faulting` (one, or a batch's): an invalidation of any of them starts over.
-    pub(crate) fn fault_and_map_with(
+    pub(super) fn fault_and_map_with(
         &self,
         target: &FaultTarget,
         faulting: &[u64],
         rec: &mut Record,
+        mut early: Option<&mut Early<'_>>,
         mut fault_in: impl FnMut() -> Result<odp::Faulted>,
     ) -> Result<(u64, u64)> {
         let mut raced = 0;
@@ -843,7 +922,6 @@ impl Process {
                 odp::reserve_nodes(&mut nodes, need)?;
             };
             let pages = &g.pages;
-            let evicted = m.budget.evicted().0;
             let res = odp::map_faulted(
                 &mut m,
                 &target.notifier,
@@ -853,17 +931,35 @@ impl Process {
                 |vpn| pages.has(vpn),
                 mark,
             );
-            let (evicted, victim) = (m.budget.evicted().0 - evicted, m.budget.last_victim());
-            drop(m);
-            self.queue_evicted(&mut g, evicted, victim);
+            // Mapped: the taken fault's answer first, then the translation budget's
+            // bookkeeping (which may evict other pages), still under `map`.
+            let mapped = match res {
+                Ok(Some(n)) => {
+                    let t2 = ffi::ktime_ns();
+                    rec.set(Step::Mapped, t2);
+                    if let Some(e) = early.as_deref_mut() {
+                        e.answer(&mut g, rec);
+                    }
+                    let evicted = m.budget.evicted().0;
+                    odp::account_mapped(&mut m, &f);
+                    let (evicted, victim) =
+                        (m.budget.evicted().0 - evicted, m.budget.last_victim());
+                    drop(m);
+                    self.queue_evicted(&mut g, evicted, victim);
+                    Some((n, t2))
+                }
+                _ => {
+                    drop(m);
+                    None
+                }
+            };
             g.chans
                 .latency
                 .fault_in
                 .record(t1.saturating_sub(t0).div_ceil(1000));
             match res {
-                Ok(Some(n)) => {
-                    let t2 = ffi::ktime_ns();
-                    rec.set(Step::Mapped, t2);
+                Ok(Some(_)) => {
+                    let (n, t2) = mapped.unwrap_or_default();
                     rec.pages = rec.pages.saturating_add(n.try_into().unwrap_or(u32::MAX));
                     g.chans
                         .latency
