@@ -76,9 +76,9 @@ static bool exanest_hmm_all_present(struct hmm_range *range, bool write, unsigne
  * The snapshot of a lone page, under a fresh notifier sequence (range->notifier_seq), for the
  * thread that holds the mmap lock, with no fault requested: hmm_range_fault() of one page,
  * which kernel patch 0008 looks up without the generic page walk when it is a normal page
- * present with the access asked (the walk cost 1.2 us for the one page, -icount: as much as
- * the fault itself, 1.7 us). Returns whether the page is present (with write access, for a
- * write).
+ * present with the access asked, or when nothing is there (the walk cost 1.2 us for the one
+ * page, -icount: as much as the fault itself, 1.7 us; the lookup 0.53). Returns whether the
+ * page is present (with write access, for a write).
  */
 static bool exanest_lookup_one(struct hmm_range *range, bool write)
 {
@@ -101,7 +101,7 @@ static bool exanest_lookup_one(struct hmm_range *range, bool write)
  * first: a device reads mostly what the CPU wrote, present in the mm though not in the IOMMU,
  * which the snapshot alone resolves (handle_mm_fault() on a present page walks the page table
  * only to mark it young; window-0 copy, read faults' fault-in 2.27 -> 1.82 us at p50). A lone
- * page's snapshot is exanest_lookup_one()'s (fault-in 1.82 -> 1.25 us for a read, 3.48 -> 2.92
+ * page's snapshot is exanest_lookup_one()'s (fault-in 1.82 -> 1.12 us for a read, 3.48 -> 2.79
  * for a write, GUP's lookup in between); a page it does not find after the fault (made
  * read-only again meanwhile, say) goes to the fault thread, which resolves it through HMM.
  */
