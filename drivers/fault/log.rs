@@ -68,7 +68,7 @@ impl FaultLog {
     fn measure(&self) -> u64 {
         let mut kept = Resolutions::<RESOLUTIONS>::new();
         let mut rec = Record::default();
-        let t0 = ffi::ktime_ns();
+        let t0 = ffi::stamp_ns();
         for i in 0..COST_ROUNDS {
             let mut resolution = Record::default();
             resolution.stamp(Step::FaultIn, t0 + i);
@@ -78,7 +78,7 @@ impl FaultLog {
             }
             self.log.lock().push(core::hint::black_box(&rec));
         }
-        let ns = ffi::ktime_ns().saturating_sub(t0) / COST_ROUNDS;
+        let ns = ffi::stamp_ns().saturating_sub(t0) / COST_ROUNDS;
         self.log.lock().clear();
         ns
     }

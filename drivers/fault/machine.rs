@@ -20,9 +20,9 @@ use crate::ffi;
 use crate::hw::{Command, EngineFault, Hw};
 use kernel::prelude::*;
 
-/// Nanoseconds of the monotonic clock, the state machine's time (and the fault log's).
+/// Nanoseconds of the fault path's stamp clock, the state machine's time (and the fault log's).
 fn now_ns() -> u64 {
-    ffi::ktime_ns()
+    ffi::stamp_ns()
 }
 
 /// The channels of a context with `channels` channels, as a mask.

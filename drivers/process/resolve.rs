@@ -209,7 +209,7 @@ impl Process {
                     let noted = self.irq_faults.swap(0, Ordering::SeqCst);
                     for n in (0..MAX_CH as u32).filter(|n| noted & (1 << n) != 0) {
                         let at = self.irq_at[n as usize].swap(0, Ordering::Relaxed);
-                        let at = if at == 0 { ffi::ktime_ns() } else { at };
+                        let at = if at == 0 { ffi::stamp_ns() } else { at };
                         g.engine_faults.noted(n, at);
                     }
                     g.engine_faults.pending(&*ctx, false)
@@ -227,7 +227,7 @@ impl Process {
                 reported = true;
                 let mut rec = Record::default();
                 rec.stamp(Step::Smmu, stamp);
-                rec.stamp(Step::Thread, ffi::ktime_ns());
+                rec.stamp(Step::Thread, ffi::stamp_ns());
                 // Errors are the channel's business: it reports the same fault.
                 let res = self.resolve(
                     f.page,
@@ -244,7 +244,7 @@ impl Process {
                     return Pass::HandOff;
                 }
                 if res.is_ok() {
-                    let us = ffi::ktime_ns().saturating_sub(stamp) / 1000;
+                    let us = ffi::stamp_ns().saturating_sub(stamp) / 1000;
                     let mut g = self.inner.lock();
                     g.chans.latency.handler.record(us);
                     // The engine's report of the fault, if it comes later, takes what this
@@ -895,10 +895,10 @@ impl Process {
                 Some(mark) => mark,
                 None => self.map.lock().inval.mark(),
             };
-            let t0 = ffi::ktime_ns();
+            let t0 = ffi::stamp_ns();
             rec.stamp(Step::FaultIn, t0);
             let f = fault_in()?;
-            let t1 = ffi::ktime_ns();
+            let t1 = ffi::stamp_ns();
             rec.set(Step::FaultedIn, t1);
             // The mirror's nodes this mapping takes, reserved without a lock (as many as the
             // mirror lacks, looked at under the locks, then again if it lacks more).
@@ -935,7 +935,7 @@ impl Process {
             // bookkeeping (which may evict other pages), still under `map`.
             let mapped = match res {
                 Ok(Some(n)) => {
-                    let t2 = ffi::ktime_ns();
+                    let t2 = ffi::stamp_ns();
                     rec.set(Step::Mapped, t2);
                     if let Some(e) = early.as_deref_mut() {
                         e.answer(&mut g, rec);

@@ -78,7 +78,7 @@ impl Process {
                 .filter(|n| chans & (1 << n) != 0)
                 .all(|n| matches!(ctx.in_fault(n), Ok(true)))
         {
-            let now = ffi::ktime_ns();
+            let now = ffi::stamp_ns();
             for n in (0..MAX_CH).filter(|&n| chans & (1 << n) != 0) {
                 // The first interrupt of a fault stamps it.
                 let _ =

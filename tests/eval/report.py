@@ -520,8 +520,9 @@ def report(raw, out, figdir, meta):
     w("Exact percentiles (nearest rank, no buckets) from the engine's fault log\n"
       "(``/sys/kernel/debug/exanest-dma0/faults``, Documentation/design.rst, \"Fault timings\"),\n"
       "over one copy between fresh on-demand regions with window 0, where every page faults;\n"
-      "each figure is the median over runs of that run's percentile. Stamps are\n"
-      "``ktime_get_ns`` (CLOCK_MONOTONIC, emulated under -icount). A stage runs from the last\n"
+      "each figure is the median over runs of that run's percentile. Stamps read the\n"
+      "architected counter that CLOCK_MONOTONIC reads, scaled to ns (emulated under -icount;\n"
+      "``exanest_shim_stamp_ns``). A stage runs from the last\n"
       "step the fault took before it, so the stages of one fault add up to its total; *report*\n"
       "counts only faults where the SMMU's report came first, which it does not by default:\n"
       "the driver asks the SMMU to record no fault of its domains (kernel patch 0006;\n"
@@ -645,7 +646,7 @@ def report(raw, out, figdir, meta):
           "(``exanest-bench storm``). *faults/s*: every process's faults over the time from the\n"
           "start until the last one ended (CLOCK_MONOTONIC); *vs one*: against one process, in\n"
           "the same run. The service percentiles are over every fault of every process (the\n"
-          "engine's fault log, ``ktime_get_ns``); *copy time per fault* is the median process's\n"
+          "engine's fault log, its stamp clock); *copy time per fault* is the median process's\n"
           "copy time over its faults. The engine's interrupt thread serves every process's\n"
           "faults as it sees them, with no thread woken per process; the guest has two vCPUs,\n"
           "which -icount runs in turn. The rate stays within 10 % of one process's with more\n"
@@ -848,7 +849,7 @@ def report(raw, out, figdir, meta):
                     [[st] + [rstage(st, q) for q in ("n", "p50", "p90", "p99", "max")]
                      for st in ("total", "report", "wake", "lookup", "fault_in", "map", "answer")]) + "\n")
             w("The receiver's side of the cold put, from node 1's engine's fault log over it\n"
-              "(``ktime_get_ns``; stages as in \"Fault service time\"; medians over runs of each\n"
+              "(its stamp clock; stages as in \"Fault service time\"; medians over runs of each\n"
               "run's percentile). Each sample is one fault the engine NACKed to the sender and the\n"
               "driver answered with a RESUME; map-ahead maps the rest of the op between faults,\n"
               "and is not in these samples.\n")

@@ -3,7 +3,8 @@
 //! Exact timings of fault service (Documentation/design.rst, "Fault timings").
 //!
 //! Every engine fault the driver answers leaves one [`Record`]: the time of each [`Step`] it
-//! went through, in nanoseconds of one monotonic clock (the kernel's `ktime_get_ns`), 0 for a
+//! went through, in nanoseconds of one monotonic clock (the driver's stamp clock: the counter
+//! that the kernel's monotonic clock reads, scaled), 0 for a
 //! step it did not take. An engine keeps its last records in a [`Log`] (a ring), and
 //! [`write_summary`] gives exact percentiles (nearest rank: p50, p90, p99 and the maximum)
 //! of every [`Stage`] over them, with no buckets.
