@@ -193,9 +193,10 @@ impl Instance {
         drop(owners);
     }
 
-    /// Take the interrupt status of the contexts in `summary` and hand it to their holders. A
-    /// context that nobody holds is quiesced.
-    fn dispatch(&self, summary: u64) {
+    /// Take the interrupt status of the contexts in `summary`, raised at `at` (the fault path's
+    /// stamp clock; 0 if unknown), and hand it to their holders. A context that nobody holds
+    /// is quiesced.
+    fn dispatch(&self, summary: u64, at: u64) {
         let mut rest = summary;
         while rest != 0 {
             let c = rest.trailing_zeros() as usize;
@@ -215,7 +216,7 @@ impl Instance {
             };
             if let Some(p) = owner {
                 if pending != 0 {
-                    p.on_interrupt(&ctx, pending);
+                    p.on_interrupt(&ctx, pending, at);
                 }
             }
         }
@@ -494,6 +495,7 @@ impl EngineDevices {
             IrqHandler {
                 inst: ret,
                 summary: AtomicU64::new(0),
+                at: AtomicU64::new(0),
                 net_skipped: AtomicU32::new(0),
             },
         ))
@@ -505,6 +507,9 @@ pub(crate) struct IrqHandler {
     inst: Arc<Instance>,
     /// The contexts the hard handler found raising the interrupt, for the thread.
     summary: AtomicU64,
+    /// When the hard handler first found them (the fault path's stamp clock): a fault's
+    /// service starts at its interrupt, as a CPU's page fault starts at its trap.
+    at: AtomicU64,
     /// Runs of the thread in a row that left NET_IRQ unread because contexts raised the line.
     net_skipped: AtomicU32,
 }
@@ -515,8 +520,14 @@ const NET_IRQ_SKIPS: u32 = 64;
 
 impl irq::ThreadedHandler for IrqHandler {
     fn handle(&self) -> irq::ThreadedIrqReturn {
+        let now = ffi::stamp_ns();
         let summary = self.inst.engine.irq_summary();
         if summary != 0 || self.inst.engine.eps_wanted() {
+            // The line stays masked until the thread has run (IRQF_ONESHOT): the first
+            // interrupt of a run is its time.
+            let _ = self
+                .at
+                .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
             self.summary.fetch_or(summary, Ordering::Release);
             // IRQF_ONESHOT keeps the line masked until the thread has acknowledged it.
             irq::ThreadedIrqReturn::WakeThread
@@ -529,6 +540,7 @@ impl irq::ThreadedHandler for IrqHandler {
         // What the hard handler read, not read again (an MMIO read per fault saved): the line
         // is level-triggered and stays masked until this returns, so a context that raised it
         // since (not in `summary`, its status still set) raises it again once unmasked.
+        let at = self.at.swap(0, Ordering::Relaxed);
         let summary = self.summary.swap(0, Ordering::Acquire);
         // NET_IRQ (an MMIO read, 55-200 ns of a fault's path under -icount) only when no
         // context raised the line, or after NET_IRQ_SKIPS runs that did: the line is
@@ -544,7 +556,7 @@ impl irq::ThreadedHandler for IrqHandler {
         if summary == 0 && !wanted {
             return irq::IrqReturn::None;
         }
-        self.inst.dispatch(summary);
+        self.inst.dispatch(summary, at);
         if wanted {
             // Already queued: that run reads the endpoints wanted now too.
             let _ = workqueue::system_long().enqueue(self.inst.clone());

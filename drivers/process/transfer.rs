@@ -60,9 +60,10 @@ impl Process {
         Ok((cookie, channel))
     }
 
-    /// The engine raised its interrupt for the channels in `pending` (the interrupt thread),
-    /// and (bits 8 and 9) for the user-level queue; `ctx` is the context that raised it.
-    pub(crate) fn on_interrupt(&self, ctx: &Context, pending: u32) {
+    /// The engine raised its interrupt at `at` (the hard handler's stamp, 0 if unknown) for the
+    /// channels in `pending` (the interrupt thread), and (bits 8 and 9) for the user-level
+    /// queue; `ctx` is the context that raised it.
+    pub(crate) fn on_interrupt(&self, ctx: &Context, pending: u32, at: u64) {
         // Only channels in fault-wait: serve them here, without sleeping on the mm, unless a
         // server is at work already (the fault thread, woken by the IOMMU's report), which
         // then takes them, so that this thread does not wait for `inner` behind it (60 % of
@@ -78,7 +79,9 @@ impl Process {
                 .filter(|n| chans & (1 << n) != 0)
                 .all(|n| matches!(ctx.in_fault(n), Ok(true)))
         {
-            let now = ffi::stamp_ns();
+            // A fault's service starts at its interrupt, in the hard handler (the CPU's fault
+            // at its trap): the thread's wake-up and the dispatch to the process are its too.
+            let now = if at != 0 { at } else { ffi::stamp_ns() };
             for n in (0..MAX_CH).filter(|&n| chans & (1 << n) != 0) {
                 // The first interrupt of a fault stamps it.
                 let _ =
