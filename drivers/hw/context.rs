@@ -120,6 +120,14 @@ impl Context {
     }
 
     /// Write FREC_HEAD: the records before `head` are free.
+    /// The channels with a fault recorded and not taken yet, as a mask, from the fault record
+    /// ring alone (no register read); 0 without a ring.
+    pub(crate) fn recorded_faults(&self) -> u32 {
+        self.fring.as_ref().map_or(0, |f| {
+            f.recorded_mask(self.engine.channels, |h| self.free_records(h))
+        })
+    }
+
     fn free_records(&self, head: u32) {
         if let Some(at) = hw::FREC_HEAD::try_at(self.ctx()) {
             // An MMIO write fails only for an offset past the BAR, which probe checked.

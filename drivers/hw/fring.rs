@@ -122,6 +122,16 @@ impl FaultRing {
         self.drained(free, |st| st.has(c))
     }
 
+    /// The channels below `channels` with a record of a fault not taken yet, as a mask
+    /// ([`FaultRing::drained`]): memory reads only, for a server polling for the next fault.
+    pub(crate) fn recorded_mask(&self, channels: u32, free: impl FnOnce(u32)) -> u32 {
+        self.drained(free, |st| {
+            (0..channels.min(32))
+                .filter(|&c| st.has(c))
+                .fold(0, |m, c| m | 1 << c)
+        })
+    }
+
     /// Take channel `c`'s newest record of a fault not taken yet ([`FaultRing::drained`]).
     pub(crate) fn take(&self, c: u32, free: impl FnOnce(u32)) -> Option<FaultRecord> {
         self.drained(free, |st| st.take(c))
