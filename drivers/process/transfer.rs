@@ -94,6 +94,7 @@ impl Process {
                 return;
             }
             for n in (0..MAX_CH).filter(|&n| chans & (1 << n) != 0) {
+                // The first sight of a fault stamps it (its interrupt may have come already).
                 let _ =
                     self.irq_at[n].compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
             }
