@@ -120,6 +120,12 @@ impl Context {
     }
 
     /// Write FREC_HEAD: the records before `head` are free.
+    /// Whether another context of the engine raises the interrupt (one register read): a
+    /// server polling for this context's next fault gives the line back then.
+    pub(crate) fn others_raised(&self) -> bool {
+        self.engine.irq_summary() & !(1u64 << (self.index % 64)) != 0
+    }
+
     /// The channels with a fault recorded and not taken yet, as a mask, from the fault record
     /// ring alone (no register read); 0 without a ring.
     pub(crate) fn recorded_faults(&self) -> u32 {
