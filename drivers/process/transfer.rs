@@ -141,7 +141,12 @@ impl Process {
             }
             self.irq_faults.fetch_or(chans, Ordering::SeqCst);
             self.serve(true);
-            self.poll_faults(ctx);
+            // Not with the SMMU's reports kept: its event thread, an interrupt thread of the
+            // same priority, must get its turn between faults (Documentation/design.rst,
+            // "Where faults are served").
+            if !crate::module_parameters::smmu_fault_events.value() {
+                self.poll_faults(ctx);
+            }
             return;
         }
         let mut g = self.inner.lock();
