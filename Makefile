@@ -7,6 +7,8 @@
 #                the link recorded in build/pcap (NODES_RUN=shell: a shell on each node)
 #   make soak    long stress runs (races, fuzzer) on the test kernel, not part of make check
 #   make evaluate  the evaluation, on its own kernel without debugging options
+#   make profile [BENCH='fault-service --reps 1']  the guest's instructions per function in the
+#                spans an exanest-bench command times (scripts/profile.sh)
 #
 # Everything heavy (kernel, QEMU) is cached under $(CACHE), keyed by what it is built from.
 
@@ -38,6 +40,13 @@ check:
 # its own kernel, without the test kernel's debugging options (scripts/build-kernel.sh eval).
 evaluate: setup
 	@$(TOP)/scripts/evaluate.sh
+
+# Where the time of a bench's timed spans goes: instructions per kernel and module function,
+# counted by a TCG plugin under -icount (about 1 min cached, plus the evaluation kernel's build).
+BENCH ?= fault-service --reps 1
+.PHONY: profile
+profile: setup
+	@$(TOP)/scripts/profile.sh $(BENCH)
 
 # Boot helpers: build (or find in the cache) the kernel and QEMU, build the module and the guest
 # tools, assemble the initramfs, boot.

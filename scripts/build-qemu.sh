@@ -10,11 +10,12 @@ exec 3>&1 1>&2
 
 # Bump RECIPE when this script changes how QEMU is built (the key covers the inputs, the core's
 # protocol code that the model links among them).
-RECIPE=3
+RECIPE=4
 KEY=$(echo "$RECIPE $(rustc --version) $(hash_of "$TOP/scripts/versions.env" \
 	"$TOP/tests/qemu-model/exanest_pldma.c" "$TOP/tests/qemu-model/exanest_pldma.h" \
 	"$TOP/tests/qemu-model/exanest_net.c" "$TOP/tests/qemu-model/exanest_core.h" \
 	"$TOP/tests/qemu-model/trace-events" "$TOP/tests/qemu-model/exanest.mak" "$TOP/include/hw" \
+	"$TOP/tests/qemu-model/insprof.c" \
 	"$TOP/rust/Cargo.toml" "$TOP/rust/Cargo.lock" "$TOP/rust/exanest-core/Cargo.toml" \
 	"$TOP/rust/exanest-core/src" "$TOP/rust/exanest-model/Cargo.toml" \
 	"$TOP/rust/exanest-model/src")" | sha256sum | cut -c1-16)
@@ -65,13 +66,16 @@ log "qemu $KEY: configuring"
 mkdir -p "$OUT/build"; cd "$OUT/build"
 "$OUT/src/configure" --python=/usr/bin/python3 --target-list=aarch64-softmmu \
 	--without-default-features --without-default-devices \
-	--with-devices-aarch64=exanest --enable-fdt=system --enable-tcg \
+	--with-devices-aarch64=exanest --enable-fdt=system --enable-tcg --enable-plugins \
 	--disable-docs --disable-install-blobs --disable-werror >configure.log 2>&1 ||
 	{ tail -30 configure.log >&2; die "QEMU configure failed (log: $OUT/build/configure.log)"; }
 log "qemu $KEY: building (about 3 minutes at -j2)"
 ninja -j"$(nproc)" qemu-system-aarch64 >ninja.log 2>&1 ||
 	{ grep -B2 -A8 'error' ninja.log | head -60 >&2; die "QEMU build failed (log: $OUT/build/ninja.log)"; }
 "$BIN" -device help 2>/dev/null | grep -q '"exanest-pldma"' || die "built QEMU lacks the exanest-pldma device"
+# The instruction profiler of make profile (scripts/profile.sh), a TCG plugin.
+gcc -O2 -shared -fPIC -Wall -Werror $(pkg-config --cflags glib-2.0) -I"$OUT/src/include/qemu" \
+	-o "$OUT/build/insprof.so" "$TOP/tests/qemu-model/insprof.c" || die "building the insprof plugin failed"
 touch "$OUT/.done"
 log "qemu $KEY: done"
 echo "$BIN" >&3

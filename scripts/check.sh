@@ -35,7 +35,7 @@ p_host_tests() {
 	local -A selftests
 	# The Python self-tests wait on sockets more than they compute (the switch's quiet periods):
 	# they run beside cargo test, each into its own log, and are counted after it.
-	for d in harness lint; do
+	for d in harness lint eval; do
 		python3 -m unittest discover -s "tests/$d" -p 'test_*.py' >"$LOGS/$d.log" 2>&1 &
 		selftests[$d]=$!
 	done
@@ -47,7 +47,7 @@ p_host_tests() {
 		fail "cargo test ($f failed)"; show_log "$log"
 	fi
 	echo "cargo test: $p passed, $f failed"
-	for d in harness lint; do
+	for d in harness lint eval; do
 		if wait "${selftests[$d]}"; then
 			pass "$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$LOGS/$d.log")"
 		else
@@ -67,7 +67,8 @@ lint_model() {
 	fi
 	local f
 	for f in tests/qemu-model/exanest_pldma.c tests/qemu-model/exanest_pldma.h \
-		tests/qemu-model/exanest_net.c tests/qemu-model/exanest_core.h; do
+		tests/qemu-model/exanest_net.c tests/qemu-model/exanest_core.h \
+		tests/qemu-model/insprof.c; do
 		if perl "$dir/scripts/checkpatch.pl" --strict --no-tree -f "$f" >"$log" 2>&1; then pass; else
 			fail "QEMU checkpatch ($f)"; show_log "$log" 30; fi
 	done

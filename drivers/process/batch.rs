@@ -247,20 +247,8 @@ impl Process {
     fn resolve_planned(&self, t: &mut Taken, p: Pending, nowait: bool) -> Result<u64> {
         let res = self.fault_and_map(p.addr, p.write, &p.target, &mut t.rec, None);
         match self.finish(&p, res.map(|(end, n)| (end, n, n.saturating_sub(1)))) {
-            // The region went meanwhile: looked up again.
-            Err(e) if e == ENOENT => {
-                let rep = t.f.report;
-                let limit = Self::window_limit(t);
-                self.resolve(
-                    rep.fault_addr,
-                    rep.fault_write,
-                    limit,
-                    t.within,
-                    nowait,
-                    &mut t.rec,
-                    None,
-                )
-            }
+            // The region went meanwhile: resolved anew, as alone.
+            Err(e) if e == ENOENT => self.resolve_taken(t, nowait),
             res => res,
         }
     }

@@ -42,7 +42,8 @@ use kernel::{
 pub(crate) unsafe fn fault_work(token: *mut core::ffi::c_void) {
     // SAFETY: Per the contract, `token` points to a live `Process`.
     let process = unsafe { &*token.cast::<Process>() };
-    process.serve(false);
+    // Whether it served everything matters only to an interrupt thread's poll.
+    let _ = process.serve(false);
 }
 
 /// How a pass over the process's faults ended (`Process::service_faults`).
@@ -144,12 +145,15 @@ impl Process {
     /// its faults to it, which looks for more after it stops. An inline server resolves
     /// without sleeping on the mm and maps nothing ahead: what it cannot do, it hands to the
     /// fault thread (kicked). Resolving in the thread that got the report costs no wake-up
-    /// and no context switch (Documentation/design.rst, "Where faults are served").
-    pub(crate) fn serve(&self, inline: bool) {
+    /// and no context switch (Documentation/design.rst, "Where faults are served"). Returns
+    /// whether this server served everything there was: false when another server was at
+    /// work, when it handed off to the fault thread (which then has work), or when nothing
+    /// can be served.
+    pub(crate) fn serve(&self, inline: bool) -> bool {
         loop {
             if self.serving.swap(true, Ordering::SeqCst) {
                 // The server at work sees what brought this one: it looks again below.
-                return;
+                return false;
             }
             let pass = self.service_faults(inline);
             self.serving.store(false, Ordering::SeqCst);
@@ -159,10 +163,10 @@ impl Process {
             match pass {
                 Pass::HandOff => {
                     self.kick();
-                    return;
+                    return false;
                 }
                 // Reports left are served once there is a context again (or never).
-                Pass::Stopped => return,
+                Pass::Stopped => return false,
                 Pass::Done if inline => {
                     // The engine's interrupt comes again for the faults it raised meanwhile;
                     // the IOMMU's reports queued meanwhile (their handler saw this server at
@@ -172,15 +176,16 @@ impl Process {
                     // process: KASAN, exanest-race).
                     if !self.faults.is_empty() {
                         self.kick();
+                        return false;
                     }
-                    return;
+                    return true;
                 }
                 Pass::Done => {}
             }
             // Reports that came while serving, from a server that found this one at work
             // (SeqCst: it set them before it looked at `serving`).
             if self.irq_faults.load(Ordering::SeqCst) == 0 && self.faults.is_empty() {
-                return;
+                return true;
             }
         }
     }

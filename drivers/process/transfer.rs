@@ -97,19 +97,28 @@ impl Process {
                 core::hint::spin_loop();
                 continue;
             }
-            if self.inner.lock().dead {
+            // The first sight of a fault stamps it (its interrupt may have come already). A
+            // server that stopped short of done (the process torn down, a fault handed to the
+            // fault thread, map-ahead to do) ends the poll: what is left is the fault
+            // thread's.
+            if !self.serve_inline(chans, now) {
                 return;
             }
-            for n in (0..MAX_CH).filter(|&n| chans & (1 << n) != 0) {
-                // The first sight of a fault stamps it (its interrupt may have come already).
-                let _ =
-                    self.irq_at[n].compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
-            }
-            self.irq_faults.fetch_or(chans, Ordering::SeqCst);
-            self.serve(true);
             served += 1;
             deadline = ffi::stamp_ns().saturating_add(POLL_NS);
         }
+    }
+
+    /// Serve the faults of channels `chans` of the process's context in this (interrupt)
+    /// thread, first seen at `at`: each is stamped there unless an earlier sight stamped it.
+    /// Returns whether the server got through them all ([`Process::serve`]).
+    fn serve_inline(&self, chans: u32, at: u64) -> bool {
+        for n in (0..MAX_CH).filter(|&n| chans & (1 << n) != 0) {
+            // Kept when set: the earlier sight is the fault's start.
+            let _ = self.irq_at[n].compare_exchange(0, at, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        self.irq_faults.fetch_or(chans, Ordering::SeqCst);
+        self.serve(true)
     }
 
     /// The engine raised its interrupt at `at` (the hard handler's stamp, 0 if unknown) for the
@@ -134,17 +143,12 @@ impl Process {
             // A fault's service starts at its interrupt, in the hard handler (the CPU's fault
             // at its trap): the thread's wake-up and the dispatch to the process are its too.
             let now = if at != 0 { at } else { ffi::stamp_ns() };
-            for n in (0..MAX_CH).filter(|&n| chans & (1 << n) != 0) {
-                // The first interrupt of a fault stamps it.
-                let _ =
-                    self.irq_at[n].compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
-            }
-            self.irq_faults.fetch_or(chans, Ordering::SeqCst);
-            self.serve(true);
+            // The first interrupt of a fault stamps it.
+            let done = self.serve_inline(chans, now);
             // Not with the SMMU's reports kept: its event thread, an interrupt thread of the
             // same priority, must get its turn between faults (Documentation/design.rst,
             // "Where faults are served").
-            if !crate::module_parameters::smmu_fault_events.value() {
+            if done && !crate::module_parameters::smmu_fault_events.value() {
                 self.poll_faults(ctx);
             }
             return;

@@ -506,10 +506,12 @@ fn memory(dev: &Device, size: usize) -> Res<()> {
 fn cpu_fault(pages: usize) -> Res<()> {
     let b = Buf::new(pages * 4096, false)?;
     let t0 = Instant::now();
+    prof_mark();
     for i in 0..pages {
         // SAFETY: Inside our mapping.
         unsafe { b.ptr.add(i * 4096).write_volatile(1) };
     }
+    prof_mark();
     let t = us(t0);
     // Then each fault of as many fresh pages timed alone (CLOCK_MONOTONIC around the write,
     // less the median of the clock read's own cost), for its percentiles: the device fault's
@@ -554,6 +556,18 @@ fn fault_log(cmd: &str) -> Res<()> {
 
 /// One copy of `size` bytes between fresh on-demand regions with no touch-ahead (window 0):
 /// every page faults. Returns the copy's time (us) and the faults answered.
+/// With EXANEST_PROF set, mark the start or end of a span this bench times for `make profile`
+/// (scripts/profile.sh): HINT #100, which its TCG plugin (tests/qemu-model/insprof.c) watches
+/// for, a NOP anywhere else (the unallocated hint space).
+fn prof_mark() {
+    #[cfg(target_arch = "aarch64")]
+    if std::env::var_os("EXANEST_PROF").is_some() {
+        // SAFETY: An unallocated HINT executes as a NOP: it reads and writes no register or
+        // memory.
+        unsafe { core::arch::asm!("hint #100", options(nomem, nostack, preserves_flags)) };
+    }
+}
+
 fn faulting_copy(dev: &Device, size: usize) -> Res<(f64, u64)> {
     let mut src = Buf::new(size, false)?;
     let dst = Buf::new(size, false)?;
@@ -562,7 +576,9 @@ fn faulting_copy(dev: &Device, size: usize) -> Res<(f64, u64)> {
     let hd = register(dev, &dst, Access::Write, Mode::OnDemand, Some(0))?;
     let c0 = dev.counters()?;
     let t0 = Instant::now();
+    prof_mark();
     copy(dev, src.addr(), dst.addr(), size)?;
+    prof_mark();
     let t = us(t0);
     let c1 = dev.counters()?;
     dev.deregister(hs)?;
