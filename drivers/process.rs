@@ -154,6 +154,13 @@ impl Inner {
         self.gone_next = (self.gone_next + 1) % GONE_CLAIMS;
     }
 
+    /// Whether region `h` is registered with notifier `n` (no reference taken).
+    pub(crate) fn has_notifier(&self, h: u32, n: &Arc<Notifier>) -> bool {
+        self.notifiers
+            .iter()
+            .any(|(x, m)| *x == h && Arc::ptr_eq(m, n))
+    }
+
     /// The notifier of region `h`.
     pub(crate) fn notifier(&self, h: u32) -> Option<Arc<Notifier>> {
         self.notifiers

@@ -24,6 +24,17 @@ use kernel::{page::PAGE_SIZE, prelude::*};
 
 /// Most channels the scheduler handles.
 pub(crate) const MAX_CH: usize = map::MAX_CHANNELS;
+
+/// The channels whose bits are set in `mask` (those below [`MAX_CH`]), lowest first: one step
+/// per channel set, not one per channel (a fault's path walks such masks four times).
+pub(crate) fn each_channel(mask: u32) -> impl Iterator<Item = u32> {
+    let mut rest = mask & ((1u32 << MAX_CH) - 1);
+    core::iter::from_fn(move || {
+        let n = rest.trailing_zeros();
+        rest &= rest.wrapping_sub(1);
+        (n < 32).then_some(n)
+    })
+}
 /// Copies one process may have queued, running or finished but not yet waited for.
 pub(crate) const MAX_INFLIGHT: usize = 64;
 
@@ -232,6 +243,21 @@ mod tests {
     }
 
     /// start → done: the channel is programmed, the interrupt completes the copy once.
+    /// The channels of a mask, lowest first, none past the last channel.
+    #[test]
+    fn each_channel_walks_the_bits_set() {
+        // The bits past the eighth channel are not channels.
+        let mut seen = [u32::MAX; MAX_CH];
+        let mut k = 0;
+        for n in each_channel(0b1010_0101 | 1 << MAX_CH | 1 << 31) {
+            seen[k] = n;
+            k += 1;
+        }
+        assert_eq!(&seen[..k], &[0, 2, 5, 7]);
+        assert_eq!(each_channel(0).count(), 0);
+        assert_eq!(each_channel(u32::MAX).count(), MAX_CH);
+    }
+
     #[test]
     fn start_then_done() {
         let (mut ch, hw) = setup(2);

@@ -23,7 +23,7 @@ use crate::ffi;
 use crate::hw::{Context, EngineFault};
 use crate::mm::mirror::BLOCK_PAGES;
 use crate::mm::odp::{self, FaultTarget, Nodes};
-use crate::process::channel::MAX_CH;
+use crate::process::channel::each_channel;
 use crate::process::queue::QueueState;
 use crate::process::Process;
 use core::sync::atomic::Ordering;
@@ -198,8 +198,9 @@ impl Process {
     /// ([`Pass::HandOff`]), with the fault it could not finish given back (to the queue, or
     /// to the fault table).
     fn service_faults(&self, nowait: bool) -> Pass {
-        // What the thread allocates for the process is charged to the process's memory cgroup.
-        let _memcg = ffi::MemcgScope::enter(&self.mm);
+        // What the thread allocates for the process is charged to the process's memory cgroup
+        // (an interrupt thread entered the scope once for all it serves: `on_interrupt`).
+        let _memcg = (!nowait).then(|| ffi::MemcgScope::enter(&self.mm));
         loop {
             // The channels the engine reported first, several at once resolved together where
             // they are close (batch.rs): their RESUME waits for nothing else. The IOMMU's
@@ -210,14 +211,16 @@ impl Process {
                 if g.dead {
                     return Pass::Stopped;
                 }
-                g.hw().map(|ctx| {
+                // The context borrowed under the lock (no reference taken and dropped).
+                let inner = &mut *g;
+                inner.bound.as_ref().map(|(ctx, _)| {
                     let noted = self.irq_faults.swap(0, Ordering::SeqCst);
-                    for n in (0..MAX_CH as u32).filter(|n| noted & (1 << n) != 0) {
+                    for n in each_channel(noted) {
                         let at = self.irq_at[n as usize].swap(0, Ordering::Relaxed);
                         let at = if at == 0 { ffi::stamp_ns() } else { at };
-                        g.engine_faults.noted(n, at);
+                        inner.engine_faults.noted(n, at);
                     }
-                    g.engine_faults.pending(&*ctx, false)
+                    inner.engine_faults.pending(&**ctx, false)
                 })
             };
             let served = self.serve_channels(noted.unwrap_or(0), nowait);
@@ -913,9 +916,8 @@ impl Process {
                     return Err(ENODEV);
                 }
                 // Still registered, with the notifier the pages were faulted in under.
-                match g.notifier(target.handle) {
-                    Some(n) if Arc::ptr_eq(&n, &target.notifier) => {}
-                    _ => return Err(ENOENT),
+                if !g.has_notifier(target.handle, &target.notifier) {
+                    return Err(ENOENT);
                 }
                 let m = self.map.lock();
                 let need = m.mirror.nodes_needed(&f);

@@ -7,7 +7,7 @@ use crate::error::{CtxError, CtxResult};
 use crate::exanest_core::{abi, regs as map};
 use crate::ffi;
 use crate::hw::{Context, Hw};
-use crate::process::channel::MAX_CH;
+use crate::process::channel::each_channel;
 use crate::process::{Inner, Process};
 use core::sync::atomic::Ordering;
 /// How long the interrupt thread looks for the next fault of a context whose faults it has
@@ -113,9 +113,14 @@ impl Process {
     /// thread, first seen at `at`: each is stamped there unless an earlier sight stamped it.
     /// Returns whether the server got through them all ([`Process::serve`]).
     fn serve_inline(&self, chans: u32, at: u64) -> bool {
-        for n in (0..MAX_CH).filter(|&n| chans & (1 << n) != 0) {
+        for n in each_channel(chans) {
             // Kept when set: the earlier sight is the fault's start.
-            let _ = self.irq_at[n].compare_exchange(0, at, Ordering::Relaxed, Ordering::Relaxed);
+            let _ = self.irq_at[n as usize].compare_exchange(
+                0,
+                at,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
         }
         self.irq_faults.fetch_or(chans, Ordering::SeqCst);
         self.serve(true)
@@ -136,13 +141,14 @@ impl Process {
         let chans = pending & map::ctx_irq::CHANNELS;
         if chans != 0
             && chans == pending
-            && (0..MAX_CH as u32)
-                .filter(|n| chans & (1 << n) != 0)
-                .all(|n| matches!(ctx.in_fault(n), Ok(true)))
+            && each_channel(chans).all(|n| matches!(ctx.in_fault(n), Ok(true)))
         {
             // A fault's service starts at its interrupt, in the hard handler (the CPU's fault
             // at its trap): the thread's wake-up and the dispatch to the process are its too.
             let now = if at != 0 { at } else { ffi::stamp_ns() };
+            // What this thread allocates for the process (the faults below and those it polls)
+            // is charged to the process's memory cgroup: entered once for them all.
+            let _memcg = ffi::MemcgScope::enter(&self.mm);
             // The first interrupt of a fault stamps it.
             let done = self.serve_inline(chans, now);
             // Not with the SMMU's reports kept: its event thread, an interrupt thread of the
