@@ -748,12 +748,17 @@ impl Process {
                 u64::MAX => g.chans.copy_end(vpn << PAGE_SHIFT, write),
                 end => end,
             };
-            // Pages of map-ahead this fault overtook (the core's `Ahead::lead`).
-            let overtook = g
-                .ahead
-                .lead(h, write, vpn)
-                .filter(|&(first, _)| first == vpn)
-                .map(|(_, n)| n);
+            // Pages of map-ahead this fault overtook (the core's `Ahead::lead`): only a region
+            // mapped ahead has a job to overtake (`plan_ahead`; a window its owner chose never
+            // has).
+            let overtook = if g.regions.get(h).is_some_and(|r| r.map_ahead) {
+                g.ahead
+                    .lead(h, write, vpn)
+                    .filter(|&(first, _)| first == vpn)
+                    .map(|(_, n)| n)
+            } else {
+                None
+            };
             let r = g.regions.get_mut(h).ok_or(EFAULT)?;
             let (window, strided) = if r.window == abi::WINDOW_ADAPTIVE {
                 // The pages the transfer touches from the fault on.
