@@ -42,7 +42,7 @@ evaluate: setup
 	@$(TOP)/scripts/evaluate.sh
 
 # Where the time of a bench's timed spans goes: instructions per kernel and module function,
-# counted by a TCG plugin under -icount (about 1 min cached, plus the evaluation kernel's build).
+# counted by a TCG plugin under -icount (about 25 s cached, plus the evaluation kernel's build).
 BENCH ?= fault-service --reps 1
 .PHONY: profile
 profile: setup

@@ -158,7 +158,7 @@ p_module() {
 		>"$LOGS/module-fmt.log" 2>&1; then pass; else
 		fail "rustfmt (drivers/, kernel style)"; show_log "$LOGS/module-fmt.log" 20; fi
 	# No frame that the probe's or open's deep calls could overflow the kernel stack under; the
-	# test kernel's KASAN stacks are 32 KiB, so its KUnit tests may take 16 (evaluate.sh checks
+	# test kernel's KASAN stacks are 32 KiB, so its KUnit tests may take 16 (common.sh's eval_image checks
 	# the evaluation kernel's module against 16 KiB stacks).
 	if python3 tests/lint/stack_frames.py "$TOP/build/module/exanest_dma.ko" \
 		"llvm-objdump-$LLVM_VERSION" --kunit-limit 16384 >"$LOGS/stack-frames.log" 2>&1; then pass; else

@@ -35,3 +35,18 @@ build_lock() { exec 9>"$CACHE/.build.lock"; flock 9; }
 
 KERNEL_VERSION_SHORT=${KERNEL_SRC_PKG#linux-source-}
 LLVM="-$LLVM_VERSION"
+
+# eval_image: the evaluation kernel (KB), QEMU (QEMU), the module built against that kernel
+# (build/module-eval, its stack frames linted) and the initramfs that boots it
+# (build/initramfs-eval.cpio): what make evaluate and make profile boot.
+eval_image() {
+	KB=$("$TOP/scripts/build-kernel.sh" eval)
+	QEMU=$("$TOP/scripts/build-qemu.sh")
+	make -s -C "$TOP" --no-print-directory module KDIR="$KB" MODULE_OUT="$TOP/build/module-eval" >/dev/null
+	# Its 16 KiB stacks: no frame its KUnit tests or deep calls could overflow (make check lints
+	# the test kernel's module, whose KASAN stacks are twice as large).
+	python3 "$TOP/tests/lint/stack_frames.py" "$TOP/build/module-eval/exanest_dma.ko" "llvm-objdump-$LLVM_VERSION"
+	"$TOP/scripts/build-guest-rust.sh" >/dev/null
+	MODULE_KO="$TOP/build/module-eval/exanest_dma.ko" \
+		"$TOP/scripts/build-initramfs.sh" "$KB" "$TOP/build/initramfs-eval.cpio"
+}

@@ -15,15 +15,7 @@ done
 # The evaluation kernel: the test kernel's source and patches without its debugging options
 # (lockdep, KASAN...), so that measured times mean something. Its module and initramfs are kept
 # apart from the test kernel's.
-KB=$("$TOP/scripts/build-kernel.sh" eval)
-QEMU=$("$TOP/scripts/build-qemu.sh")
-make -s -C "$TOP" --no-print-directory module KDIR="$KB" MODULE_OUT="$TOP/build/module-eval" >/dev/null
-# Its 16 KiB stacks: no frame its KUnit tests or deep calls could overflow (make check lints the
-# test kernel's module, whose KASAN stacks are twice as large).
-python3 "$TOP/tests/lint/stack_frames.py" "$TOP/build/module-eval/exanest_dma.ko" "llvm-objdump-$LLVM_VERSION"
-"$TOP/scripts/build-guest-rust.sh" >/dev/null
-MODULE_KO="$TOP/build/module-eval/exanest_dma.ko" \
-	"$TOP/scripts/build-initramfs.sh" "$KB" "$TOP/build/initramfs-eval.cpio"
+eval_image
 OUT="$TOP/build/eval"
 mkdir -p "$OUT"
 log "evaluation: $runs run(s)$([ $quick = 1 ] && echo ', quick'), QEMU -icount shift=0,sleep=off"

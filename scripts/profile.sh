@@ -9,14 +9,9 @@
 . "$(dirname "$0")/common.sh"
 [ $# -gt 0 ] || set -- fault-service --reps 1
 case "$*" in *,*) die "profile.sh: no commas in the bench's arguments" ;; esac
-KB=$("$TOP/scripts/build-kernel.sh" eval)
-QEMU=$("$TOP/scripts/build-qemu.sh")
+eval_image
 PLUGIN="$(dirname "$QEMU")/insprof.so"
 [ -e "$PLUGIN" ] || die "no insprof plugin next to $QEMU"
-make -s -C "$TOP" --no-print-directory module KDIR="$KB" MODULE_OUT="$TOP/build/module-eval" >/dev/null
-"$TOP/scripts/build-guest-rust.sh" >/dev/null
-MODULE_KO="$TOP/build/module-eval/exanest_dma.ko" \
-	"$TOP/scripts/build-initramfs.sh" "$KB" "$TOP/build/initramfs-eval.cpio"
 OUT="$TOP/build/profile"
 rm -rf "$OUT"; mkdir -p "$OUT"
 log "profile: exanest-bench $*, QEMU -icount shift=0,sleep=off with insprof"

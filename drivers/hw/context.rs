@@ -119,7 +119,6 @@ impl Context {
         );
     }
 
-    /// Write FREC_HEAD: the records before `head` are free.
     /// Whether another context of the engine raises the interrupt (one register read): a
     /// server polling for this context's next fault gives the line back then.
     pub(crate) fn others_raised(&self) -> bool {
@@ -134,6 +133,7 @@ impl Context {
         })
     }
 
+    /// Write FREC_HEAD: the records before `head` are free.
     fn free_records(&self, head: u32) {
         if let Some(at) = hw::FREC_HEAD::try_at(self.ctx()) {
             // An MMIO write fails only for an offset past the BAR, which probe checked.

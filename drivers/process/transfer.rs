@@ -10,6 +10,13 @@ use crate::hw::{Context, Hw};
 use crate::process::channel::each_channel;
 use crate::process::{Inner, Process};
 use core::sync::atomic::Ordering;
+use kernel::{
+    fs::File,
+    prelude::*,
+    sync::{poll::PollTable, CondVarTimeoutResult, MutexGuard},
+    time::{msecs_to_jiffies, Jiffies},
+};
+
 /// How long the interrupt thread looks for the next fault of a context whose faults it has
 /// just served, before it lets the line go (ns of the fault path's stamp clock): a window-0
 /// copy's next fault comes about 4 us after its RESUME (the model's per-transfer latency and
@@ -19,13 +26,6 @@ const POLL_NS: u64 = 10_000;
 /// The most faults the interrupt thread serves by polling in one run, with the line masked:
 /// other contexts' interrupts wait for at most these.
 const POLL_FAULTS: u32 = 16;
-
-use kernel::{
-    fs::File,
-    prelude::*,
-    sync::{poll::PollTable, CondVarTimeoutResult, MutexGuard},
-    time::{msecs_to_jiffies, Jiffies},
-};
 
 impl Process {
     /// Queue a copy between two registered regions; start it if a channel is free. Returns the
