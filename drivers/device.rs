@@ -537,6 +537,16 @@ impl irq::ThreadedHandler for IrqHandler {
     }
 
     fn handle_threaded(&self) -> irq::IrqReturn {
+        ffi::prof_mark(ffi::Mark::Begin);
+        let ret = self.handle_thread();
+        ffi::prof_mark(ffi::Mark::Drop);
+        ret
+    }
+}
+
+impl IrqHandler {
+    /// The interrupt thread's work ([`irq::ThreadedHandler::handle_threaded`]).
+    fn handle_thread(&self) -> irq::IrqReturn {
         // What the hard handler read, not read again (an MMIO read per fault saved): the line
         // is level-triggered and stays masked until this returns, so a context that raised it
         // since (not in `summary`, its status still set) raises it again once unmasked.

@@ -62,6 +62,36 @@ pub(crate) fn stamp_ns() -> u64 {
     unsafe { raw::exanest_shim_stamp_ns() }
 }
 
+/// A mark for `make profile`'s instruction profiler (tests/qemu-model/insprof.c), which counts
+/// the instructions of a fault's critical path apart: from [`Mark::Begin`] (the interrupt
+/// thread starts, or its poll sees a fault) to [`Mark::End`] (the fault's answer is written) or
+/// [`Mark::Drop`] (the thread returns) on one CPU. Each is one `HINT` instruction of the
+/// unallocated hint space (#101 to #103), which the architecture executes as a NOP.
+#[derive(Clone, Copy)]
+pub(crate) enum Mark {
+    Begin,
+    End,
+    Drop,
+}
+
+/// Execute the profiler's mark `m` (a NOP: [`Mark`]).
+#[inline(always)]
+pub(crate) fn prof_mark(m: Mark) {
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: `HINT #101` to `#103` are NOPs (unallocated hints): they touch no register,
+    // memory or flag.
+    unsafe {
+        match m {
+            Mark::Begin => core::arch::asm!("hint #101", options(nomem, nostack, preserves_flags)),
+            Mark::End => core::arch::asm!("hint #102", options(nomem, nostack, preserves_flags)),
+            Mark::Drop => core::arch::asm!("hint #103", options(nomem, nostack, preserves_flags)),
+        }
+    }
+    // No mark elsewhere: the profiler runs arm64 guests.
+    #[cfg(not(target_arch = "aarch64"))]
+    let _ = m;
+}
+
 /// The monotonic clock in nanoseconds; callable in any context, hard IRQ included.
 pub(crate) fn ktime_ns() -> u64 {
     // SAFETY: `ktime_get()` has no preconditions and may be called from any context.

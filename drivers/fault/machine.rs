@@ -157,6 +157,7 @@ impl Faults {
             (Answer::Nack(e), _) => Command::Nack { status: -e },
         };
         let written = hw.answer(n, cmd, f.seq);
+        ffi::prof_mark(ffi::Mark::End);
         rec.stamp(Step::Answered, now_ns());
         rec.kind = match origin {
             Origin::Copy { .. } => Kind::Copy,

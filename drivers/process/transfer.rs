@@ -97,6 +97,7 @@ impl Process {
                 core::hint::spin_loop();
                 continue;
             }
+            ffi::prof_mark(ffi::Mark::Begin);
             // The first sight of a fault stamps it (its interrupt may have come already). A
             // server that stopped short of done (the process torn down, a fault handed to the
             // fault thread, map-ahead to do) ends the poll: what is left is the fault

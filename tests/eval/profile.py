@@ -2,10 +2,13 @@
 """make profile's report (scripts/profile.sh): the insprof plugin's spans named by the guest's
 kernel symbols. Usage: profile.py DIR [--top N]. DIR holds console.log (the guest's output:
 exanest-bench's JSON lines and its kallsyms between PROFILE-KSYMS-BEGIN/END) and span.1,
-span.2, ... ("pc insns execs" per translation block, one file per span the bench marked).
-Prints each span's instructions and, for every function, its instructions per span and per
-unit of work (the last bench line's "faults", else its "pages"), averaged over the spans;
-under -icount shift=0 an instruction is a nanosecond of the guest's virtual time."""
+span.2, ... ("pc insns execs [crit]" per translation block, one file per span the bench
+marked, after a "# paths N" line). Prints each span's instructions and, for every function,
+its instructions per span and per unit of work (the last bench line's "faults", else its
+"pages"), averaged over the spans; then, where the driver marked critical paths (a fault's
+service from the interrupt thread's start or its poll's sight of the fault to its answer),
+their instructions per path by function. Under -icount shift=0 an instruction is a nanosecond
+of the guest's virtual time."""
 import bisect
 import collections
 import json
@@ -66,19 +69,27 @@ def main():
     if not spans:
         sys.exit(f"profile.py: no span in {d}: did the bench mark any (EXANEST_PROF)?")
     addrs = [a for a, _ in syms]
-    per_fn = collections.Counter()
-    totals = []
+    per_fn, crit_fn = collections.Counter(), collections.Counter()
+    totals, paths = [], 0
+
+    def name(pc):
+        if pc < 1 << 63:
+            return "[user space]"
+        i = bisect.bisect_right(addrs, pc) - 1
+        return syms[i][1] if i >= 0 else "[unknown]"
+
     for s in spans:
         total = 0
         for line in s.read_text().splitlines():
-            pc, n, ex = line.split()
+            if line.startswith("# paths "):
+                paths += int(line.split()[2])
+                continue
+            pc, n, ex, *crit = line.split()
             pc, ins = int(pc, 16), int(n) * int(ex)
             total += ins
-            if pc < 1 << 63:
-                per_fn["[user space]"] += ins
-                continue
-            i = bisect.bisect_right(addrs, pc) - 1
-            per_fn[syms[i][1] if i >= 0 else "[unknown]"] += ins
+            per_fn[name(pc)] += ins
+            if crit:
+                crit_fn[name(pc)] += int(n) * int(crit[0])
         totals.append(total)
     last = bench[-1] if bench else {}
     unit, count = next(((k, last[k]) for k in ("faults", "pages") if last.get(k)), (None, 0))
@@ -93,13 +104,22 @@ def main():
             name if name.startswith("[") else "kernel"] += v
     print("by part: " + ", ".join(f"{k} {100 * v / grand:.1f} %" for k, v in mod.most_common()))
     shown = per_fn.most_common(top)
-    names = demangle([n.split(" ")[0] for n, _ in shown])
+    names = demangle([n.split(" ")[0] for n, _ in shown + crit_fn.most_common(top)])
     head = f"{'per span':>12} " + (f"{'per ' + unit.rstrip('s'):>10} " if unit else "")
     print(f"{head}{'share':>7}  function")
-    for name, v in shown:
+    for fn, v in shown:
         line = f"{v / ns:12.0f} " + (f"{v / ns / count:10.1f} " if unit else "")
-        sym, _, where = name.partition(" ")
+        sym, _, where = fn.partition(" ")
         print(f"{line}{100 * v / grand:6.2f}%  {names[sym]}{' ' + where if where else ''}")
+    if not paths:
+        return
+    crit = sum(crit_fn.values())
+    print(f"critical paths (interrupt thread's start or poll's sight of a fault to its answer): "
+          f"{paths}, {crit / paths:.0f} instructions per path")
+    print(f"{'per path':>12} {'share':>7}  function")
+    for fn, v in crit_fn.most_common(top):
+        sym, _, where = fn.partition(" ")
+        print(f"{v / paths:12.1f} {100 * v / crit:6.2f}%  {names[sym]}{' ' + where if where else ''}")
 
 
 if __name__ == "__main__":
