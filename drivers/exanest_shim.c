@@ -237,15 +237,13 @@ bool exanest_shim_read_retry(struct mmu_interval_notifier *mni, unsigned long se
 	return mmu_interval_read_retry(mni, seq);
 }
 
-phys_addr_t exanest_shim_hmm_pfn_to_phys(unsigned long hpfn)
-{
-	return page_to_phys(hmm_pfn_to_page(hpfn));
-}
-
-bool exanest_shim_hmm_pfn_writable(unsigned long hpfn)
-{
-	return !!(hpfn & HMM_PFN_WRITE);
-}
+/*
+ * The bits of an HMM pfn entry (linux/hmm.h) that the driver tests itself for every page it
+ * maps (a call per test cost some 20 instructions a page, -icount): the write flag, and the
+ * flag bits above the pfn.
+ */
+const unsigned long exanest_shim_hmm_pfn_write = HMM_PFN_WRITE;
+const unsigned long exanest_shim_hmm_pfn_flags = HMM_PFN_FLAGS;
 
 /* Order of the CPU mapping of the page (9 for a PMD-mapped THP with 4 KiB pages). */
 unsigned int exanest_shim_hmm_pfn_order(unsigned long hpfn)

@@ -34,8 +34,8 @@ int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, struct vm_area_str
 			   unsigned long stride, const unsigned long *mask, unsigned long *pfns,
 			   unsigned long *seq);
 bool exanest_shim_read_retry(struct mmu_interval_notifier *mni, unsigned long seq);
-phys_addr_t exanest_shim_hmm_pfn_to_phys(unsigned long hpfn);
-bool exanest_shim_hmm_pfn_writable(unsigned long hpfn);
+extern const unsigned long exanest_shim_hmm_pfn_write;
+extern const unsigned long exanest_shim_hmm_pfn_flags;
 unsigned int exanest_shim_hmm_pfn_order(unsigned long hpfn);
 struct mmu_interval_notifier *exanest_shim_notifier_insert(struct mm_struct *mm,
 							   unsigned long start,

@@ -146,8 +146,8 @@ pub(crate) struct HmmPfn(usize);
 impl HmmPfn {
     /// Whether the CPU maps the page writable.
     pub(crate) fn writable(self) -> bool {
-        // SAFETY: A pure bit test on the value, valid for any value.
-        unsafe { raw::exanest_shim_hmm_pfn_writable(self.0) }
+        // SAFETY: A `const` object defined in the shim, initialised at compile time.
+        self.0 & unsafe { raw::exanest_shim_hmm_pfn_write } != 0
     }
 
     /// Order of the CPU mapping (9 for a PMD-mapped transparent huge page, 4 KiB pages).
@@ -172,9 +172,11 @@ impl HmmPfn {
     /// The notifier sequence the pfns were returned with has not moved since (checked under
     /// the lock that the invalidation callback takes), so the page is still the one mapped.
     pub(crate) unsafe fn phys(self) -> u64 {
-        // SAFETY: By the type invariant the pfn names a present page; per the contract it is
-        // still mapped, hence alive.
-        unsafe { raw::exanest_shim_hmm_pfn_to_phys(self.0) }
+        // By the type invariant the pfn names a present page; per the contract it is still
+        // mapped, hence alive: its address is the pfn's (`hmm_pfn_to_phys()`).
+        // SAFETY: A `const` object defined in the shim, initialised at compile time.
+        let pfn = self.0 & !unsafe { raw::exanest_shim_hmm_pfn_flags };
+        (pfn as u64) << kernel::page::PAGE_SHIFT
     }
 }
 

@@ -387,10 +387,9 @@ impl Mirror {
             // (`skip` left out those that one did), and none can while the lock is held: it
             // is still the page the mm maps.
             let phys = unsafe { hpfn.phys() };
-            let order = hpfn.order();
             let block = vpn % BLOCK_PAGES == 0
                 && i + bp <= n
-                && order >= BLOCK_ORDER
+                && hpfn.order() >= BLOCK_ORDER
                 && phys % (BLOCK_PAGES << PAGE_SHIFT) == 0
                 && (fresh || !self.any_in(vpn, vpn + BLOCK_PAGES))
                 && !(vpn..vpn + BLOCK_PAGES).any(&skip);
@@ -642,6 +641,20 @@ pub(crate) fn reserve_nodes(nodes: &mut Nodes, n: usize) -> Result {
 mod tests {
     use super::*;
     use crate::hw::fake::FakeTable;
+
+    /// An HMM pfn entry as the kernel's layout makes it (`exanest_shim_hmm_pfn_make`) is
+    /// decoded by the driver's own tests of its bits: the page's address, its write flag and
+    /// the order of the CPU's mapping.
+    #[test]
+    fn hmm_pfns_decode_as_the_kernel_makes_them() {
+        for (pfn, write, order) in [(0x4_0000, true, 0), (0x12_3456, false, 9), (1, true, 18)] {
+            let p = HmmPfn::for_test(pfn, write, order);
+            // SAFETY: A test value: the address is only compared.
+            assert_eq!(unsafe { p.phys() }, (pfn as u64) << PAGE_SHIFT);
+            assert_eq!(p.writable(), write);
+            assert_eq!(p.order(), order);
+        }
+    }
 
     /// `n` pages from `first`, as HMM returns them (a THP is mapped with order 9).
     fn faulted(first: u64, n: usize, write: bool, order: u32) -> Faulted {
