@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The pinned kernel's scripts/checkpatch.pl --strict on every patch of drivers/patches (in series
 # order, run inside a pristine copy of the kernel tree so that its tree checks apply) and on the C
-# shim. Fails on any error, warning or check, or when the series and the patch files disagree.
+# shim and KUnit suites. Fails on any error, warning or check, or when the series and the patch files disagree.
 . "$(dirname "$0")/common.sh"
 . "$TOP/scripts/lint-env.sh"
 
@@ -32,9 +32,10 @@ while read -r p; do
 	fi
 done <"$TOP/drivers/patches/series"
 
-# The C shim (built out of tree, so the file mode). CONST_STRUCT: its file_operations copy is
-# filled in once at module load on purpose (see drivers/exanest_shim.c).
-for f in "$TOP"/drivers/*.c "$TOP"/drivers/*.h; do
+# The C shim and the module's C KUnit suites (built out of tree, so the file mode). CONST_STRUCT:
+# the shim's file_operations copy is filled in once at module load on purpose (see
+# drivers/exanest_shim.c).
+for f in "$TOP"/drivers/*.c "$TOP"/drivers/*.h "$TOP"/tests/kunit/*.c; do
 	[ -e "$f" ] || continue
 	if out=$(cd "$LINT_KSRC" && "${CHECKPATCH[@]}" --ignore CONST_STRUCT -f "$f" 2>&1); then
 		echo "ok: ${f#"$TOP"/}"
