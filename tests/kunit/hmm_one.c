@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * KUnit: kernel patch 0008's lookup of a one-page range in hmm_range_fault()
- * (hmm_range_one() in mm/hmm.c), which the driver's lone-page faults take,
- * against HMM's generic page walk, on a user mapping of the test's own mm. A
- * range of one page must give what a range of two pages (the walk) gives for
- * its first page, with the same result: a hole, a page faulted in for
- * writing, a present page asked for nothing, the zero page (which the lookup
- * leaves to the walk), and a write asked of a read-only mapping (-EPERM).
+ * and hmm_range_fault_vma() (hmm_range_one() in mm/hmm.c), which the
+ * driver's lone-page faults take, against HMM's generic page walk, on a user
+ * mapping of the test's own mm. A range of one page must give what a range of
+ * two pages (the walk) gives for its first page, with the same result: a
+ * hole, a page faulted in for writing, a present page asked for nothing, the
+ * zero page (which the lookup leaves to the walk), and a write asked of a
+ * read-only mapping (-EPERM); a VMA that does not hold the range is -EINVAL.
  * Built into the module with KUnit, run when it is loaded (make check).
  *
  * Copyright (c) 2026 ExaNeSt DMA developers
@@ -36,12 +37,14 @@ static const struct mmu_interval_notifier_ops hmm_one_ops = {
 
 /*
  * hmm_range_fault() of @npages from @addr, each asking @req, under the mmap
- * read lock, again while an invalidation moved the notifier's sequence.
+ * read lock, again while an invalidation moved the notifier's sequence; with
+ * @in, hmm_range_fault_vma() with the VMA that holds @in.
  */
 static int hmm_one_fault(struct hmm_one *h, unsigned long addr,
 			 unsigned long npages, unsigned long req,
-			 unsigned long *pfns)
+			 unsigned long *pfns, unsigned long in)
 {
+	struct vm_area_struct *vma;
 	struct mm_struct *mm = h->mni.mm;
 	struct hmm_range range = {
 		.notifier = &h->mni,
@@ -58,26 +61,36 @@ static int hmm_one_fault(struct hmm_one *h, unsigned long addr,
 			pfns[i] = 0;
 		range.notifier_seq = mmu_interval_read_begin(&h->mni);
 		mmap_read_lock(mm);
-		ret = hmm_range_fault(&range);
+		vma = in ? vma_lookup(mm, in) : NULL;
+		if (!in)
+			ret = hmm_range_fault(&range);
+		else if (vma)
+			ret = hmm_range_fault_vma(&range, vma);
+		else
+			ret = -EFAULT;
 		mmap_read_unlock(mm);
 	} while (ret == -EBUSY);
 	return ret;
 }
 
 /*
- * Page @addr asked @req alone (the lookup, then the walk if it declines) and
- * with the next page (the walk): same result, same entry. Returns the entry.
+ * Page @addr asked @req alone (the lookup, then the walk if it declines), alone
+ * in its VMA given (hmm_range_fault_vma()) and with the next page (the walk):
+ * same result, same entry. Returns the entry.
  */
 static unsigned long hmm_one_same(struct kunit *test, struct hmm_one *h,
 				  unsigned long addr, unsigned long req,
 				  int want)
 {
-	unsigned long one[1], two[2];
+	unsigned long one[1], vma[1], two[2];
 
-	KUNIT_EXPECT_EQ(test, hmm_one_fault(h, addr, 1, req, one), want);
-	KUNIT_EXPECT_EQ(test, hmm_one_fault(h, addr, 2, req, two), want);
-	if (!want)
+	KUNIT_EXPECT_EQ(test, hmm_one_fault(h, addr, 1, req, one, 0), want);
+	KUNIT_EXPECT_EQ(test, hmm_one_fault(h, addr, 1, req, vma, addr), want);
+	KUNIT_EXPECT_EQ(test, hmm_one_fault(h, addr, 2, req, two, 0), want);
+	if (!want) {
 		KUNIT_EXPECT_EQ(test, one[0], two[0]);
+		KUNIT_EXPECT_EQ(test, vma[0], two[0]);
+	}
 	return one[0];
 }
 
@@ -126,6 +139,9 @@ static void hmm_one_matches_the_walk(struct kunit *test)
 	/* A write asked of a read-only mapping: refused. */
 	hmm_one_same(test, h, ro, HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
 		     -EPERM);
+
+	/* A VMA that does not hold the range: refused before any lookup. */
+	KUNIT_EXPECT_EQ(test, hmm_one_fault(h, addr, 1, 0, &p, ro), -EINVAL);
 
 	mmu_interval_notifier_remove(&h->mni);
 }
