@@ -65,8 +65,9 @@ pub(crate) fn stamp_ns() -> u64 {
 /// A mark for `make profile`'s instruction profiler (tests/qemu-model/insprof.c), which counts
 /// the instructions of a fault's critical path apart: from [`Mark::Begin`] (the interrupt
 /// thread starts, or its poll sees a fault) to [`Mark::End`] (the fault's answer is written) or
-/// [`Mark::Drop`] (the thread returns) on one CPU. Each is one `HINT` instruction of the
-/// unallocated hint space (#101 to #103), which the architecture executes as a NOP.
+/// [`Mark::Drop`] (the thread returns), what every CPU executes meanwhile (the virtual clock's
+/// time under -icount). Each is one `HINT` instruction of the unallocated hint space (#101 to
+/// #103), which the architecture executes as a NOP.
 #[derive(Clone, Copy)]
 pub(crate) enum Mark {
     Begin,
