@@ -154,19 +154,19 @@ impl Inner {
         self.gone_next = (self.gone_next + 1) % GONE_CLAIMS;
     }
 
+    /// The notifier of region `h`, borrowed.
+    fn notifier_of(&self, h: u32) -> Option<&Arc<Notifier>> {
+        self.notifiers.iter().find(|(x, _)| *x == h).map(|(_, n)| n)
+    }
+
     /// Whether region `h` is registered with notifier `n` (no reference taken).
     pub(crate) fn has_notifier(&self, h: u32, n: &Arc<Notifier>) -> bool {
-        self.notifiers
-            .iter()
-            .any(|(x, m)| *x == h && Arc::ptr_eq(m, n))
+        self.notifier_of(h).is_some_and(|m| Arc::ptr_eq(m, n))
     }
 
     /// The notifier of region `h`.
     pub(crate) fn notifier(&self, h: u32) -> Option<Arc<Notifier>> {
-        self.notifiers
-            .iter()
-            .find(|(x, _)| *x == h)
-            .map(|(_, n)| n.clone())
+        self.notifier_of(h).cloned()
     }
 
     /// The context the process holds, as the [`Hw`] its channels drive.

@@ -751,15 +751,17 @@ impl Process {
             // Pages of map-ahead this fault overtook (the core's `Ahead::lead`): only a region
             // mapped ahead has a job to overtake (`plan_ahead`; a window its owner chose never
             // has).
-            let overtook = if g.regions.get(h).is_some_and(|r| r.map_ahead) {
-                g.ahead
+            let inner = &mut *g;
+            let r = inner.regions.get_mut(h).ok_or(EFAULT)?;
+            let overtook = if r.map_ahead {
+                inner
+                    .ahead
                     .lead(h, write, vpn)
                     .filter(|&(first, _)| first == vpn)
                     .map(|(_, n)| n)
             } else {
                 None
             };
-            let r = g.regions.get_mut(h).ok_or(EFAULT)?;
             let (window, strided) = if r.window == abi::WINDOW_ADAPTIVE {
                 // The pages the transfer touches from the fault on.
                 let run = match end {

@@ -19,10 +19,6 @@
 #include <linux/mman.h>
 #include <linux/mmu_notifier.h>
 
-struct hmm_one {
-	struct mmu_interval_notifier mni;
-};
-
 static bool hmm_one_invalidate(struct mmu_interval_notifier *mni,
 			       const struct mmu_notifier_range *range,
 			       unsigned long cur_seq)
@@ -40,14 +36,14 @@ static const struct mmu_interval_notifier_ops hmm_one_ops = {
  * read lock, again while an invalidation moved the notifier's sequence; with
  * @in, hmm_range_fault_vma() with the VMA that holds @in.
  */
-static int hmm_one_fault(struct hmm_one *h, unsigned long addr,
+static int hmm_one_fault(struct mmu_interval_notifier *mni, unsigned long addr,
 			 unsigned long npages, unsigned long req,
 			 unsigned long *pfns, unsigned long in)
 {
 	struct vm_area_struct *vma;
-	struct mm_struct *mm = h->mni.mm;
+	struct mm_struct *mm = mni->mm;
 	struct hmm_range range = {
-		.notifier = &h->mni,
+		.notifier = mni,
 		.start = addr,
 		.end = addr + npages * PAGE_SIZE,
 		.hmm_pfns = pfns,
@@ -59,7 +55,7 @@ static int hmm_one_fault(struct hmm_one *h, unsigned long addr,
 	do {
 		for (i = 0; i < npages; i++)
 			pfns[i] = 0;
-		range.notifier_seq = mmu_interval_read_begin(&h->mni);
+		range.notifier_seq = mmu_interval_read_begin(mni);
 		mmap_read_lock(mm);
 		vma = in ? vma_lookup(mm, in) : NULL;
 		if (!in)
@@ -78,15 +74,16 @@ static int hmm_one_fault(struct hmm_one *h, unsigned long addr,
  * in its VMA given (hmm_range_fault_vma()) and with the next page (the walk):
  * same result, same entry. Returns the entry.
  */
-static unsigned long hmm_one_same(struct kunit *test, struct hmm_one *h,
+static unsigned long hmm_one_same(struct kunit *test,
+				  struct mmu_interval_notifier *mni,
 				  unsigned long addr, unsigned long req,
 				  int want)
 {
 	unsigned long one[1], vma[1], two[2];
 
-	KUNIT_EXPECT_EQ(test, hmm_one_fault(h, addr, 1, req, one, 0), want);
-	KUNIT_EXPECT_EQ(test, hmm_one_fault(h, addr, 1, req, vma, addr), want);
-	KUNIT_EXPECT_EQ(test, hmm_one_fault(h, addr, 2, req, two, 0), want);
+	KUNIT_EXPECT_EQ(test, hmm_one_fault(mni, addr, 1, req, one, 0), want);
+	KUNIT_EXPECT_EQ(test, hmm_one_fault(mni, addr, 1, req, vma, addr), want);
+	KUNIT_EXPECT_EQ(test, hmm_one_fault(mni, addr, 2, req, two, 0), want);
 	if (!want) {
 		KUNIT_EXPECT_EQ(test, one[0], two[0]);
 		KUNIT_EXPECT_EQ(test, vma[0], two[0]);
@@ -97,7 +94,7 @@ static unsigned long hmm_one_same(struct kunit *test, struct hmm_one *h,
 static void hmm_one_matches_the_walk(struct kunit *test)
 {
 	unsigned long addr, ro, p;
-	struct hmm_one *h;
+	struct mmu_interval_notifier *mni;
 
 	addr = kunit_vm_mmap(test, NULL, 0, 4 * PAGE_SIZE,
 			     PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE,
@@ -108,42 +105,41 @@ static void hmm_one_matches_the_walk(struct kunit *test)
 			   MAP_ANONYMOUS | MAP_PRIVATE, 0);
 	KUNIT_ASSERT_TRUE_MSG(test, ro && ro < TASK_SIZE,
 			      "no user mapping: %lx", ro);
-	h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, h);
-	KUNIT_ASSERT_EQ(test, mmu_interval_notifier_insert(&h->mni,
-							   current->mm, 0,
+	mni = kunit_kzalloc(test, sizeof(*mni), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, mni);
+	KUNIT_ASSERT_EQ(test, mmu_interval_notifier_insert(mni, current->mm, 0,
 							   TASK_SIZE,
 							   &hmm_one_ops), 0);
 
 	/* A hole, nothing asked: no entry. */
-	p = hmm_one_same(test, h, addr, 0, 0);
+	p = hmm_one_same(test, mni, addr, 0, 0);
 	KUNIT_EXPECT_FALSE(test, p & HMM_PFN_VALID);
 
 	/* A write asked: faulted in, valid and writable. */
-	p = hmm_one_same(test, h, addr,
+	p = hmm_one_same(test, mni, addr,
 			 HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE, 0);
 	KUNIT_EXPECT_TRUE(test, p & HMM_PFN_VALID);
 	KUNIT_EXPECT_TRUE(test, p & HMM_PFN_WRITE);
 	KUNIT_EXPECT_EQ(test, hmm_pfn_to_map_order(p), 0U);
 
 	/* The present page asked for nothing, or for reading: the same page. */
-	KUNIT_EXPECT_EQ(test, hmm_one_same(test, h, addr, 0, 0), p);
-	KUNIT_EXPECT_EQ(test, hmm_one_same(test, h, addr, HMM_PFN_REQ_FAULT, 0),
+	KUNIT_EXPECT_EQ(test, hmm_one_same(test, mni, addr, 0, 0), p);
+	KUNIT_EXPECT_EQ(test, hmm_one_same(test, mni, addr, HMM_PFN_REQ_FAULT, 0),
 			p);
 
 	/* A read asked of a page never written: the zero page, valid, read-only. */
-	p = hmm_one_same(test, h, addr + 2 * PAGE_SIZE, HMM_PFN_REQ_FAULT, 0);
+	p = hmm_one_same(test, mni, addr + 2 * PAGE_SIZE, HMM_PFN_REQ_FAULT, 0);
 	KUNIT_EXPECT_TRUE(test, p & HMM_PFN_VALID);
 	KUNIT_EXPECT_FALSE(test, p & HMM_PFN_WRITE);
 
 	/* A write asked of a read-only mapping: refused. */
-	hmm_one_same(test, h, ro, HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
+	hmm_one_same(test, mni, ro, HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
 		     -EPERM);
 
 	/* A VMA that does not hold the range: refused before any lookup. */
-	KUNIT_EXPECT_EQ(test, hmm_one_fault(h, addr, 1, 0, &p, ro), -EINVAL);
+	KUNIT_EXPECT_EQ(test, hmm_one_fault(mni, addr, 1, 0, &p, ro), -EINVAL);
 
-	mmu_interval_notifier_remove(&h->mni);
+	mmu_interval_notifier_remove(mni);
 }
 
 static struct kunit_case hmm_one_cases[] = {
