@@ -198,6 +198,20 @@ static inline int q_wait(struct q *q, int64_t timeout_ns, struct exanest_dma_que
 	return ret;
 }
 
+/*
+ * QUEUE_WAIT with timeout 0 and no arm: look whether the completion at the head is there
+ * (0, else -ETIMEDOUT), which consumes the CQ event poll() reports.
+ */
+static inline int q_look(struct q *q, struct exanest_dma_queue_wait *out)
+{
+	struct exanest_dma_queue_wait w = { .cq_head = q->head, .timeout_ns = 0 };
+	int ret = xioctl(q->fd, EXANEST_DMA_IOC_QUEUE_WAIT, &w);
+
+	if (out)
+		*out = w;
+	return ret;
+}
+
 /* Busy-poll one completion, for at most 10 s (CLOCK_MONOTONIC). */
 static inline bool q_next(struct q *q, struct cqe *c)
 {

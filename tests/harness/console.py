@@ -33,6 +33,8 @@ KTAP = re.compile(r"^(\s*)(ok|not ok) (\d+) ([^#]*?)(\s+#\s*(.*))?$")
 TAP = re.compile(r"^(ok|not ok) (\d+) (\S+)(?:\s+#\s*(.*))?$")
 TAP_PLAN = re.compile(r"^1\.\.(\d+)$")
 TAP_RUN = re.compile(r"^#\s+RUN\s+(\S+) \.\.\.")
+# What a failed EXPECT or ASSERT prints: "# exanest-queues.c:240:wait_sleeps...:Expected ...".
+TAP_SAID = re.compile(r"^# (\S+\.c:\d+:.*)$")
 # A kernel message printed into the middle of a test's line, up to the line's end.
 MIDLINE = re.compile(r"\[\s*\d+\.\d+\] .*$")
 TAP_TOTALS = re.compile(r"^# Totals: pass:(\d+) fail:(\d+) xfail:(\d+) xpass:(\d+) skip:(\d+) error:(\d+)")
@@ -71,6 +73,7 @@ class _TapRun:
         self.counts = {"pass": 0, "fail": 0, "xfail": 0, "xpass": 0, "skip": 0}
         self.last = None
         self.running = None  # the test the last "#  RUN" line named
+        self.said = []  # the running test's failed expectations ("# FILE.c:LINE:...")
 
     def result(self, ok, name, directive):
         self.last = name
@@ -175,7 +178,11 @@ def judge(lines, expect_done=True):
                     skipped += 1
                 else:
                     failed += 1
-                    problems.append(f"kselftest: {line.strip()}")
+                    # With what the test said (the first three), so that a failure seen
+                    # once names its line.
+                    said = "".join(f"; {x}" for x in tap.said[:3])
+                    problems.append(f"kselftest: {line.strip()}{said}")
+                tap.said = []
                 continue
             m = TAP_PLAN.match(line)
             if m:
@@ -183,7 +190,11 @@ def judge(lines, expect_done=True):
                 continue
             m = TAP_RUN.match(line)
             if m:
-                tap.running = m.group(1)
+                tap.running, tap.said = m.group(1), []
+                continue
+            m = TAP_SAID.match(line)
+            if m:
+                tap.said.append(m.group(1))
                 continue
             m = TAP_TOTALS.match(line)
             if m:

@@ -129,6 +129,16 @@ class Harness(unittest.TestCase):
         self.assertEqual((v.passed, v.failed, v.skipped), (2, 1, 1), v.problems)
         self.assertEqual(len(v.problems), 1)
         self.assertIn("not ok 2 sizes.on_demand.copy_1_off0_0", v.problems[0])
+        # With the line that failed, as the test printed it.
+        self.assertIn("exanest-sizes.c:70:copy_1_off0_0:Expected 0 (0) == st (-14)", v.problems[0])
+
+    def test_failure_names_only_its_own_lines(self):
+        # A line printed by a test that then passed is not another test's.
+        log = HARNESS.replace("#            OK  sizes.pin.copy_1_off0_0",
+                              "# exanest-sizes.c:9:copy_1_off0_0:note\n#            OK  sizes.pin.copy_1_off0_0")
+        v = self.run_log(log)
+        self.assertEqual(len(v.problems), 1, v.problems)
+        self.assertNotIn("exanest-sizes.c:9:", v.problems[0])
 
     def test_skip_is_not_a_pass(self):
         log = "TAP version 13\n1..1\nok 1 f.pin.t # SKIP not in this mode\n# Totals: pass:0 fail:0 xfail:0 xpass:0 skip:1 error:0\n"
