@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The pinned kernel's scripts/checkpatch.pl --strict on every patch of drivers/patches (in series
 # order, run inside a pristine copy of the kernel tree so that its tree checks apply) and on the C
-# shim and KUnit suites. Fails on any error, warning or check, or when the series and the patch files disagree.
+# shim and KUnit suites. Fails on any error, warning or check, or when the series and the patch
+# files disagree.
 . "$(dirname "$0")/common.sh"
 . "$TOP/scripts/lint-env.sh"
 

@@ -105,12 +105,17 @@ def main():
     print("by part: " + ", ".join(f"{k} {100 * v / grand:.1f} %" for k, v in mod.most_common()))
     shown = per_fn.most_common(top)
     names = demangle([n.split(" ")[0] for n, _ in shown + crit_fn.most_common(top)])
+
+    def label(fn):
+        """The function's demangled name, then its module if any."""
+        sym, _, where = fn.partition(" ")
+        return f"{names[sym]}{' ' + where if where else ''}"
+
     head = f"{'per span':>12} " + (f"{'per ' + unit.rstrip('s'):>10} " if unit else "")
     print(f"{head}{'share':>7}  function")
     for fn, v in shown:
         line = f"{v / ns:12.0f} " + (f"{v / ns / count:10.1f} " if unit else "")
-        sym, _, where = fn.partition(" ")
-        print(f"{line}{100 * v / grand:6.2f}%  {names[sym]}{' ' + where if where else ''}")
+        print(f"{line}{100 * v / grand:6.2f}%  {label(fn)}")
     if not paths:
         return
     crit = sum(crit_fn.values())
@@ -118,8 +123,7 @@ def main():
           f"{paths}, {crit / paths:.0f} instructions per path")
     print(f"{'per path':>12} {'share':>7}  function")
     for fn, v in crit_fn.most_common(top):
-        sym, _, where = fn.partition(" ")
-        print(f"{v / paths:12.1f} {100 * v / crit:6.2f}%  {names[sym]}{' ' + where if where else ''}")
+        print(f"{v / paths:12.1f} {100 * v / crit:6.2f}%  {label(fn)}")
 
 
 if __name__ == "__main__":

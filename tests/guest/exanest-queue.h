@@ -186,30 +186,25 @@ static inline bool q_poll(struct q *q, struct cqe *c)
 	}
 }
 
-static inline int q_wait(struct q *q, int64_t timeout_ns, struct exanest_dma_queue_wait *out)
+/*
+ * QUEUE_WAIT for the completion at the head, not armed: with timeout 0, a look whether it is
+ * there (0, else -ETIMEDOUT), which consumes the CQ event poll() reports.
+ */
+static inline int q_look(struct q *q, int64_t timeout_ns, struct exanest_dma_queue_wait *out)
 {
 	struct exanest_dma_queue_wait w = { .cq_head = q->head, .timeout_ns = timeout_ns };
-	int ret;
-
-	db_write(q, PLDMA_VF_CQ_ARM, PLDMA_VF_CQ_ARM_ONCE);
-	ret = xioctl(q->fd, EXANEST_DMA_IOC_QUEUE_WAIT, &w);
-	if (out)
-		*out = w;
-	return ret;
-}
-
-/*
- * QUEUE_WAIT with timeout 0 and no arm: look whether the completion at the head is there
- * (0, else -ETIMEDOUT), which consumes the CQ event poll() reports.
- */
-static inline int q_look(struct q *q, struct exanest_dma_queue_wait *out)
-{
-	struct exanest_dma_queue_wait w = { .cq_head = q->head, .timeout_ns = 0 };
 	int ret = xioctl(q->fd, EXANEST_DMA_IOC_QUEUE_WAIT, &w);
 
 	if (out)
 		*out = w;
 	return ret;
+}
+
+/* Arm the CQ event, then QUEUE_WAIT (q_look()). */
+static inline int q_wait(struct q *q, int64_t timeout_ns, struct exanest_dma_queue_wait *out)
+{
+	db_write(q, PLDMA_VF_CQ_ARM, PLDMA_VF_CQ_ARM_ONCE);
+	return q_look(q, timeout_ns, out);
 }
 
 /* Busy-poll one completion, for at most 10 s (CLOCK_MONOTONIC). */

@@ -270,7 +270,7 @@ TEST_F_TIMEOUT(queue, wait_sleeps_until_the_completion, 60)
 	ASSERT_EQ(1, poll(&pfd, 1, 10000));
 	EXPECT_EQ(POLLIN, pfd.revents);
 	/* QUEUE_WAIT looks (not armed again): the event is consumed. */
-	ASSERT_EQ(0, q_look(&self->q, &w));
+	ASSERT_EQ(0, q_look(&self->q, 0, &w));
 	EXPECT_EQ(0, poll(&pfd, 1, 0));
 	/*
 	 * Armed while the CQE is still untaken, the event fires at once (CQ_ARM,
@@ -282,7 +282,7 @@ TEST_F_TIMEOUT(queue, wait_sleeps_until_the_completion, 60)
 	db_write(&self->q, PLDMA_VF_CQ_ARM, PLDMA_VF_CQ_ARM_ONCE);
 	ASSERT_EQ(1, poll(&pfd, 1, 10000));
 	EXPECT_EQ(POLLIN, pfd.revents);
-	ASSERT_EQ(0, q_look(&self->q, &w));
+	ASSERT_EQ(0, q_look(&self->q, 0, &w));
 	EXPECT_EQ(0, poll(&pfd, 1, 0));
 	ASSERT_TRUE(q_poll(&self->q, &c));
 	EXPECT_EQ(79, c.wr_id);
