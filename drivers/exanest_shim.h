@@ -26,6 +26,9 @@ extern const __poll_t exanest_shim_pollin;
 extern const __poll_t exanest_shim_pollhup;
 
 u64 exanest_shim_stamp_ns(void);
+/* exanest_shim_stamp_setup()'s flag, above the scale's shift (< 64) in its low 32 bits. */
+#define EXANEST_STAMP_DIRECT 0x100
+u64 exanest_shim_stamp_setup(void);
 phys_addr_t exanest_shim_page_to_phys(struct page *page);
 struct iommu_domain *exanest_shim_domain_alloc(struct device *dev);
 

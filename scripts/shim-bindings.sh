@@ -11,7 +11,7 @@ mkdir -p "$(dirname "$OUT")"
 # Kernel structs and typedefs are not generated: the output names them, and ffi.rs resolves
 # them from kernel::bindings. Integer types use the kernel's own C type mapping (kernel::ffi).
 bindgen "$TOP/drivers/exanest_shim.h" --use-core --ctypes-prefix kernel::ffi --no-layout-tests \
-	--no-doc-comments --allowlist-function 'exanest_(shim|rust)_.*' --allowlist-var 'exanest_.*' \
+	--no-doc-comments --allowlist-function 'exanest_(shim|rust)_.*' --allowlist-var '(exanest|EXANEST)_.*' \
 	--blocklist-type '.*' -o "$OUT.tmp" -- \
 	-nostdinc -isystem "$(clang-"$LLVM_VERSION" -print-resource-dir)/include" \
 	-I"$KS/arch/arm64/include" -I"$KB/arch/arm64/include/generated" -I"$KS/include" \
