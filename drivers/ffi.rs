@@ -179,6 +179,9 @@ pub(crate) unsafe fn page_to_phys(page: NonNull<bindings::page>) -> u64 {
 pub(crate) struct HmmPfn(usize);
 
 impl HmmPfn {
+    /// An empty entry (no page, nothing requested).
+    pub(crate) const ZERO: Self = HmmPfn(0);
+
     /// Whether the CPU maps the page writable.
     pub(crate) fn writable(self) -> bool {
         // SAFETY: A `const` object defined in the shim, initialised at compile time.

@@ -41,6 +41,31 @@ enum Store {
 }
 
 impl Pfns {
+    /// No entry.
+    const fn empty() -> Self {
+        Pfns(Store::Few {
+            len: 0,
+            buf: [HmmPfn::ZERO; FEW_PFNS],
+        })
+    }
+
+    /// Make the entries `n` empty ones: in place where they fit (only those `n` cleared), else
+    /// allocated (as [`Pfns::new`]).
+    pub(crate) fn reset(&mut self, n: usize) -> Result {
+        if n > FEW_PFNS {
+            *self = Self::new(n)?;
+            return Ok(());
+        }
+        if let Store::Many(_) = self.0 {
+            *self = Self::empty();
+        }
+        if let Store::Few { len, buf } = &mut self.0 {
+            buf[..n].fill(HmmPfn::ZERO);
+            *len = n;
+        }
+        Ok(())
+    }
+
     /// `n` empty entries.
     pub(crate) fn new(n: usize) -> Result<Self> {
         Ok(Pfns(if n <= FEW_PFNS {
@@ -75,6 +100,18 @@ impl core::ops::DerefMut for Pfns {
 }
 
 impl Faulted {
+    /// Nothing faulted in yet: the place a fault-in fills ([`crate::mm::odp::fault_in`]), on
+    /// the resolver's stack, so that its pages are not copied on the way back.
+    pub(crate) const fn new() -> Self {
+        Faulted {
+            first: 0,
+            pfns: Pfns::empty(),
+            seq: 0,
+            write: false,
+            want: Want::All,
+        }
+    }
+
     /// One past the last byte faulted in.
     pub(crate) fn end(&self) -> u64 {
         (self.first + self.pfns.len() as u64) << PAGE_SHIFT

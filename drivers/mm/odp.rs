@@ -19,7 +19,7 @@ use crate::ffi::{self, MniPtr};
 use crate::mm::budget::Budget;
 use crate::mm::iommu::Domain;
 pub(crate) use crate::mm::mirror::{reserve_nodes, Faulted, Mirror, Nodes};
-use crate::mm::mirror::{Pfns, BLOCK_ORDER, BLOCK_PAGES};
+use crate::mm::mirror::{BLOCK_ORDER, BLOCK_PAGES};
 use kernel::{
     bindings,
     page::{PAGE_SHIFT, PAGE_SIZE},
@@ -228,20 +228,22 @@ pub(crate) struct FaultTarget {
     pub(crate) mark: Option<u64>,
 }
 
-/// Check the VMA and fault the touch-ahead window at `addr` in. Runs with no driver lock held:
-/// HMM takes the mmap lock and may sleep in the mm's fault handler for as long as that takes
-/// (userfaultfd, FUSE). Its sleeps are killable: a fatal signal to the caller (the process, or
-/// the fault thread stopped at teardown) ends them with EINTR. With `t.nowait` the mmap lock is
-/// taken once, without waiting, for the VMA and the fault-in together.
+/// Check the VMA and fault the touch-ahead window at `addr` in, into `out`. Runs with no
+/// driver lock held: HMM takes the mmap lock and may sleep in the mm's fault handler for as
+/// long as that takes (userfaultfd, FUSE). Its sleeps are killable: a fatal signal to the
+/// caller (the process, or the fault thread stopped at teardown) ends them with EINTR. With
+/// `t.nowait` the mmap lock is taken once, without waiting, for the VMA and the fault-in
+/// together. On an error, `out` holds nothing to map.
 pub(crate) fn fault_in(
     mm: &kernel::mm::Mm,
     addr: u64,
     write: bool,
     t: &FaultTarget,
-) -> Result<Faulted> {
+    out: &mut Faulted,
+) -> Result {
     in_vma(mm, addr, write, t.nowait, |span, locked| {
-        fault_in_vma(addr, t, span, |first, last, want| {
-            hmm(t, locked, first, last, write, want)
+        fault_in_vma(addr, t, span, out, |out, first, last, want| {
+            hmm(t, locked, first, last, write, want, out)
         })
     })
 }
@@ -286,13 +288,15 @@ fn vma_span(vma: &kernel::mm::virt::VmaRef, write: bool) -> Result<Range> {
     })
 }
 
-/// [`fault_in`] in the VMA `vma` at `addr`, faulting pages in with `hmm(first, last, want)`.
+/// [`fault_in`] in the VMA `vma` at `addr`, into `out`, faulting pages in with
+/// `hmm(out, first, last, want)`.
 fn fault_in_vma(
     addr: u64,
     t: &FaultTarget,
     vma: &Range,
-    hmm: impl Fn(u64, u64, Want) -> Result<Faulted>,
-) -> Result<Faulted> {
+    out: &mut Faulted,
+    hmm: impl Fn(&mut Faulted, u64, u64, Want) -> Result,
+) -> Result {
     let page_end = |end: u64| end.div_ceil(PAGE_SIZE as u64);
     let strided = t
         .strided
@@ -304,7 +308,7 @@ fn fault_in_vma(
             run: p.run,
             stride: p.stride,
         };
-        match hmm(p.first, p.end, want) {
+        match hmm(out, p.first, p.end, want) {
             // A predicted page that cannot be faulted in (past the end of a file, say) must
             // not fail the fault: the window's pages are faulted in instead (unless it would
             // have slept: the fault thread then follows the plan).
@@ -313,9 +317,9 @@ fn fault_in_vma(
         }
     }
     let window = touch_ahead(addr, t.window, PAGE_SHIFT as u32, vma, &t.region, t.limit);
-    let f = hmm(window.0, window.1, Want::All)?;
+    hmm(out, window.0, window.1, Want::All)?;
     let vpn = addr >> PAGE_SHIFT;
-    let huge = f
+    let huge = out
         .pfns
         .get((vpn - window.0) as usize)
         .is_some_and(|p| p.order() >= BLOCK_ORDER);
@@ -324,15 +328,16 @@ fn fault_in_vma(
             widen_to_block(window, vpn, BLOCK_PAGES, PAGE_SHIFT as u32, vma, &t.region);
         if (first, last) != window {
             // The rest of a resident huge page: a walk of its PMD. Should it fail (the huge
-            // page was split meanwhile and part of it is gone), the window alone will do.
-            match hmm(first, last, Want::All) {
-                Err(e) if e == EINTR => return Err(e),
-                Err(_) => {}
-                wide => return wide,
-            }
+            // page was split meanwhile and part of it is gone), the window alone will do,
+            // faulted in again (`out` no longer holds it).
+            return match hmm(out, first, last, Want::All) {
+                Err(e) if e == EINTR => Err(e),
+                Err(_) => hmm(out, window.0, window.1, Want::All),
+                wide => wide,
+            };
         }
     }
-    Ok(f)
+    Ok(())
 }
 
 /// One fault of a batch ([`fault_in_batch`]): its address, and the window its resolution
@@ -358,7 +363,8 @@ pub(crate) fn fault_in_batch(
     members: &[Member],
     blocks: bool,
     wins: &mut [(u64, u64)],
-) -> Result<Faulted> {
+    out: &mut Faulted,
+) -> Result {
     let first = members.first().ok_or(EINVAL)?;
     if wins.len() != members.len() {
         return Err(EINVAL);
@@ -383,22 +389,23 @@ pub(crate) fn fault_in_batch(
         }
         Ok((first, last, mask))
     };
-    let f = in_vma(mm, first.addr, write, t.nowait, |vma, locked| {
+    in_vma(mm, first.addr, write, t.nowait, |vma, locked| {
         let (lo, hi, mask) = span(vma, wins)?;
-        hmm(t, locked, lo, hi, write, Want::Mask(mask))
+        hmm(t, locked, lo, hi, write, Want::Mask(mask), out)
     })?;
     let huge = |m: &Member| {
-        f.pfns
-            .get(((m.addr >> PAGE_SHIFT) - f.first) as usize)
+        out.pfns
+            .get(((m.addr >> PAGE_SHIFT) - out.first) as usize)
             .is_some_and(|p| p.order() >= BLOCK_ORDER)
     };
     if blocks && members.iter().any(huge) {
         return Err(EXDEV);
     }
-    Ok(f)
+    Ok(())
 }
 
-/// Fault the pages `first..last` that `want` asks for in with HMM.
+/// Fault the pages `first..last` that `want` asks for in with HMM, into `out` (in place: a
+/// fault's few pfns are not copied on their way back to the resolver).
 fn hmm(
     t: &FaultTarget,
     locked: Option<&kernel::mm::virt::VmaRef>,
@@ -406,9 +413,10 @@ fn hmm(
     last: u64,
     write: bool,
     want: Want,
-) -> Result<Faulted> {
-    let mut pfns = Pfns::new((last - first) as usize)?;
-    let seq = t
+    out: &mut Faulted,
+) -> Result {
+    out.pfns.reset((last - first) as usize)?;
+    out.seq = t
         .notifier
         .mni
         .hmm_fault(
@@ -417,7 +425,7 @@ fn hmm(
             last << PAGE_SHIFT,
             write,
             &want,
-            &mut pfns,
+            &mut out.pfns,
         )
         .map_err(|e| {
             if t.nowait && e == EAGAIN {
@@ -426,11 +434,8 @@ fn hmm(
                 hmm_errno(e)
             }
         })?;
-    Ok(Faulted {
-        first,
-        pfns,
-        seq,
-        write,
-        want,
-    })
+    out.first = first;
+    out.write = write;
+    out.want = want;
+    Ok(())
 }

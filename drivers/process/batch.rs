@@ -66,6 +66,7 @@ impl Process {
     }
 
     /// Resolve and answer taken fault `t` alone. Returns whether it was handed off.
+    #[inline]
     fn serve_alone(&self, mut t: Taken, nowait: bool, out: &mut Channels) -> bool {
         let res = self.resolve_taken(&mut t, nowait);
         let served = self.answer_fault(&mut t, res, nowait);
@@ -292,7 +293,7 @@ impl Process {
         let mut wins = [(0u64, 0u64); BATCH_FAULTS];
         let mut rec = Record::default();
         let (write, nowait) = (lead.write, lead.target.nowait);
-        let res = self.fault_and_map_with(&lead.target, &faulting[..len], &mut rec, None, || {
+        let res = self.fault_and_map_with(&lead.target, &faulting[..len], &mut rec, None, |out| {
             odp::fault_in_batch(
                 &self.mm,
                 write,
@@ -300,6 +301,7 @@ impl Process {
                 &members[..len],
                 blocks,
                 &mut wins[..len],
+                out,
             )
         });
         // Handed back, each restores the adaptive window it planned with: the last planned

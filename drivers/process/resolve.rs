@@ -484,6 +484,7 @@ impl Process {
     /// [`Process::answer_fault`]; a RESUME is written as soon as the page is mapped, [`Early`]);
     /// `nowait`: without sleeping on the mm, else [`WOULD_BLOCK`] (the fault goes back to the
     /// fault thread).
+    #[inline]
     pub(super) fn resolve_taken(&self, t: &mut Taken, nowait: bool) -> Result<u64> {
         let rep = t.f.report;
         if rep.fault_cause != FaultCause::Translation {
@@ -598,6 +599,7 @@ impl Process {
     /// up to `limit`, in the region `within` says; `rec` gets the steps' times. Returns the
     /// end (exclusive) of what was resolved: the window's, or the page's if it was reachable
     /// already. `early`: the taken fault's answer, written as soon as its page is mapped.
+    #[inline]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn resolve(
         &self,
@@ -884,8 +886,8 @@ impl Process {
         rec: &mut Record,
         early: Option<&mut Early<'_>>,
     ) -> Result<(u64, u64)> {
-        self.fault_and_map_with(target, &[addr >> PAGE_SHIFT], rec, early, || {
-            odp::fault_in(&self.mm, addr, write, target)
+        self.fault_and_map_with(target, &[addr >> PAGE_SHIFT], rec, early, |out| {
+            odp::fault_in(&self.mm, addr, write, target, out)
         })
     }
 
@@ -897,8 +899,9 @@ impl Process {
         faulting: &[u64],
         rec: &mut Record,
         mut early: Option<&mut Early<'_>>,
-        mut fault_in: impl FnMut() -> Result<odp::Faulted>,
+        mut fault_in: impl FnMut(&mut odp::Faulted) -> Result,
     ) -> Result<(u64, u64)> {
+        let mut f = odp::Faulted::new();
         let mut raced = 0;
         let mut nomem = 0;
         let mut nodes = Nodes::new();
@@ -912,7 +915,7 @@ impl Process {
             };
             let t0 = ffi::stamp_ns();
             rec.stamp(Step::FaultIn, t0);
-            let f = fault_in()?;
+            fault_in(&mut f)?;
             let t1 = ffi::stamp_ns();
             rec.set(Step::FaultedIn, t1);
             // The mirror's nodes this mapping takes, reserved without a lock (as many as the
