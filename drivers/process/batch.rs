@@ -66,7 +66,7 @@ impl Process {
     }
 
     /// Resolve and answer taken fault `t` alone. Returns whether it was handed off.
-    #[inline]
+    #[inline(always)]
     fn serve_alone(&self, mut t: Taken, nowait: bool, out: &mut Channels) -> bool {
         let res = self.resolve_taken(&mut t, nowait);
         let served = self.answer_fault(&mut t, res, nowait);

@@ -484,7 +484,7 @@ impl Process {
     /// [`Process::answer_fault`]; a RESUME is written as soon as the page is mapped, [`Early`]);
     /// `nowait`: without sleeping on the mm, else [`WOULD_BLOCK`] (the fault goes back to the
     /// fault thread).
-    #[inline]
+    #[inline(always)]
     pub(super) fn resolve_taken(&self, t: &mut Taken, nowait: bool) -> Result<u64> {
         let rep = t.f.report;
         if rep.fault_cause != FaultCause::Translation {
@@ -599,7 +599,7 @@ impl Process {
     /// up to `limit`, in the region `within` says; `rec` gets the steps' times. Returns the
     /// end (exclusive) of what was resolved: the window's, or the page's if it was reachable
     /// already. `early`: the taken fault's answer, written as soon as its page is mapped.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn resolve(
         &self,
@@ -627,6 +627,7 @@ impl Process {
 
     /// [`Process::resolve`], once; `lead`: a page found mapped may take a lead on map-ahead.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub(super) fn resolve_once(
         &self,
         addr: u64,
@@ -636,21 +637,34 @@ impl Process {
         nowait: bool,
         lead: bool,
         rec: &mut Record,
-        early: Option<&mut Early<'_>>,
+        mut early: Option<&mut Early<'_>>,
     ) -> Result<u64> {
-        match self.prepare(addr, write, limit, within, nowait, lead)? {
-            Prep::Done(done) => Ok(done),
-            // The faulting page is mapped: the lead's mapping may answer it.
-            Prep::Lead { next, done } => Ok(self
-                .resolve_once(next, write, limit, within, nowait, false, rec, early)
-                .unwrap_or(done)),
-            Prep::Fault(p) => {
-                let res = self.fault_and_map(p.addr, write, &p.target, rec, early);
-                self.finish(
-                    &p,
-                    res.map(|(end, mapped)| (end, mapped, mapped.saturating_sub(1))),
-                )
+        // The end of the faulting page, mapped already, once a lead from it was taken: what
+        // the resolution resolved if the lead fails.
+        let mut led = None;
+        let (mut addr, mut lead) = (addr, lead);
+        let res = loop {
+            match self.prepare(addr, write, limit, within, nowait, lead) {
+                Ok(Prep::Done(done)) => break Ok(done),
+                // The faulting page is mapped: the lead's mapping may answer it (a second
+                // look takes no lead).
+                Ok(Prep::Lead { next, done }) => {
+                    led = Some(done);
+                    (addr, lead) = (next, false);
+                }
+                Ok(Prep::Fault(p)) => {
+                    let res = self.fault_and_map(p.addr, write, &p.target, rec, early.take());
+                    break self.finish(
+                        &p,
+                        res.map(|(end, mapped)| (end, mapped, mapped.saturating_sub(1))),
+                    );
+                }
+                Err(e) => break Err(e),
             }
+        };
+        match (res, led) {
+            (Err(_), Some(done)) => Ok(done),
+            (res, _) => res,
         }
     }
 
