@@ -94,6 +94,10 @@ const AHEAD_JOBS: usize = 8;
 /// faults: as many as the channels that can fault at once.
 use crate::fault::log::RESOLUTIONS;
 
+/// A hold of [`Process::inner`], passed on where one section of it takes a fault and plans
+/// its resolution (process/batch.rs, `serve_channels`).
+pub(crate) type InnerGuard<'a> = kernel::sync::MutexGuard<'a, Inner>;
+
 /// What [`Process::inner`] protects.
 pub(crate) struct Inner {
     /// Torn down (release or unbind): every call fails with ENODEV.

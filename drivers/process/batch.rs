@@ -18,7 +18,7 @@ use crate::exanest_core::{
 use crate::fault::WOULD_BLOCK;
 use crate::mm::odp::{self, Member};
 use crate::process::resolve::{Pending, Prep, Served, Taken};
-use crate::process::Process;
+use crate::process::{InnerGuard, Process};
 use core::sync::atomic::Ordering;
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
@@ -39,22 +39,40 @@ impl Process {
     /// Serve the faults of the channels in `pending`, [`BATCH_FAULTS`] at a time: take them,
     /// resolve them (together where the core's `batch_len` says), answer each. A fault found
     /// alone (the usual case, also when a scan looks at every channel) is served as alone,
-    /// with none of a batch's bookkeeping.
-    pub(super) fn serve_channels(&self, pending: u32, nowait: bool) -> Channels {
+    /// with none of a batch's bookkeeping: taken and planned under one hold of `inner`, the
+    /// caller's `held` if it holds it (it noted the channels under it), which this ends.
+    pub(super) fn serve_channels(
+        &self,
+        pending: u32,
+        nowait: bool,
+        held: Option<InnerGuard<'_>>,
+    ) -> Channels {
         let mut out = Channels {
             answered: false,
             handed_off: false,
         };
         let mut rest = pending;
+        let mut held = held;
         while rest != 0 {
             let n = rest.trailing_zeros();
             rest &= !(1 << n);
-            let Some(first) = self.take_fault(n) else {
+            let mut g = held.take().unwrap_or_else(|| self.inner.lock());
+            let Some(first) = self.take_fault_in(&mut g, n) else {
                 continue;
             };
+            // Others to take: each under its own hold (`take_next`).
+            let g = if rest == 0 {
+                Some(g)
+            } else {
+                drop(g);
+                None
+            };
             let handed_off = match self.take_next(&mut rest) {
-                None => self.serve_alone(first, nowait, &mut out),
-                Some(second) => self.serve_batch(first, second, &mut rest, nowait, &mut out),
+                None => self.serve_alone(first, nowait, &mut out, g),
+                Some(second) => {
+                    drop(g);
+                    self.serve_batch(first, second, &mut rest, nowait, &mut out)
+                }
             };
             if handed_off {
                 out.handed_off = true;
@@ -65,10 +83,17 @@ impl Process {
         out
     }
 
-    /// Resolve and answer taken fault `t` alone. Returns whether it was handed off.
+    /// Resolve and answer taken fault `t` alone, planned under `held` if the caller holds
+    /// `inner`. Returns whether it was handed off.
     #[inline(always)]
-    fn serve_alone(&self, mut t: Taken, nowait: bool, out: &mut Channels) -> bool {
-        let res = self.resolve_taken(&mut t, nowait);
+    fn serve_alone(
+        &self,
+        mut t: Taken,
+        nowait: bool,
+        out: &mut Channels,
+        held: Option<InnerGuard<'_>>,
+    ) -> bool {
+        let res = self.resolve_taken(&mut t, nowait, held);
         let served = self.answer_fault(&mut t, res, nowait);
         out.answered |= served == Served::Answered;
         served == Served::HandedOff
@@ -117,7 +142,7 @@ impl Process {
         let mut handed_off = false;
         let Ok(mut batch) = KVec::<Entry>::with_capacity(BATCH_FAULTS, GFP_NOWAIT) else {
             for t in [first, second] {
-                handed_off |= self.serve_alone(t, nowait, out);
+                handed_off |= self.serve_alone(t, nowait, out, None);
             }
             return handed_off;
         };
@@ -128,7 +153,7 @@ impl Process {
             };
             // Within the capacity reserved: no allocation.
             if let Err(e) = batch.push_within_capacity(Entry::new(t)) {
-                handed_off |= self.serve_alone(e.0.t, nowait, out);
+                handed_off |= self.serve_alone(e.0.t, nowait, out, None);
             }
         }
         self.resolve_together(&mut batch, nowait);
@@ -169,11 +194,12 @@ impl Process {
                         false,
                         &mut e.t.rec,
                         None,
+                        None,
                     )
                     .unwrap_or(done)),
                 // The region went meanwhile: alone, looked up again.
                 Err(e2) if e2 == ENOENT => {
-                    self.resolve(addr, write, limit, within, nowait, &mut e.t.rec, None)
+                    self.resolve(addr, write, limit, within, nowait, &mut e.t.rec, None, None)
                 }
                 Err(e2) => Err(e2),
             };
@@ -249,7 +275,7 @@ impl Process {
         let res = self.fault_and_map(p.addr, p.write, &p.target, &mut t.rec, None);
         match self.finish(&p, res.map(|(end, n)| (end, n, n.saturating_sub(1)))) {
             // The region went meanwhile: resolved anew, as alone.
-            Err(e) if e == ENOENT => self.resolve_taken(t, nowait),
+            Err(e) if e == ENOENT => self.resolve_taken(t, nowait, None),
             res => res,
         }
     }

@@ -25,7 +25,7 @@ use crate::mm::mirror::BLOCK_PAGES;
 use crate::mm::odp::{self, FaultTarget, Nodes};
 use crate::process::channel::each_channel;
 use crate::process::queue::QueueState;
-use crate::process::Process;
+use crate::process::{InnerGuard, Process};
 use core::sync::atomic::Ordering;
 use kernel::{
     page::{PAGE_SHIFT, PAGE_SIZE},
@@ -206,24 +206,23 @@ impl Process {
             // they are close (batch.rs): their RESUME waits for nothing else. The IOMMU's
             // report of the same page, usually first (Documentation/design.rst, "Where faults
             // are served"), is then found resolved below.
-            let noted = {
-                let mut g = self.inner.lock();
-                if g.dead {
-                    return Pass::Stopped;
+            let mut g = self.inner.lock();
+            if g.dead {
+                return Pass::Stopped;
+            }
+            // The context borrowed under the lock (no reference taken and dropped).
+            let inner = &mut *g;
+            let noted = inner.bound.as_ref().map(|(ctx, _)| {
+                let noted = self.irq_faults.swap(0, Ordering::SeqCst);
+                for n in each_channel(noted) {
+                    let at = self.irq_at[n as usize].swap(0, Ordering::Relaxed);
+                    let at = if at == 0 { ffi::stamp_ns() } else { at };
+                    inner.engine_faults.noted(n, at);
                 }
-                // The context borrowed under the lock (no reference taken and dropped).
-                let inner = &mut *g;
-                inner.bound.as_ref().map(|(ctx, _)| {
-                    let noted = self.irq_faults.swap(0, Ordering::SeqCst);
-                    for n in each_channel(noted) {
-                        let at = self.irq_at[n as usize].swap(0, Ordering::Relaxed);
-                        let at = if at == 0 { ffi::stamp_ns() } else { at };
-                        inner.engine_faults.noted(n, at);
-                    }
-                    inner.engine_faults.pending(&**ctx, false)
-                })
-            };
-            let served = self.serve_channels(noted.unwrap_or(0), nowait);
+                inner.engine_faults.pending(&**ctx, false)
+            });
+            // The first fault is taken and planned under the same hold.
+            let served = self.serve_channels(noted.unwrap_or(0), nowait, Some(g));
             let mut busy = served.answered;
             if served.handed_off {
                 return Pass::HandOff;
@@ -244,6 +243,7 @@ impl Process {
                     Within::Page,
                     nowait,
                     &mut rec,
+                    None,
                     None,
                 );
                 if res == Err(WOULD_BLOCK) {
@@ -278,7 +278,7 @@ impl Process {
                     let anew = g.engine_faults.pending(&*ctx, false);
                     anew | (g.engine_faults.pending(&*ctx, true) & !noted.unwrap_or(0))
                 };
-                let served = self.serve_channels(scan, nowait);
+                let served = self.serve_channels(scan, nowait, None);
                 busy |= served.answered;
                 if served.handed_off {
                     return Pass::HandOff;
@@ -424,9 +424,13 @@ impl Process {
     /// when the channel holds no fault of the process's. A fault in service keeps the process's
     /// context (`Inner::idle`) until it is answered ([`Process::answer_fault`]).
     pub(super) fn take_fault(&self, n: u32) -> Option<Taken> {
+        self.take_fault_in(&mut self.inner.lock(), n)
+    }
+
+    /// [`Process::take_fault`] under `inner`, held by the caller (which may go on to plan the
+    /// fault's resolution under the same hold: [`Process::prepare_in`]).
+    pub(super) fn take_fault_in(&self, inner: &mut super::Inner, n: u32) -> Option<Taken> {
         let mut rec = Record::default();
-        let mut g = self.inner.lock();
-        let inner = &mut *g;
         let ctx = inner.hw()?;
         let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
         let f = inner.engine_faults.take(&*ctx, n, k, lat, &mut rec)?;
@@ -485,7 +489,12 @@ impl Process {
     /// `nowait`: without sleeping on the mm, else [`WOULD_BLOCK`] (the fault goes back to the
     /// fault thread).
     #[inline(always)]
-    pub(super) fn resolve_taken(&self, t: &mut Taken, nowait: bool) -> Result<u64> {
+    pub(super) fn resolve_taken(
+        &self,
+        t: &mut Taken,
+        nowait: bool,
+        held: Option<InnerGuard<'_>>,
+    ) -> Result<u64> {
         let rep = t.f.report;
         if rep.fault_cause != FaultCause::Translation {
             return Err(EIO);
@@ -506,6 +515,7 @@ impl Process {
             nowait,
             &mut t.rec,
             Some(&mut early),
+            held,
         );
         t.ended = early.ended;
         res
@@ -610,7 +620,9 @@ impl Process {
         nowait: bool,
         rec: &mut Record,
         mut early: Option<&mut Early<'_>>,
+        held: Option<InnerGuard<'_>>,
     ) -> Result<u64> {
+        let mut held = held;
         retry_lost_region(|| {
             self.resolve_once(
                 addr,
@@ -621,11 +633,13 @@ impl Process {
                 true,
                 rec,
                 early.as_deref_mut(),
+                held.take(),
             )
         })
     }
 
-    /// [`Process::resolve`], once; `lead`: a page found mapped may take a lead on map-ahead.
+    /// [`Process::resolve`], once; `lead`: a page found mapped may take a lead on map-ahead;
+    /// `held`: `inner`, if the caller holds it (its fault just taken), for the plan.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn resolve_once(
@@ -638,13 +652,15 @@ impl Process {
         lead: bool,
         rec: &mut Record,
         mut early: Option<&mut Early<'_>>,
+        mut held: Option<InnerGuard<'_>>,
     ) -> Result<u64> {
         // The end of the faulting page, mapped already, once a lead from it was taken: what
         // the resolution resolved if the lead fails.
         let mut led = None;
         let (mut addr, mut lead) = (addr, lead);
         let res = loop {
-            match self.prepare(addr, write, limit, within, nowait, lead) {
+            let g = held.take().unwrap_or_else(|| self.inner.lock());
+            match self.prepare_in(g, addr, write, limit, within, nowait, lead) {
                 Ok(Prep::Done(done)) => break Ok(done),
                 // The faulting page is mapped: the lead's mapping may answer it (a second
                 // look takes no lead).
@@ -679,10 +695,25 @@ impl Process {
         nowait: bool,
         lead: bool,
     ) -> Result<Prep> {
+        self.prepare_in(self.inner.lock(), addr, write, limit, within, nowait, lead)
+    }
+
+    /// [`Process::prepare`] under `g`, a hold of `inner` that it ends.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn prepare_in(
+        &self,
+        g: InnerGuard<'_>,
+        addr: u64,
+        write: bool,
+        limit: u64,
+        within: Within,
+        nowait: bool,
+        lead: bool,
+    ) -> Result<Prep> {
         // The region's adaptive window before this resolution planned with it.
         let mut saved = None;
+        let mut g = g;
         let (h, addr, target) = {
-            let mut g = self.inner.lock();
             if g.dead {
                 return Err(ENODEV);
             }
