@@ -726,6 +726,23 @@ mod tests {
         unsafe { m.map_current(t, f, &mut nodes, pinned) }.unwrap()
     }
 
+    /// A fault-in that fills a resolver's `Faulted` again gets as many entries as it asks for,
+    /// all empty (nothing of the fault-in before), in place or allocated either way.
+    #[test]
+    fn pfns_reset_to_empty_entries() {
+        let mut f = Faulted::new();
+        assert_eq!(f.pfns.len(), 0);
+        assert_eq!(f.end(), 0);
+        let full = HmmPfn::for_test(0x1234, true, 0);
+        for n in [FEW_PFNS, 3, FEW_PFNS + 1, 600, 2, 0, FEW_PFNS] {
+            f.pfns.reset(n).unwrap();
+            assert_eq!(f.pfns.len(), n);
+            assert_eq!(matches!(f.pfns.0, Store::Few { .. }), n <= FEW_PFNS);
+            assert!(f.pfns.iter().all(|p| *p == HmmPfn::ZERO));
+            f.pfns.iter_mut().for_each(|p| *p = full);
+        }
+    }
+
     /// A fault-in's pfns hold as many entries as it asked for, in place or allocated (on both
     /// sides of the limit), each kept as written; faulted-in pages map from either.
     #[test]

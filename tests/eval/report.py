@@ -522,7 +522,7 @@ def report(raw, out, figdir, meta):
       "over one copy between fresh on-demand regions with window 0, where every page faults;\n"
       "each figure is the median over runs of that run's percentile. Stamps read the\n"
       "architected counter that CLOCK_MONOTONIC reads, scaled to ns (emulated under -icount;\n"
-      "``exanest_shim_stamp_ns``). A stage runs from the last\n"
+      "``ffi::stamp_ns``). A stage runs from the last\n"
       "step the fault took before it, so the stages of one fault add up to its total; *report*\n"
       "counts only faults where the SMMU's report came first, which it does not by default:\n"
       "the driver asks the SMMU to record no fault of its domains (kernel patch 0006;\n"
