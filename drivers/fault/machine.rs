@@ -141,14 +141,9 @@ impl Faults {
     ) -> Ended {
         let rep = &f.report;
         let res = res.map_err(|e| -e.to_errno());
-        let answer = self.table.decide(
-            n,
-            (origin, rep.fault_addr, rep.fault_cause),
-            res,
-            now_ns(),
-            k,
-            lat,
-        );
+        let answer = self
+            .table
+            .decide(n, (origin, rep.fault_addr, rep.fault_cause), res);
         let cmd = match (answer, origin) {
             (Answer::Resume, _) => Command::Resume,
             (Answer::Nack(_), Origin::Copy { .. }) => Command::Nack {
@@ -158,7 +153,10 @@ impl Faults {
         };
         let written = hw.answer(n, cmd, f.seq);
         ffi::prof_mark(ffi::Mark::End);
-        rec.stamp(Step::Answered, now_ns());
+        // The counting after the answer, which the engine does not wait for.
+        let now = now_ns();
+        rec.stamp(Step::Answered, now);
+        self.table.answered(n, answer, now, k, lat);
         rec.kind = match origin {
             Origin::Copy { .. } => Kind::Copy,
             Origin::Queue { .. } => Kind::Queue,

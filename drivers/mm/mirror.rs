@@ -341,13 +341,20 @@ impl Mirror {
     /// Tree nodes that mapping `f` may take: one per 2 MiB span it covers with no slot yet (at
     /// most one per page requested). Looked at under the lock, so that a fault in a span
     /// mapped already allocates none (a window-0 fault did, for one page, every time).
+    #[inline]
     pub(crate) fn nodes_needed(&self, f: &Faulted) -> usize {
         let pages = f.pfns.len() as u64;
         if pages == 0 {
             return 0;
         }
-        self.nodes_for(f.first, f.first + pages)
-            .min(f.requested_pages())
+        let k = f.first / BLOCK_PAGES;
+        let need = if k == (f.first + pages - 1) / BLOCK_PAGES {
+            // One span (a fault's, usually): a lookup, not a cursor.
+            usize::from(self.tree.get(&k).is_none())
+        } else {
+            self.nodes_for(f.first, f.first + pages)
+        };
+        need.min(f.requested_pages())
     }
 
     /// Nodes that marking pages `[first, end)` takes.

@@ -195,34 +195,47 @@ impl<const N: usize> FaultTable<N> {
 
     /// Step 3: the fault thread resolved channel `n`'s fault of `origin` at `addr` with
     /// `resolved` (`Err`: a positive errno); `cause` is what the engine reported. Returns the
-    /// answer to write, and counts it.
+    /// answer to write; [`FaultTable::answered`] counts it once it is written (the engine
+    /// does not wait for the counting).
     pub fn decide(
         &mut self,
         n: u32,
         f: (Origin, u64, FaultCause),
         resolved: Result<(), i32>,
-        now: u64,
-        k: &mut Counters,
-        lat: &mut Latency,
     ) -> Answer {
         let (origin, addr, cause) = f;
         let Some(c) = self.ch.get_mut(n as usize) else {
             return Answer::Nack(EIO);
         };
-        if let Some(t) = c.seen {
-            lat.total.record(now.saturating_sub(t) / 1000);
-        }
         let count = match c.last {
             Some((o, a, count)) if o == origin && a == addr => count.saturating_add(1),
             _ => 1,
         };
         c.last = Some((origin, addr, count));
-        let answer = match (cause, resolved) {
+        match (cause, resolved) {
             (FaultCause::Bus | FaultCause::Unknown(_), _) => Answer::Nack(EIO),
             (FaultCause::Translation, Ok(())) if count > MAX_REFAULTS => Answer::Nack(EFAULT),
             (FaultCause::Translation, Ok(())) => Answer::Resume,
             (FaultCause::Translation, Err(e)) => Answer::Nack(e),
+        }
+    }
+
+    /// Step 3, counted: channel `n`'s fault got `answer` ([`FaultTable::decide`]'s), written
+    /// at `now`; it took `Latency::total` from its first sight.
+    pub fn answered(
+        &mut self,
+        n: u32,
+        answer: Answer,
+        now: u64,
+        k: &mut Counters,
+        lat: &mut Latency,
+    ) {
+        let Some(c) = self.ch.get(n as usize) else {
+            return;
         };
+        if let Some(t) = c.seen {
+            lat.total.record(now.saturating_sub(t) / 1000);
+        }
         match answer {
             Answer::Resume => {
                 k.faults_resolved += 1;
@@ -230,7 +243,6 @@ impl<const N: usize> FaultTable<N> {
             }
             Answer::Nack(_) => k.nacks += 1,
         }
-        answer
     }
 
     /// When channel `n`'s fault in service was first seen (detected, or taken without its
@@ -280,7 +292,8 @@ mod tests {
     ) -> Answer {
         let mut lat = Latency::default();
         t.begin(n, 10, c, &mut lat);
-        let a = t.decide(n, (o, addr, FaultCause::Translation), r, 20, c, &mut lat);
+        let a = t.decide(n, (o, addr, FaultCause::Translation), r);
+        t.answered(n, a, 20, c, &mut lat);
         t.end(n);
         a
     }
@@ -301,15 +314,13 @@ mod tests {
         t.begin(2, 164_000, &mut k, &mut lat);
         assert_eq!(k.faults, 1);
         assert_eq!(lat.queue.buckets[Histogram::bucket(64)], 1);
-        let a = t.decide(
-            2,
-            (COPY, 0x1000, FaultCause::Translation),
-            Ok(()),
-            300_000,
-            &mut k,
-            &mut lat,
-        );
+        let a = t.decide(2, (COPY, 0x1000, FaultCause::Translation), Ok(()));
         assert_eq!(a, Answer::Resume);
+        assert_eq!(
+            (k.faults_resolved, lat.total.buckets.iter().sum::<u64>()),
+            (0, 0)
+        );
+        t.answered(2, a, 300_000, &mut k, &mut lat);
         assert_eq!(lat.total.buckets[Histogram::bucket(200)], 1);
         assert_eq!((k.faults_resolved, k.retransmissions, k.nacks), (1, 1, 0));
         assert!(t.in_service(), "decided, not yet written");
@@ -380,24 +391,12 @@ mod tests {
             Answer::Nack(13)
         );
         t.begin(0, 0, &mut k, &mut lat);
-        let a = t.decide(
-            0,
-            (RX, 0x3000, FaultCause::Bus),
-            Ok(()),
-            1,
-            &mut k,
-            &mut lat,
-        );
+        let a = t.decide(0, (RX, 0x3000, FaultCause::Bus), Ok(()));
         assert_eq!(a, Answer::Nack(EIO));
-        let a = t.decide(
-            0,
-            (RX, 0x3000, FaultCause::Unknown(3)),
-            Err(12),
-            1,
-            &mut k,
-            &mut lat,
-        );
+        t.answered(0, a, 1, &mut k, &mut lat);
+        let a = t.decide(0, (RX, 0x3000, FaultCause::Unknown(3)), Err(12));
         assert_eq!(a, Answer::Nack(EIO));
+        t.answered(0, a, 1, &mut k, &mut lat);
         assert_eq!(k.nacks, 3);
         assert_eq!(k.faults_resolved, 0);
     }
@@ -455,15 +454,10 @@ mod tests {
         let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
         assert!(!t.detected(4, 0));
         t.begin(9, 0, &mut k, &mut lat);
-        let a = t.decide(
-            9,
-            (RX, 0, FaultCause::Translation),
-            Ok(()),
-            0,
-            &mut k,
-            &mut lat,
-        );
+        let a = t.decide(9, (RX, 0, FaultCause::Translation), Ok(()));
         assert_eq!(a, Answer::Nack(EIO));
+        t.answered(9, a, 0, &mut k, &mut lat);
+        assert_eq!(k.nacks, 0, "a channel beyond the table counts nothing");
         t.end(31);
         assert!(t.detected(0, 0));
         assert!(t.in_service());
