@@ -178,7 +178,15 @@ impl Process {
             }
             let (addr, write, within) = (rep.fault_addr, rep.fault_write, e.t.within);
             let limit = Self::window_limit(&e.t);
-            e.res = match self.prepare(addr, write, limit, within, nowait, true) {
+            e.res = match self.prepare_in(
+                self.inner.lock(),
+                addr,
+                write,
+                limit,
+                within,
+                nowait,
+                true,
+            ) {
                 Ok(Prep::Fault(p)) => {
                     e.plan = Some(p);
                     continue;

@@ -117,7 +117,7 @@ impl Early<'_> {
     }
 }
 
-/// What a fault needs, as [`Process::prepare`] found it.
+/// What a fault needs, as [`Process::prepare_in`] found it.
 pub(super) enum Prep {
     /// Nothing: resolved up to this end (the page was reachable already).
     Done(u64),
@@ -685,20 +685,8 @@ impl Process {
     }
 
     /// A resolution's first half: what the fault at `addr` needs (see [`Prep`]), with its
-    /// region, window and plan; `lead` as [`Process::resolve_once`]'s.
-    pub(super) fn prepare(
-        &self,
-        addr: u64,
-        write: bool,
-        limit: u64,
-        within: Within,
-        nowait: bool,
-        lead: bool,
-    ) -> Result<Prep> {
-        self.prepare_in(self.inner.lock(), addr, write, limit, within, nowait, lead)
-    }
-
-    /// [`Process::prepare`] under `g`, a hold of `inner` that it ends.
+    /// region, window and plan; `lead` as [`Process::resolve_once`]'s. Planned under `g`, a
+    /// hold of `inner` that it ends (the caller's, when it took the fault under it).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn prepare_in(
         &self,
