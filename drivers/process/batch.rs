@@ -17,7 +17,7 @@ use crate::exanest_core::{
 };
 use crate::fault::WOULD_BLOCK;
 use crate::mm::odp::{self, Member};
-use crate::process::resolve::{Pending, Prep, Served, Taken};
+use crate::process::resolve::{Ask, Pending, Prep, Served, Taken};
 use crate::process::{InnerGuard, Process};
 use core::sync::atomic::Ordering;
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
@@ -176,39 +176,27 @@ impl Process {
                 e.res = Err(EIO);
                 continue;
             }
-            let (addr, write, within) = (rep.fault_addr, rep.fault_write, e.t.within);
-            let limit = Self::window_limit(&e.t);
-            e.res = match self.prepare_in(
-                self.inner.lock(),
-                addr,
-                write,
-                limit,
-                within,
+            let ask = Ask {
+                addr: rep.fault_addr,
+                write: rep.fault_write,
+                limit: Self::window_limit(&e.t),
+                within: e.t.within,
                 nowait,
-                true,
-            ) {
+            };
+            e.res = match self.prepare_in(self.inner.lock(), ask, true) {
                 Ok(Prep::Fault(p)) => {
                     e.plan = Some(p);
                     continue;
                 }
                 Ok(Prep::Done(done)) => Ok(done),
-                Ok(Prep::Lead { next, done }) => Ok(self
-                    .resolve_once(
-                        next,
-                        write,
-                        limit,
-                        within,
-                        nowait,
-                        false,
-                        &mut e.t.rec,
-                        None,
-                        None,
-                    )
-                    .unwrap_or(done)),
-                // The region went meanwhile: alone, looked up again.
-                Err(e2) if e2 == ENOENT => {
-                    self.resolve(addr, write, limit, within, nowait, &mut e.t.rec, None, None)
+                Ok(Prep::Lead { next, done }) => {
+                    let lead = Ask { addr: next, ..ask };
+                    Ok(self
+                        .resolve_once(lead, false, &mut e.t.rec, None, None)
+                        .unwrap_or(done))
                 }
+                // The region went meanwhile: alone, looked up again.
+                Err(e2) if e2 == ENOENT => self.resolve(ask, &mut e.t.rec, None, None),
                 Err(e2) => Err(e2),
             };
         }

@@ -138,6 +138,18 @@ pub(super) struct Pending {
     saved: Option<Adaptive>,
 }
 
+/// What a resolution is asked: the faulting address and direction, the end (exclusive) of the
+/// bytes the transfer still accesses that way (`u64::MAX`: unknown), the region to resolve in,
+/// and whether it must not sleep on the mm (`nowait`, else [`WOULD_BLOCK`]).
+#[derive(Clone, Copy)]
+pub(super) struct Ask {
+    pub(super) addr: u64,
+    pub(super) write: bool,
+    pub(super) limit: u64,
+    pub(super) within: Within,
+    pub(super) nowait: bool,
+}
+
 impl Process {
     /// Serve the process's faults: in its fault thread (`inline` false), or in the engine's
     /// interrupt thread, which noted them (`inline`: `Process::on_interrupt`, transfer.rs).
@@ -236,16 +248,14 @@ impl Process {
                 rec.stamp(Step::Smmu, stamp);
                 rec.stamp(Step::Thread, ffi::stamp_ns());
                 // Errors are the channel's business: it reports the same fault.
-                let res = self.resolve(
-                    f.page,
-                    f.write,
-                    u64::MAX,
-                    Within::Page,
+                let ask = Ask {
+                    addr: f.page,
+                    write: f.write,
+                    limit: u64::MAX,
+                    within: Within::Page,
                     nowait,
-                    &mut rec,
-                    None,
-                    None,
-                );
+                };
+                let res = self.resolve(ask, &mut rec, None, None);
                 if res == Err(WOULD_BLOCK) {
                     self.faults
                         .push_at(f.page, f.write, PAGE_SHIFT as u32, stamp);
@@ -507,16 +517,14 @@ impl Process {
             origin: t.origin,
             ended: None,
         };
-        let res = self.resolve(
-            rep.fault_addr,
-            rep.fault_write,
+        let ask = Ask {
+            addr: rep.fault_addr,
+            write: rep.fault_write,
             limit,
-            t.within,
+            within: t.within,
             nowait,
-            &mut t.rec,
-            Some(&mut early),
-            held,
-        );
+        };
+        let res = self.resolve(ask, &mut t.rec, Some(&mut early), held);
         t.ended = early.ended;
         res
     }
@@ -605,50 +613,29 @@ impl Process {
         Served::Answered
     }
 
-    /// Make the page at `addr` reachable by the engine (read, or write too), with touch-ahead
-    /// up to `limit`, in the region `within` says; `rec` gets the steps' times. Returns the
-    /// end (exclusive) of what was resolved: the window's, or the page's if it was reachable
-    /// already. `early`: the taken fault's answer, written as soon as its page is mapped.
+    /// Make the page at `ask.addr` reachable by the engine (read, or write too), with
+    /// touch-ahead up to `ask.limit`, in the region `ask.within` says; `rec` gets the steps'
+    /// times. Returns the end (exclusive) of what was resolved: the window's, or the page's if
+    /// it was reachable already. `early`: the taken fault's answer, written as soon as its
+    /// page is mapped; `held`: `inner`, if the caller holds it (its fault just taken), for
+    /// the plan.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn resolve(
         &self,
-        addr: u64,
-        write: bool,
-        limit: u64,
-        within: Within,
-        nowait: bool,
+        ask: Ask,
         rec: &mut Record,
         mut early: Option<&mut Early<'_>>,
         held: Option<InnerGuard<'_>>,
     ) -> Result<u64> {
         let mut held = held;
-        retry_lost_region(|| {
-            self.resolve_once(
-                addr,
-                write,
-                limit,
-                within,
-                nowait,
-                true,
-                rec,
-                early.as_deref_mut(),
-                held.take(),
-            )
-        })
+        retry_lost_region(|| self.resolve_once(ask, true, rec, early.as_deref_mut(), held.take()))
     }
 
-    /// [`Process::resolve`], once; `lead`: a page found mapped may take a lead on map-ahead;
-    /// `held`: `inner`, if the caller holds it (its fault just taken), for the plan.
-    #[allow(clippy::too_many_arguments)]
+    /// [`Process::resolve`], once; `lead`: a page found mapped may take a lead on map-ahead.
     #[inline(always)]
     pub(super) fn resolve_once(
         &self,
-        addr: u64,
-        write: bool,
-        limit: u64,
-        within: Within,
-        nowait: bool,
+        ask: Ask,
         lead: bool,
         rec: &mut Record,
         mut early: Option<&mut Early<'_>>,
@@ -657,19 +644,19 @@ impl Process {
         // The end of the faulting page, mapped already, once a lead from it was taken: what
         // the resolution resolved if the lead fails.
         let mut led = None;
-        let (mut addr, mut lead) = (addr, lead);
+        let (mut ask, mut lead) = (ask, lead);
         let res = loop {
             let g = held.take().unwrap_or_else(|| self.inner.lock());
-            match self.prepare_in(g, addr, write, limit, within, nowait, lead) {
+            match self.prepare_in(g, ask, lead) {
                 Ok(Prep::Done(done)) => break Ok(done),
                 // The faulting page is mapped: the lead's mapping may answer it (a second
                 // look takes no lead).
                 Ok(Prep::Lead { next, done }) => {
                     led = Some(done);
-                    (addr, lead) = (next, false);
+                    (ask.addr, lead) = (next, false);
                 }
                 Ok(Prep::Fault(p)) => {
-                    let res = self.fault_and_map(p.addr, write, &p.target, rec, early.take());
+                    let res = self.fault_and_map(p.addr, ask.write, &p.target, rec, early.take());
                     break self.finish(
                         &p,
                         res.map(|(end, mapped)| (end, mapped, mapped.saturating_sub(1))),
@@ -684,20 +671,17 @@ impl Process {
         }
     }
 
-    /// A resolution's first half: what the fault at `addr` needs (see [`Prep`]), with its
+    /// A resolution's first half: what the fault `ask` names needs (see [`Prep`]), with its
     /// region, window and plan; `lead` as [`Process::resolve_once`]'s. Planned under `g`, a
     /// hold of `inner` that it ends (the caller's, when it took the fault under it).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn prepare_in(
-        &self,
-        g: InnerGuard<'_>,
-        addr: u64,
-        write: bool,
-        limit: u64,
-        within: Within,
-        nowait: bool,
-        lead: bool,
-    ) -> Result<Prep> {
+    pub(super) fn prepare_in(&self, g: InnerGuard<'_>, ask: Ask, lead: bool) -> Result<Prep> {
+        let Ask {
+            addr,
+            write,
+            limit,
+            within,
+            nowait,
+        } = ask;
         // The region's adaptive window before this resolution planned with it.
         let mut saved = None;
         let mut g = g;
