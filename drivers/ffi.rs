@@ -68,13 +68,10 @@ pub(crate) fn stamp_ns() -> u64 {
     #[cfg(target_arch = "aarch64")]
     if scale & u64::from(raw::EXANEST_STAMP_DIRECT) != 0 {
         let cnt: u64;
-        // SAFETY: The shim found that no CPU needs an erratum's workaround to read CNTVCT_EL0
-        // and that it is the counter the kernel's clock reads (`EXANEST_STAMP_DIRECT`). Reading
-        // it touches no memory; the ISB keeps it after the instructions before it, as the
-        // kernel's own read does.
-        unsafe {
-            core::arch::asm!("isb", "mrs {}, cntvct_el0", out(reg) cnt, options(nostack));
-        }
+        // The shim found that no CPU needs an erratum's workaround to read CNTVCT_EL0 and that
+        // it is the counter the kernel's clock reads (`EXANEST_STAMP_DIRECT`).
+        // SAFETY: ISB then MRS of CNTVCT_EL0 touch no memory, per the shim's check above.
+        unsafe { core::arch::asm!("isb", "mrs {}, cntvct_el0", out(reg) cnt, options(nostack)) };
         // `mul_u64_u32_shr`: the scale is `mult << 32 | shift` (shift < 64) and the flag.
         let ns = (u128::from(cnt) * u128::from(scale >> 32)) >> (scale & 0x3f);
         return ns as u64;

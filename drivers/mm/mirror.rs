@@ -50,10 +50,10 @@ impl Pfns {
     }
 
     /// Make the entries `n` empty ones: in place where they fit (only those `n` cleared), else
-    /// allocated (as [`Pfns::new`]).
+    /// allocated (charged to the memory cgroup of the process, as a fault-in runs in its scope).
     pub(crate) fn reset(&mut self, n: usize) -> Result {
         if n > FEW_PFNS {
-            *self = Self::new(n)?;
+            self.0 = Store::Many(KVec::from_elem(HmmPfn::ZERO, n, GFP_KERNEL_ACCOUNT)?);
             return Ok(());
         }
         if let Store::Many(_) = self.0 {
@@ -68,14 +68,9 @@ impl Pfns {
 
     /// `n` empty entries.
     pub(crate) fn new(n: usize) -> Result<Self> {
-        Ok(Pfns(if n <= FEW_PFNS {
-            Store::Few {
-                len: n,
-                buf: [HmmPfn::default(); FEW_PFNS],
-            }
-        } else {
-            Store::Many(KVec::from_elem(HmmPfn::default(), n, GFP_KERNEL_ACCOUNT)?)
-        }))
+        let mut p = Self::empty();
+        p.reset(n)?;
+        Ok(p)
     }
 }
 
