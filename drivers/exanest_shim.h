@@ -37,6 +37,9 @@ int exanest_shim_hmm_fault(struct mmu_interval_notifier *mni, struct vm_area_str
 			   unsigned long stride, const unsigned long *mask, unsigned long *pfns,
 			   unsigned long *seq);
 bool exanest_shim_read_retry(struct mmu_interval_notifier *mni, unsigned long seq);
+struct vm_area_struct *exanest_shim_vma_lookup(struct mm_struct *mm, unsigned long addr,
+					       struct vm_area_struct **hint,
+					       unsigned int *hint_seq);
 extern const unsigned long exanest_shim_hmm_pfn_write;
 extern const unsigned long exanest_shim_hmm_pfn_flags;
 unsigned int exanest_shim_hmm_pfn_order(unsigned long hpfn);

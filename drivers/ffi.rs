@@ -11,8 +11,8 @@
 
 use crate::exanest_core::batch::{Want, BATCH_SPAN};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use kernel::{bindings, device, prelude::*};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use kernel::{bindings, device, prelude::*, sync::aref::ARef};
 
 /// The bindgen output for `exanest_shim.h`. Struct types come from `kernel::bindings`.
 #[allow(
@@ -529,6 +529,66 @@ impl Drop for FaultThread {
         // SAFETY: The reference taken in `start`; the thread has exited, so nothing uses
         // `state` any more when it is freed after this.
         unsafe { bindings::put_task_struct(self.task.as_ptr()) };
+    }
+}
+
+/// A process's address space as its fault path looks VMAs up: with the VMA found last, reused
+/// while no writer has held the mmap lock since and it holds the address (the shim's
+/// `exanest_shim_vma_lookup`: a fault's maple tree walk, 117 instructions, saved). The hint
+/// belongs to this mm alone, which the type keeps it with; otherwise the mm as
+/// [`kernel::mm::Mm`] (through `Deref`).
+pub(crate) struct FaultMm {
+    mm: ARef<kernel::mm::Mm>,
+    /// The VMA found last (null: none yet), valid while the mm's mmap lock sequence is `seq`.
+    hint: AtomicPtr<bindings::vm_area_struct>,
+    seq: AtomicU32,
+}
+
+impl FaultMm {
+    pub(crate) fn new(mm: ARef<kernel::mm::Mm>) -> Self {
+        FaultMm {
+            mm,
+            hint: AtomicPtr::new(core::ptr::null_mut()),
+            seq: AtomicU32::new(0),
+        }
+    }
+
+    /// Run `f` with the VMA at `addr` (EFAULT if none), under the mmap read lock taken without
+    /// waiting (WOULD_BLOCK if contended; EFAULT if the mm has no users left), held while `f`
+    /// runs.
+    pub(crate) fn try_with_vma<T>(
+        &self,
+        addr: u64,
+        f: impl FnOnce(&kernel::mm::virt::VmaRef) -> Result<T>,
+    ) -> Result<T> {
+        let user = self.mm.mmget_not_zero().ok_or(EFAULT)?;
+        let guard = user.mmap_read_trylock().ok_or(crate::fault::WOULD_BLOCK)?;
+        // SAFETY: `guard` holds the mmap read lock of `user`, which is `self.mm`, for the call;
+        // `hint` and `seq` are this mm's (the type's invariant) and only the shim accesses them.
+        let vma = unsafe {
+            raw::exanest_shim_vma_lookup(
+                self.mm.as_raw(),
+                addr as usize,
+                self.hint.as_ptr(),
+                self.seq.as_ptr(),
+            )
+        };
+        if vma.is_null() {
+            return Err(EFAULT);
+        }
+        // SAFETY: A VMA of the mm found under its mmap read lock, which `guard` holds until `f`
+        // returns (`f` cannot keep the reference: `T` does not borrow it).
+        let r = f(unsafe { kernel::mm::virt::VmaRef::from_raw(vma) });
+        drop(guard);
+        r
+    }
+}
+
+impl core::ops::Deref for FaultMm {
+    type Target = ARef<kernel::mm::Mm>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.mm
     }
 }
 

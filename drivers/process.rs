@@ -56,7 +56,7 @@ use crate::exanest_core::{
     stamps::Resolutions,
 };
 use crate::fault::{handler::FaultSink, log::FaultLog, Faults};
-use crate::ffi::FaultThread;
+use crate::ffi::{self, FaultThread};
 use crate::hw::net::MboxState;
 use crate::hw::{Context, Engine, Hw};
 use crate::mm::iommu::{Domain, Reports};
@@ -210,8 +210,9 @@ pub(crate) struct Process {
     engine: Arc<Engine>,
     /// The engine's fault log, which the fault thread records each fault it answers in.
     log: Arc<FaultLog>,
-    /// The address space of the process that opened the engine (mmgrab'd for identity checks).
-    mm: ARef<Mm>,
+    /// The address space of the process that opened the engine (mmgrab'd for identity checks),
+    /// with the VMA its fault path found last.
+    mm: ffi::FaultMm,
     /// The endpoint other nodes address the process by, `hw::net::NO_ENDPOINT` if none
     /// (remote.rs); given back at teardown.
     endpoint: u32,
@@ -345,7 +346,7 @@ impl Process {
             try_pin_init!(&this in Process {
                 engine,
                 log,
-                mm,
+                mm: ffi::FaultMm::new(mm),
                 endpoint,
                 va_end,
                 max_bytes,

@@ -235,7 +235,7 @@ pub(crate) struct FaultTarget {
 /// `t.nowait` the mmap lock is taken once, without waiting, for the VMA and the fault-in
 /// together. On an error, `out` holds nothing to map.
 pub(crate) fn fault_in(
-    mm: &kernel::mm::Mm,
+    mm: &ffi::FaultMm,
     addr: u64,
     write: bool,
     t: &FaultTarget,
@@ -253,18 +253,16 @@ pub(crate) fn fault_in(
 /// contended) and held for all of `f`, which gets the VMA for the fault-in; else after the
 /// lock was dropped (HMM takes it again and may sleep), and `f` gets no VMA.
 fn in_vma<T>(
-    mm: &kernel::mm::Mm,
+    mm: &ffi::FaultMm,
     addr: u64,
     write: bool,
     nowait: bool,
     f: impl FnOnce(&Range, Option<&kernel::mm::virt::VmaRef>) -> Result<T>,
 ) -> Result<T> {
-    let user = mm.mmget_not_zero().ok_or(EFAULT)?;
     if nowait {
-        let guard = user.mmap_read_trylock().ok_or(WOULD_BLOCK)?;
-        let vma = guard.vma_lookup(addr as usize).ok_or(EFAULT)?;
-        return f(&vma_span(vma, write)?, Some(vma));
+        return mm.try_with_vma(addr, |vma| f(&vma_span(vma, write)?, Some(vma)));
     }
+    let user = mm.mmget_not_zero().ok_or(EFAULT)?;
     let span = {
         let guard = user.mmap_read_lock();
         vma_span(guard.vma_lookup(addr as usize).ok_or(EFAULT)?, write)?
@@ -357,7 +355,7 @@ pub(crate) struct Member {
 /// of them would map all of it as a block): the caller then resolves them one by one. Other
 /// errors as [`fault_in`]'s.
 pub(crate) fn fault_in_batch(
-    mm: &kernel::mm::Mm,
+    mm: &ffi::FaultMm,
     write: bool,
     t: &FaultTarget,
     members: &[Member],

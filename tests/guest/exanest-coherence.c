@@ -487,6 +487,35 @@ TEST_F(coherence, mprotect_readonly_then_restored)
 	EXPECT_EQ(0, memcmp(dst, src, LEN));
 }
 
+/*
+ * The destination unmapped and mapped again in its place between two copies, read-only, then
+ * writable: each copy is served in the VMA there now. The fault path reuses the VMA it found
+ * last while no writer has held the mmap lock since (exanest_shim_vma_lookup()); a hint that
+ * outlived its VMA would let the device write through the freed, writable VMA (a
+ * use-after-free under KASAN) or refuse the writable one. Pinned pages stay the device's.
+ */
+TEST_F(coherence, destination_remapped_between_copies)
+{
+	uint8_t *src = big_alloc(LEN), *dst = big_alloc(LEN);
+	uint32_t hs, hd;
+
+	reg2(_metadata, self->fd, variant->mode, src, dst, LEN, &hs, &hd);
+	fill(src, LEN, 81);
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+	ASSERT_EQ(0, munmap(dst, LEN));
+	ASSERT_EQ(dst, mmap(dst, LEN, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	EXPECT_EQ(variant->mprotect_ro_status, copy_wait(self->fd, src, dst, LEN));
+	EXPECT_TRUE(variant->pins || all_bytes(dst, LEN, 0)) TH_LOG("nothing written when refused");
+	ASSERT_EQ(0, munmap(dst, LEN));
+	ASSERT_EQ(dst, mmap(dst, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+			    -1, 0));
+	EXPECT_EQ(0, copy_wait(self->fd, src, dst, LEN));
+	check_after_drop(_metadata, variant->dontneed_sees_dma, dst, src, LEN, 0, LEN);
+	ASSERT_EQ(0, munmap(dst, LEN));
+	ASSERT_EQ(0, munmap(src, LEN));
+}
+
 /* File-backed: a private mapping as source, a shared one as destination (the data must reach
  * the file).
  */
