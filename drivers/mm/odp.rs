@@ -434,6 +434,10 @@ fn hmm(
         })?;
     out.first = first;
     out.write = write;
-    out.want = want;
+    // A lone fault's `All` written as its tag alone, not as a copy of the enum (72 bytes).
+    out.want = match want {
+        Want::All => Want::All,
+        w => w,
+    };
     Ok(())
 }

@@ -57,7 +57,9 @@ impl Process {
             let n = rest.trailing_zeros();
             rest &= !(1 << n);
             let mut g = held.take().unwrap_or_else(|| self.inner.lock());
-            let Some(first) = self.take_fault_in(&mut g, n) else {
+            // Served in place when alone: a taken fault is not copied out of the option.
+            let mut first = self.take_fault_in(&mut g, n);
+            let Some(alone) = first.as_mut() else {
                 continue;
             };
             // Others to take: each under its own hold (`take_next`).
@@ -68,9 +70,12 @@ impl Process {
                 None
             };
             let handed_off = match self.take_next(&mut rest) {
-                None => self.serve_alone(first, nowait, &mut out, g),
+                None => self.serve_alone(alone, nowait, &mut out, g),
                 Some(second) => {
                     drop(g);
+                    let Some(first) = first.take() else {
+                        continue;
+                    };
                     self.serve_batch(first, second, &mut rest, nowait, &mut out)
                 }
             };
@@ -88,13 +93,13 @@ impl Process {
     #[inline(always)]
     fn serve_alone(
         &self,
-        mut t: Taken,
+        t: &mut Taken,
         nowait: bool,
         out: &mut Channels,
         held: Option<InnerGuard<'_>>,
     ) -> bool {
-        let res = self.resolve_taken(&mut t, nowait, held);
-        let served = self.answer_fault(&mut t, res, nowait);
+        let res = self.resolve_taken(t, nowait, held);
+        let served = self.answer_fault(t, res, nowait);
         out.answered |= served == Served::Answered;
         served == Served::HandedOff
     }
@@ -141,8 +146,8 @@ impl Process {
     ) -> bool {
         let mut handed_off = false;
         let Ok(mut batch) = KVec::<Entry>::with_capacity(BATCH_FAULTS, GFP_NOWAIT) else {
-            for t in [first, second] {
-                handed_off |= self.serve_alone(t, nowait, out, None);
+            for mut t in [first, second] {
+                handed_off |= self.serve_alone(&mut t, nowait, out, None);
             }
             return handed_off;
         };
@@ -152,8 +157,8 @@ impl Process {
                 break;
             };
             // Within the capacity reserved: no allocation.
-            if let Err(e) = batch.push_within_capacity(Entry::new(t)) {
-                handed_off |= self.serve_alone(e.0.t, nowait, out, None);
+            if let Err(mut e) = batch.push_within_capacity(Entry::new(t)) {
+                handed_off |= self.serve_alone(&mut e.0.t, nowait, out, None);
             }
         }
         self.resolve_together(&mut batch, nowait);

@@ -647,22 +647,23 @@ impl Process {
         let (mut ask, mut lead) = (ask, lead);
         let res = loop {
             let g = held.take().unwrap_or_else(|| self.inner.lock());
-            match self.prepare_in(g, ask, lead) {
-                Ok(Prep::Done(done)) => break Ok(done),
+            // Looked at in place: a plan is not copied out of the result (192 bytes).
+            match &self.prepare_in(g, ask, lead) {
+                Ok(Prep::Done(done)) => break Ok(*done),
                 // The faulting page is mapped: the lead's mapping may answer it (a second
                 // look takes no lead).
                 Ok(Prep::Lead { next, done }) => {
-                    led = Some(done);
-                    (ask.addr, lead) = (next, false);
+                    led = Some(*done);
+                    (ask.addr, lead) = (*next, false);
                 }
                 Ok(Prep::Fault(p)) => {
                     let res = self.fault_and_map(p.addr, ask.write, &p.target, rec, early.take());
                     break self.finish(
-                        &p,
+                        p,
                         res.map(|(end, mapped)| (end, mapped, mapped.saturating_sub(1))),
                     );
                 }
-                Err(e) => break Err(e),
+                Err(e) => break Err(*e),
             }
         };
         match (res, led) {
