@@ -241,58 +241,9 @@ impl Process {
             }
             // The IOMMU's reports, then, if some came (or were lost), every channel the engine
             // may hold a fault on that it did not report (yet).
-            let mut reported = false;
-            while let Some((f, stamp)) = self.faults.pop_stamped() {
-                reported = true;
-                let mut rec = Record::default();
-                rec.stamp(Step::Smmu, stamp);
-                rec.stamp(Step::Thread, ffi::stamp_ns());
-                // Errors are the channel's business: it reports the same fault.
-                let ask = Ask {
-                    addr: f.page,
-                    write: f.write,
-                    limit: u64::MAX,
-                    within: Within::Page,
-                    nowait,
-                };
-                let res = self.resolve(ask, &mut rec, None, None);
-                if res == Err(WOULD_BLOCK) {
-                    self.faults
-                        .push_at(f.page, f.write, PAGE_SHIFT as u32, stamp);
-                    return Pass::HandOff;
-                }
-                if res.is_ok() {
-                    let us = ffi::stamp_ns().saturating_sub(stamp) / 1000;
-                    let mut g = self.inner.lock();
-                    g.chans.latency.handler.record(us);
-                    // The engine's report of the fault, if it comes later, takes what this
-                    // resolution did into its record.
-                    if self.log.on() && rec.at(Step::FaultIn).is_some() {
-                        g.resolutions.put(f.page >> PAGE_SHIFT, f.write, &rec);
-                    }
-                }
-            }
-            busy |= reported;
-            if self.faults.take_overflow() || reported {
-                let scan = {
-                    let mut g = self.inner.lock();
-                    if g.dead {
-                        return Pass::Stopped;
-                    }
-                    let Some(ctx) = g.hw() else {
-                        return Pass::Stopped;
-                    };
-                    // Every channel but those served above, unless an interrupt noted one
-                    // anew in the table since (an interrupt with a queue event does, under
-                    // `inner`): taken here, it must be served here.
-                    let anew = g.engine_faults.pending(&*ctx, false);
-                    anew | (g.engine_faults.pending(&*ctx, true) & !noted.unwrap_or(0))
-                };
-                let served = self.serve_channels(scan, nowait, None);
-                busy |= served.answered;
-                if served.handed_off {
-                    return Pass::HandOff;
-                }
+            match self.serve_reported(noted, nowait) {
+                Ok(answered) => busy |= answered,
+                Err(pass) => return pass,
             }
             if noted.is_none() {
                 // No context: the reports left are served once there is one again (or never).
@@ -318,8 +269,73 @@ impl Process {
         }
     }
 
+    /// [`Process::service_faults`]' second half, apart from the lone engine fault's path (its
+    /// frame and registers are not set up for it): the IOMMU's reports, then, if some came (or
+    /// were lost), every channel the engine may hold a fault on that it did not report (yet),
+    /// but those in `noted`. Returns whether a fault was answered, or how the pass ends.
+    #[inline(never)]
+    fn serve_reported(&self, noted: Option<u32>, nowait: bool) -> Result<bool, Pass> {
+        let mut busy = false;
+        let mut reported = false;
+        while let Some((f, stamp)) = self.faults.pop_stamped() {
+            reported = true;
+            let mut rec = Record::default();
+            rec.stamp(Step::Smmu, stamp);
+            rec.stamp(Step::Thread, ffi::stamp_ns());
+            // Errors are the channel's business: it reports the same fault.
+            let ask = Ask {
+                addr: f.page,
+                write: f.write,
+                limit: u64::MAX,
+                within: Within::Page,
+                nowait,
+            };
+            let res = self.resolve(ask, &mut rec, None, None);
+            if res == Err(WOULD_BLOCK) {
+                self.faults
+                    .push_at(f.page, f.write, PAGE_SHIFT as u32, stamp);
+                return Err(Pass::HandOff);
+            }
+            if res.is_ok() {
+                let us = ffi::stamp_ns().saturating_sub(stamp) / 1000;
+                let mut g = self.inner.lock();
+                g.chans.latency.handler.record(us);
+                // The engine's report of the fault, if it comes later, takes what this
+                // resolution did into its record.
+                if self.log.on() && rec.at(Step::FaultIn).is_some() {
+                    g.resolutions.put(f.page >> PAGE_SHIFT, f.write, &rec);
+                }
+            }
+        }
+        busy |= reported;
+        if self.faults.take_overflow() || reported {
+            let scan = {
+                let mut g = self.inner.lock();
+                if g.dead {
+                    return Err(Pass::Stopped);
+                }
+                let Some(ctx) = g.hw() else {
+                    return Err(Pass::Stopped);
+                };
+                // Every channel but those served above, unless an interrupt noted one
+                // anew in the table since (an interrupt with a queue event does, under
+                // `inner`): taken here, it must be served here.
+                let anew = g.engine_faults.pending(&*ctx, false);
+                anew | (g.engine_faults.pending(&*ctx, true) & !noted.unwrap_or(0))
+            };
+            let served = self.serve_channels(scan, nowait, None);
+            busy |= served.answered;
+            if served.handed_off {
+                return Err(Pass::HandOff);
+            }
+        }
+        Ok(busy)
+    }
+
     /// One step of map-ahead: map the next chunk that a RESUMEd transfer will access, from its
-    /// first page not mapped yet. Returns whether there was a step to take.
+    /// first page not mapped yet. Returns whether there was a step to take. Not inlined into
+    /// [`Process::service_faults`], whose lone engine fault's path it would only weigh on.
+    #[inline(never)]
     fn map_ahead(&self) -> bool {
         let (c, addr, target) = {
             let mut g = self.inner.lock();
