@@ -103,7 +103,10 @@ impl Early<'_> {
         if self.ended.is_some() || inner.dead {
             return;
         }
-        let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+        let (k, lat) = {
+            let c = &mut *inner.chans;
+            (&mut c.counters, &mut c.latency)
+        };
         self.ended = Some(inner.engine_faults.end(
             self.ctx,
             self.n,
@@ -458,7 +461,10 @@ impl Process {
     pub(super) fn take_fault_in(&self, inner: &mut super::Inner, n: u32) -> Option<Taken> {
         let mut rec = Record::default();
         let ctx = inner.hw()?;
-        let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+        let (k, lat) = {
+            let c = &mut *inner.chans;
+            (&mut c.counters, &mut c.latency)
+        };
         let f = inner.engine_faults.take(&*ctx, n, k, lat, &mut rec)?;
         let rep = &f.report;
         let known = match f.source {
@@ -578,7 +584,10 @@ impl Process {
             // Written as soon as the page was mapped.
             Some(ended) => ended,
             None => {
-                let (k, lat) = (&mut inner.chans.counters, &mut inner.chans.latency);
+                let (k, lat) = {
+                    let c = &mut *inner.chans;
+                    (&mut c.counters, &mut c.latency)
+                };
                 inner
                     .engine_faults
                     .end(&**ctx, n, f, origin, res, k, lat, rec)
