@@ -91,13 +91,12 @@ impl Faults {
         hw: &dyn Hw,
         n: u32,
         k: &mut abi::Counters,
-        lat: &mut abi::Latency,
         rec: &mut Record,
     ) -> Option<EngineFault> {
         match hw.fault(n) {
             Ok(Some(f)) => {
                 let now = now_ns();
-                self.table.begin(n, now, k, lat);
+                self.table.begin(n, now, k);
                 if let Some(t) = self.table.seen(n) {
                     rec.stamp(Step::Irq, t);
                 }
@@ -217,7 +216,7 @@ mod tests {
         lat: &mut abi::Latency,
     ) -> Option<Ended> {
         let mut rec = Record::default();
-        let t = f.take(hw, n, k, lat, &mut rec)?;
+        let t = f.take(hw, n, k, &mut rec)?;
         Some(f.end(hw, n, &t, origin, res, k, lat, &mut rec))
     }
 
@@ -225,7 +224,7 @@ mod tests {
     /// before this one took it: taking it finds the channel busy, forgets it, counts nothing.
     #[test]
     fn noted_fault_answered_meanwhile() {
-        let (mut f, hw, mut k, mut lat) = setup();
+        let (mut f, hw, mut k, _) = setup();
         hw.start_busy(2);
         hw.page_fault(2, 0x80_2000, false, 0, FaultCause::Translation);
         // The interrupt thread saw it in fault-wait; the other server answers it first.
@@ -234,14 +233,14 @@ mod tests {
         assert!(f.in_service());
         assert_eq!(f.pending(&*hw, false), 1 << 2);
         let mut rec = Record::default();
-        assert!(f.take(&*hw, 2, &mut k, &mut lat, &mut rec).is_none());
+        assert!(f.take(&*hw, 2, &mut k, &mut rec).is_none());
         assert!(!f.in_service());
         assert_eq!(k.faults, 0);
         // Its next fault is noted and counted anew.
         hw.page_fault(2, 0x80_3000, false, 0, FaultCause::Translation);
         assert!(f.noted(2, 2_000));
         assert_eq!(f.pending(&*hw, false), 1 << 2);
-        assert!(f.take(&*hw, 2, &mut k, &mut lat, &mut rec).is_some());
+        assert!(f.take(&*hw, 2, &mut k, &mut rec).is_some());
         assert_eq!(k.faults, 1);
     }
 
@@ -259,7 +258,7 @@ mod tests {
         assert!(f.in_service());
         assert_eq!(f.pending(&*hw, false), 1 << 1);
         let mut rec = Record::default();
-        let t = f.take(&*hw, 1, &mut k, &mut lat, &mut rec).unwrap();
+        let t = f.take(&*hw, 1, &mut k, &mut rec).unwrap();
         assert_eq!(k.faults, 1);
         assert_eq!(t.source, Source::Start);
         assert_eq!(
@@ -316,7 +315,7 @@ mod tests {
         hw.set_source(2, Source::Queue { index: 17 });
         hw.page_fault(2, 0x4000, false, 0, FaultCause::Translation);
         assert!(f.interrupt(&*hw, hw.take_irq_status()));
-        let t = f.take(&*hw, 2, &mut k, &mut lat, &mut rec).unwrap();
+        let t = f.take(&*hw, 2, &mut k, &mut rec).unwrap();
         assert_eq!(t.source, Source::Queue { index: 17 });
         let o = Origin::Queue { index: 17 };
         let e = f.end(&*hw, 2, &t, o, Err(EACCES), &mut k, &mut lat, &mut rec);
@@ -333,7 +332,7 @@ mod tests {
         let mut rec = Record::default();
         hw.net_rx_fault(0, 0x9000, 2, 41);
         assert!(f.interrupt(&*hw, hw.take_irq_status()));
-        let t = f.take(&*hw, 0, &mut k, &mut lat, &mut rec).unwrap();
+        let t = f.take(&*hw, 0, &mut k, &mut rec).unwrap();
         assert_eq!(t.source, Source::NetRx { src: 2, opid: 41 });
         assert!(t.report.fault_write);
         let o = Origin::NetRx { src: 2, opid: 41 };
@@ -392,7 +391,7 @@ mod tests {
         let mut rec = Record::default();
         hw.start_busy(0);
         hw.page_fault(0, 0x7000, false, 0, FaultCause::Translation);
-        let t = f.take(&*hw, 0, &mut k, &mut lat, &mut rec).unwrap();
+        let t = f.take(&*hw, 0, &mut k, &mut rec).unwrap();
         hw.with(|s| s.gone = true);
         let o = Origin::Copy { slot: 0, cookie: 1 };
         let e = f.end(&*hw, 0, &t, o, Ok(()), &mut k, &mut lat, &mut rec);
@@ -411,7 +410,7 @@ mod tests {
         // Noted.
         assert!(f.in_service());
         assert_eq!(f.pending(&*hw, false), 1 << 2);
-        let t = f.take(&*hw, 2, &mut k, &mut lat, &mut rec).unwrap();
+        let t = f.take(&*hw, 2, &mut k, &mut rec).unwrap();
         // Taken, being resolved.
         assert!(f.in_service());
         let o = Origin::NetRx { src: 4, opid: 1 };

@@ -434,10 +434,9 @@ fn hmm(
         })?;
     out.first = first;
     out.write = write;
-    // A lone fault's `All` written as its tag alone, not as a copy of the enum (72 bytes).
-    out.want = match want {
-        Want::All => Want::All,
-        w => w,
-    };
+    // Not copied (72 bytes) where it is `All` already, as a lone fault's always is.
+    if !matches!((&out.want, &want), (Want::All, Want::All)) {
+        out.want = want;
+    }
     Ok(())
 }

@@ -278,7 +278,7 @@ mod tests {
     fn serve(ch: &mut Channels, f: &mut Faults, hw: &FakeHw, n: u32, res: Result) -> Ended {
         let mut lat = ch.latency;
         let mut rec = Default::default();
-        let t = f.take(hw, n, &mut ch.counters, &mut lat, &mut rec).unwrap();
+        let t = f.take(hw, n, &mut ch.counters, &mut rec).unwrap();
         let c = ch.fault_of(n, t.report.fault_write).unwrap();
         let e = f.end(
             hw,
@@ -355,9 +355,7 @@ mod tests {
         hw.page_fault(0, 0x10_2000, false, 0x1000, FaultCause::Translation);
         let mut lat = ch.latency;
         let mut rec = Default::default();
-        let t = f
-            .take(&*hw, 0, &mut ch.counters, &mut lat, &mut rec)
-            .unwrap();
+        let t = f.take(&*hw, 0, &mut ch.counters, &mut rec).unwrap();
         hw.with(|s| s.gone = true);
         let o = ch.fault_of(0, false).unwrap().origin;
         let e = f.end(&*hw, 0, &t, o, Ok(()), &mut ch.counters, &mut lat, &mut rec);

@@ -461,11 +461,8 @@ impl Process {
     pub(super) fn take_fault_in(&self, inner: &mut super::Inner, n: u32) -> Option<Taken> {
         let mut rec = Record::default();
         let ctx = inner.hw()?;
-        let (k, lat) = {
-            let c = &mut *inner.chans;
-            (&mut c.counters, &mut c.latency)
-        };
-        let f = inner.engine_faults.take(&*ctx, n, k, lat, &mut rec)?;
+        let k = &mut inner.chans.counters;
+        let f = inner.engine_faults.take(&*ctx, n, k, &mut rec)?;
         let rep = &f.report;
         let known = match f.source {
             Source::Start => inner.chans.fault_of(n, rep.fault_write),

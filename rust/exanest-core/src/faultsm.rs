@@ -10,8 +10,9 @@
 //!    and marked pending for the fault thread. A second report of a fault already being
 //!    served changes nothing.
 //! 2. [`FaultTable::take_pending`] and [`FaultTable::begin`]: the fault thread takes it (it
-//!    reads the channel's report, and finds it in fault-wait), and records how long it waited
-//!    (`Latency::queue`). It is counted (`faults`) here, once however often it is taken: a
+//!    reads the channel's report, and finds it in fault-wait), and notes when it first did
+//!    (how long it waited, `Latency::queue`, is recorded once it is answered: the engine
+//!    does not wait for the recording). It is counted (`faults`) here, once however often it is taken: a
 //!    detection is not a fault until the channel's report confirms it, so the driver need not
 //!    read the channel's state again when it notes an interrupt (another server may have
 //!    answered the fault since; then the channel is not taken and [`FaultTable::end`] forgets
@@ -112,6 +113,8 @@ struct Chan {
     seen: Option<u64>,
     /// Whether the fault in service was taken (and counted) already.
     counted: bool,
+    /// When the fault in service was first taken.
+    taken: Option<u64>,
     /// The last fault decided on this channel, and how often in a row it was the same.
     last: Option<(Origin, u64, u32)>,
 }
@@ -137,6 +140,7 @@ impl<const N: usize> FaultTable<N> {
             ch: [Chan {
                 seen: None,
                 counted: false,
+                taken: None,
                 last: None,
             }; N],
             pending: 0,
@@ -164,22 +168,20 @@ impl<const N: usize> FaultTable<N> {
         core::mem::take(&mut self.pending) | also
     }
 
-    /// Step 2: the fault thread took channel `n`'s fault at `now`; it waited `Latency::queue`.
-    /// The fault is counted the first time it is taken. A fault not detected before (its
-    /// interrupt was lost) is stamped now.
-    pub fn begin(&mut self, n: u32, now: u64, k: &mut Counters, lat: &mut Latency) {
+    /// Step 2: the fault thread took channel `n`'s fault at `now`: the fault is counted the
+    /// first time it is taken, and how long it waited until then (`Latency::queue`) is
+    /// recorded once it is answered ([`FaultTable::answered`]). A fault not detected before
+    /// (its interrupt was lost) is stamped now.
+    pub fn begin(&mut self, n: u32, now: u64, k: &mut Counters) {
         let Some(c) = self.ch.get_mut(n as usize) else {
             return;
         };
-        match c.seen {
-            Some(t) => lat.queue.record(now.saturating_sub(t) / 1000),
-            None => {
-                c.seen = Some(now);
-                lat.queue.record(0);
-            }
+        if c.seen.is_none() {
+            c.seen = Some(now);
         }
         if !c.counted {
             c.counted = true;
+            c.taken = Some(now);
             k.faults += 1;
         }
     }
@@ -221,7 +223,8 @@ impl<const N: usize> FaultTable<N> {
     }
 
     /// Step 3, counted: channel `n`'s fault got `answer` ([`FaultTable::decide`]'s), written
-    /// at `now`; it took `Latency::total` from its first sight.
+    /// at `now`; it took `Latency::total` from its first sight, of which `Latency::queue`
+    /// until it was first taken.
     pub fn answered(
         &mut self,
         n: u32,
@@ -235,6 +238,9 @@ impl<const N: usize> FaultTable<N> {
         };
         if let Some(t) = c.seen {
             lat.total.record(now.saturating_sub(t) / 1000);
+            if let Some(taken) = c.taken {
+                lat.queue.record(taken.saturating_sub(t) / 1000);
+            }
         }
         match answer {
             Answer::Resume => {
@@ -257,6 +263,7 @@ impl<const N: usize> FaultTable<N> {
         if let Some(c) = self.ch.get_mut(n as usize) {
             c.seen = None;
             c.counted = false;
+            c.taken = None;
         }
         self.pending &= !1u32.checked_shl(n).unwrap_or(0);
     }
@@ -291,7 +298,7 @@ mod tests {
         c: &mut Counters,
     ) -> Answer {
         let mut lat = Latency::default();
-        t.begin(n, 10, c, &mut lat);
+        t.begin(n, 10, c);
         let a = t.decide(n, (o, addr, FaultCause::Translation), r);
         t.answered(n, a, 20, c, &mut lat);
         t.end(n);
@@ -311,17 +318,27 @@ mod tests {
         assert_eq!(t.take_pending(0), 1 << 2);
         assert_eq!(t.take_pending(0), 0);
         assert!(t.in_service(), "taken, not answered");
-        t.begin(2, 164_000, &mut k, &mut lat);
+        t.begin(2, 164_000, &mut k);
         assert_eq!(k.faults, 1);
-        assert_eq!(lat.queue.buckets[Histogram::bucket(64)], 1);
+        // Taken again (handed back by a server that could not finish it): its wait ends at
+        // its first take.
+        t.begin(2, 250_000, &mut k);
+        assert_eq!(k.faults, 1);
         let a = t.decide(2, (COPY, 0x1000, FaultCause::Translation), Ok(()));
         assert_eq!(a, Answer::Resume);
         assert_eq!(
-            (k.faults_resolved, lat.total.buckets.iter().sum::<u64>()),
-            (0, 0)
+            (
+                k.faults_resolved,
+                lat.total.buckets.iter().sum::<u64>(),
+                lat.queue.buckets.iter().sum::<u64>()
+            ),
+            (0, 0, 0),
+            "recorded once answered"
         );
         t.answered(2, a, 300_000, &mut k, &mut lat);
         assert_eq!(lat.total.buckets[Histogram::bucket(200)], 1);
+        assert_eq!(lat.queue.buckets[Histogram::bucket(64)], 1);
+        assert_eq!(lat.queue.buckets.iter().sum::<u64>(), 1);
         assert_eq!((k.faults_resolved, k.retransmissions, k.nacks), (1, 1, 0));
         assert!(t.in_service(), "decided, not yet written");
         t.end(2);
@@ -334,13 +351,13 @@ mod tests {
     /// first report's time and is counted once; one not in service is not made pending.
     #[test]
     fn deferred_fault_is_pending_again_and_counted_once() {
-        let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
+        let (mut t, mut k) = (T::new(), Counters::default());
         assert!(t.detected(3, 1_000));
         assert_eq!(t.take_pending(0), 1 << 3);
-        t.begin(3, 2_000, &mut k, &mut lat);
+        t.begin(3, 2_000, &mut k);
         t.defer(3);
         assert_eq!(t.take_pending(0), 1 << 3);
-        t.begin(3, 9_000, &mut k, &mut lat);
+        t.begin(3, 9_000, &mut k);
         assert_eq!((k.faults, t.seen(3)), (1, Some(1_000)));
         t.end(3);
         t.defer(3);
@@ -353,7 +370,7 @@ mod tests {
     /// server answered it meanwhile) is forgotten, not counted; the channel's next fault is.
     #[test]
     fn detection_answered_elsewhere_is_not_counted() {
-        let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
+        let (mut t, mut k) = (T::new(), Counters::default());
         assert!(t.detected(3, 1_000));
         assert_eq!(t.take_pending(0), 1 << 3);
         // The channel's report says it is not in fault-wait: not taken.
@@ -361,9 +378,9 @@ mod tests {
         assert_eq!(k.faults, 0);
         assert!(!t.in_service());
         assert!(t.detected(3, 2_000));
-        t.begin(3, 3_000, &mut k, &mut lat);
+        t.begin(3, 3_000, &mut k);
         t.end(3);
-        t.begin(3, 4_000, &mut k, &mut lat);
+        t.begin(3, 4_000, &mut k);
         assert_eq!(
             k.faults, 2,
             "a fault taken after the last one ended is a new one"
@@ -373,9 +390,9 @@ mod tests {
     /// A fault found without its interrupt is counted when taken.
     #[test]
     fn lost_report_counted_at_begin() {
-        let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
+        let (mut t, mut k) = (T::new(), Counters::default());
         assert_eq!(t.take_pending(0b1010), 0b1010);
-        t.begin(1, 5, &mut k, &mut lat);
+        t.begin(1, 5, &mut k);
         assert_eq!(k.faults, 1);
         assert!(t.in_service());
         assert!(!t.detected(1, 6), "in service already");
@@ -390,7 +407,7 @@ mod tests {
             serve(&mut t, 0, RX, 0x2000, Err(13), &mut k),
             Answer::Nack(13)
         );
-        t.begin(0, 0, &mut k, &mut lat);
+        t.begin(0, 0, &mut k);
         let a = t.decide(0, (RX, 0x3000, FaultCause::Bus), Ok(()));
         assert_eq!(a, Answer::Nack(EIO));
         t.answered(0, a, 1, &mut k, &mut lat);
@@ -453,7 +470,7 @@ mod tests {
     fn out_of_range_and_clear() {
         let (mut t, mut k, mut lat) = (T::new(), Counters::default(), Latency::default());
         assert!(!t.detected(4, 0));
-        t.begin(9, 0, &mut k, &mut lat);
+        t.begin(9, 0, &mut k);
         let a = t.decide(9, (RX, 0, FaultCause::Translation), Ok(()));
         assert_eq!(a, Answer::Nack(EIO));
         t.answered(9, a, 0, &mut k, &mut lat);
