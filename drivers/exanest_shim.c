@@ -232,6 +232,21 @@ static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_stru
 		return -EWOULDBLOCK;
 	range->default_flags = 0;
 	range->pfn_flags_mask = 0;
+	if (n == 1 && exanest_hmm_wanted(0, run, stride, mask)) {
+		/* A lone page, the interrupt thread's usual fault: the loop below, unrolled. */
+		vm_fault_t f;
+
+		if (!write && exanest_lookup_one(range, vma, false))
+			return 0;
+		f = handle_mm_fault(vma, range->start, flags, NULL);
+		if (f & VM_FAULT_COMPLETED) {
+			mmap_read_lock(mm);
+			return -EWOULDBLOCK;
+		}
+		if (f & (VM_FAULT_RETRY | VM_FAULT_ERROR))
+			return -EWOULDBLOCK;
+		return exanest_lookup_one(range, vma, write) ? 0 : -EWOULDBLOCK;
+	}
 	if (snapshot && n == 1) {
 		if (exanest_lookup_one(range, vma, write))
 			return 0;

@@ -60,7 +60,11 @@ impl Pfns {
             *self = Self::empty();
         }
         if let Store::Few { len, buf } = &mut self.0 {
-            buf[..n].fill(HmmPfn::ZERO);
+            // A lone page's entry stored, not cleared by a call to `memset`.
+            match n {
+                1 => buf[0] = HmmPfn::ZERO,
+                _ => buf[..n].fill(HmmPfn::ZERO),
+            }
             *len = n;
         }
         Ok(())
