@@ -215,6 +215,23 @@ static bool exanest_lookup_one(struct hmm_range *range, struct vm_area_struct *v
  * for a write, GUP's lookup in between); a page it does not find after the fault (made
  * read-only again meanwhile, say) goes to the fault thread, which resolves it through HMM.
  */
+/*
+ * handle_mm_fault() of the page at addr of vma, under its mm's mmap read lock, which the caller
+ * holds and keeps: 0 once faulted in, else nonzero (a fault that would wait, or failed). With
+ * RETRY_NOWAIT the lock is kept, but for a fault that completed (which an anonymous VMA's
+ * never does): the caller's lock is taken again, and vma must not be used after that.
+ */
+static int exanest_fault_page(struct vm_area_struct *vma, unsigned long addr, unsigned int flags)
+{
+	vm_fault_t f = handle_mm_fault(vma, addr, flags, NULL);
+
+	if (f & VM_FAULT_COMPLETED) {
+		mmap_read_lock(vma->vm_mm);
+		return 1;
+	}
+	return (f & (VM_FAULT_RETRY | VM_FAULT_ERROR)) ? 1 : 0;
+}
+
 static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_struct *vma,
 				    bool write, unsigned long run, unsigned long stride,
 				    const unsigned long *mask)
@@ -234,16 +251,9 @@ static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_stru
 	range->pfn_flags_mask = 0;
 	if (n == 1 && exanest_hmm_wanted(0, run, stride, mask)) {
 		/* A lone page, the interrupt thread's usual fault: the loop below, unrolled. */
-		vm_fault_t f;
-
 		if (!write && exanest_lookup_one(range, vma, false))
 			return 0;
-		f = handle_mm_fault(vma, range->start, flags, NULL);
-		if (f & VM_FAULT_COMPLETED) {
-			mmap_read_lock(mm);
-			return -EWOULDBLOCK;
-		}
-		if (f & (VM_FAULT_RETRY | VM_FAULT_ERROR))
+		if (exanest_fault_page(vma, range->start, flags))
 			return -EWOULDBLOCK;
 		return exanest_lookup_one(range, vma, write) ? 0 : -EWOULDBLOCK;
 	}
@@ -258,22 +268,10 @@ static int exanest_hmm_fault_locked(struct hmm_range *range, struct vm_area_stru
 			return 0;
 	}
 	for (i = 0; i < n; i++) {
-		vm_fault_t f;
-
 		if (!exanest_hmm_wanted(i, run, stride, mask) ||
 		    (snapshot && exanest_hmm_present(range->hmm_pfns[i], write)))
 			continue;
-		f = handle_mm_fault(vma, range->start + (i << PAGE_SHIFT), flags, NULL);
-		/*
-		 * With RETRY_NOWAIT the lock is kept, but for a fault that completed (which an
-		 * anonymous VMA's never does): the caller's lock is taken again, and vma is not
-		 * used after this.
-		 */
-		if (f & VM_FAULT_COMPLETED) {
-			mmap_read_lock(mm);
-			return -EWOULDBLOCK;
-		}
-		if (f & (VM_FAULT_RETRY | VM_FAULT_ERROR))
+		if (exanest_fault_page(vma, range->start + (i << PAGE_SHIFT), flags))
 			return -EWOULDBLOCK;
 	}
 	/* The faults may have invalidated the range (a COW break): a fresh sequence. */

@@ -107,7 +107,21 @@ impl FaultRing {
     /// `f` on the reader, after reading what the engine wrote; `free` writes FREC_HEAD when it
     /// is due (after the lock).
     fn drained<R>(&self, free: impl FnOnce(u32), f: impl FnOnce(&mut RingReader) -> R) -> R {
+        self.drained_unless(|_| None, free, f)
+    }
+
+    /// [`FaultRing::drained`], unless `first` on the reader, under the same hold of its lock,
+    /// already gives what is asked (the ring is then not read).
+    fn drained_unless<R>(
+        &self,
+        first: impl FnOnce(&mut RingReader) -> Option<R>,
+        free: impl FnOnce(u32),
+        f: impl FnOnce(&mut RingReader) -> R,
+    ) -> R {
         let mut st = self.st.lock();
+        if let Some(r) = first(&mut st) {
+            return r;
+        }
         let head = self.drain(&mut st);
         let r = f(&mut st);
         drop(st);
@@ -138,13 +152,7 @@ impl FaultRing {
     /// answered, has no newer one to record; the records read meanwhile are read by the next
     /// look, which frees them (20 instructions of the polled fault's path).
     pub(crate) fn take(&self, c: u32, free: impl FnOnce(u32)) -> Option<FaultRecord> {
-        {
-            let mut st = self.st.lock();
-            if let Some(r) = st.take(c) {
-                return Some(r);
-            }
-        }
-        self.drained(free, |st| st.take(c))
+        self.drained_unless(|st| st.take(c).map(Some), free, |st| st.take(c))
     }
 
     /// Channel `c`'s fault numbered `seq` was taken through its registers: a record of it is

@@ -52,6 +52,11 @@ pub(crate) struct Channels {
 }
 
 impl Channels {
+    /// The counters and the fault service times, together (the fault table records in both).
+    pub(crate) fn counting(&mut self) -> (&mut abi::Counters, &mut abi::Latency) {
+        (&mut self.counters, &mut self.latency)
+    }
+
     pub(crate) fn new(channels: u32) -> Self {
         Channels {
             sched: Scheduler::new(channels),

@@ -103,10 +103,7 @@ impl Early<'_> {
         if self.ended.is_some() || inner.dead {
             return;
         }
-        let (k, lat) = {
-            let c = &mut *inner.chans;
-            (&mut c.counters, &mut c.latency)
-        };
+        let (k, lat) = inner.chans.counting();
         self.ended = Some(inner.engine_faults.end(
             self.ctx,
             self.n,
@@ -581,10 +578,7 @@ impl Process {
             // Written as soon as the page was mapped.
             Some(ended) => ended,
             None => {
-                let (k, lat) = {
-                    let c = &mut *inner.chans;
-                    (&mut c.counters, &mut c.latency)
-                };
+                let (k, lat) = inner.chans.counting();
                 inner
                     .engine_faults
                     .end(&**ctx, n, f, origin, res, k, lat, rec)
