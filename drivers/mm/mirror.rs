@@ -116,6 +116,11 @@ impl Faulted {
         (self.first + self.pfns.len() as u64) << PAGE_SHIFT
     }
 
+    /// Whether one page was faulted in (a lone fault's).
+    pub(crate) fn is_lone(&self) -> bool {
+        self.pfns.len() == 1
+    }
+
     /// Whether page `vpn` (in the range) was requested, so that its pfn names a present page.
     fn requested(&self, vpn: u64) -> bool {
         self.want.has(vpn - self.first)
@@ -381,7 +386,9 @@ impl Mirror {
     /// Runs under `Process::map`, which the notifier takes: it allocates nothing that could
     /// enter reclaim (page tables are atomic allocations; ENOMEM tells the caller to reclaim
     /// without the lock and try again). `nodes` are tree nodes reserved beforehand
-    /// ([`reserve_nodes`]). On an error, what was mapped stays mapped and recorded.
+    /// ([`reserve_nodes`]). On an error, what was mapped stays mapped and recorded; a lone page
+    /// that needs a slot when `nodes` is empty maps nothing (ENOMEM), which the resolver takes
+    /// for its cue to reserve one (it maps a lone page before it looks for the node it needs).
     ///
     /// # Safety
     ///
@@ -973,6 +980,11 @@ mod tests {
             (m.len(), t.pages(), t.phys_of(0x800 << PAGE_SHIFT)),
             (514, 514, None)
         );
+        // The node it lacked, reserved, maps it.
+        assert_eq!(m.nodes_needed(&faulted(0x800, 1, true, 0)), 1);
+        assert_eq!(map(&mut m, &t, &faulted(0x800, 1, true, 0), |_| false), 1);
+        assert_eq!(t.phys_of(0x800 << PAGE_SHIFT), Some(0x40800 << PAGE_SHIFT));
+        assert_eq!(m.nodes_needed(&faulted(0x801, 1, true, 0)), 0);
     }
 
     /// Consecutive pages are mapped with one call per run of at most [`RUN_PAGES`] wherever
