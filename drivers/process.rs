@@ -141,6 +141,12 @@ pub(crate) struct Inner {
     gone_next: usize,
 }
 
+/// The notifier of region `h` among `notifiers` (`Inner::notifiers`, borrowed apart from the
+/// region table where a resolution updates a region meanwhile).
+fn notifier_in(notifiers: &[(u32, Arc<Notifier>)], h: u32) -> Option<&Arc<Notifier>> {
+    notifiers.iter().find(|(x, _)| *x == h).map(|(_, n)| n)
+}
+
 impl Inner {
     /// Tell the IOMMU fault handler which ranges it may claim faults in: those of the regions
     /// the resolver serves (not pinned). Called under `inner` after every change of `regions`.
@@ -163,7 +169,7 @@ impl Inner {
 
     /// The notifier of region `h`, borrowed.
     fn notifier_of(&self, h: u32) -> Option<&Arc<Notifier>> {
-        self.notifiers.iter().find(|(x, _)| *x == h).map(|(_, n)| n)
+        notifier_in(&self.notifiers, h)
     }
 
     /// Whether region `h` is registered with notifier `n` (no reference taken).

@@ -757,38 +757,45 @@ impl Process {
             }
             let not_pinned = |r: &crate::exanest_core::region::Region| r.mode != abi::MODE_PIN;
             let one = Range::new(addr, 1, u64::MAX)?;
-            let (h, addr) = match within {
+            let inner = &mut *g;
+            let (r, addr) = match within {
                 // The copy's own region, which it holds: it cannot go during the fault-in,
                 // unlike an overlapping one. (A pinned one cannot fault; others are looked up.)
-                Within::Region(h)
-                    if g.regions.get(h).is_some_and(|r| {
-                        not_pinned(r)
-                            && r.range.contains(&one)
-                            && r.access & access(write) == access(write)
-                    }) =>
-                {
-                    (h, addr)
-                }
-                Within::Region(_) | Within::Any | Within::Remote => {
-                    (g.regions.find_with(&one, access(write), not_pinned)?, addr)
-                }
+                Within::Region(h) => (
+                    inner
+                        .regions
+                        .find_own_mut(Some(h), &one, access(write), not_pinned)?,
+                    addr,
+                ),
+                Within::Any | Within::Remote => (
+                    inner
+                        .regions
+                        .find_own_mut(None, &one, access(write), not_pinned)?,
+                    addr,
+                ),
                 Within::Page => {
-                    g.regions
-                        .find_in_page(addr, PAGE_SIZE as u64, access(write), not_pinned)?
+                    let (h, addr) = inner.regions.find_in_page(
+                        addr,
+                        PAGE_SIZE as u64,
+                        access(write),
+                        not_pinned,
+                    )?;
+                    (inner.regions.get_mut(h).ok_or(EFAULT)?, addr)
                 }
             };
-            let notifier = g.notifier(h).ok_or(EFAULT)?;
+            let h = r.handle;
+            let notifier = super::notifier_in(&inner.notifiers, h)
+                .ok_or(EFAULT)?
+                .clone();
             // The end of the transfer in this direction; for an IOMMU report, the one of the
             // copy that holds the page, if one does.
             let end = match limit {
-                u64::MAX => g.chans.copy_end(vpn << PAGE_SHIFT, write),
+                u64::MAX => inner.chans.copy_end(vpn << PAGE_SHIFT, write),
                 end => end,
             };
             // Pages of map-ahead this fault overtook (the core's `Ahead::lead`): only a region
             // mapped ahead has a job to overtake (`plan_ahead`; a window its owner chose never
             // has).
-            let inner = &mut *g;
-            let r = inner.regions.get_mut(h).ok_or(EFAULT)?;
             let overtook = if r.map_ahead {
                 inner
                     .ahead
