@@ -188,7 +188,7 @@ impl Process {
                 within: e.t.within,
                 nowait,
             };
-            e.res = match self.prepare_in(self.inner.lock(), ask, true) {
+            e.res = match self.prepare_in(self.inner.lock(), &ask, true) {
                 Ok(Prep::Fault(p)) => {
                     e.plan = Some(p);
                     continue;
@@ -197,7 +197,7 @@ impl Process {
                 Ok(Prep::Lead { next, done }) => {
                     let lead = Ask { addr: next, ..ask };
                     Ok(self
-                        .resolve_once(lead, false, &mut e.t.rec, None, None)
+                        .resolve_once(&lead, false, &mut e.t.rec, None, None)
                         .unwrap_or(done))
                 }
                 // The region went meanwhile: alone, looked up again.
