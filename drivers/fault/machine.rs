@@ -85,7 +85,11 @@ impl Faults {
 
     /// The fault thread takes channel `n`'s fault: its report and origin, read once. `None`
     /// (and nothing in service) when the channel is not in fault-wait. The fault's record
-    /// `rec` gets the interrupt's time and the thread's.
+    /// `rec` gets the interrupt's time and the thread's. Inlined into its caller, which takes
+    /// the report where it keeps it: called, the report was copied out of the result into
+    /// the option, and the call and its frame cost as much (a lone fault's path 3,644 -> 3,562
+    /// instructions, `make profile`).
+    #[inline(always)]
     pub(crate) fn take(
         &mut self,
         hw: &dyn Hw,
