@@ -982,7 +982,7 @@ impl Process {
                     return Err(ENOENT);
                 }
                 let mut m = self.map.lock();
-                let need = if lone { 0 } else { m.mirror.nodes_needed(&f) };
+                let mut need = if lone { 0 } else { m.mirror.nodes_needed(&f) };
                 if nodes.len() >= need {
                     // None reserved: a lone page's ENOMEM may be its lack of a node (once; a
                     // node reserved, ENOMEM is the page tables', reclaimed below).
@@ -997,13 +997,14 @@ impl Process {
                         |vpn| pages.has(vpn),
                         mark,
                     );
-                    let short =
-                        lone && unreserved && res == Err(ENOMEM) && m.mirror.nodes_needed(&f) > 0;
-                    if !short {
+                    need = match res {
+                        Err(e) if e == ENOMEM && lone && unreserved => m.mirror.nodes_needed(&f),
+                        _ => 0,
+                    };
+                    if need == 0 {
                         break (g, m, res);
                     }
                 }
-                let need = m.mirror.nodes_needed(&f);
                 drop(m);
                 drop(g);
                 odp::reserve_nodes(&mut nodes, need)?;

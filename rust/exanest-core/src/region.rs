@@ -150,11 +150,26 @@ impl<const N: usize> RegionTable<N> {
         access: u32,
         pred: impl Fn(&Region) -> bool,
     ) -> Result<u32, Errno> {
+        let i = self.find_slot(range, access, pred)?;
+        self.slots[i].map(|r| r.handle).ok_or(Errno::Fault)
+    }
+
+    /// [`RegionTable::find_with`]'s slot.
+    #[inline(always)]
+    fn find_slot(
+        &self,
+        range: &Range,
+        access: u32,
+        pred: impl Fn(&Region) -> bool,
+    ) -> Result<usize, Errno> {
         let mut contained = false;
-        for r in self.iter().filter(|r| pred(r)) {
+        for (i, s) in self.slots.iter().enumerate() {
+            let Some(r) = s.as_ref().filter(|r| pred(r)) else {
+                continue;
+            };
             if r.range.contains(range) {
                 if r.access & access == access {
-                    return Ok(r.handle);
+                    return Ok(i);
                 }
                 contained = true;
             }
@@ -182,10 +197,7 @@ impl<const N: usize> RegionTable<N> {
         let fits = |r: &Region| pred(r) && r.range.contains(range) && r.access & access == access;
         let i = match own.and_then(|h| self.slot_of(h)) {
             Some(i) if self.slots[i].as_ref().is_some_and(fits) => i,
-            _ => {
-                let h = self.find_with(range, access, &pred)?;
-                self.slot_of(h).ok_or(Errno::Fault)?
-            }
+            _ => self.find_slot(range, access, &pred)?,
         };
         self.slots[i].as_mut().ok_or(Errno::Fault)
     }
