@@ -27,6 +27,11 @@ cp "$R/examples/put" "$OUT/put-rs"
 cp "$R/examples/mailbox" "$OUT/mailbox-rs"
 cp "$R/examples/nodes" "$OUT/nodes-rs"
 cp "$R/examples/forget" "$OUT/forget-rs"
+# The libfabric provider, a shared library that the guest's Debian libfabric loads
+# (Documentation/libfabric.rst): glibc's dynamic linking, so a build of its own (guest.toml there).
+CARGO_TARGET_DIR="$CARGO_TARGET_DIR-fi" RUSTC_BOOTSTRAP=1 cargo --config "$TOP/rust/exanest-fi/guest.toml" \
+	build --quiet --release --locked -p exanest-fi --lib
+cp "$CARGO_TARGET_DIR-fi/$T/release/libexanest_fi.so" "$OUT/libexanest-fi.so"
 # The installed library: headers, the static library and its pkg-config file.
 mkdir -p "$SYS/include/linux" "$SYS/lib/pkgconfig"
 cp "$R/libexanest_dma.a" "$SYS/lib/"

@@ -14,7 +14,7 @@ cp "$DL/busybox-arm64" "$ROOT/bin/busybox"
 install -m 755 "$TOP/tests/guest/init" "$ROOT/init"
 install -m 644 "$TOP/tests/guest/demo.sh" "$TOP/tests/guest/check.sh" "$TOP/tests/guest/eval.sh" \
 	"$TOP/tests/guest/soak.sh" "$TOP/tests/guest/nodes.sh" "$TOP/tests/guest/demo-nodes.sh" \
-	"$TOP/tests/guest/profile.sh" "$ROOT/usr/share/exanest/"
+	"$TOP/tests/guest/profile.sh" "$TOP/tests/guest/fabric.sh" "$ROOT/usr/share/exanest/"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
 
 # Guest tools: static aarch64 binaries.
@@ -37,6 +37,13 @@ done
 for b in exanest-cli exanest-bench copy-rs copy-c odp-rs odp-c queue-c put-rs put-c mailbox-rs nodes-rs forget-rs exanest-lib; do
 	[ -e "$TOP/build/guest-bin/$b" ] && install -m 755 "$TOP/build/guest-bin/$b" "$ROOT/bin/"
 done
+
+# The libfabric provider (Documentation/libfabric.rst), where tests/guest/init's FI_PROVIDER_PATH
+# points libfabric.
+if [ -e "$TOP/build/guest-bin/libexanest-fi.so" ]; then
+	mkdir -p "$ROOT/usr/lib/exanest"
+	install -m 755 "$TOP/build/guest-bin/libexanest-fi.so" "$ROOT/usr/lib/exanest/"
+fi
 
 # Kernel modules: the kernel's own (test_hmm.ko) and the driver, when built (make module).
 [ -d "$MODROOT/lib/modules" ] && cp -a "$MODROOT/lib/modules" "$ROOT/lib/"

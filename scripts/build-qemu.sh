@@ -73,6 +73,9 @@ log "qemu $KEY: building (about 3 minutes at -j2)"
 ninja -j"$(nproc)" qemu-system-aarch64 >ninja.log 2>&1 ||
 	{ grep -B2 -A8 'error' ninja.log | head -60 >&2; die "QEMU build failed (log: $OUT/build/ninja.log)"; }
 "$BIN" -device help 2>/dev/null | grep -q '"exanest-pldma"' || die "built QEMU lacks the exanest-pldma device"
+for d in virtio-net-pci virtio-blk-pci; do
+	"$BIN" -device help 2>/dev/null | grep -q "\"$d\"" || die "built QEMU lacks the $d device"
+done
 # The instruction profiler of make profile (scripts/profile.sh), a TCG plugin.
 gcc -O2 -shared -fPIC -Wall -Werror $(pkg-config --cflags glib-2.0) -I"$OUT/src/include/qemu" \
 	-o "$OUT/build/insprof.so" "$TOP/tests/qemu-model/insprof.c" || die "building the insprof plugin failed"

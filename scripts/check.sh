@@ -117,7 +117,10 @@ p_builds() {
 		fail "kernel build"; show_log "$LOGS/kernel.log"; fi
 	if QEMU=$("$TOP/scripts/build-qemu.sh" 2>"$LOGS/qemu-build.log"); then pass; else
 		fail "QEMU build"; show_log "$LOGS/qemu-build.log"; fi
-	export KBUILD QEMU
+	# The guests' Debian user space (libfabric, Open MPI) for the two-guest run's fabric tests.
+	if GUEST_DISK=$("$TOP/scripts/build-guest-debian.sh" 2>"$LOGS/guest-debian.log"); then pass; else
+		fail "the guests' Debian disk"; show_log "$LOGS/guest-debian.log"; GUEST_DISK=; fi
+	export KBUILD QEMU GUEST_DISK
 }
 
 p_module() {
@@ -239,6 +242,8 @@ p_guest() {
 # with the switch dropping 1 %, corrupting 0.1 %, duplicating 0.5 % of the packets, holding
 # 1 % back by up to 300 us (reordering them), and adding a hostile packet after one in ten (forged
 # fields and keys, replays, random bytes): the lossy tests, the engines injecting nothing.
+# Every guest pings another over its second NIC (a socket, or run-nodes.py's hub); the two guests
+# also list the libfabric provider from the Debian disk (tests/guest/fabric.sh).
 p_nodes() {
 	[ -x "${QEMU:-}" ] && [ -n "${KBUILD:-}" ] || { fail "two-guest tests: no kernel or QEMU"; return; }
 	local cfg n i out sw pcap="$LOGS/nodes-pcap"
@@ -248,8 +253,11 @@ p_nodes() {
 		[ $n != 2 ] || rm -rf "$pcap"
 		sw=""
 		[ "$cfg" = "$n" ] || sw="--drop-ppm 10000 --corrupt-ppm 1000 --dup-ppm 5000 --jitter-us 300 --reorder-ppm 10000 --hostile-ppm 100000 --seed 12"
+		# The two guests have the Debian disk: the libfabric provider's tests
+		# (tests/guest/fabric.sh).
 		QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
 			QEMU_MEM=1536M QEMU_APPEND="${sw:+exanest.linkloss=switch}" \
+			GUEST_DISK="$([ "$cfg" = 2 ] && echo "${GUEST_DISK:-}")" \
 			python3 "$TOP/scripts/run-nodes.py" --nodes $n --timeout 900 --switch-opts "$sw" \
 			--logs "$LOGS/nodes$cfg" $([ $n = 2 ] && echo --pcap "$pcap" --pcap-maxlen 128) \
 			nodes >"$LOGS/nodes$cfg.log" 2>&1

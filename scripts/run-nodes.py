@@ -16,6 +16,11 @@ Usage: run-nodes.py [--nodes N] [--timeout S] [--logs DIR] [--pcap DIR] [--smp C
   --switch-opts  options for the switch (e.g. "--drop-ppm 10000 --seed 3"), N > 2 only
 Environment: QEMU, KERNEL, INITRD, and scripts/run-qemu.sh's PLDMA_OPTS, QEMU_APPEND, QEMU_MEM.
 
+Every guest also has a second NIC, virtio-net, 169.254.0.(I+1) on node I (name nodeI): with two
+nodes a unix socket between them, with more an Ethernet hub in this launcher (EtherHub). Open
+MPI's launcher and the TCP baselines use it, nothing else (Documentation/libfabric.rst). With
+GUEST_DISK set (scripts/build-guest-debian.sh's image), every guest has the Debian user space.
+
 Each guest's console is printed with a "[nI] " prefix. Guests have no other network: processes
 on different nodes exchange their addresses and keys out of band through the console, as RDMA
 programs do through a TCP socket or a job launcher. A guest line "GUEST-OOB J TEXT" is written,
@@ -28,7 +33,10 @@ Exits 0 when every guest reached GUEST-DONE, 1 otherwise.
 import argparse
 import os
 import re
+import selectors
 import shlex
+import socket
+import struct
 import signal
 import subprocess
 import sys
@@ -56,6 +64,53 @@ class Node:
                 self.proc.stdin.flush()
             except (BrokenPipeError, ValueError, OSError):
                 pass
+
+
+class EtherHub(threading.Thread):
+    """An Ethernet hub for the guests' second NICs: one listening unix socket per port, each
+    QEMU's -netdev stream connecting to its own; every frame (QEMU's stream framing: a 4-byte
+    big-endian length, then the frame) goes out of every other port. Only the launcher's and the
+    TCP baseline's traffic crosses it."""
+
+    def __init__(self, paths):
+        super().__init__(daemon=True)
+        self.sel = selectors.DefaultSelector()
+        self.conns = {}   # connected socket -> bytes received and not yet forwarded
+        for p in paths:
+            ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            ls.bind(p)
+            ls.listen(1)
+            self.sel.register(ls, selectors.EVENT_READ, None)
+
+    def run(self):
+        while True:
+            for key, _ in self.sel.select():
+                if key.data is None:
+                    c, _ = key.fileobj.accept()
+                    self.conns[c] = b""
+                    self.sel.register(c, selectors.EVENT_READ, True)
+                    continue
+                c = key.fileobj
+                try:
+                    data = c.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    self.sel.unregister(c)
+                    del self.conns[c]
+                    c.close()
+                    continue
+                buf = self.conns[c] + data
+                while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
+                    n = 4 + struct.unpack(">I", buf[:4])[0]
+                    for o in list(self.conns):
+                        if o is not c:
+                            try:
+                                o.sendall(buf[:n])
+                            except OSError:
+                                pass
+                    buf = buf[n:]
+                self.conns[c] = buf
 
 
 def pump(node, nodes, out_lock):
@@ -125,6 +180,16 @@ def main():
                 time.sleep(0.05)
         netdevs = [f"stream,server=off,reconnect-ms=100,addr.type=unix,addr.path={s}"
                    for s in socks]
+    # The second NICs: a socket between two nodes, a hub between more.
+    if a.nodes == 2:
+        eth = os.path.join(tmp, "eth")
+        ethdevs = [f"stream,server=on,addr.type=unix,addr.path={eth}",
+                   f"stream,server=off,reconnect-ms=100,addr.type=unix,addr.path={eth}"]
+    else:
+        eths = [os.path.join(tmp, f"eth{i}") for i in range(a.nodes)]
+        EtherHub(eths).start()
+        ethdevs = [f"stream,server=off,reconnect-ms=100,addr.type=unix,addr.path={e}"
+                   for e in eths]
     nodes, out_lock = [], threading.Lock()
 
     def stop(signum, _frame):
@@ -141,7 +206,8 @@ def main():
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, stop)
     for i in range(a.nodes):
-        env = dict(os.environ, NODE=str(i), NETDEV=netdevs[i], TIMEOUT="0", QEMU_SMP=a.smp,
+        env = dict(os.environ, NODE=str(i), NETDEV=netdevs[i], ETHDEV=ethdevs[i], TIMEOUT="0",
+                   QEMU_SMP=a.smp,
                    QEMU_APPEND=f"exanest.nodes={a.nodes} " + os.environ.get("QEMU_APPEND", ""))
         if a.pcap:
             env["PCAP"] = os.path.join(a.pcap, f"node{i}.pcap") + f",maxlen={a.pcap_maxlen}"
@@ -152,7 +218,8 @@ def main():
         if i == 0 and a.nodes == 2:
             # The listening side first, so that the other connects at once.
             for _ in range(200):
-                if os.path.exists(netdevs[0].split("addr.path=")[1]) or proc.poll() is not None:
+                if all(os.path.exists(d.split("addr.path=")[1]) for d in (netdevs[0], ethdevs[0])) \
+                        or proc.poll() is not None:
                     break
                 time.sleep(0.05)
     threads = [threading.Thread(target=pump, args=(n, nodes, out_lock), daemon=True)

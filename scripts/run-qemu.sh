@@ -12,16 +12,22 @@
 # option of its link (e.g. stream,server=off,addr.type=unix,addr.path=S); the guest then has one
 # engine, cabled to that netdev, and PCAP (a file, then filter-dump options: ",maxlen=128")
 # records the link.
+# The libfabric and MPI runs (Documentation/libfabric.rst): GUEST_DISK, the Debian image of
+# scripts/build-guest-debian.sh, attached read-only as a virtio disk; ETHDEV, the -netdev option
+# of a second NIC (virtio-net) that the guest of node NODE configures as 169.254.0.(NODE+1).
 . "$(dirname "$0")/common.sh"
 RUN=${1:?demo, check or shell}; shift
 : "${QEMU:?}" "${KERNEL:?}" "${INITRD:?}"
 TIMEOUT=${TIMEOUT:-0}
 opts=${PLDMA_OPTS:+,$PLDMA_OPTS}
 
+ip=
+[ -z "${ETHDEV:-}" ] || ip="exanest.ip=169.254.0.$((${NODE:-0} + 1)) "
+
 cmd=("$QEMU" -machine virt,iommu=smmuv3,gic-version=3 -cpu max -smp "${QEMU_SMP:-2}"
 	-m "${QEMU_MEM:-2G}" -nographic -nic none -no-reboot
 	-kernel "$KERNEL" -initrd "$INITRD"
-	-append "console=ttyAMA0 log_buf_len=1M panic=-1 oops=panic exanest.run=$RUN ${QEMU_APPEND:-}")
+	-append "console=ttyAMA0 log_buf_len=1M panic=-1 oops=panic exanest.run=$RUN $ip${QEMU_APPEND:-}")
 if [ -n "${NODE:-}" ]; then
 	# Another QEMU, behind a socket (and the switch): the round trip is the host's, hundreds of
 	# microseconds, not the modelled link's; the peer window's cap follows it
@@ -42,6 +48,13 @@ else
 			-device "pcie-root-port,id=rp$i,chassis=$((i + 1)),slot=$i,addr=$(printf 0x%x $((i + 4)))"
 			-device "exanest-pldma,bus=rp$i,netdev=link$i,node-id=$i$opts")
 	done
+fi
+if [ -n "${GUEST_DISK:-}" ]; then
+	cmd+=(-drive "file=$GUEST_DISK,if=none,format=raw,readonly=on,id=debian"
+		-device virtio-blk-pci,drive=debian)
+fi
+if [ -n "${ETHDEV:-}" ]; then
+	cmd+=(-netdev "$ETHDEV,id=eth" -device "virtio-net-pci,romfile=,netdev=eth,mac=52:54:00:e0:00:$(printf %02x "${NODE:-0}")")
 fi
 cmd+=("$@")
 if [ "$TIMEOUT" != 0 ]; then

@@ -48,11 +48,13 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 	$SUDO apt-get update -qq
 fi
 
-# 2. Packages.
+# 2. Packages. libfabric-dev: the headers the provider's bindings are made from (the guest's
+#    Debian libfabric is the same 1.17); libfabric-bin: fi_info, with which the host tests load
+#    the provider into a real libfabric; e2fsprogs: mkfs.ext4 -d for the guests' Debian disk.
 PKGS="clang-$LLVM_VERSION lld-$LLVM_VERSION llvm-$LLVM_VERSION libclang-$LLVM_VERSION-dev
  gcc-aarch64-linux-gnu libc6-dev-arm64-cross flex bison bc libelf-dev libssl-dev cpio xz-utils
  ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev pkg-config python3-venv zstd rsync
- make perl kmod dpkg-dev"
+ make perl kmod dpkg-dev e2fsprogs libfabric-dev libfabric-bin"
 missing=$(for p in $PKGS; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"; done)
 if [ -n "$missing" ]; then
 	log "installing: $(echo $missing)"

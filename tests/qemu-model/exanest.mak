@@ -2,3 +2,8 @@
 CONFIG_ARM_VIRT=y
 CONFIG_PCIE_PORT=y
 CONFIG_EXANEST_PLDMA=y
+# The second NIC of multi-node runs (Open MPI's launcher, the TCP baseline) and the disk with the
+# guests' Debian user space (libfabric, Open MPI): Documentation/libfabric.rst.
+CONFIG_VIRTIO_PCI=y
+CONFIG_VIRTIO_NET=y
+CONFIG_VIRTIO_BLK=y

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+//! What the provider offers, and whether an application's hints accept it: `fi_getinfo`'s
+//! decision, in plain Rust (the host tests run it), apart from the C structures (`info.rs`).
+//!
+//! The rules are fi_getinfo(3)'s: a hint left zero accepts anything; capabilities asked for must
+//! be offered; the modes the provider requires must be ones the application supports; sizes and
+//! orders asked for must be within the offer. What comes back is the offer, narrowed to the
+//! capabilities asked for (plus the secondary ones the provider always has).
+
+use crate::sys;
+
+/// `FI_VERSION(major, minor)`.
+pub const fn fi_version(major: u32, minor: u32) -> u32 {
+    (major << 16) | minor
+}
+
+/// The libfabric API the provider is written against (Debian bookworm's 1.17). libfabric
+/// skips a provider that declares an older one than the application asks for.
+pub const API_VERSION: u32 = fi_version(1, 17);
+/// This provider's own version.
+pub const PROV_VERSION: u32 = fi_version(0, 1);
+/// The provider's and the fabric's name.
+pub const NAME: &str = "exanest";
+/// `FI_TAG_GENERIC`: every tag bit may be used for matching.
+pub const TAG_GENERIC: u64 = 0xAAAA_AAAA_AAAA_AAAA;
+/// The address of an endpoint: its engine's network node and its endpoint on that node, two
+/// little-endian u32 (`FI_FORMAT_UNSPEC`, 8 bytes).
+pub const ADDR_LEN: usize = 8;
+/// An endpoint not yet chosen (`fi_getinfo`'s source address: the node alone).
+pub const ANY_ENDPOINT: u32 = u32::MAX;
+
+const fn b(x: u32) -> u64 {
+    x as u64
+}
+
+/// The primary capabilities (fi_getinfo(3)): the ones an application asks for by name.
+pub const PRIMARY: u64 =
+    b(sys::FI_MSG) | b(sys::FI_TAGGED) | sys::FI_RMA as u64 | sys::FI_ATOMIC as u64;
+/// The modifiers of the primary capabilities (a primary one without any means all of them).
+pub const MODIFIERS: u64 = sys::FI_SEND as u64
+    | sys::FI_RECV as u64
+    | sys::FI_READ as u64
+    | sys::FI_WRITE as u64
+    | sys::FI_REMOTE_READ as u64
+    | sys::FI_REMOTE_WRITE as u64;
+/// Secondary capabilities the provider has whether asked or not.
+pub const SECONDARY: u64 = sys::FI_LOCAL_COMM as u64 | sys::FI_REMOTE_COMM as u64;
+
+/// One domain's offer: an engine context with a network port (Documentation/libfabric.rst).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Offer {
+    /// `fi_domain_attr.name`: the device node's name, `exanest-dma<N>`.
+    pub domain: String,
+    /// The engine's network node id.
+    pub node: u32,
+    /// Capabilities.
+    pub caps: u64,
+    /// Message ordering (transmit and receive).
+    pub msg_order: u64,
+    /// Completion ordering.
+    pub comp_order: u64,
+    /// `fi_inject` and `fi_tinject`'s largest message.
+    pub inject_size: usize,
+    /// Operations a transmit (receive) context holds.
+    pub tx_size: usize,
+    /// Receives posted at once.
+    pub rx_size: usize,
+    /// Largest message.
+    pub max_msg_size: usize,
+    /// Remote CQ data's bytes.
+    pub cq_data_size: usize,
+    /// Memory registrations per domain.
+    pub mr_cnt: usize,
+    /// Endpoints per domain.
+    pub ep_cnt: usize,
+}
+
+impl Offer {
+    /// The offer of the engine context behind `/dev/<domain>`, on network node `node`, which
+    /// registers at most `max_regions` regions per process.
+    pub fn new(domain: String, node: u32, max_regions: u32) -> Self {
+        Offer {
+            domain,
+            node,
+            caps: b(sys::FI_MSG)
+                | b(sys::FI_TAGGED)
+                | sys::FI_SEND as u64
+                | sys::FI_RECV as u64
+                | sys::FI_DIRECTED_RECV as u64
+                | SECONDARY,
+            msg_order: b(sys::FI_ORDER_SAS),
+            comp_order: b(sys::FI_ORDER_NONE),
+            inject_size: 64,
+            tx_size: 256,
+            rx_size: 256,
+            max_msg_size: u32::MAX as usize,
+            cq_data_size: 8,
+            mr_cnt: max_regions as usize,
+            ep_cnt: 1,
+        }
+    }
+}
+
+/// One side's hints (`fi_tx_attr` or `fi_rx_attr`), zero where the application left them so.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SideHints {
+    /// Capabilities.
+    pub caps: u64,
+    /// Modes supported.
+    pub mode: u64,
+    /// Message ordering required.
+    pub msg_order: u64,
+    /// Completion ordering required.
+    pub comp_order: u64,
+    /// Inject size required (transmit side).
+    pub inject_size: usize,
+    /// Queue size required.
+    pub size: usize,
+    /// Scatter-gather entries required.
+    pub iov_limit: usize,
+}
+
+/// An application's hints (`fi_getinfo`'s `hints`), in the terms the decision needs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// Capabilities asked for.
+    pub caps: u64,
+    /// Modes the application supports.
+    pub mode: u64,
+    /// `FI_FORMAT_UNSPEC` (0) or a format.
+    pub addr_format: u32,
+    /// `FI_EP_UNSPEC` (0) or a type.
+    pub ep_type: u32,
+    /// Largest message needed.
+    pub max_msg_size: usize,
+    /// Transmit contexts per endpoint.
+    pub tx_ctx_cnt: usize,
+    /// Receive contexts per endpoint.
+    pub rx_ctx_cnt: usize,
+    /// The fabric's name, if given.
+    pub fabric_name: Option<String>,
+    /// The domain's name, if given.
+    pub domain_name: Option<String>,
+    /// `fi_domain_attr.mr_mode`: the registration modes the application supports.
+    pub mr_mode: i32,
+    /// `fi_domain_attr.cq_data_size` needed.
+    pub cq_data_size: usize,
+    /// `fi_domain_attr.data_progress` and `control_progress` (`FI_PROGRESS_UNSPEC` = 0).
+    pub progress: [u32; 2],
+    /// Transmit side.
+    pub tx: SideHints,
+    /// Receive side.
+    pub rx: SideHints,
+}
+
+/// Why an offer does not fit (FI_LOG_LEVEL=info prints it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mismatch {
+    /// Capabilities not offered.
+    Caps(u64),
+    /// Not an `FI_EP_RDM` endpoint.
+    EpType,
+    /// Another address format.
+    AddrFormat,
+    /// Another fabric or domain name.
+    Name,
+    /// An order, size or count beyond the offer.
+    Limit(&'static str),
+    /// Automatic progress asked for.
+    Progress,
+}
+
+/// What `fi_getinfo` returns for an offer that fits: the capabilities, the endpoint's and each
+/// side's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fit {
+    /// `fi_info.caps`.
+    pub caps: u64,
+    /// `fi_tx_attr.caps`.
+    pub tx_caps: u64,
+    /// `fi_rx_attr.caps`.
+    pub rx_caps: u64,
+}
+
+/// The capabilities of one side (transmit or receive): those of `caps` that make sense there.
+fn side_caps(caps: u64, tx: bool) -> u64 {
+    let not = if tx {
+        sys::FI_RECV as u64
+            | sys::FI_REMOTE_READ as u64
+            | sys::FI_REMOTE_WRITE as u64
+            | sys::FI_DIRECTED_RECV as u64
+    } else {
+        sys::FI_SEND as u64 | sys::FI_READ as u64 | sys::FI_WRITE as u64
+    };
+    caps & !not
+}
+
+/// `caps` with its primary capabilities' modifiers spelled out: a primary capability given
+/// without any modifier means all of them.
+fn with_modifiers(caps: u64, offered: u64) -> u64 {
+    if caps & PRIMARY != 0 && caps & MODIFIERS == 0 {
+        caps | (offered & MODIFIERS)
+    } else {
+        caps
+    }
+}
+
+impl Offer {
+    /// Whether `hints` (None: no hints) accept this offer, and what `fi_getinfo` returns if so.
+    pub fn fit(&self, hints: Option<&Hints>) -> Result<Fit, Mismatch> {
+        let Some(h) = hints else {
+            return Ok(Fit {
+                caps: self.caps,
+                tx_caps: side_caps(self.caps, true),
+                rx_caps: side_caps(self.caps, false),
+            });
+        };
+        let want = with_modifiers(h.caps, self.caps);
+        if want & !self.caps != 0 {
+            return Err(Mismatch::Caps(want & !self.caps));
+        }
+        if h.ep_type != 0 && h.ep_type != sys::fi_ep_type_FI_EP_RDM as u32 {
+            return Err(Mismatch::EpType);
+        }
+        if h.addr_format != 0 {
+            return Err(Mismatch::AddrFormat);
+        }
+        if h.fabric_name.as_deref().is_some_and(|n| n != NAME)
+            || h.domain_name.as_deref().is_some_and(|n| n != self.domain)
+        {
+            return Err(Mismatch::Name);
+        }
+        if h.max_msg_size > self.max_msg_size {
+            return Err(Mismatch::Limit("max_msg_size"));
+        }
+        if h.tx_ctx_cnt > 1 || h.rx_ctx_cnt > 1 {
+            return Err(Mismatch::Limit("tx_ctx_cnt/rx_ctx_cnt"));
+        }
+        if h.cq_data_size > self.cq_data_size {
+            return Err(Mismatch::Limit("cq_data_size"));
+        }
+        // Progress is manual: the application's calls drive it (fi_cq_read, ...).
+        if h.progress
+            .contains(&(sys::fi_progress_FI_PROGRESS_AUTO as u32))
+        {
+            return Err(Mismatch::Progress);
+        }
+        for (side, size) in [(&h.tx, self.tx_size), (&h.rx, self.rx_size)] {
+            if side.msg_order & !self.msg_order != 0 {
+                return Err(Mismatch::Limit("msg_order"));
+            }
+            if side.comp_order & !self.comp_order != 0 {
+                return Err(Mismatch::Limit("comp_order"));
+            }
+            if side.size > size {
+                return Err(Mismatch::Limit("size"));
+            }
+            if side.iov_limit > 1 {
+                return Err(Mismatch::Limit("iov_limit"));
+            }
+            if side.caps & !self.caps != 0 {
+                return Err(Mismatch::Caps(side.caps & !self.caps));
+            }
+        }
+        if h.tx.inject_size > self.inject_size {
+            return Err(Mismatch::Limit("inject_size"));
+        }
+        let caps = if want == 0 {
+            self.caps
+        } else {
+            want | (self.caps & SECONDARY)
+        };
+        let side = |s: &SideHints, tx: bool| {
+            if s.caps != 0 {
+                with_modifiers(s.caps, self.caps)
+            } else {
+                side_caps(caps, tx)
+            }
+        };
+        Ok(Fit {
+            caps,
+            tx_caps: side(&h.tx, true),
+            rx_caps: side(&h.rx, false),
+        })
+    }
+}
+
+/// An endpoint address as bytes (`ADDR_LEN`).
+pub fn addr_bytes(node: u32, endpoint: u32) -> [u8; ADDR_LEN] {
+    let mut a = [0; ADDR_LEN];
+    a[..4].copy_from_slice(&node.to_le_bytes());
+    a[4..].copy_from_slice(&endpoint.to_le_bytes());
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer() -> Offer {
+        Offer::new("exanest-dma0".into(), 1, 4096)
+    }
+
+    /// What Open MPI 4.1.4's `mtl ofi` asks for (../shared/notes/libfabric-mpi.md).
+    fn ompi_mtl() -> Hints {
+        Hints {
+            caps: sys::FI_TAGGED as u64
+                | sys::FI_LOCAL_COMM as u64
+                | sys::FI_REMOTE_COMM as u64
+                | sys::FI_DIRECTED_RECV as u64,
+            mode: sys::FI_CONTEXT as u64 | sys::FI_CONTEXT2 as u64,
+            ep_type: sys::fi_ep_type_FI_EP_RDM as u32,
+            cq_data_size: 4,
+            tx: SideHints {
+                msg_order: sys::FI_ORDER_SAS as u64,
+                ..Default::default()
+            },
+            rx: SideHints {
+                msg_order: sys::FI_ORDER_SAS as u64,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn no_hints_get_the_whole_offer() {
+        let f = offer().fit(None).unwrap();
+        assert_eq!(f.caps, offer().caps);
+        assert_eq!(f.tx_caps & sys::FI_RECV as u64, 0);
+        assert_eq!(f.rx_caps & sys::FI_SEND as u64, 0);
+        assert_ne!(f.rx_caps & sys::FI_DIRECTED_RECV as u64, 0);
+    }
+
+    #[test]
+    fn open_mpi_mtl_fits() {
+        let f = offer().fit(Some(&ompi_mtl())).unwrap();
+        assert_ne!(f.caps & sys::FI_TAGGED as u64, 0);
+        // A primary capability without modifiers means both directions.
+        assert_ne!(f.caps & sys::FI_SEND as u64, 0);
+        assert_ne!(f.caps & sys::FI_RECV as u64, 0);
+        // Not asked for: FI_MSG is not returned.
+        assert_eq!(f.caps & sys::FI_MSG as u64, 0);
+    }
+
+    #[test]
+    fn what_is_not_offered_does_not_fit() {
+        let rma = Hints {
+            caps: sys::FI_RMA as u64,
+            ..Default::default()
+        };
+        assert!(matches!(offer().fit(Some(&rma)), Err(Mismatch::Caps(_))));
+        let msg_ep = Hints {
+            ep_type: sys::fi_ep_type_FI_EP_MSG as u32,
+            ..Default::default()
+        };
+        assert_eq!(offer().fit(Some(&msg_ep)), Err(Mismatch::EpType));
+        let inet = Hints {
+            addr_format: sys::FI_SOCKADDR_IN as u32,
+            ..Default::default()
+        };
+        assert_eq!(offer().fit(Some(&inet)), Err(Mismatch::AddrFormat));
+        let other = Hints {
+            domain_name: Some("exanest-dma1".into()),
+            ..Default::default()
+        };
+        assert_eq!(offer().fit(Some(&other)), Err(Mismatch::Name));
+        let fab = Hints {
+            fabric_name: Some("tcp".into()),
+            ..Default::default()
+        };
+        assert_eq!(offer().fit(Some(&fab)), Err(Mismatch::Name));
+        let auto = Hints {
+            progress: [sys::fi_progress_FI_PROGRESS_AUTO as u32, 0],
+            ..Default::default()
+        };
+        assert_eq!(offer().fit(Some(&auto)), Err(Mismatch::Progress));
+        let mut big = ompi_mtl();
+        big.tx.inject_size = 65;
+        assert_eq!(offer().fit(Some(&big)), Err(Mismatch::Limit("inject_size")));
+        let mut order = ompi_mtl();
+        order.rx.msg_order |= sys::FI_ORDER_RAW as u64;
+        assert_eq!(offer().fit(Some(&order)), Err(Mismatch::Limit("msg_order")));
+        let mut data = ompi_mtl();
+        data.cq_data_size = 9;
+        assert_eq!(
+            offer().fit(Some(&data)),
+            Err(Mismatch::Limit("cq_data_size"))
+        );
+    }
+
+    #[test]
+    fn names_and_sizes_within_the_offer_fit() {
+        let h = Hints {
+            fabric_name: Some(NAME.into()),
+            domain_name: Some("exanest-dma0".into()),
+            max_msg_size: 1 << 20,
+            tx: SideHints {
+                size: 256,
+                inject_size: 64,
+                iov_limit: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(offer().fit(Some(&h)).is_ok());
+    }
+
+    #[test]
+    fn addresses_are_node_then_endpoint() {
+        assert_eq!(
+            addr_bytes(3, ANY_ENDPOINT),
+            [3, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]
+        );
+    }
+}
