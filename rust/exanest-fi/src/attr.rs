@@ -108,6 +108,8 @@ pub struct SideHints {
     pub caps: u64,
     /// Modes supported.
     pub mode: u64,
+    /// Default flags of the side's operations (`FI_COMPLETION`, ...), returned as given.
+    pub op_flags: u64,
     /// Message ordering required.
     pub msg_order: u64,
     /// Completion ordering required.
@@ -180,6 +182,10 @@ pub struct Fit {
     pub tx_caps: u64,
     /// `fi_rx_attr.caps`.
     pub rx_caps: u64,
+    /// `fi_tx_attr.op_flags`: the hints' (fi_getinfo(3) returns them).
+    pub tx_op_flags: u64,
+    /// `fi_rx_attr.op_flags`: the hints'.
+    pub rx_op_flags: u64,
 }
 
 /// The capabilities of one side (transmit or receive): those of `caps` that make sense there.
@@ -213,6 +219,8 @@ impl Offer {
                 caps: self.caps,
                 tx_caps: side_caps(self.caps, true),
                 rx_caps: side_caps(self.caps, false),
+                tx_op_flags: 0,
+                rx_op_flags: 0,
             });
         };
         let want = with_modifiers(h.caps, self.caps);
@@ -281,6 +289,8 @@ impl Offer {
             caps,
             tx_caps: side(&h.tx, true),
             rx_caps: side(&h.rx, false),
+            tx_op_flags: h.tx.op_flags,
+            rx_op_flags: h.rx.op_flags,
         })
     }
 }

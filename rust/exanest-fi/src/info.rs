@@ -33,6 +33,7 @@ unsafe fn tx_hints(p: *const sys::fi_tx_attr) -> SideHints {
         Some(t) => SideHints {
             caps: t.caps,
             mode: t.mode,
+            op_flags: t.op_flags,
             msg_order: t.msg_order,
             comp_order: t.comp_order,
             inject_size: t.inject_size,
@@ -51,6 +52,7 @@ unsafe fn rx_hints(p: *const sys::fi_rx_attr) -> SideHints {
         Some(r) => SideHints {
             caps: r.caps,
             mode: r.mode,
+            op_flags: r.op_flags,
             msg_order: r.msg_order,
             comp_order: r.comp_order,
             inject_size: 0,
@@ -71,6 +73,7 @@ pub unsafe fn hints(h: &sys::fi_info) -> Hints {
         mode: h.mode,
         addr_format: h.addr_format,
         // SAFETY (this and the next three): the attribute pointers are NULL or valid.
+        // SAFETY: the attribute pointers are NULL or valid.
         tx: unsafe { tx_hints(h.tx_attr) },
         // SAFETY: as above.
         rx: unsafe { rx_hints(h.rx_attr) },
@@ -190,8 +193,10 @@ unsafe fn fill(i: &mut sys::fi_info, offer: &Offer, fit: &Fit, api_version: u32)
 
     i.tx_attr = calloc::<sys::fi_tx_attr>()?;
     // SAFETY (this block): each part was just allocated, zeroed, and is owned by `i`.
+    // SAFETY: just allocated, zeroed, owned by `i`.
     let tx = unsafe { &mut *i.tx_attr };
     tx.caps = fit.tx_caps;
+    tx.op_flags = fit.tx_op_flags;
     tx.msg_order = offer.msg_order;
     tx.comp_order = offer.comp_order;
     tx.inject_size = offer.inject_size;
@@ -203,6 +208,7 @@ unsafe fn fill(i: &mut sys::fi_info, offer: &Offer, fit: &Fit, api_version: u32)
     // SAFETY: as above.
     let rx = unsafe { &mut *i.rx_attr };
     rx.caps = fit.rx_caps;
+    rx.op_flags = fit.rx_op_flags;
     rx.msg_order = offer.msg_order;
     rx.comp_order = offer.comp_order;
     rx.size = offer.rx_size;

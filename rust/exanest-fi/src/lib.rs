@@ -2,17 +2,22 @@
 //! `libexanest-fi.so`: the ExaNeSt DMA engine's libfabric provider (Documentation/libfabric.rst).
 //!
 //! libfabric 1.17 loads it from `FI_PROVIDER_PATH` (or its own provider directory) and calls
-//! [`fi_prov_ini`]. Milestone 1 of issue 24: `fi_getinfo` lists one `FI_EP_RDM` domain per engine
-//! context with a network port, narrowed by the application's hints (`attr.rs`); opening the
-//! fabric is milestone 3's, and says `-FI_ENOSYS` until then.
+//! [`fi_prov_ini`]. `fi_getinfo` lists one `FI_EP_RDM` domain per engine context with a network
+//! port, narrowed by the application's hints (`attr.rs`, `info.rs`); the fabric, its event
+//! queue, the domain, address vectors and completion queues are `obj.rs`; the endpoint, with
+//! messages and tagged messages over the engine's mailbox and get, `ep.rs`, on the protocol and
+//! matching of `proto.rs`.
 
-#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 // bindgen types each libfabric macro constant u32 or u64 by its value: the casts to the type
 // of the field keep the code the same whichever it chose.
 #![allow(clippy::unnecessary_cast)]
 
 pub mod attr;
+pub mod ep;
 pub mod info;
+pub mod obj;
+pub mod proto;
 
 /// The bindings of the public libfabric headers (build.rs).
 #[allow(
@@ -30,7 +35,7 @@ pub mod sys {
 }
 
 use core::cell::UnsafeCell;
-use core::ffi::{c_char, c_int, c_void};
+use core::ffi::{c_char, c_int};
 use core::ptr;
 
 /// One domain per engine context with a network port: `/dev/exanest-dma<N>` whose engine has a
@@ -51,8 +56,11 @@ pub fn offers() -> Vec<attr::Offer> {
         .into_iter()
         .filter_map(|(n, name)| {
             let info = exanest_dma::Device::open(n).ok()?.info().ok()?;
-            (info.node != exanest_core::abi::NO_NODE)
-                .then(|| attr::Offer::new(name, info.node, info.max_regions))
+            (info.node != exanest_core::abi::NO_NODE).then(|| {
+                let mut o = attr::Offer::new(name, info.node, info.max_regions);
+                o.max_msg_size = o.max_msg_size.min(info.max_transfer as usize);
+                o
+            })
         })
         .collect()
 }
@@ -117,15 +125,6 @@ unsafe extern "C" fn getinfo(
     }
 }
 
-unsafe extern "C" fn fabric(
-    _attr: *mut sys::fi_fabric_attr,
-    _fabric: *mut *mut sys::fid_fabric,
-    _context: *mut c_void,
-) -> c_int {
-    // Issue 24, milestone 3: the endpoint, its queues and completions.
-    -(sys::FI_ENOSYS as c_int)
-}
-
 unsafe extern "C" fn cleanup() {}
 
 /// The provider's description, which libfabric also writes into (its `context`).
@@ -142,7 +141,7 @@ static PROVIDER: Provider = Provider(UnsafeCell::new(sys::fi_provider {
     },
     name: c"exanest".as_ptr(),
     getinfo: Some(getinfo),
-    fabric: Some(fabric),
+    fabric: Some(obj::open_fabric),
     cleanup: Some(cleanup),
 }));
 

@@ -7,13 +7,34 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The cdylib cargo built beside this test (target/<profile>/libexanest_fi.so).
+/// The provider as libfabric loads it: this crate's cdylib, built by cargo in a target
+/// directory of this test's own (`cargo test` builds the library as an rlib only for its
+/// tests), so that it is this source's and never a stale one.
 fn cdylib() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let so = profile_dir.join("libexanest_fi.so");
-    assert!(so.exists(), "{} not built", so.display());
-    so
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cdylib");
+            let status = Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "--quiet",
+                    "--offline",
+                    "--lib",
+                    "-p",
+                    "exanest-fi",
+                    "--target-dir",
+                ])
+                .arg(&dir)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("cargo");
+            assert!(status.success(), "building the provider's cdylib failed");
+            let so = dir.join("debug/libexanest_fi.so");
+            assert!(so.exists(), "{} not built", so.display());
+            so
+        })
+        .clone()
 }
 
 fn fi_info(dir: &std::path::Path, args: &[&str]) -> (i32, String) {
