@@ -14,8 +14,11 @@ cp "$DL/busybox-arm64" "$ROOT/bin/busybox"
 install -m 755 "$TOP/tests/guest/init" "$ROOT/init"
 install -m 644 "$TOP/tests/guest/demo.sh" "$TOP/tests/guest/check.sh" "$TOP/tests/guest/eval.sh" \
 	"$TOP/tests/guest/soak.sh" "$TOP/tests/guest/nodes.sh" "$TOP/tests/guest/demo-nodes.sh" \
-	"$TOP/tests/guest/profile.sh" "$TOP/tests/guest/fabric.sh" "$ROOT/usr/share/exanest/"
+	"$TOP/tests/guest/profile.sh" "$TOP/tests/guest/fabric.sh" "$TOP/tests/guest/mpi.sh" \
+	"$TOP/tests/guest/mpi4py-test.py" "$ROOT/usr/share/exanest/"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
+# Open MPI's remote shell in the guests (python3 from the Debian disk).
+install -m 755 "$TOP/tests/guest/exanest-rsh" "$ROOT/bin/exanest-rsh"
 
 # Guest tools: static aarch64 binaries.
 CFLAGS="-static -O2 -Wall -Wextra -Werror"

@@ -253,11 +253,11 @@ p_nodes() {
 		[ $n != 2 ] || rm -rf "$pcap"
 		sw=""
 		[ "$cfg" = "$n" ] || sw="--drop-ppm 10000 --corrupt-ppm 1000 --dup-ppm 5000 --jitter-us 300 --reorder-ppm 10000 --hostile-ppm 100000 --seed 12"
-		# The two guests have the Debian disk: the libfabric provider's tests
-		# (tests/guest/fabric.sh).
+		# The two and the four guests have the Debian disk: the libfabric provider's and Open
+		# MPI's tests (tests/guest/fabric.sh, mpi.sh).
 		QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
 			QEMU_MEM=1536M QEMU_APPEND="${sw:+exanest.linkloss=switch}" \
-			GUEST_DISK="$([ "$cfg" = 2 ] && echo "${GUEST_DISK:-}")" \
+			GUEST_DISK="$([ "$cfg" = "$n" ] && echo "${GUEST_DISK:-}")" \
 			python3 "$TOP/scripts/run-nodes.py" --nodes $n --timeout 900 --switch-opts "$sw" \
 			--logs "$LOGS/nodes$cfg" $([ $n = 2 ] && echo --pcap "$pcap" --pcap-maxlen 128) \
 			nodes >"$LOGS/nodes$cfg.log" 2>&1

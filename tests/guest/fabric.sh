@@ -43,7 +43,7 @@ if [ -x /usr/bin/fi_info ]; then
 	t $? "node$node-fi-info-tcp-eth0" "fi_info -p tcp -t FI_EP_MSG -d eth0 (exit $rc) does not show 169.254.0.0/16"
 fi
 # fi_pingpong (libfabric-bin's, a test we did not write) over the engine, every byte checked
-# (-v): RDM endpoints, the names exchanged over the second NIC's TCP (its control socket, port
+# (-c): RDM endpoints, the names exchanged over the second NIC's TCP (its control socket, port
 # 47592), the messages over the engine. Eager (64 B, one mailbox message each), then rendezvous
 # (64 KiB: an RTS, the receiver's get from the sender's buffer, a FIN). Node 1 serves, node 0 is
 # the client; each checks its engine placed at least the mailbox messages, and for rendezvous
@@ -55,12 +55,12 @@ if [ -x /usr/bin/fi_pingpong ] && [ "$partner" -lt "${nodes:-2}" ]; then
 		iters=200; [ $size -le 64 ] || iters=20
 		m0=$(mbox); b0=$(placed)
 		if [ $((node % 2)) = 1 ]; then
-			out=$(timeout 120 fi_pingpong -v -p exanest -e rdm -S $size -I $iters 2>&1); rc=$?
+			out=$(timeout 120 fi_pingpong -c -p exanest -e rdm -S $size -I $iters 2>&1); rc=$?
 		else
 			i=0
 			# The server starts at the same time: the control socket refuses until it listens.
 			while :; do
-				out=$(timeout 120 fi_pingpong -v -p exanest -e rdm -S $size -I $iters "node$partner" 2>&1); rc=$?
+				out=$(timeout 120 fi_pingpong -c -p exanest -e rdm -S $size -I $iters "node$partner" 2>&1); rc=$?
 				i=$((i + 1))
 				echo "$out" | grep -q 'Connection refused' && [ $i -lt 30 ] || break
 				sleep 1

@@ -21,6 +21,8 @@ grep -q '"link": true' $engine; t $? "node$node-link-up" "$(cat $engine)"
 nodes=$(sed -n 's/.*exanest.nodes=\([0-9]*\).*/\1/p' /proc/cmdline)
 # The second NIC, and the libfabric provider where the Debian disk is attached.
 . /usr/share/exanest/fabric.sh
+# Open MPI over the engine, where the Debian disk is attached.
+. /usr/share/exanest/mpi.sh
 # Guests are QEMU processes on a loaded host: one can go unscheduled for longer than the default
 # first retransmission timeout (10 ms of host time, since no -icount), and its peer's timer then
 # fires on packets that were late, not lost. The engine does not count such a timeout: the first

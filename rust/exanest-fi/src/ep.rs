@@ -73,6 +73,8 @@ enum Pending {
         kind: u64,
         len: usize,
         report: bool,
+        /// `fi_inject`: no completion at all (fi_msg(3)), an error only counted.
+        inject: bool,
     },
     /// An RTS: its send's completion frees the slot; FIN completes the send.
     Rts { slot: usize, cookie: u64 },
@@ -129,6 +131,8 @@ struct State {
     next_id: u64,
     /// Mailbox messages that no endpoint of ours sent (dropped).
     strays: u64,
+    /// Injected sends that failed (fi_inject has no completion to say so).
+    inject_errors: u64,
 }
 
 /// What an endpoint object and the CQs it writes share.
@@ -265,7 +269,8 @@ impl State {
                             ctx,
                             kind,
                             len,
-                            report: report && !inject,
+                            report,
+                            inject,
                         },
                     );
                     0
@@ -614,8 +619,13 @@ impl State {
                     kind,
                     len,
                     report,
+                    inject,
                 } => {
                     self.free(slot);
+                    if inject {
+                        self.inject_errors += u64::from(e != 0);
+                        continue;
+                    }
                     self.report_tx(
                         Entry {
                             ctx,
@@ -1531,6 +1541,7 @@ pub unsafe extern "C" fn open(
         claimed: HashMap::new(),
         next_id: 1,
         strays: 0,
+        inject_errors: 0,
     };
     let ep = Box::new(Ep {
         fid: sys::fid_ep {

@@ -1,0 +1,64 @@
+# Open MPI across the guests over the engine (issue 24; Documentation/libfabric.rst), sourced by
+# nodes.sh after fabric.sh on every node of a multi-node run with the Debian disk, with $node
+# and $partner set. Every node serves Open MPI's remote shell (exanest-rsh) on the second NIC;
+# node 0 launches, forcing the engine's provider (pml cm, mtl ofi, exanest only: no TCP or
+# shared-memory transport can carry a message unnoticed) and checking its engine placed at
+# least the bytes MPI moved to it:
+# - with two nodes: mpirun -np 2 hostname; NetPIPE (NPopenmpi) from 1 B to 256 KiB, 10 round
+#   trips a size; the mpi4py program (point to point, collectives, Put and Get through osc
+#   pt2pt), one rank a guest;
+# - with four: the mpi4py program on 4 ranks, one a guest, through the switch.
+# One rank a guest: the engine does not deliver to its own node (no loopback), so ranks that
+# share a node cannot reach each other through it (Documentation/libfabric.rst). The other
+# nodes wait for node 0's jobs to end before their own tests.
+if [ -x /usr/bin/mpirun ] && [ "$partner" -lt "${nodes:-2}" ]; then
+	exanest-rsh -d >/tmp/exanest-rshd.log 2>&1 &
+	if [ "$node" = 0 ]; then
+		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+		mpi="mpirun --mca plm_rsh_agent exanest-rsh --mca oob_tcp_if_include eth0
+			--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanest
+			--mca btl self,vader --mca osc pt2pt -x FI_PROVIDER_PATH"
+		hosts="node$node,node$partner"
+		placed() { sed -n 's/.*"placed_bytes": \([0-9]*\).*/\1/p' /sys/kernel/debug/exanest-dma0/engine; }
+		mrun() { out=$(timeout 300 $mpi "$@" 2>&1); rc=$?; echo "$out" | sed "s/^/  mpirun: /"; return $rc; }
+
+		t0=$(cut -d' ' -f1 /proc/uptime)
+	fi
+	if [ "$node" = 0 ] && [ "${nodes:-2}" = 2 ]; then
+		mrun -np 2 -H "$hosts" hostname
+		[ $rc = 0 ] && echo "$out" | grep -qx "node$node" && echo "$out" | grep -qx "node$partner"
+		t $? "node$node-mpirun-hostname" "mpirun -np 2 hostname (exit $rc)"
+
+		b0=$(placed)
+		rm -f /tmp/np.out
+		mrun -np 2 -H "$hosts" --mca mtl_base_verbose 10 NPopenmpi -l 1 -u 262144 -p 0 -n 10 -o /tmp/np.out
+		b1=$(placed)
+		# Each size: 10 round trips, so 10 times its bytes came to this node.
+		moved=$(awk '{ s += $1 } END { printf "%d", s * 10 }' /tmp/np.out 2>/dev/null)
+		echo "  NPopenmpi: engine placed $((b1 - b0)) bytes here, MPI moved ${moved:-0} bytes here"
+		[ $rc = 0 ] && [ "$(wc -l </tmp/np.out)" -ge 30 ] &&
+			[ "$(echo "$out" | grep -c 'mtl:ofi:provider: exanest-dma')" = 2 ] &&
+			[ "${moved:-0}" -gt 0 ] && [ $((b1 - b0)) -ge "$moved" ]
+		t $? "node$node-mpi-netpipe" "NPopenmpi (exit $rc; engine $((b1 - b0)) bytes, MPI ${moved:-0})"
+	fi
+	if [ "$node" = 0 ]; then
+		np=${nodes:-2}
+		h=$(i=0; while [ $i -lt "$np" ]; do printf 'node%s,' $i; i=$((i + 1)); done)
+		b0=$(placed)
+		mrun -np "$np" -H "${h%,}" python3 /usr/share/exanest/mpi4py-test.py
+		b1=$(placed)
+		[ $rc = 0 ] && echo "$out" | grep -q "^mpi4py: ok ($np ranks" && [ $((b1 - b0)) -ge $((1 << 20)) ]
+		t $? "node$node-mpi4py-np$np" "mpi4py, $np ranks (exit $rc; engine placed $((b1 - b0)) bytes)"
+		echo "GUEST-TIME: mpi $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
+		# The other nodes go on to their own tests now (through the remote shell: a console
+		# line between nodes would make them partners, run-nodes.py's "bye" logic).
+		i=1
+		while [ $i -lt "${nodes:-2}" ]; do exanest-rsh "node$i" touch /tmp/mpi-done; i=$((i + 1)); done
+	else
+		# The MPI jobs have this node to themselves until node 0 says they ended (the engine
+		# tests' lossy engines and killed receivers would stall them): at most 10 minutes.
+		i=0
+		while [ ! -e /tmp/mpi-done ] && [ $i -lt 600 ]; do sleep 1; i=$((i + 1)); done
+		[ -e /tmp/mpi-done ]; t $? "node$node-mpi-done" "node 0's MPI jobs did not end within 10 minutes"
+	fi
+fi
