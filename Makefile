@@ -3,6 +3,7 @@
 #   make demo    build what is missing, boot QEMU and run the demo in the guest
 #   make check   every test: host cargo test, lints, builds, model qtest, guest end-to-end
 #   make shell   boot the guest with an interactive shell (Ctrl-A X quits QEMU)
+#   make mpi     two guests with Debian's Open MPI: an MPI job over the engine (NetPIPE, mpi4py)
 #   make nodes   two guests, one node each, linked over a unix socket: the two-guest tests,
 #                the link recorded in build/pcap (NODES_RUN=shell: a shell on each node)
 #   make soak    long stress runs (races, fuzzer) on the test kernel, not part of make check
@@ -104,6 +105,19 @@ nodes: setup
 	$(TOP)/scripts/build-initramfs.sh "$$kb" $(INITRD); \
 	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(INITRD) \
 		$(TOP)/scripts/run-nodes.py --pcap $(TOP)/build/pcap $(NODES_RUN)
+
+# make mpi: an MPI job across two guests over the engine (Open MPI's NetPIPE and an mpi4py
+# program), with the guests' Debian disk (libfabric, Open MPI): Documentation/libfabric.rst.
+.PHONY: mpi
+mpi: setup
+	@set -eo pipefail; kb=$$($(TOP)/scripts/build-kernel.sh); q=$$($(TOP)/scripts/build-qemu.sh); \
+	$(MAKE) -s --no-print-directory module KDIR="$$kb" >/dev/null; \
+	$(TOP)/scripts/build-guest-rust.sh >/dev/null; \
+	$(TOP)/scripts/build-initramfs.sh "$$kb" $(INITRD); \
+	disk=$$($(TOP)/scripts/build-guest-debian.sh); \
+	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(INITRD) GUEST_DISK="$$disk" QEMU_MEM=1536M \
+		$(TOP)/scripts/run-nodes.py --timeout 900 mpi | \
+		grep -av -E '^\[n[01]\] \[ *[0-9]+\.[0-9]+\]|GUEST-(BOOTED|DONE)|^\[n[01]\] *$$|^\[n1\] bye$$'
 
 shell qemu: setup
 	$(call boot,shell,0)

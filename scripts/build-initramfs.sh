@@ -15,7 +15,7 @@ install -m 755 "$TOP/tests/guest/init" "$ROOT/init"
 install -m 644 "$TOP/tests/guest/demo.sh" "$TOP/tests/guest/check.sh" "$TOP/tests/guest/eval.sh" \
 	"$TOP/tests/guest/soak.sh" "$TOP/tests/guest/nodes.sh" "$TOP/tests/guest/demo-nodes.sh" \
 	"$TOP/tests/guest/profile.sh" "$TOP/tests/guest/fabric.sh" "$TOP/tests/guest/mpi.sh" \
-	"$TOP/tests/guest/mpi4py-test.py" "$ROOT/usr/share/exanest/"
+	"$TOP/tests/guest/mpi4py-test.py" "$TOP/tests/guest/mpi-demo.sh" "$ROOT/usr/share/exanest/"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
 # Open MPI's remote shell in the guests (python3 from the Debian disk).
 install -m 755 "$TOP/tests/guest/exanest-rsh" "$ROOT/bin/exanest-rsh"
@@ -35,6 +35,14 @@ for t in sizes coherence fork errors contexts queues net concurrency hardening r
 	aarch64-linux-gnu-gcc $CFLAGS -Wno-sign-compare -I "$KSFT" -I "$TOP/include/uapi" \
 		-o "$ROOT/bin/exanest-$t" "$TOP/tests/guest/exanest-$t.c" -lpthread
 done
+
+# The libfabric provider's test, against Debian's arm64 libfabric 1.17 (the guests' Debian disk,
+# scripts/build-guest-debian.sh), dynamically linked as the programs of that disk are.
+DEB="$(dirname "$("$TOP/scripts/build-guest-debian.sh")")/root"
+aarch64-linux-gnu-gcc -O2 -Wall -Wextra -Werror -Wno-sign-compare -I "$KSFT" -I "$DEB/usr/include" \
+	-o "$ROOT/bin/exanest-fabric" "$TOP/tests/guest/exanest-fabric.c" \
+	-L "$DEB/usr/lib/aarch64-linux-gnu" -lfabric \
+	-Wl,-rpath-link,"$DEB/usr/lib/aarch64-linux-gnu:$DEB/lib/aarch64-linux-gnu"
 
 # The user library's tools and examples (scripts/build-guest-rust.sh), when built.
 for b in exanest-cli exanest-bench copy-rs copy-c odp-rs odp-c queue-c put-rs put-c mailbox-rs nodes-rs forget-rs exanest-lib; do

@@ -209,8 +209,9 @@ p_guest() {
 	[ -x "${QEMU:-}" ] && [ -n "${KBUILD:-}" ] || { fail "guest tests: no kernel or QEMU"; return; }
 	local log="$LOGS/guest-check.log" out
 	"$TOP/scripts/build-initramfs.sh" "$KBUILD" "$TOP/build/initramfs.cpio" || { fail "initramfs"; return; }
+	# With the Debian disk: the libfabric provider's test between the two engines.
 	QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
-		TIMEOUT=2700 "$TOP/scripts/run-qemu.sh" check >"$log" 2>&1
+		GUEST_DISK="${GUEST_DISK:-}" TIMEOUT=2700 "$TOP/scripts/run-qemu.sh" check >"$log" 2>&1
 	echo "guest exit status $?"
 	# GUEST- lines, and of the kselftest-harness binaries their failures and totals (each
 	# followed by the binary's GUEST-TIME line); the fuzzer's seed and its failed calls.

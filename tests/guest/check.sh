@@ -82,6 +82,12 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	# The C library on the device: stale queue handles, remote rights (GUEST-TEST lines).
 	exanest-lib; rc=$?
 	[ "$rc" -le 1 ] || t 1 exanest-lib "exit status $rc"
+	# The libfabric provider through libfabric's API, between the guest's two engines, where
+	# the Debian disk is attached (Documentation/libfabric.rst).
+	if [ -x /bin/exanest-fabric ] && [ -e /usr/lib/aarch64-linux-gnu/libfabric.so.1 ]; then
+		exanest-fabric; rc=$?
+		[ "$rc" -le 1 ] || t 1 exanest-fabric "exit status $rc"
+	fi
 	# The user-level queue: 1000 copies of 1 B to 33 KB kept 32 deep, on demand, polled.
 	out=$(queue-c 1000 2>&1); echo "$out"
 	echo "$out" | grep -q "^queue: 1000 copies, data verified"; t $? example-queue-c "$out"

@@ -135,6 +135,8 @@ static uint64_t net_valid_prefix(AddressSpace *as, uint64_t addr, uint64_t n,
     return good;
 }
 
+static void net_receive(PldmaState *s, const uint8_t *buf, size_t size);
+
 /* Packet @p leaves the port: served bytes stop counting against its node. */
 static void net_tx_gone(PldmaState *s, const PldmaTxPacket *p)
 {
@@ -153,7 +155,17 @@ static void net_tx_timer(void *opaque)
     while ((p = QSIMPLEQ_FIRST(&s->net.txq)) && p->at <= now) {
         QSIMPLEQ_REMOVE_HEAD(&s->net.txq, next);
         net_tx_gone(s, p);
-        if (s->net.nic) {
+        if (p->dst == s->net.node) {
+            /*
+             * Loopback: a packet for this node's own endpoints (processes on
+             * one node talking through the engine, as MPI ranks do) turns
+             * round at the port, as a NIC's loopback does, and comes in like
+             * any other.
+             */
+            trace_exanest_pldma_net_sent(p->op, p->dst, p->op_id, p->offset,
+                                         p->len);
+            net_receive(s, p->data, p->len);
+        } else if (s->net.nic) {
             ssize_t r = qemu_send_packet(qemu_get_queue(s->net.nic), p->data,
                                          p->len);
 
@@ -657,7 +669,8 @@ uint32_t pldma_net_launch(PldmaChannel *c)
         c->a_dst = net_cookie(&s->net);
         c->mbox_order = ++c->ctx->mbox_started;
     }
-    if (!pldma_net_link(s)) {
+    /* An op to this node's own endpoints needs no link: it loops back. */
+    if (!pldma_net_link(s) && c->a_peer != s->net.node) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "exanest-pldma: ctx%u ch%u: network op with no link\n",
                       c->ctx->index, c->index);
@@ -1830,21 +1843,26 @@ static bool net_ingress(PldmaState *s, size_t size, ExanestPkt *k)
     return false;
 }
 
-static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
-                                 size_t size)
+/* A packet in from the link, or from this port's own loopback. */
+static void net_receive(PldmaState *s, const uint8_t *buf, size_t size)
 {
-    PldmaState *s = qemu_get_nic_opaque(nc);
     ExanestPkt k;
 
     net_count(s, PLDMA_NET_CNT_RX_PACKETS, 1);
     if (!net_decode(s, buf, size, &k)) {
         net_count(s, PLDMA_NET_CNT_RX_DROPPED, 1);
         trace_exanest_pldma_net_drop(size);
-        return size;
+        return;
     }
     if (net_ingress(s, size, &k)) {
         net_dispatch(s, &k);
     }
+}
+
+static ssize_t pldma_net_receive(NetClientState *nc, const uint8_t *buf,
+                                 size_t size)
+{
+    net_receive(qemu_get_nic_opaque(nc), buf, size);
     return size;
 }
 

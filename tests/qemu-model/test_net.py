@@ -246,6 +246,38 @@ class Put(TwoNodes):
             self.assertEqual(b.mem_read(DST, dst_off), bytes(dst_off))
         return t
 
+    def test_loopback_to_its_own_node(self):
+        """A put to an endpoint of the engine's own node turns round at the port (loopback, as
+        MPI ranks on one node need): placed by the same engine, with and without a link; before
+        loopback it went out on the link, where no node took it, and failed."""
+        a = self.a
+        set_ep(a, 9, 3)                 # endpoint 9: a process on node 0's context 3
+        rkey = set_rkey(a, 6, 0xBEEF0001, 9, DST, REGION)
+        data = random.Random(5).randbytes(100_000)
+        a.mem_write(SRC, data)
+        a.mem_write(DST, bytes(REGION))
+        before_b = counters(self.b)
+        put(a, 0, 1, SRC, DST + 3, len(data), 0, 9, rkey)
+        self.settle()
+        self.assertEqual(a.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+        self.assertEqual(a.mem_read(DST + 3, len(data)), data)
+        self.assertEqual(cnt(a, "PLACED_BYTES"), len(data))
+        self.assertEqual(counters(self.b)["RX_PACKETS"], before_b["RX_PACKETS"],
+                         "nothing went out on the link")
+        # An engine with no backend at all loops back too (no LINK needed for its own node).
+        q = Qtest("node-id=3")
+        try:
+            q.enable_vfs(q.nctx)
+            set_ep(q, 9, 3)
+            rk = set_rkey(q, 6, 0xBEEF0002, 9, DST, REGION)
+            q.mem_write(SRC, b"loop" * 16)
+            put(q, 0, 1, SRC, DST, 64, 3, 9, rk)
+            q.run_until_settled(0, 1)
+            self.assertEqual(q.status(0, 1)[:2], (R["PLDMA_STATE_DONE"], 0))
+            self.assertEqual(q.mem_read(DST, 64), b"loop" * 16)
+        finally:
+            q.close()
+
     def test_put_sizes_and_odd_offsets(self):
         for length, so, do in ((1, 0, 0), (63, 3, 5), (4096, 0, 0), (4097, 1, 4095),
                                (65536, 0, 0), (200_000, 7, 1), (1 << 20, 0, 3)):

@@ -90,7 +90,8 @@ impl Offer {
                 | SECONDARY,
             msg_order: b(sys::FI_ORDER_SAS),
             comp_order: b(sys::FI_ORDER_NONE),
-            inject_size: 64,
+            // fi_inject copies into a staging slot at once: the eager limit.
+            inject_size: crate::proto::EAGER_MAX,
             tx_size: 256,
             rx_size: 256,
             max_msg_size: u32::MAX as usize,
@@ -386,7 +387,7 @@ mod tests {
         };
         assert_eq!(offer().fit(Some(&auto)), Err(Mismatch::Progress));
         let mut big = ompi_mtl();
-        big.tx.inject_size = 65;
+        big.tx.inject_size = crate::proto::EAGER_MAX + 1;
         assert_eq!(offer().fit(Some(&big)), Err(Mismatch::Limit("inject_size")));
         let mut order = ompi_mtl();
         order.rx.msg_order |= sys::FI_ORDER_RAW as u64;

@@ -233,10 +233,10 @@ impl State {
         let Some(to) = self.av.as_ref().and_then(|a| lock(a).get(dest)) else {
             return serr(sys::FI_EINVAL);
         };
-        if len > u32::MAX as usize {
+        let inject = flags & sys::FI_INJECT as u64 != 0;
+        if len > u32::MAX as usize || (inject && len > proto::EAGER_MAX) {
             return serr(sys::FI_EMSGSIZE);
         }
-        let inject = flags & sys::FI_INJECT as u64 != 0;
         let report = !inject && flags & sys::FI_COMPLETION as u64 != 0;
         let kind = if tag.is_some() {
             sys::FI_TAGGED as u64
@@ -278,9 +278,6 @@ impl State {
                 Err(e) => e,
             }
         } else {
-            if inject {
-                return serr(sys::FI_EMSGSIZE);
-            }
             // SAFETY: the application's buffer stays valid until the send completes
             // (fi_msg(3)); the engine only reads it, under a key for the receiver's node.
             let reg = unsafe {

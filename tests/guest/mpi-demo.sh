@@ -1,0 +1,24 @@
+# make mpi (exanest.run=mpi, two guests by scripts/run-nodes.py with the Debian disk): an MPI job
+# across the two guests over the engine, the way a user runs one. Every node loads the driver and
+# serves Open MPI's remote shell (exanest-rsh) on the second NIC; node 0 runs mpirun, forcing the
+# engine's provider: NetPIPE from 1 B to 1 MiB, then the mpi4py program; then both engines'
+# counters. Documentation/libfabric.rst.
+insmod /lib/exanest_dma.ko || exit 1
+engine=/sys/kernel/debug/exanest-dma0/engine
+node=$(sed -n 's/.*"node": \([0-9]*\).*/\1/p' $engine)
+exanest-rsh -d >/tmp/exanest-rshd.log 2>&1 &
+if [ "$node" = 0 ]; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	set -- --mca plm_rsh_agent exanest-rsh --mca oob_tcp_if_include eth0 \
+		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanest \
+		--mca btl self,vader --mca osc pt2pt -x FI_PROVIDER_PATH -np 2 -H node0,node1
+	echo "\$ mpirun $* NPopenmpi -u 1048576 -n 20 -p 0"
+	mpirun "$@" NPopenmpi -u 1048576 -n 20 -p 0 2>&1
+	echo "\$ mpirun ... python3 mpi4py-test.py"
+	mpirun "$@" python3 /usr/share/exanest/mpi4py-test.py 2>&1
+	echo "engine of node 0: $(sed 's/.*"net": \({[^}]*}\).*/\1/' $engine)"
+	echo "GUEST-OOB 1 bye"
+else
+	read -r _
+	echo "engine of node 1: $(sed 's/.*"net": \({[^}]*}\).*/\1/' $engine)"
+fi
