@@ -5,8 +5,8 @@
  * hub), each in its own domain, addresses exchanged in process. What fi_pingpong and Open MPI
  * do not reach: tag matching with ignored bits, directed receives, peek/claim/discard, cancel,
  * truncation, remote CQ data, inject and its limit, messages that arrive before their receive,
- * rendezvous into fresh malloc'd memory neither side touched, and a send to an endpoint that
- * does not exist. Built against Debian's libfabric 1.17 (dynamically), run where the guest has
+ * rendezvous into fresh malloc'd memory neither side touched, a send to an endpoint that
+ * does not exist, and FI_RMA's writes and reads under registered keys. Built against Debian's libfabric 1.17 (dynamically), run where the guest has
  * the Debian disk (tests/guest/check.sh).
  */
 #include <rdma/fabric.h>
@@ -14,7 +14,9 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +72,8 @@ FIXTURE_SETUP(fab)
 	int k;
 
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV;
+	hints->caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_RMA;
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup("exanest");
 	ASSERT_EQ(0, fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &list));
 	/* Two domains on different nodes: the guest's two engines. */
@@ -465,6 +468,69 @@ TEST_F(fab, two_endpoints_on_one_node)
 		fi_close(&t[k].fabric->fid);
 		fi_freeinfo(t[k].info);
 	}
+}
+
+/*
+ * FI_RMA: side 1 registers 8 MiB of fresh malloc'd memory for remote reads and writes (on
+ * demand: nothing pinned, nothing touched); side 0 writes it (the engine's put) and reads it back
+ * (its get) into fresh memory, and injects a small write; a write under a key without the
+ * write right, and one under a key closed since, complete with ENOKEY.
+ */
+TEST_F(fab, rma_write_read_inject_and_keys)
+{
+	size_t n = 8 << 20;
+	unsigned char *target = malloc(n), *src = malloc(n), *back = malloc(n), small[100];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fid_mr *mr, *ro;
+	uint64_t key, rokey;
+	int cw, cr, cx;
+	struct timespec t0, t;
+
+	ASSERT_EQ(0, fi_mr_reg(self->s[1].dom, target, n, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
+			       &mr, NULL));
+	key = fi_mr_key(mr);
+	ASSERT_NE(0, key);
+	fill(src, n, 21);
+	ASSERT_EQ(0, fi_write(self->s[0].ep, src, n, NULL, self->s[0].peer, (uintptr_t)target,
+			      key, &cw));
+	ASSERT_EQ(0, wait_ctx(self->s, 0, &cw, &e, NULL));
+	EXPECT_EQ(FI_RMA | FI_WRITE, e.flags & (FI_RMA | FI_WRITE));
+	EXPECT_TRUE(check(target, n, 21)) TH_LOG("the write's bytes differ");
+	ASSERT_EQ(0, fi_read(self->s[0].ep, back, n, NULL, self->s[0].peer, (uintptr_t)target,
+			     key, &cr));
+	ASSERT_EQ(0, wait_ctx(self->s, 0, &cr, &e, NULL));
+	EXPECT_EQ(FI_RMA | FI_READ, e.flags & (FI_RMA | FI_READ));
+	EXPECT_TRUE(check(back, n, 21)) TH_LOG("the read's bytes differ");
+
+	/* An injected write: no completion; its bytes arrive. */
+	memset(small, 0x5a, sizeof(small));
+	ASSERT_EQ(0, fi_inject_write(self->s[0].ep, small, sizeof(small), self->s[0].peer,
+				     (uintptr_t)target + 1, key));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (memcmp(target + 1, small, sizeof(small))) {
+		poll_side(&self->s[0], &err);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ASSERT_LT(t.tv_sec - t0.tv_sec, 20) TH_LOG("the injected write never arrived");
+	}
+	EXPECT_EQ(0, self->s[0].n) TH_LOG("an injected write completed");
+
+	/* No write right: ENOKEY at the initiator, the memory untouched. */
+	ASSERT_EQ(0, fi_mr_reg(self->s[1].dom, target, 4096, FI_REMOTE_READ, 0, 0, 0, &ro, NULL));
+	rokey = fi_mr_key(ro);
+	ASSERT_EQ(0, fi_write(self->s[0].ep, src + 4096, 4096, NULL, self->s[0].peer,
+			      (uintptr_t)target, rokey, &cx));
+	EXPECT_EQ(ENOKEY, wait_ctx(self->s, 0, &cx, &e, &err));
+	EXPECT_EQ(0x5a, target[1]);
+	fi_close(&ro->fid);
+	/* A closed registration's key works no more. */
+	ASSERT_EQ(0, fi_close(&mr->fid));
+	ASSERT_EQ(0, fi_write(self->s[0].ep, src, 4096, NULL, self->s[0].peer, (uintptr_t)target,
+			      key, &cx));
+	EXPECT_EQ(ENOKEY, wait_ctx(self->s, 0, &cx, &e, &err));
+	free(target);
+	free(src);
+	free(back);
 }
 
 TEST_HARNESS_MAIN

@@ -43,6 +43,26 @@ pub const MODIFIERS: u64 = sys::FI_SEND as u64
     | sys::FI_WRITE as u64
     | sys::FI_REMOTE_READ as u64
     | sys::FI_REMOTE_WRITE as u64;
+/// One-sided operations (`FI_RMA` and its modifiers): the engine's put and get.
+pub const RMA: u64 = sys::FI_RMA as u64
+    | sys::FI_READ as u64
+    | sys::FI_WRITE as u64
+    | sys::FI_REMOTE_READ as u64
+    | sys::FI_REMOTE_WRITE as u64;
+/// The registration modes `FI_RMA` requires of the application: virtual addresses as the
+/// remote addresses, the provider's keys (the engine's rkeys), memory allocated before it is
+/// registered. Nothing else (no `FI_MR_LOCAL`): sends and receives need no registration.
+pub const RMA_MR_MODE: i32 =
+    (sys::FI_MR_VIRT_ADDR | sys::FI_MR_PROV_KEY | sys::FI_MR_ALLOCATED) as i32;
+
+/// Whether an application's `mr_mode` hint accepts [`RMA_MR_MODE`]: unspecified, the old
+/// `FI_MR_BASIC` (the same three modes), or all three bits.
+fn mr_mode_allows_rma(mr_mode: i32) -> bool {
+    mr_mode == 0
+        || mr_mode == sys::fi_mr_mode_FI_MR_BASIC as i32
+        || mr_mode & RMA_MR_MODE == RMA_MR_MODE
+}
+
 /// Secondary capabilities the provider has whether asked or not.
 pub const SECONDARY: u64 = sys::FI_LOCAL_COMM as u64 | sys::FI_REMOTE_COMM as u64;
 
@@ -87,6 +107,7 @@ impl Offer {
                 | sys::FI_SEND as u64
                 | sys::FI_RECV as u64
                 | sys::FI_DIRECTED_RECV as u64
+                | RMA
                 | SECONDARY,
             msg_order: b(sys::FI_ORDER_SAS),
             comp_order: b(sys::FI_ORDER_NONE),
@@ -187,6 +208,8 @@ pub struct Fit {
     pub tx_op_flags: u64,
     /// `fi_rx_attr.op_flags`: the hints'.
     pub rx_op_flags: u64,
+    /// `fi_domain_attr.mr_mode`: [`RMA_MR_MODE`] with `FI_RMA`, none without.
+    pub mr_mode: i32,
 }
 
 /// The capabilities of one side (transmit or receive): those of `caps` that make sense there.
@@ -205,11 +228,22 @@ fn side_caps(caps: u64, tx: bool) -> u64 {
 /// `caps` with its primary capabilities' modifiers spelled out: a primary capability given
 /// without any modifier means all of them.
 fn with_modifiers(caps: u64, offered: u64) -> u64 {
-    if caps & PRIMARY != 0 && caps & MODIFIERS == 0 {
-        caps | (offered & MODIFIERS)
-    } else {
-        caps
+    if caps & PRIMARY == 0 || caps & MODIFIERS != 0 {
+        return caps;
     }
+    // The modifiers of the primary capabilities asked for: sends and receives of messages,
+    // reads and writes of one-sided operations.
+    let mut m = 0;
+    if caps & (sys::FI_MSG as u64 | sys::FI_TAGGED as u64) != 0 {
+        m |= sys::FI_SEND as u64 | sys::FI_RECV as u64;
+    }
+    if caps & (sys::FI_RMA as u64 | sys::FI_ATOMIC as u64) != 0 {
+        m |= sys::FI_READ as u64
+            | sys::FI_WRITE as u64
+            | sys::FI_REMOTE_READ as u64
+            | sys::FI_REMOTE_WRITE as u64;
+    }
+    caps | (offered & m)
 }
 
 impl Offer {
@@ -222,12 +256,20 @@ impl Offer {
                 rx_caps: side_caps(self.caps, false),
                 tx_op_flags: 0,
                 rx_op_flags: 0,
+                mr_mode: RMA_MR_MODE,
             });
         };
         let want = with_modifiers(h.caps, self.caps);
         if want & !self.caps != 0 {
             return Err(Mismatch::Caps(want & !self.caps));
         }
+        let rma_ok = mr_mode_allows_rma(h.mr_mode);
+        if want & RMA != 0 && !rma_ok {
+            return Err(Mismatch::Limit("mr_mode"));
+        }
+        // Everything offered, when the hints name no capability: without FI_RMA if their
+        // registration modes exclude it.
+        let offered = if rma_ok { self.caps } else { self.caps & !RMA };
         if h.ep_type != 0 && h.ep_type != sys::fi_ep_type_FI_EP_RDM as u32 {
             return Err(Mismatch::EpType);
         }
@@ -275,7 +317,7 @@ impl Offer {
             return Err(Mismatch::Limit("inject_size"));
         }
         let caps = if want == 0 {
-            self.caps
+            offered
         } else {
             want | (self.caps & SECONDARY)
         };
@@ -292,6 +334,11 @@ impl Offer {
             rx_caps: side(&h.rx, false),
             tx_op_flags: h.tx.op_flags,
             rx_op_flags: h.rx.op_flags,
+            mr_mode: if caps & sys::FI_RMA as u64 != 0 {
+                RMA_MR_MODE
+            } else {
+                0
+            },
         })
     }
 }
@@ -356,11 +403,18 @@ mod tests {
 
     #[test]
     fn what_is_not_offered_does_not_fit() {
-        let rma = Hints {
-            caps: sys::FI_RMA as u64,
+        let atomic = Hints {
+            caps: sys::FI_ATOMIC as u64,
             ..Default::default()
         };
-        assert!(matches!(offer().fit(Some(&rma)), Err(Mismatch::Caps(_))));
+        assert!(matches!(offer().fit(Some(&atomic)), Err(Mismatch::Caps(_))));
+        // FI_RMA needs the application to take its registration modes.
+        let local = Hints {
+            caps: sys::FI_RMA as u64,
+            mr_mode: sys::FI_MR_LOCAL as i32,
+            ..Default::default()
+        };
+        assert_eq!(offer().fit(Some(&local)), Err(Mismatch::Limit("mr_mode")));
         let msg_ep = Hints {
             ep_type: sys::fi_ep_type_FI_EP_MSG as u32,
             ..Default::default()
@@ -398,6 +452,30 @@ mod tests {
             offer().fit(Some(&data)),
             Err(Mismatch::Limit("cq_data_size"))
         );
+    }
+
+    #[test]
+    fn rma_comes_with_its_registration_modes() {
+        let rma = Hints {
+            caps: sys::FI_RMA as u64,
+            mr_mode: RMA_MR_MODE | sys::FI_MR_LOCAL as i32,
+            ..Default::default()
+        };
+        let f = offer().fit(Some(&rma)).unwrap();
+        assert_eq!(f.mr_mode, RMA_MR_MODE);
+        assert_ne!(f.caps & sys::FI_WRITE as u64, 0);
+        assert_ne!(f.rx_caps & sys::FI_REMOTE_WRITE as u64, 0);
+        assert_eq!(f.tx_caps & sys::FI_REMOTE_WRITE as u64, 0);
+        // Open MPI's tagged hints: no RMA asked, no registration mode returned.
+        assert_eq!(offer().fit(Some(&ompi_mtl())).unwrap().mr_mode, 0);
+        // No capability named, modes that exclude RMA's: everything else.
+        let any = Hints {
+            mr_mode: sys::FI_MR_LOCAL as i32,
+            ..Default::default()
+        };
+        let f = offer().fit(Some(&any)).unwrap();
+        assert_eq!((f.caps & RMA, f.mr_mode), (0, 0));
+        assert_ne!(f.caps & sys::FI_TAGGED as u64, 0);
     }
 
     #[test]

@@ -80,6 +80,17 @@ enum Pending {
     Rts { slot: usize, cookie: u64 },
     /// A FIN.
     Fin { slot: usize },
+    /// A one-sided read or write (`fi_read`, `fi_write`), its local buffer registered for it
+    /// (`handle`) or, injected, in staging slot `slot`.
+    Rma {
+        ctx: usize,
+        kind: u64,
+        len: usize,
+        handle: Option<u32>,
+        slot: Option<usize>,
+        report: bool,
+        inject: bool,
+    },
     /// A get of a rendezvous message into a receive buffer.
     Get {
         recv: Recv,
@@ -111,7 +122,7 @@ struct Hw {
 
 /// An endpoint's state (one lock).
 struct State {
-    dev: Device,
+    dev: Arc<Device>,
     node: u32,
     endpoint: u32,
     caps: u64,
@@ -424,6 +435,127 @@ impl State {
         0
     }
 
+    /// `fi_read` or `fi_write` (`write`) of `len` bytes between `buf` here and `raddr` under
+    /// `key` at `dest`'s endpoint: the engine's get or put, the local buffer registered on
+    /// demand for the op (or, injected, copied into a staging slot).
+    // fi_read's and fi_write's own arguments.
+    #[allow(clippy::too_many_arguments)]
+    fn rma(
+        &mut self,
+        write: bool,
+        buf: usize,
+        len: usize,
+        dest: u64,
+        raddr: u64,
+        key: u64,
+        ctx: usize,
+        flags: u64,
+    ) -> isize {
+        if self.hw.is_none() {
+            return serr(sys::FI_EOPBADSTATE);
+        }
+        if self.caps & sys::FI_RMA as u64 == 0 {
+            return serr(sys::FI_EOPNOTSUPP);
+        }
+        let Some(to) = self.av.as_ref().and_then(|a| lock(a).get(dest)) else {
+            return serr(sys::FI_EINVAL);
+        };
+        let inject = flags & sys::FI_INJECT as u64 != 0;
+        if len > u32::MAX as usize || (inject && (!write || len > proto::EAGER_MAX)) {
+            return serr(sys::FI_EMSGSIZE);
+        }
+        let report = flags & sys::FI_COMPLETION as u64 != 0;
+        let kind = sys::FI_RMA as u64
+            | if write {
+                sys::FI_WRITE as u64
+            } else {
+                sys::FI_READ as u64
+            };
+        self.progress();
+        if len == 0 {
+            if !inject {
+                self.report_tx(
+                    Entry {
+                        ctx,
+                        flags: kind,
+                        ..Default::default()
+                    },
+                    report,
+                );
+            }
+            return 0;
+        }
+        let (src, handle, slot) = if inject {
+            let Some(hw) = self.hw.as_mut() else {
+                return serr(sys::FI_EOPBADSTATE);
+            };
+            let Some(slot) = hw.free.pop() else {
+                return serr(sys::FI_EAGAIN);
+            };
+            let at = slot * proto::MBOX_MAX;
+            // SAFETY: the application's buffer of `len` bytes, readable for the call.
+            let b = unsafe { core::slice::from_raw_parts(buf as *const u8, len) };
+            hw.staging[at..at + len].copy_from_slice(b);
+            (hw.staging.as_ptr() as u64 + at as u64, None, Some(slot))
+        } else {
+            let access = if write { Access::Read } else { Access::Write };
+            // SAFETY: the application's buffer stays valid, and (a read's) unread, until the
+            // op completes (fi_rma(3)); the engine reads or writes only [buf, buf + len).
+            match unsafe {
+                self.dev
+                    .register_raw(buf as u64, len as u64, access, Mode::OnDemand)
+            } {
+                Ok(h) => (buf as u64, Some(h), None),
+                Err(e) => return lib_err(e),
+            }
+        };
+        let remote = Remote {
+            addr: raddr,
+            len: len as u64,
+            rkey: key,
+            node: to.0,
+            endpoint: to.1,
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let Some(hw) = self.hw.as_mut() else {
+            return serr(sys::FI_EOPBADSTATE);
+        };
+        let r = if write {
+            hw.q.put(src, len as u32, &remote, 0, id)
+        } else {
+            // SAFETY: registered writable above; the application does not read the buffer
+            // before the op completes.
+            unsafe { hw.q.get(src, len as u32, &remote, 0, id) }
+        };
+        match r {
+            Ok(()) => {
+                self.pending.insert(
+                    id,
+                    Pending::Rma {
+                        ctx,
+                        kind,
+                        len,
+                        handle,
+                        slot,
+                        report,
+                        inject,
+                    },
+                );
+                0
+            }
+            Err(e) => {
+                if let Some(h) = handle {
+                    let _ = self.dev.deregister(h); // Nothing in flight on it.
+                }
+                if let Some(s) = slot {
+                    self.free(s);
+                }
+                lib_err(e)
+            }
+        }
+    }
+
     /// A claimed message the application discards: a rendezvous sender still gets its FIN.
     fn discard(&mut self, a: proto::Arrived<Body>) {
         if let Body::Rts(rts) = a.body {
@@ -653,6 +785,34 @@ impl State {
                     }
                 }
                 Pending::Fin { slot } => self.free(slot),
+                Pending::Rma {
+                    ctx,
+                    kind,
+                    len,
+                    handle,
+                    slot,
+                    report,
+                    inject,
+                } => {
+                    if let Some(h) = handle {
+                        let _ = self.dev.deregister(h); // The op is over.
+                    }
+                    if let Some(s) = slot {
+                        self.free(s);
+                    }
+                    if inject {
+                        self.inject_errors += u64::from(e != 0);
+                    } else {
+                        let entry = Entry {
+                            ctx,
+                            flags: kind,
+                            len,
+                            err: e,
+                            ..Default::default()
+                        };
+                        self.report_tx(entry, report);
+                    }
+                }
                 Pending::Get {
                     recv,
                     hdr,
@@ -1471,6 +1631,231 @@ static TAGGED_OPS: Ops<sys::fi_ops_tagged> = Ops(sys::fi_ops_tagged {
     injectdata: Some(t_injectdata),
 });
 
+// fi_read's and fi_write's own arguments, passed through from the C ABI.
+#[allow(clippy::too_many_arguments)]
+fn op_rma(
+    ep: *mut sys::fid_ep,
+    write: bool,
+    buf: usize,
+    len: usize,
+    peer: u64,
+    raddr: u64,
+    key: u64,
+    ctx: usize,
+    flags: Option<u64>,
+) -> isize {
+    // SAFETY: an Ep's fid (libfabric's dispatch).
+    let sh = unsafe { shared(ep) };
+    let mut st = lock(&sh.state);
+    let flags = flags.unwrap_or(st.tx_op_flags);
+    st.rma(write, buf, len, peer, raddr, key, ctx, flags)
+}
+
+unsafe extern "C" fn rma_read(
+    ep: *mut sys::fid_ep,
+    buf: *mut c_void,
+    len: usize,
+    _d: *mut c_void,
+    src: u64,
+    addr: u64,
+    key: u64,
+    ctx: *mut c_void,
+) -> isize {
+    op_rma(
+        ep,
+        false,
+        buf as usize,
+        len,
+        src,
+        addr,
+        key,
+        ctx as usize,
+        None,
+    )
+}
+unsafe extern "C" fn rma_readv(
+    ep: *mut sys::fid_ep,
+    iov: *const sys::iovec,
+    _d: *mut *mut c_void,
+    count: usize,
+    src: u64,
+    addr: u64,
+    key: u64,
+    ctx: *mut c_void,
+) -> isize {
+    // SAFETY: `iov` holds `count` entries.
+    match unsafe { one_iov(iov, count) } {
+        Ok((b, l)) => op_rma(ep, false, b, l, src, addr, key, ctx as usize, None),
+        Err(e) => e,
+    }
+}
+/// The one local buffer and the one remote range of an `fi_msg_rma`.
+///
+/// # Safety
+/// `m` is a valid `fi_msg_rma` (fi_rma(3)).
+unsafe fn rma_msg(m: &sys::fi_msg_rma) -> Result<(usize, usize, u64, u64), isize> {
+    // SAFETY: `msg_iov` holds `iov_count` entries.
+    let (b, l) = unsafe { one_iov(m.msg_iov, m.iov_count) }?;
+    if m.rma_iov_count != 1 || m.rma_iov.is_null() {
+        return Err(serr(sys::FI_EINVAL));
+    }
+    // SAFETY: one entry.
+    let r = unsafe { &*m.rma_iov };
+    if r.len != l {
+        return Err(serr(sys::FI_EINVAL));
+    }
+    Ok((b, l, r.addr, r.key))
+}
+unsafe extern "C" fn rma_readmsg(
+    ep: *mut sys::fid_ep,
+    msg: *const sys::fi_msg_rma,
+    flags: u64,
+) -> isize {
+    // SAFETY: `msg` NULL or valid (fi_rma(3)).
+    let Some(m) = (unsafe { msg.as_ref() }) else {
+        return serr(sys::FI_EINVAL);
+    };
+    // SAFETY: as above.
+    match unsafe { rma_msg(m) } {
+        Ok((b, l, a, k)) => op_rma(
+            ep,
+            false,
+            b,
+            l,
+            m.addr,
+            a,
+            k,
+            m.context as usize,
+            Some(flags),
+        ),
+        Err(e) => e,
+    }
+}
+unsafe extern "C" fn rma_write(
+    ep: *mut sys::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    _d: *mut c_void,
+    dest: u64,
+    addr: u64,
+    key: u64,
+    ctx: *mut c_void,
+) -> isize {
+    op_rma(
+        ep,
+        true,
+        buf as usize,
+        len,
+        dest,
+        addr,
+        key,
+        ctx as usize,
+        None,
+    )
+}
+unsafe extern "C" fn rma_writev(
+    ep: *mut sys::fid_ep,
+    iov: *const sys::iovec,
+    _d: *mut *mut c_void,
+    count: usize,
+    dest: u64,
+    addr: u64,
+    key: u64,
+    ctx: *mut c_void,
+) -> isize {
+    // SAFETY: `iov` holds `count` entries.
+    match unsafe { one_iov(iov, count) } {
+        Ok((b, l)) => op_rma(ep, true, b, l, dest, addr, key, ctx as usize, None),
+        Err(e) => e,
+    }
+}
+unsafe extern "C" fn rma_writemsg(
+    ep: *mut sys::fid_ep,
+    msg: *const sys::fi_msg_rma,
+    flags: u64,
+) -> isize {
+    // SAFETY: `msg` NULL or valid (fi_rma(3)).
+    let Some(m) = (unsafe { msg.as_ref() }) else {
+        return serr(sys::FI_EINVAL);
+    };
+    if flags & sys::FI_REMOTE_CQ_DATA as u64 != 0 {
+        return serr(sys::FI_ENOSYS);
+    }
+    // SAFETY: as above.
+    match unsafe { rma_msg(m) } {
+        Ok((b, l, a, k)) => op_rma(
+            ep,
+            true,
+            b,
+            l,
+            m.addr,
+            a,
+            k,
+            m.context as usize,
+            Some(flags),
+        ),
+        Err(e) => e,
+    }
+}
+unsafe extern "C" fn rma_inject(
+    ep: *mut sys::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    dest: u64,
+    addr: u64,
+    key: u64,
+) -> isize {
+    op_rma(
+        ep,
+        true,
+        buf as usize,
+        len,
+        dest,
+        addr,
+        key,
+        0,
+        Some(sys::FI_INJECT as u64),
+    )
+}
+unsafe extern "C" fn rma_writedata(
+    _: *mut sys::fid_ep,
+    _: *const c_void,
+    _: usize,
+    _: *mut c_void,
+    _: u64,
+    _: u64,
+    _: u64,
+    _: u64,
+    _: *mut c_void,
+) -> isize {
+    // Remote CQ data on writes is not offered (the engine's immediate has 32 bits).
+    serr(sys::FI_ENOSYS)
+}
+unsafe extern "C" fn rma_injectdata(
+    _: *mut sys::fid_ep,
+    _: *const c_void,
+    _: usize,
+    _: u64,
+    _: u64,
+    _: u64,
+    _: u64,
+) -> isize {
+    serr(sys::FI_ENOSYS)
+}
+
+static RMA_OPS: Ops<sys::fi_ops_rma> = Ops(sys::fi_ops_rma {
+    size: core::mem::size_of::<sys::fi_ops_rma>(),
+    read: Some(rma_read),
+    readv: Some(rma_readv),
+    readmsg: Some(rma_readmsg),
+    write: Some(rma_write),
+    writev: Some(rma_writev),
+    writemsg: Some(rma_writemsg),
+    inject: Some(rma_inject),
+    writedata: Some(rma_writedata),
+    injectdata: Some(rma_injectdata),
+});
+
 /// `fi_endpoint`: an RDM endpoint on its own file of the domain's device.
 ///
 /// # Safety
@@ -1512,10 +1897,7 @@ pub unsafe extern "C" fn open(
         // SAFETY: as above.
         .and_then(|i| unsafe { i.rx_attr.as_ref() })
         .map_or(0, |r| r.op_flags);
-    let dev = match Device::open(dom.index) {
-        Ok(d) => d,
-        Err(e) => return -(e.errno().max(1)),
-    };
+    let dev = dom.dev.clone();
     let info = match dev.info() {
         Ok(x) => x,
         Err(e) => return -(e.errno().max(1)),
@@ -1550,7 +1932,7 @@ pub unsafe extern "C" fn open(
             ops: EP_OPS.ptr(),
             cm: CM_OPS.ptr(),
             msg: MSG_OPS.ptr(),
-            rma: ptr::null_mut(),
+            rma: RMA_OPS.ptr(),
             tagged: TAGGED_OPS.ptr(),
             atomic: ptr::null_mut(),
             collective: ptr::null_mut(),

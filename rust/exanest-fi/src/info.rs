@@ -235,8 +235,8 @@ unsafe fn fill(i: &mut sys::fi_info, offer: &Offer, fit: &Fit, api_version: u32)
     d.resource_mgmt = sys::fi_resource_mgmt_FI_RM_ENABLED;
     d.av_type = sys::fi_av_type_FI_AV_UNSPEC;
     // Nothing to register for sends and receives: any buffer works, the engine faults its
-    // pages in (no FI_MR_LOCAL).
-    d.mr_mode = 0;
+    // pages in (no FI_MR_LOCAL); FI_RMA's remote memory is registered (attr::RMA_MR_MODE).
+    d.mr_mode = fit.mr_mode;
     d.mr_key_size = 8;
     d.cq_data_size = offer.cq_data_size;
     d.cq_cnt = 64;

@@ -314,11 +314,13 @@ unsafe extern "C" fn open_eq(
 
 // ================================ domain ================================
 
-/// What a domain's children share: the device and its offer.
+/// What a domain's children share: its file of the device and its offer. The domain's one
+/// endpoint (`ep_cnt` 1) uses the same file, so that the keys of the domain's memory
+/// registrations name that endpoint (the engine binds a key to the file's endpoint).
 #[derive(Debug)]
 pub struct DomainInner {
-    /// `/dev/exanest-dma<index>`.
-    pub index: u32,
+    /// `/dev/exanest-dma<index>`, opened by `fi_domain`.
+    pub dev: Arc<exanest_dma::Device>,
     /// The offer it was opened with.
     pub offer: attr::Offer,
 }
@@ -424,47 +426,159 @@ static DOMAIN_OPS: Ops<sys::fi_ops_domain> = Ops(sys::fi_ops_domain {
     endpoint2: Some(endpoint2),
 });
 
-unsafe extern "C" fn no_mr_reg(
-    _: *mut sys::fid,
-    _: *const c_void,
-    _: usize,
-    _: u64,
-    _: u64,
-    _: u64,
-    _: u64,
-    _: *mut *mut sys::fid_mr,
-    _: *mut c_void,
-) -> c_int {
-    // Milestone 4 (FI_RMA): sends and receives need no registration (mr_mode 0).
-    err(sys::FI_ENOSYS)
+/// `fid_mr`: a memory registration. With a remote access, the memory is registered on the
+/// domain's file on demand (nothing pinned), for other nodes' engines to read or write under
+/// its key (`FI_MR_PROV_KEY`: the engine's rkey) at its virtual addresses (`FI_MR_VIRT_ADDR`);
+/// local access alone needs nothing (no `FI_MR_LOCAL`).
+#[repr(C)]
+pub struct Mr {
+    fid: sys::fid_mr,
+    dev: Arc<exanest_dma::Device>,
+    handle: Option<u32>,
 }
-unsafe extern "C" fn no_mr_regv(
-    _: *mut sys::fid,
-    _: *const sys::iovec,
-    _: usize,
-    _: u64,
-    _: u64,
-    _: u64,
-    _: u64,
-    _: *mut *mut sys::fid_mr,
-    _: *mut c_void,
-) -> c_int {
-    err(sys::FI_ENOSYS)
+
+unsafe extern "C" fn mr_close(f: *mut sys::fid) -> c_int {
+    // SAFETY: the fid of an Mr boxed by `mr_new`, closed once.
+    let mr = unsafe { Box::from_raw(f.cast::<Mr>()) };
+    if let Some(h) = mr.handle {
+        // The key is revoked and the memory's mappings dropped; a remote op still on it
+        // completes with a key error at its initiator.
+        if let Err(e) = mr.dev.deregister(h) {
+            return -(e.errno().max(1));
+        }
+    }
+    0
 }
-unsafe extern "C" fn no_mr_regattr(
-    _: *mut sys::fid,
-    _: *const sys::fi_mr_attr,
-    _: u64,
-    _: *mut *mut sys::fid_mr,
+
+static MR_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(mr_close, None, None));
+
+/// The `EXANEST_DMA_ACCESS_*` bits for libfabric's access flags, or None when only local
+/// access is asked for (which needs no registration).
+pub fn access_bits(access: u64) -> Option<u32> {
+    use exanest_core::abi::{ACCESS_READ, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE, ACCESS_WRITE};
+    let mut bits = 0;
+    if access & sys::FI_REMOTE_READ as u64 != 0 {
+        bits |= ACCESS_READ | ACCESS_REMOTE_READ;
+    }
+    if access & sys::FI_REMOTE_WRITE as u64 != 0 {
+        bits |= ACCESS_WRITE | ACCESS_REMOTE_WRITE;
+    }
+    (bits != 0).then_some(bits)
+}
+
+/// Register `[buf, buf + len)` of the domain `d` with `access`.
+///
+/// # Safety
+/// `d` is a Domain's fid; `mr` NULL or writable.
+unsafe fn mr_new(
+    d: *mut sys::fid,
+    buf: usize,
+    len: usize,
+    access: u64,
+    ctx: *mut c_void,
+    mr: *mut *mut sys::fid_mr,
 ) -> c_int {
-    err(sys::FI_ENOSYS)
+    if mr.is_null() {
+        return err(sys::FI_EINVAL);
+    }
+    // SAFETY: a Domain's fid (the domain's mr ops are only reached through one).
+    let dom = unsafe { &*d.cast::<Domain>() }.inner.clone();
+    let (handle, key) = match access_bits(access) {
+        None => (None, 0),
+        Some(_) if len == 0 || buf == 0 => return err(sys::FI_EINVAL),
+        Some(bits) => {
+            // SAFETY: the application keeps the memory mapped while it is registered
+            // (FI_MR_ALLOCATED); other nodes reach it only under the key, until fi_close.
+            let r = unsafe {
+                dom.dev.register_raw_access(
+                    buf as u64,
+                    len as u64,
+                    bits,
+                    exanest_dma::Mode::OnDemand,
+                )
+            };
+            match r {
+                Ok((h, k)) => (Some(h), k),
+                Err(e) => return -(e.errno().max(1)),
+            }
+        }
+    };
+    let m = Box::new(Mr {
+        fid: sys::fid_mr {
+            fid: fid(sys::FI_CLASS_MR, ctx, MR_FI_OPS.ptr()),
+            mem_desc: ptr::null_mut(),
+            key,
+        },
+        dev: dom.dev.clone(),
+        handle,
+    });
+    // SAFETY: `mr` is writable.
+    unsafe { *mr = Box::into_raw(m).cast() };
+    0
+}
+
+unsafe extern "C" fn mr_reg(
+    d: *mut sys::fid,
+    buf: *const c_void,
+    len: usize,
+    access: u64,
+    _offset: u64,
+    _requested_key: u64,
+    flags: u64,
+    mr: *mut *mut sys::fid_mr,
+    ctx: *mut c_void,
+) -> c_int {
+    if flags != 0 {
+        return err(sys::FI_EBADFLAGS);
+    }
+    // SAFETY: libfabric's arguments, passed on.
+    unsafe { mr_new(d, buf as usize, len, access, ctx, mr) }
+}
+
+unsafe extern "C" fn mr_regv(
+    d: *mut sys::fid,
+    iov: *const sys::iovec,
+    count: usize,
+    access: u64,
+    _offset: u64,
+    _requested_key: u64,
+    flags: u64,
+    mr: *mut *mut sys::fid_mr,
+    ctx: *mut c_void,
+) -> c_int {
+    if flags != 0 || count != 1 || iov.is_null() {
+        return err(sys::FI_EINVAL);
+    }
+    // SAFETY: one iovec (mr_iov_limit 1).
+    let (b, l) = unsafe { ((*iov).iov_base as usize, (*iov).iov_len) };
+    // SAFETY: libfabric's arguments, passed on.
+    unsafe { mr_new(d, b, l, access, ctx, mr) }
+}
+
+unsafe extern "C" fn mr_regattr(
+    d: *mut sys::fid,
+    attr: *const sys::fi_mr_attr,
+    flags: u64,
+    mr: *mut *mut sys::fid_mr,
+) -> c_int {
+    // SAFETY: `attr` NULL or valid (fi_mr(3)).
+    let Some(a) = (unsafe { attr.as_ref() }) else {
+        return err(sys::FI_EINVAL);
+    };
+    if flags != 0 || a.iov_count != 1 || a.mr_iov.is_null() {
+        return err(sys::FI_EINVAL);
+    }
+    // SAFETY: one iovec.
+    let (b, l) = unsafe { ((*a.mr_iov).iov_base as usize, (*a.mr_iov).iov_len) };
+    // SAFETY: libfabric's arguments, passed on.
+    unsafe { mr_new(d, b, l, a.access, a.context, mr) }
 }
 
 static MR_OPS: Ops<sys::fi_ops_mr> = Ops(sys::fi_ops_mr {
     size: core::mem::size_of::<sys::fi_ops_mr>(),
-    reg: Some(no_mr_reg),
-    regv: Some(no_mr_regv),
-    regattr: Some(no_mr_regattr),
+    reg: Some(mr_reg),
+    regv: Some(mr_regv),
+    regattr: Some(mr_regattr),
 });
 
 /// `fi_domain`: the engine context `info` names.
@@ -498,13 +612,17 @@ pub unsafe extern "C" fn open_domain(
     else {
         return err(sys::FI_ENODEV);
     };
+    let dev = match exanest_dma::Device::open(index) {
+        Ok(d) => Arc::new(d),
+        Err(e) => return -(e.errno().max(1)),
+    };
     let d = Box::new(Domain {
         fid: sys::fid_domain {
             fid: fid(sys::FI_CLASS_DOMAIN, context, DOMAIN_FI_OPS.ptr()),
             ops: DOMAIN_OPS.ptr(),
             mr: MR_OPS.ptr(),
         },
-        inner: Arc::new(DomainInner { index, offer }),
+        inner: Arc::new(DomainInner { dev, offer }),
     });
     // SAFETY: `out` is writable.
     unsafe { *out = Box::into_raw(d).cast() };
