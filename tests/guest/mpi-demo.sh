@@ -1,8 +1,8 @@
 # make mpi (exanest.run=mpi, two guests by scripts/run-nodes.py with the Debian disk): an MPI job
 # across the two guests over the engine, the way a user runs one. Every node loads the driver and
 # serves Open MPI's remote shell (exanest-rsh) on the second NIC; node 0 runs mpirun, forcing the
-# engine's provider: NetPIPE from 1 B to 1 MiB, then the mpi4py program; then both engines'
-# counters. Documentation/libfabric.rst.
+# engine's provider: NetPIPE from 1 B to 1 MiB, the same over TCP on the second NIC (the
+# baseline), then the mpi4py program; then both engines' counters. Documentation/libfabric.rst.
 insmod /lib/exanest_dma.ko || exit 1
 engine=/sys/kernel/debug/exanest-dma0/engine
 node=$(sed -n 's/.*"node": \([0-9]*\).*/\1/p' $engine)
@@ -14,6 +14,10 @@ if [ "$node" = 0 ]; then
 		--mca btl self,vader --mca osc pt2pt -x FI_PROVIDER_PATH -np 2 -H node0,node1
 	echo "\$ mpirun $* NPopenmpi -u 1048576 -n 20 -p 0"
 	mpirun "$@" NPopenmpi -u 1048576 -n 20 -p 0 2>&1
+	echo "\$ mpirun ... --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include eth0 NPopenmpi ...   # the TCP baseline"
+	mpirun --mca plm_rsh_agent exanest-rsh --mca oob_tcp_if_include eth0 --mca pml ob1 \
+		--mca btl tcp,self --mca btl_tcp_if_include eth0 -np 2 -H node0,node1 \
+		NPopenmpi -u 1048576 -n 20 -p 0 2>&1
 	echo "\$ mpirun ... python3 mpi4py-test.py"
 	mpirun "$@" python3 /usr/share/exanest/mpi4py-test.py 2>&1
 	echo "engine of node 0: $(sed 's/.*"net": \({[^}]*}\).*/\1/' $engine)"

@@ -5,7 +5,7 @@
 # shared-memory transport can carry a message unnoticed) and checking its engine placed at
 # least the bytes MPI moved to it:
 # - with two nodes: mpirun -np 2 hostname; NetPIPE (NPopenmpi) from 1 B to 256 KiB, 10 round
-#   trips a size, nothing pinned for it; the mpi4py program (point to point, collectives, Put and
+#   trips a size, nothing pinned for it, then over TCP on the second NIC as the baseline; the mpi4py program (point to point, collectives, Put and
 #   Get through osc pt2pt) on 2 ranks, one a guest, and on 4, two a guest (the engine loops
 #   messages between ranks of one node back at its port);
 # - with four: the mpi4py program on 4 ranks, one a guest, through the switch.
@@ -57,6 +57,21 @@ if [ -x /usr/bin/mpirun ] && [ "$partner" -lt "${nodes:-2}" ]; then
 			[ "$(echo "$out" | grep -c 'mtl:ofi:provider: exanest-dma')" = 2 ] &&
 			[ "${moved:-0}" -gt 0 ] && [ $((b1 - b0)) -ge "$moved" ]
 		t $? "node$node-mpi-netpipe" "NPopenmpi (exit $rc; engine $((b1 - b0)) bytes, MPI ${moved:-0})"
+
+		# The baseline in the same boot: the same NetPIPE over TCP on the second NIC (pml ob1,
+		# btl tcp), which must not touch the engine; the two side by side (wall clock in the
+		# guests, debug kernels: not a measure of the engine, no time asserted).
+		b0=$(placed)
+		rm -f /tmp/np-tcp.out
+		out=$(timeout 300 mpirun --mca plm_rsh_agent exanest-rsh --mca oob_tcp_if_include eth0 \
+			--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include eth0 -np 2 -H "$hosts" \
+			NPopenmpi -l 1 -u 262144 -p 0 -n 10 -o /tmp/np-tcp.out 2>&1); rc=$?
+		b1=$(placed)
+		echo "  NPopenmpi: time per transfer (NetPIPE's, us), engine / TCP on the second NIC:"
+		awk 'NR == FNR { e[$1] = $3 * 1e6; next } ($1 in e) { printf "  NPopenmpi: %8d B %10.1f %10.1f\n", $1, e[$1], $3 * 1e6 }' \
+			/tmp/np.out /tmp/np-tcp.out 2>/dev/null | awk 'NR % 4 == 1'
+		[ $rc = 0 ] && [ "$(wc -l </tmp/np-tcp.out)" -ge 30 ] && [ $((b1 - b0)) -lt 65536 ]
+		t $? "node$node-mpi-netpipe-tcp" "NPopenmpi over TCP (exit $rc; engine placed $((b1 - b0)) bytes meanwhile)"
 	fi
 	if [ "$node" = 0 ]; then
 		# One rank a guest; and with two guests, two a guest too (ranks 0 and 1, partners in the
