@@ -967,12 +967,6 @@ unsafe fn shared<'a, T>(ep: *mut T) -> &'a Shared {
     unsafe { &(*ep.cast::<Ep>()).shared }
 }
 
-unsafe extern "C" fn ep_close(f: *mut sys::fid) -> c_int {
-    // SAFETY: the fid of an Ep boxed by `open`, closed once.
-    drop(unsafe { Box::from_raw(f.cast::<Ep>()) });
-    0
-}
-
 unsafe extern "C" fn ep_bind(f: *mut sys::fid, b: *mut sys::fid, flags: u64) -> c_int {
     // SAFETY: `f` is an Ep's fid; `b` a fid of ours.
     let sh = unsafe { shared(f) };
@@ -1040,7 +1034,11 @@ unsafe extern "C" fn ep_control(f: *mut sys::fid, cmd: c_int, arg: *mut c_void) 
     }
 }
 
-static EP_FI_OPS: Ops<sys::fi_ops> = Ops(obj::fi_ops(ep_close, Some(ep_bind), Some(ep_control)));
+static EP_FI_OPS: Ops<sys::fi_ops> = Ops(obj::fi_ops(
+    obj::close_box::<Ep>,
+    Some(ep_bind),
+    Some(ep_control),
+));
 
 unsafe extern "C" fn ep_cancel(f: sys::fid_t, ctx: *mut c_void) -> isize {
     // SAFETY: `f` is an Ep's fid.

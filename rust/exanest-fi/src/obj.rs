@@ -75,6 +75,17 @@ pub(crate) const fn fi_ops(
     }
 }
 
+/// `fi_close` of an object that holds nothing but memory: its box freed (what it shares with
+/// others goes with the last `Arc`).
+///
+/// # Safety
+/// `f` is the fid of a `T` boxed by its open function, closed once (fi_close(3)).
+pub(crate) unsafe extern "C" fn close_box<T>(f: *mut sys::fid) -> c_int {
+    // SAFETY: the caller's contract: a boxed T, repr(C) with its fid first, closed once.
+    drop(unsafe { Box::from_raw(f.cast::<T>()) });
+    0
+}
+
 /// A `fid` header.
 fn fid(fclass: u32, context: *mut c_void, ops: *const sys::fi_ops) -> sys::fid {
     sys::fid {
@@ -102,13 +113,7 @@ pub struct Fabric {
     fid: sys::fid_fabric,
 }
 
-unsafe extern "C" fn fabric_close(f: *mut sys::fid) -> c_int {
-    // SAFETY: `f` is the fid of a Fabric boxed by `open_fabric`, closed once.
-    drop(unsafe { Box::from_raw(f.cast::<Fabric>()) });
-    0
-}
-
-static FABRIC_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(fabric_close, None, None));
+static FABRIC_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(close_box::<Fabric>, None, None));
 
 unsafe extern "C" fn no_pep(
     _: *mut sys::fid_fabric,
@@ -192,13 +197,7 @@ pub struct Eq {
     events: Mutex<VecDeque<(u32, Vec<u8>)>>,
 }
 
-unsafe extern "C" fn eq_close(f: *mut sys::fid) -> c_int {
-    // SAFETY: the fid of an Eq boxed by `open_eq`, closed once.
-    drop(unsafe { Box::from_raw(f.cast::<Eq>()) });
-    0
-}
-
-static EQ_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(eq_close, None, None));
+static EQ_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(close_box::<Eq>, None, None));
 
 unsafe extern "C" fn eq_read(
     eq: *mut sys::fid_eq,
@@ -333,13 +332,7 @@ pub struct Domain {
     pub inner: Arc<DomainInner>,
 }
 
-unsafe extern "C" fn domain_close(f: *mut sys::fid) -> c_int {
-    // SAFETY: the fid of a Domain boxed by `open_domain`, closed once.
-    drop(unsafe { Box::from_raw(f.cast::<Domain>()) });
-    0
-}
-
-static DOMAIN_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(domain_close, None, None));
+static DOMAIN_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(close_box::<Domain>, None, None));
 
 unsafe extern "C" fn no_sep(
     _: *mut sys::fid_domain,
@@ -658,13 +651,7 @@ pub struct Av {
     pub inner: Arc<Mutex<AvInner>>,
 }
 
-unsafe extern "C" fn av_close(f: *mut sys::fid) -> c_int {
-    // SAFETY: the fid of an Av boxed by `open_av`, closed once.
-    drop(unsafe { Box::from_raw(f.cast::<Av>()) });
-    0
-}
-
-static AV_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(av_close, None, None));
+static AV_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(close_box::<Av>, None, None));
 
 /// An address's bytes as (node, endpoint), or None for one that names no endpoint.
 fn parse_addr(b: &[u8]) -> Option<crate::proto::Addr> {
@@ -913,13 +900,7 @@ pub struct Cq {
     pub inner: Arc<Mutex<CqInner>>,
 }
 
-unsafe extern "C" fn cq_close(f: *mut sys::fid) -> c_int {
-    // SAFETY: the fid of a Cq boxed by `open_cq`, closed once.
-    drop(unsafe { Box::from_raw(f.cast::<Cq>()) });
-    0
-}
-
-static CQ_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(cq_close, None, None));
+static CQ_FI_OPS: Ops<sys::fi_ops> = Ops(fi_ops(close_box::<Cq>, None, None));
 
 /// The bytes of one entry in `format`.
 fn entry_size(format: u32) -> usize {
