@@ -243,8 +243,10 @@ p_guest() {
 # with the switch dropping 1 %, corrupting 0.1 %, duplicating 0.5 % of the packets, holding
 # 1 % back by up to 300 us (reordering them), and adding a hostile packet after one in ten (forged
 # fields and keys, replays, random bytes): the lossy tests, the engines injecting nothing.
-# Every guest pings another over its second NIC (a socket, or run-nodes.py's hub); the two guests
-# also list the libfabric provider from the Debian disk (tests/guest/fabric.sh).
+# Every guest pings another over its second NIC (a socket, or run-nodes.py's hub); with the
+# Debian disk (two and four guests), fi_info and fi_pingpong over the provider on every pair
+# (tests/guest/fabric.sh), and Open MPI over the engine launched from node 0: NetPIPE, its TCP
+# baseline, the mpi4py program (tests/guest/mpi.sh).
 p_nodes() {
 	[ -x "${QEMU:-}" ] && [ -n "${KBUILD:-}" ] || { fail "two-guest tests: no kernel or QEMU"; return; }
 	local cfg n i out sw pcap="$LOGS/nodes-pcap"
