@@ -11,8 +11,8 @@
 //! receive buffer, registered the same way, and then answers FIN. Nothing is pinned: both
 //! buffers' pages are faulted in by the engines as the get reaches them.
 //!
-//! Progress is manual: every CQ read (and every post) collects the mailbox's messages and the
-//! queue's completions. The state is one lock per endpoint (`State`), taken before a CQ's.
+//! Progress is manual: every CQ read collects the mailbox's messages and the queue's
+//! completions; a post only when it finds no free staging slot, a peek before it looks. The state is one lock per endpoint (`State`), taken before a CQ's.
 
 use crate::attr;
 use crate::obj::{self, err, lock, serr, CqInner, Entry, Ops};
@@ -263,7 +263,7 @@ impl State {
             tag: tag.unwrap_or(0),
             data: data.unwrap_or(0),
         };
-        self.progress();
+        self.progress_if_full();
         if len <= proto::EAGER_MAX {
             let body = if len == 0 {
                 &[][..]
@@ -376,10 +376,12 @@ impl State {
             ignore,
             op: r,
         };
-        self.progress();
         let peek = flags & sys::FI_PEEK as u64 != 0;
         let claim = tag.is_some() && flags & sys::FI_CLAIM != 0;
         if peek {
+            // A peek looks at what has arrived: collect it first. A receive posted without
+            // looking is matched when the next progress collects the mailbox, in the same order.
+            self.progress();
             let found = if claim { self.m.take_arrived(&p) } else { None };
             let e = match (&found, self.m.peek(&p)) {
                 (Some(a), _) | (None, Some(a)) => Entry {
@@ -471,7 +473,7 @@ impl State {
             } else {
                 sys::FI_READ as u64
             };
-        self.progress();
+        self.progress_if_full();
         if len == 0 {
             if !inject {
                 self.report_tx(
@@ -870,6 +872,14 @@ impl State {
                     break;
                 }
             }
+        }
+    }
+
+    /// Posts need a free staging slot: progress (which frees the slots of finished messages)
+    /// only when none is, and leave the rest to the CQ reads, not every post.
+    fn progress_if_full(&mut self) {
+        if self.hw.as_ref().is_some_and(|h| h.free.is_empty()) {
+            self.progress();
         }
     }
 

@@ -192,7 +192,6 @@ unsafe fn fill(i: &mut sys::fi_info, offer: &Offer, fit: &Fit, api_version: u32)
     };
 
     i.tx_attr = calloc::<sys::fi_tx_attr>()?;
-    // SAFETY (this block): each part was just allocated, zeroed, and is owned by `i`.
     // SAFETY: just allocated, zeroed, owned by `i`.
     let tx = unsafe { &mut *i.tx_attr };
     tx.caps = fit.tx_caps;
