@@ -17,6 +17,7 @@
 use crate::attr;
 use crate::obj::{self, err, lock, serr, CqInner, Entry, Ops};
 use crate::proto::{self, Addr, Header, Kind, Matcher, Posted, Rts};
+use crate::regcache::{Reg, RegCache, Rights};
 use crate::sys;
 use core::ffi::{c_int, c_void};
 use core::ptr;
@@ -144,6 +145,8 @@ struct State {
     strays: u64,
     /// Injected sends that failed (fi_inject has no completion to say so).
     inject_errors: u64,
+    /// Registrations of finished operations, for the next on the same buffer (regcache.rs).
+    regs: RegCache,
 }
 
 /// What an endpoint object and the CQs it writes share.
@@ -292,15 +295,14 @@ impl State {
             // SAFETY: the application's buffer stays valid until the send completes
             // (fi_msg(3)); the engine only reads it, under a key for the receiver's node.
             let reg = unsafe {
-                self.dev.register_raw_access_for(
-                    buf as u64,
-                    len as u64,
+                self.register(
+                    buf,
+                    len,
                     exanest_core::abi::ACCESS_READ | exanest_core::abi::ACCESS_REMOTE_READ,
-                    Mode::OnDemand,
                     Some(to.0),
                 )
             };
-            let (handle, rkey) = match reg {
+            let Reg { handle, rkey } = match reg {
                 Ok(x) => x,
                 Err(e) => return lib_err(e),
             };
@@ -328,7 +330,7 @@ impl State {
                     0
                 }
                 Err(e) => {
-                    let _ = self.dev.deregister(handle); // Registered just now: cannot be busy.
+                    self.unregister(handle);
                     e
                 }
             }
@@ -503,11 +505,8 @@ impl State {
             let access = if write { Access::Read } else { Access::Write };
             // SAFETY: the application's buffer stays valid, and (a read's) unread, until the
             // op completes (fi_rma(3)); the engine reads or writes only [buf, buf + len).
-            match unsafe {
-                self.dev
-                    .register_raw(buf as u64, len as u64, access, Mode::OnDemand)
-            } {
-                Ok(h) => (buf as u64, Some(h), None),
+            match unsafe { self.register(buf, len, access.bits(), None) } {
+                Ok(r) => (buf as u64, Some(r.handle), None),
                 Err(e) => return lib_err(e),
             }
         };
@@ -548,7 +547,7 @@ impl State {
             }
             Err(e) => {
                 if let Some(h) = handle {
-                    let _ = self.dev.deregister(h); // Nothing in flight on it.
+                    self.unregister(h);
                 }
                 if let Some(s) = slot {
                     self.free(s);
@@ -613,12 +612,9 @@ impl State {
                 }
                 // SAFETY: the receive buffer stays valid and is not read by the application
                 // until the receive completes; the engine writes only [buf, buf + got).
-                let reg = unsafe {
-                    self.dev
-                        .register_raw(r.buf as u64, got as u64, Access::Write, Mode::OnDemand)
-                };
+                let reg = unsafe { self.register(r.buf, got, Access::Write.bits(), None) };
                 let handle = match reg {
-                    Ok(h) => h,
+                    Ok(r) => r.handle,
                     Err(e) => {
                         self.fin(a.src, rts.cookie, e.errno() as u32);
                         self.report_rx(entry(e.errno()), r.report);
@@ -652,7 +648,7 @@ impl State {
                         );
                     }
                     Err(e) => {
-                        let _ = self.dev.deregister(handle); // Nothing in flight on it.
+                        self.unregister(handle);
                         self.fin(a.src, rts.cookie, e.errno() as u32);
                         self.report_rx(entry(e.errno()), r.report);
                     }
@@ -726,7 +722,7 @@ impl State {
                         self.strays += 1;
                         continue;
                     };
-                    let _ = self.dev.deregister(s.handle); // The receiver is done reading it.
+                    self.unregister(s.handle); // The receiver is done reading it.
                     let e = Entry {
                         ctx: s.ctx,
                         flags: sys::FI_SEND as u64 | s.kind,
@@ -772,7 +768,7 @@ impl State {
                     self.free(slot);
                     if e != 0 {
                         if let Some(s) = self.rndv.remove(&cookie) {
-                            let _ = self.dev.deregister(s.handle); // The RTS never arrived.
+                            self.unregister(s.handle); // The RTS never arrived.
                             self.report_tx(
                                 Entry {
                                     ctx: s.ctx,
@@ -797,7 +793,7 @@ impl State {
                     inject,
                 } => {
                     if let Some(h) = handle {
-                        let _ = self.dev.deregister(h); // The op is over.
+                        self.unregister(h); // The op is over.
                     }
                     if let Some(s) = slot {
                         self.free(s);
@@ -823,7 +819,7 @@ impl State {
                     handle,
                     got,
                 } => {
-                    let _ = self.dev.deregister(handle); // The get is over.
+                    self.unregister(handle); // The get is over.
                     self.fin(src, cookie, e as u32);
                     let msg_len = hdr.len as usize;
                     let err = if e != 0 {
@@ -873,6 +869,67 @@ impl State {
                 }
             }
         }
+    }
+
+    /// A registration of `[buf, buf + len)` with `access` (`EXANEST_DMA_ACCESS_*`; a remote
+    /// right's key for `node` alone), on demand: the cached one that covers it, or a new one,
+    /// for which the least recently used idle entries make room when the driver says `ENOSPC`.
+    /// Give it back with [`State::unregister`] when the operation is over.
+    ///
+    /// # Safety
+    ///
+    /// The memory stays valid, and is not used in a way that conflicts with the access, until
+    /// the operation using the registration is over. The registration may outlive it, cached:
+    /// the engine touches memory only in an operation, which this endpoint starts on a range
+    /// the application handed over for it (a local right), or, under a key for `node`, reads
+    /// it (a remote read changes nothing; a page no longer mapped ends the op with `EFAULT`).
+    unsafe fn register(
+        &mut self,
+        buf: usize,
+        len: usize,
+        access: u32,
+        node: Option<u32>,
+    ) -> Result<Reg, exanest_dma::Error> {
+        let (addr, len) = (buf as u64, len as u64);
+        let rights = Rights { access, node };
+        if let Some(r) = self.regs.get(addr, len, rights) {
+            return Ok(r);
+        }
+        loop {
+            // SAFETY: the caller's guarantees.
+            let made = unsafe {
+                self.dev
+                    .register_raw_access_for(addr, len, access, Mode::OnDemand, node)
+            };
+            match made {
+                Ok((handle, rkey)) => {
+                    let r = Reg { handle, rkey };
+                    let dev = &self.dev;
+                    // Idle ones it covers go; nothing is in flight on them.
+                    self.regs.insert(addr, len, rights, r, |h| {
+                        let _ = dev.deregister(h);
+                    });
+                    return Ok(r);
+                }
+                Err(e) if e.errno() == libc::ENOSPC => match self.regs.evict_lru() {
+                    // Idle: nothing is in flight on it.
+                    Some(h) => {
+                        let _ = self.dev.deregister(h);
+                    }
+                    None => return Err(e),
+                },
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// An operation using registration `handle` is over: it stays cached, or goes.
+    fn unregister(&mut self, handle: u32) {
+        let dev = &self.dev;
+        // Nothing is in flight on a handle the cache lets go.
+        self.regs.release(handle, |h| {
+            let _ = dev.deregister(h);
+        });
     }
 
     /// Posts need a free staging slot: progress (which frees the slots of finished messages)
@@ -939,6 +996,11 @@ impl Shared {
 
 impl Drop for State {
     fn drop(&mut self) {
+        let dev = &self.dev;
+        // Closing: the operations are over (or go with the file's queue).
+        self.regs.clear(|h| {
+            let _ = dev.deregister(h);
+        });
         if let Some(hw) = self.hw.take() {
             // The staging memory is deregistered before it is freed; the queue goes with the
             // file (the registrations of sends and gets in flight with it).
@@ -1929,6 +1991,9 @@ pub unsafe extern "C" fn open(
         next_id: 1,
         strays: 0,
         inject_errors: 0,
+        regs: RegCache::new(RegCache::max_from(
+            std::env::var("FI_MR_CACHE_MAX_COUNT").ok().as_deref(),
+        )),
     };
     let ep = Box::new(Ep {
         fid: sys::fid_ep {

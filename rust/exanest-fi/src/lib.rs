@@ -18,6 +18,7 @@ pub mod ep;
 pub mod info;
 pub mod obj;
 pub mod proto;
+pub mod regcache;
 
 /// The bindings of the public libfabric headers (build.rs).
 #[allow(
