@@ -8,17 +8,21 @@
 # The closure is resolved by apt as if on an empty arm64 system (no Recommends), so it is the same
 # on every host with the same Debian archive. Cached under $CACHE/guest-debian-<key>, where <key>
 # hashes the resolved list (name, version, architecture), the prune list and this recipe; the
-# .debs themselves under $CACHE/dl/debs. Prints the image's path on stdout.
+# .debs themselves under $CACHE/dl/debs. Prints the image's path on stdout; the headers programs
+# are built against (SDK_DEBS) are in sdk/ beside it.
 . "$(dirname "$0")/common.sh"
 exec 3>&1 1>&2
 
 # Bump RECIPE when this script changes what goes into the image.
-RECIPE=1
+RECIPE=2
 # What the runs use, pinned (bookworm's versions; the closure follows from them): libfabric's
 # fi_info and fi_pingpong, its headers (the provider's bindings are made from the host's copy of
 # the same package, scripts/setup-host.sh), Open MPI, NetPIPE and mpi4py.
 GUEST_DEBS="libfabric-bin=1.17.0-3 libfabric-dev=1.17.0-3 openmpi-bin=4.1.4-3+b1
  netpipe-openmpi=3.7.2-8 python3-mpi4py=3.1.4-2+b2"
+# What programs for the guest are compiled against, not put in the image: Open MPI's headers
+# (mpi.h, for examples/mpi-stencil.c), unpacked into the SDK directory beside the image (sdk/).
+SDK_DEBS="libopenmpi-dev=4.1.4-3+b1"
 # Packages the runs never use, and what only they pull in: the package tools and PAM (nothing is
 # installed or logs in), ssh (the launcher's agent is ours, exanest-rsh), and hwloc's plugins
 # with their ICU, libxml2, X11 and OpenCL (hwloc runs without plugins). About 60 MiB unpacked.
@@ -39,7 +43,7 @@ list=$(apt-get -s install --no-install-recommends "${APT[@]}" -o Dir::State::sta
 # "Inst NAME (VERSION SUITE [ARCH])"
 closure=$(echo "$list" | sed -n 's/^Inst \([^ ]*\) (\([^ ]*\) .*\[\([a-z0-9]*\)\]).*$/\1 \2 \3/p' | LC_ALL=C sort)
 [ -n "$closure" ] || die "apt resolved no packages for $GUEST_DEBS"
-KEY=$(printf '%s\n' "$RECIPE" "$closure" "$PRUNE" | sha256sum | cut -c1-16)
+KEY=$(printf '%s\n' "$RECIPE" "$closure" "$PRUNE" "$SDK_DEBS" | sha256sum | cut -c1-16)
 OUT="$CACHE/guest-debian-$KEY"
 IMG="$OUT/debian.ext4"
 if [ -e "$OUT/.done" ]; then echo "$IMG" >&3; exit 0; fi
@@ -62,7 +66,16 @@ if [ ${#want[@]} -gt 0 ]; then
 		die "apt-get download failed for some of: ${want[*]}"
 fi
 
-rm -rf "$OUT"; mkdir -p "$OUT/root"
+sdk=()
+for d in $SDK_DEBS; do
+	f="$DL/debs/${d%%=*}_${d#*=}_arm64.deb"
+	[ -e "$f" ] || (cd "$DL/debs" && apt-get download -qq "${APT[@]}" "${d%%=*}:arm64=${d#*=}") ||
+		die "apt-get download failed for $d (arm64)"
+	sdk+=("$f")
+done
+
+rm -rf "$OUT"; mkdir -p "$OUT/root" "$OUT/sdk"
+for f in "${sdk[@]}"; do dpkg-deb -x "$f" "$OUT/sdk"; done
 n=0
 while read -r name ver arch; do
 	case " $(echo $PRUNE) " in *" $name "*) continue ;; esac

@@ -15,7 +15,8 @@ install -m 755 "$TOP/tests/guest/init" "$ROOT/init"
 install -m 644 "$TOP/tests/guest/demo.sh" "$TOP/tests/guest/check.sh" "$TOP/tests/guest/eval.sh" \
 	"$TOP/tests/guest/soak.sh" "$TOP/tests/guest/nodes.sh" "$TOP/tests/guest/demo-nodes.sh" \
 	"$TOP/tests/guest/profile.sh" "$TOP/tests/guest/fabric.sh" "$TOP/tests/guest/mpi.sh" \
-	"$TOP/tests/guest/mpi4py-test.py" "$TOP/tests/guest/mpi-demo.sh" "$ROOT/usr/share/exanest/"
+	"$TOP/tests/guest/mpi4py-test.py" "$TOP/tests/guest/mpi-demo.sh" "$TOP/tests/guest/eval-mpi.sh" \
+	"$ROOT/usr/share/exanest/"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
 # Open MPI's remote shell in the guests (python3 from the Debian disk).
 install -m 755 "$TOP/tests/guest/exanest-rsh" "$ROOT/bin/exanest-rsh"
@@ -42,6 +43,12 @@ DEB="$(dirname "$("$TOP/scripts/build-guest-debian.sh")")/root"
 aarch64-linux-gnu-gcc -O2 -Wall -Wextra -Werror -Wno-sign-compare -I "$KSFT" -I "$DEB/usr/include" \
 	-o "$ROOT/bin/exanest-fabric" "$TOP/tests/guest/exanest-fabric.c" \
 	-L "$DEB/usr/lib/aarch64-linux-gnu" -lfabric \
+	-Wl,-rpath-link,"$DEB/usr/lib/aarch64-linux-gnu:$DEB/lib/aarch64-linux-gnu"
+# The MPI application of make mpi and the MPI tests, against the same disk's Open MPI (mpi.h from
+# libopenmpi-dev, unpacked beside the image, sdk/).
+aarch64-linux-gnu-gcc -O2 -Wall -Wextra -Werror -I "$DEB/../sdk/usr/lib/aarch64-linux-gnu/openmpi/include" \
+	-o "$ROOT/bin/mpi-stencil" "$TOP/examples/mpi-stencil.c" \
+	"$DEB/usr/lib/aarch64-linux-gnu/libmpi.so.40" \
 	-Wl,-rpath-link,"$DEB/usr/lib/aarch64-linux-gnu:$DEB/lib/aarch64-linux-gnu"
 
 # The user library's tools and examples (scripts/build-guest-rust.sh), when built.

@@ -20,8 +20,11 @@ OUT="$TOP/build/eval"
 mkdir -p "$OUT"
 log "evaluation: $runs run(s)$([ $quick = 1 ] && echo ', quick'), QEMU -icount shift=0,sleep=off"
 t0=$SECONDS
+# The Debian disk (libfabric, Open MPI) for the MPI part, unless quick (tests/guest/eval-mpi.sh).
+disk=
+[ $quick = 1 ] || disk=$("$TOP/scripts/build-guest-debian.sh")
 QEMU="$QEMU" KERNEL="$KB/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs-eval.cpio" TIMEOUT=7200 \
-	QEMU_MEM=4G QEMU_APPEND="exanest.runs=$runs exanest.quick=$quick" \
+	QEMU_MEM=4G QEMU_APPEND="exanest.runs=$runs exanest.quick=$quick" GUEST_DISK="$disk" \
 	"$TOP/scripts/run-qemu.sh" /usr/share/exanest/eval.sh -icount shift=0,sleep=off >"$OUT/console.log" 2>&1 ||
 	{ tail -30 "$OUT/console.log" >&2; die "the evaluation run failed (log: $OUT/console.log)"; }
 # Incast: a second boot with nine engines on the hub, each port with the fabric's last hop to it
@@ -31,9 +34,17 @@ QEMU="$QEMU" KERNEL="$KB/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs-eva
 	PLDMA_OPTS="contexts=4,rx-queue=262144,ecn-threshold=32768" \
 	"$TOP/scripts/run-qemu.sh" /usr/share/exanest/eval.sh -icount shift=0,sleep=off >"$OUT/incast.log" 2>&1 ||
 	{ tail -30 "$OUT/incast.log" >&2; die "the incast run failed (log: $OUT/incast.log)"; }
+# MPI over the engine against MPI over TCP on the second NIC: make mpi's two guests on the
+# evaluation kernel (two QEMU processes, no -icount: a ratio within the boot), unless quick.
+if [ $quick = 0 ]; then
+	QEMU="$QEMU" KERNEL="$KB/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs-eval.cpio" \
+		GUEST_DISK="$disk" QEMU_MEM=1536M "$TOP/scripts/run-nodes.py" --timeout 900 mpi \
+		>"$OUT/mpi.log" 2>&1 || { tail -30 "$OUT/mpi.log" >&2; die "the MPI run failed (log: $OUT/mpi.log)"; }
+fi
 {
 	grep -a -E '^\{"(run|bench|engine)"' "$OUT/console.log"
 	grep -a -E '^\{"bench"' "$OUT/incast.log"
+	[ $quick = 1 ] || python3 "$TOP/tests/eval/report.py" --mpi-log "$OUT/mpi.log"
 } >"$OUT/raw.jsonl"
 # The engine's bandwidth and latency come from the device (debugfs, printed by eval.sh).
 grep -q '^{"engine"' "$OUT/raw.jsonl" ||

@@ -36,6 +36,8 @@ while [ "$i" -le "$runs" ]; do
 	for b in net net-cold net-small-cold net-many net-loss net-mailbox net-pingpong; do
 		exanest-bench $b $quick || echo "{\"bench\": \"$b\", \"error\": \"exit $?\"}"
 	done
+	# libfabric and Open MPI over the same two engines, where the Debian disk is attached.
+	[ -z "$quick" ] && . /usr/share/exanest/eval-mpi.sh
 	i=$((i + 1))
 done
 # Once, at full size (1 GiB each, too long to repeat): RLIMIT_MEMLOCK as user nobody, and

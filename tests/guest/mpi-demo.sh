@@ -2,7 +2,8 @@
 # across the two guests over the engine, the way a user runs one. Every node loads the driver and
 # serves Open MPI's remote shell (exanest-rsh) on the second NIC; node 0 runs mpirun, forcing the
 # engine's provider: NetPIPE from 1 B to 1 MiB, the same over TCP on the second NIC (the
-# baseline), then the mpi4py program; then both engines' counters. Documentation/libfabric.rst.
+# baseline), then the mpi4py program, then examples/mpi-stencil.c with fresh buffers each
+# iteration and with reused ones; then both engines' counters. Documentation/libfabric.rst.
 insmod /lib/exanest_dma.ko || exit 1
 engine=/sys/kernel/debug/exanest-dma0/engine
 node=$(sed -n 's/.*"node": \([0-9]*\).*/\1/p' $engine)
@@ -20,6 +21,9 @@ if [ "$node" = 0 ]; then
 		NPopenmpi -u 1048576 -n 20 -p 0 2>&1
 	echo "\$ mpirun ... python3 mpi4py-test.py"
 	mpirun "$@" python3 /usr/share/exanest/mpi4py-test.py 2>&1
+	echo "\$ mpirun ... mpi-stencil; mpirun ... mpi-stencil --reuse"
+	mpirun "$@" mpi-stencil 2>&1
+	mpirun "$@" mpi-stencil --reuse 2>&1
 	echo "engine of node 0: $(sed 's/.*"net": \({[^}]*}\).*/\1/' $engine)"
 	echo "GUEST-OOB 1 bye"
 else

@@ -7,8 +7,9 @@
 # - with two nodes: mpirun -np 2 hostname; NetPIPE (NPopenmpi) from 1 B to 256 KiB, 10 round
 #   trips a size, nothing pinned for it, then over TCP on the second NIC as the baseline; the mpi4py program (point to point, collectives, Put and
 #   Get through osc pt2pt) on 2 ranks, one a guest, and on 4, two a guest (the engine loops
-#   messages between ranks of one node back at its port);
-# - with four: the mpi4py program on 4 ranks, one a guest, through the switch.
+#   messages between ranks of one node back at its port); a peer killed mid-job; the
+#   application examples/mpi-stencil.c with fresh buffers on a lossy link;
+# - with four: the mpi4py program and mpi-stencil on 4 ranks, one a guest, through the switch.
 # The other nodes wait for node 0's jobs to end before their own tests.
 if [ -x /usr/bin/mpirun ] && [ "$partner" -lt "${nodes:-2}" ]; then
 	exanest-rsh -d >/tmp/exanest-rshd.log 2>&1 &
@@ -72,6 +73,35 @@ if [ -x /usr/bin/mpirun ] && [ "$partner" -lt "${nodes:-2}" ]; then
 			/tmp/np.out /tmp/np-tcp.out 2>/dev/null | awk 'NR % 4 == 1'
 		[ $rc = 0 ] && [ "$(wc -l </tmp/np-tcp.out)" -ge 30 ] && [ $((b1 - b0)) -lt 65536 ]
 		t $? "node$node-mpi-netpipe-tcp" "NPopenmpi over TCP (exit $rc; engine placed $((b1 - b0)) bytes meanwhile)"
+
+		# A peer killed mid-job (examples/mpi-stencil.c --die-at: rank 1, on the other node,
+		# SIGKILLs itself at its 5th iteration, rank 0 waiting in MPI_Sendrecv): the job ends,
+		# with Open MPI's report of the killed rank, within the timeout, never a hang; the
+		# next jobs run on the same engines (the kernel log is judged as always).
+		out=$(timeout 120 $mpi -np 2 -H "$hosts" mpi-stencil --die-at 5 2>&1); rc=$?
+		echo "$out" | sed "s/^/  mpirun: /" | head -n 12
+		[ $rc != 0 ] && [ $rc != 124 ] && echo "$out" | grep -q "rank 1 .*on signal 9"
+		t $? "node$node-mpi-peer-killed" "mpi-stencil with rank 1 killed (exit $rc, 124: timed out)"
+
+		# The application with fresh buffers each iteration, never registered, received into
+		# before any CPU touches them, on a lossy link (1 % of each engine's packets dropped,
+		# 0.1 % corrupted): every value must match the serial run bit for bit, and the engine
+		# here must have placed at least the halos rank 0 received.
+		lossy() {
+			echo "drop_ppm $1 corrupt_ppm $2" >/sys/kernel/debug/exanest-dma0/link
+			exanest-rsh "node$partner" "echo drop_ppm $1 corrupt_ppm $2 >/sys/kernel/debug/exanest-dma0/link"
+		}
+		drops() { sed -n 's/.*"injected_drops": \([0-9]*\).*/\1/p' /sys/kernel/debug/exanest-dma0/engine; }
+		lossy 10000 1000
+		b0=$(placed); d0=$(drops)
+		mrun -np 2 -H "$hosts" mpi-stencil
+		b1=$(placed); d1=$(drops)
+		lossy 0 0
+		halos=$(echo "$out" | sed -n 's/.* \([0-9]*\) bytes of halos received by rank 0$/\1/p')
+		echo "  mpi-stencil: engine placed $((b1 - b0)) bytes here, ${halos:-0} of halos; $((d1 - d0)) packets dropped here"
+		[ $rc = 0 ] && echo "$out" | grep -q "^mpi-stencil: ok (2 ranks.*fresh buffers" &&
+			[ "${halos:-0}" -gt 0 ] && [ $((b1 - b0)) -ge "$halos" ] && [ $((d1 - d0)) -gt 0 ]
+		t $? "node$node-mpi-stencil-fresh-lossy" "mpi-stencil, fresh buffers, lossy link (exit $rc; engine $((b1 - b0)) bytes, halos ${halos:-0}; $((d1 - d0)) drops)"
 	fi
 	if [ "$node" = 0 ]; then
 		# One rank a guest; and with two guests, two a guest too (ranks 0 and 1, partners in the
@@ -87,6 +117,12 @@ if [ -x /usr/bin/mpirun ] && [ "$partner" -lt "${nodes:-2}" ]; then
 			[ $rc = 0 ] && echo "$out" | grep -q "^mpi4py: ok ($np ranks" && [ $((b1 - b0)) -ge $((1 << 20)) ]
 			t $? "node$node-mpi4py-np$np-${run#*:}" "mpi4py, $np ranks on ${run#*:} (exit $rc; engine placed $((b1 - b0)) bytes)"
 		done
+		if [ "${nodes:-2}" != 2 ]; then
+			# The application on every guest, through the switch.
+			mrun -np "${nodes}" -H "${h%,}" mpi-stencil
+			[ $rc = 0 ] && echo "$out" | grep -q "^mpi-stencil: ok ($nodes ranks.*fresh buffers"
+			t $? "node$node-mpi-stencil-np$nodes" "mpi-stencil, $nodes ranks on ${h%,} (exit $rc)"
+		fi
 		echo "GUEST-TIME: mpi $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
 		# The other nodes go on to their own tests now (through the remote shell: a console
 		# line between nodes would make them partners, run-nodes.py's "bye" logic).

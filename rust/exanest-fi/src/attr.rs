@@ -33,6 +33,20 @@ const fn b(x: u32) -> u64 {
     x as u64
 }
 
+/// The environment variable that narrows the domains listed to the devices it names,
+/// comma-separated (like the verbs provider's `FI_VERBS_DEVICE_NAME`): a process that must use
+/// one engine of several, an MPI rank of an `mpirun` with one `-x` per application context.
+pub const DEVICE_VAR: &str = "FI_EXANEST_DEVICE_NAME";
+
+/// Whether device `name` (`exanest-dma<N>`) is listed, given [`DEVICE_VAR`]'s value (unset or
+/// empty: every device).
+pub fn device_allowed(name: &str, only: Option<&str>) -> bool {
+    match only.map(str::trim) {
+        None | Some("") => true,
+        Some(list) => list.split(',').any(|d| d.trim() == name),
+    }
+}
+
 /// The primary capabilities (fi_getinfo(3)): the ones an application asks for by name.
 pub const PRIMARY: u64 =
     b(sys::FI_MSG) | b(sys::FI_TAGGED) | sys::FI_RMA as u64 | sys::FI_ATOMIC as u64;
@@ -476,6 +490,19 @@ mod tests {
         let f = offer().fit(Some(&any)).unwrap();
         assert_eq!((f.caps & RMA, f.mr_mode), (0, 0));
         assert_ne!(f.caps & sys::FI_TAGGED as u64, 0);
+    }
+
+    #[test]
+    fn the_device_variable_narrows_the_domains() {
+        assert!(device_allowed("exanest-dma1", None));
+        assert!(device_allowed("exanest-dma1", Some("")));
+        assert!(device_allowed("exanest-dma1", Some("exanest-dma1")));
+        assert!(device_allowed(
+            "exanest-dma1",
+            Some("exanest-dma0, exanest-dma1")
+        ));
+        assert!(!device_allowed("exanest-dma1", Some("exanest-dma0")));
+        assert!(!device_allowed("exanest-dma1", Some("exanest-dma10")));
     }
 
     #[test]

@@ -42,6 +42,7 @@ use core::ptr;
 /// One domain per engine context with a network port: `/dev/exanest-dma<N>` whose engine has a
 /// node id. A device that cannot be opened (absent, busy, not ours to open) is not listed.
 pub fn offers() -> Vec<attr::Offer> {
+    let only = std::env::var(attr::DEVICE_VAR).ok();
     let mut names: Vec<(u32, String)> = std::fs::read_dir("/dev")
         .into_iter()
         .flatten()
@@ -49,7 +50,7 @@ pub fn offers() -> Vec<attr::Offer> {
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
             let n: u32 = name.strip_prefix("exanest-dma")?.parse().ok()?;
-            Some((n, name))
+            attr::device_allowed(&name, only.as_deref()).then_some((n, name))
         })
         .collect();
     names.sort();
