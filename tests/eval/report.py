@@ -1075,10 +1075,10 @@ def mpi_section(w, runs, eng):
     objs = [o for r in runs for o in r if "error" not in o]
     med = lambda xs: statistics.median(xs) if xs else None  # noqa: E731
     raw = med([o["rtt_mean_us"] / 2 for o in objs
-               if o["bench"] == "net-pingpong" and o["mode"] == "poll" and "rtt_mean_us" in o])
+               if o["bench"] == "net-pingpong-wall" and o["mode"] == "poll"])
     fpp8 = med([o["usec_per_xfer"] for o in objs if o["bench"] == "fi-pingpong" and o["size"] == 8])
     fppb = med([o["mb_per_s"] for o in objs
-                if o["bench"] == "fi-pingpong" and o["size"] == 1 << 20])
+                if o["bench"] == "fi-pingpong-icount" and o["size"] == 1 << 20])
     np8 = med([o["usec_per_xfer"] for o in objs if o["bench"] == "netpipe" and o["size"] == 8])
     st = {m: med([o["ms_per_iter"] for o in objs if o["bench"] == "mpi-stencil" and o["mode"] == m])
           for m in ("fresh", "reuse")}
@@ -1105,21 +1105,30 @@ def mpi_section(w, runs, eng):
          f(st["fresh"], 2), "the same with buffers reused", f(st["reuse"], 2),
          r(st["fresh"], st["reuse"]), "-"],
     ]) + "\n")
-    w("``tests/guest/eval-mpi.sh`` in each run, in the same boot as the benches above: the\n"
-      "guest's two engines cabled back to back, one process on each (``FI_EXANEST_DEVICE_NAME``\n"
-      "picks its engine), under the same ``-icount`` clock. fi_pingpong is libfabric-bin's\n"
-      "(``-e rdm``, its usec/xfer: the mean half round trip); NetPIPE is ``NPopenmpi`` over\n"
-      "Open MPI's ``pml cm``, ``mtl ofi`` and the provider (its time: half a round trip, the\n"
-      "best of its trials); the stencil is ``examples/mpi-stencil.c`` (Jacobi, 32 KiB halos\n"
-      "each way each iteration, checked bit for bit against a serial run), whose fresh\n"
-      "buffers are new pages every iteration, faulted in by the CPU (the grid) and by the\n"
-      "engines (the halos). Medians over runs.\n\n")
+    w("``tests/guest/eval-mpi.sh``. Latencies and the stencil: a boot of their own without\n"
+      "``-icount`` (the guest's clock follows the host's; ``make evaluate``'s third), the guest's\n"
+      "two engines cabled back to back, one process on each (``FI_EXANEST_DEVICE_NAME`` picks\n"
+      "its engine): under ``-icount`` QEMU runs the two vCPUs in turn on one thread, and a\n"
+      "process spinning on its completion queue holds the other's answer back until the next\n"
+      "timer, which inflates every hand-over between two processes (fi_pingpong's 8 B took\n"
+      "about 257 us a transfer there, where one thread driving both endpoints takes 7.2). So\n"
+      "both sides of each ratio are two processes on the host's clock: the raw queue is\n"
+      "``exanest-bench net-pingpong`` (two threads polling, half the mean round trip: fi_pingpong\n"
+      "gives a mean), fi_pingpong is libfabric-bin's (``-e rdm``, its usec/xfer), NetPIPE is\n"
+      "``NPopenmpi`` over Open MPI's ``pml cm``, ``mtl ofi`` and the provider (half a round\n"
+      "trip, the best of its trials; ``mpirun`` and its daemon share the guest's two vCPUs with\n"
+      "the ranks). The bandwidth is measured in the ``-icount`` boot of the benches above, where\n"
+      "the model's link rate holds in the guest's clock (fi_pingpong, one message at a time:\n"
+      "each one's RTS and FIN hand-overs count). The stencil is ``examples/mpi-stencil.c``\n"
+      "(Jacobi, 32 KiB halos each way each iteration, checked bit for bit against a serial\n"
+      "run), whose fresh buffers are new pages every iteration, faulted in by the CPU (the\n"
+      "grid) and by the engines (the halos). Medians over runs.\n\n")
     if two:
         shown = (1, 8, 64, 192, 256, 1024, 4096, 16384, 65536, 262144, 1048576)
         w(table(["bytes", "engine (us)", "TCP on the second NIC (us)", "TCP / engine"],
                 [[f"{o['size']:,}", f"{o['engine_us']:,.1f}", f"{o['tcp_us']:,.1f}",
                   r(o["tcp_us"], o["engine_us"])] for o in two if o["size"] in shown]) + "\n")
-        w("A second boot: ``make mpi``'s two guests on the evaluation kernel, two QEMU processes\n"
+        w("The fourth boot: ``make mpi``'s two guests on the evaluation kernel, two QEMU processes\n"
           "on the host's cores without ``-icount`` (each guest's clock follows the host's: wall\n"
           "clock, not a measure of the engine), NetPIPE's time per transfer over the engine\n"
           "(``pml cm``, the provider) and, in the same boot, over TCP on the guests' second NIC\n"
