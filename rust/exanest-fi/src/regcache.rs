@@ -22,6 +22,11 @@
 /// Entries kept by default (`FI_MR_CACHE_MAX_COUNT` overrides).
 pub const DEFAULT_MAX: usize = 16;
 
+/// Idle entries with a remote key kept at most (within the bound): the engine's key table has
+/// 256 entries for every process on the node, and another process cannot make this one give
+/// its keys back, so each endpoint keeps few (64 endpoints on a node fill the table).
+pub const KEYED_MAX: usize = 4;
+
 /// The rights a registration was made with: the `EXANEST_DMA_ACCESS_*` bits and the one node
 /// its key works for (`None`: no key, or any node).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,15 +151,22 @@ impl RegCache {
         });
     }
 
-    /// One use of `handle` is over. Past the bound, `dereg` gets the least recently used idle
-    /// entries' handles (this one's with a bound of 0). A handle the cache does not hold goes
-    /// to `dereg` at once.
+    /// One use of `handle` is over. Past the bound, or past [`KEYED_MAX`] idle entries with a
+    /// remote key, `dereg` gets the least recently used idle entries' handles (this one's with a
+    /// bound of 0). A handle the cache does not hold goes to `dereg` at once.
     pub fn release(&mut self, handle: u32, mut dereg: impl FnMut(u32)) {
         match self.entries.iter_mut().find(|e| e.reg.handle == handle) {
             Some(e) => e.users = e.users.saturating_sub(1),
             None => {
                 dereg(handle);
                 return;
+            }
+        }
+        let keyed_max = self.max.min(KEYED_MAX);
+        while self.idle_keyed() > keyed_max {
+            match self.evict_lru_where(|e| e.reg.rkey != 0) {
+                Some(h) => dereg(h),
+                None => break,
             }
         }
         while self.entries.len() > self.max {
@@ -165,15 +177,26 @@ impl RegCache {
         }
     }
 
+    fn idle_keyed(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.users == 0 && e.reg.rkey != 0)
+            .count()
+    }
+
     /// The least recently used idle entry, out of the cache (its handle is the caller's to
     /// deregister): for a registration the driver refused with `ENOSPC`. `None`: every entry is
     /// in use.
     pub fn evict_lru(&mut self) -> Option<u32> {
+        self.evict_lru_where(|_| true)
+    }
+
+    fn evict_lru_where(&mut self, f: impl Fn(&Entry) -> bool) -> Option<u32> {
         let (i, _) = self
             .entries
             .iter()
             .enumerate()
-            .filter(|(_, e)| e.users == 0)
+            .filter(|(_, e)| e.users == 0 && f(e))
             .min_by_key(|(_, e)| e.used)?;
         self.stats.evictions += 1;
         Some(self.entries.swap_remove(i).reg.handle)
@@ -287,6 +310,31 @@ mod tests {
         assert_eq!(released(&mut c, 4), vec![3], "3 is the least recently used");
         released(&mut c, 1);
         assert_eq!(c.stats().evictions, 2);
+    }
+
+    #[test]
+    fn few_remote_keys_stay_idle_whatever_the_bound() {
+        let mut c = RegCache::new(16);
+        let keyed = |h: u32| Reg {
+            handle: h,
+            rkey: 0x100 + u64::from(h),
+        };
+        let local = |h: u32| Reg { handle: h, rkey: 0 };
+        for h in 1..=6u32 {
+            c.insert(u64::from(h) << 20, 64, R, keyed(h), |_| {});
+            c.insert(u64::from(h) << 30, 64, R, local(100 + h), |_| {});
+        }
+        let mut gone = Vec::new();
+        for h in 1..=6u32 {
+            c.release(h, |x| gone.push(x));
+            c.release(100 + h, |x| gone.push(x));
+        }
+        assert_eq!(
+            gone,
+            vec![1, 2],
+            "past 4 idle keys, the oldest keyed ones go"
+        );
+        assert_eq!(c.len(), 10, "the local ones stay, within the bound of 16");
     }
 
     #[test]
