@@ -44,6 +44,11 @@ aarch64-linux-gnu-gcc -O2 -Wall -Wextra -Werror -Wno-sign-compare -I "$KSFT" -I 
 	-o "$ROOT/bin/exanest-fabric" "$TOP/tests/guest/exanest-fabric.c" \
 	-L "$DEB/usr/lib/aarch64-linux-gnu" -lfabric \
 	-Wl,-rpath-link,"$DEB/usr/lib/aarch64-linux-gnu:$DEB/lib/aarch64-linux-gnu"
+# make evaluate's streaming bandwidth of the provider (tests/guest/eval-mpi.sh), the same way.
+aarch64-linux-gnu-gcc -O2 -Wall -Wextra -Werror -Wno-sign-compare -I "$DEB/usr/include" \
+	-o "$ROOT/bin/exanest-fi-bw" "$TOP/tests/guest/exanest-fi-bw.c" \
+	-L "$DEB/usr/lib/aarch64-linux-gnu" -lfabric \
+	-Wl,-rpath-link,"$DEB/usr/lib/aarch64-linux-gnu:$DEB/lib/aarch64-linux-gnu"
 # The MPI application of make mpi and the MPI tests, against the same disk's Open MPI (mpi.h from
 # libopenmpi-dev, unpacked beside the image, sdk/).
 aarch64-linux-gnu-gcc -O2 -Wall -Wextra -Werror -I "$DEB/../sdk/usr/lib/aarch64-linux-gnu/openmpi/include" \

@@ -4,7 +4,9 @@
 # the loopback interface). One JSON line per measurement, for tests/eval/report.py.
 #
 # EVAL_MPI_PART=icount (eval.sh's runs, under -icount, where the model's link rate holds in the
-# guest's clock): fi_pingpong (libfabric-bin's) -e rdm of 1 MiB, its MB/s ("fi-pingpong-icount").
+# guest's clock): the provider's streaming bandwidth, 1 MiB messages, 16 in flight, one thread
+# driving both endpoints (exanest-fi-bw, "fi-bw"); and fi_pingpong (libfabric-bin's) -e rdm of
+# 1 MiB, one message at a time between two processes, its MB/s ("fi-pingpong-icount").
 #
 # EVAL_MPI_PART=wall (a boot of its own without -icount, scripts/evaluate.sh: under -icount QEMU
 # runs the two vCPUs in turn on one thread, and a process spinning on its CQ holds the other's
@@ -40,6 +42,7 @@ if [ -x /usr/bin/fi_pingpong ] && [ -x /usr/bin/mpirun ] && [ -e /dev/exanest-dm
 			END { if (!found) printf "{\"bench\": \"%s\", \"size\": %d, \"error\": \"no result\"}\n", b, s }'
 	}
 	if [ "${EVAL_MPI_PART:-wall}" = icount ]; then
+		exanest-fi-bw 1048576 16 64
 		fpp 1048576 40 fi-pingpong-icount
 	else
 		# mpirun with one rank on each engine (an application context each).
