@@ -1036,22 +1036,31 @@ def report(raw, out, figdir, meta):
 
 
 NETPIPE_LINE = re.compile(r"\s*\d+:\s+(\d+) bytes\s+\d+ times -->\s+[\d.]+ Mbps in\s+([\d.]+) usec")
+FPP_LINE = re.compile(r"(\d+)\s+\S+\s+=\S+\s+\S+\s+[\d.]+s\s+[\d.]+\s+([\d.]+)\s+[\d.]+$")
 STENCIL_LINE = re.compile(r"mpi-stencil: ok \((\d+) ranks, (\d+) x (\d+) grid, (\d+) iterations, "
                           r"(fresh|reused) buffers.*: ([\d.]+) ms an iteration")
 
 
 def mpi_log(lines):
     """The console of make mpi's two guests (tests/guest/mpi-demo.sh, node 0's lines prefixed
-    "[n0] ") -> JSON objects: NetPIPE's time per transfer over the engine and over TCP on the
-    second NIC, by size (benches "mpi-netpipe-2guests"), and mpi-stencil's time an iteration,
-    fresh and reused ("mpi-stencil-2guests")."""
-    runs, cur, out = {"engine": {}, "tcp": {}}, None, []
+    "[n0] ") -> JSON objects: fi_pingpong's usec/xfer ("fi-pingpong-2guests"), NetPIPE's time
+    per transfer over the engine and over TCP on the second NIC, by size
+    ("mpi-netpipe-2guests"), and mpi-stencil's time an iteration, fresh and reused
+    ("mpi-stencil-2guests")."""
+    runs, cur, out, fpp = {"engine": {}, "tcp": {}}, None, [], False
     for line in lines:
         line = re.sub(r"^\[n\d+\] ?", "", line.rstrip("\n"))
-        if line.startswith("$ mpirun"):
+        if line.startswith("$ "):
             cur = None
-            if "NPopenmpi" in line:
+            fpp = line.startswith("$ fi_pingpong")
+            if line.startswith("$ mpirun") and "NPopenmpi" in line:
                 cur = runs["tcp" if "btl tcp" in line else "engine"]
+            continue
+        # fi_pingpong's result: bytes, #sent, #ack, total, time, MB/sec, usec/xfer, Mxfers/sec.
+        m = FPP_LINE.match(line) if fpp else None
+        if m:
+            out.append({"bench": "fi-pingpong-2guests", "size": int(m[1]),
+                        "usec_per_xfer": float(m[2])})
             continue
         m = NETPIPE_LINE.match(line)
         if m and cur is not None:
@@ -1085,6 +1094,9 @@ def mpi_section(w, runs, eng):
     st = {m: med([o["ms_per_iter"] for o in objs if o["bench"] == "mpi-stencil" and o["mode"] == m])
           for m in ("fresh", "reuse")}
     two = [o for o in objs if o["bench"] == "mpi-netpipe-2guests"]
+    fpp2 = med([o["usec_per_xfer"] for o in objs
+                if o["bench"] == "fi-pingpong-2guests" and o["size"] == 8])
+    np2 = med([o["engine_us"] for o in two if o["size"] == 8])
     st2 = {m: med([o["ms_per_iter"] for o in objs
                    if o["bench"] == "mpi-stencil-2guests" and o["mode"] == m])
            for m in ("fresh", "reused")}
@@ -1101,6 +1113,9 @@ def mpi_section(w, runs, eng):
          f(raw, 2), r(fpp8, raw), "at most 1.1"],
         ["NetPIPE (Open MPI) 8 B: time per transfer (us, best trial)", f(np8, 2),
          "fi_pingpong 8 B", f(fpp8, 2), r(np8, fpp8), "at most 1.25"],
+        ["NetPIPE 8 B, one rank on each of two guests (us, best trial)", f(np2, 2),
+         "fi_pingpong 8 B between the same two guests", f(fpp2, 2), r(np2, fpp2),
+         "at most 1.25"],
         [f"the provider's bandwidth, 1 MiB messages, {window} in flight (MB/s)", f(fbw, 0),
          "the link's payload rate (MB/s)", f(line, 0), r(fbw, line), "at least 0.9"],
         ["fi_pingpong 1 MiB, one message at a time (MB/s)", f(fppb, 0),
@@ -1138,7 +1153,8 @@ def mpi_section(w, runs, eng):
                   r(o["tcp_us"], o["engine_us"])] for o in two if o["size"] in shown]) + "\n")
         w("The fourth boot: ``make mpi``'s two guests on the evaluation kernel, two QEMU processes\n"
           "on the host's cores without ``-icount`` (each guest's clock follows the host's: wall\n"
-          "clock, not a measure of the engine), NetPIPE's time per transfer over the engine\n"
+          "clock, not a measure of the engine), fi_pingpong 8 B between them (the second row\n"
+          "of NetPIPE against it above), NetPIPE's time per transfer over the engine\n"
           "(``pml cm``, the provider) and, in the same boot, over TCP on the guests' second NIC\n"
           "(``pml ob1``, ``btl tcp``, virtio-net): the ratio is the figure, each side with the\n"
           f"same costs of emulation. mpi-stencil there: {f(st2['fresh'], 2)} ms an iteration\n"

@@ -8,6 +8,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 import report  # noqa: E402
 
 LOG = """\
+[n0] $ fi_pingpong -p exanest -e rdm -S 8 -I 2000 node1
+[n0] bytes   #sent   #ack     total       time     MB/sec    usec/xfer   Mxfers/sec
+[n0] 8       2k      =2k      31k         0.61s      0.05     151.40       0.01
 [n0] $ mpirun --mca plm_rsh_agent exanest-rsh --mca pml cm --mca mtl ofi -np 2 -H node0,node1 NPopenmpi -u 1048576 -n 20 -p 0
 [n0] Now starting the main loop
 [n0]   0:       1 bytes     20 times -->      0.04 Mbps in     181.73 usec
@@ -32,6 +35,8 @@ class MpiLog(unittest.TestCase):
         # Sizes measured both ways only; lines after another job's command are not NetPIPE's.
         self.assertEqual([(o["size"], o["engine_us"], o["tcp_us"]) for o in np],
                          [(1, 181.73, 896.67), (256, 728.6, 1147.13)])
+        fpp = [(o["size"], o["usec_per_xfer"]) for o in out if o["bench"] == "fi-pingpong-2guests"]
+        self.assertEqual(fpp, [(8, 151.4)])
         st = {o["mode"]: o["ms_per_iter"] for o in out if o["bench"] == "mpi-stencil-2guests"}
         self.assertEqual(st, {"fresh": 33.596, "reused": 16.522})
 
