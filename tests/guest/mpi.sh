@@ -118,10 +118,15 @@ if [ -x /usr/bin/mpirun ] && [ "$partner" -lt "${nodes:-2}" ]; then
 			t $? "node$node-mpi4py-np$np-${run#*:}" "mpi4py, $np ranks on ${run#*:} (exit $rc; engine placed $((b1 - b0)) bytes)"
 		done
 		if [ "${nodes:-2}" != 2 ]; then
-			# The application on every guest, through the switch.
+			# The application on every guest, through the switch; rank 0's halos came through
+			# this node's engine.
+			b0=$(placed)
 			mrun -np "${nodes}" -H "${h%,}" mpi-stencil
-			[ $rc = 0 ] && echo "$out" | grep -q "^mpi-stencil: ok ($nodes ranks.*fresh buffers"
-			t $? "node$node-mpi-stencil-np$nodes" "mpi-stencil, $nodes ranks on ${h%,} (exit $rc)"
+			b1=$(placed)
+			halos=$(echo "$out" | sed -n 's/.* \([0-9]*\) bytes of halos received by rank 0$/\1/p')
+			[ $rc = 0 ] && echo "$out" | grep -q "^mpi-stencil: ok ($nodes ranks.*fresh buffers" &&
+				[ "${halos:-0}" -gt 0 ] && [ $((b1 - b0)) -ge "$halos" ]
+			t $? "node$node-mpi-stencil-np$nodes" "mpi-stencil, $nodes ranks on ${h%,} (exit $rc; engine $((b1 - b0)) bytes, halos ${halos:-0})"
 		fi
 		echo "GUEST-TIME: mpi $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
 		# The other nodes go on to their own tests now (through the remote shell: a console
