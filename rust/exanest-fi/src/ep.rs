@@ -21,7 +21,7 @@ use crate::regcache::{Reg, RegCache, Rights};
 use crate::sys;
 use core::ffi::{c_int, c_void};
 use core::ptr;
-use exanest_dma::{Access, Device, Mode, Queue, QueueCompletion, Remote};
+use exanest_dma::{Access, Device, Message, Mode, Queue, QueueCompletion, Remote};
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
@@ -119,6 +119,9 @@ struct Hw {
     staging: Box<[u8]>,
     staging_handle: u32,
     free: Vec<usize>,
+    /// Progress's buffers (empty between calls).
+    msgs: Vec<Message>,
+    comps: Vec<QueueCompletion>,
 }
 
 /// An endpoint's state (one lock).
@@ -677,11 +680,12 @@ impl State {
     /// Collect the mailbox's messages and the queue's completions.
     fn progress(&mut self) {
         let Some(hw) = self.hw.as_mut() else { return };
-        let mut msgs = Vec::new();
+        // The endpoint's own buffers, kept between calls: collecting allocates nothing.
+        let mut msgs = core::mem::take(&mut hw.msgs);
+        let mut comps = core::mem::take(&mut hw.comps);
         while let Some(m) = hw.q.recv() {
             msgs.push(m);
         }
-        let mut comps = Vec::new();
         let mut c = [QueueCompletion::default(); 32];
         loop {
             let n = hw.q.poll(&mut c);
@@ -690,7 +694,18 @@ impl State {
                 break;
             }
         }
-        for m in msgs {
+        self.handle(&mut msgs, &mut comps);
+        if let Some(hw) = self.hw.as_mut() {
+            msgs.clear();
+            comps.clear();
+            hw.msgs = msgs;
+            hw.comps = comps;
+        }
+    }
+
+    /// What [`State::progress`] collected: messages first, then completions.
+    fn handle(&mut self, msgs: &mut Vec<Message>, comps: &mut Vec<QueueCompletion>) {
+        for m in msgs.drain(..) {
             if m.put().is_some() {
                 continue;
             }
@@ -734,7 +749,7 @@ impl State {
                 }
             }
         }
-        for c in comps {
+        for c in comps.drain(..) {
             let Some(p) = self.pending.remove(&c.wr_id) else {
                 continue;
             };
@@ -982,6 +997,8 @@ impl State {
             staging,
             staging_handle: handle,
             free: (0..SLOTS).rev().collect(),
+            msgs: Vec::new(),
+            comps: Vec::new(),
         });
         0
     }

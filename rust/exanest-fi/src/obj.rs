@@ -937,15 +937,30 @@ unsafe fn write_entry(format: u32, p: *mut u8, e: &Entry) {
 }
 
 /// Progress the endpoints that write `cq` (unlocked), then take up to `count` entries.
-fn cq_take(cq: &Cq, buf: *mut c_void, count: usize, src: *mut u64) -> isize {
-    let eps: Vec<_> = lock(&cq.inner)
+/// Progress the endpoints bound to `cq`, taken out of its lock first (an endpoint's lock comes
+/// before a CQ's): on the stack for the usual one or two, so a CQ read allocates nothing.
+fn progress_bound(cq: &Cq) {
+    const FEW: usize = 4;
+    let mut few: [Option<Arc<ep::Shared>>; FEW] = Default::default();
+    let mut more = Vec::new();
+    for (i, e) in lock(&cq.inner)
         .eps
         .iter()
         .filter_map(Weak::upgrade)
-        .collect();
-    for e in eps {
+        .enumerate()
+    {
+        match few.get_mut(i) {
+            Some(slot) => *slot = Some(e),
+            None => more.push(e),
+        }
+    }
+    for e in few.iter().flatten().chain(more.iter()) {
         e.progress();
     }
+}
+
+fn cq_take(cq: &Cq, buf: *mut c_void, count: usize, src: *mut u64) -> isize {
+    progress_bound(cq);
     let mut q = lock(&cq.inner);
     if !q.errors.is_empty() {
         return serr(sys::FI_EAVAIL);
