@@ -35,14 +35,26 @@ PRUNE="adduser debconf dpkg tar passwd libpam0g libpam-modules libpam-modules-bi
 # As if on arm64 alone; downloads as root into the cache (no _apt sandbox user to warn about).
 APT=(-o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o Debug::NoLocking=1
 	-o APT::Sandbox::User=root)
-empty=$(mktemp)
-trap 'rm -f "$empty"' EXIT
-# shellcheck disable=SC2086
-list=$(apt-get -s install --no-install-recommends "${APT[@]}" -o Dir::State::status="$empty" \
-	$GUEST_DEBS 2>&1) || { echo "$list" | tail -20 >&2; die "apt cannot resolve GUEST_DEBS for arm64 ($GUEST_DEBS); is the arm64 architecture enabled (scripts/setup-host.sh)?"; }
-# "Inst NAME (VERSION SUITE [ARCH])"
-closure=$(echo "$list" | sed -n 's/^Inst \([^ ]*\) (\([^ ]*\) .*\[\([a-z0-9]*\)\]).*$/\1 \2 \3/p' | LC_ALL=C sort)
-[ -n "$closure" ] || die "apt resolved no packages for $GUEST_DEBS"
+# apt's resolution, kept while the package lists and the request are the same (every initramfs
+# build asks: twice per make check).
+lists=$(printf '%s\n' "$GUEST_DEBS" "$(dpkg --print-foreign-architectures)" \
+	"$(stat -c '%n %s %Y' /var/lib/apt/lists/*Packages* /etc/apt/sources.list \
+		/etc/apt/sources.list.d/* 2>/dev/null)" | sha256sum | cut -c1-16)
+resolved="$CACHE/guest-debian-resolved-$lists"
+if [ -s "$resolved" ]; then
+	closure=$(cat "$resolved")
+else
+	empty=$(mktemp)
+	trap 'rm -f "$empty"' EXIT
+	# shellcheck disable=SC2086
+	list=$(apt-get -s install --no-install-recommends "${APT[@]}" -o Dir::State::status="$empty" \
+		$GUEST_DEBS 2>&1) || { echo "$list" | tail -20 >&2; die "apt cannot resolve GUEST_DEBS for arm64 ($GUEST_DEBS); is the arm64 architecture enabled (scripts/setup-host.sh)?"; }
+	# "Inst NAME (VERSION SUITE [ARCH])"
+	closure=$(echo "$list" | sed -n 's/^Inst \([^ ]*\) (\([^ ]*\) .*\[\([a-z0-9]*\)\]).*$/\1 \2 \3/p' | LC_ALL=C sort)
+	[ -n "$closure" ] || die "apt resolved no packages for $GUEST_DEBS"
+	mkdir -p "$CACHE"
+	echo "$closure" >"$resolved.tmp" && mv "$resolved.tmp" "$resolved"
+fi
 KEY=$(printf '%s\n' "$RECIPE" "$closure" "$PRUNE" "$SDK_DEBS" | sha256sum | cut -c1-16)
 OUT="$CACHE/guest-debian-$KEY"
 IMG="$OUT/debian.ext4"
