@@ -25,103 +25,24 @@
 #include <time.h>
 
 #include "kselftest_harness.h"
-
-#define STASH 64
-
-struct side {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *dom;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	fi_addr_t peer;
-	uint32_t node;
-	/* Completions read while waiting for the other side's. */
-	struct fi_cq_tagged_entry stash[STASH];
-	int n;
-};
+#include "fabric-pair.h"
 
 FIXTURE(fab) {
 	struct side s[2];
 };
 
-/* Open side @i on the domain of @info. */
-static int open_side(struct side *s, struct fi_info *info)
-{
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE };
-	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
-
-	s->info = fi_dupinfo(info);
-	memcpy(&s->node, info->src_addr, 4);
-	if (fi_fabric(info->fabric_attr, &s->fabric, NULL) ||
-	    fi_domain(s->fabric, info, &s->dom, NULL) ||
-	    fi_cq_open(s->dom, &cq_attr, &s->cq, NULL) ||
-	    fi_av_open(s->dom, &av_attr, &s->av, NULL) ||
-	    fi_endpoint(s->dom, info, &s->ep, NULL) ||
-	    fi_ep_bind(s->ep, &s->av->fid, 0) ||
-	    fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV) ||
-	    fi_enable(s->ep))
-		return -1;
-	return 0;
-}
-
 FIXTURE_SETUP(fab)
 {
-	struct fi_info *hints = fi_allocinfo(), *list, *i, *pick[2] = { NULL, NULL };
-	char name[2][16];
-	size_t len;
-	int k;
+	const char *why = open_pair(self->s, FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_RMA,
+				    FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
 
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_RMA;
-	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("exanest");
-	ASSERT_EQ(0, fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &list));
-	/* Two domains on different nodes: the guest's two engines. */
-	for (i = list; i; i = i->next) {
-		uint32_t node;
-
-		memcpy(&node, i->src_addr, 4);
-		if (!pick[0])
-			pick[0] = i;
-		else if (!pick[1] && memcmp(i->src_addr, pick[0]->src_addr, 4))
-			pick[1] = i;
-	}
-	ASSERT_NE(NULL, pick[1]) TH_LOG("fi_getinfo found no second node's domain");
-	for (k = 0; k < 2; k++)
-		ASSERT_EQ(0, open_side(&self->s[k], pick[k]));
-	for (k = 0; k < 2; k++) {
-		len = sizeof(name[k]);
-		ASSERT_EQ(0, fi_getname(&self->s[k].ep->fid, name[k], &len));
-		ASSERT_EQ(8, len);
-	}
-	for (k = 0; k < 2; k++)
-		ASSERT_EQ(1, fi_av_insert(self->s[k].av, name[!k], 1, &self->s[k].peer, 0, NULL));
-	fi_freeinfo(list);
-	hints->fabric_attr->prov_name = NULL;
-	fi_freeinfo(hints);
+	ASSERT_EQ(NULL, why) TH_LOG("%s", why);
 }
 
 FIXTURE_TEARDOWN(fab)
 {
-	int k;
-
-	for (k = 0; k < 2; k++) {
-		struct side *s = &self->s[k];
-
-		if (s->ep)
-			fi_close(&s->ep->fid);
-		if (s->av)
-			fi_close(&s->av->fid);
-		if (s->cq)
-			fi_close(&s->cq->fid);
-		if (s->dom)
-			fi_close(&s->dom->fid);
-		if (s->fabric)
-			fi_close(&s->fabric->fid);
-		fi_freeinfo(s->info);
-	}
+	for (int k = 0; k < 2; k++)
+		close_side(&self->s[k]);
 }
 
 /* Read side @k's CQ once into its stash; returns -FI_EAVAIL with @err filled for an error. */
@@ -462,14 +383,8 @@ TEST_F(fab, two_endpoints_on_one_node)
 			free(dst);
 		}
 	}
-	for (int k = 0; k < 2; k++) {
-		fi_close(&t[k].ep->fid);
-		fi_close(&t[k].av->fid);
-		fi_close(&t[k].cq->fid);
-		fi_close(&t[k].dom->fid);
-		fi_close(&t[k].fabric->fid);
-		fi_freeinfo(t[k].info);
-	}
+	for (int k = 0; k < 2; k++)
+		close_side(&t[k]);
 }
 
 /*

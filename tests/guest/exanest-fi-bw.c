@@ -23,16 +23,9 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_WINDOW 64
+#include "fabric-pair.h"
 
-struct side {
-	struct fid_fabric *fabric;
-	struct fid_domain *dom;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	fi_addr_t peer;
-};
+#define MAX_WINDOW 64
 
 static int fail(const char *what, long ret)
 {
@@ -46,20 +39,6 @@ static double now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static int open_side(struct side *s, struct fi_info *info)
-{
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE };
-	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
-
-	return fi_fabric(info->fabric_attr, &s->fabric, NULL) ||
-	       fi_domain(s->fabric, info, &s->dom, NULL) ||
-	       fi_cq_open(s->dom, &cq_attr, &s->cq, NULL) ||
-	       fi_av_open(s->dom, &av_attr, &s->av, NULL) ||
-	       fi_endpoint(s->dom, info, &s->ep, NULL) ||
-	       fi_ep_bind(s->ep, &s->av->fid, 0) ||
-	       fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV) || fi_enable(s->ep);
 }
 
 /* Send @n messages of @size, @window in flight; 0, or the failing call's negative result. */
@@ -112,41 +91,17 @@ int main(int argc, char **argv)
 {
 	size_t size = argc > 1 ? strtoul(argv[1], NULL, 0) : 1 << 20;
 	int window = argc > 2 ? atoi(argv[2]) : 16, n = argc > 3 ? atoi(argv[3]) : 64;
-	struct fi_info *hints = fi_allocinfo(), *list, *i, *pick[2] = { NULL, NULL };
 	unsigned char *src, *dst[MAX_WINDOW];
 	struct side s[2];
-	char name[2][16];
+	const char *why;
 	double t0, t1;
-	size_t len;
 	long r;
 
 	if (!size || window < 1 || window > MAX_WINDOW || n < 1)
 		return fail("usage: exanest-fi-bw [SIZE [WINDOW<=64 [MESSAGES]]]", 0);
-	memset(s, 0, sizeof(s));
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_TAGGED;
-	hints->fabric_attr->prov_name = strdup("exanest");
-	r = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &list);
-	if (r)
-		return fail("fi_getinfo", r);
-	for (i = list; i; i = i->next) {
-		if (!pick[0])
-			pick[0] = i;
-		else if (!pick[1] && memcmp(i->src_addr, pick[0]->src_addr, 4))
-			pick[1] = i;
-	}
-	if (!pick[1])
-		return fail("no second engine", 0);
-	for (int k = 0; k < 2; k++) {
-		if (open_side(&s[k], pick[k]))
-			return fail("opening an endpoint", k);
-		len = sizeof(name[k]);
-		if (fi_getname(&s[k].ep->fid, name[k], &len))
-			return fail("fi_getname", k);
-	}
-	for (int k = 0; k < 2; k++)
-		if (fi_av_insert(s[k].av, name[!k], 1, &s[k].peer, 0, NULL) != 1)
-			return fail("fi_av_insert", k);
+	why = open_pair(s, FI_MSG | FI_TAGGED, 0);
+	if (why)
+		return fail(why, 0);
 	src = malloc(size);
 	for (int k = 0; k < window; k++)
 		dst[k] = malloc(size);
@@ -167,13 +122,7 @@ int main(int argc, char **argv)
 			return fail("the bytes differ in receive buffer", k);
 	printf("{\"bench\": \"fi-bw\", \"size\": %zu, \"window\": %d, \"messages\": %d, \"mb_per_s\": %.1f}\n",
 	       size, window, n, (double)size * n / (t1 - t0));
-	for (int k = 1; k >= 0; k--) {
-		fi_close(&s[k].ep->fid);
-		fi_close(&s[k].av->fid);
-		fi_close(&s[k].cq->fid);
-		fi_close(&s[k].dom->fid);
-		fi_close(&s[k].fabric->fid);
-	}
-	fi_freeinfo(list);
+	for (int k = 0; k < 2; k++)
+		close_side(&s[k]);
 	return 0;
 }
