@@ -10,12 +10,14 @@ exec 3>&1 1>&2
 
 # Bump RECIPE when this script changes how QEMU is built (the key covers the inputs, the core's
 # protocol code that the model links among them).
-RECIPE=4
+RECIPE=5
 KEY=$(echo "$RECIPE $(rustc --version) $(hash_of "$TOP/scripts/versions.env" \
 	"$TOP/tests/qemu-model/exanest_pldma.c" "$TOP/tests/qemu-model/exanest_pldma.h" \
 	"$TOP/tests/qemu-model/exanest_net.c" "$TOP/tests/qemu-model/exanest_core.h" \
 	"$TOP/tests/qemu-model/trace-events" "$TOP/tests/qemu-model/exanest.mak" "$TOP/include/hw" \
-	"$TOP/tests/qemu-model/insprof.c" \
+	"$TOP/tests/qemu-model/insprof.c" "$TOP/tests/qemu-model/exanest_pldma_fdt.h" \
+	"$TOP/tests/qemu-model/arm_mmu500.c" "$TOP/tests/qemu-model/arm_mmu500.h" \
+	"$TOP/tests/qemu-model/trace-events-mmu500" "$TOP/tests/qemu-model/patches" \
 	"$TOP/rust/Cargo.toml" "$TOP/rust/Cargo.lock" "$TOP/rust/exanest-core/Cargo.toml" \
 	"$TOP/rust/exanest-core/src" "$TOP/rust/exanest-model/Cargo.toml" \
 	"$TOP/rust/exanest-model/src")" | sha256sum | cut -c1-16)
@@ -56,6 +58,25 @@ system_ss.add(when: 'CONFIG_EXANEST_PLDMA',
               if_true: [files('exanest_pldma.c', 'exanest_net.c'), exanest_core])
 MB
 cp "$TOP/tests/qemu-model/exanest.mak" configs/devices/aarch64-softmmu/exanest.mak
+cp "$TOP/tests/qemu-model/exanest_pldma_fdt.h" include/hw/misc/
+
+# The MMU-500 (SMMUv2) model, beside QEMU's SMMUv3 (it uses smmu-common.c's page table walker).
+cp "$TOP/tests/qemu-model/arm_mmu500.c" hw/arm/
+cp "$TOP/tests/qemu-model/arm_mmu500.h" include/hw/arm/
+cat "$TOP/tests/qemu-model/trace-events-mmu500" >>hw/arm/trace-events
+cat >>hw/arm/Kconfig <<'KC'
+
+config ARM_MMU500
+    bool
+    default y if ARM_VIRT
+    select ARM_SMMUV3
+KC
+echo "arm_ss.add(when: 'CONFIG_ARM_MMU500', if_true: files('arm_mmu500.c'))" >>hw/arm/meson.build
+
+# The virt board takes both as dynamic sysbus devices with their devicetree nodes.
+for p in "$TOP"/tests/qemu-model/patches/*.patch; do
+	patch -p1 -s --no-backup-if-mismatch <"$p" || die "QEMU patch $(basename "$p") does not apply"
+done
 
 # The +ds tarball strips the edk2 firmware blobs that pc-bios/meson.build lists: empty stand-ins.
 for f in $(sed -n "s/^ *'\(edk2-[a-z0-9_-]*\.fd\)',$/\1/p" pc-bios/meson.build); do
@@ -72,7 +93,9 @@ mkdir -p "$OUT/build"; cd "$OUT/build"
 log "qemu $KEY: building (about 3 minutes at -j2)"
 ninja -j"$(nproc)" qemu-system-aarch64 >ninja.log 2>&1 ||
 	{ grep -B2 -A8 'error' ninja.log | head -60 >&2; die "QEMU build failed (log: $OUT/build/ninja.log)"; }
-"$BIN" -device help 2>/dev/null | grep -q '"exanest-pldma"' || die "built QEMU lacks the exanest-pldma device"
+for d in exanest-pldma exanest-pldma-platform arm-mmu500; do
+	"$BIN" -device help 2>/dev/null | grep -q "\"$d\"" || die "built QEMU lacks the $d device"
+done
 for d in virtio-net-pci virtio-blk-pci; do
 	"$BIN" -device help 2>/dev/null | grep -q "\"$d\"" || die "built QEMU lacks the $d device"
 done

@@ -68,7 +68,8 @@ lint_model() {
 	local f
 	for f in tests/qemu-model/exanest_pldma.c tests/qemu-model/exanest_pldma.h \
 		tests/qemu-model/exanest_net.c tests/qemu-model/exanest_core.h \
-		tests/qemu-model/insprof.c; do
+		tests/qemu-model/insprof.c tests/qemu-model/arm_mmu500.c tests/qemu-model/arm_mmu500.h \
+		tests/qemu-model/exanest_pldma_fdt.h; do
 		if perl "$dir/scripts/checkpatch.pl" --strict --no-tree -f "$f" >"$log" 2>&1; then pass; else
 			fail "QEMU checkpatch ($f)"; show_log "$log" 30; fi
 	done
@@ -181,14 +182,15 @@ p_guest_rust() {
 p_model() {
 	[ -x "${QEMU:-}" ] || { fail "model tests: no QEMU"; return; }
 	local t log ran bad pids=()
-	# The engine (test_model.py) and its network port, two engines on a hub (test_net.py), at
-	# once: each test starts its own QEMU processes (qtest, no vCPU), so they share nothing.
-	for t in test_model test_net; do
+	# The engine (test_model.py), its network port, two engines on a hub (test_net.py), and the
+	# MMU-500 with the engine's platform front-end behind it (test_mmu500.py), at once: each
+	# test starts its own QEMU processes (qtest, no vCPU), so they share nothing.
+	for t in test_model test_net test_mmu500; do
 		QEMU="$QEMU" timeout 900 python3 "tests/qemu-model/$t.py" -v >"$LOGS/model-$t.log" 2>&1 &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
-	for t in test_model test_net; do
+	for t in test_model test_net test_mmu500; do
 		log="$LOGS/model-$t.log"
 		ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$log")
 		# One line per failed test or subtest: the count of passes stops at 0.

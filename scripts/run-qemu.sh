@@ -15,6 +15,10 @@
 # The libfabric and MPI runs (Documentation/libfabric.rst): GUEST_DISK, the Debian image of
 # scripts/build-guest-debian.sh, attached read-only as a virtio disk; ETHDEV, the -netdev option
 # of a second NIC (virtio-net) that the guest of node NODE configures as 169.254.0.(NODE+1).
+# The QFDB under emulation (Documentation/qfdb.rst): PLATFORM=mmu500 puts the engines on the
+# board's platform bus behind an Arm MMU-500 (SMMUv2, Linux's arm-smmu.c) instead of PCIe behind
+# the SMMUv3: engine i's own StreamID is 0x200 + 64 i, its context n's 0x200 + 64 i + 1 + n (an
+# HP port's AXI ID scheme); MMU500_OPTS are the MMU-500's properties (e.g. num-cb=8).
 . "$(dirname "$0")/common.sh"
 RUN=${1:?demo, check or shell}; shift
 : "${QEMU:?}" "${KERNEL:?}" "${INITRD:?}"
@@ -24,10 +28,22 @@ opts=${PLDMA_OPTS:+,$PLDMA_OPTS}
 ip=
 [ -z "${ETHDEV:-}" ] || ip="exanest.ip=169.254.0.$((${NODE:-0} + 1)) "
 
-cmd=("$QEMU" -machine virt,iommu=smmuv3,gic-version=3 -cpu max -smp "${QEMU_SMP:-2}"
+iommu=iommu=smmuv3,
+[ "${PLATFORM:-}" != mmu500 ] || iommu=
+cmd=("$QEMU" -machine "virt,${iommu}gic-version=3" -cpu max -smp "${QEMU_SMP:-2}"
 	-m "${QEMU_MEM:-2G}" -nographic -nic none -no-reboot
 	-kernel "$KERNEL" -initrd "$INITRD"
 	-append "console=ttyAMA0 log_buf_len=1M panic=-1 oops=panic exanest.run=$RUN $ip${QEMU_APPEND:-}")
+# An engine: engine_dev INDEX NETDEV-ID NODE-ID
+engine_dev() {
+	if [ "${PLATFORM:-}" = mmu500 ]; then
+		cmd+=(-device "exanest-pldma-platform,iommu=smmu0,stream-id=$((0x200 + 64 * $1)),netdev=$2,node-id=$3$opts")
+	else
+		cmd+=(-device "pcie-root-port,id=rp$1,chassis=$(($1 + 1)),slot=$1,addr=$(printf 0x%x $(($1 + 4)))"
+			-device "exanest-pldma,bus=rp$1,netdev=$2,node-id=$3$opts")
+	fi
+}
+[ "${PLATFORM:-}" != mmu500 ] || cmd+=(-device "arm-mmu500,id=smmu0${MMU500_OPTS:+,$MMU500_OPTS}")
 if [ -n "${NODE:-}" ]; then
 	# Another QEMU, behind a socket (and the switch): the round trip is the host's, hundreds of
 	# microseconds, not the modelled link's; the peer window's cap follows it
@@ -36,17 +52,15 @@ if [ -n "${NODE:-}" ]; then
 	*net-rtt-ns=*) ;;
 	*) opts="$opts,net-rtt-ns=500000" ;;
 	esac
-	cmd+=(-netdev "${NETDEV:?NETDEV for node $NODE},id=link"
-		-device pcie-root-port,id=rp0,chassis=1,slot=0,addr=0x4
-		-device "exanest-pldma,bus=rp0,netdev=link,node-id=$NODE$opts")
+	cmd+=(-netdev "${NETDEV:?NETDEV for node $NODE},id=link")
+	engine_dev 0 link "$NODE"
 	[ -z "${PCAP:-}" ] || cmd+=(-object "filter-dump,id=dump,netdev=link,file=$PCAP")
 else
 	# ENGINES (default 2) engines on one hub, node i behind root port i (make evaluate's
 	# incast has nine).
 	for ((i = 0; i < ${ENGINES:-2}; i++)); do
-		cmd+=(-netdev "hubport,id=link$i,hubid=0"
-			-device "pcie-root-port,id=rp$i,chassis=$((i + 1)),slot=$i,addr=$(printf 0x%x $((i + 4)))"
-			-device "exanest-pldma,bus=rp$i,netdev=link$i,node-id=$i$opts")
+		cmd+=(-netdev "hubport,id=link$i,hubid=0")
+		engine_dev "$i" "link$i" "$i"
 	done
 fi
 if [ -n "${GUEST_DISK:-}" ]; then

@@ -54,7 +54,7 @@ fi
 PKGS="clang-$LLVM_VERSION lld-$LLVM_VERSION llvm-$LLVM_VERSION libclang-$LLVM_VERSION-dev
  gcc-aarch64-linux-gnu libc6-dev-arm64-cross flex bison bc libelf-dev libssl-dev cpio xz-utils
  ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev pkg-config python3-venv zstd rsync
- make perl kmod dpkg-dev e2fsprogs libfabric-dev libfabric-bin"
+ make perl kmod dpkg-dev e2fsprogs libfabric-dev libfabric-bin patch"
 missing=$(for p in $PKGS; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"; done)
 if [ -n "$missing" ]; then
 	log "installing: $(echo $missing)"

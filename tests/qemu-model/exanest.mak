@@ -2,6 +2,8 @@
 CONFIG_ARM_VIRT=y
 CONFIG_PCIE_PORT=y
 CONFIG_EXANEST_PLDMA=y
+# The QFDB under emulation: the MMU-500 (SMMUv2) and the engine on the platform bus.
+CONFIG_ARM_MMU500=y
 # The second NIC of multi-node runs (Open MPI's launcher, the TCP baseline) and the disk with the
 # guests' Debian user space (libfabric, Open MPI): Documentation/libfabric.rst.
 CONFIG_VIRTIO_PCI=y

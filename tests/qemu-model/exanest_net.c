@@ -776,10 +776,10 @@ static void net_get_turn(PldmaState *s, PldmaChannel *c, AddressSpace *as,
  * does not translate ends the turn there, in FAULT once the data path is
  * through.
  */
-void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
+void pldma_net_turn(PldmaState *s, PldmaChannel *c, AddressSpace *fn,
                     int64_t now)
 {
-    AddressSpace *as = pci_get_address_space(fn);
+    AddressSpace *as = fn;
     uint64_t moved = 0;
 
     if (c->a_op == PLDMA_OP_GET) {
@@ -795,7 +795,7 @@ void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
         uint64_t good = net_valid_prefix(as, src, n, DMA_DIRECTION_TO_DEVICE);
         ExanestPkt k;
 
-        if (good && pci_dma_read(fn, src, s->bounce, good) != MEMTX_OK) {
+        if (good && pldma_dma_read(fn, src, s->bounce, good) != MEMTX_OK) {
             good = 0;
         }
         if (good) {
@@ -1319,13 +1319,14 @@ void pldma_net_rx_nack(PldmaChannel *c)
  * Place WRITE @k as context x's VF @fn. Returns the bytes placed; fewer than
  * k->plen when a destination page does not translate (*fault: the first).
  */
-static uint64_t net_place(PCIDevice *fn, const ExanestPkt *k, uint64_t *fault)
+static uint64_t net_place(AddressSpace *fn, const ExanestPkt *k,
+                          uint64_t *fault)
 {
     uint64_t dst = k->addr + k->offset;
-    uint64_t good = net_valid_prefix(pci_get_address_space(fn), dst, k->plen,
+    uint64_t good = net_valid_prefix(fn, dst, k->plen,
                                      DMA_DIRECTION_FROM_DEVICE);
 
-    if (good && pci_dma_write(fn, dst, k->payload, good) != MEMTX_OK) {
+    if (good && pldma_dma_write(fn, dst, k->payload, good) != MEMTX_OK) {
         good = 0;
     }
     *fault = dst + good;
@@ -1333,10 +1334,10 @@ static uint64_t net_place(PCIDevice *fn, const ExanestPkt *k, uint64_t *fault)
 }
 
 static uint64_t net_mbox_slot(PldmaContext *x);
-static bool net_mbox_commit(PCIDevice *fn, PldmaContext *x, uint64_t slot,
+static bool net_mbox_commit(AddressSpace *fn, PldmaContext *x, uint64_t slot,
                             uint8_t *hdr);
-static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
-                          uint64_t *fault);
+static bool net_imm_place(AddressSpace *fn, PldmaContext *x,
+                          const ExanestPkt *k, uint64_t *fault);
 
 /*
  * Slot @i of @x, a WRITE placed in order up to @end: look up to a distance
@@ -1356,7 +1357,7 @@ static void net_rx_look_ahead(PldmaContext *x, uint32_t i, uint64_t end,
 {
     PldmaState *s = x->dev;
     PldmaNet *n = &s->net;
-    AddressSpace *as = pci_get_address_space(pldma_ctx_master(x));
+    AddressSpace *as = pldma_ctx_master(x);
     ExanestRxSlot r;
     PldmaChannel *c;
     ExanestRxStep e;
@@ -1413,13 +1414,13 @@ static void net_rx_write(PldmaState *s, const ExanestPkt *k, uint32_t i,
                          bool ahead)
 {
     PldmaContext *x = net_ep_ctx(s, k->ep);
-    PCIDevice *fn = pldma_ctx_master(x);
+    AddressSpace *fn = pldma_ctx_master(x);
     uint64_t fault = k->addr + k->offset, got = 0;
     ExanestRxStep e;
 
     /* A block past a gap: all of it, or none (its fault is met in order). */
     if (!ahead ||
-        net_valid_prefix(pci_get_address_space(fn), fault, k->plen,
+        net_valid_prefix(fn, fault, k->plen,
                          DMA_DIRECTION_FROM_DEVICE) == k->plen) {
         got = net_place(fn, k, &fault);
     }
@@ -1457,15 +1458,15 @@ static uint64_t net_mbox_slot(PldmaContext *x)
  * then STAMP. False with *fault the slot's address when it does not
  * translate.
  */
-static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
-                          uint64_t *fault)
+static bool net_imm_place(AddressSpace *fn, PldmaContext *x,
+                          const ExanestPkt *k, uint64_t *fault)
 {
     uint64_t slot = net_mbox_slot(x);
     uint8_t hdr[PLDMA_MBOX_DATA_OFF] = { 0 };
 
     *fault = slot;
     if (!x->mbox_n || x->mbox_tail - x->mbox_head >= x->mbox_n ||
-        net_valid_prefix(pci_get_address_space(fn), slot, PLDMA_MBOX_DATA_OFF,
+        net_valid_prefix(fn, slot, PLDMA_MBOX_DATA_OFF,
                          DMA_DIRECTION_FROM_DEVICE) < PLDMA_MBOX_DATA_OFF) {
         return false;
     }
@@ -1489,17 +1490,17 @@ static bool net_imm_place(PCIDevice *fn, PldmaContext *x, const ExanestPkt *k,
  * by, then TAIL; a message or a put's completion counts as placed, and the
  * armed mailbox event may fire. False when a write fails.
  */
-static bool net_mbox_commit(PCIDevice *fn, PldmaContext *x, uint64_t slot,
+static bool net_mbox_commit(AddressSpace *fn, PldmaContext *x, uint64_t slot,
                             uint8_t *hdr)
 {
-    if (pci_dma_write(fn, slot, hdr, PLDMA_MBOX_STAMP_OFF)) {
+    if (pldma_dma_write(fn, slot, hdr, PLDMA_MBOX_STAMP_OFF)) {
         return false;
     }
     /* STAMP last: the reader takes the slot once it reads tail + 1. */
     smp_wmb();
     stl_le_p(hdr + PLDMA_MBOX_STAMP_OFF, x->mbox_tail + 1);
-    if (pci_dma_write(fn, slot + PLDMA_MBOX_STAMP_OFF,
-                      hdr + PLDMA_MBOX_STAMP_OFF, 4)) {
+    if (pldma_dma_write(fn, slot + PLDMA_MBOX_STAMP_OFF,
+                        hdr + PLDMA_MBOX_STAMP_OFF, 4)) {
         return false;
     }
     x->mbox_tail++;
@@ -1513,12 +1514,12 @@ static bool net_mbox_commit(PCIDevice *fn, PldmaContext *x, uint64_t slot,
  * header, then STAMP. Returns the bytes of the slot that translate: all of
  * them (PLDMA_MBOX_DATA_OFF + len) once placed.
  */
-static uint64_t net_mbox_place(PCIDevice *fn, PldmaContext *x,
+static uint64_t net_mbox_place(AddressSpace *fn, PldmaContext *x,
                                const ExanestPkt *k)
 {
     uint64_t slot = net_mbox_slot(x);
     uint64_t want = PLDMA_MBOX_DATA_OFF + k->len;
-    uint64_t good = net_valid_prefix(pci_get_address_space(fn), slot, want,
+    uint64_t good = net_valid_prefix(fn, slot, want,
                                      DMA_DIRECTION_FROM_DEVICE);
     uint8_t hdr[PLDMA_MBOX_DATA_OFF] = { 0 };
 
@@ -1529,7 +1530,7 @@ static uint64_t net_mbox_place(PCIDevice *fn, PldmaContext *x,
     stl_le_p(hdr + PLDMA_MBOX_SRC_EP_OFF, (uint32_t)k->rkey);
     stl_le_p(hdr + PLDMA_MBOX_LEN_OFF, k->len);
     stl_le_p(hdr + PLDMA_MBOX_OPID_OFF, k->op_id);
-    if (pci_dma_write(fn, slot + PLDMA_MBOX_DATA_OFF, k->payload, k->len) ||
+    if (pldma_dma_write(fn, slot + PLDMA_MBOX_DATA_OFF, k->payload, k->len) ||
         !net_mbox_commit(fn, x, slot, hdr)) {
         return 0;
     }
@@ -1584,8 +1585,8 @@ static void net_rx_serve(PldmaState *s, const ExanestPkt *k,
                          const ExanestRxStep *step)
 {
     PldmaContext *x = net_ep_ctx(s, k->ep);
-    PCIDevice *fn = pldma_ctx_master(x);
-    AddressSpace *as = pci_get_address_space(fn);
+    AddressSpace *fn = pldma_ctx_master(x);
+    AddressSpace *as = fn;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     uint64_t off = step->from, sent = 0;
     uint8_t buf[EXANEST_PKT_MTU];
@@ -1596,7 +1597,7 @@ static void net_rx_serve(PldmaState *s, const ExanestPkt *k,
         uint64_t src = k->addr + off;
         uint64_t good = net_valid_prefix(as, src, len, DMA_DIRECTION_TO_DEVICE);
 
-        if (good && pci_dma_read(fn, src, buf, good) != MEMTX_OK) {
+        if (good && pldma_dma_read(fn, src, buf, good) != MEMTX_OK) {
             good = 0;
         }
         if (good) {
@@ -1652,7 +1653,7 @@ static void net_rx(PldmaState *s, const ExanestPkt *k)
 static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
 {
     PldmaState *s = c->ctx->dev;
-    PCIDevice *fn = pldma_ctx_master(c->ctx);
+    AddressSpace *fn = pldma_ctx_master(c->ctx);
     ExanestPkt d = {
         .addr = c->a_dst, .offset = k->offset, .plen = k->plen,
         .payload = k->payload,
@@ -1678,7 +1679,7 @@ static void net_get_data(PldmaChannel *c, const ExanestPkt *k)
         return;
     }
     if (act == EXANEST_DATA_PLACE ||
-        net_valid_prefix(pci_get_address_space(fn), c->a_dst + k->offset,
+        net_valid_prefix(fn, c->a_dst + k->offset,
                          k->plen, DMA_DIRECTION_FROM_DEVICE) == k->plen) {
         got = net_place(fn, &d, &fault);
     }
@@ -2223,7 +2224,7 @@ void pldma_net_channel_exit(PldmaChannel *c)
 void pldma_net_realize(PldmaState *s)
 {
     PldmaNet *n = &s->net;
-    DeviceState *d = DEVICE(s);
+    DeviceState *d = s->dev;
 
     QSIMPLEQ_INIT(&n->txq);
     n->rxt = exanest_rx_new(n->node);
@@ -2263,7 +2264,7 @@ void pldma_net_realize(PldmaState *s)
     n->cc_bh = qemu_bh_new_guarded(net_cc_bh, s, &d->mem_reentrancy_guard);
     qemu_macaddr_default_if_unset(&n->conf.macaddr);
     n->nic = qemu_new_nic(&pldma_net_info, &n->conf,
-                          object_get_typename(OBJECT(s)), d->id,
+                          object_get_typename(OBJECT(d)), d->id,
                           &d->mem_reentrancy_guard, s);
 }
 

@@ -62,6 +62,9 @@
 #include "qemu/timer.h"
 #include "qemu/module.h"
 #include "qapi/error.h"
+#include "hw/irq.h"
+#include "system/device_tree.h"
+#include "hw/misc/exanest_pldma_fdt.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/pcie_sriov.h"
@@ -341,21 +344,12 @@ QEMU_BUILD_BUG_ON(PLDMA_MAX_CHANNELS > 32);
 /* What the end of a channel's data path turn does. */
 
 /*
- * The function that issues context x's DMA, if it may: VF x, enabled (so
- * NumVFs > x and VF Enable is set in the PF's SR-IOV capability) and with
- * bus mastering on in its own command register. NULL otherwise.
+ * The address space of context x's DMA, if it may issue any (the front-end
+ * says: on PCIe VF x, enabled and a bus master), else NULL.
  */
-PCIDevice *pldma_ctx_master(PldmaContext *x)
+AddressSpace *pldma_ctx_master(PldmaContext *x)
 {
-    PCIDevice *vf = pcie_sriov_get_vf_at_index(PCI_DEVICE(x->dev), x->index);
-
-    if (!vf) {
-        return NULL;
-    }
-    if (!(pci_get_word(vf->config + PCI_COMMAND) & PCI_COMMAND_MASTER)) {
-        return NULL;
-    }
-    return vf;
+    return x->dev->bus->ctx_as(x->dev, x->index);
 }
 
 void pldma_update_irq(PldmaState *s)
@@ -366,7 +360,7 @@ void pldma_update_irq(PldmaState *s)
         level |= s->ctx[i].irq_status != 0;
     }
     level |= s->net.irq != 0;
-    pci_set_irq(PCI_DEVICE(s), level);
+    s->bus->set_irq(s, level);
 }
 
 static void pldma_q_complete(PldmaChannel *c);
@@ -401,7 +395,7 @@ static bool pldma_ch_free(PldmaChannel *c)
 void pldma_frec_fault(PldmaChannel *c)
 {
     PldmaContext *x = c->ctx;
-    PCIDevice *pf = PCI_DEVICE(x->dev);
+    AddressSpace *own = x->dev->bus->own_as(x->dev);
     uint8_t rec[PLDMA_FREC_SIZE] = { 0 };
     bool write = FIELD_EX32(c->fault_info, CH_FAULT_INFO, WRITE);
     uint64_t base = write ? c->a_dst : c->a_src;
@@ -425,10 +419,10 @@ void pldma_frec_fault(PldmaChannel *c)
     stl_le_p(rec + PLDMA_FREC_DONE_OFF, c->done);
     stl_le_p(rec + PLDMA_FREC_STAMP_OFF, idx + 1);
     if (x->frec_tail - x->frec_head >= x->frec_n ||
-        !(pci_get_word(pf->config + PCI_COMMAND) & PCI_COMMAND_MASTER) ||
-        pci_dma_write(pf, at, rec, PLDMA_FREC_STAMP_OFF) != MEMTX_OK ||
-        pci_dma_write(pf, at + PLDMA_FREC_STAMP_OFF,
-                      rec + PLDMA_FREC_STAMP_OFF, 4) != MEMTX_OK) {
+        !own ||
+        pldma_dma_write(own, at, rec, PLDMA_FREC_STAMP_OFF) != MEMTX_OK ||
+        pldma_dma_write(own, at + PLDMA_FREC_STAMP_OFF,
+                        rec + PLDMA_FREC_STAMP_OFF, 4) != MEMTX_OK) {
         trace_exanest_pldma_frec_lost(x->index, c->index, idx,
                                       x->frec_head);
         x->irq_status |= R_CTX_IRQ_STATUS_FREC_LOST_MASK;
@@ -544,10 +538,10 @@ int64_t pldma_xfer_ns(PldmaState *s, uint64_t bytes)
  * that does not translate, and stays -1 when everything does. That check
  * cost exactly one IOMMU event, and it is the fault.
  */
-static uint64_t pldma_translated(PCIDevice *fn, uint64_t src, uint64_t dst,
+static uint64_t pldma_translated(AddressSpace *fn, uint64_t src, uint64_t dst,
                                  uint64_t n, int *fault)
 {
-    AddressSpace *as = pci_get_address_space(fn);
+    AddressSpace *as = fn;
     uint64_t off = 0;
 
     *fault = -1;
@@ -580,7 +574,7 @@ static uint64_t pldma_translated(PCIDevice *fn, uint64_t src, uint64_t dst,
 static void pldma_turn(PldmaState *s, PldmaChannel *c, int64_t now)
 {
     PldmaContext *x = c->ctx;
-    PCIDevice *fn = pldma_ctx_master(x);
+    AddressSpace *fn = pldma_ctx_master(x);
     uint64_t n, off, src, dst;
     int fault;
 
@@ -607,11 +601,11 @@ static void pldma_turn(PldmaState *s, PldmaChannel *c, int64_t now)
      */
     off = pldma_translated(fn, src, dst, n, &fault);
     if (off) {
-        if (pci_dma_read(fn, src, s->bounce, off) != MEMTX_OK) {
+        if (pldma_dma_read(fn, src, s->bounce, off) != MEMTX_OK) {
             pldma_raise_fault(c, src, pldma_fault_info(false, PLDMA_CAUSE_BUS));
             return;
         }
-        if (pci_dma_write(fn, dst, s->bounce, off) != MEMTX_OK) {
+        if (pldma_dma_write(fn, dst, s->bounce, off) != MEMTX_OK) {
             pldma_raise_fault(c, dst, pldma_fault_info(true, PLDMA_CAUSE_BUS));
             return;
         }
@@ -864,12 +858,10 @@ static bool pldma_q_dma(PldmaQueue *q, uint64_t addr, void *buf,
                         unsigned len, DMADirection dir)
 {
     PldmaContext *x = q->ctx;
-    PCIDevice *pf = PCI_DEVICE(x->dev);
-    PCIDevice *fn;
+    AddressSpace *fn;
 
     if (q->kernel) {
-        fn = pci_get_word(pf->config + PCI_COMMAND) & PCI_COMMAND_MASTER ?
-             pf : NULL;
+        fn = x->dev->bus->own_as(x->dev);
     } else {
         fn = pldma_ctx_master(x);
     }
@@ -885,11 +877,10 @@ static bool pldma_q_dma(PldmaQueue *q, uint64_t addr, void *buf,
                       "disabled or not a bus master\n", x->index, x->index);
         return false;
     }
-    if (!dma_memory_valid(pci_get_address_space(fn), addr, len, dir,
-                          MEMTXATTRS_UNSPECIFIED)) {
+    if (!dma_memory_valid(fn, addr, len, dir, MEMTXATTRS_UNSPECIFIED)) {
         return false;
     }
-    return pci_dma_rw(fn, addr, buf, len, dir, MEMTXATTRS_UNSPECIFIED) ==
+    return dma_memory_rw(fn, addr, buf, len, dir, MEMTXATTRS_UNSPECIFIED) ==
            MEMTX_OK;
 }
 
@@ -2252,60 +2243,47 @@ static const MemoryRegionOps pldma_mmio_ops = {
     },
 };
 
-static void pldma_realize(PCIDevice *pdev, Error **errp)
+/*
+ * The engine's half of realizing either front-end: check the properties,
+ * make the register window and the contexts. False (and @errp) if a
+ * property is out of range.
+ */
+static bool pldma_engine_realize(PldmaState *s, DeviceState *dev,
+                                 const PldmaBusOps *bus, Error **errp)
 {
-    PldmaState *s = EXANEST_PLDMA(pdev);
-
+    s->dev = dev;
+    s->bus = bus;
     if (s->nctx < 1 || s->nctx > PLDMA_MAX_CONTEXTS) {
         error_setg(errp, "exanest-pldma: contexts must be 1..%d",
                    PLDMA_MAX_CONTEXTS);
-        return;
+        return false;
     }
     if (s->nchan < 1 || s->nchan > PLDMA_MAX_CHANNELS) {
         error_setg(errp, "exanest-pldma: channels must be 1..%d",
                    PLDMA_MAX_CHANNELS);
-        return;
+        return false;
     }
     if (s->max_len < 1 || s->max_len > 1u << 31) {
         error_setg(errp, "exanest-pldma: max-len must be 1..2^31");
-        return;
+        return false;
     }
     if (s->net.node >= PLDMA_NET_MAX_NODES) {
         error_setg(errp, "exanest-pldma: node-id must be 0..%d",
                    PLDMA_NET_MAX_NODES - 1);
-        return;
+        return false;
     }
     if (!s->net.window) {
         error_setg(errp, "exanest-pldma: net-window must be at least 1");
-        return;
+        return false;
     }
-    pci_config_set_interrupt_pin(pdev->config, 1); /* INTA# */
-    memory_region_init_io(&s->mmio, OBJECT(s), &pldma_mmio_ops, s,
+    memory_region_init_io(&s->mmio, OBJECT(dev), &pldma_mmio_ops, s,
                           "exanest-pldma-mmio", PLDMA_MMIO_SIZE);
-    pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
+    return true;
+}
 
-    if (pcie_endpoint_cap_init(pdev, PLDMA_PCIE_CAP_OFFSET) < 0) {
-        error_setg(errp, "exanest-pldma: cannot add the PCIe capability");
-        return;
-    }
-    /* ARI: VFs are functions 1..contexts of the PF's bus. */
-    pcie_ari_init(pdev, PLDMA_ARI_CAP_OFFSET);
-    /*
-     * One VF per context, all created (disabled) now. The PCI core does
-     * the rest of the PF's SR-IOV duties: pci_default_write_config() calls
-     * pcie_sriov_config_write() (VF Enable, NumVFs) and a device reset calls
-     * pcie_sriov_pf_reset(); pldma_exit() calls pcie_sriov_pf_exit().
-     */
-    if (!pcie_sriov_pf_init(pdev, PLDMA_SRIOV_CAP_OFFSET,
-                            TYPE_EXANEST_PLDMA_VF, PLDMA_PCI_VF_DEVICE_ID,
-                            s->nctx, s->nctx, PLDMA_VF_OFFSET,
-                            PLDMA_VF_STRIDE, errp)) {
-        pcie_cap_exit(pdev);
-        return;
-    }
-    pcie_sriov_pf_init_vf_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY,
-                              PLDMA_VF_MMIO_SIZE);
-
+/* After the front-end's own set-up: the contexts and the port. */
+static void pldma_engine_start(PldmaState *s)
+{
     s->ctx = g_new0(PldmaContext, s->nctx);
     for (unsigned i = 0; i < s->nctx; i++) {
         PldmaContext *x = &s->ctx[i];
@@ -2331,10 +2309,8 @@ static void pldma_realize(PCIDevice *pdev, Error **errp)
     pldma_reset_all(s);
 }
 
-static void pldma_exit(PCIDevice *pdev)
+static void pldma_engine_exit(PldmaState *s)
 {
-    PldmaState *s = EXANEST_PLDMA(pdev);
-
     for (unsigned i = 0; i < s->nctx; i++) {
         for (unsigned n = 0; n < s->nchan; n++) {
             timer_free(s->ctx[i].ch[n].latency);
@@ -2345,16 +2321,98 @@ static void pldma_exit(PCIDevice *pdev)
     pldma_net_exit(s);
     g_free(s->ctx);
     g_free(s->bounce);
+}
+
+/* The PCIe front-end */
+
+/*
+ * Context x's DMA goes out as VF x, if it may: enabled (so NumVFs > x and
+ * VF Enable is set in the PF's SR-IOV capability) and with bus mastering on
+ * in its own command register.
+ */
+static AddressSpace *pldma_pci_ctx_as(PldmaState *s, unsigned ctx)
+{
+    PCIDevice *vf = pcie_sriov_get_vf_at_index(PCI_DEVICE(s->dev), ctx);
+
+    if (!vf || !(pci_get_word(vf->config + PCI_COMMAND) & PCI_COMMAND_MASTER)) {
+        return NULL;
+    }
+    return pci_get_address_space(vf);
+}
+
+/* The engine's own DMA goes out as the PF, if it is a bus master. */
+static AddressSpace *pldma_pci_own_as(PldmaState *s)
+{
+    PCIDevice *pf = PCI_DEVICE(s->dev);
+
+    if (!(pci_get_word(pf->config + PCI_COMMAND) & PCI_COMMAND_MASTER)) {
+        return NULL;
+    }
+    return pci_get_address_space(pf);
+}
+
+static void pldma_pci_set_irq(PldmaState *s, bool level)
+{
+    pci_set_irq(PCI_DEVICE(s->dev), level);
+}
+
+static const PldmaBusOps pldma_pci_bus = {
+    .ctx_as = pldma_pci_ctx_as,
+    .own_as = pldma_pci_own_as,
+    .set_irq = pldma_pci_set_irq,
+};
+
+static void pldma_realize(PCIDevice *pdev, Error **errp)
+{
+    PldmaState *s = &EXANEST_PLDMA(pdev)->e;
+
+    if (!pldma_engine_realize(s, DEVICE(pdev), &pldma_pci_bus, errp)) {
+        return;
+    }
+    pci_config_set_interrupt_pin(pdev->config, 1); /* INTA# */
+    pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
+
+    if (pcie_endpoint_cap_init(pdev, PLDMA_PCIE_CAP_OFFSET) < 0) {
+        error_setg(errp, "exanest-pldma: cannot add the PCIe capability");
+        return;
+    }
+    /* ARI: VFs are functions 1..contexts of the PF's bus. */
+    pcie_ari_init(pdev, PLDMA_ARI_CAP_OFFSET);
+    /*
+     * One VF per context, all created (disabled) now. The PCI core does
+     * the rest of the PF's SR-IOV duties: pci_default_write_config() calls
+     * pcie_sriov_config_write() (VF Enable, NumVFs) and a device reset calls
+     * pcie_sriov_pf_reset(); pldma_exit() calls pcie_sriov_pf_exit().
+     */
+    if (!pcie_sriov_pf_init(pdev, PLDMA_SRIOV_CAP_OFFSET,
+                            TYPE_EXANEST_PLDMA_VF, PLDMA_PCI_VF_DEVICE_ID,
+                            s->nctx, s->nctx, PLDMA_VF_OFFSET,
+                            PLDMA_VF_STRIDE, errp)) {
+        pcie_cap_exit(pdev);
+        return;
+    }
+    pcie_sriov_pf_init_vf_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                              PLDMA_VF_MMIO_SIZE);
+    pldma_engine_start(s);
+}
+
+static void pldma_exit(PCIDevice *pdev)
+{
+    pldma_engine_exit(&EXANEST_PLDMA(pdev)->e);
     pcie_sriov_pf_exit(pdev);
     pcie_cap_exit(pdev);
 }
 
 static void pldma_qdev_reset(DeviceState *dev)
 {
-    pldma_reset_all(EXANEST_PLDMA(dev));
+    pldma_reset_all(&EXANEST_PLDMA(dev)->e);
 }
 
-static const Property pldma_properties[] = {
+/*
+ * The engine's properties, with offsets in PldmaState: each front-end takes
+ * them shifted to where its PldmaState is (pldma_class_set_props()).
+ */
+static const Property pldma_engine_properties[] = {
     DEFINE_PROP_UINT32("contexts", PldmaState, nctx, 16),
     DEFINE_PROP_UINT32("channels", PldmaState, nchan, 4),
     DEFINE_PROP_UINT32("bandwidth", PldmaState, bandwidth_mbs, 2000),
@@ -2378,6 +2436,26 @@ static const Property pldma_properties[] = {
     /* Check a WRITE's translations this many bytes ahead of its data */
     DEFINE_PROP_UINT32("rx-lookahead", PldmaState, net.rx_lookahead, 64 * KiB),
 };
+
+/*
+ * Give front-end class @dc the engine's properties, its PldmaState at
+ * offset @e_off, then its own @extra. The array lives as long as the class.
+ */
+static void pldma_class_set_props(DeviceClass *dc, size_t e_off,
+                                  const Property *extra, size_t n_extra)
+{
+    size_t n = ARRAY_SIZE(pldma_engine_properties);
+    Property *p = g_new(Property, n + n_extra);
+
+    for (size_t i = 0; i < n; i++) {
+        p[i] = pldma_engine_properties[i];
+        p[i].offset += e_off;
+    }
+    for (size_t i = 0; i < n_extra; i++) {
+        p[n + i] = extra[i];
+    }
+    device_class_set_props_n(dc, p, n + n_extra);
+}
 
 /*
  * Not migratable, on purpose. Nothing in this project migrates or snapshots
@@ -2411,7 +2489,7 @@ static void pldma_class_init(ObjectClass *klass, void *data)
     dc->vmsd = &vmstate_pldma;
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
     device_class_set_legacy_reset(dc, pldma_qdev_reset);
-    device_class_set_props(dc, pldma_properties);
+    pldma_class_set_props(dc, offsetof(PldmaPciState, e), NULL, 0);
 }
 
 /*
@@ -2419,18 +2497,13 @@ static void pldma_class_init(ObjectClass *klass, void *data)
  * doorbells, the one page user space maps), no interrupt.
  */
 
-/* The context whose page VF @vf is: context n is VF n. */
-static PldmaContext *pldma_vf_ctx(PCIDevice *vf)
+/*
+ * A context's page (the one page user space maps): a VF's BAR on PCIe, a
+ * page of the second register window on the platform.
+ */
+static uint64_t pldma_ctx_page_read(void *opaque, hwaddr addr, unsigned size)
 {
-    PldmaState *s = EXANEST_PLDMA(pcie_sriov_get_pf(vf));
-
-    return &s->ctx[pcie_sriov_vf_number(vf)];
-}
-
-static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
-{
-    PCIDevice *vf = PCI_DEVICE(opaque);
-    PldmaContext *x = pldma_vf_ctx(vf);
+    PldmaContext *x = opaque;
     unsigned ctx = x->index;
     uint64_t val = 0;
     uint32_t v = 0;
@@ -2485,10 +2558,10 @@ static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
  * past CQ_TAIL) are logged and taken as they are: they can only disturb the
  * context's own queue.
  */
-static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
-                           unsigned size)
+static void pldma_ctx_page_write(void *opaque, hwaddr addr, uint64_t val,
+                                 unsigned size)
 {
-    PldmaContext *x = pldma_vf_ctx(PCI_DEVICE(opaque));
+    PldmaContext *x = opaque;
     PldmaQueue *q = &x->q;
     uint32_t v = val;
 
@@ -2557,6 +2630,41 @@ static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
     }
 }
 
+static const MemoryRegionOps pldma_ctx_page_ops = {
+    .read = pldma_ctx_page_read,
+    .write = pldma_ctx_page_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 8,
+        .unaligned = false,
+    },
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+/* The context whose page VF @vf is: context n is VF n. */
+static PldmaContext *pldma_vf_ctx(PCIDevice *vf)
+{
+    PldmaState *s = &EXANEST_PLDMA(pcie_sriov_get_pf(vf))->e;
+
+    return &s->ctx[pcie_sriov_vf_number(vf)];
+}
+
+/* A VF's page: its context is resolved at each access (VFs come and go) */
+static uint64_t pldma_vf_read(void *opaque, hwaddr addr, unsigned size)
+{
+    return pldma_ctx_page_read(pldma_vf_ctx(PCI_DEVICE(opaque)), addr, size);
+}
+
+static void pldma_vf_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    pldma_ctx_page_write(pldma_vf_ctx(PCI_DEVICE(opaque)), addr, val, size);
+}
+
 static const MemoryRegionOps pldma_vf_mmio_ops = {
     .read = pldma_vf_read,
     .write = pldma_vf_write,
@@ -2608,16 +2716,170 @@ static void pldma_vf_class_init(ObjectClass *klass, void *data)
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
 
+/*
+ * The platform front-end: the engine in the programmable logic of a Zynq
+ * UltraScale+, its DMA through an MMU-500 (Documentation/qfdb.rst). It
+ * drives a distinct AXI ID per context, so each context's DMA carries its
+ * own StreamID: the engine's own (kernel queues, fault records) is
+ * stream-id, context n's stream-id + 1 + n. Without an MMU-500 it addresses
+ * memory directly. Register window 0 is the PF's BAR0, window 1 the
+ * contexts' pages (a VF's BAR each), one interrupt.
+ */
+static AddressSpace *pldma_plat_ctx_as(PldmaState *s, unsigned ctx)
+{
+    return EXANEST_PLDMA_PLATFORM(s->dev)->ctx_as[ctx];
+}
+
+static AddressSpace *pldma_plat_own_as(PldmaState *s)
+{
+    return EXANEST_PLDMA_PLATFORM(s->dev)->own_as;
+}
+
+static void pldma_plat_set_irq(PldmaState *s, bool level)
+{
+    qemu_set_irq(EXANEST_PLDMA_PLATFORM(s->dev)->irq, level);
+}
+
+static const PldmaBusOps pldma_plat_bus = {
+    .ctx_as = pldma_plat_ctx_as,
+    .own_as = pldma_plat_own_as,
+    .set_irq = pldma_plat_set_irq,
+};
+
+static AddressSpace *pldma_plat_stream(PldmaPlatState *p, uint32_t sid)
+{
+    return p->iommu ? arm_mmu500_stream_as(p->iommu, sid) :
+                      &address_space_memory;
+}
+
+static void pldma_plat_realize(DeviceState *dev, Error **errp)
+{
+    PldmaPlatState *p = EXANEST_PLDMA_PLATFORM(dev);
+    SysBusDevice *sbd = SYS_BUS_DEVICE(dev);
+    PldmaState *s = &p->e;
+
+    if (!pldma_engine_realize(s, dev, &pldma_plat_bus, errp)) {
+        return;
+    }
+    if (p->stream_id + 1 + s->nctx > 1u << MMU500_SID_BITS) {
+        error_setg(errp, "exanest-pldma-platform: stream-id 0x%x leaves no "
+                   "StreamID for context %u", p->stream_id, s->nctx - 1);
+        return;
+    }
+    sysbus_init_mmio(sbd, &s->mmio);
+    memory_region_init(&p->ctx_mmio, OBJECT(dev), "exanest-pldma-ctx-pages",
+                       (uint64_t)s->nctx * PLDMA_VF_MMIO_SIZE);
+    sysbus_init_mmio(sbd, &p->ctx_mmio);
+    sysbus_init_irq(sbd, &p->irq);
+    p->own_as = pldma_plat_stream(p, p->stream_id);
+    p->ctx_as = g_new(AddressSpace *, s->nctx);
+    for (unsigned i = 0; i < s->nctx; i++) {
+        p->ctx_as[i] = pldma_plat_stream(p, p->stream_id + 1 + i);
+    }
+    pldma_engine_start(s);
+    p->ctx_page = g_new0(MemoryRegion, s->nctx);
+    for (unsigned i = 0; i < s->nctx; i++) {
+        g_autofree char *name = g_strdup_printf("exanest-pldma-ctx%u", i);
+
+        memory_region_init_io(&p->ctx_page[i], OBJECT(dev),
+                              &pldma_ctx_page_ops, &s->ctx[i], name,
+                              PLDMA_VF_MMIO_SIZE);
+        memory_region_add_subregion(&p->ctx_mmio,
+                                    (uint64_t)i * PLDMA_VF_MMIO_SIZE,
+                                    &p->ctx_page[i]);
+    }
+}
+
+static void pldma_plat_unrealize(DeviceState *dev)
+{
+    PldmaPlatState *p = EXANEST_PLDMA_PLATFORM(dev);
+
+    pldma_engine_exit(&p->e);
+    g_free(p->ctx_as);
+    g_free(p->ctx_page);
+}
+
+static void pldma_plat_reset(DeviceState *dev)
+{
+    pldma_reset_all(&EXANEST_PLDMA_PLATFORM(dev)->e);
+}
+
+void exanest_pldma_fdt_node(SysBusDevice *sbd, void *fdt, const char *parent,
+                            const uint64_t *mmio, uint32_t spi)
+{
+    PldmaPlatState *p = EXANEST_PLDMA_PLATFORM(sbd);
+    g_autofree char *node = g_strdup_printf("%s/dma@%" PRIx64, parent,
+                                            mmio[0]);
+    const char names[] = "engine\0contexts";
+    uint32_t phandle = p->iommu ? arm_mmu500_phandle(p->iommu, fdt) : 0;
+
+    qemu_fdt_add_subnode(fdt, node);
+    qemu_fdt_setprop_string(fdt, node, "compatible", "exanest,pldma-1.0");
+    qemu_fdt_setprop_cells(fdt, node, "reg", mmio[0], PLDMA_MMIO_SIZE,
+                           mmio[1], p->e.nctx * PLDMA_VF_MMIO_SIZE);
+    qemu_fdt_setprop(fdt, node, "reg-names", names, sizeof(names));
+    /* GIC_SPI, level-triggered, active high */
+    qemu_fdt_setprop_cells(fdt, node, "interrupts", 0, spi, 4);
+    qemu_fdt_setprop(fdt, node, "dma-coherent", NULL, 0);
+    if (phandle) {
+        qemu_fdt_setprop_cells(fdt, node, "iommus", phandle, p->stream_id);
+    }
+    qemu_fdt_setprop_cell(fdt, node, "#address-cells", 1);
+    qemu_fdt_setprop_cell(fdt, node, "#size-cells", 0);
+    for (unsigned i = 0; i < p->e.nctx; i++) {
+        g_autofree char *child = g_strdup_printf("%s/context@%x", node, i);
+
+        qemu_fdt_add_subnode(fdt, child);
+        qemu_fdt_setprop_string(fdt, child, "compatible",
+                                "exanest,pldma-1.0-context");
+        qemu_fdt_setprop_cell(fdt, child, "reg", i);
+        qemu_fdt_setprop(fdt, child, "dma-coherent", NULL, 0);
+        if (phandle) {
+            qemu_fdt_setprop_cells(fdt, child, "iommus", phandle,
+                                   p->stream_id + 1 + i);
+        }
+    }
+}
+
+static const Property pldma_plat_properties[] = {
+    DEFINE_PROP_LINK("iommu", PldmaPlatState, iommu, TYPE_ARM_MMU500,
+                     ArmMmu500State *),
+    DEFINE_PROP_UINT32("stream-id", PldmaPlatState, stream_id, 0x200),
+};
+
+static void pldma_plat_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+
+    dc->realize = pldma_plat_realize;
+    dc->unrealize = pldma_plat_unrealize;
+    dc->desc = "ExaNeSt PLDMA engine in PL address space "
+               "(virtual-address DMA through an MMU-500)";
+    dc->vmsd = &vmstate_pldma;
+    dc->user_creatable = true;
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+    device_class_set_legacy_reset(dc, pldma_plat_reset);
+    pldma_class_set_props(dc, offsetof(PldmaPlatState, e),
+                          pldma_plat_properties,
+                          ARRAY_SIZE(pldma_plat_properties));
+}
+
 static const TypeInfo pldma_types[] = {
     {
         .name = TYPE_EXANEST_PLDMA,
         .parent = TYPE_PCI_DEVICE,
-        .instance_size = sizeof(PldmaState),
+        .instance_size = sizeof(PldmaPciState),
         .class_init = pldma_class_init,
         .interfaces = (InterfaceInfo[]) {
             { INTERFACE_PCIE_DEVICE },
             { },
         },
+    },
+    {
+        .name = TYPE_EXANEST_PLDMA_PLATFORM,
+        .parent = TYPE_SYS_BUS_DEVICE,
+        .instance_size = sizeof(PldmaPlatState),
+        .class_init = pldma_plat_class_init,
     },
     {
         .name = TYPE_EXANEST_PLDMA_VF,

@@ -9,15 +9,24 @@
 #define EXANEST_PLDMA_H
 
 #include "hw/pci/pci_device.h"
+#include "hw/sysbus.h"
+#include "system/dma.h"
+#include "hw/arm/arm_mmu500.h"
+#include "hw/misc/exanest_pldma_fdt.h"
 #include "net/net.h"
 #include "qemu/timer.h"
 #include "exanest-pldma-regs.h"
 #include "exanest_core.h"
 
+/* The PCIe front-end: the engine as an SR-IOV PF, a VF per context */
 #define TYPE_EXANEST_PLDMA "exanest-pldma"
-OBJECT_DECLARE_SIMPLE_TYPE(PldmaState, EXANEST_PLDMA)
+OBJECT_DECLARE_SIMPLE_TYPE(PldmaPciState, EXANEST_PLDMA)
 #define TYPE_EXANEST_PLDMA_VF "exanest-pldma-vf"
 OBJECT_DECLARE_SIMPLE_TYPE(PldmaVfState, EXANEST_PLDMA_VF)
+/* The platform front-end: in PL address space, behind an MMU-500 */
+OBJECT_DECLARE_SIMPLE_TYPE(PldmaPlatState, EXANEST_PLDMA_PLATFORM)
+
+typedef struct PldmaState PldmaState;
 
 /* Bytes per data path turn: the value of the QUANTUM register. */
 #define PLDMA_STEP (64 * KiB)
@@ -207,8 +216,22 @@ typedef struct PldmaNet {
     ExanestRttTable *rtt;
 } PldmaNet;
 
+/*
+ * What differs between the front-ends: who issues the engine's DMA, and its
+ * interrupt line.
+ */
+typedef struct PldmaBusOps {
+    /* Context @ctx's DMA, or NULL while it may not be a bus master */
+    AddressSpace *(*ctx_as)(PldmaState *s, unsigned ctx);
+    /* The engine's own DMA (kernel queues, fault records), or NULL */
+    AddressSpace *(*own_as)(PldmaState *s);
+    void (*set_irq)(PldmaState *s, bool level);
+} PldmaBusOps;
+
+/* The engine, whichever front-end holds it */
 struct PldmaState {
-    PCIDevice parent_obj;
+    DeviceState *dev;       /* the front-end */
+    const PldmaBusOps *bus;
     MemoryRegion mmio;
     /* Properties. */
     uint32_t nctx;
@@ -228,13 +251,46 @@ struct PldmaState {
     PldmaNet net;
 };
 
+struct PldmaPciState {
+    PCIDevice parent_obj;
+    PldmaState e;
+};
+
 struct PldmaVfState {
     PCIDevice parent_obj;
     MemoryRegion mmio;
 };
 
+struct PldmaPlatState {
+    SysBusDevice parent_obj;
+    PldmaState e;
+    qemu_irq irq;
+    /* The contexts' pages (their doorbells): what a VF's BAR is on PCIe */
+    MemoryRegion ctx_mmio;
+    MemoryRegion *ctx_page;
+    /* Properties: the MMU-500 in front of it and its first StreamID */
+    ArmMmu500State *iommu;
+    uint32_t stream_id;
+    /* The engine's DMA as StreamID stream-id, context n's as stream-id+1+n */
+    AddressSpace *own_as;
+    AddressSpace **ctx_as;
+};
+
+/* DMA as @as (a context's or the engine's own), with no attributes */
+static inline MemTxResult pldma_dma_read(AddressSpace *as, dma_addr_t addr,
+                                         void *buf, dma_addr_t len)
+{
+    return dma_memory_read(as, addr, buf, len, MEMTXATTRS_UNSPECIFIED);
+}
+
+static inline MemTxResult pldma_dma_write(AddressSpace *as, dma_addr_t addr,
+                                          const void *buf, dma_addr_t len)
+{
+    return dma_memory_write(as, addr, buf, len, MEMTXATTRS_UNSPECIFIED);
+}
+
 /* The engine (exanest_pldma.c), for the port. */
-PCIDevice *pldma_ctx_master(PldmaContext *x);
+AddressSpace *pldma_ctx_master(PldmaContext *x);
 void pldma_update_irq(PldmaState *s);
 void pldma_notify(PldmaChannel *c, uint32_t state, uint32_t err);
 void pldma_cancel(PldmaChannel *c);
@@ -253,7 +309,7 @@ void pldma_net_channel_exit(PldmaChannel *c);
 bool pldma_net_link(PldmaState *s);
 /* START or a descriptor latched a network op on c: false to refuse it */
 uint32_t pldma_net_launch(PldmaChannel *c);
-void pldma_net_turn(PldmaState *s, PldmaChannel *c, PCIDevice *fn,
+void pldma_net_turn(PldmaState *s, PldmaChannel *c, AddressSpace *fn,
                     int64_t now);
 void pldma_net_stop(PldmaChannel *c);
 void pldma_net_abort(PldmaChannel *c);
