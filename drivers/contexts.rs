@@ -49,6 +49,8 @@ pub(crate) struct Contexts {
     procs: KVec<Arc<Process>>,
     /// On the heap: several KiB, which the probe's stack (16 KiB without KASAN) cannot spare.
     pool: KBox<Pool>,
+    /// Attaches the IOMMU refused for want of a translation context (ENOSPC), for debugfs.
+    refused: u64,
 }
 
 /// Write a pool of `n` contexts into `b`. Not inlined: its frame holds the pool while it is
@@ -70,12 +72,18 @@ impl Contexts {
             slots,
             procs: KVec::new(),
             pool,
+            refused: 0,
         })
     }
 
     /// A context to allocate domains for (every context's function sits behind the same IOMMU).
     pub(crate) fn any(&self) -> Option<&Arc<Context>> {
         self.slots.first()
+    }
+
+    /// How often the IOMMU refused to attach a domain for want of a translation context.
+    pub(crate) fn iommu_refused(&self) -> u64 {
+        self.refused
     }
 
     /// Every process with the engine open.
@@ -90,7 +98,9 @@ impl Contexts {
         if let Some(slot) = self.pool.free() {
             // A free context whose function cannot take the domain leaves the process without
             // one; its first copy tries again.
-            let _ = self.bind(slot, p);
+            if self.bind(slot, p) == Err(ENOSPC) {
+                self.refused += 1;
+            }
         }
         Ok(())
     }
@@ -192,10 +202,44 @@ impl Contexts {
                         return Ok(false);
                     }
                 }
-                self.bind(slot, p)?;
-                Ok(true)
+                match self.bind(slot, p) {
+                    Ok(()) => Ok(true),
+                    // The IOMMU has no translation context left for the domain: on the QFDB's
+                    // MMU-500, arm-smmu's context banks, shared with every other master (with
+                    // kernel patch 0009 an attached domain holds one, a detached one none).
+                    // An idle holder gives its context, and so its bank, up; else wait.
+                    Err(e) if e == ENOSPC => {
+                        self.refused += 1;
+                        if !self.free_a_bank(me) {
+                            return Ok(false);
+                        }
+                        match self.bind(slot, p) {
+                            Ok(()) => Ok(true),
+                            Err(e) if e == ENOSPC => Ok(false),
+                            Err(e) => Err(e),
+                        }
+                    }
+                    Err(e) => Err(e),
+                }
             }
         }
+    }
+
+    /// Take a context from an idle holder other than `me`, so that its domain gives its IOMMU
+    /// translation context back. Returns whether it did.
+    fn free_a_bank(&mut self, me: usize) -> bool {
+        for c in 0..self.pool.contexts() {
+            let Some(h) = self.pool.holder(c) else {
+                continue;
+            };
+            if h == me || !self.find(h).is_none_or(|q| q.idleness().0) {
+                continue;
+            }
+            if self.unbind_idle(h) {
+                return true;
+            }
+        }
+        false
     }
 
     /// Quiesce context `c` (nobody holds it, yet it interrupted).

@@ -224,16 +224,22 @@ impl Instance {
 }
 
 /// debugfs `exanest-dmaN/stats`: for each process, a `context N` line (`context none` while it
-/// holds none), then its counters, regions and latencies.
+/// holds none), then its counters, regions and latencies; last, `iommu_refused N`, how often
+/// the IOMMU had no translation context for a process's domain (contexts.rs).
 fn stats_fmt(inst: &Arc<Instance>, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
     let mut procs = KVec::new();
-    for p in inst.state.lock().ctxs.procs() {
-        procs
-            .push(p.clone(), GFP_KERNEL)
-            .map_err(|_| core::fmt::Error)?;
-    }
+    let refused = {
+        let st = inst.state.lock();
+        for p in st.ctxs.procs() {
+            procs
+                .push(p.clone(), GFP_KERNEL)
+                .map_err(|_| core::fmt::Error)?;
+        }
+        st.ctxs.iommu_refused()
+    };
     if procs.is_empty() {
-        return writeln!(f, "idle");
+        writeln!(f, "idle")?;
+        return writeln!(f, "iommu_refused {refused}");
     }
     for p in procs.iter() {
         match p.context_index() {
@@ -242,7 +248,7 @@ fn stats_fmt(inst: &Arc<Instance>, f: &mut core::fmt::Formatter<'_>) -> core::fm
         }
         p.write_stats(f)?;
     }
-    Ok(())
+    writeln!(f, "iommu_refused {refused}")
 }
 
 /// The misc device of one engine, with the instance that `open` hands to new files.

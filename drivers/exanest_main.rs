@@ -63,6 +63,7 @@ mod process;
 use device::{EngineDevices, IrqHandler};
 use exanest_core::regs as map;
 use hw::engine::{Engine, Regs, BAR0_SIZE};
+use hw::ofctx::OfContexts;
 use hw::sriov::Functions;
 use kernel::{device::Device, sync::aref::ARef};
 
@@ -162,13 +163,15 @@ impl pci::Driver for ExanestDriver {
 /// Binding: Documentation/devicetree/bindings/dma/exanest,pldma.yaml.
 struct ExanestPlatformDriver;
 
-/// Per bound platform device; fields drop in declaration order.
+/// Per bound platform device. Fields drop in declaration order: the interrupt first, then the
+/// misc device, then the contexts' devices (unbind detached every process's domain from them).
 #[pin_data]
 struct ExanestPlatformData<'bound> {
     #[pin]
     irq: irq::ThreadedRegistration<'bound, IrqHandler>,
     #[pin]
     devices: EngineDevices,
+    ctxs: OfContexts,
 }
 
 kernel::of_device_table!(
@@ -188,17 +191,26 @@ impl platform::Driver for ExanestPlatformDriver {
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         pin_init::pin_init_scope(move || {
             let mem = pdev
-                .io_request_by_index(0)
+                .io_request_by_name(c"engine")
+                .or_else(|| pdev.io_request_by_index(0))
                 .ok_or(ENODEV)?
                 .iomap_sized::<BAR0_SIZE>()?
                 .into_devres()?;
-            let engine = Engine::probe(Regs::Platform(mem), pdev.as_ref())?;
-            // One context, issued as the device itself: per-context StreamIDs on the QFDB need a
-            // devicetree node per context (Documentation/qfdb.rst).
-            let mut own = KVec::new();
-            own.push(ARef::<Device>::from(pdev.as_ref()), GFP_KERNEL)?;
-            let (devices, handler) = EngineDevices::new(engine, &own, &[], pdev.as_ref())?;
+            let mut engine = Engine::probe(Regs::Platform(mem), pdev.as_ref())?;
+            let limit = module_parameters::contexts.value();
+            if limit != 0 {
+                engine.limit_contexts(limit);
+            }
+            // Context n is the device of the child node context@n, with its own StreamID (the
+            // AXI ID scheme of Documentation/qfdb.rst), as it is VF n on PCI.
+            let ctxs = OfContexts::enable(pdev, engine.contexts())?;
+            if (ctxs.devices().len() as u32) < engine.contexts() {
+                engine.limit_contexts(ctxs.devices().len() as u32);
+            }
+            let (devices, handler) =
+                EngineDevices::new(engine, ctxs.devices(), ctxs.doorbells(), pdev.as_ref())?;
             Ok(try_pin_init!(ExanestPlatformData {
+                ctxs,
                 // SAFETY: The registration is a pinned field, never leaked.
                 irq <- unsafe {
                     pdev.request_threaded_irq_by_index(
@@ -214,6 +226,8 @@ impl platform::Driver for ExanestPlatformDriver {
     }
 
     fn unbind<'bound>(_pdev: &'bound platform::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        // Every process's domain leaves its context's device; the devices go when the data
+        // drops.
         this.devices.unbind();
     }
 }

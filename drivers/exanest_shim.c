@@ -13,6 +13,9 @@
 #include <linux/irq_work.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
+#include <linux/of.h>
+#include <linux/of_platform.h>
+#include <linux/platform_device.h>
 #include <linux/pci.h>
 #include <linux/file.h>
 #include <linux/poll.h>
@@ -558,4 +561,51 @@ struct address_space *exanest_shim_vma_mapping(struct vm_area_struct *vma)
 void exanest_shim_zap(struct address_space *mapping, u64 offset)
 {
 	unmap_mapping_range(mapping, offset, PAGE_SIZE, 1);
+}
+
+/*
+ * Context @n of an engine on the devicetree front-end: a platform device for the child node of
+ * @parent's node with compatible "exanest,pldma-1.0-context" and reg @n. The node has its own
+ * "iommus" (the context's StreamID), so the device has its own IOMMU group; it is taken for DMA
+ * ownership by @owner at once: the IOMMU blocks its DMA until a domain is attached, and (with
+ * kernel patch 0009 on arm-smmu) holds no context bank for it meanwhile. Devices are made one
+ * at a time, so each default domain gives its bank back before the next is made. Returns the
+ * device with a reference for the caller, NULL when there is no such node, ERR_PTR(-ENODEV)
+ * when the node has no IOMMU, ERR_PTR(-EBUSY) when the node already has a device.
+ */
+struct device *exanest_shim_of_context_create(struct device *parent, u32 n, void *owner)
+{
+	struct platform_device *pdev;
+	struct device_node *child;
+	int ret;
+	u32 reg;
+
+	for_each_available_child_of_node(parent->of_node, child) {
+		if (!of_device_is_compatible(child, "exanest,pldma-1.0-context") ||
+		    of_property_read_u32(child, "reg", &reg) || reg != n)
+			continue;
+		pdev = of_platform_device_create(child, NULL, parent);
+		of_node_put(child);
+		if (!pdev)
+			return ERR_PTR(-EBUSY);
+		if (!device_iommu_mapped(&pdev->dev)) {
+			of_platform_device_destroy(&pdev->dev, NULL);
+			return ERR_PTR(-ENODEV);
+		}
+		ret = iommu_device_claim_dma_owner(&pdev->dev, owner);
+		if (ret) {
+			of_platform_device_destroy(&pdev->dev, NULL);
+			return ERR_PTR(ret);
+		}
+		return get_device(&pdev->dev);
+	}
+	return NULL;
+}
+
+/* Undo exanest_shim_of_context_create(@dev, @owner), the caller's reference included. */
+void exanest_shim_of_context_destroy(struct device *dev, void *owner)
+{
+	iommu_device_release_dma_owner(dev);
+	of_platform_device_destroy(dev, NULL);
+	put_device(dev);
 }

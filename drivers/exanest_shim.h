@@ -66,6 +66,8 @@ void exanest_shim_release_fault_lock(struct vm_fault *vmf);
 void exanest_shim_vf_memory_on(struct pci_dev *vf);
 struct pci_dev *exanest_shim_pci_get_vf(struct pci_dev *pf, int id);
 struct address_space *exanest_shim_vma_mapping(struct vm_area_struct *vma);
+struct device *exanest_shim_of_context_create(struct device *parent, u32 n, void *owner);
+void exanest_shim_of_context_destroy(struct device *dev, void *owner);
 void exanest_shim_zap(struct address_space *mapping, u64 offset);
 
 /* Defined in Rust (device.rs, odp.rs, fault.rs). */

@@ -670,6 +670,38 @@ pub(crate) unsafe fn pci_get_vf(pf: *mut bindings::pci_dev, id: i32) -> *mut bin
     unsafe { raw::exanest_shim_pci_get_vf(pf, id) }
 }
 
+/// Context `n` of the engine `parent` on the devicetree front-end: its platform device, made
+/// from `parent`'s child node for it and taken for DMA ownership by `owner` (exanest_shim.c).
+/// `Ok(None)` when `parent` has no such node.
+///
+/// # Safety
+///
+/// `parent` is a bound platform device (its probe runs); `owner` stays valid until
+/// [`of_context_destroy`] is called with it.
+pub(crate) unsafe fn of_context_create(
+    parent: &device::Device,
+    n: u32,
+    owner: *mut core::ffi::c_void,
+) -> Result<Option<NonNull<bindings::device>>> {
+    // SAFETY: Per the contract; `raw_dev` is a valid device for the whole call.
+    let d = unsafe { raw::exanest_shim_of_context_create(raw_dev(parent), n, owner) };
+    Ok(NonNull::new(kernel::error::from_err_ptr(d)?))
+}
+
+/// Destroy a context's device made by [`of_context_create`], giving up its reference.
+///
+/// # Safety
+///
+/// `dev` and `owner` are what a call of [`of_context_create`] returned and was given, and
+/// `dev` is not used afterwards.
+pub(crate) unsafe fn of_context_destroy(
+    dev: NonNull<bindings::device>,
+    owner: *mut core::ffi::c_void,
+) {
+    // SAFETY: Per the contract.
+    unsafe { raw::exanest_shim_of_context_destroy(dev.as_ptr(), owner) }
+}
+
 /// The address space of the file `vma` maps (null for an anonymous VMA).
 pub(crate) fn vma_mapping(vma: &kernel::mm::virt::VmaNew) -> *mut bindings::address_space {
     // SAFETY: `vma` is the VMA of the current mmap call, alive under the mmap lock; its

@@ -23,6 +23,7 @@ pub(crate) mod kqueue;
 pub(crate) mod link;
 pub(crate) mod net;
 pub(crate) mod netregs;
+pub(crate) mod ofctx;
 pub(crate) mod regs;
 pub(crate) mod sriov;
 

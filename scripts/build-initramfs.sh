@@ -16,6 +16,7 @@ install -m 644 "$TOP/tests/guest/demo.sh" "$TOP/tests/guest/check.sh" "$TOP/test
 	"$TOP/tests/guest/soak.sh" "$TOP/tests/guest/nodes.sh" "$TOP/tests/guest/demo-nodes.sh" \
 	"$TOP/tests/guest/profile.sh" "$TOP/tests/guest/fabric.sh" "$TOP/tests/guest/mpi.sh" \
 	"$TOP/tests/guest/mpi4py-test.py" "$TOP/tests/guest/mpi-demo.sh" "$TOP/tests/guest/eval-mpi.sh" \
+	"$TOP/tests/guest/harness.sh" "$TOP/tests/guest/check-qfdb.sh" \
 	"$ROOT/usr/share/exanest/"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$ROOT/etc/passwd"
 # Open MPI's remote shell in the guests (python3 from the Debian disk).

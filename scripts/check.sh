@@ -201,6 +201,34 @@ p_model() {
 		fi
 		echo "model qtest $t: ${ran:-0} run, $bad failed"
 	done
+	# The MMU-500 machine's devicetree, as QEMU makes it (tests/qemu-model/patches), against
+	# every kernel schema and our binding (the lint phase built the processed schema).
+	local dtb="$LOGS/qfdb.dtb" pb=/platform-bus@c000000
+	"$QEMU" -machine "virt,gic-version=3,dumpdtb=$dtb" -cpu max -nographic -nic none \
+		-device arm-mmu500,id=smmu0 -device exanest-pldma-platform,iommu=smmu0,contexts=4 \
+		>"$LOGS/qfdb-dtb.log" 2>&1
+	if "$TOP/scripts/lint-dt.sh" --dtb "$dtb" $pb/iommu@0 $pb/dma@20000 $pb/dma@20000/context@0 \
+		$pb/dma@20000/context@3 >"$LOGS/qfdb-dt.log" 2>&1; then pass; else
+		fail "the MMU-500 machine's devicetree against the bindings"; show_log "$LOGS/qfdb-dt.log" 30; fi
+}
+
+# Count a guest console's tests (tests/harness/console.py) and show its GUEST- lines, and of the
+# kselftest-harness binaries their failures and totals (each followed by the binary's GUEST-TIME
+# line); the fuzzer's seed and its failed calls. judge_guest LOG NAME
+judge_guest() {
+	local log=$1 name=$2 out
+	grep -aE '^((\[[ 0-9.]+\] )?GUEST-|not ok [0-9]+ |# Totals: |exanest-fuzz: seed |# FAIL )' \
+		"$log" | sed 's/^/  /'
+	out=$(python3 tests/harness/console.py "$log")
+	echo "$out" | tail -1
+	# "console: P passed, F failed, S skipped": skips (a scenario that does not apply to a
+	# memory mode) are neither passed nor failed; SKIPPED carries them to the summary.
+	set -- $(echo "$out" | tail -1 | awk '{print $2, $4, $6}')
+	pass "$1"
+	SKIPPED=$(( ${SKIPPED:-0} + ${3:-0} ))
+	if [ "$2" != 0 ]; then
+		fail "$name ($2 failed)"; echo "$out" | grep '^FAIL' | sed 's/^/  /'; show_log "$log" 60
+	fi
 }
 
 # The guest tests, in one guest. (Two guests at once, each with a part of the tests, were
@@ -215,20 +243,7 @@ p_guest() {
 	QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
 		GUEST_DISK="${GUEST_DISK:-}" TIMEOUT=2700 "$TOP/scripts/run-qemu.sh" check >"$log" 2>&1
 	echo "guest exit status $?"
-	# GUEST- lines, and of the kselftest-harness binaries their failures and totals (each
-	# followed by the binary's GUEST-TIME line); the fuzzer's seed and its failed calls.
-	grep -aE '^((\[[ 0-9.]+\] )?GUEST-|not ok [0-9]+ |# Totals: |exanest-fuzz: seed |# FAIL )' \
-		"$log" | sed 's/^/  /'
-	out=$(python3 tests/harness/console.py "$log")
-	echo "$out" | tail -1
-	# "console: P passed, F failed, S skipped": skips (a scenario that does not apply to a
-	# memory mode) are neither passed nor failed; SKIPPED carries them to the summary.
-	set -- $(echo "$out" | tail -1 | awk '{print $2, $4, $6}')
-	pass "$1"
-	SKIPPED=$(( ${SKIPPED:-0} + ${3:-0} ))
-	if [ "$2" != 0 ]; then
-		fail "guest ($2 failed)"; echo "$out" | grep '^FAIL' | sed 's/^/  /'; show_log "$log" 60
-	fi
+	judge_guest "$log" guest
 	# The evaluation's smoke run: the bench works and its numbers are sane (no timings asserted).
 	grep -a -E '^\{"(run|bench|engine)"' "$log" >"$LOGS/eval-smoke.jsonl" || true
 	out=$(python3 tests/eval/report.py --check "$LOGS/eval-smoke.jsonl")
@@ -236,6 +251,19 @@ p_guest() {
 	set -- $(echo "$out" | tail -1 | awk '{print $2, $4}')
 	pass "$1"
 	[ "$2" = 0 ] || { fail "evaluation smoke ($2 failed)"; echo "$out" | grep '^FAIL'; }
+}
+
+# The QFDB under emulation (Documentation/qfdb.rst): the guest tests that do not depend on
+# SR-IOV (tests/guest/check-qfdb.sh) on the virt board's MMU-500, the engines on the platform bus
+# behind it, Linux's arm-smmu.c and the driver's devicetree front-end.
+p_guest_qfdb() {
+	[ -x "${QEMU:-}" ] && [ -n "${KBUILD:-}" ] || { fail "QFDB guest tests: no kernel or QEMU"; return; }
+	local log="$LOGS/guest-qfdb.log"
+	PLATFORM=mmu500 QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" \
+		INITRD="$TOP/build/initramfs.cpio" TIMEOUT=1200 "$TOP/scripts/run-qemu.sh" check-qfdb \
+		>"$log" 2>&1
+	echo "QFDB guest exit status $?"
+	judge_guest "$log" "QFDB guest"
 }
 
 # Two guests, two QEMU processes with their own kernels, their engines linked by -netdev stream
@@ -252,19 +280,22 @@ p_guest() {
 p_nodes() {
 	[ -x "${QEMU:-}" ] && [ -n "${KBUILD:-}" ] || { fail "two-guest tests: no kernel or QEMU"; return; }
 	local cfg n i out sw pcap="$LOGS/nodes-pcap"
-	for cfg in 2 4 4-lossy; do
-		n=${cfg%-lossy}
+	# 2-qfdb: two QFDB-like guests (the MMU-500, the engine on the platform bus: run-qemu.sh
+	# PLATFORM=mmu500), the network tests between them, without the Debian disk.
+	for cfg in 2 4 4-lossy 2-qfdb; do
+		n=${cfg%-*}
 		rm -rf "$LOGS/nodes$cfg"
-		[ $n != 2 ] || rm -rf "$pcap"
+		[ "$cfg" != 2 ] || rm -rf "$pcap"
 		sw=""
-		[ "$cfg" = "$n" ] || sw="--drop-ppm 10000 --corrupt-ppm 1000 --dup-ppm 5000 --jitter-us 300 --reorder-ppm 10000 --hostile-ppm 100000 --seed 12"
+		[ "$cfg" != 4-lossy ] || sw="--drop-ppm 10000 --corrupt-ppm 1000 --dup-ppm 5000 --jitter-us 300 --reorder-ppm 10000 --hostile-ppm 100000 --seed 12"
 		# The two and the four guests have the Debian disk: the libfabric provider's and Open
 		# MPI's tests (tests/guest/fabric.sh, mpi.sh).
 		QEMU="$QEMU" KERNEL="$KBUILD/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs.cpio" \
 			QEMU_MEM=1536M QEMU_APPEND="${sw:+exanest.linkloss=switch}" \
+			PLATFORM="$([ "$cfg" = 2-qfdb ] && echo mmu500)" \
 			GUEST_DISK="$([ "$cfg" = "$n" ] && echo "${GUEST_DISK:-}")" \
 			python3 "$TOP/scripts/run-nodes.py" --nodes $n --timeout 900 --switch-opts "$sw" \
-			--logs "$LOGS/nodes$cfg" $([ $n = 2 ] && echo --pcap "$pcap" --pcap-maxlen 128) \
+			--logs "$LOGS/nodes$cfg" $([ "$cfg" = 2 ] && echo --pcap "$pcap" --pcap-maxlen 128) \
 			nodes >"$LOGS/nodes$cfg.log" 2>&1
 		echo "$cfg guests: exit status $?"
 		grep -aE '^\[n[0-9]+\] ((\[[ 0-9.]+\] )?GUEST-(TEST|TIME)|not ok [0-9]+ |# Totals: |# FAIL )|^run-nodes|^\{"switch"' \
@@ -320,6 +351,7 @@ phase module p_module
 phase guest-rust p_guest_rust
 phase model-qtest p_model
 phase guest p_guest
+phase guest-qfdb p_guest_qfdb
 phase nodes p_nodes
 summary
 [ "$FAILED" = 0 ]

@@ -6,19 +6,9 @@
 # The tests come in two parts, a (everything but b) and b (the deregistration races, the ioctl
 # fuzzer and unbinding with files open): exanest.run=check runs a then b, and
 # exanest.run=check-a or check-b one of them (to rerun a part while working on it).
-t() { if [ "$1" = 0 ]; then echo "GUEST-TEST: ok $2"; else echo "GUEST-TEST: not ok $2 - $3"; fi; }
+. /usr/share/exanest/harness.sh
 part=${1:-all}
 want() { [ "$part" = all ] || [ "$part" = "$1" ]; }
-# topic NAME [ARGS]: one kselftest-harness binary, its time, and any exit status but 0 or 1
-# (not found, killed: its lines would be lost silently) reported.
-topic() {
-	local name=$1 t0 rc
-	shift
-	t0=$(cut -d' ' -f1 /proc/uptime)
-	exanest-$name "$@"; rc=$?
-	[ "$rc" -le 1 ] || t 1 "exanest-$name" "exit status $rc"
-	echo "GUEST-TIME: exanest-$name $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
-}
 
 if want a; then
 case "$(uname -r)" in

@@ -414,6 +414,21 @@ static volatile uint32_t *ch_reg(struct pf *pf, unsigned int ctx, unsigned int c
  * context's StreamID, finds nothing, and refuses it. Nothing is read or written; the driver,
  * told of a context nobody holds, stops it. This process's own context then still works.
  */
+/* Whether an engine is bound as a platform device (the devicetree front-end, the QFDB). */
+static bool platform_engine(void)
+{
+	DIR *d = opendir("/sys/bus/platform/drivers/exanest_dma");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d)))
+		found = strstr(e->d_name, ".dma") != NULL;
+	closedir(d);
+	return found;
+}
+
 TEST_F_TIMEOUT(contexts, unheld_context_cannot_reach_another_process, 60)
 {
 	enum { LEN = 64 << 10 };
@@ -431,6 +446,10 @@ TEST_F_TIMEOUT(contexts, unheld_context_cannot_reach_another_process, 60)
 	ASSERT_EQ(0, reg(fd, src, LEN, RD, EXANEST_DMA_MODE_PIN, NO_WINDOW, NULL));
 	ASSERT_EQ(0, reg(fd, dst, LEN, WR, EXANEST_DMA_MODE_PIN, NO_WINDOW, NULL));
 	npf = map_pfs(pfs, 4);
+	if (!npf && platform_engine())
+		SKIP(return, "PCI by nature: the agent maps the engine's registers through its PCI BAR's "
+		     "sysfs file, which a platform device has not (nor is there /dev/mem); the "
+		     "MMU-500's isolation of the contexts' streams is tests/qemu-model/test_mmu500.py's");
 	ASSERT_LT(0, npf) TH_LOG("no PLDMA physical function could be mapped through sysfs");
 	/* On every engine, the last context: nobody holds it (this process holds the first). */
 	for (int e = 0; e < npf; e++) {

@@ -6,7 +6,7 @@
 # every test on a link that loses nothing, after which no op may have waited for a timeout;
 # then the lossy link's (1 % of the packets dropped, 0.1 % corrupted). Results as in check.sh:
 # GUEST-TEST lines and kselftest TAP, then the kernel log (tests/harness/console.py).
-t() { if [ "$1" = 0 ]; then echo "GUEST-TEST: ok $2"; else echo "GUEST-TEST: not ok $2 - $3"; fi; }
+. /usr/share/exanest/harness.sh
 
 # Swap on zram, for the paged-out receiver.
 if [ -e /sys/block/zram0/disksize ] || { [ -e /sys/class/zram-control/hot_add ] && cat /sys/class/zram-control/hot_add >/dev/null; }; then

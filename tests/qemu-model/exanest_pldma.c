@@ -2079,7 +2079,7 @@ static bool pldma_global_read(PldmaState *s, hwaddr addr, uint64_t *val)
         v = FIELD_DP32(v, CAPS, RESUME, 1);
         v = FIELD_DP32(v, CAPS, INTX, 1);
         v = FIELD_DP32(v, CAPS, TIMING, 1);
-        v = FIELD_DP32(v, CAPS, SRIOV, 1);
+        v = FIELD_DP32(v, CAPS, SRIOV, s->bus->sriov);
         v = FIELD_DP32(v, CAPS, NET, 1);
         v = FIELD_DP32(v, CAPS, MAILBOX, 1);
         v = FIELD_DP32(v, CAPS, FREC, 1);
@@ -2360,6 +2360,7 @@ static const PldmaBusOps pldma_pci_bus = {
     .ctx_as = pldma_pci_ctx_as,
     .own_as = pldma_pci_own_as,
     .set_irq = pldma_pci_set_irq,
+    .sriov = true,
 };
 
 static void pldma_realize(PCIDevice *pdev, Error **errp)

@@ -226,6 +226,8 @@ typedef struct PldmaBusOps {
     /* The engine's own DMA (kernel queues, fault records), or NULL */
     AddressSpace *(*own_as)(PldmaState *s);
     void (*set_irq)(PldmaState *s, bool level);
+    /* CAPS.SRIOV: the contexts are virtual functions (else AXI IDs) */
+    bool sriov;
 } PldmaBusOps;
 
 /* The engine, whichever front-end holds it */
