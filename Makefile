@@ -141,6 +141,15 @@ module:
 	EXANEST_SHIM_BINDINGS=$(SHIM_BINDINGS) \
 		$(MAKE) -C $(KDIR) M=$(TOP) MO=$(MODULE_OUT) ARCH=arm64 LLVM=-$(LLVM_VERSION) modules
 
+# What to install on an ExaNeSt QFDB (Documentation/qfdb.rst, "On a board"): the module built
+# against KDIR (a ZynqMP kernel build with this project's patches) and a devicetree overlay for
+# the engine and its contexts, in BOARD_OUT. The design's values: BOARD_BASE, BOARD_CTX_BASE,
+# BOARD_CONTEXTS, BOARD_IRQ, BOARD_SID (scripts/board.sh).
+BOARD_OUT ?= $(TOP)/build/board
+.PHONY: board
+board: setup
+	@$(TOP)/scripts/board.sh $(KDIR) $(BOARD_OUT)
+
 # Your own program in the guest (Documentation/user-programs.rst).
 #   make install-lib [PREFIX=DIR]   the user library for the guest (aarch64): headers, static
 #                                   library and pkg-config file under PREFIX

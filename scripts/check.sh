@@ -161,6 +161,13 @@ p_module() {
 	if rustfmt --edition 2021 --config-path "$src/.rustfmt.toml" --check drivers/exanest_main.rs \
 		>"$LOGS/module-fmt.log" 2>&1; then pass; else
 		fail "rustfmt (drivers/, kernel style)"; show_log "$LOGS/module-fmt.log" 20; fi
+	# make board's devicetree overlay (scripts/board.sh), applied to the ZCU102's devicetree from
+	# the kernel's source and validated against the binding and every kernel schema.
+	if "$TOP/scripts/board.sh" --overlay-only "$KBUILD" "$TOP/build/board" >"$LOGS/board.log" 2>&1 &&
+		"$TOP/scripts/lint-dt.sh" --dtb "$TOP/build/board/zynqmp-zcu102-exanest.dtb" \
+		/axi/dma@a0000000 /axi/dma@a0000000/context@0 /axi/dma@a0000000/context@f \
+		>>"$LOGS/board.log" 2>&1; then pass; else
+		fail "make board's overlay on the ZCU102's devicetree"; show_log "$LOGS/board.log" 30; fi
 	# No frame that the probe's or open's deep calls could overflow the kernel stack under; the
 	# test kernel's KASAN stacks are 32 KiB, so its KUnit tests may take 16 (common.sh's eval_image checks
 	# the evaluation kernel's module against 16 KiB stacks).

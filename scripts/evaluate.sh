@@ -34,6 +34,12 @@ QEMU="$QEMU" KERNEL="$KB/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs-eva
 	PLDMA_OPTS="contexts=4,rx-queue=262144,ecn-threshold=32768" \
 	"$TOP/scripts/run-qemu.sh" /usr/share/exanest/eval.sh -icount shift=0,sleep=off >"$OUT/incast.log" 2>&1 ||
 	{ tail -30 "$OUT/incast.log" >&2; die "the incast run failed (log: $OUT/incast.log)"; }
+# Fault service on the QFDB machine: the engines behind the MMU-500 (arm-smmu.c's hard-IRQ fault
+# reports, terminate mode), beside this SMMUv3 run's (Documentation/qfdb.rst).
+PLATFORM=mmu500 QEMU="$QEMU" KERNEL="$KB/arch/arm64/boot/Image" INITRD="$TOP/build/initramfs-eval.cpio" \
+	TIMEOUT=1800 QEMU_MEM=4G QEMU_APPEND="exanest.runs=$runs exanest.quick=$quick exanest.qfdb=1" \
+	"$TOP/scripts/run-qemu.sh" /usr/share/exanest/eval.sh -icount shift=0,sleep=off >"$OUT/qfdb.log" 2>&1 ||
+	{ tail -30 "$OUT/qfdb.log" >&2; die "the MMU-500 run failed (log: $OUT/qfdb.log)"; }
 # libfabric and MPI against the raw queue, on the host's clock (no -icount: tests/guest/eval-mpi.sh
 # says why); then MPI over the engine against MPI over TCP on the second NIC: make mpi's two
 # guests on the evaluation kernel (two QEMU processes: a ratio within the boot). Unless quick.
@@ -49,6 +55,7 @@ fi
 {
 	grep -a -E '^\{"(run|bench|engine)"' "$OUT/console.log"
 	grep -a -E '^\{"bench"' "$OUT/incast.log"
+	grep -a -E '^\{"(run|bench)"' "$OUT/qfdb.log" | sed 's/^{/{"platform": "mmu500", /'
 	[ $quick = 1 ] || grep -a -E '^\{"bench"' "$OUT/mpiwall.log"
 	[ $quick = 1 ] || python3 "$TOP/tests/eval/report.py" --mpi-log "$OUT/mpi.log"
 } >"$OUT/raw.jsonl"

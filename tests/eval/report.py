@@ -26,7 +26,9 @@ COLORS = {"pin": "#1f77b4", "prefault": "#2ca02c", "on-demand": "#d62728",
           "sequential": "#1f77b4", "strided": "#ff7f0e"}
 
 
-def load(path):
+def load(path, platform=None):
+    """The runs of RAW.jsonl: lists of bench objects, split at each {"run": N}. Lines tagged
+    {"platform": P, ...} (another machine's boot, evaluate.sh) belong to platform P's runs only."""
     runs, cur = [], []
     for line in open(path, errors="replace"):
         line = line.strip()
@@ -36,6 +38,8 @@ def load(path):
         try:
             obj = json.loads(line[i:])
         except json.JSONDecodeError:
+            continue
+        if obj.get("platform") != platform:
             continue
         if "run" in obj:
             if cur:
@@ -499,6 +503,7 @@ def report(raw, out, figdir, meta):
                f"{fscoff.get((), 0):.2f} / {fscon.get((), 0):.2f}"],
               ["CPU cost of the fault log (%, on against off)", f"{fsccost.get((), 0):.2f}"]]
              if fsccost else [])) + "\n")
+    mmu500_section(w, runs, load(raw, "mmu500"), stages, fmt_us)
     if floor is not None:
         w("The copy's time per fault holds the engine model's own time: every RESUME pays the\n"
           "per-transfer latency again, as a retransmission, and the page's data moves at the\n"
@@ -1039,6 +1044,46 @@ NETPIPE_LINE = re.compile(r"\s*\d+:\s+(\d+) bytes\s+\d+ times -->\s+[\d.]+ Mbps 
 FPP_LINE = re.compile(r"(\d+)\s+\S+\s+=\S+\s+\S+\s+[\d.]+s\s+[\d.]+\s+([\d.]+)\s+[\d.]+$")
 STENCIL_LINE = re.compile(r"mpi-stencil: ok \((\d+) ranks, (\d+) x (\d+) grid, (\d+) iterations, "
                           r"(fresh|reused) buffers.*: ([\d.]+) ms an iteration")
+
+
+def fault_stage(runs, st, q, unit=1000):
+    """median over runs of the fault-service log's figure q of stage st (ns / unit: us)."""
+    v = [o["log"]["stages"][st][q] for run in runs for o in run
+         if o.get("bench") == "fault-service" and st in o.get("log", {}).get("stages", {})]
+    return statistics.median(v) / unit if v else None
+
+
+def mmu500_section(w, runs, mruns, stages, fmt_us):
+    """Fault service on the QFDB machine (the MMU-500, arm-smmu.c) beside this SMMUv3 run."""
+    if not any(o.get("bench") == "fault-service" for run in mruns for o in run):
+        return
+    w(heading("Fault service on the MMU-500 (the QFDB's SMMU)"))
+    w("The same copy (window 0, every page faulting) on the QFDB machine: the engines on the\n"
+      "platform bus behind the MMU-500 model, Linux's ``arm-smmu.c`` reporting each fault from\n"
+      "its hard-IRQ context-fault handler with ``dev == NULL``, the transaction terminated and\n"
+      f"the engine retransmitting after RESUME (``Documentation/qfdb.rst``). {len(mruns)} runs of\n"
+      "their own boot, same kernel, same -icount; the CPU fault is measured in each boot, and\n"
+      "the ratios are against it.\n")
+    cpu = {name: group(r, "cpu-fault", [], "us_per_fault")[0].get(()) for name, r in
+           (("v3", runs), ("v2", mruns))}
+    per = {name: group(r, "fault-service", [], "us_per_fault")[0].get(()) for name, r in
+           (("v3", runs), ("v2", mruns))}
+    rows = []
+    for st, what in stages:
+        a50, b50 = fault_stage(runs, st, "p50"), fault_stage(mruns, st, "p50")
+        if a50 is None and b50 is None:
+            continue
+        rows.append([f"*{st}*: {what}", fmt_us(a50), fmt_us(b50),
+                     fmt_us(fault_stage(runs, st, "p99")), fmt_us(fault_stage(mruns, st, "p99"))])
+    rows.append(["device fault, copy time / faults, window 0", fmt_us(per["v3"]), fmt_us(per["v2"]),
+                 "", ""])
+    rows.append(["CPU page fault on a fresh anonymous page (mean)", fmt_us(cpu["v3"]),
+                 fmt_us(cpu["v2"]), "", ""])
+    ratio = lambda r, c: "-" if r is None or not c else f"{r / c:.2f} x"
+    rows.append(["*from_irq* p50 against the CPU fault",
+                 ratio(fault_stage(runs, "from_irq", "p50"), cpu["v3"]),
+                 ratio(fault_stage(mruns, "from_irq", "p50"), cpu["v2"]), "", ""])
+    w(table(["stage (us)", "SMMUv3 p50", "MMU-500 p50", "SMMUv3 p99", "MMU-500 p99"], rows) + "\n")
 
 
 def mpi_log(lines):

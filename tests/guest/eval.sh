@@ -2,19 +2,34 @@
 # line: exanest.runs=N (default 5), exanest.quick=1 for the short smoke version.
 # exanest.incast=1: the incast boot instead (make evaluate's second, with nine engines).
 # exanest.mpiwall=1: libfabric and MPI on the host's clock instead (its third; eval-mpi.sh).
-runs=5 quick= incast= mpiwall=
+# exanest.qfdb=1: fault service on the MMU-500 instead (the QFDB machine: run-qemu.sh
+# PLATFORM=mmu500), with the CPU fault it is measured against, in the same runs.
+runs=5 quick= incast= mpiwall= qfdb=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	exanest.runs=*) runs=${arg#exanest.runs=} ;;
 	exanest.quick=1) quick=--quick ;;
 	exanest.incast=1) incast=1 ;;
 	exanest.mpiwall=1) mpiwall=1 ;;
+	exanest.qfdb=1) qfdb=1 ;;
 	esac
 done
 insmod /lib/exanest_dma.ko || exit 1
 if [ -n "$mpiwall" ]; then
 	EVAL_MPI_PART=wall EVAL_RUNS=$runs
 	. /usr/share/exanest/eval-mpi.sh
+	rmmod exanest_dma
+	return 0 2>/dev/null || exit 0
+fi
+if [ -n "$qfdb" ]; then
+	i=1
+	while [ "$i" -le "$runs" ]; do
+		echo "{\"run\": $i}"
+		for b in fault-service cpu-fault; do
+			exanest-bench $b $quick || echo "{\"bench\": \"$b\", \"error\": \"exit $?\"}"
+		done
+		i=$((i + 1))
+	done
 	rmmod exanest_dma
 	return 0 2>/dev/null || exit 0
 fi
