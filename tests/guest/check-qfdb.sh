@@ -47,20 +47,12 @@ refused=$(sed -n 's/^iommu_refused //p' /sys/kernel/debug/exanest-dma0/stats)
 echo "iommu_refused ${refused:-none} ($banks banks)"
 [ "${refused:-0}" -gt 0 ]; t $? qfdb-banks-virtualised "iommu_refused ${refused:-none} with $banks banks"
 
-out=$(copy-c 1000003 2>&1); echo "$out"
-echo "$out" | grep -q "copied 1000003 bytes, data verified"; t $? example-c "$out"
-out=$(odp-c 20000003 2>&1); echo "$out"
-echo "$out" | grep -q "copied 20000003 bytes on demand: [1-9][0-9]* faults resolved, 0 pages pinned, data verified"
-t $? example-odp-c "$out"
-out=$(queue-c 1000 2>&1); echo "$out"
-echo "$out" | grep -q "^queue: 1000 copies, data verified"; t $? example-queue-c "$out"
-out=$(put-c 8388611 2>&1); echo "$out"
-echo "$out" | grep -q "^put 8388611 bytes to another node and got them back, data verified on both"
-t $? example-put-c "$out"
-out=$(mailbox-rs 1048579 2>&1); echo "$out"
-echo "$out" | grep -q "statuses 0 0 0; data verified"; t $? example-mailbox-rust "$out"
-out=$(exanest-cli copy --size 8M --mode on-demand 2>&1); echo "$out"
-echo "$out" | grep -q "8388608 bytes .* data verified"; t $? cli-copy-on-demand "$out"
+expect example-c "copied 1000003 bytes, data verified" copy-c 1000003
+expect example-odp-c "copied 20000003 bytes on demand: [1-9][0-9]* faults resolved, 0 pages pinned, data verified" odp-c 20000003
+expect example-queue-c "^queue: 1000 copies, data verified" queue-c 1000
+expect example-put-c "^put 8388611 bytes to another node and got them back, data verified on both" put-c 8388611
+expect example-mailbox-rust "statuses 0 0 0; data verified" mailbox-rs 1048579
+expect cli-copy-on-demand "8388608 bytes .* data verified" exanest-cli copy --size 8M --mode on-demand
 exanest-bench all --quick
 rmmod exanest_dma; t $? driver-unload "rmmod failed"
 [ ! -e /dev/exanest-dma0 ]; t $? driver-unload-removes-devices "/dev/exanest-dma0 still there"

@@ -55,20 +55,13 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 		topic $name
 	done
 	# The user library: its C and Rust examples and the CLI.
-	out=$(copy-c 1000003 2>&1); echo "$out"
-	echo "$out" | grep -q "copied 1000003 bytes, data verified"; t $? example-c "$out"
-	out=$(copy-rs 3000001 2>&1); echo "$out"
-	echo "$out" | grep -q "copied 3000001 bytes, data verified"; t $? example-rust "$out"
-	out=$(odp-c 20000003 2>&1); echo "$out"
-	echo "$out" | grep -q "copied 20000003 bytes on demand: [1-9][0-9]* faults resolved, 0 pages pinned, data verified"
-	t $? example-odp-c "$out"
-	out=$(odp-rs 9000001 2>&1); echo "$out"
-	echo "$out" | grep -q "copied 9000001 bytes on demand: [1-9][0-9]* faults resolved, 0 pages pinned, data verified"
-	t $? example-odp-rust "$out"
+	expect example-c "copied 1000003 bytes, data verified" copy-c 1000003
+	expect example-rust "copied 3000001 bytes, data verified" copy-rs 3000001
+	expect example-odp-c "copied 20000003 bytes on demand: [1-9][0-9]* faults resolved, 0 pages pinned, data verified" odp-c 20000003
+	expect example-odp-rust "copied 9000001 bytes on demand: [1-9][0-9]* faults resolved, 0 pages pinned, data verified" odp-rs 9000001
 	# The library's soundness: a copy's Pending and a region forgotten (mem::forget), the
 	# destination dropped with the copy in flight; freed buffers poisoned and kept, untouched.
-	out=$(forget-rs 2>&1); echo "$out"
-	echo "$out" | grep -q "^forget: nothing written after the drop"; t $? example-forget-rust "$out"
+	expect example-forget-rust "^forget: nothing written after the drop" forget-rs
 	# The C library on the device: stale queue handles, remote rights (GUEST-TEST lines).
 	exanest-lib; rc=$?
 	[ "$rc" -le 1 ] || t 1 exanest-lib "exit status $rc"
@@ -79,8 +72,7 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 		[ "$rc" -le 1 ] || t 1 exanest-fabric "exit status $rc"
 	fi
 	# The user-level queue: 1000 copies of 1 B to 33 KB kept 32 deep, on demand, polled.
-	out=$(queue-c 1000 2>&1); echo "$out"
-	echo "$out" | grep -q "^queue: 1000 copies, data verified"; t $? example-queue-c "$out"
+	expect example-queue-c "^queue: 1000 copies, data verified" queue-c 1000
 	# Remote puts (ABI 4): node 0 into node 1's never-touched memory, faults NACKed and resolved.
 	out=$(put-c 8388611 2>&1); echo "$out"
 	echo "$out" | grep -q "receiver on node 1: the put's completion came through its mailbox (immediate 0x600d, 8388611 bytes), [1-9][0-9]* faults NACKed and resolved" &&
@@ -93,21 +85,15 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	t $? example-put-rust "$out"
 	# The mailbox (ABI 5): a hello, a key sent back through it, a put with that key and with
 	# immediate data (ABI 7), whose completion comes through the mailbox.
-	out=$(mailbox-rs 1048579 2>&1); echo "$out"
-	echo "$out" | grep -q "A put 1048579 bytes into memory B never touched (.*completion (immediate 0xd09e, 1048579 bytes at 0x[0-9a-f]*); statuses 0 0 0; data verified"
-	t $? example-mailbox-rust "$out"
-	out=$(exanest-cli -d 1 copy --size 5M --count 3 --src-offset 3 --dst-offset 1 2>&1); echo "$out"
-	echo "$out" | grep -q "15728640 bytes .* data verified"; t $? cli-copy "$out"
-	out=$(exanest-cli -d 1 counters 2>&1); echo "$out"
-	echo "$out" | grep -q "^copies 0 errors 0"; t $? cli-counters-fresh-session "$out"
+	expect example-mailbox-rust "A put 1048579 bytes into memory B never touched (.*completion (immediate 0xd09e, 1048579 bytes at 0x[0-9a-f]*); statuses 0 0 0; data verified" mailbox-rs 1048579
+	expect cli-copy "15728640 bytes .* data verified" exanest-cli -d 1 copy --size 5M --count 3 --src-offset 3 --dst-offset 1
+	expect cli-counters-fresh-session "^copies 0 errors 0" exanest-cli -d 1 counters
 	out=$(exanest-cli info 2>&1)
 	echo "$out" | grep -q "channels *4"; t $? cli-info "$out"
-	out=$(exanest-cli copy --size 8M --mode on-demand 2>&1); echo "$out"
-	echo "$out" | grep -q "8388608 bytes .* data verified"; t $? cli-copy-on-demand "$out"
+	expect cli-copy-on-demand "8388608 bytes .* data verified" exanest-cli copy --size 8M --mode on-demand
 	# Advised, the copy takes no fault, unless the mm invalidated some of the pages meanwhile
 	# (compaction migrates pages: CI once saw 2 faults re-resolving 10 pages).
-	out=$(exanest-cli copy --size 2M --mode on-demand --advise 2>&1); echo "$out"
-	echo "$out" | grep -q "^faults 0 \|invalidations [1-9]"; t $? cli-advise-no-faults "$out"
+	expect cli-advise-no-faults "^faults 0 \|invalidations [1-9]" exanest-cli copy --size 2M --mode on-demand --advise
 	# The translation budget through the library: 256 pages for an 8 MiB on-demand copy.
 	out=$(exanest-cli copy --size 8M --mode on-demand --budget 256 2>&1); echo "$out"
 	echo "$out" | grep -q "8388608 bytes .* data verified" &&
@@ -149,9 +135,7 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	# A fault handler installed after the attach still gets the SMMU's reports: the SMMUv3
 	# patch looks the handler up when the fault arrives, not when the domain is attached.
 	insmod /lib/exanest_dma.ko fault_handler_late=1 smmu_fault_events=1 >/dev/null 2>&1
-	out=$(exanest-cli copy --size 4M --mode on-demand 2>&1); echo "$out"
-	echo "$out" | grep -q "^faults [1-9][0-9]* (iommu [1-9][0-9]*)"
-	t $? odp-fault-handler-set-after-attach "$out"
+	expect odp-fault-handler-set-after-attach "^faults [1-9][0-9]* (iommu [1-9][0-9]*)" exanest-cli copy --size 4M --mode on-demand
 	rmmod exanest_dma
 	# The SMMU's reports, which the driver turns off by default (kernel patch 0006), kept:
 	# its handler gets every fault, and resolves a fault by itself.
@@ -180,10 +164,8 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	rmmod exanest_dma
 	# The per-process limit on registered memory (module parameter): REG past it is ENOSPC.
 	insmod /lib/exanest_dma.ko max_registered_mib=3 >/dev/null 2>&1
-	out=$(exanest-cli copy --size 2M --mode on-demand 2>&1); echo "$out"
-	echo "$out" | grep -q "(ENOSPC)"; t $? registered-bytes-limit "$out"
-	out=$(exanest-cli copy --size 1M --mode on-demand 2>&1); echo "$out"
-	echo "$out" | grep -q "1048576 bytes .* data verified"; t $? registered-bytes-under-limit "$out"
+	expect registered-bytes-limit "(ENOSPC)" exanest-cli copy --size 2M --mode on-demand
+	expect registered-bytes-under-limit "1048576 bytes .* data verified" exanest-cli copy --size 1M --mode on-demand
 	rmmod exanest_dma
 fi
 

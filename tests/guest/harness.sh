@@ -12,3 +12,11 @@ topic() {
 	[ "$rc" -le 1 ] || t 1 "exanest-$name" "exit status $rc"
 	echo "GUEST-TIME: exanest-$name $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s"
 }
+# expect NAME PATTERN CMD...: run CMD, show its output, and one test line: whether a line of it
+# matches PATTERN (grep's basic regular expression).
+expect() {
+	local name=$1 pat=$2 out
+	shift 2
+	out=$("$@" 2>&1); echo "$out"
+	echo "$out" | grep -q "$pat"; t $? "$name" "$out"
+}
