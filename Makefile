@@ -91,10 +91,13 @@ soak: setup
 	$(MAKE) -s --no-print-directory module KDIR="$$kb" >/dev/null; \
 	$(TOP)/scripts/build-guest-rust.sh >/dev/null; \
 	$(TOP)/scripts/build-initramfs.sh "$$kb" $(INITRD); mkdir -p $(TOP)/build/logs; \
-	QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(INITRD) TIMEOUT=14400 \
-		QEMU_APPEND="exanest.race_iter=$(RACE_ITER) exanest.fuzz_calls=$(FUZZ_CALLS)" \
-		$(TOP)/scripts/run-qemu.sh /usr/share/exanest/soak.sh | tee $(TOP)/build/logs/soak.log; \
-	python3 $(TOP)/tests/harness/console.py $(TOP)/build/logs/soak.log
+	for p in pci mmu500; do \
+		log=$(TOP)/build/logs/soak-$$p.log; \
+		PLATFORM=$$p QEMU="$$q" KERNEL="$$kb/arch/arm64/boot/Image" INITRD=$(INITRD) TIMEOUT=14400 \
+			QEMU_APPEND="exanest.race_iter=$(RACE_ITER) exanest.fuzz_calls=$(FUZZ_CALLS)" \
+			$(TOP)/scripts/run-qemu.sh /usr/share/exanest/soak.sh | tee $$log; \
+		python3 $(TOP)/tests/harness/console.py $$log; \
+	done
 
 NODES_RUN ?= nodes
 .PHONY: nodes

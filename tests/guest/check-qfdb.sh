@@ -37,6 +37,23 @@ done
 rmmod exanest_dma && insmod /lib/exanest_dma.ko contexts=$((banks - 2)) >/dev/null 2>&1
 t $? driver-reload-contexts "insmod contexts=$((banks - 2)) failed"
 topic contexts
+# One context per engine, as on PCI: a receiver whose context another process took (a put, or
+# a message to its mailbox, makes it resident again), a REG read once, and a queue moved
+# between contexts.
+rmmod exanest_dma && insmod /lib/exanest_dma.ko contexts=1 >/dev/null 2>&1
+t $? driver-reload-one-context "insmod contexts=1 failed"
+topic net -r net.non_resident_receiver -r net.non_resident_mailbox -r global.reg_argument_read_once
+exanest-bench queue-move --quick
+# Four contexts: sixteen processes with user-level queues share them.
+rmmod exanest_dma && insmod /lib/exanest_dma.ko contexts=4 >/dev/null 2>&1
+t $? driver-reload-four-contexts "insmod contexts=4 failed"
+topic queues -f queue_abi
+# arm-smmu.c reports every context fault from its hard-IRQ handler (dev == NULL), whatever the
+# module asks: the handler gets them, and resolves a fault by itself.
+rmmod exanest_dma && insmod /lib/exanest_dma.ko smmu_fault_events=1 >/dev/null 2>&1
+t $? driver-reload-smmu-events "insmod smmu_fault_events=1 failed"
+EXANEST_SMMU_EVENTS=1 topic coherence -t smmu_reports_faults_to_handler \
+	-t iommu_report_resolves_region_inside_a_page
 rmmod exanest_dma && insmod /lib/exanest_dma.ko >/dev/null 2>&1
 t $? driver-reload "insmod failed"
 # More processes than the MMU-500 has free banks: twenty-four processes copying at once on one
@@ -54,6 +71,9 @@ expect example-put-c "^put 8388611 bytes to another node and got them back, data
 expect example-mailbox-rust "statuses 0 0 0; data verified" mailbox-rs 1048579
 expect cli-copy-on-demand "8388608 bytes .* data verified" exanest-cli copy --size 8M --mode on-demand
 exanest-bench all --quick
+# Unbinding the platform devices with files open and copies queued, then binding them again
+# (the contexts' devices destroyed and made again), in every memory mode.
+topic concurrency
 rmmod exanest_dma; t $? driver-unload "rmmod failed"
 [ ! -e /dev/exanest-dma0 ]; t $? driver-unload-removes-devices "/dev/exanest-dma0 still there"
 [ -z "$(ls -d /sys/bus/platform/devices/*context@* 2>/dev/null)" ]

@@ -134,8 +134,16 @@ if [ -e /lib/exanest_dma.ko ] && want a; then
 	[ ! -e /dev/exanest-dma0 ]; t $? driver-unload-removes-devices "/dev/exanest-dma0 still there"
 	# A fault handler installed after the attach still gets the SMMU's reports: the SMMUv3
 	# patch looks the handler up when the fault arrives, not when the domain is attached.
+	# The SMMU's reports come from its event thread, after the engine's own: a copy whose faults
+	# the engine's reports resolved can end before that thread ran (CI saw "faults 12 (iommu
+	# 0)" once, at a91f243). The handler is looked for in up to three copies.
 	insmod /lib/exanest_dma.ko fault_handler_late=1 smmu_fault_events=1 >/dev/null 2>&1
-	expect odp-fault-handler-set-after-attach "^faults [1-9][0-9]* (iommu [1-9][0-9]*)" exanest-cli copy --size 4M --mode on-demand
+	for i in 1 2 3; do
+		out=$(exanest-cli copy --size 4M --mode on-demand 2>&1); echo "$out"
+		! echo "$out" | grep -q "^faults [1-9][0-9]* (iommu [1-9][0-9]*)" || break
+	done
+	echo "$out" | grep -q "^faults [1-9][0-9]* (iommu [1-9][0-9]*)"
+	t $? odp-fault-handler-set-after-attach "$out"
 	rmmod exanest_dma
 	# The SMMU's reports, which the driver turns off by default (kernel patch 0006), kept:
 	# its handler gets every fault, and resolves a fault by itself.

@@ -321,27 +321,53 @@ static void on_sigbus(int sig)
 	siglongjmp(sigbus_env, 1);
 }
 
+/* The driver's sysfs directory and its bound engines: PCI functions, or platform devices. */
+struct engines {
+	const char *drv;
+	int nb;
+	char names[8][32];
+};
+
+static struct engines engine_devices(void)
+{
+	static const char *const dirs[] = { "/sys/bus/pci/drivers/exanest_dma",
+					    "/sys/bus/platform/drivers/exanest_dma" };
+	static const char *const marks[] = { "0000:", ".dma" };
+	struct engines e = { .drv = dirs[0] };
+
+	for (int i = 0; i < 2 && !e.nb; i++) {
+		DIR *d = opendir(dirs[i]);
+		struct dirent *de;
+
+		if (!d)
+			continue;
+		e.drv = dirs[i];
+		while ((de = readdir(d)) && e.nb < 8)
+			if (strstr(de->d_name, marks[i]))
+				snprintf(e.names[e.nb++], sizeof(e.names[0]), "%.31s", de->d_name);
+		closedir(d);
+	}
+	return e;
+}
+
 TEST_F_TIMEOUT(concurrency, unbind_with_open_file, 90)
 {
-	static const char drv[] = "/sys/bus/pci/drivers/exanest_dma";
+	/* The engines' devices: PCI functions, or platform devices (the QFDB machine). */
+	const struct engines e = engine_devices();
+	const char *const drv = e.drv;
 	char bdfs[8][32], path[96];
-	DIR *d = opendir(drv);
-	struct dirent *de;
-	uint8_t *buf;
-	int nb = 0, n, st = 0, ret, fd, ok = 1, qfd;
+	int n, st = 0, ret, fd, ok = 1, qfd;
+	const int nb = e.nb;
 	struct exanest_dma_queue qr = { 0 };
 	volatile uint32_t *db;
-	uint8_t *sq;
+	uint8_t *buf, *sq;
 
-	ASSERT_NE(NULL, d);
-	while ((de = readdir(d)) && nb < 8)
-		if (!strncmp(de->d_name, "0000:", 5))
-			snprintf(bdfs[nb++], sizeof(bdfs[0]), "%.31s", de->d_name);
-	closedir(d);
 	ASSERT_EQ(2, nb);
+	memcpy(bdfs, e.names, sizeof(bdfs));
 	/*
 	 * In bus order, so that /dev/exanest-dma0's engine (probed first) goes first: an unbind
-	 * disables the engine's virtual functions, which takes the PCI core a second.
+	 * disables the engine's virtual functions, which takes the PCI core a second (on the
+	 * platform, it destroys the contexts' devices).
 	 */
 	if (strcmp(bdfs[0], bdfs[1]) > 0) {
 		char t[32];
@@ -352,7 +378,7 @@ TEST_F_TIMEOUT(concurrency, unbind_with_open_file, 90)
 	}
 	/*
 	 * A second file with a user-level queue and its doorbell mapped: unbind must zap the
-	 * mapping, whose VF goes away with SR-IOV.
+	 * mapping, whose VF goes away with SR-IOV (on the platform, the engine's window).
 	 */
 	qfd = dev_open(0);
 	ASSERT_LE(0, qfd);

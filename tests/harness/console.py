@@ -59,6 +59,9 @@ REPORTS = [
     (re.compile(r"possible recursive locking|possible circular locking|inconsistent lock state"), "lockdep report"),
     (re.compile(r"Kernel panic"), "kernel panic"),
     (re.compile(r"sleeping function called from invalid context"), "sleep in atomic context"),
+    # kernel/irq/spurious.c: a level interrupt no handler claims, then disabled for good (an
+    # IOMMU's fault interrupt silenced so: its faults never reach their handler again).
+    (re.compile(r"\birq \d+: nobody cared"), "unhandled interrupt (disabled)"),
 ]
 
 

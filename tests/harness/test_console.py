@@ -46,6 +46,12 @@ class Judge(unittest.TestCase):
                    "[  41.3]       Not tainted 7.3.4-exanest #1\n"] + DONE)
         self.assertEqual(v.failed, 0, v.problems)
 
+    def test_unhandled_interrupt(self):
+        # kernel/irq/spurious.c, as the MMU-500's context interrupt raised it once (the model
+        # routed every bank's fault to interrupt 0).
+        self.assert_report('[  16.8] irq 15: nobody cared (try booting with the "irqpoll" option)',
+                           "unhandled interrupt (disabled)")
+
     def test_soft_lockup(self):
         self.assert_report("[  30.0] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [exanest-sizes:140]",
                            "soft lockup")

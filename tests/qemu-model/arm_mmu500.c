@@ -20,7 +20,7 @@
  *    forgets an invalidation sees the stale entry, as it would on a board.
  *  - Faults in terminate mode: the transaction aborts, the bank records the
  *    first fault in FSR/FAR/FSYNR0 (MULTI for the next ones until FSR is
- *    cleared) and raises its context interrupt (CBARn.IRPTNDX) while a
+ *    cleared) and raises its context interrupt (bank n: interrupt n) while a
  *    fault is recorded and SCTLR.CFIE is set; global faults (unmatched
  *    stream, S2CR fault, a bad context bank) go to sGFSR and the global
  *    interrupt.
@@ -225,19 +225,15 @@ static bool mmu500_cb_irq_pending(ArmMmu500Cb *cb)
     return (cb->fsr & CB_FSR_FAULT) && FIELD_EX32(cb->sctlr, CB_SCTLR, CFIE);
 }
 
+/*
+ * Context bank n raises context interrupt n: in SMMUv2 each bank has its
+ * own, and CBARn.IRPTNDX is SMMUv1's (Linux's arm-smmu.c writes it only
+ * there, and leaves it 0 on an MMU-500).
+ */
 static void mmu500_update_irq(ArmMmu500State *s)
 {
-    bool line[MMU500_MAX_CB] = { false };
-
     for (unsigned n = 0; n < s->num_cb; n++) {
-        unsigned irpt = FIELD_EX32(s->cb[n].cbar, CBAR, IRPTNDX);
-
-        if (irpt < s->num_cb && mmu500_cb_irq_pending(&s->cb[n])) {
-            line[irpt] = true;
-        }
-    }
-    for (unsigned i = 0; i < s->num_cb; i++) {
-        qemu_set_irq(s->context_irq[i], line[i]);
+        qemu_set_irq(s->context_irq[n], mmu500_cb_irq_pending(&s->cb[n]));
     }
     qemu_set_irq(s->global_irq,
                  s->gfsr && (FIELD_EX32(s->scr0, SCR0, GFIE) ||

@@ -374,6 +374,20 @@ class Faults(Mmu500Test):
         self.assertEqual(q.status(0)[0], R["PLDMA_STATE_DONE"])
         self.assertEqual(q.mem_read(RAM + 0xE10000, PAGE) + q.mem_read(RAM + 0xE11000, PAGE), data)
 
+    def test_each_bank_raises_its_own_context_interrupt(self):
+        # As arm-smmu.c programs an MMU-500: CBARn.IRPTNDX left 0 (it is SMMUv1's field).
+        q = self.q
+        for n in range(2):
+            q.bank(n, [SID + 1 + n])
+            q.set_gr(CBAR + 4 * n, 1 << 16)
+        self.assertEqual(self.copy(IOVA, IOVA + PAGE, 8, ctx=1)[0], R["PLDMA_STATE_FAULT"])
+        self.assertTrue(q.cb(1, FSR) & FSR_TF)
+        self.assertEqual(q.cb(0, FSR), 0)
+        self.assertTrue(q.context_irq(1), "bank 1's fault raises context interrupt 1")
+        self.assertFalse(q.context_irq(0), "not interrupt 0, whose handler reads bank 0's FSR")
+        q.set_cb(1, FSR, q.cb(1, FSR))
+        self.assertFalse(q.context_irq(1))
+
     def test_a_second_fault_sets_multi_and_keeps_the_first(self):
         q = self.q
         q.bank(0, [SID + 1])
