@@ -1063,12 +1063,16 @@ def mmu500_section(w, runs, mruns, stages, fmt_us):
       "its hard-IRQ context-fault handler with ``dev == NULL``, the transaction terminated and\n"
       f"the engine retransmitting after RESUME (``Documentation/qfdb.rst``). {len(mruns)} runs of\n"
       "their own boot, same kernel, same -icount; the CPU fault is measured in each boot, and\n"
-      "the ratios are against it. Every fault is reported twice on this machine, by the engine\n"
-      "and by ``arm-smmu.c``, which cannot be told to keep quiet (kernel patch 0006 is\n"
-      "SMMUv3's): the hard-IRQ report is recorded and dropped as a duplicate. *map* is the\n"
-      "IOMMU driver's own: kernel patch 0007 gives ``arm-smmu-v3`` a ``map_pages_array``\n"
-      "and not ``arm-smmu.c``, which maps through the core's page-at-a-time path; that the\n"
-      "difference comes from there is not measured yet.\n")
+      "the ratios are against it. Every fault is reported twice on this machine:\n"
+      "``arm-smmu.c`` cannot be told to keep quiet (kernel patch 0006 is SMMUv3's), and its\n"
+      "hard-IRQ report comes first (*report*: before the engine's interrupt), so a fault's\n"
+      "service starts there, *total* counts from it and *from_irq* is what is left when the\n"
+      "engine's interrupt comes. On the SMMUv3 the driver turns the SMMU's reports off and the\n"
+      "engine's report is the only one. What the duplicate costs is the copy's time per fault\n"
+      "below; where it goes (the hard-IRQ handler's deferral to the fault thread, *wake*, and\n"
+      "the two reports meeting on the process's state) is not broken down yet. *map* is the\n"
+      "IOMMU driver's own: kernel patch 0007 gives ``arm-smmu-v3`` a ``map_pages_array`` and\n"
+      "not ``arm-smmu.c``, which maps through the core's page-at-a-time path.\n")
     cpu = {name: group(r, "cpu-fault", [], "us_per_fault")[0].get(()) for name, r in
            (("v3", runs), ("v2", mruns))}
     per = {name: group(r, "fault-service", [], "us_per_fault")[0].get(()) for name, r in

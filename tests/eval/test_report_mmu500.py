@@ -50,7 +50,7 @@ class Mmu500(unittest.TestCase):
         report.mmu500_section(out.append, runs, mruns, stages, lambda v: "-" if v is None else f"{v:.2f}")
         text = "".join(out)
         self.assertIn("Fault service on the MMU-500", text)
-        row = next(line for line in text.splitlines() if "*total*" in line)
+        row = next(line for line in text.splitlines() if line.startswith("*total*:"))
         self.assertEqual(row.split()[-4:], ["4.00", "6.00", "8.00", "12.00"])
         row = next(line for line in text.splitlines() if "against the CPU fault" in line)
         self.assertEqual(row.split()[-4:], ["2.00", "x", "2.20", "x"])
