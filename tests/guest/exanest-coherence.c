@@ -8,7 +8,6 @@
  * Pinned pages do not follow the mm: where the mm replaces a pinned page (MADV_DONTNEED), the
  * device keeps the old one, and the variant says so.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -130,16 +129,7 @@ static bool smmu_events(void)
  */
 static bool behind_arm_smmu_v2(void)
 {
-	DIR *d = opendir("/sys/bus/platform/drivers/arm-smmu");
-	struct dirent *e;
-	bool bound = false;
-
-	if (!d)
-		return false;
-	while (!bound && (e = readdir(d)))
-		bound = strstr(e->d_name, ".iommu") != NULL;
-	closedir(d);
-	return bound;
+	return driver_bound("/sys/bus/platform/drivers/arm-smmu", ".iommu");
 }
 
 /*

@@ -417,16 +417,7 @@ static volatile uint32_t *ch_reg(struct pf *pf, unsigned int ctx, unsigned int c
 /* Whether an engine is bound as a platform device (the devicetree front-end, the QFDB). */
 static bool platform_engine(void)
 {
-	DIR *d = opendir("/sys/bus/platform/drivers/exanest_dma");
-	struct dirent *e;
-	bool found = false;
-
-	if (!d)
-		return false;
-	while (!found && (e = readdir(d)))
-		found = strstr(e->d_name, ".dma") != NULL;
-	closedir(d);
-	return found;
+	return driver_bound("/sys/bus/platform/drivers/exanest_dma", ".dma");
 }
 
 TEST_F_TIMEOUT(contexts, unheld_context_cannot_reach_another_process, 60)

@@ -14,6 +14,7 @@
 #ifndef EXANEST_TEST_H
 #define EXANEST_TEST_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -187,6 +188,21 @@ static inline uint8_t *thp_alloc(size_t n)
 
 	return raw ? (uint8_t *)(((uintptr_t)raw + (2 << 20) - 1) & ~(uintptr_t)((2 << 20) - 1))
 		   : NULL;
+}
+
+/* Whether a device whose name holds @mark is bound to the driver whose sysfs directory is @drv. */
+static inline bool driver_bound(const char *drv, const char *mark)
+{
+	DIR *d = opendir(drv);
+	struct dirent *e;
+	bool bound = false;
+
+	if (!d)
+		return false;
+	while (!bound && (e = readdir(d)))
+		bound = strstr(e->d_name, mark) != NULL;
+	closedir(d);
+	return bound;
 }
 
 static inline bool all_bytes(const uint8_t *p, size_t n, uint8_t v)
